@@ -1,0 +1,55 @@
+import { z } from 'zod'
+
+/** The on-disk format version this build writes. Adding an event type never changes it; structural changes do. */
+export const SESSION_FORMAT_VERSION = 4
+
+/** The `format` field of every v1+ header line. */
+export const SESSION_FORMAT_NAME = 'agent-ledger.session'
+
+/** Session ids: letters, digits, `_` and `-`, 1 to 128 characters, not starting with `-`. */
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$/
+
+/** Schema of a session id. */
+export const sessionIdSchema = z.string().regex(SESSION_ID_PATTERN, 'a session id ([A-Za-z0-9_-], 1-128 chars)')
+
+/** Where this generation came from when it was written by migration. */
+export const migratedFromSchema = z.object({
+  /** File name of the source generation, e.g. `session.jsonl`. */
+  file: z.string(),
+  version: z.number().int().nonnegative(),
+  /** SHA-256 (hex) of the source file's bytes as read. */
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  /** Last seq of the source, in the source's numbering (-1 when it held no events). */
+  lastSeq: z.number().int().min(-1),
+  bytes: z.number().int().nonnegative(),
+})
+export type MigratedFrom = z.infer<typeof migratedFromSchema>
+
+/**
+ * The first line of a session file (v1 and later). It is not an event: events start on
+ * the next line at seq 0.
+ */
+export const sessionHeaderSchema = z.object({
+  format: z.literal(SESSION_FORMAT_NAME),
+  version: z.number().int().nonnegative(),
+  id: sessionIdSchema,
+  createdAt: z.string().min(1),
+  cwd: z.string().optional(),
+  /** Id of the session this one was forked from. */
+  parentSession: z.string().optional(),
+  /** True when the session starts with inherited events ending in `session/end-seed`. */
+  seeded: z.boolean().optional(),
+  /** How many events (before `session/end-seed`) were inherited from the parent. */
+  inheritedEventCount: z.number().int().nonnegative().optional(),
+  /** 0 for a top-level session; a sub-agent's session is its parent's depth + 1. */
+  delegationDepth: z.number().int().nonnegative().optional(),
+  /** Integrity scheme of every line in this file, e.g. `crc32c`. */
+  integrity: z.string().optional(),
+  migratedFrom: migratedFromSchema.optional(),
+  /** Free metadata for the harness (model, title, tags...). */
+  metadata: z.record(z.string(), z.unknown()).optional(),
+})
+export type SessionHeader = z.infer<typeof sessionHeaderSchema>
+
+/** Header fields a caller chooses; the store fills `format`, `version` and `integrity`. */
+export type SessionHeaderInput = Omit<SessionHeader, 'format' | 'version' | 'integrity' | 'migratedFrom'>

@@ -1,0 +1,150 @@
+import { SessionEventsError, SessionEventsErrorCode } from './session-events-error.ts'
+
+/** Bounds on a JSON value before it is serialized. */
+export interface JsonLimits {
+  /** Deepest allowed nesting of arrays and objects (the top level is depth 1). */
+  readonly maxDepth: number
+  /** Most array elements plus object keys allowed in one value, summed over all levels. */
+  readonly maxEntries: number
+}
+
+/** Defaults: deep enough for any real tool output, far below where recursive walkers overflow the stack. */
+export const DEFAULT_JSON_LIMITS: JsonLimits = { maxDepth: 256, maxEntries: 5_000_000 }
+
+function describe(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  if (typeof value === 'object') {
+    const prototype = Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null
+    return `an instance of ${prototype?.constructor?.name ?? 'an unknown class'}`
+  }
+  return `a ${typeof value}`
+}
+
+/**
+ * Checks that `value` is plain JSON data within `limits`, without recursion (so a hostile
+ * depth cannot overflow the stack).
+ *
+ * Plain data is: `null`, booleans, finite numbers, strings, arrays and objects whose
+ * prototype is `Object.prototype` or `null`. Object properties whose value is `undefined`
+ * are allowed (JSON omits them); `undefined` inside an array is not (JSON would turn it into
+ * `null`). Own `__proto__` keys are data and are accepted.
+ *
+ * @param value - The value to check.
+ * @param limits - Depth and entry bounds; defaults to {@link DEFAULT_JSON_LIMITS}.
+ * @param path - Name of the value in error messages (default `data`).
+ * @throws {@link SessionEventsError} `TOO_DEEP`, `EVENT_TOO_LARGE` or `UNSERIALIZABLE_EVENT`.
+ */
+export function assertJsonValue(value: unknown, limits: JsonLimits = DEFAULT_JSON_LIMITS, path = 'data'): void {
+  const ancestors = new Set<object>()
+  const stack: { value: unknown; depth: number; path: string; exit: boolean }[] = [
+    { value, depth: 0, path, exit: false },
+  ]
+  let entries = 0
+  while (stack.length > 0) {
+    const frame = stack.pop()!
+    const current = frame.value
+    if (frame.exit) {
+      ancestors.delete(current as object)
+      continue
+    }
+    switch (typeof current) {
+      case 'string':
+      case 'boolean':
+        continue
+      case 'number':
+        if (!Number.isFinite(current)) {
+          throw new SessionEventsError({
+            code: SessionEventsErrorCode.UNSERIALIZABLE_EVENT,
+            field: frame.path,
+            message: `${frame.path} cannot be written as JSON: expected a finite number, found ${String(current)}`,
+          })
+        }
+        continue
+      case 'object':
+        break
+      default:
+        throw new SessionEventsError({
+          code: SessionEventsErrorCode.UNSERIALIZABLE_EVENT,
+          field: frame.path,
+          message: `${frame.path} cannot be written as JSON: expected plain JSON data, found a ${typeof current}`,
+        })
+    }
+    if (current === null) continue
+    const depth = frame.depth + 1
+    if (depth > limits.maxDepth) {
+      throw new SessionEventsError({
+        code: SessionEventsErrorCode.TOO_DEEP,
+        field: frame.path,
+        message: `${path} nests too deeply: expected at most ${limits.maxDepth} levels, found more at ${frame.path}`,
+      })
+    }
+    if (ancestors.has(current)) {
+      throw new SessionEventsError({
+        code: SessionEventsErrorCode.UNSERIALIZABLE_EVENT,
+        field: frame.path,
+        message: `${frame.path} cannot be written as JSON: expected a tree, found a cycle back to an enclosing value`,
+      })
+    }
+    ancestors.add(current)
+    stack.push({ value: current, depth: frame.depth, path: frame.path, exit: true })
+    if (Array.isArray(current)) {
+      entries += current.length
+      if (entries > limits.maxEntries) throw tooLarge(path, limits)
+      for (let index = current.length - 1; index >= 0; index -= 1) {
+        const element: unknown = current[index]
+        if (element === undefined) {
+          throw new SessionEventsError({
+            code: SessionEventsErrorCode.UNSERIALIZABLE_EVENT,
+            field: `${frame.path}[${index}]`,
+            message: `${frame.path}[${index}] cannot be written as JSON: expected a value, found undefined in an array`,
+          })
+        }
+        stack.push({ value: element, depth, path: `${frame.path}[${index}]`, exit: false })
+      }
+      continue
+    }
+    const prototype: unknown = Object.getPrototypeOf(current)
+    if (prototype !== Object.prototype && prototype !== null) {
+      throw new SessionEventsError({
+        code: SessionEventsErrorCode.UNSERIALIZABLE_EVENT,
+        field: frame.path,
+        message: `${frame.path} cannot be written as JSON: expected a plain object, found ${describe(current)}`,
+      })
+    }
+    const keys = Object.keys(current)
+    entries += keys.length
+    if (entries > limits.maxEntries) throw tooLarge(path, limits)
+    for (let index = keys.length - 1; index >= 0; index -= 1) {
+      const key = keys[index]!
+      const child: unknown = (current as Record<string, unknown>)[key]
+      if (child === undefined) continue
+      stack.push({ value: child, depth, path: `${frame.path}.${key}`, exit: false })
+    }
+  }
+}
+
+function tooLarge(path: string, limits: JsonLimits): SessionEventsError {
+  return new SessionEventsError({
+    code: SessionEventsErrorCode.EVENT_TOO_LARGE,
+    field: path,
+    message: `${path} is too large: expected at most ${limits.maxEntries} array elements and object keys, found more`,
+  })
+}
+
+/**
+ * Recursively freezes a JSON value in place, without recursion on the call stack.
+ * Already-frozen subtrees are skipped, so freezing shared data twice costs nothing.
+ *
+ * @returns The same value, now deeply frozen.
+ */
+export function deepFreeze<TValue>(value: TValue): TValue {
+  const stack: unknown[] = [value]
+  while (stack.length > 0) {
+    const current = stack.pop()
+    if (typeof current !== 'object' || current === null || Object.isFrozen(current)) continue
+    Object.freeze(current)
+    for (const key of Object.keys(current)) stack.push((current as Record<string, unknown>)[key])
+  }
+  return value
+}

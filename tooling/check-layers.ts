@@ -1,0 +1,160 @@
+/**
+ * The layer check: one literal table of allowed package edges, enforced over every
+ * package.json and every import in src/. Changing the architecture means editing
+ * ALLOWED_EDGES below, in review, where everyone sees it.
+ *
+ * Run: `pnpm layers` (part of `pnpm test`). Exits 1 and says what to do instead on any
+ * violation.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+/** Package → the @agent-ledger packages it may import. Nothing else is allowed. */
+export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
+  'session-events': [],
+  'loop-repair': ['session-events'],
+  'session-projection': ['session-events', 'loop-repair'],
+  'session-store-jsonl': ['session-events', 'session-projection', 'loop-repair'],
+  cli: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl'],
+  demo: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'cli'],
+}
+
+/** Packages that do no I/O, read no clock and use no randomness. */
+export const PURE_PACKAGES: readonly string[] = ['session-events', 'session-projection', 'loop-repair']
+
+const IMPURE_PATTERNS: readonly { pattern: RegExp; instead: string }[] = [
+  { pattern: /\bDate\.now\s*\(/, instead: 'take the time as data (an injected clock) from the caller' },
+  { pattern: /\bnew Date\s*\(\s*\)/, instead: 'take the time as data (an injected clock) from the caller' },
+  { pattern: /\bMath\.random\s*\(/, instead: 'take ids or seeds as data from the caller' },
+  { pattern: /\bcrypto\.randomUUID\s*\(/, instead: 'take ids as data from the caller' },
+  { pattern: /\bperformance\.now\s*\(/, instead: 'take the time as data from the caller' },
+  { pattern: /\bprocess\.(env|hrtime|cwd|argv)\b/, instead: 'take the value as an option from the caller' },
+]
+
+const root = join(fileURLToPath(new URL('.', import.meta.url)), '..')
+
+interface Violation {
+  file: string
+  message: string
+}
+
+function listFiles(directory: string): string[] {
+  let entries: string[]
+  try {
+    entries = readdirSync(directory)
+  } catch {
+    return []
+  }
+  const files: string[] = []
+  for (const entry of entries) {
+    const path = join(directory, entry)
+    if (statSync(path).isDirectory()) files.push(...listFiles(path))
+    else if (/\.(ts|tsx|mts|js|mjs)$/.test(entry)) files.push(path)
+  }
+  return files
+}
+
+function stripComments(source: string): string {
+  return source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:\\])\/\/.*$/gm, '$1')
+}
+
+/** Checks one workspace directory; returns every violation found. */
+export function checkPackage(directory: string, name: string): Violation[] {
+  const violations: Violation[] = []
+  const allowed = ALLOWED_EDGES[name]
+  const packageJsonPath = join(directory, 'package.json')
+  if (allowed === undefined) {
+    return [
+      {
+        file: relative(root, packageJsonPath),
+        message: `package "${name}" has no row in ALLOWED_EDGES; add one to tooling/check-layers.ts saying which packages it may use`,
+      },
+    ]
+  }
+  const manifest = JSON.parse(readFileSync(packageJsonPath, 'utf8')) as Record<string, unknown>
+  for (const field of ['dependencies', 'peerDependencies', 'devDependencies', 'optionalDependencies']) {
+    const deps = (manifest[field] ?? {}) as Record<string, string>
+    for (const dep of Object.keys(deps)) {
+      if (!dep.startsWith('@agent-ledger/')) continue
+      const target = dep.slice('@agent-ledger/'.length)
+      if (!allowed.includes(target)) {
+        violations.push({
+          file: relative(root, packageJsonPath),
+          message: `${field} names ${dep}, but ${name} may only depend on [${allowed.join(', ')}]; move the shared code down a layer or change ALLOWED_EDGES in review`,
+        })
+      }
+    }
+  }
+  const pure = PURE_PACKAGES.includes(name)
+  for (const file of listFiles(join(directory, 'src'))) {
+    const source = stripComments(readFileSync(file, 'utf8'))
+    const importPattern = /(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)|import\s+['"]([^'"]+)['"]/g
+    for (const match of source.matchAll(importPattern)) {
+      const specifier = match[1] ?? match[2] ?? match[3] ?? ''
+      if (specifier.startsWith('@agent-ledger/')) {
+        const [, target = '', ...rest] = specifier.split('/')
+        if (rest.length > 0) {
+          violations.push({
+            file: relative(root, file),
+            message: `deep import "${specifier}": import the package root @agent-ledger/${target} and use its public API`,
+          })
+        }
+        if (!allowed.includes(target)) {
+          violations.push({
+            file: relative(root, file),
+            message: `imports @agent-ledger/${target}, but ${name} may only import [${allowed.join(', ')}]; move the code down a layer or change ALLOWED_EDGES in review`,
+          })
+        }
+      } else if (pure && (specifier.startsWith('node:') || /^(fs|path|os|crypto|child_process|worker_threads|zlib)$/.test(specifier))) {
+        violations.push({
+          file: relative(root, file),
+          message: `imports "${specifier}", but ${name} is pure (no I/O); take the data as an argument, or put the I/O in @agent-ledger/session-store-jsonl`,
+        })
+      }
+    }
+    if (pure) {
+      for (const { pattern, instead } of IMPURE_PATTERNS) {
+        const found = pattern.exec(source)
+        if (found) {
+          violations.push({
+            file: relative(root, file),
+            message: `uses ${found[0].trim()} in the pure package ${name}; ${instead}`,
+          })
+        }
+      }
+    }
+  }
+  return violations
+}
+
+function main(): void {
+  const violations: Violation[] = []
+  let checked = 0
+  for (const group of ['packages', 'apps']) {
+    for (const entry of readdirSync(join(root, group))) {
+      const directory = join(root, group, entry)
+      if (!statSync(directory).isDirectory()) continue
+      checked += 1
+      violations.push(...checkPackage(directory, entry))
+    }
+  }
+  for (const name of Object.keys(ALLOWED_EDGES)) {
+    const exists = ['packages', 'apps'].some((group) => {
+      try {
+        return statSync(join(root, group, name)).isDirectory()
+      } catch {
+        return false
+      }
+    })
+    if (!exists) violations.push({ file: 'tooling/check-layers.ts', message: `ALLOWED_EDGES names "${name}", which no longer exists; remove its row` })
+  }
+  if (violations.length > 0) {
+    console.error(`layer check: ${violations.length} violation(s)`)
+    for (const violation of violations) console.error(`  ${violation.file}: ${violation.message}`)
+    process.exit(1)
+  }
+  console.log(`layer check: ${checked} packages follow the table in tooling/check-layers.ts`)
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main()
