@@ -46,7 +46,7 @@ export interface SessionEventMap {
 }
 
 /** Name of any known session event, including names added by augmentation. */
-export type SessionEventType = keyof SessionEventMap & string
+export type SessionEventType = Extract<keyof SessionEventMap, string>
 
 /** Fields every logged event carries, whatever its type. */
 export interface EventEnvelopeFields {

@@ -1,0 +1,93 @@
+import { constants, promises as fsp } from 'node:fs'
+import type { Stats } from 'node:fs'
+
+/** An open file, as the store sees it: a numeric handle plus the operations the store performs on it. */
+export interface FileHandleOps {
+  /** Path the handle was opened with (for error messages and fault injection). */
+  readonly path: string
+  read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>
+  /** Writes all of `buffer` at `position`, looping over short writes; rejects with the errno error. */
+  write(buffer: Uint8Array, position: number): Promise<void>
+  datasync(): Promise<void>
+  sync(): Promise<void>
+  truncate(length: number): Promise<void>
+  stat(): Promise<Stats>
+  close(): Promise<void>
+}
+
+/**
+ * Every file-system call the store makes goes through this interface, so tests can inject
+ * faults (EIO on fdatasync, ENOSPC on the Nth write, EXDEV on link) and simulate power loss
+ * (drop what was not fsynced) without touching the real disk semantics elsewhere.
+ *
+ * `flags` are numeric `fs.constants` combinations (O_CREAT|O_EXCL|O_NOFOLLOW...).
+ */
+export interface FsOps {
+  open(path: string, flags: number, mode?: number): Promise<FileHandleOps>
+  lstat(path: string): Promise<Stats>
+  stat(path: string): Promise<Stats>
+  readdir(path: string): Promise<string[]>
+  mkdir(path: string, mode: number): Promise<void>
+  link(existingPath: string, newPath: string): Promise<void>
+  unlink(path: string): Promise<void>
+  rename(oldPath: string, newPath: string): Promise<void>
+  chmod(path: string, mode: number): Promise<void>
+  realpath(path: string): Promise<string>
+  /** Opens `path` (a directory) read-only and fsyncs it, so a created, linked or removed name is durable. */
+  fsyncDirectory(path: string): Promise<void>
+}
+
+function wrapHandle(path: string, handle: fsp.FileHandle): FileHandleOps {
+  return {
+    path,
+    async read(buffer, offset, length, position) {
+      const { bytesRead } = await handle.read(buffer, offset, length, position)
+      return bytesRead
+    },
+    async write(buffer, position) {
+      let written = 0
+      while (written < buffer.byteLength) {
+        const { bytesWritten } = await handle.write(
+          buffer,
+          written,
+          buffer.byteLength - written,
+          position + written,
+        )
+        if (bytesWritten === 0) throw new Error(`write to ${path} made no progress`)
+        written += bytesWritten
+      }
+    },
+    datasync: () => handle.datasync(),
+    sync: () => handle.sync(),
+    truncate: (length) => handle.truncate(length),
+    stat: () => handle.stat(),
+    close: () => handle.close(),
+  }
+}
+
+/** The real file system (node:fs promises). */
+export const nodeFsOps: FsOps = {
+  async open(path, flags, mode) {
+    return wrapHandle(path, await fsp.open(path, flags, mode))
+  },
+  lstat: (path) => fsp.lstat(path),
+  stat: (path) => fsp.stat(path),
+  readdir: (path) => fsp.readdir(path),
+  async mkdir(path, mode) {
+    await fsp.mkdir(path, { mode })
+  },
+  link: (existingPath, newPath) => fsp.link(existingPath, newPath),
+  unlink: (path) => fsp.unlink(path),
+  rename: (oldPath, newPath) => fsp.rename(oldPath, newPath),
+  chmod: (path, mode) => fsp.chmod(path, mode),
+  realpath: (path) => fsp.realpath(path),
+  async fsyncDirectory(path) {
+    const handle = await fsp.open(path, constants.O_RDONLY | constants.O_DIRECTORY)
+    try {
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+  },
+}
+
