@@ -3,11 +3,22 @@
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
-const purePackages = ['packages/session-events/**', 'packages/session-projection/**', 'packages/loop-repair/**']
+const purePackages = [
+  'packages/session-events/**',
+  'packages/session-projection/**',
+  'packages/loop-repair/**',
+]
 
 export default tseslint.config(
   {
-    ignores: ['**/dist/**', '**/node_modules/**', '**/*.config.ts', '**/*.config.js', 'bench/**', '**/test/fixtures/**'],
+    ignores: [
+      '**/dist/**',
+      '**/node_modules/**',
+      '**/*.config.ts',
+      '**/*.config.js',
+      'bench/**',
+      '**/test/fixtures/**',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
@@ -76,13 +87,28 @@ export default tseslint.config(
       'no-restricted-properties': [
         'error',
         { object: 'Date', property: 'now', message: 'The pure core reads no clock: pass time in as data.' },
-        { object: 'Math', property: 'random', message: 'The pure core uses no randomness: pass ids in as data.' },
-        { object: 'performance', property: 'now', message: 'The pure core reads no clock: pass time in as data.' },
-        { object: 'crypto', property: 'randomUUID', message: 'The pure core uses no randomness: pass ids in as data.' },
+        {
+          object: 'Math',
+          property: 'random',
+          message: 'The pure core uses no randomness: pass ids in as data.',
+        },
+        {
+          object: 'performance',
+          property: 'now',
+          message: 'The pure core reads no clock: pass time in as data.',
+        },
+        {
+          object: 'crypto',
+          property: 'randomUUID',
+          message: 'The pure core uses no randomness: pass ids in as data.',
+        },
       ],
       'no-restricted-globals': [
         'error',
-        { name: 'process', message: 'The pure core does no I/O and reads no environment: take it as an option.' },
+        {
+          name: 'process',
+          message: 'The pure core does no I/O and reads no environment: take it as an option.',
+        },
         { name: 'setTimeout', message: 'The pure core has no timers: the caller schedules.' },
       ],
       'no-restricted-syntax': [

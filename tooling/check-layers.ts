@@ -89,7 +89,8 @@ export function checkPackage(directory: string, name: string): Violation[] {
   const pure = PURE_PACKAGES.includes(name)
   for (const file of listFiles(join(directory, 'src'))) {
     const source = stripComments(readFileSync(file, 'utf8'))
-    const importPattern = /(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)|import\s+['"]([^'"]+)['"]/g
+    const importPattern =
+      /(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)|import\s+['"]([^'"]+)['"]/g
     for (const match of source.matchAll(importPattern)) {
       const specifier = match[1] ?? match[2] ?? match[3] ?? ''
       if (specifier.startsWith('@agent-ledger/')) {
@@ -106,7 +107,11 @@ export function checkPackage(directory: string, name: string): Violation[] {
             message: `imports @agent-ledger/${target}, but ${name} may only import [${allowed.join(', ')}]; move the code down a layer or change ALLOWED_EDGES in review`,
           })
         }
-      } else if (pure && (specifier.startsWith('node:') || /^(fs|path|os|crypto|child_process|worker_threads|zlib)$/.test(specifier))) {
+      } else if (
+        pure &&
+        (specifier.startsWith('node:') ||
+          /^(fs|path|os|crypto|child_process|worker_threads|zlib)$/.test(specifier))
+      ) {
         violations.push({
           file: relative(root, file),
           message: `imports "${specifier}", but ${name} is pure (no I/O); take the data as an argument, or put the I/O in @agent-ledger/session-store-jsonl`,
@@ -147,7 +152,11 @@ function main(): void {
         return false
       }
     })
-    if (!exists) violations.push({ file: 'tooling/check-layers.ts', message: `ALLOWED_EDGES names "${name}", which no longer exists; remove its row` })
+    if (!exists)
+      violations.push({
+        file: 'tooling/check-layers.ts',
+        message: `ALLOWED_EDGES names "${name}", which no longer exists; remove its row`,
+      })
   }
   if (violations.length > 0) {
     console.error(`layer check: ${violations.length} violation(s)`)

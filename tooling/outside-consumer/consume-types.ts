@@ -1,0 +1,34 @@
+// Type-checked against the published declarations only (no source condition here).
+import type { SessionEvent, SessionEventType, WireMessage } from '@agent-ledger/session-events'
+import { planRepair, type RepairPlan } from '@agent-ledger/loop-repair'
+import { createSessionLog, type SessionLog } from '@agent-ledger/session-projection'
+import { createSessionStore, type SessionStore } from '@agent-ledger/session-store-jsonl'
+
+declare module '@agent-ledger/session-events' {
+  interface SessionEventMap {
+    'consumer/note': { text: string }
+  }
+}
+
+const log: SessionLog = createSessionLog({ clock: { now: () => '2026-01-01T00:00:00.000Z' } })
+const note = log.append({ type: 'consumer/note', data: { text: 'hi' } })
+const text: string = note.data.text
+// @ts-expect-error: the payload of a merged event is typed
+log.append({ type: 'consumer/note', data: { text: 1 } })
+
+function describe(event: SessionEvent): string {
+  switch (event.type) {
+    case 'consumer/note':
+      return event.data.text
+    case 'user/message':
+      return typeof event.data.message.content === 'string' ? event.data.message.content : 'parts'
+    default:
+      return event.type
+  }
+}
+
+const plan: RepairPlan = planRepair(log.events)
+const messages: readonly WireMessage[] = log.deriveMessages()
+const store: SessionStore = createSessionStore({ root: '/nonexistent' })
+const kind: SessionEventType = 'turn/start'
+export { describe, kind, messages, plan, store, text }

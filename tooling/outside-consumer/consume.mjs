@@ -1,0 +1,67 @@
+// Runs in a fresh project outside the workspace, against the packed tarballs.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import { planRepair, RepairCode, validateProviderMessages } from '@agent-ledger/loop-repair'
+import { parseEvent, SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
+import { createSessionLog } from '@agent-ledger/session-projection'
+import { createSessionStore, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
+import * as cli from '@agent-ledger/cli'
+
+function check(condition, message) {
+  if (!condition) throw new Error(`outside-consumer: ${message}`)
+}
+
+check(SESSION_FORMAT_VERSION === 4, 'SESSION_FORMAT_VERSION is 4')
+const event = parseEvent({ seq: 0, time: '2026-01-01T00:00:00.000Z', type: 'turn/start', data: { turn: 1 } })
+check(event.type === 'turn/start', 'parseEvent returns the event')
+
+let tick = 0
+const clock = { now: () => new Date(Date.UTC(2026, 0, 1, 0, 0, tick++)).toISOString() }
+const log = createSessionLog({ clock })
+log.append({ type: 'turn/start', data: { turn: 1 } })
+log.append({ type: 'user/message', data: { message: { role: 'user', content: 'list files' } } })
+log.append({
+  type: 'assistant/message',
+  data: {
+    message: {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'call-1', type: 'function', function: { name: 'ls', arguments: '{}' } }],
+    },
+  },
+})
+log.append({ type: 'tool/call', data: { callId: 'call-1', name: 'ls', arguments: '{}' } })
+const plan = planRepair(log.events)
+check(plan.actions[0]?.code === RepairCode.TOOL_OUTCOME_UNKNOWN, 'repair plans TOOL_OUTCOME_UNKNOWN')
+for (const { seq: _seq, time: _time, ...closing } of plan.events) log.append(closing)
+check(
+  validateProviderMessages(log.deriveMessages()).length === 0,
+  'the repaired projection is provider-valid',
+)
+
+const root = mkdtempSync(join(tmpdir(), 'agent-ledger-consumer-store-'))
+try {
+  const store = createSessionStore({ root })
+  const writer = await store.create({ id: 'consumer-1' })
+  writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'hello' } } })
+  await writer.flush()
+  await writer.close()
+  const read = await store.openReader('consumer-1')
+  check(read.lastSeq === 0, `the store reads back what it wrote (lastSeq ${read.lastSeq})`)
+  check(read.projection.deriveMessages()[0]?.content === 'hello', 'the store projects the message')
+  try {
+    await store.openReader('../escape')
+    check(false, 'a traversal id is refused')
+  } catch (error) {
+    check(
+      JsonlStoreError.is(error) && error.code === 'INVALID_SESSION_ID',
+      'a traversal id gives INVALID_SESSION_ID',
+    )
+  }
+} finally {
+  rmSync(root, { recursive: true, force: true })
+}
+check(typeof cli.runCli === 'function', 'the cli exports runCli')
+console.log('outside-consumer: ok')
