@@ -1,0 +1,89 @@
+/** Why a session could not be created, opened, read or written. Branch on these, never on `message`. */
+export const JsonlErrorCode = {
+  /** The session id does not match the allowlist; rejected before any file-system call. */
+  INVALID_SESSION_ID: 'INVALID_SESSION_ID',
+  /** `create` found a session with that id already published. */
+  SESSION_EXISTS: 'SESSION_EXISTS',
+  /** No session file exists for that id. */
+  SESSION_NOT_FOUND: 'SESSION_NOT_FOUND',
+  /** Another writer (another process, or this process through another handle) holds the writer lock. */
+  SESSION_LOCKED: 'SESSION_LOCKED',
+  /** The writer lock this handle held was broken or replaced; the handle must stop writing. */
+  LOCK_LOST: 'LOCK_LOST',
+  /** A path the store would open is a symbolic link; it is never followed. */
+  SYMLINK_REFUSED: 'SYMLINK_REFUSED',
+  /** A line fails one of the per-line checks (checksum, JSON, object, UTF-8, depth, size). */
+  CORRUPT_LINE: 'CORRUPT_LINE',
+  /** A `seq` skips one or more numbers. */
+  SEQ_GAP: 'SEQ_GAP',
+  /** The same `seq` appears twice with identical bytes. */
+  SEQ_DUPLICATE: 'SEQ_DUPLICATE',
+  /** Two different events carry the same `seq`, as two unlocked writers would make. */
+  SEQ_CONFLICT: 'SEQ_CONFLICT',
+  /** A line is a checksummed JSON object but not a valid event. */
+  INVALID_EVENT: 'INVALID_EVENT',
+  /** An event type is neither known nor marked `ignorable`. */
+  UNKNOWN_EVENT_TYPE: 'UNKNOWN_EVENT_TYPE',
+  /** The header was written by a newer format version than this library reads. */
+  VERSION_TOO_NEW: 'VERSION_TOO_NEW',
+  /** A write failed because the disk or the file size limit is full (ENOSPC, EDQUOT, EFBIG); retryable. */
+  DISK_FULL: 'DISK_FULL',
+  /** A write failed for another reason; the file was rolled back to its durable size. */
+  WRITE_FAILED: 'WRITE_FAILED',
+  /** fsync/fdatasync failed; the writer is poisoned. */
+  FSYNC_FAILED: 'FSYNC_FAILED',
+  /** The writer was poisoned by an earlier failure; reopen the session to continue. */
+  WRITER_FAILED: 'WRITER_FAILED',
+  /** The log file was unlinked, renamed or hard-linked under an open writer. */
+  FILE_REPLACED: 'FILE_REPLACED',
+  /** The permission to open, create or list a path was refused (EACCES, EPERM, EROFS). */
+  ACCESS_DENIED: 'ACCESS_DENIED',
+} as const
+export type JsonlErrorCode = (typeof JsonlErrorCode)[keyof typeof JsonlErrorCode]
+
+const brand = Symbol.for('@agent-ledger/session-store-jsonl/JsonlStoreError')
+
+/** Thrown by the JSONL store. Carries the file, line, byte offset and seq so the message is never the only clue. */
+export class JsonlStoreError extends Error {
+  override readonly name = 'JsonlStoreError'
+  readonly code: JsonlErrorCode
+  /** The file concerned, relative to the store root when possible. */
+  readonly file: string
+  /** 1-based line number, when the error concerns one line. */
+  readonly line: number | undefined
+  /** Byte offset of the line start (or of the failing write), when known. */
+  readonly offset: number | undefined
+  /** The offending event's `seq`, when parseable. */
+  readonly seq: number | undefined
+  /** The last `seq` that passed every check before the error, when known. */
+  readonly lastGoodSeq: number | undefined
+  /** Row-specific context (holderPid, holderHost, expected, found, reason, cause code...). */
+  readonly details: Readonly<Record<string, unknown>>
+  readonly [brand] = true
+
+  constructor(options: {
+    code: JsonlErrorCode
+    message: string
+    file: string
+    line?: number | undefined
+    offset?: number | undefined
+    seq?: number | undefined
+    lastGoodSeq?: number | undefined
+    details?: Readonly<Record<string, unknown>> | undefined
+    cause?: unknown
+  }) {
+    super(options.message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.code = options.code
+    this.file = options.file
+    this.line = options.line
+    this.offset = options.offset
+    this.seq = options.seq
+    this.lastGoodSeq = options.lastGoodSeq
+    this.details = options.details ?? {}
+  }
+
+  /** True for a `JsonlStoreError` from any copy of this package. */
+  static is(value: unknown): value is JsonlStoreError {
+    return typeof value === 'object' && value !== null && brand in value
+  }
+}
