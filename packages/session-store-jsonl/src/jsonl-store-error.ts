@@ -38,6 +38,30 @@ export const JsonlErrorCode = {
   FILE_REPLACED: 'FILE_REPLACED',
   /** The permission to open, create or list a path was refused (EACCES, EPERM, EROFS). */
   ACCESS_DENIED: 'ACCESS_DENIED',
+  /** A line is longer than `maxLineBytes`; found while streaming, never buffered whole. */
+  LINE_TOO_LARGE: 'LINE_TOO_LARGE',
+  /** The header line is not a valid session header, or its version is older than this library writes. */
+  INVALID_HEADER: 'INVALID_HEADER',
+  /** The store root is group- or world-writable, owned by another user, or not a directory. */
+  UNSAFE_ROOT: 'UNSAFE_ROOT',
+  /** The log file has more than one hard link (and the other name is not our own temp twin). */
+  HARDLINK_REFUSED: 'HARDLINK_REFUSED',
+  /** An appended event serializes to more than `maxEventBytes`; nothing was buffered. */
+  EVENT_TOO_LARGE: 'EVENT_TOO_LARGE',
+  /** An appended event nests deeper than `maxDepth`; nothing was buffered. */
+  TOO_DEEP: 'TOO_DEEP',
+  /** An appended event cannot be written as JSON (cycle, BigInt, function, non-finite number). */
+  UNSERIALIZABLE_EVENT: 'UNSERIALIZABLE_EVENT',
+  /** The writer's buffer already holds `maxBufferedBytes`; `append` refused synchronously, flush first. */
+  BUFFER_FULL: 'BUFFER_FULL',
+  /** The writer was closed; open the session again to write. */
+  WRITER_CLOSED: 'WRITER_CLOSED',
+  /** A fork was refused: the boundary is out of range or inside an open turn with `openTurn: 'refuse'`. */
+  FORK_REFUSED: 'FORK_REFUSED',
+  /** Reading the log failed with an I/O error (EIO...). */
+  READ_FAILED: 'READ_FAILED',
+  /** A store option is out of range (a limit that is not a positive integer, `maxEventBytes` > `maxLineBytes`...). */
+  INVALID_OPTION: 'INVALID_OPTION',
 } as const
 export type JsonlErrorCode = (typeof JsonlErrorCode)[keyof typeof JsonlErrorCode]
 

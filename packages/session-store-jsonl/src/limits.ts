@@ -1,0 +1,122 @@
+import { DEFAULT_JSON_LIMITS } from '@agent-ledger/session-events'
+
+import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
+
+function invalidOption(message: string, option: string): JsonlStoreError {
+  return new JsonlStoreError({ code: JsonlErrorCode.INVALID_OPTION, message, file: '', details: { option } })
+}
+
+/** Resource bounds the store enforces on what it reads and writes (RELIABILITY decision 3). */
+export interface StoreLimits {
+  /** Longest line a reader accepts, in bytes without its `\n`; longer lines give `LINE_TOO_LARGE`. Default 64 MiB. */
+  maxLineBytes: number
+  /** Deepest nesting of arrays and objects in a line (the line's object is depth 1). Default 256. */
+  maxDepth: number
+  /** Most array elements plus object keys in one appended event. Default 5,000,000. */
+  maxEntries: number
+  /** Longest line a writer produces, in bytes without its `\n`; must be <= `maxLineBytes`. Default 64 MiB. */
+  maxEventBytes: number
+  /** Most bytes a writer buffers before `append` throws `BUFFER_FULL`. Default 64 MiB. */
+  maxBufferedBytes: number
+  /** Size of the chunks a reader reads the file in. Default 1 MiB. */
+  readChunkBytes: number
+  /** Quarantine files (`<log>.torn-<offset>`) kept per session; older ones are deleted. Default 8. */
+  maxQuarantineFiles: number
+}
+
+/** The documented default {@link StoreLimits}. */
+export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
+  maxLineBytes: 64 * 1024 * 1024,
+  maxDepth: DEFAULT_JSON_LIMITS.maxDepth,
+  maxEntries: DEFAULT_JSON_LIMITS.maxEntries,
+  maxEventBytes: 64 * 1024 * 1024,
+  maxBufferedBytes: 64 * 1024 * 1024,
+  readChunkBytes: 1024 * 1024,
+  maxQuarantineFiles: 8,
+})
+
+/** When a writer flushes on its own, besides explicit `flush()` and `close()`. */
+export interface FlushPolicy {
+  /** Longest time an appended event waits in the buffer before an automatic flush starts. Default 200 ms; 0 disables the timer. */
+  maxDelayMs: number
+  /** Buffered events that trigger an automatic flush at once. Default 1000. */
+  maxBufferedEvents: number
+  /** Buffered bytes that trigger an automatic flush at once. Default 1 MiB. */
+  maxBufferedBytes: number
+}
+
+/** The documented default {@link FlushPolicy}. */
+export const DEFAULT_FLUSH_POLICY: Readonly<FlushPolicy> = Object.freeze({
+  maxDelayMs: 200,
+  maxBufferedEvents: 1000,
+  maxBufferedBytes: 1024 * 1024,
+})
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw invalidOption(`Store option ${name} must be a positive integer, found ${String(value)}.`, name)
+  }
+  return value
+}
+
+/**
+ * Fills in the defaults of partial limits and checks them.
+ *
+ * @param partial - Caller overrides.
+ * @returns Complete limits.
+ * @throws {@link JsonlStoreError} `INVALID_OPTION` when a limit is not a positive integer or `maxEventBytes` exceeds `maxLineBytes`.
+ */
+export function resolveLimits(partial: Partial<StoreLimits> = {}): StoreLimits {
+  const limits: StoreLimits = {
+    maxLineBytes: positiveInteger('maxLineBytes', partial.maxLineBytes ?? DEFAULT_STORE_LIMITS.maxLineBytes),
+    maxDepth: positiveInteger('maxDepth', partial.maxDepth ?? DEFAULT_STORE_LIMITS.maxDepth),
+    maxEntries: positiveInteger('maxEntries', partial.maxEntries ?? DEFAULT_STORE_LIMITS.maxEntries),
+    maxEventBytes: positiveInteger(
+      'maxEventBytes',
+      partial.maxEventBytes ?? Math.min(DEFAULT_STORE_LIMITS.maxEventBytes, partial.maxLineBytes ?? Infinity),
+    ),
+    maxBufferedBytes: positiveInteger(
+      'maxBufferedBytes',
+      partial.maxBufferedBytes ?? DEFAULT_STORE_LIMITS.maxBufferedBytes,
+    ),
+    readChunkBytes: positiveInteger(
+      'readChunkBytes',
+      partial.readChunkBytes ?? DEFAULT_STORE_LIMITS.readChunkBytes,
+    ),
+    maxQuarantineFiles: positiveInteger(
+      'maxQuarantineFiles',
+      partial.maxQuarantineFiles ?? DEFAULT_STORE_LIMITS.maxQuarantineFiles,
+    ),
+  }
+  if (limits.maxEventBytes > limits.maxLineBytes) {
+    throw invalidOption(
+      `Store option maxEventBytes (${limits.maxEventBytes}) must not exceed maxLineBytes (${limits.maxLineBytes}): a writer would produce lines its own reader refuses.`,
+      'maxEventBytes',
+    )
+  }
+  return limits
+}
+
+/**
+ * Fills in the defaults of a partial flush policy.
+ *
+ * @param partial - Caller overrides.
+ * @returns A complete policy.
+ * @throws {@link JsonlStoreError} `INVALID_OPTION` when a value is negative or not an integer.
+ */
+export function resolveFlushPolicy(partial: Partial<FlushPolicy> = {}): FlushPolicy {
+  const policy: FlushPolicy = {
+    maxDelayMs: partial.maxDelayMs ?? DEFAULT_FLUSH_POLICY.maxDelayMs,
+    maxBufferedEvents: partial.maxBufferedEvents ?? DEFAULT_FLUSH_POLICY.maxBufferedEvents,
+    maxBufferedBytes: partial.maxBufferedBytes ?? DEFAULT_FLUSH_POLICY.maxBufferedBytes,
+  }
+  for (const [name, value] of Object.entries(policy)) {
+    if (!Number.isSafeInteger(value) || value < 0) {
+      throw invalidOption(
+        `Flush option ${name} must be a non-negative integer, found ${String(value)}.`,
+        name,
+      )
+    }
+  }
+  return policy
+}

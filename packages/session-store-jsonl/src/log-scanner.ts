@@ -1,0 +1,375 @@
+import { parseEvent, SessionEventsError } from '@agent-ledger/session-events'
+import type { EventRegistry, LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
+
+import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
+import { findEmbeddedValidLine } from './line-codec.ts'
+import type { LineFailureReason, LineLimits } from './line-codec.ts'
+import type { LineSink, UnterminatedTail } from './line-splitter.ts'
+import type { LogFormat } from './log-format.ts'
+
+/** Where a line is: its 1-based number, the byte offset of its first byte and its bytes (without `\n`). */
+export interface LineLocation {
+  readonly line: number
+  readonly offset: number
+  /** The line as read; a view that may be reused after the callback returns: copy it to keep it. */
+  readonly bytes: Buffer
+}
+
+/**
+ * Bytes at the end of a log that were never acknowledged: the bytes after the last `\n`
+ * (`unterminated`), or trailing lines that fail the per-line checks and are followed by no
+ * valid line (`tailGarbage`).
+ */
+export interface TornTail {
+  /** Byte offset where the torn bytes start (the end of the last good line). */
+  readonly offset: number
+  /** How many bytes are torn (to the end of what was read). */
+  readonly bytes: number
+  readonly reason: 'unterminated' | 'tailGarbage'
+  /** 1-based line number of the first torn line. */
+  readonly line: number
+}
+
+/** Counters of one scan. */
+export interface ScanStats {
+  /** Lines that passed every check, header included. */
+  goodLines: number
+  /** Events read (known and ignorable unknown). */
+  events: number
+  /** Events of an unknown type skipped because they carried `ignorable: true` (RELIABILITY V5). */
+  ignoredUnknown: number
+}
+
+/** What a finished scan found. */
+export interface ScanOutcome {
+  /** The header, or null when the log has none (empty file or torn header). */
+  readonly header: SessionHeader | null
+  /** True when no valid header line was found (RELIABILITY T4). */
+  readonly headerMissing: boolean
+  /** Seq of the last good event, -1 when none. */
+  readonly lastSeq: number
+  /** Byte offset just after the `\n` of the last good line (0 when there is none). */
+  readonly goodEndOffset: number
+  /** Bytes read in all. */
+  readonly bytesRead: number
+  readonly tornTail: TornTail | null
+  /** Damage in the middle of the log (or a refused header): the events before it were delivered. */
+  readonly damage: JsonlStoreError | null
+  /** For a repeated seq: the seq and the bytes of the repeating line, to tell a duplicate from a conflict. */
+  readonly repeatedLine: { readonly seq: number; readonly bytes: Buffer } | null
+  readonly stats: ScanStats
+}
+
+/** What the scanner needs besides the lines. */
+export interface ScannerOptions {
+  /** The line decoder (v4 today). */
+  readonly format: LogFormat
+  readonly limits: LineLimits
+  readonly registry: EventRegistry
+  /** The file, as errors name it (relative to the store root). */
+  readonly file: string
+  /**
+   * Called with every event that passed the line, seq and type checks, in order; it applies
+   * the projection rules. Throwing marks the event as damage (`INVALID_EVENT`, with the
+   * thrown error as `cause` and its `code` in `details.projectionCode`).
+   */
+  readonly onEvent: (event: LoggedEvent, location: LineLocation) => void
+  /** Called once with the header; stops the scan when it returns true (header-only reads). */
+  readonly onHeader?: (header: SessionHeader, location: LineLocation) => boolean
+  /** Stops the scan before reading the line with this number, e.g. to read a known prefix. */
+  readonly stopBeforeLine?: number
+}
+
+interface Suspect {
+  readonly reason: LineFailureReason
+  readonly line: number
+  readonly offset: number
+  readonly seq: number | undefined
+  readonly glued?: number
+}
+
+function errnoCode(error: unknown): unknown {
+  return typeof error === 'object' && error !== null && 'code' in error
+    ? (error).code
+    : undefined
+}
+
+/**
+ * Lines to events: runs the per-line checks through a {@link LogFormat}, then `seq` density,
+ * the known/ignorable type rule and the caller's projection rules, and classifies what
+ * fails into a torn tail (repairable) or damage (refused).
+ *
+ * **Torn tail vs damage.** A line that fails a per-line check (UTF-8, depth, JSON, object,
+ * checksum) is only *suspect*: if no later line passes those checks, it and everything
+ * after it is a torn tail. If a later line passes (or a valid event line is glued onto the
+ * failed one), the failed line is damage in the middle: `CORRUPT_LINE`. A line that passes
+ * the checksum but breaks `seq`, type or projection rules is always damage: it was written
+ * whole, so it is not a crash artefact. A terminated line longer than `maxLineBytes` is
+ * always `LINE_TOO_LARGE` (it may be a valid line from a writer with a larger limit).
+ *
+ * Memory: keeps no line after its callback returns.
+ */
+export class LogScanner implements LineSink {
+  readonly #options: ScannerOptions
+  #lineNumber = 0
+  #header: SessionHeader | null = null
+  #lastSeq = -1
+  #goodEnd = 0
+  #suspect: Suspect | null = null
+  #damage: JsonlStoreError | null = null
+  #repeated: { seq: number; bytes: Buffer } | null = null
+  #done = false
+  readonly #stats: ScanStats = { goodLines: 0, events: 0, ignoredUnknown: 0 }
+
+  /** @param options - Format, limits, registry, file name and the event callback. */
+  constructor(options: ScannerOptions) {
+    this.#options = options
+  }
+
+  /** Seq of the last good event so far (-1 when none). */
+  get lastSeq(): number {
+    return this.#lastSeq
+  }
+
+  /** The header, once read. */
+  get header(): SessionHeader | null {
+    return this.#header
+  }
+
+  /** True once the scan stopped (damage, a stop request, or a refused header). */
+  get done(): boolean {
+    return this.#done
+  }
+
+  /** @inheritDoc */
+  line(bytes: Buffer, offset: number): boolean {
+    if (this.#done) return true
+    const number = this.#lineNumber + 1
+    if (this.#options.stopBeforeLine !== undefined && number >= this.#options.stopBeforeLine) {
+      this.#done = true
+      return true
+    }
+    this.#lineNumber = number
+    const location: LineLocation = { line: number, offset, bytes }
+    if (this.#suspect !== null) {
+      // Only the per-line checks matter now: does any valid line follow the suspect?
+      const decoded = this.#options.format.decodeEvent(bytes, this.#options.limits)
+      if (decoded.ok || decoded.checksumValid || this.#gluedAt(bytes) !== -1) return this.#confirmSuspect()
+      return false
+    }
+    if (number === 1) return this.#headerLine(location)
+    return this.#eventLine(location)
+  }
+
+  /** @inheritDoc */
+  oversizeLine(offset: number, length: number): boolean {
+    if (this.#done) return true
+    const number = this.#lineNumber + 1
+    if (this.#options.stopBeforeLine !== undefined && number >= this.#options.stopBeforeLine) {
+      this.#done = true
+      return true
+    }
+    this.#lineNumber = number
+    if (this.#suspect !== null) return this.#confirmSuspect()
+    return this.#fail(
+      new JsonlStoreError({
+        code: JsonlErrorCode.LINE_TOO_LARGE,
+        message: `Line ${number} of ${this.#options.file} is too large: expected at most ${this.#options.limits.maxLineBytes} bytes, found ${length}.`,
+        file: this.#options.file,
+        line: number,
+        offset,
+        lastGoodSeq: this.#lastSeq,
+        details: { reason: 'too-large', bytes: length, limit: this.#options.limits.maxLineBytes },
+      }),
+    )
+  }
+
+  /**
+   * Ends the scan.
+   *
+   * @param tail - The unterminated bytes after the last `\n`, from the splitter.
+   * @param bytesRead - Total bytes read.
+   * @returns What the scan found.
+   */
+  finish(tail: UnterminatedTail | null, bytesRead: number): ScanOutcome {
+    let tornTail: TornTail | null = null
+    if (this.#damage === null && !this.#done) {
+      if (this.#suspect !== null) {
+        tornTail = {
+          offset: this.#suspect.offset,
+          bytes: bytesRead - this.#suspect.offset,
+          reason: 'tailGarbage',
+          line: this.#suspect.line,
+        }
+      } else if (tail !== null) {
+        tornTail = {
+          offset: tail.offset,
+          bytes: tail.length,
+          reason: 'unterminated',
+          line: this.#lineNumber + 1,
+        }
+      }
+    }
+    return {
+      header: this.#header,
+      headerMissing: this.#header === null && this.#damage === null,
+      lastSeq: this.#lastSeq,
+      goodEndOffset: this.#goodEnd,
+      bytesRead,
+      tornTail,
+      damage: this.#damage,
+      repeatedLine: this.#repeated,
+      stats: { ...this.#stats },
+    }
+  }
+
+  #gluedAt(bytes: Buffer): number {
+    return findEmbeddedValidLine(bytes, this.#options.limits)
+  }
+
+  #headerLine(location: LineLocation): boolean {
+    const decoded = this.#options.format.decodeHeader(location.bytes, this.#options)
+    if (decoded.kind === 'refused') return this.#fail(decoded.error)
+    if (decoded.kind === 'failed') return this.#failedLine(location, decoded)
+    this.#header = decoded.header
+    this.#goodEnd = location.offset + location.bytes.length + 1
+    this.#stats.goodLines += 1
+    if (this.#options.onHeader?.(decoded.header, location) === true) {
+      this.#done = true
+      return true
+    }
+    return false
+  }
+
+  #failedLine(
+    location: LineLocation,
+    failure: {
+      readonly reason: LineFailureReason
+      readonly checksumValid: boolean
+      readonly seq?: number | undefined
+    },
+  ): boolean {
+    const suspect: Suspect = {
+      reason: failure.reason,
+      line: location.line,
+      offset: location.offset,
+      seq: failure.seq,
+    }
+    // A checksummed line beyond our depth limit was written whole: never a torn tail.
+    if (failure.checksumValid) return this.#fail(this.#corrupt(suspect))
+    const glued = this.#gluedAt(location.bytes)
+    if (glued !== -1) return this.#fail(this.#corrupt({ ...suspect, glued }))
+    this.#suspect = suspect
+    return false
+  }
+
+  #confirmSuspect(): boolean {
+    return this.#fail(this.#corrupt(this.#suspect!))
+  }
+
+  #corrupt(suspect: Suspect): JsonlStoreError {
+    const { file } = this.#options
+    const what = suspect.line === 1 ? 'header line' : `line ${suspect.line}`
+    const glued =
+      suspect.glued === undefined
+        ? ''
+        : `, with a valid event line glued on at byte ${suspect.glued} (an append after an unrepaired torn tail)`
+    return new JsonlStoreError({
+      code: JsonlErrorCode.CORRUPT_LINE,
+      message: `The ${what} of ${file} (byte offset ${suspect.offset}) is damaged: expected a line passing the ${suspect.reason} check, found one failing it${glued}, followed by valid data.`,
+      file,
+      line: suspect.line,
+      offset: suspect.offset,
+      seq: suspect.seq,
+      lastGoodSeq: this.#lastSeq,
+      details:
+        suspect.glued === undefined
+          ? { reason: suspect.reason }
+          : { reason: suspect.reason, gluedAt: suspect.glued },
+    })
+  }
+
+  #fail(error: JsonlStoreError): true {
+    this.#damage = error
+    this.#done = true
+    return true
+  }
+
+  #eventLine(location: LineLocation): boolean {
+    const options = this.#options
+    const decoded = options.format.decodeEvent(location.bytes, options.limits)
+    if (!decoded.ok) return this.#failedLine(location, decoded)
+    const value = decoded.value
+    const seq = Object.hasOwn(value, 'seq') ? value['seq'] : undefined
+    const { file } = options
+    const where = { file, line: location.line, offset: location.offset, lastGoodSeq: this.#lastSeq }
+    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) {
+      return this.#fail(
+        new JsonlStoreError({
+          code: JsonlErrorCode.INVALID_EVENT,
+          message: `Line ${location.line} of ${file} is not a valid event: expected "seq" to be a non-negative integer, found ${JSON.stringify(seq) ?? 'nothing'}.`,
+          ...where,
+          details: { field: 'seq' },
+        }),
+      )
+    }
+    const expected = this.#lastSeq + 1
+    if (seq !== expected) {
+      if (seq < expected) this.#repeated = { seq, bytes: Buffer.from(location.bytes) }
+      const gap = seq > expected
+      return this.#fail(
+        new JsonlStoreError({
+          code: gap ? JsonlErrorCode.SEQ_GAP : JsonlErrorCode.SEQ_CONFLICT,
+          message: gap
+            ? `Line ${location.line} of ${file} skips events: expected "seq" to be ${expected}, found ${seq}.`
+            : `Line ${location.line} of ${file} repeats an earlier seq: expected "seq" to be ${expected}, found ${seq}.`,
+          ...where,
+          seq,
+          details: { expected, found: seq },
+        }),
+      )
+    }
+    let event: LoggedEvent
+    try {
+      event = parseEvent(value, options.registry)
+    } catch (error) {
+      if (!SessionEventsError.is(error)) throw error
+      const unknown = error.code === 'UNKNOWN_EVENT_TYPE'
+      return this.#fail(
+        new JsonlStoreError({
+          code: unknown ? JsonlErrorCode.UNKNOWN_EVENT_TYPE : JsonlErrorCode.INVALID_EVENT,
+          message: unknown
+            ? `Line ${location.line} of ${file} has event type ${JSON.stringify(error.type)}: expected a known type or "ignorable": true, found neither.`
+            : `Line ${location.line} of ${file} is not a valid event: ${error.message}`,
+          ...where,
+          seq,
+          details: unknown ? { type: error.type } : { field: error.field, type: error.type },
+          cause: error,
+        }),
+      )
+    }
+    try {
+      options.onEvent(event, location)
+    } catch (error) {
+      if (JsonlStoreError.is(error) && error.code !== JsonlErrorCode.INVALID_EVENT) throw error
+      const code = errnoCode(error)
+      const message = error instanceof Error ? error.message : String(error)
+      return this.#fail(
+        new JsonlStoreError({
+          code: JsonlErrorCode.INVALID_EVENT,
+          message: `Line ${location.line} of ${file} breaks the session rules: ${message}`,
+          ...where,
+          seq,
+          details: { projectionCode: typeof code === 'string' ? code : null, type: event.type },
+          cause: error,
+        }),
+      )
+    }
+    if (event.ignorable === true && !options.registry.has(event.type)) this.#stats.ignoredUnknown += 1
+    this.#lastSeq = seq
+    this.#goodEnd = location.offset + location.bytes.length + 1
+    this.#stats.goodLines += 1
+    this.#stats.events += 1
+    return false
+  }
+}
