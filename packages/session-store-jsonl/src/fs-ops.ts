@@ -12,6 +12,8 @@ export interface FileHandleOps {
   sync(): Promise<void>
   truncate(length: number): Promise<void>
   stat(): Promise<Stats>
+  /** fchmod: changes the mode of the open file itself (never follows a name that may have been swapped). */
+  chmod(mode: number): Promise<void>
   close(): Promise<void>
 }
 
@@ -61,6 +63,7 @@ function wrapHandle(path: string, handle: fsp.FileHandle): FileHandleOps {
     sync: () => handle.sync(),
     truncate: (length) => handle.truncate(length),
     stat: () => handle.stat(),
+    chmod: (mode) => handle.chmod(mode),
     close: () => handle.close(),
   }
 }
