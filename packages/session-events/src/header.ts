@@ -10,7 +10,9 @@ export const SESSION_FORMAT_NAME = 'agent-ledger.session'
 export const SESSION_ID_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$/
 
 /** Schema of a session id. */
-export const sessionIdSchema = z.string().regex(SESSION_ID_PATTERN, 'a session id ([A-Za-z0-9_-], 1-128 chars)')
+export const sessionIdSchema = z
+  .string()
+  .regex(SESSION_ID_PATTERN, 'a session id ([A-Za-z0-9_-], 1-128 chars)')
 
 /** Where this generation came from when it was written by migration. */
 export const migratedFromSchema = z.object({
@@ -46,8 +48,16 @@ export const sessionHeaderSchema = z.object({
   /** Integrity scheme of every line in this file, e.g. `crc32c`. */
   integrity: z.string().optional(),
   migratedFrom: migratedFromSchema.optional(),
-  /** Free metadata for the harness (model, title, tags...). */
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * Free metadata for the harness (model, title, tags...). Checked to be an object and kept
+   * as is (not rebuilt like `z.record` would), so own `__proto__` keys stay data (RELIABILITY S3).
+   */
+  metadata: z
+    .custom<Record<string, unknown>>(
+      (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+      'a JSON object',
+    )
+    .optional(),
 })
 export type SessionHeader = z.infer<typeof sessionHeaderSchema>
 
