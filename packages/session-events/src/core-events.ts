@@ -125,7 +125,12 @@ export const coreEventSchemas = {
 export type CoreEventType = keyof typeof coreEventSchemas
 
 /** The four model-visible (surface) event types. Everything else is log-only bookkeeping. */
-export const SURFACE_EVENT_TYPES = ['system/message', 'user/message', 'assistant/message', 'tool/result'] as const
+export const SURFACE_EVENT_TYPES = [
+  'system/message',
+  'user/message',
+  'assistant/message',
+  'tool/result',
+] as const
 export type SurfaceEventType = (typeof SURFACE_EVENT_TYPES)[number]
 
 /** True when `type` is one of the four surface event types. */

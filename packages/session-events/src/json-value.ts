@@ -35,7 +35,11 @@ function describe(value: unknown): string {
  * @param path - Name of the value in error messages (default `data`).
  * @throws {@link SessionEventsError} `TOO_DEEP`, `EVENT_TOO_LARGE` or `UNSERIALIZABLE_EVENT`.
  */
-export function assertJsonValue(value: unknown, limits: JsonLimits = DEFAULT_JSON_LIMITS, path = 'data'): void {
+export function assertJsonValue(
+  value: unknown,
+  limits: JsonLimits = DEFAULT_JSON_LIMITS,
+  path = 'data',
+): void {
   const ancestors = new Set<object>()
   const stack: { value: unknown; depth: number; path: string; exit: boolean }[] = [
     { value, depth: 0, path, exit: false },

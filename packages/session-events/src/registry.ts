@@ -174,7 +174,8 @@ export function parseEvent(value: unknown, registry: EventRegistry = coreEventRe
       if (cited >= event.seq) {
         throw invalid('sourceEventSeqs', `expected cited seqs earlier than ${event.seq}, found ${cited}`)
       }
-      if (seen.has(cited)) throw invalid('sourceEventSeqs', `expected unique cited seqs, found ${cited} twice`)
+      if (seen.has(cited))
+        throw invalid('sourceEventSeqs', `expected unique cited seqs, found ${cited} twice`)
       seen.add(cited)
     }
   }
