@@ -417,7 +417,7 @@ async function publishExclusive(context: Context, target: string, bytes: Buffer)
     try {
       await handle.write(bytes, 0)
       const stats = await handle.stat()
-      if ((stats.mode & 0o777) !== 0o600) await fs.chmod(temp, 0o600)
+      if ((stats.mode & 0o777) !== 0o600) await handle.chmod(0o600)
       try {
         await fs.link(temp, target)
         published = true
