@@ -79,6 +79,22 @@ describe('advanceRepairState', () => {
     expect(fold(log.events).pendingCalls).toMatchObject([{ callId: 'call-1', assistantSeq: newer }])
   })
 
+  it('keeps untouched pending entries by reference, so a caller can tell which entry a result removed', () => {
+    const log = new LogBuilder()
+    log.assistant([read, bash])
+    log.assistant([{ id: 'call-3', name: 'edit' }])
+    const before = fold(log.events)
+    const after = advanceRepairState(before, {
+      seq: 2,
+      time: '2025-01-01T00:00:02Z',
+      type: 'tool/result',
+      data: { message: { role: 'tool', tool_call_id: 'call-2', content: 'ok' } },
+    })
+    expect(after.pendingCalls).toEqual([before.pendingCalls[0], before.pendingCalls[2]])
+    expect(after.pendingCalls[0]).toBe(before.pendingCalls[0])
+    expect(after.pendingCalls[1]).toBe(before.pendingCalls[2])
+  })
+
   it('opens a turn on turn/start and closes it on turn/end', () => {
     const log = new LogBuilder()
     const startSeq = log.turnStart(4)
