@@ -26,6 +26,8 @@ export interface UnterminatedTail {
   readonly length: number
   /** Those bytes, or null when there are more than `maxLineBytes` of them (never buffered). */
   readonly bytes: Buffer | null
+  /** The first of those bytes. */
+  readonly firstByte: number
 }
 
 /**
@@ -43,6 +45,7 @@ export class LineSplitter {
   #pieces: Buffer[] = []
   #pendingLength = 0
   #pendingStart = -1
+  #pendingFirstByte = -1
   #oversize = false
   #stopped = false
 
@@ -120,12 +123,14 @@ export class LineSplitter {
       offset: this.#pendingStart,
       length: this.#pendingLength,
       bytes: this.#oversize ? null : Buffer.concat(this.#pieces, this.#pendingLength),
+      firstByte: this.#pendingFirstByte,
     }
     this.#resetPending()
     return tail
   }
 
   #extendPending(bytes: Buffer): void {
+    if (this.#pendingLength === 0) this.#pendingFirstByte = bytes[0] ?? -1
     this.#pendingLength += bytes.length
     if (this.#oversize) return
     if (this.#pendingLength > this.#maxLineBytes) {
@@ -140,6 +145,7 @@ export class LineSplitter {
     this.#pieces = []
     this.#pendingLength = 0
     this.#pendingStart = -1
+    this.#pendingFirstByte = -1
     this.#oversize = false
   }
 

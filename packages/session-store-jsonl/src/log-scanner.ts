@@ -16,9 +16,10 @@ export interface LineLocation {
 }
 
 /**
- * Bytes at the end of a log that were never acknowledged: the bytes after the last `\n`
- * (`unterminated`), or trailing lines that fail the per-line checks and are followed by no
- * valid line (`tailGarbage`).
+ * Bytes at the end of a log that were never acknowledged: the bytes after the last `\n`, or
+ * trailing lines that fail the per-line checks and are followed by no valid line. `reason`
+ * is `unterminated` for bytes after the last `\n` that start like a line (`{`, no NUL: a
+ * write cut short), `tailGarbage` for everything else (failed lines, zeros, noise).
  */
 export interface TornTail {
   /** Byte offset where the torn bytes start (the end of the last good line). */
@@ -50,6 +51,8 @@ export interface ScanOutcome {
   readonly lastSeq: number
   /** Byte offset just after the `\n` of the last good line (0 when there is none). */
   readonly goodEndOffset: number
+  /** Byte offset just after the header's `\n` (0 when there is no header). */
+  readonly headerEndOffset: number
   /** Bytes read in all. */
   readonly bytesRead: number
   readonly tornTail: TornTail | null
@@ -89,9 +92,17 @@ interface Suspect {
 }
 
 function errnoCode(error: unknown): unknown {
-  return typeof error === 'object' && error !== null && 'code' in error
-    ? (error).code
-    : undefined
+  return typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined
+}
+
+/**
+ * Names the bytes after the last `\n`: `unterminated` when they start like a line (`{`, no
+ * NUL byte), as a write cut short leaves them; `tailGarbage` otherwise (zeros or noise from a
+ * size that reached the disk before the data).
+ */
+function tailReason(tail: UnterminatedTail): TornTail['reason'] {
+  if (tail.firstByte !== 0x7b) return 'tailGarbage'
+  return tail.bytes === null || tail.bytes.indexOf(0) === -1 ? 'unterminated' : 'tailGarbage'
 }
 
 /**
@@ -115,6 +126,7 @@ export class LogScanner implements LineSink {
   #header: SessionHeader | null = null
   #lastSeq = -1
   #goodEnd = 0
+  #headerEnd = 0
   #suspect: Suspect | null = null
   #damage: JsonlStoreError | null = null
   #repeated: { seq: number; bytes: Buffer } | null = null
@@ -205,7 +217,7 @@ export class LogScanner implements LineSink {
         tornTail = {
           offset: tail.offset,
           bytes: tail.length,
-          reason: 'unterminated',
+          reason: tailReason(tail),
           line: this.#lineNumber + 1,
         }
       }
@@ -215,6 +227,7 @@ export class LogScanner implements LineSink {
       headerMissing: this.#header === null && this.#damage === null,
       lastSeq: this.#lastSeq,
       goodEndOffset: this.#goodEnd,
+      headerEndOffset: this.#headerEnd,
       bytesRead,
       tornTail,
       damage: this.#damage,
@@ -233,6 +246,7 @@ export class LogScanner implements LineSink {
     if (decoded.kind === 'failed') return this.#failedLine(location, decoded)
     this.#header = decoded.header
     this.#goodEnd = location.offset + location.bytes.length + 1
+    this.#headerEnd = this.#goodEnd
     this.#stats.goodLines += 1
     if (this.#options.onHeader?.(decoded.header, location) === true) {
       this.#done = true

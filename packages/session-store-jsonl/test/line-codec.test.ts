@@ -98,7 +98,8 @@ describe('line codec', () => {
   it('I1: a changed byte that keeps the JSON valid fails the checksum', () => {
     const line = body(encodeJsonLine(JSON.stringify({ seq: 7, data: { text: 'hello' } })))
     const flipped = Buffer.from(line)
-    flipped[flipped.indexOf('hello')] ^= 0x01
+    const at = flipped.indexOf('hello')
+    flipped[at] = flipped[at]! ^ 0x01
     expect(decodeLine(flipped, limits)).toMatchObject({ ok: false, reason: 'checksum', seq: 7 })
   })
 

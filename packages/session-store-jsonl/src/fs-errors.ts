@@ -1,0 +1,81 @@
+import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
+
+/**
+ * The errno code (`ENOENT`, `ENOSPC`...) of a Node file-system error, or undefined.
+ *
+ * @param error - Anything thrown.
+ * @returns Its string `code`, when it has one.
+ */
+export function errnoOf(error: unknown): string | undefined {
+  if (typeof error === 'object' && error !== null && 'code' in error) {
+    const code = (error).code
+    return typeof code === 'string' ? code : undefined
+  }
+  return undefined
+}
+
+/** Errno codes that mean "no space": the write is retryable once space is freed. */
+const DISK_FULL_CODES = new Set(['ENOSPC', 'EFBIG', 'EDQUOT'])
+/** Errno codes that mean "not allowed". */
+const ACCESS_CODES = new Set(['EACCES', 'EPERM', 'EROFS'])
+
+/** What the store was doing when a file-system call failed. */
+export interface FsFailure {
+  /** The operation, e.g. `open-append`, `mkdir`, `write`, `read`. */
+  readonly op: string
+  /** The path concerned, relative to the store root. */
+  readonly file: string
+  /** Which name a symlink was found at (`log`, `session-directory`, `temp`...), for SYMLINK_REFUSED. */
+  readonly which?: string
+  /** The error code to use when the errno maps to nothing more specific. */
+  readonly fallback: JsonlErrorCode
+}
+
+/**
+ * Maps a file-system error to a typed store error: ELOOP to `SYMLINK_REFUSED`, EACCES /
+ * EPERM / EROFS to `ACCESS_DENIED`, ENOSPC / EFBIG / EDQUOT to `DISK_FULL`, anything else to
+ * `failure.fallback`. A `JsonlStoreError` passes through unchanged.
+ *
+ * @param error - What was thrown.
+ * @param failure - The operation and the path.
+ * @returns The error to throw.
+ */
+export function toStoreError(error: unknown, failure: FsFailure): JsonlStoreError {
+  if (JsonlStoreError.is(error)) return error
+  const cause = errnoOf(error) ?? 'unknown'
+  const { op, file } = failure
+  if (cause === 'ELOOP') {
+    return new JsonlStoreError({
+      code: JsonlErrorCode.SYMLINK_REFUSED,
+      message: `Refused to ${op} ${file}: expected a regular file or directory, found a symbolic link (never followed).`,
+      file,
+      details: { which: failure.which ?? op, op, cause },
+      cause: error,
+    })
+  }
+  if (ACCESS_CODES.has(cause)) {
+    return new JsonlStoreError({
+      code: JsonlErrorCode.ACCESS_DENIED,
+      message: `Cannot ${op} ${file}: expected permission, found ${cause}.`,
+      file,
+      details: { op, path: file, cause },
+      cause: error,
+    })
+  }
+  if (DISK_FULL_CODES.has(cause)) {
+    return new JsonlStoreError({
+      code: JsonlErrorCode.DISK_FULL,
+      message: `Cannot ${op} ${file}: the disk or the file size limit is full (${cause}).`,
+      file,
+      details: { op, cause },
+      cause: error,
+    })
+  }
+  return new JsonlStoreError({
+    code: failure.fallback,
+    message: `Cannot ${op} ${file}: the file system reported ${cause}.`,
+    file,
+    details: { op, cause },
+    cause: error,
+  })
+}

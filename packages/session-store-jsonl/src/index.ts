@@ -1,0 +1,46 @@
+/**
+ * @packageDocumentation
+ * The durable JSONL session log of agent-ledger: one directory per session, checksummed
+ * v4 lines (CRC-32C per line, still valid JSONL), buffered appends acknowledged only after
+ * fdatasync, a cross-process writer lock, torn-tail quarantine and repair on open, typed
+ * errors for damage in the middle, salvage and fork into new sessions. The format is
+ * specified in FORMAT.md. This is the only agent-ledger package that touches the file system.
+ */
+export { createSessionStore } from './session-store.ts'
+export type {
+  SalvageReport,
+  SessionReadResult,
+  SessionReadStats,
+  SessionStore,
+  SessionStoreOptions,
+  SessionSummary,
+  VerifyReport,
+} from './session-store.ts'
+export type { SessionWriter, StoreLogger, WriterRecovery } from './session-writer.ts'
+export { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
+export { nodeFsOps } from './fs-ops.ts'
+export type { FileHandleOps, FsOps } from './fs-ops.ts'
+export { DEFAULT_FLUSH_POLICY, DEFAULT_STORE_LIMITS, resolveFlushPolicy, resolveLimits } from './limits.ts'
+export type { FlushPolicy, StoreLimits } from './limits.ts'
+export type { LockOptions, WriterLock } from './writer-lock.ts'
+export { assertSessionId } from './session-id.ts'
+export { LOG_FILE_NAME, LOG_FILE_PATTERN } from './layout.ts'
+export {
+  CRC_SUFFIX_BYTES,
+  crc32cHex,
+  decodeLine,
+  encodeEventLine,
+  encodeJsonLine,
+  findEmbeddedValidLine,
+  jsonDepth,
+  verifyLineChecksum,
+} from './line-codec.ts'
+export type { DecodedLine, LineFailureReason, LineLimits } from './line-codec.ts'
+export { LineSplitter } from './line-splitter.ts'
+export type { LineSink, UnterminatedTail } from './line-splitter.ts'
+export { decodeV4Header, INTEGRITY_CRC32C, V4_FORMAT } from './log-format.ts'
+export type { HeaderDecode, LogFormat } from './log-format.ts'
+export { LogScanner } from './log-scanner.ts'
+export type { LineLocation, ScannerOptions, ScanOutcome, ScanStats, TornTail } from './log-scanner.ts'
+export { readFileChunks, scanLog, scanLogChunks } from './read-log.ts'
+export type { ByteSource, ScanLogOptions } from './read-log.ts'

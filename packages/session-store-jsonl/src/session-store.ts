@@ -1,0 +1,1260 @@
+import { randomBytes } from 'node:crypto'
+import { constants } from 'node:fs'
+import type { Stats } from 'node:fs'
+import { dirname, join } from 'node:path'
+
+import {
+  assertJsonValue,
+  coreEventRegistry,
+  parseEvent,
+  SESSION_FORMAT_NAME,
+  SESSION_FORMAT_VERSION,
+  sessionHeaderSchema,
+  SessionEventsError,
+} from '@agent-ledger/session-events'
+import type {
+  EventRegistry,
+  LoggedEvent,
+  SessionEvent,
+  SessionHeader,
+  SessionHeaderInput,
+} from '@agent-ledger/session-events'
+import { planRepairFromState } from '@agent-ledger/loop-repair'
+import type { PendingToolCall, RepairAction } from '@agent-ledger/loop-repair'
+import { createProjection, planFork, ProjectionError } from '@agent-ledger/session-projection'
+import type { Projection, ProjectionStats } from '@agent-ledger/session-projection'
+
+import { errnoOf, toStoreError } from './fs-errors.ts'
+import { nodeFsOps } from './fs-ops.ts'
+import type { FileHandleOps, FsOps } from './fs-ops.ts'
+import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
+import { LOCK_TEMP_PREFIX, LOG_FILE_NAME, TEMP_PREFIX } from './layout.ts'
+import { resolveFlushPolicy, resolveLimits } from './limits.ts'
+import type { FlushPolicy, StoreLimits } from './limits.ts'
+import { encodeEventLine, encodeJsonLine } from './line-codec.ts'
+import { INTEGRITY_CRC32C, V4_FORMAT } from './log-format.ts'
+import type { ScanOutcome, ScanStats, TornTail } from './log-scanner.ts'
+import { quarantineTail } from './quarantine.ts'
+import { readFileChunks, refineRepeatedSeq, scanLog, scanLogChunks } from './read-log.ts'
+import type { ByteSource } from './read-log.ts'
+import { assertSessionId } from './session-id.ts'
+import { SessionWriterImpl } from './session-writer.ts'
+import type { SessionWriter, StoreLogger, WriterRecovery } from './session-writer.ts'
+import { acquireWriterLock } from './writer-lock.ts'
+import type { LockOptions, WriterLock } from './writer-lock.ts'
+
+/** Options of {@link createSessionStore}. */
+export interface SessionStoreOptions {
+  /** The store root: one directory per session inside it. Created (0700) on the first `create`. */
+  readonly root: string
+  /** The file-system seam; every file-system call goes through it. Default: the real file system. */
+  readonly fs?: FsOps
+  /** The writer's clock, an ISO-8601 string per call. Default `new Date().toISOString()`. */
+  readonly clock?: () => string
+  /** The known event types. Default: the core types only. */
+  readonly registry?: EventRegistry
+  /** Resource limits; see {@link StoreLimits} for the defaults. */
+  readonly limits?: Partial<StoreLimits>
+  /** The automatic flush policy; see {@link FlushPolicy} for the defaults. */
+  readonly flush?: Partial<FlushPolicy>
+  /** Writer-lock settings (`timeoutMs`, `staleMs`, `heartbeatMs`, `randomHex`). */
+  readonly lock?: Partial<LockOptions>
+  /** Receives warnings. Default: `process.emitWarning`. */
+  readonly logger?: StoreLogger
+}
+
+/** A summary of one session, from its header only. */
+export interface SessionSummary {
+  readonly id: string
+  readonly header: SessionHeader
+  /** The log file, relative to the root. */
+  readonly file: string
+  /** The log's size in bytes. */
+  readonly bytes: number
+  /** The log's mtime, ISO-8601. */
+  readonly modifiedAt: string
+}
+
+/** Counters of a read: the scan's and the projection's. */
+export interface SessionReadStats extends ScanStats {
+  readonly projection: Readonly<ProjectionStats>
+}
+
+/** What a read-only open returns. Never the whole event array: memory stays bounded by the projection. */
+export interface SessionReadResult {
+  /** The header, or null when the file has none (RELIABILITY T4: an empty session with a warning). */
+  readonly header: SessionHeader | null
+  readonly headerMissing: boolean
+  readonly events?: never
+  /** The projection of the good prefix. */
+  readonly projection: Projection
+  /** Seq of the last good event (-1 when none). */
+  readonly lastSeq: number
+  /** Unacknowledged bytes at the end (a torn tail, or a live writer's line in progress), reported, never repaired. */
+  readonly tornTail: TornTail | null
+  /** Damage in the middle (only with `allowDamaged`): the projection holds the good prefix before it. */
+  readonly error: JsonlStoreError | null
+  /** Assistant tool calls with no result yet (what a write open would repair). */
+  readonly pendingToolCalls: readonly PendingToolCall[]
+  readonly stats: SessionReadStats
+  /** The log, relative to the root. */
+  readonly file: string
+  /** Bytes read. */
+  readonly bytes: number
+}
+
+/** The outcome of {@link SessionStore.verify}. */
+export interface VerifyReport {
+  readonly id: string
+  readonly file: string
+  /** `ok`: every byte is a good line; `torn-tail`: good lines then an unacknowledged tail; `damaged`: damage in the middle. */
+  readonly status: 'ok' | 'torn-tail' | 'damaged'
+  readonly headerMissing: boolean
+  readonly bytes: number
+  readonly events: number
+  readonly lastSeq: number
+  readonly tornTail: TornTail | null
+  /** The damage, as a typed error (code, line, offset, seq, lastGoodSeq), or null. */
+  readonly damage: JsonlStoreError | null
+}
+
+/** The outcome of {@link SessionStore.salvage}. */
+export interface SalvageReport {
+  /** The damaged session (left untouched). */
+  readonly from: string
+  /** The new session. */
+  readonly to: string
+  /** The new session's log, relative to the root. */
+  readonly file: string
+  /** Events copied byte for byte (seqs 0..lastGoodSeq). */
+  readonly copiedEvents: number
+  readonly lastGoodSeq: number
+  /** Seq of the `session/salvage` event appended after the copy. */
+  readonly salvageSeq: number
+  /** Byte offset in the source where the dropped bytes start. */
+  readonly droppedFromOffset: number
+  /** Bytes of the source not carried over. */
+  readonly droppedBytes: number
+  /** Why bytes were dropped: the damage code, `torn-tail`, or `none`. */
+  readonly reason: string
+  /** The source's damage, if any. */
+  readonly sourceError: JsonlStoreError | null
+}
+
+/** A directory of sessions. Create it with {@link createSessionStore}. */
+export interface SessionStore {
+  /** The root directory, as given. */
+  readonly root: string
+  /**
+   * Publishes a new session (header plus optional seed events) and opens it for write.
+   *
+   * The file appears complete or not at all: written to a temp file, fsynced, `link()`ed
+   * into place (never overwriting), then the directory is fsynced.
+   *
+   * @param request - The id, optional header fields, and seed events (seqs from 0) for forks and salvage.
+   * @throws {@link JsonlStoreError} `INVALID_SESSION_ID`, `SESSION_EXISTS`, `SESSION_LOCKED`, `INVALID_HEADER`,
+   *   `INVALID_EVENT`, `SYMLINK_REFUSED`, `ACCESS_DENIED`, `UNSAFE_ROOT`, `DISK_FULL`...
+   */
+  create(request: {
+    readonly id: string
+    readonly header?: Partial<SessionHeaderInput>
+    readonly seed?: readonly LoggedEvent[]
+  }): Promise<SessionWriter>
+  /**
+   * Opens a session for appending: takes the writer lock, scans the log, quarantines and
+   * truncates a torn tail, appends and flushes loop-repair's closing events, then returns.
+   *
+   * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND`, `SESSION_LOCKED`, `VERSION_TOO_NEW` (touching nothing),
+   *   damage codes (`CORRUPT_LINE`, `SEQ_GAP`, ...: writes refused), `SYMLINK_REFUSED`, `HARDLINK_REFUSED`...
+   */
+  openWriter(id: string): Promise<SessionWriter>
+  /**
+   * Reads a session without writing anything (no lock, no repair, no chmod).
+   *
+   * @param options - `allowDamaged`: return the good prefix with the damage instead of throwing.
+   * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND`, `VERSION_TOO_NEW`, `INVALID_HEADER`, and damage codes unless `allowDamaged`.
+   */
+  openReader(id: string, options?: { readonly allowDamaged?: boolean }): Promise<SessionReadResult>
+  /**
+   * Streams a session's events (read-only), checked like an open. A torn tail ends the
+   * stream quietly (a live writer's line in progress); damage throws after the good prefix.
+   *
+   * @param options - `fromSeq`/`toSeq`: the inclusive range to yield.
+   */
+  readEvents(
+    id: string,
+    options?: { readonly fromSeq?: number; readonly toSeq?: number },
+  ): AsyncIterable<LoggedEvent>
+  /** Scans a whole session (read-only) and reports its state instead of throwing on damage. */
+  verify(id: string): Promise<VerifyReport>
+  /** Lists sessions from their headers only; a broken session is reported in `problems`, never fails the listing. */
+  list(): Promise<{ sessions: SessionSummary[]; problems: { id: string; error: JsonlStoreError }[] }>
+  /**
+   * Copies the good prefix of a (damaged) session into a NEW session, byte for byte, plus
+   * a `session/salvage` event naming what was dropped. The source is never modified.
+   */
+  salvage(id: string, request: { readonly to: string }): Promise<SalvageReport>
+  /**
+   * Forks a session at `atSeq` into a new session (seed = events 0..atSeq, closers for an
+   * open turn, `session/end-seed`) and opens it for write. The parent is never modified.
+   *
+   * @throws {@link JsonlStoreError} `FORK_REFUSED` (bad boundary, or an open turn with `openTurn: 'refuse'`).
+   */
+  fork(
+    id: string,
+    request: { readonly to: string; readonly atSeq: number; readonly openTurn?: 'close' | 'refuse' },
+  ): Promise<SessionWriter>
+  /**
+   * The absolute directory of a session.
+   *
+   * @throws {@link JsonlStoreError} `INVALID_SESSION_ID`.
+   */
+  sessionDirectory(id: string): string
+}
+
+/** What a full scan of an open log gives (internal). */
+interface OpenScan {
+  readonly outcome: ScanOutcome
+  readonly projection: Projection
+}
+
+const defaultLogger: StoreLogger = {
+  warn(message, details) {
+    process.emitWarning(details === undefined ? message : `${message} ${JSON.stringify(details)}`, {
+      code: 'AGENT_LEDGER_STORE',
+    })
+  },
+}
+
+const LIST_CONCURRENCY = 16
+const HEADER_PEEK_CHUNK = 64 * 1024
+const MAX_TEMP_ATTEMPTS = 16
+
+function hexRandom(byteCount: number): string {
+  return randomBytes(byteCount).toString('hex')
+}
+
+class SessionStoreImpl implements SessionStore {
+  readonly root: string
+  readonly #fs: FsOps
+  readonly #clock: () => string
+  readonly #registry: EventRegistry
+  readonly #limits: StoreLimits
+  readonly #flushPolicy: FlushPolicy
+  readonly #lock: Partial<LockOptions>
+  readonly #logger: StoreLogger
+  readonly #randomHex: (byteCount: number) => string
+  #rootChecked = false
+
+  constructor(options: SessionStoreOptions) {
+    this.root = options.root
+    this.#fs = options.fs ?? nodeFsOps
+    this.#clock = options.clock ?? (() => new Date().toISOString())
+    this.#registry = options.registry ?? coreEventRegistry
+    this.#limits = resolveLimits(options.limits)
+    this.#flushPolicy = resolveFlushPolicy(options.flush)
+    this.#randomHex = options.lock?.randomHex ?? hexRandom
+    this.#lock = { ...options.lock, randomHex: this.#randomHex }
+    this.#logger = options.logger ?? defaultLogger
+  }
+
+  sessionDirectory(id: string): string {
+    return join(this.root, assertSessionId(id))
+  }
+
+  // ---------------------------------------------------------------- create
+
+  async create(request: {
+    readonly id: string
+    readonly header?: Partial<SessionHeaderInput>
+    readonly seed?: readonly LoggedEvent[]
+  }): Promise<SessionWriter> {
+    const id = assertSessionId(request.id)
+    const header = this.#buildHeader(id, request.header ?? {})
+    const projection = createProjection({ registry: this.#registry })
+    const seedLines = this.#encodeSeed(id, request.seed ?? [], projection)
+    await this.#ensureRoot(true)
+    const directory = await this.#ensureSessionDirectory(id)
+    const published = await this.#publish({
+      id,
+      directory,
+      kind: 'create',
+      header,
+      body: seedLines,
+    })
+    const writer = this.#newWriter({
+      id,
+      header,
+      directory,
+      handle: published.handle,
+      lock: published.lock,
+      projection,
+      durableOffset: published.size,
+      recovery: { tornTail: null, quarantineFile: null, repairs: [], headerMissing: false },
+    })
+    return this.#repairAndReturn(writer)
+  }
+
+  #buildHeader(id: string, input: Partial<SessionHeaderInput>): SessionHeader {
+    if (input.id !== undefined && input.id !== id) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.INVALID_HEADER,
+        message: `Cannot create session ${id}: expected header.id to be absent or ${JSON.stringify(id)}, found ${JSON.stringify(input.id)}.`,
+        file: `${id}/${LOG_FILE_NAME}`,
+        details: { field: 'id' },
+      })
+    }
+    const header: Record<string, unknown> = {
+      format: SESSION_FORMAT_NAME,
+      version: SESSION_FORMAT_VERSION,
+      id,
+      createdAt: input.createdAt ?? this.#clock(),
+    }
+    for (const key of [
+      'cwd',
+      'parentSession',
+      'seeded',
+      'inheritedEventCount',
+      'delegationDepth',
+      'metadata',
+    ] as const) {
+      if (input[key] !== undefined) header[key] = input[key]
+    }
+    header['integrity'] = INTEGRITY_CRC32C
+    const file = `${id}/${LOG_FILE_NAME}`
+    try {
+      assertJsonValue(
+        header,
+        { maxDepth: this.#limits.maxDepth, maxEntries: this.#limits.maxEntries },
+        'header',
+      )
+    } catch (error) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.INVALID_HEADER,
+        message: `Cannot create session ${id}: the header is not plain JSON within the limits (${error instanceof Error ? error.message : String(error)}).`,
+        file,
+        details: { field: SessionEventsError.is(error) ? (error.field ?? '') : '' },
+        cause: error,
+      })
+    }
+    const parsed = sessionHeaderSchema.safeParse(header)
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]
+      const field = issue === undefined ? '' : issue.path.map(String).join('.')
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.INVALID_HEADER,
+        message: `Cannot create session ${id}: header field "${field}": ${issue?.message ?? 'invalid value'}.`,
+        file,
+        details: { field },
+      })
+    }
+    return header as SessionHeader
+  }
+
+  #encodeSeed(id: string, seed: readonly LoggedEvent[], projection: Projection): Buffer[] {
+    const file = `${id}/${LOG_FILE_NAME}`
+    const lines: Buffer[] = []
+    for (const event of seed) {
+      try {
+        parseEvent(event, this.#registry)
+        projection.apply(event)
+      } catch (error) {
+        throw new JsonlStoreError({
+          code: JsonlErrorCode.INVALID_EVENT,
+          message: `Cannot create session ${id}: seed event seq ${String(event.seq)} is refused (${error instanceof Error ? error.message : String(error)}).`,
+          file,
+          seq: typeof event.seq === 'number' ? event.seq : undefined,
+          details: {
+            projectionCode: ProjectionError.is(error) || SessionEventsError.is(error) ? error.code : null,
+          },
+          cause: error,
+        })
+      }
+      const line = encodeEventLine(event)
+      if (line.length - 1 > this.#limits.maxEventBytes) {
+        throw new JsonlStoreError({
+          code: JsonlErrorCode.EVENT_TOO_LARGE,
+          message: `Cannot create session ${id}: seed event seq ${event.seq} is too large: expected at most ${this.#limits.maxEventBytes} bytes, found ${line.length - 1}.`,
+          file,
+          seq: event.seq,
+          details: { bytes: line.length - 1, limit: this.#limits.maxEventBytes },
+        })
+      }
+      lines.push(line)
+    }
+    return lines
+  }
+
+  /**
+   * Publishes a new log: lock, temp file (O_EXCL|O_NOFOLLOW, 0600), header + body, fsync,
+   * link() into place, fsync dir, unlink temp, fsync dir. Returns the open handle (the
+   * published inode) and the held lock.
+   */
+  async #publish(request: {
+    readonly id: string
+    readonly directory: string
+    readonly kind: string
+    readonly header: SessionHeader
+    readonly body: readonly Buffer[] | (() => ByteSource)
+  }): Promise<{ handle: FileHandleOps; lock: WriterLock; size: number }> {
+    const { id, directory } = request
+    const fs = this.#fs
+    const logPath = join(directory, LOG_FILE_NAME)
+    const file = `${id}/${LOG_FILE_NAME}`
+    await this.#assertAbsent(id, logPath)
+    const lock = await acquireWriterLock(fs, directory, this.#lock)
+    let handle: FileHandleOps | undefined
+    let tempPath: string | undefined
+    let linked = false
+    try {
+      await this.#assertAbsent(id, logPath)
+      await this.#removeStaleTemps(directory)
+      for (let attempt = 0; attempt < MAX_TEMP_ATTEMPTS && handle === undefined; attempt += 1) {
+        tempPath = join(directory, `${TEMP_PREFIX}${request.kind}-${this.#randomHex(8)}`)
+        try {
+          handle = await fs.open(
+            tempPath,
+            constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+            0o600,
+          )
+        } catch (error) {
+          // S7: a pre-created name (file or symlink) gives EEXIST: draw fresh randomness.
+          if (errnoOf(error) === 'EEXIST') continue
+          throw toStoreError(error, {
+            op: 'create',
+            file: `${id}/.tmp-*`,
+            which: 'temp',
+            fallback: JsonlErrorCode.WRITE_FAILED,
+          })
+        }
+      }
+      if (handle === undefined) {
+        throw new JsonlStoreError({
+          code: JsonlErrorCode.WRITE_FAILED,
+          message: `Cannot create a temp file in ${id}: expected a free random name, found ${MAX_TEMP_ATTEMPTS} taken.`,
+          file: `${id}/.tmp-*`,
+          details: { op: 'create-temp', cause: 'EEXIST' },
+        })
+      }
+      await this.#fixMode(handle, `${id}/${TEMP_PREFIX}${request.kind}`)
+      let size = 0
+      try {
+        const headerLine = encodeJsonLine(JSON.stringify(request.header))
+        await handle.write(headerLine, 0)
+        size = headerLine.length
+        if (typeof request.body === 'function') {
+          for await (const chunk of request.body()) {
+            await handle.write(chunk, size)
+            size += chunk.length
+          }
+        } else if (request.body.length > 0) {
+          const body = Buffer.concat(request.body)
+          await handle.write(body, size)
+          size += body.length
+        }
+        await handle.sync()
+      } catch (error) {
+        throw toStoreError(error, { op: 'write', file, fallback: JsonlErrorCode.WRITE_FAILED })
+      }
+      try {
+        await fs.link(tempPath!, logPath)
+        linked = true
+      } catch (error) {
+        if (errnoOf(error) === 'EEXIST') {
+          const existing = await fs.lstat(logPath).catch(() => undefined)
+          if (existing?.isSymbolicLink() === true) {
+            throw new JsonlStoreError({
+              code: JsonlErrorCode.SYMLINK_REFUSED,
+              message: `Cannot create session ${id}: expected no file at ${file}, found a symbolic link (never followed).`,
+              file,
+              details: { which: 'log' },
+            })
+          }
+          throw this.#existsError(id)
+        }
+        throw toStoreError(error, { op: 'link', file, fallback: JsonlErrorCode.WRITE_FAILED })
+      }
+      await fs.fsyncDirectory(directory)
+      await fs.unlink(tempPath!)
+      tempPath = undefined
+      await fs.fsyncDirectory(directory)
+      return { handle, lock, size }
+    } catch (error) {
+      if (!linked) await handle?.close().catch(() => undefined)
+      if (tempPath !== undefined) await fs.unlink(tempPath).catch(() => undefined)
+      if (linked) await handle?.close().catch(() => undefined)
+      await lock.release().catch(() => undefined)
+      throw error
+    }
+  }
+
+  async #assertAbsent(id: string, logPath: string): Promise<void> {
+    try {
+      const stats = await this.#fs.lstat(logPath)
+      if (stats.isSymbolicLink()) {
+        throw new JsonlStoreError({
+          code: JsonlErrorCode.SYMLINK_REFUSED,
+          message: `Cannot create session ${id}: expected no file at ${id}/${LOG_FILE_NAME}, found a symbolic link (never followed).`,
+          file: `${id}/${LOG_FILE_NAME}`,
+          details: { which: 'log' },
+        })
+      }
+      throw this.#existsError(id)
+    } catch (error) {
+      if (JsonlStoreError.is(error)) throw error
+      if (errnoOf(error) !== 'ENOENT') {
+        throw toStoreError(error, {
+          op: 'stat',
+          file: `${id}/${LOG_FILE_NAME}`,
+          fallback: JsonlErrorCode.READ_FAILED,
+        })
+      }
+    }
+  }
+
+  #existsError(id: string): JsonlStoreError {
+    return new JsonlStoreError({
+      code: JsonlErrorCode.SESSION_EXISTS,
+      message: `Cannot create session ${id}: expected no session with that id, found ${id}/${LOG_FILE_NAME}.`,
+      file: `${id}/${LOG_FILE_NAME}`,
+    })
+  }
+
+  /** Removes temp files left by a crashed publish (only ever called under the writer lock). */
+  async #removeStaleTemps(directory: string): Promise<void> {
+    const names = await this.#fs.readdir(directory)
+    let removed = 0
+    for (const name of names) {
+      if (!name.startsWith(TEMP_PREFIX) || name.startsWith(LOCK_TEMP_PREFIX)) continue
+      await this.#fs.unlink(join(directory, name)).then(
+        () => {
+          removed += 1
+        },
+        () => undefined,
+      )
+    }
+    if (removed > 0) await this.#fs.fsyncDirectory(directory)
+  }
+
+  async #fixMode(handle: FileHandleOps, file: string): Promise<void> {
+    const stats = await handle.stat()
+    if ((stats.mode & 0o777) === 0o600) return
+    await handle.chmod(0o600)
+    const after = await handle.stat()
+    if ((after.mode & 0o777) !== 0o600) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.ACCESS_DENIED,
+        message: `Cannot set ${file} to mode 0600: found ${(after.mode & 0o777).toString(8)} after fchmod.`,
+        file,
+        details: { op: 'chmod', path: file, cause: 'EPERM' },
+      })
+    }
+  }
+
+  // ---------------------------------------------------------------- root and directories
+
+  /** Checks the root (once per store, after a success): a directory, not group/world-writable, owned by us (S1). */
+  async #ensureRoot(create: boolean): Promise<void> {
+    if (this.#rootChecked) return
+    await this.#checkRoot(create)
+    this.#rootChecked = true
+  }
+
+  async #checkRoot(create: boolean): Promise<void> {
+    const fs = this.#fs
+    let stats: Stats
+    try {
+      stats = await fs.stat(this.root)
+    } catch (error) {
+      if (errnoOf(error) !== 'ENOENT' || !create) {
+        if (errnoOf(error) === 'ENOENT') {
+          throw new JsonlStoreError({
+            code: JsonlErrorCode.SESSION_NOT_FOUND,
+            message: `The store root ${this.root} does not exist: expected a directory of sessions.`,
+            file: '',
+            details: { root: this.root },
+            cause: error,
+          })
+        }
+        throw toStoreError(error, { op: 'stat', file: this.root, fallback: JsonlErrorCode.READ_FAILED })
+      }
+      await this.#mkdirs(this.root)
+      stats = await fs.stat(this.root)
+    }
+    const uid = typeof process.getuid === 'function' ? process.getuid() : undefined
+    const mode = stats.mode & 0o777
+    if (!stats.isDirectory() || (mode & 0o022) !== 0 || (uid !== undefined && stats.uid !== uid)) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.UNSAFE_ROOT,
+        message: `The store root ${this.root} is unsafe: expected a directory owned by uid ${String(uid)} and writable only by it, found ${stats.isDirectory() ? 'a directory' : 'not a directory'} with mode ${mode.toString(8)} owned by uid ${stats.uid}.`,
+        file: '',
+        details: {
+          mode: mode.toString(8),
+          owner: stats.uid,
+          expectedOwner: uid ?? null,
+          directory: stats.isDirectory(),
+        },
+      })
+    }
+  }
+
+  async #mkdirs(path: string): Promise<void> {
+    const fs = this.#fs
+    try {
+      await fs.mkdir(path, 0o700)
+    } catch (error) {
+      const code = errnoOf(error)
+      if (code === 'EEXIST') return
+      if (code !== 'ENOENT' || dirname(path) === path) {
+        throw toStoreError(error, { op: 'mkdir', file: path, fallback: JsonlErrorCode.WRITE_FAILED })
+      }
+      await this.#mkdirs(dirname(path))
+      await this.#mkdirs(path)
+      return
+    }
+    await fs.chmod(path, 0o700)
+    await fs.fsyncDirectory(dirname(path)).catch(() => undefined)
+  }
+
+  /** Creates (0700) or checks the session directory: never a symlink. */
+  async #ensureSessionDirectory(id: string): Promise<string> {
+    const fs = this.#fs
+    const directory = join(this.root, id)
+    try {
+      await fs.mkdir(directory, 0o700)
+      const created = await fs.lstat(directory)
+      if (created.isDirectory() && (created.mode & 0o777) !== 0o700) await fs.chmod(directory, 0o700)
+      await fs.fsyncDirectory(this.root)
+      return directory
+    } catch (error) {
+      if (errnoOf(error) !== 'EEXIST') {
+        throw toStoreError(error, {
+          op: 'mkdir',
+          file: id,
+          which: 'session-directory',
+          fallback: JsonlErrorCode.WRITE_FAILED,
+        })
+      }
+    }
+    await this.#checkSessionDirectory(id, { write: true })
+    return directory
+  }
+
+  async #checkSessionDirectory(id: string, options: { readonly write: boolean }): Promise<string> {
+    const directory = join(this.root, id)
+    let stats: Stats
+    try {
+      stats = await this.#fs.lstat(directory)
+    } catch (error) {
+      if (errnoOf(error) === 'ENOENT') throw this.#notFound(id, error)
+      throw toStoreError(error, { op: 'stat', file: id, fallback: JsonlErrorCode.READ_FAILED })
+    }
+    if (stats.isSymbolicLink()) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.SYMLINK_REFUSED,
+        message: `The directory of session ${id} is a symbolic link: expected a real directory (never followed).`,
+        file: id,
+        details: { which: 'session-directory' },
+      })
+    }
+    if (!stats.isDirectory()) throw this.#notFound(id, undefined)
+    if (options.write && (stats.mode & 0o777) !== 0o700) {
+      this.#logger.warn(`Session directory ${id} had mode ${(stats.mode & 0o777).toString(8)}; set to 700.`, {
+        id,
+        mode: (stats.mode & 0o777).toString(8),
+      })
+      await this.#fs.chmod(directory, 0o700)
+    }
+    return directory
+  }
+
+  #notFound(id: string, cause: unknown): JsonlStoreError {
+    return new JsonlStoreError({
+      code: JsonlErrorCode.SESSION_NOT_FOUND,
+      message: `Session ${id} was not found: expected ${id}/${LOG_FILE_NAME} under the store root.`,
+      file: `${id}/${LOG_FILE_NAME}`,
+      cause,
+    })
+  }
+
+  // ---------------------------------------------------------------- reading
+
+  async #openLog(
+    id: string,
+    options: { readonly write: boolean },
+  ): Promise<{ handle: FileHandleOps; directory: string }> {
+    await this.#ensureRoot(false)
+    const directory = await this.#checkSessionDirectory(id, { write: false })
+    const path = join(directory, LOG_FILE_NAME)
+    const file = `${id}/${LOG_FILE_NAME}`
+    let handle: FileHandleOps
+    try {
+      handle = await this.#fs.open(
+        path,
+        (options.write ? constants.O_RDWR : constants.O_RDONLY) | constants.O_NOFOLLOW,
+      )
+    } catch (error) {
+      if (errnoOf(error) === 'ENOENT') throw this.#notFound(id, error)
+      throw toStoreError(error, {
+        op: options.write ? 'open-append' : 'open',
+        file,
+        which: 'log',
+        fallback: JsonlErrorCode.READ_FAILED,
+      })
+    }
+    try {
+      const stats = await handle.stat()
+      if (!stats.isFile()) throw this.#notFound(id, undefined)
+    } catch (error) {
+      await handle.close().catch(() => undefined)
+      throw toStoreError(error, { op: 'stat', file, fallback: JsonlErrorCode.READ_FAILED })
+    }
+    return { handle, directory }
+  }
+
+  async #scan(
+    id: string,
+    handle: FileHandleOps,
+    options: { readonly onEvent?: (event: LoggedEvent) => void },
+  ): Promise<OpenScan> {
+    const projection = createProjection({ registry: this.#registry })
+    const file = `${id}/${LOG_FILE_NAME}`
+    const source = (): ByteSource => readFileChunks(handle, { chunkBytes: this.#limits.readChunkBytes })
+    const onEvent = options.onEvent
+    let outcome: ScanOutcome
+    try {
+      outcome = await scanLog(source(), {
+        format: V4_FORMAT,
+        limits: this.#limits,
+        registry: this.#registry,
+        file,
+        onEvent:
+          onEvent === undefined
+            ? (event) => {
+                projection.apply(event)
+              }
+            : (event) => {
+                projection.apply(event)
+                onEvent(event)
+              },
+      })
+      outcome = await refineRepeatedSeq(outcome, source, this.#limits.maxLineBytes)
+    } catch (error) {
+      throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
+    }
+    return { outcome, projection }
+  }
+
+  /** Reads only the header line (bounded): for list() and the VERSION_TOO_NEW check before locking. */
+  async #peekHeader(id: string, handle: FileHandleOps): Promise<ScanOutcome> {
+    const file = `${id}/${LOG_FILE_NAME}`
+    try {
+      return await scanLog(readFileChunks(handle, { chunkBytes: HEADER_PEEK_CHUNK }), {
+        format: V4_FORMAT,
+        limits: this.#limits,
+        registry: this.#registry,
+        file,
+        onEvent: () => undefined,
+        onHeader: () => true,
+        stopBeforeLine: 2,
+      })
+    } catch (error) {
+      throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
+    }
+  }
+
+  async openReader(
+    id: string,
+    options: { readonly allowDamaged?: boolean } = {},
+  ): Promise<SessionReadResult> {
+    assertSessionId(id)
+    const { handle } = await this.#openLog(id, { write: false })
+    let scan: OpenScan
+    try {
+      scan = await this.#scan(id, handle, {})
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+    const { outcome, projection } = scan
+    const damage = outcome.damage
+    if (damage !== null && (!options.allowDamaged || isRefusal(damage))) throw damage
+    if (outcome.headerMissing) {
+      this.#logger.warn(`Session ${id} has no valid header (a crash during creation?); read as empty.`, {
+        id,
+        file: `${id}/${LOG_FILE_NAME}`,
+      })
+    }
+    return {
+      header: outcome.header,
+      headerMissing: outcome.headerMissing,
+      projection,
+      lastSeq: outcome.lastSeq,
+      tornTail: outcome.tornTail,
+      error: damage,
+      pendingToolCalls: projection.repairState.pendingCalls,
+      stats: { ...outcome.stats, projection: projection.stats },
+      file: `${id}/${LOG_FILE_NAME}`,
+      bytes: outcome.bytesRead,
+    }
+  }
+
+  readEvents(
+    id: string,
+    options: { readonly fromSeq?: number; readonly toSeq?: number } = {},
+  ): AsyncIterable<LoggedEvent> {
+    assertSessionId(id)
+    return this.#readEvents(id, options)
+  }
+
+  async *#readEvents(
+    id: string,
+    options: { readonly fromSeq?: number; readonly toSeq?: number },
+  ): AsyncGenerator<LoggedEvent, void, undefined> {
+    const fromSeq = options.fromSeq ?? 0
+    const toSeq = options.toSeq ?? Infinity
+    const { handle } = await this.#openLog(id, { write: false })
+    const file = `${id}/${LOG_FILE_NAME}`
+    try {
+      const projection = createProjection({ registry: this.#registry })
+      const queue: LoggedEvent[] = []
+      let reachedEnd = false
+      const chunks = scanLogChunks(readFileChunks(handle, { chunkBytes: this.#limits.readChunkBytes }), {
+        format: V4_FORMAT,
+        limits: this.#limits,
+        registry: this.#registry,
+        file,
+        onEvent: (event) => {
+          projection.apply(event)
+          if (event.seq >= fromSeq && event.seq <= toSeq) queue.push(event)
+          if (event.seq >= toSeq) reachedEnd = true
+        },
+      })
+      for (;;) {
+        let step: IteratorResult<void, ScanOutcome>
+        try {
+          step = await chunks.next()
+        } catch (error) {
+          throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
+        }
+        while (queue.length > 0) yield queue.shift()!
+        if (reachedEnd) return
+        if (step.done === true) {
+          let outcome = step.value
+          if (outcome.damage !== null) {
+            outcome = await refineRepeatedSeq(
+              outcome,
+              () => readFileChunks(handle, { chunkBytes: this.#limits.readChunkBytes }),
+              this.#limits.maxLineBytes,
+            )
+            throw outcome.damage!
+          }
+          return
+        }
+      }
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+  }
+
+  async verify(id: string): Promise<VerifyReport> {
+    assertSessionId(id)
+    const { handle } = await this.#openLog(id, { write: false })
+    let scan: OpenScan
+    try {
+      scan = await this.#scan(id, handle, {})
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+    const { outcome } = scan
+    if (outcome.damage !== null && isRefusal(outcome.damage)) throw outcome.damage
+    return {
+      id,
+      file: `${id}/${LOG_FILE_NAME}`,
+      status: outcome.damage !== null ? 'damaged' : outcome.tornTail !== null ? 'torn-tail' : 'ok',
+      headerMissing: outcome.headerMissing,
+      bytes: outcome.bytesRead,
+      events: outcome.stats.events,
+      lastSeq: outcome.lastSeq,
+      tornTail: outcome.tornTail,
+      damage: outcome.damage,
+    }
+  }
+
+  async list(): Promise<{ sessions: SessionSummary[]; problems: { id: string; error: JsonlStoreError }[] }> {
+    const sessions: SessionSummary[] = []
+    const problems: { id: string; error: JsonlStoreError }[] = []
+    let names: string[]
+    try {
+      await this.#ensureRoot(false)
+      names = await this.#fs.readdir(this.root)
+    } catch (error) {
+      if (JsonlStoreError.is(error) && error.code === JsonlErrorCode.SESSION_NOT_FOUND)
+        return { sessions, problems }
+      throw toStoreError(error, { op: 'list', file: '', fallback: JsonlErrorCode.READ_FAILED })
+    }
+    const ids = names.filter((name) => isSessionId(name)).sort()
+    for (let start = 0; start < ids.length; start += LIST_CONCURRENCY) {
+      const batch = ids.slice(start, start + LIST_CONCURRENCY)
+      const results = await Promise.all(batch.map((id) => this.#summarize(id)))
+      for (const result of results) {
+        if ('error' in result) problems.push(result)
+        else sessions.push(result)
+      }
+    }
+    return { sessions, problems }
+  }
+
+  async #summarize(id: string): Promise<SessionSummary | { id: string; error: JsonlStoreError }> {
+    const file = `${id}/${LOG_FILE_NAME}`
+    try {
+      const { handle } = await this.#openLog(id, { write: false })
+      try {
+        const stats = await handle.stat()
+        const outcome = await this.#peekHeader(id, handle)
+        if (outcome.damage !== null) return { id, error: outcome.damage }
+        if (outcome.header === null) {
+          return {
+            id,
+            error: new JsonlStoreError({
+              code: JsonlErrorCode.INVALID_HEADER,
+              message: `${file} has no valid header line: expected a checksummed agent-ledger header, found ${stats.size === 0 ? 'an empty file' : 'a torn or damaged first line'}.`,
+              file,
+              line: 1,
+              offset: 0,
+              details: { headerMissing: true, bytes: stats.size },
+            }),
+          }
+        }
+        return { id, header: outcome.header, file, bytes: stats.size, modifiedAt: stats.mtime.toISOString() }
+      } finally {
+        await handle.close().catch(() => undefined)
+      }
+    } catch (error) {
+      return { id, error: toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED }) }
+    }
+  }
+
+  // ---------------------------------------------------------------- writing
+
+  async openWriter(id: string): Promise<SessionWriter> {
+    assertSessionId(id)
+    const file = `${id}/${LOG_FILE_NAME}`
+    // V1: refuse a newer version before taking the lock or writing anything.
+    {
+      const { handle } = await this.#openLog(id, { write: false })
+      try {
+        const peek = await this.#peekHeader(id, handle)
+        if (peek.damage !== null && isRefusal(peek.damage)) throw peek.damage
+      } finally {
+        await handle.close().catch(() => undefined)
+      }
+    }
+    const directory = await this.#checkSessionDirectory(id, { write: true })
+    const lock = await acquireWriterLock(this.#fs, directory, this.#lock)
+    let handle: FileHandleOps | undefined
+    try {
+      await this.#removeStaleTemps(directory)
+      handle = (await this.#openLog(id, { write: true })).handle
+      const stats = await handle.stat()
+      if (stats.nlink !== 1) {
+        throw new JsonlStoreError({
+          code: JsonlErrorCode.HARDLINK_REFUSED,
+          message: `${file} has ${stats.nlink} hard links: expected exactly one (another name could be a victim file); nothing was written.`,
+          file,
+          details: { nlink: stats.nlink, ino: stats.ino },
+        })
+      }
+      if ((stats.mode & 0o777) !== 0o600) {
+        this.#logger.warn(`${file} had mode ${(stats.mode & 0o777).toString(8)}; set to 600.`, {
+          file,
+          mode: (stats.mode & 0o777).toString(8),
+        })
+        await this.#fixMode(handle, file)
+      }
+      const { outcome, projection } = await this.#scan(id, handle, {})
+      if (outcome.damage !== null) throw outcome.damage
+      let quarantineFile: string | null = null
+      let durableOffset = outcome.goodEndOffset
+      if (outcome.tornTail !== null || (outcome.headerMissing && stats.size > 0)) {
+        quarantineFile = await quarantineTail({
+          fs: this.#fs,
+          directory,
+          id,
+          logName: LOG_FILE_NAME,
+          log: handle,
+          offset: outcome.goodEndOffset,
+          chunkBytes: this.#limits.readChunkBytes,
+          keep: this.#limits.maxQuarantineFiles,
+        })
+        this.#logger.warn(`Quarantined the torn tail of ${file} into ${id}/${quarantineFile}.`, {
+          file,
+          offset: outcome.goodEndOffset,
+          bytes: outcome.tornTail?.bytes ?? stats.size,
+          reason: outcome.tornTail?.reason ?? 'tailGarbage',
+        })
+      } else {
+        // What a crashed writer left in the page cache becomes durable before we build on it.
+        await handle.datasync()
+      }
+      let header = outcome.header
+      if (header === null) {
+        // T4: no header (a crash during creation): nothing was ever acknowledged; re-initialise.
+        header = this.#buildHeader(id, {})
+        const headerLine = encodeJsonLine(JSON.stringify(header))
+        await handle.write(headerLine, 0)
+        await handle.datasync()
+        durableOffset = headerLine.length
+      }
+      const writer = this.#newWriter({
+        id,
+        header,
+        directory,
+        handle,
+        lock,
+        projection,
+        durableOffset,
+        recovery: {
+          tornTail: outcome.tornTail,
+          quarantineFile,
+          repairs: [],
+          headerMissing: outcome.headerMissing,
+        },
+      })
+      return await this.#repairAndReturn(writer)
+    } catch (error) {
+      await handle?.close().catch(() => undefined)
+      await lock.release().catch(() => undefined)
+      throw toStoreError(error, {
+        op: 'open-append',
+        file,
+        which: 'log',
+        fallback: JsonlErrorCode.WRITE_FAILED,
+      })
+    }
+  }
+
+  #newWriter(init: {
+    readonly id: string
+    readonly header: SessionHeader
+    readonly directory: string
+    readonly handle: FileHandleOps
+    readonly lock: WriterLock
+    readonly projection: Projection
+    readonly durableOffset: number
+    readonly recovery: WriterRecovery
+  }): SessionWriterImpl {
+    return new SessionWriterImpl({
+      id: init.id,
+      header: init.header,
+      path: join(init.directory, LOG_FILE_NAME),
+      file: `${init.id}/${LOG_FILE_NAME}`,
+      fs: this.#fs,
+      handle: init.handle,
+      lock: init.lock,
+      projection: init.projection,
+      durableOffset: init.durableOffset,
+      registry: this.#registry,
+      limits: this.#limits,
+      flushPolicy: this.#flushPolicy,
+      clock: this.#clock,
+      logger: this.#logger,
+      recovery: init.recovery,
+    })
+  }
+
+  /** Appends loop-repair's closers (if any) and makes them durable before handing the writer out. */
+  async #repairAndReturn(writer: SessionWriterImpl): Promise<SessionWriter> {
+    try {
+      const plan = planRepairFromState(writer.projection.repairState, {
+        nextSeq: writer.projection.nextSeq,
+        time: this.#clock(),
+      })
+      const repairs: RepairAction[] = []
+      for (let index = 0; index < plan.events.length; index += 1) {
+        const planned = plan.events[index]!
+        writer.append({
+          type: planned.type,
+          data: planned.data,
+          ...(planned.sourceEventSeqs === undefined ? {} : { sourceEventSeqs: planned.sourceEventSeqs }),
+        } as never)
+        repairs.push(plan.actions[index]!)
+      }
+      if (repairs.length > 0) {
+        await writer.flush()
+        writer.recordRepairs(repairs)
+      }
+      return writer
+    } catch (error) {
+      await writer.close().catch(() => undefined)
+      throw error
+    }
+  }
+
+  // ---------------------------------------------------------------- salvage and fork
+
+  async salvage(id: string, request: { readonly to: string }): Promise<SalvageReport> {
+    assertSessionId(id)
+    const to = assertSessionId(request.to)
+    const { handle } = await this.#openLog(id, { write: false })
+    try {
+      const { outcome } = await this.#scan(id, handle, {})
+      const sourceFile = `${id}/${LOG_FILE_NAME}`
+      if (outcome.damage !== null && isRefusal(outcome.damage)) throw outcome.damage
+      if (outcome.header === null) {
+        throw new JsonlStoreError({
+          code: JsonlErrorCode.INVALID_HEADER,
+          message: `Cannot salvage ${sourceFile}: expected a valid header line, found none.`,
+          file: sourceFile,
+          line: 1,
+          offset: 0,
+        })
+      }
+      const salvageSeq = outcome.lastSeq + 1
+      const reason =
+        outcome.damage !== null ? outcome.damage.code : outcome.tornTail !== null ? 'torn-tail' : 'none'
+      const salvageEvent: SessionEvent<'session/salvage'> = {
+        seq: salvageSeq,
+        time: this.#clock(),
+        type: 'session/salvage',
+        data: {
+          sourceSession: id,
+          sourceFile,
+          lastGoodSeq: outcome.lastSeq,
+          droppedFromOffset: outcome.goodEndOffset,
+          reason,
+        },
+      }
+      parseEvent(salvageEvent, this.#registry)
+      const source = outcome.header
+      const header = this.#buildHeader(to, {
+        ...(source.cwd === undefined ? {} : { cwd: source.cwd }),
+        ...(source.delegationDepth === undefined ? {} : { delegationDepth: source.delegationDepth }),
+        ...(source.metadata === undefined ? {} : { metadata: source.metadata }),
+      })
+      await this.#ensureRoot(true)
+      const directory = await this.#ensureSessionDirectory(to)
+      const chunkBytes = this.#limits.readChunkBytes
+      const published = await this.#publish({
+        id: to,
+        directory,
+        kind: 'salvage',
+        header,
+        body: async function* copyGoodLines() {
+          yield* readFileChunks(handle, {
+            chunkBytes,
+            start: outcome.headerEndOffset,
+            end: outcome.goodEndOffset,
+          })
+          yield encodeEventLine(salvageEvent)
+        },
+      })
+      await published.handle.close().catch(() => undefined)
+      await published.lock.release()
+      return {
+        from: id,
+        to,
+        file: `${to}/${LOG_FILE_NAME}`,
+        copiedEvents: outcome.lastSeq + 1,
+        lastGoodSeq: outcome.lastSeq,
+        salvageSeq,
+        droppedFromOffset: outcome.goodEndOffset,
+        droppedBytes: outcome.bytesRead - outcome.goodEndOffset,
+        reason,
+        sourceError: outcome.damage,
+      }
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+  }
+
+  async fork(
+    id: string,
+    request: { readonly to: string; readonly atSeq: number; readonly openTurn?: 'close' | 'refuse' },
+  ): Promise<SessionWriter> {
+    assertSessionId(id)
+    const to = assertSessionId(request.to)
+    const { handle } = await this.#openLog(id, { write: false })
+    let header: SessionHeader | null
+    const prefix: LoggedEvent[] = []
+    try {
+      const file = `${id}/${LOG_FILE_NAME}`
+      const outcome = await scanLog(readFileChunks(handle, { chunkBytes: this.#limits.readChunkBytes }), {
+        format: V4_FORMAT,
+        limits: this.#limits,
+        registry: this.#registry,
+        file,
+        onEvent: (event) => {
+          if (event.seq <= request.atSeq) prefix.push(event)
+        },
+        ...(Number.isSafeInteger(request.atSeq) ? { stopBeforeLine: request.atSeq + 3 } : {}),
+      })
+      if (outcome.damage !== null) throw outcome.damage
+      header = outcome.header
+    } catch (error) {
+      throw toStoreError(error, {
+        op: 'read',
+        file: `${id}/${LOG_FILE_NAME}`,
+        fallback: JsonlErrorCode.READ_FAILED,
+      })
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+    let seed: ReturnType<typeof planFork>
+    try {
+      seed = planFork(prefix, {
+        boundarySeq: request.atSeq,
+        parentSession: id,
+        ...(request.openTurn === undefined ? {} : { openTurn: request.openTurn }),
+      })
+    } catch (error) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.FORK_REFUSED,
+        message: `Cannot fork ${id} at seq ${String(request.atSeq)}: ${error instanceof Error ? error.message : String(error)}.`,
+        file: `${id}/${LOG_FILE_NAME}`,
+        seq: Number.isSafeInteger(request.atSeq) ? request.atSeq : undefined,
+        details: { projectionCode: ProjectionError.is(error) ? error.code : null },
+        cause: error,
+      })
+    }
+    return this.create({
+      id: to,
+      header: {
+        ...(header?.cwd === undefined ? {} : { cwd: header.cwd }),
+        ...(header?.delegationDepth === undefined ? {} : { delegationDepth: header.delegationDepth }),
+        ...(header?.metadata === undefined ? {} : { metadata: header.metadata }),
+        parentSession: seed.header.parentSession,
+        seeded: seed.header.seeded,
+        inheritedEventCount: seed.header.inheritedEventCount,
+      },
+      seed: seed.events,
+    })
+  }
+}
+
+function isRefusal(error: JsonlStoreError): boolean {
+  return (
+    error.code === JsonlErrorCode.VERSION_TOO_NEW ||
+    (error.code === JsonlErrorCode.INVALID_HEADER && error.line === 1)
+  )
+}
+
+function isSessionId(name: string): boolean {
+  try {
+    assertSessionId(name)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Creates a session store over a root directory. Nothing touches the disk until a method
+ * is called.
+ *
+ * @param options - The root and optional seams (fs, clock), registry, limits, flush policy, lock settings, logger.
+ * @returns The store.
+ * @throws {@link JsonlStoreError} `INVALID_OPTION` when a limit or flush option is out of range.
+ */
+export function createSessionStore(options: SessionStoreOptions): SessionStore {
+  return new SessionStoreImpl(options)
+}

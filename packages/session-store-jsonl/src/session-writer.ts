@@ -1,0 +1,454 @@
+import { assertJsonValue, parseEvent, SessionEventsError } from '@agent-ledger/session-events'
+import type {
+  EventInput,
+  EventRegistry,
+  LoggedEvent,
+  SessionEvent,
+  SessionEventType,
+  SessionHeader,
+  WireMessage,
+} from '@agent-ledger/session-events'
+import type { RepairAction } from '@agent-ledger/loop-repair'
+import type { Projection } from '@agent-ledger/session-projection'
+
+import { errnoOf, toStoreError } from './fs-errors.ts'
+import type { FileHandleOps, FsOps } from './fs-ops.ts'
+import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
+import type { FlushPolicy, StoreLimits } from './limits.ts'
+import { canonicalEvent, encodeEventLine } from './line-codec.ts'
+import type { TornTail } from './log-scanner.ts'
+import type { WriterLock } from './writer-lock.ts'
+
+/** What opening a session for write found and repaired before the handle was returned. */
+export interface WriterRecovery {
+  /** The torn tail that was quarantined and truncated, or null. */
+  readonly tornTail: TornTail | null
+  /** The quarantine file's name (inside the session directory), or null. */
+  readonly quarantineFile: string | null
+  /** The repair events loop-repair planned (already durable), one action per event. */
+  readonly repairs: readonly RepairAction[]
+  /** True when the file had no valid header (crash during creation, RELIABILITY T4) and was re-initialised. */
+  readonly headerMissing: boolean
+}
+
+/**
+ * An open session, for appending. The only writer of its session across processes (it
+ * holds the writer lock until {@link SessionWriter.close}).
+ */
+export interface SessionWriter {
+  /** The session id. */
+  readonly id: string
+  /** The session's header line. */
+  readonly header: SessionHeader
+  /** The log file, relative to the store root. */
+  readonly file: string
+  /** The projection of every appended event, including buffered (not yet durable) ones. */
+  readonly projection: Projection
+  /** What the open repaired. */
+  readonly recovery: WriterRecovery
+  /** Seq of the last event covered by a resolved flush (-1 when none). */
+  readonly durableSeq: number
+  /** Events appended but not yet durable. */
+  readonly bufferedEvents: number
+  /**
+   * Validates, serializes and buffers one event, and returns it with its `seq` and `time`.
+   *
+   * Synchronous: either the event has a seq and is buffered (and folded into the
+   * projection), or an error is thrown and nothing changed. Durable only after a flush.
+   *
+   * @param input - The event's type, data and optional envelope fields.
+   * @returns The logged event (deep-frozen by the projection).
+   * @throws {@link JsonlStoreError} `INVALID_EVENT`, `UNKNOWN_EVENT_TYPE`, `TOO_DEEP`, `UNSERIALIZABLE_EVENT`,
+   *   `EVENT_TOO_LARGE`, `BUFFER_FULL`, `WRITER_FAILED` (poisoned) or `WRITER_CLOSED`.
+   */
+  append<TType extends SessionEventType>(input: EventInput<TType>): SessionEvent<TType>
+  /**
+   * Writes every buffered event with one write and one fdatasync; resolves only when they are durable.
+   *
+   * @returns The new durable seq.
+   * @throws {@link JsonlStoreError} `DISK_FULL` / `WRITE_FAILED` (rolled back, retryable: the events stay
+   *   buffered with the same seqs), `FSYNC_FAILED`, `FILE_REPLACED`, `LOCK_LOST` (the writer is poisoned),
+   *   `WRITER_FAILED` (already poisoned).
+   */
+  flush(): Promise<{ readonly durableSeq: number }>
+  /** The model-visible history ({@link Projection.deriveMessages}). */
+  deriveMessages(): readonly WireMessage[]
+  /**
+   * Flushes what is buffered, closes the file and releases the lock. Idempotent. The lock
+   * is released even when the final flush fails (the error is then re-thrown).
+   */
+  close(): Promise<void>
+}
+
+/** Receives warnings (chmod fixes, failed automatic flushes, missing headers...). */
+export interface StoreLogger {
+  warn(message: string, details?: Record<string, unknown>): void
+}
+
+/** Everything a writer is built from (internal). */
+export interface WriterInit {
+  readonly id: string
+  readonly header: SessionHeader
+  /** Absolute path of the log. */
+  readonly path: string
+  /** The log relative to the store root. */
+  readonly file: string
+  readonly fs: FsOps
+  readonly handle: FileHandleOps
+  readonly lock: WriterLock
+  readonly projection: Projection
+  /** File size that is known durable (the end of the last good line). */
+  readonly durableOffset: number
+  readonly registry: EventRegistry
+  readonly limits: StoreLimits
+  readonly flushPolicy: FlushPolicy
+  readonly clock: () => string
+  readonly logger: StoreLogger
+  readonly recovery: WriterRecovery
+}
+
+interface Buffered {
+  readonly seq: number
+  readonly bytes: Buffer
+}
+
+const EVENTS_ERROR_CODES: Readonly<Record<string, JsonlErrorCode>> = {
+  INVALID_EVENT: JsonlErrorCode.INVALID_EVENT,
+  UNKNOWN_EVENT_TYPE: JsonlErrorCode.UNKNOWN_EVENT_TYPE,
+  TOO_DEEP: JsonlErrorCode.TOO_DEEP,
+  EVENT_TOO_LARGE: JsonlErrorCode.EVENT_TOO_LARGE,
+  UNSERIALIZABLE_EVENT: JsonlErrorCode.UNSERIALIZABLE_EVENT,
+}
+
+/** The {@link SessionWriter} implementation (internal; built by the store). */
+export class SessionWriterImpl implements SessionWriter {
+  readonly id: string
+  readonly header: SessionHeader
+  readonly file: string
+  readonly projection: Projection
+  readonly #init: WriterInit
+  #recovery: WriterRecovery
+  #buffered: Buffered[] = []
+  #bufferedBytes = 0
+  #durableOffset: number
+  #durableSeq: number
+  #chain: Promise<unknown> = Promise.resolve()
+  #poison: JsonlStoreError | null = null
+  #closing: Promise<void> | null = null
+  #timer: ReturnType<typeof setTimeout> | undefined
+  #autoQueued = false
+
+  /** @param init - The open file, the held lock, the recovered projection and the options. */
+  constructor(init: WriterInit) {
+    this.#init = init
+    this.id = init.id
+    this.header = init.header
+    this.file = init.file
+    this.projection = init.projection
+    this.#recovery = init.recovery
+    this.#durableOffset = init.durableOffset
+    this.#durableSeq = init.projection.nextSeq - 1
+  }
+
+  get durableSeq(): number {
+    return this.#durableSeq
+  }
+
+  get recovery(): WriterRecovery {
+    return this.#recovery
+  }
+
+  /**
+   * Records the repair events the open appended and made durable (internal: called by the store once).
+   *
+   * @param repairs - One action per appended repair event.
+   */
+  recordRepairs(repairs: readonly RepairAction[]): void {
+    this.#recovery = Object.freeze({ ...this.#recovery, repairs: Object.freeze([...repairs]) })
+  }
+
+  get bufferedEvents(): number {
+    return this.#buffered.length
+  }
+
+  append<TType extends SessionEventType>(input: EventInput<TType>): SessionEvent<TType> {
+    if (this.#closing !== null) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.WRITER_CLOSED,
+        message: `Cannot append to ${this.file}: expected an open writer, found it closed.`,
+        file: this.file,
+      })
+    }
+    if (this.#poison !== null) throw this.#poisoned()
+    const { limits, registry } = this.#init
+    const seq = this.projection.nextSeq
+    let time: string
+    try {
+      time = this.#init.clock()
+    } catch (error) {
+      throw this.#invalid(seq, { code: JsonlErrorCode.INVALID_EVENT, field: 'time', error })
+    }
+    const input_ = input as EventInput
+    const event = canonicalEvent({
+      seq,
+      time,
+      type: input_.type,
+      data: input_.data,
+      surfaceOp: input_.surfaceOp,
+      sourceEventSeqs: input_.sourceEventSeqs,
+      ignorable: input_.ignorable,
+    }) as LoggedEvent
+    try {
+      // Bounds and JSON-ness first, without recursion: schemas and stringify walk recursively.
+      assertJsonValue(event, { maxDepth: limits.maxDepth, maxEntries: limits.maxEntries }, 'event')
+      parseEvent(event, registry)
+      this.projection.check(event)
+    } catch (error) {
+      throw this.#invalid(seq, { code: undefined, field: undefined, error })
+    }
+    const bytes = encodeEventLine(event)
+    const lineBytes = bytes.length - 1
+    if (lineBytes > limits.maxEventBytes) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.EVENT_TOO_LARGE,
+        message: `Event seq ${seq} (${event.type}) is too large for ${this.file}: expected at most ${limits.maxEventBytes} bytes, found ${lineBytes}.`,
+        file: this.file,
+        seq,
+        details: { bytes: lineBytes, limit: limits.maxEventBytes },
+      })
+    }
+    if (this.#buffered.length > 0 && this.#bufferedBytes + bytes.length > limits.maxBufferedBytes) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.BUFFER_FULL,
+        message: `Cannot buffer event seq ${seq} for ${this.file}: expected at most ${limits.maxBufferedBytes} buffered bytes, found ${this.#bufferedBytes} already buffered; await flush() first.`,
+        file: this.file,
+        seq,
+        details: { bufferedBytes: this.#bufferedBytes, bytes: bytes.length, limit: limits.maxBufferedBytes },
+      })
+    }
+    this.projection.apply(event)
+    this.#buffered.push({ seq, bytes })
+    this.#bufferedBytes += bytes.length
+    this.#scheduleAutoFlush()
+    return event as SessionEvent<TType>
+  }
+
+  flush(): Promise<{ readonly durableSeq: number }> {
+    const run = this.#chain.then(() => this.#flushNow())
+    this.#chain = run.catch(() => undefined)
+    return run
+  }
+
+  deriveMessages(): readonly WireMessage[] {
+    return this.projection.deriveMessages()
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#closeNow()
+    return this.#closing
+  }
+
+  async #closeNow(): Promise<void> {
+    this.#clearTimer()
+    let failure: Error | undefined
+    try {
+      if (this.#poison === null) await this.flush()
+    } catch (error) {
+      failure = error instanceof Error ? error : new Error(String(error))
+    }
+    await this.#init.handle.close().catch(() => undefined)
+    await this.#init.lock.release()
+    if (failure !== undefined) throw failure
+  }
+
+  #invalid(
+    seq: number,
+    problem: {
+      readonly code: JsonlErrorCode | undefined
+      readonly field: string | undefined
+      readonly error: unknown
+    },
+  ): JsonlStoreError {
+    const { error } = problem
+    const errorCode =
+      typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined
+    const code =
+      problem.code ??
+      (SessionEventsError.is(error)
+        ? (EVENTS_ERROR_CODES[error.code] ?? JsonlErrorCode.INVALID_EVENT)
+        : undefined) ??
+      (errorCode !== undefined ? EVENTS_ERROR_CODES[errorCode] : undefined) ??
+      JsonlErrorCode.INVALID_EVENT
+    const field = problem.field ?? (SessionEventsError.is(error) ? error.field : undefined)
+    const message = error instanceof Error ? error.message : String(error)
+    return new JsonlStoreError({
+      code,
+      message: `Cannot append event seq ${seq} to ${this.file}: ${message}`,
+      file: this.file,
+      seq,
+      details: {
+        ...(field === undefined ? {} : { field }),
+        ...(errorCode === undefined || SessionEventsError.is(error) ? {} : { projectionCode: errorCode }),
+      },
+      cause: error,
+    })
+  }
+
+  #poisoned(): JsonlStoreError {
+    const cause = this.#poison!
+    return new JsonlStoreError({
+      code: JsonlErrorCode.WRITER_FAILED,
+      message: `The writer of ${this.file} failed earlier (${cause.code}): expected a healthy writer, found a poisoned one; reopen the session to continue.`,
+      file: this.file,
+      details: { cause: cause.code },
+      cause,
+    })
+  }
+
+  #poisonWith(error: JsonlStoreError): JsonlStoreError {
+    this.#poison ??= error
+    this.#clearTimer()
+    return error
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer)
+    this.#timer = undefined
+  }
+
+  #scheduleAutoFlush(): void {
+    const policy = this.#init.flushPolicy
+    const countTrigger = policy.maxBufferedEvents > 0 && this.#buffered.length >= policy.maxBufferedEvents
+    const bytesTrigger = policy.maxBufferedBytes > 0 && this.#bufferedBytes >= policy.maxBufferedBytes
+    if (countTrigger || bytesTrigger) {
+      this.#autoFlush()
+      return
+    }
+    if (this.#timer === undefined && policy.maxDelayMs > 0) {
+      this.#timer = setTimeout(() => {
+        this.#timer = undefined
+        this.#autoFlush()
+      }, policy.maxDelayMs)
+      this.#timer.unref()
+    }
+  }
+
+  #autoFlush(): void {
+    this.#clearTimer()
+    if (this.#autoQueued || this.#poison !== null) return
+    this.#autoQueued = true
+    this.flush()
+      .catch((error: unknown) => {
+        this.#init.logger.warn(`Automatic flush of ${this.file} failed; the events stay buffered.`, {
+          code: JsonlStoreError.is(error) ? error.code : errnoOf(error),
+        })
+      })
+      .finally(() => {
+        this.#autoQueued = false
+        if (this.#buffered.length > 0 && this.#poison === null && this.#closing === null)
+          this.#scheduleAutoFlush()
+      })
+  }
+
+  async #flushNow(): Promise<{ readonly durableSeq: number }> {
+    if (this.#poison !== null) throw this.#poisoned()
+    const count = this.#buffered.length
+    if (count === 0) return { durableSeq: this.#durableSeq }
+    const { handle, file } = this.#init
+    const batch = this.#buffered.slice(0, count)
+    const bytes = batch.length === 1 ? batch[0]!.bytes : Buffer.concat(batch.map((entry) => entry.bytes))
+    const lastSeq = batch[count - 1]!.seq
+    const offset = this.#durableOffset
+    try {
+      await handle.write(bytes, offset)
+    } catch (error) {
+      const failure = toStoreError(error, { op: 'write', file, fallback: JsonlErrorCode.WRITE_FAILED })
+      try {
+        await handle.truncate(offset)
+        await handle.datasync()
+      } catch (rollbackError) {
+        throw this.#poisonWith(
+          new JsonlStoreError({
+            code: failure.code,
+            message: `${failure.message} Rolling ${file} back to ${offset} bytes failed too (${errnoOf(rollbackError) ?? 'unknown'}); the writer is poisoned and the next open repairs the tail.`,
+            file,
+            offset,
+            details: {
+              ...failure.details,
+              bytesAttempted: bytes.length,
+              rollback: errnoOf(rollbackError) ?? 'unknown',
+            },
+            cause: error,
+          }),
+        )
+      }
+      throw new JsonlStoreError({
+        code: failure.code,
+        message: `${failure.message} ${file} was rolled back to ${offset} bytes; the ${count} events stay buffered with the same seqs.`,
+        file,
+        offset,
+        details: { ...failure.details, bytesAttempted: bytes.length },
+        cause: error,
+      })
+    }
+    try {
+      await handle.datasync()
+    } catch (error) {
+      throw this.#poisonWith(
+        new JsonlStoreError({
+          code: JsonlErrorCode.FSYNC_FAILED,
+          message: `fdatasync of ${file} failed (${errnoOf(error) ?? 'unknown'}): the batch up to seq ${lastSeq} is not durable and can never be acknowledged; reopen the session.`,
+          file,
+          offset,
+          details: { cause: errnoOf(error) ?? 'unknown', lastSeq },
+          cause: error,
+        }),
+      )
+    }
+    await this.#assertSameFile(lastSeq)
+    try {
+      await this.#init.lock.assertHeld()
+    } catch (error) {
+      throw this.#poisonWith(
+        JsonlStoreError.is(error)
+          ? error
+          : toStoreError(error, { op: 'check the lock of', file, fallback: JsonlErrorCode.LOCK_LOST }),
+      )
+    }
+    this.#durableOffset = offset + bytes.length
+    this.#durableSeq = lastSeq
+    this.#buffered.splice(0, count)
+    this.#bufferedBytes -= bytes.length
+    return { durableSeq: lastSeq }
+  }
+
+  /** W5: the inode we write must still be the one at the path, with no other name. */
+  async #assertSameFile(lastSeq: number): Promise<void> {
+    const { fs, handle, path, file } = this.#init
+    let expectedIno: number | null = null
+    let foundIno: number | null = null
+    let nlink = 0
+    try {
+      const opened = await handle.stat()
+      expectedIno = opened.ino
+      nlink = opened.nlink
+      const named = await fs.lstat(path)
+      foundIno = named.isFile() && named.dev === opened.dev ? named.ino : null
+    } catch (error) {
+      if (errnoOf(error) !== 'ENOENT') {
+        throw this.#poisonWith(
+          toStoreError(error, { op: 'stat', file, fallback: JsonlErrorCode.FILE_REPLACED }),
+        )
+      }
+    }
+    if (expectedIno !== null && foundIno === expectedIno && nlink === 1) return
+    throw this.#poisonWith(
+      new JsonlStoreError({
+        code: JsonlErrorCode.FILE_REPLACED,
+        message: `${file} changed under its writer: expected inode ${String(expectedIno)} with one link at the path, found ${foundIno === null ? 'no such file' : `inode ${foundIno}`} and ${nlink} link(s); the batch up to seq ${lastSeq} is not acknowledged.`,
+        file,
+        details: { expectedIno, foundIno, nlink, lastSeq },
+      }),
+    )
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * Shared helpers for the store-core tests: temp roots, a deterministic clock, realistic
+ * event inputs, and fixture sessions written through the library itself.
+ */
+import { createHash } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import type { EventInput } from '@agent-ledger/session-events'
+
+import { createSessionStore } from '../../src/index.ts'
+import type { SessionStore, SessionStoreOptions } from '../../src/index.ts'
+
+/** A fresh 0700 directory under the OS temp dir; removed by the returned cleanup. */
+export function makeTempDir(prefix = 'al-store-'): { path: string; cleanup: () => void } {
+  const path = mkdtempSync(join(tmpdir(), prefix))
+  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) }
+}
+
+/** A clock that ticks one second per call from 2026-01-01, so files are byte-for-byte reproducible. */
+export function steppingClock(start = Date.UTC(2026, 0, 1)): () => string {
+  let tick = 0
+  return () => new Date(start + 1000 * tick++).toISOString()
+}
+
+/** A store over `root` with a deterministic clock, no timer flushes, and warnings collected. */
+export function testStore(
+  root: string,
+  options: Partial<SessionStoreOptions> = {},
+): { store: SessionStore; warnings: { message: string; details?: Record<string, unknown> }[] } {
+  const warnings: { message: string; details?: Record<string, unknown> }[] = []
+  const store = createSessionStore({
+    root,
+    clock: steppingClock(),
+    flush: { maxDelayMs: 0 },
+    logger: {
+      warn(message, details) {
+        warnings.push(details === undefined ? { message } : { message, details })
+      },
+    },
+    ...options,
+  })
+  return { store, warnings }
+}
+
+/** One complete turn: user asks, assistant calls a tool, the tool answers, assistant replies. */
+export function turnInputs(turn: number, options: { toolOutput?: string } = {}): EventInput[] {
+  const callId = `call_${turn}`
+  return [
+    { type: 'turn/start', data: { turn } },
+    { type: 'user/message', data: { message: { role: 'user', content: `Please read file ${turn}.` } } },
+    {
+      type: 'assistant/message',
+      data: {
+        message: {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: callId,
+              type: 'function',
+              function: { name: 'read_file', arguments: `{"path":"f${turn}.ts"}` },
+            },
+          ],
+        },
+      },
+    },
+    { type: 'tool/call', data: { callId, name: 'read_file', arguments: `{"path":"f${turn}.ts"}` } },
+    {
+      type: 'tool/result',
+      data: {
+        message: {
+          role: 'tool',
+          tool_call_id: callId,
+          content: options.toolOutput ?? `contents of f${turn}.ts`,
+        },
+      },
+    },
+    {
+      type: 'assistant/message',
+      data: { message: { role: 'assistant', content: `Done with turn ${turn}.` } },
+    },
+    { type: 'turn/end', data: { turn, reason: 'completed' } },
+  ]
+}
+
+/**
+ * Inputs for exactly `count` events that leave nothing to repair after any prefix that
+ * ends on a complete turn: a system message, complete turns, then user messages to pad.
+ */
+export function closedSessionInputs(count: number): EventInput[] {
+  const inputs: EventInput[] = [
+    { type: 'system/message', data: { message: { role: 'system', content: 'You are a test.' } } },
+  ]
+  let turn = 1
+  while (inputs.length + 7 <= count - 1) inputs.push(...turnInputs(turn++))
+  while (inputs.length < count) {
+    inputs.push({
+      type: 'user/message',
+      data: {
+        message: { role: 'user', content: `A note with some text, é and \u2028 inside (${inputs.length}).` },
+      },
+    })
+  }
+  return inputs.slice(0, count)
+}
+
+/** Writes a session through the library: create, append `inputs`, flush, close. Returns the log path. */
+export async function writeSession(
+  store: SessionStore,
+  id: string,
+  inputs: readonly EventInput[],
+): Promise<string> {
+  const writer = await store.create({ id, header: { cwd: '/work/project' } })
+  for (const input of inputs) writer.append(input)
+  await writer.close()
+  return join(store.sessionDirectory(id), 'session.v4.jsonl')
+}
+
+/** sha256, size, inode and mtime of a file: "touching nothing" means all four are unchanged. */
+export function fileIdentity(path: string): { sha256: string; size: number; ino: number; mtimeMs: number } {
+  const stats = statSync(path)
+  return {
+    sha256: createHash('sha256').update(readFileSync(path)).digest('hex'),
+    size: stats.size,
+    ino: stats.ino,
+    mtimeMs: stats.mtimeMs,
+  }
+}
+
+/** Byte offsets of the starts of every line of a file's content. */
+export function lineStarts(content: Buffer): number[] {
+  const starts = [0]
+  for (
+    let index = content.indexOf(0x0a);
+    index !== -1 && index + 1 < content.length;
+    index = content.indexOf(0x0a, index + 1)
+  ) {
+    starts.push(index + 1)
+  }
+  return starts
+}
+
+/** Collects an async iterable. */
+export async function collect<TValue>(iterable: AsyncIterable<TValue>): Promise<TValue[]> {
+  const values: TValue[] = []
+  for await (const value of iterable) values.push(value)
+  return values
+}
