@@ -546,8 +546,14 @@ function symlinkError(context: Context): JsonlStoreError {
   })
 }
 
-/** Deletes claims for tokens that are no longer at `writer.lock`: they grant no right (see the top of this file). */
-async function removeLeftoverClaims(context: Context, ownNonce: string): Promise<void> {
+/**
+ * Deletes what crashed lockers left behind, once we hold the lock: claims for tokens that
+ * are no longer at `writer.lock` (they grant no right, see the top of this file) and the
+ * lock protocol's temp files (`.tmp-lock-*`, `.tmp-lockbreak-*`). Removing a contender's
+ * in-flight temp is harmless: its link() then fails with ENOENT and it draws a new name,
+ * and its link() could only have failed with EEXIST anyway while we hold the lock.
+ */
+async function removeLeftovers(context: Context, ownNonce: string): Promise<void> {
   let names: string[]
   try {
     names = await context.fs.readdir(context.directory)
@@ -555,7 +561,8 @@ async function removeLeftoverClaims(context: Context, ownNonce: string): Promise
     return
   }
   for (const name of names) {
-    if (name.startsWith(CLAIM_PREFIX) && name !== `${CLAIM_PREFIX}${ownNonce}`) {
+    const claim = name.startsWith(CLAIM_PREFIX) && name !== `${CLAIM_PREFIX}${ownNonce}`
+    if (claim || name.startsWith('.tmp-lock')) {
       await context.fs.unlink(join(context.directory, name)).catch(() => undefined)
     }
   }
@@ -697,7 +704,7 @@ export async function acquireWriterLock(
     acquiredAt = record.acquiredAt
     const published = await publishExclusive(context, lockPath, recordBytes(record))
     if (published.kind === 'created') {
-      await removeLeftoverClaims(context, nonce)
+      await removeLeftovers(context, nonce)
       return createHeldLock(context, { record, handle: published.handle, broken })
     }
     const entry = await readEntry(fs, lockPath)

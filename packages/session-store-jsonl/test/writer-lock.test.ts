@@ -23,6 +23,7 @@ import { JsonlStoreError } from '../src/jsonl-store-error.ts'
 import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../src/writer-lock.ts'
 import type { WriterLock } from '../src/writer-lock.ts'
 import { spawnTsChild } from './support/children.ts'
+import { createFaultFs } from './support/fault-fs.ts'
 import type { Child } from './support/children.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-lock-'))
@@ -392,19 +393,26 @@ describe('acquireWriterLock', () => {
     let next = 0
     const randomHex = (bytes: number): string =>
       bytes === 8 ? (draws[next++] ?? 'ff'.repeat(8)) : 'ab'.repeat(bytes)
-    const lock = await take(directory, { randomHex })
+    const spy = createFaultFs()
+    const lock = await acquireWriterLock(spy, directory, { randomHex, heartbeatMs: 0 })
+    held.push(lock)
     expect(lock.nonce).toBe('ab'.repeat(16))
+    // Both planted names were refused by O_EXCL|O_NOFOLLOW; the third draw was used.
+    const opened = spy.calls.filter((call) => call.op === 'open').map((call) => call.path.split('/').pop())
+    expect(opened.slice(0, 3)).toEqual(draws.map((draw) => `.tmp-lock-${draw}`))
     expect(readFileSync(victim, 'utf8')).toBe('precious')
-    expect(readFileSync(join(directory, `.tmp-lock-${draws[0]}`), 'utf8')).toBe('planted')
-    expect(readdirSync(directory).sort()).toEqual(
-      [`.tmp-lock-${draws[0]}`, `.tmp-lock-${draws[1]}`, WRITER_LOCK_FILE_NAME].sort(),
-    )
+    // Once the lock is held, the lock protocol's leftovers are removed (unlinking a symlink never touches its target).
+    expect(readdirSync(directory)).toEqual([WRITER_LOCK_FILE_NAME])
   })
 
-  it('removes leftover break claims for tokens no longer at writer.lock', async () => {
+  it('removes leftover break claims and lock temp files of crashed lockers, and nothing else', async () => {
     const directory = sessionDirectory()
     writeFileSync(join(directory, `writer.lock.break-${'12'.repeat(16)}`), '{}')
+    writeFileSync(join(directory, `.tmp-lock-${'34'.repeat(8)}`), '{}')
+    writeFileSync(join(directory, `.tmp-lockbreak-${'56'.repeat(8)}`), '{}')
+    writeFileSync(join(directory, `.tmp-create-${'78'.repeat(8)}`), 'not ours')
     await take(directory)
+    rmSync(join(directory, `.tmp-create-${'78'.repeat(8)}`))
     expect(readdirSync(directory)).toEqual([WRITER_LOCK_FILE_NAME])
   })
 
