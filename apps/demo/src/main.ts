@@ -1,16 +1,44 @@
 #!/usr/bin/env node
 /**
- * mini-agent: the demo agent. Until the demo issue lands this only composes the packages
- * and prints what it composed.
+ * mini-agent: a small coding agent whose whole history lives in an agent-ledger session log.
+ * This file only wires the process (argv, stdout, Ctrl+C, SIGKILL for `--crash-at`) to
+ * {@link runCommandLine}.
  */
-import { SESSION_FORMAT_VERSION, coreEventRegistry } from '@agent-ledger/session-events'
+import { runCommandLine } from './commands.ts'
+import { runDemo } from './demo.ts'
 
-const command = process.argv[2] ?? 'demo'
-if (command !== 'demo') {
-  process.stderr.write(`mini-agent: unknown command ${JSON.stringify(command)}\n`)
-  process.exit(2)
+async function withInterrupt<TResult>(fn: (signal: AbortSignal) => Promise<TResult>): Promise<TResult> {
+  const controller = new AbortController()
+  const onInterrupt = (): void => {
+    if (controller.signal.aborted) {
+      process.stderr.write('mini-agent: second Ctrl+C, exiting now; `mini-agent resume` repairs the log.\n')
+      process.exit(130)
+    }
+    process.stderr.write('mini-agent: Ctrl+C, aborting the turn (press again to exit at once).\n')
+    controller.abort()
+  }
+  process.on('SIGINT', onInterrupt)
+  try {
+    return await fn(controller.signal)
+  } finally {
+    process.off('SIGINT', onInterrupt)
+  }
 }
-console.log('mini-agent demo (placeholder): the scripted agent story is not built yet.')
-console.log(
-  `Composed @agent-ledger/session-events: format v${SESSION_FORMAT_VERSION}, ${coreEventRegistry.types.length} core event types.`,
-)
+
+const out = (line: string): void => {
+  process.stdout.write(`${line}\n`)
+}
+
+const code = await runCommandLine(process.argv.slice(2), {
+  out,
+  err: (line) => process.stderr.write(`${line}\n`),
+  cwd: process.cwd(),
+  env: process.env,
+  withInterrupt,
+  kill: () => process.kill(process.pid, 'SIGKILL'),
+  runDemo: (keep) => {
+    if (keep) out('(--keep: the temporary directory is always kept; its path is printed below.)')
+    return runDemo({ out })
+  },
+})
+process.exit(code)

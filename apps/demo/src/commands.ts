@@ -1,0 +1,230 @@
+import { JsonlStoreError } from '@agent-ledger/session-store-jsonl'
+import type { SessionStore, SessionWriter } from '@agent-ledger/session-store-jsonl'
+import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import type { TurnEndReason } from '@agent-ledger/session-events'
+import path from 'node:path'
+
+import { runTurn } from './agent.ts'
+import type { CrashPlan, TurnResult } from './agent.ts'
+import type { Command, CrashSpec, TurnFlags } from './cli-args.ts'
+import { parseCommandLine, USAGE } from './cli-args.ts'
+import { describeEvent } from './describe-event.ts'
+import { MiniAgentError } from './mini-agent-error.ts'
+import type { Provider } from './providers/provider.ts'
+import {
+  createProvider,
+  describeRepairs,
+  newSessionId,
+  nextTurnNumber,
+  recordedProvider,
+  refuseCompress,
+  repairPlaceholders,
+  startSession,
+} from './session.ts'
+import { createWorkspaceTools } from './tools.ts'
+
+/** Where a command writes, and what it reads from its surroundings. */
+export interface CommandIo {
+  /** One line of normal output (no trailing newline). */
+  readonly out: (line: string) => void
+  /** One line of diagnostics (no trailing newline). */
+  readonly err: (line: string) => void
+  readonly cwd: string
+  readonly env: Readonly<Record<string, string | undefined>>
+  /** Runs `fn` with a signal that fires on the first Ctrl+C. */
+  readonly withInterrupt: <TResult>(fn: (signal: AbortSignal) => Promise<TResult>) => Promise<TResult>
+  /** Kills the process for a `--crash-at` point (SIGKILL). */
+  readonly kill: () => void
+  /** Runs the demo story (kept in its own module so tests can run commands without it). */
+  readonly runDemo?: (keep: boolean) => Promise<number>
+}
+
+/** Exit code of a turn: 0 completed, 3 max-tokens, 1 error, 130 aborted. */
+export function exitCodeOf(reason: TurnEndReason): number {
+  switch (reason) {
+    case 'completed':
+      return 0
+    case 'max-tokens':
+      return 3
+    case 'aborted':
+      return 130
+    case 'error':
+    case 'interrupted':
+      return 1
+    default:
+      return 1
+  }
+}
+
+function crashPlan(spec: CrashSpec | undefined, io: CommandIo): CrashPlan | undefined {
+  if (spec === undefined) return undefined
+  return spec.tool === undefined
+    ? { point: spec.point, kill: io.kill }
+    : { point: spec.point, tool: spec.tool, kill: io.kill }
+}
+
+async function runOneTurn(
+  writer: SessionWriter,
+  context: { provider: Provider; flags: TurnFlags; prompt: string; workspace: string; io: CommandIo },
+): Promise<TurnResult> {
+  const { io, flags } = context
+  const tools = await createWorkspaceTools({ workspace: context.workspace, protectedPaths: [flags.root] })
+  const crash = crashPlan(flags.crashAt, io)
+  const turn = nextTurnNumber(writer)
+  const result = await io.withInterrupt((signal) =>
+    runTurn({
+      log: writer,
+      provider: context.provider,
+      tools,
+      prompt: context.prompt,
+      turn,
+      signal,
+      onEvent: (event) => io.out(`  ${describeEvent(event)}`),
+      ...(flags.maxSteps === undefined ? {} : { maxSteps: flags.maxSteps }),
+      ...(crash === undefined ? {} : { crash }),
+    }),
+  )
+  if (result.reason === 'completed' && result.answer !== null) io.out(`\n${result.answer}`)
+  if (result.reason === 'aborted') io.err('mini-agent: the turn was aborted by the user and logged as such.')
+  if (result.reason === 'max-tokens')
+    io.err('mini-agent: the turn ended at the token or step limit (max-tokens).')
+  if (result.reason === 'error') io.err(`mini-agent: the provider failed: ${errorLine(result.error)}`)
+  return result
+}
+
+async function run(command: Extract<Command, { kind: 'run' }>, io: CommandIo): Promise<number> {
+  if (command.compress) refuseCompress()
+  const provider = createProvider(command.provider ?? 'scripted', io.env)
+  const workspace = command.workspace ?? io.cwd
+  const tools = await createWorkspaceTools({ workspace, protectedPaths: [command.root] })
+  const store = createSessionStore({ root: command.root })
+  const id = command.id ?? newSessionId(new Date())
+  const writer = await startSession(store, { id, workspace: tools.workspace, provider })
+  io.out(`session ${id}: ${path.join(store.root, writer.file)}`)
+  try {
+    const result = await runOneTurn(writer, {
+      provider,
+      flags: command,
+      prompt: command.prompt,
+      workspace,
+      io,
+    })
+    return exitCodeOf(result.reason)
+  } finally {
+    await writer.close()
+  }
+}
+
+async function resume(command: Extract<Command, { kind: 'resume' }>, io: CommandIo): Promise<number> {
+  const store = createSessionStore({ root: command.root })
+  const writer = await openForResume(store, command.id)
+  try {
+    io.out(`session ${command.id}: ${path.join(store.root, writer.file)}`)
+    const { recovery } = writer
+    if (recovery.tornTail !== null) {
+      io.out(`torn tail of ${recovery.tornTail.bytes} bytes quarantined in ${recovery.quarantineFile ?? '?'}`)
+    }
+    if (recovery.repairs.length === 0) io.out('nothing to repair: the log ended cleanly.')
+    else {
+      io.out(`repaired ${recovery.repairs.length} event(s), durable before anything else:`)
+      for (const line of describeRepairs(recovery.repairs)) io.out(`  ${line}`)
+      for (const { message } of repairPlaceholders(writer)) {
+        io.out('the model will receive this placeholder:')
+        for (const line of JSON.stringify(message, null, 2).split('\n')) io.out(`  ${line}`)
+      }
+    }
+    if (command.prompt === undefined) return 0
+    const provider = createProvider(command.provider ?? recordedProvider(writer), io.env)
+    const workspace = command.workspace ?? writer.header.cwd ?? io.cwd
+    const result = await runOneTurn(writer, {
+      provider,
+      flags: command,
+      prompt: command.prompt,
+      workspace,
+      io,
+    })
+    return exitCodeOf(result.reason)
+  } finally {
+    await writer.close()
+  }
+}
+
+async function openForResume(store: SessionStore, id: string): Promise<SessionWriter> {
+  try {
+    return await store.openWriter(id)
+  } catch (error) {
+    if (JsonlStoreError.is(error) && error.code === 'SESSION_NOT_FOUND') {
+      throw new MiniAgentError({
+        code: 'SESSION_NOT_FOUND',
+        message: `There is no session ${JSON.stringify(id)} under ${store.root}; list them with mini-agent sessions.`,
+        cause: error,
+      })
+    }
+    throw error
+  }
+}
+
+async function sessions(command: Extract<Command, { kind: 'sessions' }>, io: CommandIo): Promise<number> {
+  const store = createSessionStore({ root: command.root })
+  const listing = await store.list()
+  if (listing.sessions.length === 0 && listing.problems.length === 0)
+    io.out(`no sessions under ${store.root}`)
+  for (const session of listing.sessions) {
+    const parent =
+      session.header.parentSession === undefined ? '' : `  forked from ${session.header.parentSession}`
+    io.out(
+      `${session.id}  created ${session.header.createdAt}  ${session.bytes} bytes  ${session.file}${parent}`,
+    )
+  }
+  for (const problem of listing.problems) io.err(`${problem.id}: ${errorLine(problem.error)}`)
+  return listing.problems.length === 0 ? 0 : 1
+}
+
+/**
+ * One line describing an error: its message and, for typed errors, its code.
+ *
+ * @param error - Anything thrown.
+ * @returns The line.
+ */
+export function errorLine(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code
+    return typeof code === 'string' ? `${error.message} (${code})` : error.message
+  }
+  return String(error)
+}
+
+/**
+ * Runs mini-agent's command line to completion.
+ *
+ * @param argv - Arguments after the script name.
+ * @param io - Output, environment, interrupt and kill hooks.
+ * @returns The process exit code: 0 done, 1 error, 2 usage, 3 max-tokens, 130 aborted.
+ */
+export async function runCommandLine(argv: readonly string[], io: CommandIo): Promise<number> {
+  try {
+    const command = parseCommandLine(argv, io.cwd)
+    switch (command.kind) {
+      case 'help':
+        io.out(USAGE)
+        return 0
+      case 'run':
+        return await run(command, io)
+      case 'resume':
+        return await resume(command, io)
+      case 'sessions':
+        return await sessions(command, io)
+      case 'demo':
+        if (io.runDemo === undefined) throw new Error('The demo is not available in this build.')
+        return await io.runDemo(command.keep)
+    }
+  } catch (error) {
+    io.err(`mini-agent: ${errorLine(error)}`)
+    if (MiniAgentError.is(error) && error.code === 'USAGE') {
+      io.err('run mini-agent --help for usage.')
+      return 2
+    }
+    if (MiniAgentError.is(error) && error.code === 'COMPRESS_NOT_AVAILABLE') return 2
+    return 1
+  }
+}
