@@ -1,0 +1,58 @@
+import { existsSync } from 'node:fs'
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import { childEnv, runMiniAgent } from './support/mini-agent-process.ts'
+
+let tmp: string
+
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'mini-agent-e2e-demo-'))
+})
+
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true })
+})
+
+describe('mini-agent demo (the pnpm demo story, as a child process)', () => {
+  it('R1: runs the whole story, exit 0: tools, a real SIGKILL, the TOOL_OUTCOME_UNKNOWN placeholder, fork, compaction, verify, export', async () => {
+    const run = await runMiniAgent(['demo'], { env: childEnv({ TMPDIR: tmp }) })
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0)
+    const out = run.stdout
+    for (const title of [
+      '== 1. A session that calls tools ==',
+      '== 2. A crash in the middle of a tool call ==',
+      '== 3. Resume: the repair and the placeholder the model receives ==',
+      '== 4. A continued turn ==',
+      '== 5. A fork at an earlier seq ==',
+      '== 6. A compaction ==',
+      '== 7. Verify ==',
+      '== 8. Export ==',
+    ]) {
+      expect(out).toContain(title)
+    }
+    expect(out).toContain('the child process was killed by SIGKILL')
+    expect(out).toContain('"role": "tool"')
+    expect(out).toMatch(
+      /"content": "Error: the previous run was interrupted after tool call .*\[TOOL_OUTCOME_UNKNOWN\]"/,
+    )
+    expect(out).toContain('provider check of the derived history: 0 issue(s).')
+    expect(out).toContain('turn 3 ends: completed')
+    expect(out).toMatch(/demo: ok, \d+ events/)
+    expect(out).toMatch(/demo-fork: ok, \d+ events/)
+    expect(out).not.toContain('DEMO FAILED')
+
+    const [base] = await readdir(tmp)
+    const demoDirectory = path.join(tmp, base!)
+    expect(existsSync(path.join(demoDirectory, 'sessions', 'demo', 'session.v4.jsonl'))).toBe(true)
+    expect(existsSync(path.join(demoDirectory, 'sessions', 'demo-fork', 'session.v4.jsonl'))).toBe(true)
+    expect(existsSync(path.join(demoDirectory, 'workspace', 'todo.txt.summary.md'))).toBe(true)
+    const markdown = await readFile(path.join(demoDirectory, 'demo.md'), 'utf8')
+    expect(markdown).toContain('Repair placeholder `TOOL_OUTCOME_UNKNOWN`')
+    expect(markdown).toContain('Compaction summary, shown to the model instead of')
+    expect(markdown).toContain('the interrupted write had not happened')
+  })
+})

@@ -1,0 +1,59 @@
+import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+
+/** Absolute path of mini-agent's entry point. */
+export const MAIN_SCRIPT = path.join(import.meta.dirname, '..', '..', 'src', 'main.ts')
+
+const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+
+/** Node arguments that run mini-agent from source, as `pnpm demo` does (tsx loader + source condition). */
+export const NODE_ARGS = ['--conditions=@agent-ledger/source', '--import', tsxLoader, MAIN_SCRIPT]
+
+/** What a finished mini-agent process did. */
+export interface Finished {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** The environment children get: ours without any provider key, plus `extra`. */
+export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extra }
+  delete env.OPENAI_API_KEY
+  delete env.OPENAI_BASE_URL
+  delete env.MODEL
+  return env
+}
+
+/** Starts mini-agent as a child process; `finished` resolves when it exits (never rejects on a non-zero exit). */
+export function startMiniAgent(
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): { child: ChildProcess; finished: Promise<Finished>; output: () => string } {
+  const child = spawn(process.execPath, [...NODE_ARGS, ...args], {
+    cwd: options.cwd ?? process.cwd(),
+    env: options.env ?? childEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+  const finished = new Promise<Finished>((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
+  })
+  return { child, finished, output: () => stdout }
+}
+
+/** Runs mini-agent to completion. */
+export function runMiniAgent(
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<Finished> {
+  return startMiniAgent(args, options).finished
+}

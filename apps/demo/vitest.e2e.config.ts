@@ -1,0 +1,19 @@
+import { defineConfig } from 'vitest/config'
+
+import { sourceConditions } from '../../tooling/vitest.shared.ts'
+
+/**
+ * End-to-end tests of mini-agent (`pnpm test:e2e`, also part of `pnpm test`): they drive
+ * `src/main.ts` as child processes on temporary roots, SIGKILL and SIGINT included.
+ */
+export default defineConfig({
+  resolve: { conditions: sourceConditions },
+  ssr: { resolve: { conditions: sourceConditions } },
+  test: {
+    include: ['test/**/*.e2e.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 30_000,
+    reporters: ['default', 'json'],
+    outputFile: { json: 'e2e-results.json' },
+  },
+})
