@@ -22,7 +22,7 @@ import type { FsOps } from '../src/fs-ops.ts'
 import { JsonlStoreError } from '../src/jsonl-store-error.ts'
 import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../src/writer-lock.ts'
 import type { WriterLock } from '../src/writer-lock.ts'
-import { spawnTsChild } from './support/children.ts'
+import { spawnBundledChild } from './support/children.ts'
 import { createFaultFs } from './support/fault-fs.ts'
 import type { Child } from './support/children.ts'
 
@@ -96,7 +96,7 @@ function fakeLock(directory: string, fields: Record<string, unknown>, mtimeAgeMs
 }
 
 async function lockHolder(): Promise<Child> {
-  const child = spawnTsChild('lock-holder.ts')
+  const child = await spawnBundledChild('lock-holder.ts')
   children.push(child)
   await child.waitForLine((line) => line.includes('"ready"'))
   return child

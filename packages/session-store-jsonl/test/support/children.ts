@@ -5,12 +5,21 @@
  *
  * Why not `node_modules/.bin/tsx script.ts`: the tsx CLI runs the script in a grandchild
  * process and only relays signals, so a SIGKILL sent to the tsx pid would leave the writer
- * running. We run `node --conditions=@agent-ledger/source --import <tsx loader> script.ts`
- * instead: one process, sibling packages resolved to their sources.
+ * running. {@link spawnTsChild} runs `node --conditions=@agent-ledger/source --import <tsx
+ * loader> script.ts` instead: one process, sibling packages resolved to their sources.
+ *
+ * {@link bundleChild} goes one step further for the tests that start many children (W1
+ * crash rounds): it bundles the script once with esbuild (the transformer tsx itself uses,
+ * reached through tsx's own dependency; same `@agent-ledger/source` condition) into
+ * `node_modules/.cache/` of this package, so each child is a plain `node bundle.mjs`
+ * (about 0.1 s instead of 1-2 s of loader start-up on a busy 2-core machine). Third-party
+ * packages stay external and load from this package's node_modules.
  */
 import { spawn } from 'node:child_process'
 import type { ChildProcessWithoutNullStreams } from 'node:child_process'
+import { mkdirSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 /** The package directory (packages/session-store-jsonl). */
@@ -144,4 +153,70 @@ export function spawnTsChild(
   options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
 ): Child {
   return spawnChild(process.execPath, nodeTsArgs(childScript(name), args), options)
+}
+
+interface EsbuildModule {
+  readonly build: (options: Record<string, unknown>) => Promise<unknown>
+}
+
+const bundles = new Map<string, Promise<string>>()
+
+/**
+ * Bundles a child script (sources of this package and its siblings included, other
+ * packages external) into one ESM file and returns its path; cached per process.
+ *
+ * @param name - The script's file name in test/fixtures/children.
+ * @returns The bundle's absolute path, runnable with plain `node`.
+ */
+export function bundleChild(name: string): Promise<string> {
+  let bundle = bundles.get(name)
+  if (bundle === undefined) {
+    bundle = (async () => {
+      const esbuildPath = createRequire(createRequire(import.meta.url).resolve('tsx')).resolve('esbuild')
+      const esbuild = (await import(pathToFileURL(esbuildPath).href)) as EsbuildModule & {
+        default?: EsbuildModule
+      }
+      const build = esbuild.build ?? esbuild.default?.build
+      const directory = join(packageRoot, 'node_modules', '.cache', 'agent-ledger-test-children')
+      mkdirSync(directory, { recursive: true })
+      const outfile = join(directory, `${name.replace(/\.ts$/, '')}-${process.pid}.mjs`)
+      await build({
+        entryPoints: [childScript(name)],
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node20',
+        outfile,
+        conditions: ['@agent-ledger/source'],
+        logLevel: 'error',
+        plugins: [
+          {
+            name: 'externalize-third-party',
+            setup(pluginBuild: {
+              onResolve: (options: { filter: RegExp }, callback: (args: { path: string }) => unknown) => void
+            }) {
+              pluginBuild.onResolve({ filter: /^[^./]/ }, (args) =>
+                args.path.startsWith('@agent-ledger/') ? undefined : { path: args.path, external: true },
+              )
+            },
+          },
+        ],
+      })
+      process.on('exit', () => {
+        rmSync(outfile, { force: true })
+      })
+      return outfile
+    })()
+    bundles.set(name, bundle)
+  }
+  return bundle
+}
+
+/** Spawns a bundled child script (see {@link bundleChild}) with plain `node`. */
+export async function spawnBundledChild(
+  name: string,
+  args: readonly string[] = [],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Promise<Child> {
+  return spawnChild(process.execPath, [await bundleChild(name), ...args], options)
 }
