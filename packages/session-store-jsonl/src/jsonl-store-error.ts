@@ -48,8 +48,10 @@ export const JsonlErrorCode = {
   HARDLINK_REFUSED: 'HARDLINK_REFUSED',
   /** An appended event serializes to more than `maxEventBytes`; nothing was buffered. */
   EVENT_TOO_LARGE: 'EVENT_TOO_LARGE',
-  /** An appended event nests deeper than `maxDepth`; nothing was buffered. */
+  /** An appended event, or a checksummed line of a file, nests deeper than `maxDepth`. */
   TOO_DEEP: 'TOO_DEEP',
+  /** The redaction hook threw or returned a non-string; nothing was buffered or written (fail closed). */
+  REDACTION_FAILED: 'REDACTION_FAILED',
   /** An appended event cannot be written as JSON (cycle, BigInt, function, non-finite number). */
   UNSERIALIZABLE_EVENT: 'UNSERIALIZABLE_EVENT',
   /** The writer's buffer already holds `maxBufferedBytes`; `append` refused synchronously, flush first. */

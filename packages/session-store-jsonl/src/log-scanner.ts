@@ -270,7 +270,21 @@ export class LogScanner implements LineSink {
       seq: failure.seq,
     }
     // A checksummed line beyond our depth limit was written whole: never a torn tail.
-    if (failure.checksumValid) return this.#fail(this.#corrupt(suspect))
+    if (failure.checksumValid) {
+      if (failure.reason !== 'too-deep') return this.#fail(this.#corrupt(suspect))
+      const { file, limits } = this.#options
+      return this.#fail(
+        new JsonlStoreError({
+          code: JsonlErrorCode.TOO_DEEP,
+          message: `Line ${location.line} of ${file} nests too deeply: expected at most ${limits.maxDepth} levels, found more.`,
+          file,
+          line: location.line,
+          offset: location.offset,
+          lastGoodSeq: this.#lastSeq,
+          details: { reason: 'too-deep', depthAtLeast: limits.maxDepth + 1, limit: limits.maxDepth },
+        }),
+      )
+    }
     const glued = this.#gluedAt(location.bytes)
     if (glued !== -1) return this.#fail(this.#corrupt({ ...suspect, glued }))
     this.#suspect = suspect

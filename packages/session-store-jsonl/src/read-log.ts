@@ -5,11 +5,14 @@ import type { LineSink } from './line-splitter.ts'
 import { LogScanner } from './log-scanner.ts'
 import type { ScannerOptions, ScanOutcome } from './log-scanner.ts'
 
+const FIRST_CHUNK_BYTES = 64 * 1024
+
 /** A source of log bytes, in order, in chunks of any size: a plain file, or decompressed frames. */
 export type ByteSource = AsyncIterable<Buffer>
 
 /**
- * Reads a file through its handle in fresh chunks (never one big string or Buffer).
+ * Reads a file through its handle in fresh chunks (never one big string or Buffer): 64 KiB
+ * first, doubling up to `chunkBytes`.
  *
  * Reads until `end` or until a read returns 0 bytes, so a reader racing a live writer sees
  * a prefix of what was written.
@@ -24,8 +27,11 @@ export async function* readFileChunks(
 ): AsyncGenerator<Buffer, void, undefined> {
   let position = options.start ?? 0
   const end = options.end ?? Infinity
+  // Start small and double: a small file costs a small buffer, a large one reads in full chunks.
+  let chunkBytes = Math.min(options.chunkBytes, FIRST_CHUNK_BYTES)
   while (position < end) {
-    const size = Math.min(options.chunkBytes, end - position)
+    const size = Math.min(chunkBytes, end - position)
+    chunkBytes = Math.min(options.chunkBytes, chunkBytes * 2)
     const buffer = Buffer.allocUnsafe(size)
     const count = await handle.read(buffer, 0, size, position)
     if (count === 0) return
@@ -76,7 +82,7 @@ export async function scanLog(source: ByteSource, options: ScanLogOptions): Prom
 }
 
 /**
- * Returns the bytes of line `lineNumber` (1-based, without `\n`) of a source, or null.
+ * Returns the bytes (without `\n`) and offset of line `lineNumber` (1-based) of a source, or null.
  *
  * @param source - The log's bytes.
  * @param request - The line number and the longest line to buffer.
@@ -84,15 +90,15 @@ export async function scanLog(source: ByteSource, options: ScanLogOptions): Prom
 export async function readLineAt(
   source: ByteSource,
   request: { readonly lineNumber: number; readonly maxLineBytes: number },
-): Promise<Buffer | null> {
+): Promise<{ readonly bytes: Buffer; readonly offset: number } | null> {
   const splitter = new LineSplitter({ maxLineBytes: request.maxLineBytes })
   let current = 0
-  let found: Buffer | null = null
+  let found: { bytes: Buffer; offset: number } | null = null
   const sink: LineSink = {
-    line(bytes) {
+    line(bytes, offset) {
       current += 1
       if (current !== request.lineNumber) return false
-      found = Buffer.from(bytes)
+      found = { bytes: Buffer.from(bytes), offset }
       return true
     },
     oversizeLine() {
@@ -126,7 +132,7 @@ export async function refineRepeatedSeq(
   if (damage?.code !== JsonlErrorCode.SEQ_CONFLICT || repeated === null) return outcome
   // Seqs are dense from 0 on line 2 up to the damage, so seq k was on line k + 2.
   const original = await readLineAt(openSource(), { lineNumber: repeated.seq + 2, maxLineBytes })
-  const identical = original !== null && original.equals(repeated.bytes)
+  const identical = original !== null && original.bytes.equals(repeated.bytes)
   const firstLine = repeated.seq + 2
   const refined = new JsonlStoreError({
     code: identical ? JsonlErrorCode.SEQ_DUPLICATE : JsonlErrorCode.SEQ_CONFLICT,
@@ -138,7 +144,14 @@ export async function refineRepeatedSeq(
     offset: damage.offset,
     seq: damage.seq,
     lastGoodSeq: damage.lastGoodSeq,
-    details: { ...damage.details, firstLine, reason: identical ? 'duplicate' : 'two writers' },
+    details: {
+      ...damage.details,
+      firstLine,
+      offsets: [original?.offset ?? null, damage.offset ?? null],
+      identical,
+      reason: identical ? 'duplicate' : 'two writers',
+      ...(identical ? {} : { hint: 'two writers' }),
+    },
   })
   return { ...outcome, damage: refined }
 }

@@ -37,6 +37,8 @@ import type { ScanOutcome, ScanStats, TornTail } from './log-scanner.ts'
 import { quarantineTail } from './quarantine.ts'
 import { readFileChunks, refineRepeatedSeq, scanLog, scanLogChunks } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
+import { DEFAULT_REDACTION_POLICY, redactJson } from './redaction.ts'
+import type { RedactionPolicy } from './redaction.ts'
 import { assertSessionId } from './session-id.ts'
 import { SessionWriterImpl } from './session-writer.ts'
 import type { SessionWriter, StoreLogger, WriterRecovery } from './session-writer.ts'
@@ -61,6 +63,11 @@ export interface SessionStoreOptions {
   readonly lock?: Partial<LockOptions>
   /** Receives warnings. Default: `process.emitWarning`. */
   readonly logger?: StoreLogger
+  /**
+   * Secret redaction applied to every string of appended (and seed) event data before it is
+   * serialized; recorded in new headers. Default {@link DEFAULT_REDACTION_POLICY}; `null` disables it.
+   */
+  readonly redaction?: RedactionPolicy | null
 }
 
 /** A summary of one session, from its header only. */
@@ -244,6 +251,7 @@ class SessionStoreImpl implements SessionStore {
   readonly #lock: Partial<LockOptions>
   readonly #logger: StoreLogger
   readonly #randomHex: (byteCount: number) => string
+  readonly #redaction: RedactionPolicy | null
   #rootChecked = false
 
   constructor(options: SessionStoreOptions) {
@@ -256,6 +264,7 @@ class SessionStoreImpl implements SessionStore {
     this.#randomHex = options.lock?.randomHex ?? hexRandom
     this.#lock = { ...options.lock, randomHex: this.#randomHex }
     this.#logger = options.logger ?? defaultLogger
+    this.#redaction = options.redaction === undefined ? DEFAULT_REDACTION_POLICY : options.redaction
   }
 
   sessionDirectory(id: string): string {
@@ -320,6 +329,7 @@ class SessionStoreImpl implements SessionStore {
     ] as const) {
       if (input[key] !== undefined) header[key] = input[key]
     }
+    if (this.#redaction !== null) header['redaction'] = { policyVersion: this.#redaction.policyVersion }
     header['integrity'] = INTEGRITY_CRC32C
     const file = `${id}/${LOG_FILE_NAME}`
     try {
@@ -354,8 +364,19 @@ class SessionStoreImpl implements SessionStore {
   #encodeSeed(id: string, seed: readonly LoggedEvent[], projection: Projection): Buffer[] {
     const file = `${id}/${LOG_FILE_NAME}`
     const lines: Buffer[] = []
-    for (const event of seed) {
+    for (const original of seed) {
+      let event = original
       try {
+        assertJsonValue(
+          event,
+          { maxDepth: this.#limits.maxDepth, maxEntries: this.#limits.maxEntries },
+          'event',
+        )
+        if (this.#redaction !== null) {
+          const redaction = this.#redaction
+          const data = redactJson(event.data, (text) => redaction.redact(text))
+          if (data !== event.data) event = { ...event, data } as LoggedEvent
+        }
         parseEvent(event, this.#registry)
         projection.apply(event)
       } catch (error) {
@@ -1059,6 +1080,7 @@ class SessionStoreImpl implements SessionStore {
       clock: this.#clock,
       logger: this.#logger,
       recovery: init.recovery,
+      redaction: this.#redaction,
     })
   }
 

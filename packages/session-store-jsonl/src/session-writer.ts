@@ -17,6 +17,8 @@ import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import type { FlushPolicy, StoreLimits } from './limits.ts'
 import { canonicalEvent, encodeEventLine } from './line-codec.ts'
 import type { TornTail } from './log-scanner.ts'
+import { redactJson } from './redaction.ts'
+import type { RedactionPolicy } from './redaction.ts'
 import type { WriterLock } from './writer-lock.ts'
 
 /** What opening a session for write found and repaired before the handle was returned. */
@@ -51,7 +53,8 @@ export interface SessionWriter {
   /** Events appended but not yet durable. */
   readonly bufferedEvents: number
   /**
-   * Validates, serializes and buffers one event, and returns it with its `seq` and `time`.
+   * Validates, redacts (see the store's `redaction` option), serializes and buffers one event,
+   * and returns it with its `seq` and `time`: the returned event is exactly what the log holds.
    *
    * Synchronous: either the event has a seq and is buffered (and folded into the
    * projection), or an error is thrown and nothing changed. Durable only after a flush.
@@ -59,7 +62,7 @@ export interface SessionWriter {
    * @param input - The event's type, data and optional envelope fields.
    * @returns The logged event (deep-frozen by the projection).
    * @throws {@link JsonlStoreError} `INVALID_EVENT`, `UNKNOWN_EVENT_TYPE`, `TOO_DEEP`, `UNSERIALIZABLE_EVENT`,
-   *   `EVENT_TOO_LARGE`, `BUFFER_FULL`, `WRITER_FAILED` (poisoned) or `WRITER_CLOSED`.
+   *   `EVENT_TOO_LARGE`, `REDACTION_FAILED`, `BUFFER_FULL`, `WRITER_FAILED` (poisoned) or `WRITER_CLOSED`.
    */
   append<TType extends SessionEventType>(input: EventInput<TType>): SessionEvent<TType>
   /**
@@ -105,6 +108,8 @@ export interface WriterInit {
   readonly clock: () => string
   readonly logger: StoreLogger
   readonly recovery: WriterRecovery
+  /** Applied to every string of an appended event's data, or null for none. */
+  readonly redaction: RedactionPolicy | null
 }
 
 interface Buffered {
@@ -188,19 +193,40 @@ export class SessionWriterImpl implements SessionWriter {
     } catch (error) {
       throw this.#invalid(seq, { code: JsonlErrorCode.INVALID_EVENT, field: 'time', error })
     }
-    const input_ = input as EventInput
-    const event = canonicalEvent({
+    const fields = input as EventInput
+    let event = canonicalEvent({
       seq,
       time,
-      type: input_.type,
-      data: input_.data,
-      surfaceOp: input_.surfaceOp,
-      sourceEventSeqs: input_.sourceEventSeqs,
-      ignorable: input_.ignorable,
+      type: fields.type,
+      data: fields.data,
+      surfaceOp: fields.surfaceOp,
+      sourceEventSeqs: fields.sourceEventSeqs,
+      ignorable: fields.ignorable,
     }) as LoggedEvent
     try {
       // Bounds and JSON-ness first, without recursion: schemas and stringify walk recursively.
       assertJsonValue(event, { maxDepth: limits.maxDepth, maxEntries: limits.maxEntries }, 'event')
+    } catch (error) {
+      throw this.#invalid(seq, { code: undefined, field: undefined, error })
+    }
+    const redaction = this.#init.redaction
+    if (redaction !== null) {
+      let data: unknown
+      try {
+        data = redactJson(event.data, (text) => redaction.redact(text))
+      } catch (error) {
+        throw new JsonlStoreError({
+          code: JsonlErrorCode.REDACTION_FAILED,
+          message: `Cannot append event seq ${seq} to ${this.file}: the redaction hook failed (${error instanceof Error ? error.message : String(error)}); nothing was written.`,
+          file: this.file,
+          seq,
+          details: { policyVersion: redaction.policyVersion },
+          cause: error,
+        })
+      }
+      if (data !== event.data) event = canonicalEvent({ ...event, data }) as LoggedEvent
+    }
+    try {
       parseEvent(event, registry)
       this.projection.check(event)
     } catch (error) {

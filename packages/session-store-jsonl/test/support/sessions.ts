@@ -3,14 +3,14 @@
  * event inputs, and fixture sessions written through the library itself.
  */
 import { createHash } from 'node:crypto'
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import type { EventInput } from '@agent-ledger/session-events'
 
-import { createSessionStore } from '../../src/index.ts'
-import type { SessionStore, SessionStoreOptions } from '../../src/index.ts'
+import { createSessionStore, nodeFsOps } from '../../src/index.ts'
+import type { FsOps, SessionStore, SessionStoreOptions } from '../../src/index.ts'
 
 /** A fresh 0700 directory under the OS temp dir; removed by the returned cleanup. */
 export function makeTempDir(prefix = 'al-store-'): { path: string; cleanup: () => void } {
@@ -147,4 +147,61 @@ export async function collect<TValue>(iterable: AsyncIterable<TValue>): Promise<
   const values: TValue[] = []
   for await (const value of iterable) values.push(value)
   return values
+}
+
+/** Puts `content` as the v4 log of session `id` under `root` (0700 directory, 0600 file), as a crash or a foreign tool would leave it. */
+export function placeSession(root: string, id: string, content: Buffer | string): string {
+  const directory = join(root, id)
+  mkdirSync(directory, { recursive: true, mode: 0o700 })
+  const path = join(directory, 'session.v4.jsonl')
+  writeFileSync(path, content, { mode: 0o600 })
+  return path
+}
+
+/** The names in a directory, sorted. */
+export function namesIn(directory: string): string[] {
+  return readdirSync(directory).sort()
+}
+
+/**
+ * The real file system with fsync, fdatasync and directory fsync turned into no-ops. Only
+ * for exhaustive loops that test classification and repair (T1, I1), where durability is
+ * not what is asserted: the crash tests (W1, W2) use the real calls.
+ */
+export const noSyncFsOps: FsOps = {
+  ...nodeFsOps,
+  async open(path, flags, mode) {
+    const handle = await nodeFsOps.open(path, flags, mode)
+    return { ...handle, path: handle.path, datasync: () => Promise.resolve(), sync: () => Promise.resolve() }
+  },
+  fsyncDirectory: () => Promise.resolve(),
+}
+
+/** Runs `task` over `items` with at most `limit` in flight (the exhaustive loops are I/O-latency bound). */
+export async function forEachConcurrently<TItem>(
+  items: readonly TItem[],
+  limit: number,
+  task: (item: TItem) => Promise<void>,
+): Promise<void> {
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const item = items[next]!
+      next += 1
+      await task(item)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
+}
+
+/** The integers from `start` (inclusive) to `end` (exclusive). */
+export function range(start: number, end: number): number[] {
+  return Array.from({ length: Math.max(0, end - start) }, (_, index) => start + index)
+}
+
+/** A copy of `content` with the byte at `index` XORed with `mask`. */
+export function withFlippedByte(content: Buffer, index: number, mask: number): Buffer {
+  const copy = Buffer.from(content)
+  copy[index] = copy[index]! ^ mask
+  return copy
 }

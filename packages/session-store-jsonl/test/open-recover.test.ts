@@ -1,0 +1,501 @@
+import { appendFileSync, existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+
+import { encodeEventLine, encodeJsonLine, JsonlStoreError, LOG_FILE_NAME } from '../src/index.ts'
+import type { SessionStore } from '../src/index.ts'
+import { seededRandom } from './support/fault-fs.ts'
+import {
+  closedSessionInputs,
+  collect,
+  fileIdentity,
+  forEachConcurrently,
+  lineStarts,
+  makeTempDir,
+  namesIn,
+  noSyncFsOps,
+  placeSession,
+  range,
+  testStore,
+  turnInputs,
+  withFlippedByte,
+  writeSession,
+} from './support/sessions.ts'
+
+let temp: { path: string; cleanup: () => void }
+let store: SessionStore
+let warnings: { message: string; details?: Record<string, unknown> }[]
+
+beforeEach(() => {
+  temp = makeTempDir()
+  ;({ store, warnings } = testStore(temp.path))
+})
+
+afterEach(() => {
+  temp.cleanup()
+})
+
+async function caught(promise: Promise<unknown>): Promise<JsonlStoreError> {
+  try {
+    await promise
+  } catch (error) {
+    if (JsonlStoreError.is(error)) return error
+    throw error
+  }
+  throw new Error('expected a JsonlStoreError, found success')
+}
+
+const extraNote = {
+  type: 'user/message',
+  data: { message: { role: 'user', content: 'after recovery' } },
+} as const
+
+/** Twenty events (seqs 0..19) whose every prefix ending before the last line needs no repair. */
+async function fixture20(): Promise<Buffer> {
+  const path = await writeSession(store, 'fixture', closedSessionInputs(20))
+  return readFileSync(path)
+}
+
+describe('open and recover', () => {
+  it('T1/T2: a torn last line at every byte offset is quarantined, truncated and repaired; read-only opens change nothing', async () => {
+    const content = await fixture20()
+    const realStore = store
+    const starts = lineStarts(content)
+    const lastStart = starts[starts.length - 1]!
+    expect(content.length - lastStart).toBeGreaterThan(100)
+    let tested = 0
+    let passed = 0
+    // Durability is W1/W2's subject: most offsets run without fsync, every 16th on the real calls.
+    const fast = testStore(temp.path, { fs: noSyncFsOps }).store
+    await forEachConcurrently(range(lastStart, content.length), 8, async (cut) => {
+      tested += 1
+      const store = cut % 16 === 0 || cut === content.length - 1 ? realStore : fast
+      const id = `cut${cut}`
+      const path = placeSession(temp.path, id, content.subarray(0, cut))
+      const before = fileIdentity(path)
+      const read = await store.openReader(id)
+      expect(fileIdentity(path)).toEqual(before)
+      expect(read.lastSeq).toBe(18)
+      const writer = await store.openWriter(id)
+      const torn = cut - lastStart
+      if (torn === 0) {
+        expect(read.tornTail).toBeNull()
+        expect(writer.recovery.tornTail).toBeNull()
+        expect(writer.recovery.quarantineFile).toBeNull()
+      } else {
+        const expected = { offset: lastStart, bytes: torn, reason: 'unterminated', line: 21 }
+        expect(read.tornTail).toEqual(expected)
+        expect(writer.recovery.tornTail).toEqual(expected)
+        expect(writer.recovery.quarantineFile).toBe(`${LOG_FILE_NAME}.torn-${lastStart}`)
+        const quarantined = readFileSync(join(temp.path, id, writer.recovery.quarantineFile!))
+        expect(quarantined.equals(content.subarray(lastStart, cut))).toBe(true)
+      }
+      // Kept: every line whose `\n` was on disk, byte for byte.
+      expect(readFileSync(path).equals(content.subarray(0, lastStart))).toBe(true)
+      expect(writer.recovery.repairs).toEqual([])
+      expect(writer.durableSeq).toBe(18)
+      const next = writer.append(extraNote)
+      expect(next.seq).toBe(19)
+      await writer.close()
+      const after = readFileSync(path)
+      expect(after.subarray(0, lastStart).equals(content.subarray(0, lastStart))).toBe(true)
+      expect(after.subarray(lastStart).toString('utf8')).toMatch(/^\{"seq":19,.*"crc":"[0-9a-f]{8}"\}\n$/)
+      const report = await store.verify(id)
+      expect(report).toMatchObject({ status: 'ok', lastSeq: 19 })
+      passed += 1
+    })
+    expect(passed).toBe(tested)
+    expect(tested).toBe(content.length - lastStart)
+  })
+
+  it('T2: a complete, checksummed last line without its newline is a torn tail, never an event', async () => {
+    const content = await fixture20()
+    const lastStart = lineStarts(content).at(-1)!
+    const path = placeSession(temp.path, 'nonl', content.subarray(0, content.length - 1))
+    const read = await store.openReader('nonl')
+    expect(read.lastSeq).toBe(18)
+    expect(read.tornTail).toEqual({
+      offset: lastStart,
+      bytes: content.length - 1 - lastStart,
+      reason: 'unterminated',
+      line: 21,
+    })
+    const writer = await store.openWriter('nonl')
+    expect(writer.recovery.tornTail?.reason).toBe('unterminated')
+    await writer.close()
+    expect(readFileSync(path).equals(content.subarray(0, lastStart))).toBe(true)
+  })
+
+  it('T1: the header-only and one-event files, torn at every offset, open as empty or one-event-shorter sessions', async () => {
+    const headerOnly = readFileSync(await writeSession(store, 'h0', []))
+    const oneEvent = readFileSync(await writeSession(store, 'h1', closedSessionInputs(1)))
+    const headerEnd = headerOnly.length
+    expect(oneEvent.subarray(0, headerEnd).subarray(0, 40).toString()).toBe(
+      headerOnly.subarray(0, 40).toString(),
+    )
+    let tested = 0
+    const realStore = store
+    const fast = testStore(temp.path, { fs: noSyncFsOps }).store
+    await forEachConcurrently(range(0, headerOnly.length), 8, async (cut) => {
+      const store = cut % 16 === 0 ? realStore : fast
+      const id = `h0cut${cut}`
+      const path = placeSession(temp.path, id, headerOnly.subarray(0, cut))
+      const before = fileIdentity(path)
+      const read = await store.openReader(id)
+      // T4: a torn header is an empty session, with a warning, and nothing changes.
+      expect(read).toMatchObject({ header: null, headerMissing: true, lastSeq: -1 })
+      expect(fileIdentity(path)).toEqual(before)
+      const writer = await store.openWriter(id)
+      expect(writer.recovery.headerMissing).toBe(true)
+      expect(writer.recovery.quarantineFile === null).toBe(cut === 0)
+      expect(writer.header.id).toBe(id)
+      expect(writer.append(extraNote).seq).toBe(0)
+      await writer.close()
+      expect(await store.verify(id)).toMatchObject({ status: 'ok', lastSeq: 0, headerMissing: false })
+      tested += 1
+    })
+    expect(warnings.some((warning) => warning.message.includes('no valid header'))).toBe(true)
+    await forEachConcurrently(range(headerEnd, oneEvent.length), 8, async (cut) => {
+      const store = cut % 16 === 0 ? realStore : fast
+      const id = `h1cut${cut}`
+      const path = placeSession(temp.path, id, oneEvent.subarray(0, cut))
+      const writer = await store.openWriter(id)
+      expect(writer.durableSeq).toBe(-1)
+      expect(readFileSync(path).equals(oneEvent.subarray(0, headerEnd))).toBe(true)
+      expect(writer.append(extraNote).seq).toBe(0)
+      await writer.close()
+      tested += 1
+    })
+    expect(tested).toBe(oneEvent.length)
+  })
+
+  it('T3: zeros, random bytes and half a line from another session after the last newline are tail garbage, never events', async () => {
+    const content = await fixture20()
+    const other = encodeEventLine({
+      seq: 20,
+      time: '2026-01-01T00:00:00.000Z',
+      type: 'user/message',
+      data: { message: { role: 'user', content: 'from another session' } },
+    })
+    const random = seededRandom(7)
+    const randomTails = Array.from({ length: 12 }, (_, index) => {
+      const length = 1 + Math.floor(random() * 4096)
+      const bytes = Buffer.alloc(length)
+      for (let at = 0; at < length; at += 1) bytes[at] = Math.floor(random() * 256)
+      if (index % 2 === 0) bytes[0] = 0 // not the start of a line
+      return bytes
+    })
+    const tails: Buffer[] = [
+      Buffer.alloc(4096),
+      ...randomTails,
+      other.subarray(Math.floor(other.length / 2)),
+      // Valid JSON that parses as an event but has no checksum: still never accepted.
+      Buffer.from('{"seq":20,"time":"2026-01-01T00:00:00.000Z","type":"turn/start","data":{"turn":9}}\n'),
+    ]
+    for (const [index, tail] of tails.entries()) {
+      const id = `garbage${index}`
+      const path = placeSession(temp.path, id, Buffer.concat([content, tail]))
+      const read = await store.openReader(id)
+      expect(read.lastSeq).toBe(19)
+      expect(read.tornTail?.offset).toBe(content.length)
+      expect(read.tornTail?.bytes).toBe(tail.length)
+      if (tail[0] !== 0x7b || tail.includes(0x0a)) expect(read.tornTail?.reason).toBe('tailGarbage')
+      const writer = await store.openWriter(id)
+      expect(writer.projection.nextSeq).toBe(20)
+      await writer.close()
+      expect(readFileSync(path).equals(content)).toBe(true)
+      expect(readFileSync(join(temp.path, id, writer.recovery.quarantineFile!)).equals(tail)).toBe(true)
+    }
+  })
+
+  it('T4: a zero-length file is an empty session: read-only says so, write mode re-initialises the header', async () => {
+    const path = placeSession(temp.path, 'empty', Buffer.alloc(0))
+    const read = await store.openReader('empty')
+    expect(read).toMatchObject({
+      header: null,
+      headerMissing: true,
+      lastSeq: -1,
+      tornTail: null,
+      error: null,
+    })
+    expect(statSync(path).size).toBe(0)
+    const writer = await store.openWriter('empty')
+    expect(writer.recovery).toMatchObject({ headerMissing: true, quarantineFile: null })
+    await writer.close()
+    const again = await store.openWriter('empty')
+    expect(again.recovery.headerMissing).toBe(false)
+    await again.close()
+    expect(await store.verify('empty')).toMatchObject({ status: 'ok', lastSeq: -1 })
+  })
+
+  it('T6: (a) an append after a torn tail goes through repair first and lands on its own line', async () => {
+    const content = await fixture20()
+    const path = placeSession(
+      temp.path,
+      'torn',
+      Buffer.concat([content, Buffer.from('{"seq":20,"time":"2026-0')]),
+    )
+    const writer = await store.openWriter('torn')
+    writer.append(extraNote)
+    await writer.close()
+    const after = readFileSync(path)
+    expect(after.subarray(0, content.length).equals(content)).toBe(true)
+    expect(after.subarray(content.length).toString()).toMatch(/^\{"seq":20,[^\n]*\}\n$/)
+    expect(await store.verify('torn')).toMatchObject({ status: 'ok', lastSeq: 20 })
+  })
+
+  it('T6: (b) a valid line glued onto a torn one by a foreign append is CORRUPT_LINE; writes refused; salvage makes a new session', async () => {
+    const content = await fixture20()
+    const torn = Buffer.from('{"seq":20,"time":"2026-0')
+    const path = placeSession(temp.path, 'glued', Buffer.concat([content, torn]))
+    const glued = encodeEventLine({
+      seq: 20,
+      time: '2026-01-01T00:01:00.000Z',
+      type: 'user/message',
+      data: { message: { role: 'user', content: 'glued' } },
+    })
+    appendFileSync(path, glued)
+    const before = fileIdentity(path)
+    const error = await caught(store.openWriter('glued'))
+    expect(error).toMatchObject({ code: 'CORRUPT_LINE', line: 22, offset: content.length, lastGoodSeq: 19 })
+    expect(error.details).toMatchObject({ gluedAt: torn.length })
+    expect(fileIdentity(path)).toEqual(before)
+    expect(existsSync(join(temp.path, 'glued', 'writer.lock'))).toBe(false)
+    const read = await store.openReader('glued', { allowDamaged: true })
+    expect(read.lastSeq).toBe(19)
+    expect(read.error?.code).toBe('CORRUPT_LINE')
+    const report = await store.salvage('glued', { to: 'glued-salvaged' })
+    expect(report).toMatchObject({
+      copiedEvents: 20,
+      lastGoodSeq: 19,
+      salvageSeq: 20,
+      reason: 'CORRUPT_LINE',
+    })
+    expect(fileIdentity(path)).toEqual(before)
+    expect(await store.verify('glued-salvaged')).toMatchObject({ status: 'ok', lastSeq: 20 })
+  })
+
+  it('V1: a header version newer than the library is refused before any lock, temp or write', async () => {
+    const header = encodeJsonLine(
+      JSON.stringify({
+        format: 'agent-ledger.session',
+        version: 99,
+        id: 'future',
+        createdAt: '2030-01-01T00:00:00.000Z',
+        integrity: 'crc32c',
+      }),
+    )
+    const path = placeSession(
+      temp.path,
+      'future',
+      Buffer.concat([header, Buffer.from('{"whatever":"v99 lines"}\n')]),
+    )
+    const before = fileIdentity(path)
+    const namesBefore = namesIn(join(temp.path, 'future'))
+    const attempts = [
+      () => store.openWriter('future'),
+      () => store.openReader('future', { allowDamaged: true }),
+      () => store.verify('future'),
+    ]
+    for (const attempt of attempts) {
+      const error = await caught(attempt())
+      expect(error).toMatchObject({ code: 'VERSION_TOO_NEW', file: `future/${LOG_FILE_NAME}` })
+      expect(error.details).toMatchObject({ found: 99, supportedMax: 4 })
+      expect(error.message).toMatch(/upgrade/)
+    }
+    expect(fileIdentity(path)).toEqual(before)
+    expect(namesIn(join(temp.path, 'future'))).toEqual(namesBefore)
+    const listed = await store.list()
+    expect(listed.problems.map((problem) => [problem.id, problem.error.code])).toEqual([
+      ['future', 'VERSION_TOO_NEW'],
+    ])
+  })
+
+  it('S3/V1: a header "__proto__" member cannot supply the version: 99 as an own member is VERSION_TOO_NEW', async () => {
+    const header = encodeJsonLine(
+      '{"format":"agent-ledger.session","__proto__":{"version":4},"version":99,"id":"proto","createdAt":"2030-01-01T00:00:00.000Z","integrity":"crc32c"}',
+    )
+    placeSession(temp.path, 'proto', header)
+    expect((await caught(store.openReader('proto'))).code).toBe('VERSION_TOO_NEW')
+    const sneaky = encodeJsonLine(
+      '{"format":"agent-ledger.session","__proto__":{"version":4},"id":"proto2","createdAt":"2030-01-01T00:00:00.000Z","integrity":"crc32c"}',
+    )
+    placeSession(temp.path, 'proto2', sneaky)
+    const error = await caught(store.openReader('proto2'))
+    expect(error).toMatchObject({ code: 'INVALID_HEADER' })
+    expect(error.details).toMatchObject({ field: 'version' })
+    expect(({} as Record<string, unknown>)['version']).toBeUndefined()
+  })
+
+  it('R1: a dangling tool call is closed on open for write with a durable placeholder, once; read-only only reports it', async () => {
+    const writer = await store.create({ id: 'dangling' })
+    const [turnStart, user, assistant, toolCall] = turnInputs(1)
+    for (const input of [turnStart!, user!, assistant!, toolCall!]) writer.append(input)
+    await writer.close()
+    const path = join(temp.path, 'dangling', LOG_FILE_NAME)
+    const before = fileIdentity(path)
+    const read = await store.openReader('dangling')
+    expect(read.pendingToolCalls).toMatchObject([{ callId: 'call_1', toolCallSeq: 3, assistantSeq: 2 }])
+    expect(fileIdentity(path)).toEqual(before)
+    const repaired = await store.openWriter('dangling')
+    expect(repaired.recovery.repairs).toMatchObject([
+      { code: 'TOOL_OUTCOME_UNKNOWN', callId: 'call_1', resultSeq: 4 },
+      { code: 'CLOSE_TURN', turn: 1, resultSeq: 5 },
+    ])
+    expect(repaired.durableSeq).toBe(5)
+    expect(repaired.deriveMessages().at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call_1' })
+    await repaired.close()
+    const events = await collect(store.readEvents('dangling'))
+    expect(events.slice(4).map((event) => event.type)).toEqual(['tool/result', 'turn/end'])
+    expect(events[4]).toMatchObject({
+      data: { isError: true, code: 'TOOL_OUTCOME_UNKNOWN' },
+      sourceEventSeqs: [3],
+    })
+    expect(events[5]).toMatchObject({ data: { turn: 1, reason: 'interrupted' } })
+    const again = await store.openWriter('dangling')
+    expect(again.recovery.repairs).toEqual([])
+    await again.close()
+    expect((await collect(store.readEvents('dangling'))).length).toBe(6)
+  })
+
+  it('keeps at most maxQuarantineFiles quarantine files, deleting the oldest', async () => {
+    ;({ store } = testStore(temp.path, { limits: { maxQuarantineFiles: 3 } }))
+    const path = await writeSession(store, 'many', closedSessionInputs(3))
+    for (let round = 0; round < 5; round += 1) {
+      appendFileSync(path, `{"torn ${round}`)
+      const writer = await store.openWriter('many')
+      expect(writer.recovery.quarantineFile).not.toBeNull()
+      await writer.close()
+    }
+    const quarantined = namesIn(join(temp.path, 'many')).filter((name) => name.includes('.torn-'))
+    expect(quarantined).toHaveLength(3)
+    const contents = quarantined.map((name) => readFileSync(join(temp.path, 'many', name), 'utf8')).sort()
+    expect(contents).toEqual(['{"torn 2', '{"torn 3', '{"torn 4'])
+  })
+})
+
+describe('create, list, salvage, fork', () => {
+  it('create publishes a complete file by link: 0600, one link, no temp left, never overwrites', async () => {
+    const writer = await store.create({ id: 'fresh', header: { cwd: '/tmp/x', metadata: { model: 'test' } } })
+    const path = join(temp.path, 'fresh', LOG_FILE_NAME)
+    const stats = statSync(path)
+    expect(stats.mode & 0o777).toBe(0o600)
+    expect(stats.nlink).toBe(1)
+    expect(statSync(join(temp.path, 'fresh')).mode & 0o777).toBe(0o700)
+    expect(namesIn(join(temp.path, 'fresh'))).toEqual([LOG_FILE_NAME, 'writer.lock'])
+    expect(writer.header).toMatchObject({
+      format: 'agent-ledger.session',
+      version: 4,
+      id: 'fresh',
+      integrity: 'crc32c',
+      cwd: '/tmp/x',
+    })
+    await writer.close()
+    expect(namesIn(join(temp.path, 'fresh'))).toEqual([LOG_FILE_NAME])
+    const before = fileIdentity(path)
+    const error = await caught(store.create({ id: 'fresh' }))
+    expect(error.code).toBe('SESSION_EXISTS')
+    expect(fileIdentity(path)).toEqual(before)
+  })
+
+  it('removes temp files a crashed publish left, under the lock', async () => {
+    await writeSession(store, 'leftover', [])
+    const stale = join(temp.path, 'leftover', '.tmp-create-0123456789abcdef')
+    writeFileSync(stale, 'half a header', { mode: 0o600 })
+    const writer = await store.openWriter('leftover')
+    expect(existsSync(stale)).toBe(false)
+    await writer.close()
+  })
+
+  it('list() reads headers only and reports broken sessions without failing', async () => {
+    await writeSession(store, 'a-good', closedSessionInputs(3))
+    await writeSession(store, 'b-good', [])
+    placeSession(temp.path, 'c-garbage', Buffer.from('\u0000\u0000\u0000 not a header\n'))
+    placeSession(temp.path, 'd-empty', Buffer.alloc(0))
+    writeFileSync(join(temp.path, '.not-a-session'), 'x')
+    const listed = await store.list()
+    expect(listed.sessions.map((session) => session.id)).toEqual(['a-good', 'b-good'])
+    expect(listed.sessions[0]).toMatchObject({
+      file: `a-good/${LOG_FILE_NAME}`,
+      header: { id: 'a-good', cwd: '/work/project' },
+    })
+    expect(listed.problems.map((problem) => problem.id)).toEqual(['c-garbage', 'd-empty'])
+    for (const problem of listed.problems) expect(JsonlStoreError.is(problem.error)).toBe(true)
+  })
+
+  it('salvage copies the good prefix byte for byte into a new session and leaves the damaged one untouched', async () => {
+    const content = await fixture20()
+    const starts = lineStarts(content)
+    const damaged = withFlippedByte(content, starts[8]! + 20, 0x01) // inside line 9 = seq 7, JSON still valid
+    const path = placeSession(temp.path, 'broken', damaged)
+    const before = fileIdentity(path)
+    const report = await store.salvage('broken', { to: 'rescued' })
+    expect(report).toMatchObject({
+      from: 'broken',
+      to: 'rescued',
+      copiedEvents: 7,
+      lastGoodSeq: 6,
+      salvageSeq: 7,
+      droppedFromOffset: starts[8],
+      droppedBytes: content.length - starts[8]!,
+      reason: 'CORRUPT_LINE',
+    })
+    expect(fileIdentity(path)).toEqual(before)
+    const rescued = readFileSync(join(temp.path, 'rescued', LOG_FILE_NAME))
+    const rescuedStarts = lineStarts(rescued)
+    expect(
+      rescued.subarray(rescuedStarts[1], rescuedStarts[8]).equals(content.subarray(starts[1], starts[8])),
+    ).toBe(true)
+    const events = await collect(store.readEvents('rescued'))
+    expect(events.at(-1)).toMatchObject({
+      seq: 7,
+      type: 'session/salvage',
+      data: { sourceSession: 'broken', lastGoodSeq: 6, droppedFromOffset: starts[8], reason: 'CORRUPT_LINE' },
+    })
+    expect((await caught(store.salvage('broken', { to: 'rescued' }))).code).toBe('SESSION_EXISTS')
+  })
+
+  it('fork copies a prefix, closes an open turn (or refuses), marks the cut, and never touches the parent', async () => {
+    const path = await writeSession(store, 'parent', [...turnInputs(1), ...turnInputs(2)])
+    const before = fileIdentity(path)
+    const refused = await caught(store.fork('parent', { to: 'child-refused', atSeq: 9, openTurn: 'refuse' }))
+    expect(refused.code).toBe('FORK_REFUSED')
+    expect(refused.details).toMatchObject({ projectionCode: 'OPEN_TURN' })
+    const child = await store.fork('parent', { to: 'child', atSeq: 9 })
+    expect(child.header).toMatchObject({
+      parentSession: 'parent',
+      seeded: true,
+      inheritedEventCount: 10,
+      cwd: '/work/project',
+    })
+    expect(child.recovery.repairs).toEqual([])
+    await child.close()
+    const events = await collect(store.readEvents('child'))
+    expect(events.slice(10).map((event) => event.type)).toEqual([
+      'tool/result',
+      'turn/end',
+      'session/end-seed',
+    ])
+    expect(fileIdentity(path)).toEqual(before)
+    const out = await caught(store.fork('parent', { to: 'child-far', atSeq: 99 }))
+    expect(out).toMatchObject({ code: 'FORK_REFUSED' })
+    expect(existsSync(join(temp.path, 'child-refused', LOG_FILE_NAME))).toBe(false)
+  })
+
+  it('refuses to write to a session with damage in the middle, leaving it byte-identical', async () => {
+    const content = await fixture20()
+    const starts = lineStarts(content)
+    const path = placeSession(
+      temp.path,
+      'middle',
+      Buffer.concat([content.subarray(0, starts[5]), content.subarray(starts[6])]),
+    )
+    truncateSync(path, statSync(path).size)
+    const before = fileIdentity(path)
+    const error = await caught(store.openWriter('middle'))
+    expect(error).toMatchObject({ code: 'SEQ_GAP', line: 6, offset: starts[5], lastGoodSeq: 3 })
+    expect(fileIdentity(path)).toEqual(before)
+    expect(namesIn(join(temp.path, 'middle'))).toEqual([LOG_FILE_NAME])
+  })
+})
