@@ -1,0 +1,230 @@
+/*
+ * Generation files: which names in a session directory are logs, of which format version
+ * and encoding, and which one is current.
+ *
+ * `session.jsonl` is format v0 (the seed chapter's own format), `session.vN.jsonl` is
+ * format vN for N >= 1 written without leading zeros, and `.zstd` appended means the same
+ * content compressed. Nothing else is a generation: temp files (`.tmp-*`), quarantine files
+ * (`*.torn-*`), `writer.lock`, checkpoints, `session.v0.jsonl`, `session.v04.jsonl`,
+ * upper-case variants. The numerically highest version is current.
+ */
+import { basename, join } from 'node:path'
+
+import { toStoreError } from './fs-errors.ts'
+import type { FsOps } from './fs-ops.ts'
+import { GenerationError, GenerationErrorCode } from './generation-error-codes.ts'
+import { JsonlErrorCode } from './jsonl-store-error.ts'
+
+/** How a generation's bytes are stored. */
+export type GenerationEncoding = 'plain' | 'zstd'
+
+/** One generation file of a session directory. */
+export interface GenerationFile {
+  /** The file name inside the session directory, e.g. `session.v4.jsonl`. */
+  readonly file: string
+  /** Format version from the name: 0 for `session.jsonl`, N for `session.vN.jsonl`. */
+  readonly version: number
+  readonly encoding: GenerationEncoding
+}
+
+/** The generation to open, and what else the directory holds. */
+export interface CurrentGeneration {
+  /**
+   * The file to read: the highest version; when that version exists in both encodings,
+   * the plain file (readable without a codec; see `conflict`).
+   */
+  readonly current: GenerationFile
+  /**
+   * Set when the highest version exists in both encodings: a `compress` (or decompress)
+   * conversion was interrupted. A write open finishes it; a read open may read either.
+   */
+  readonly conflict: {
+    readonly conflict: 'both-encodings'
+    readonly version: number
+    /** The plain file, then the `.zstd` file. */
+    readonly files: readonly [string, string]
+  } | null
+  /** Every other generation (older versions, or older conversions), sorted like {@link listGenerations}. */
+  readonly history: readonly GenerationFile[]
+}
+
+const GENERATION_NAME = /^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$/
+
+/**
+ * Parses a directory entry as a generation file name.
+ *
+ * @param name - A file name (no directory part).
+ * @returns The generation, or null when the name is not a canonical generation name (or its version is beyond 2^53 - 1).
+ */
+export function parseGenerationFileName(name: string): GenerationFile | null {
+  const match = GENERATION_NAME.exec(name)
+  if (match === null) return null
+  const version = match[1] === undefined ? 0 : Number(match[1])
+  if (!Number.isSafeInteger(version)) return null
+  return { file: name, version, encoding: match[2] === undefined ? 'plain' : 'zstd' }
+}
+
+/**
+ * The canonical file name of a generation.
+ *
+ * @param version - Format version, a non-negative safe integer.
+ * @param encoding - `plain` (default) or `zstd`.
+ * @returns `session.jsonl`, `session.vN.jsonl`, or either with `.zstd` appended.
+ * @throws {@link RangeError} when `version` is not a non-negative safe integer.
+ */
+export function generationFileName(version: number, encoding: GenerationEncoding = 'plain'): string {
+  if (!Number.isSafeInteger(version) || version < 0) {
+    throw new RangeError(`A generation version must be a non-negative safe integer, found ${String(version)}`)
+  }
+  const base = version === 0 ? 'session.jsonl' : `session.v${version}.jsonl`
+  return encoding === 'zstd' ? `${base}.zstd` : base
+}
+
+/**
+ * Sort order of generations: by version, then plain before zstd.
+ *
+ * @param left - A generation.
+ * @param right - Another.
+ * @returns Negative, zero or positive, as `Array.prototype.sort` wants.
+ */
+export function compareGenerations(left: GenerationFile, right: GenerationFile): number {
+  if (left.version !== right.version) return left.version - right.version
+  if (left.encoding === right.encoding) return 0
+  return left.encoding === 'plain' ? -1 : 1
+}
+
+/**
+ * Lists the generation files of a session directory (names only: contents are not read).
+ *
+ * Entries whose names are canonical but which are not regular files (a directory, a
+ * symbolic link) are still listed: the open path refuses them with a precise error
+ * instead of silently picking an older generation.
+ *
+ * @param fs - The file-system seam.
+ * @param sessionDirectory - The session directory (absolute).
+ * @returns The generations, sorted by version then plain before zstd.
+ * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND` when the directory does not exist, or
+ *   `ACCESS_DENIED` / `READ_FAILED` from the listing.
+ */
+export async function listGenerations(fs: FsOps, sessionDirectory: string): Promise<GenerationFile[]> {
+  let names: string[]
+  try {
+    names = await fs.readdir(sessionDirectory)
+  } catch (error) {
+    const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined
+    const id = basename(sessionDirectory)
+    throw toStoreError(error, {
+      op: 'list',
+      file: id,
+      which: 'session-directory',
+      fallback:
+        code === 'ENOENT' || code === 'ENOTDIR'
+          ? JsonlErrorCode.SESSION_NOT_FOUND
+          : JsonlErrorCode.READ_FAILED,
+    })
+  }
+  const generations: GenerationFile[] = []
+  for (const name of names) {
+    const generation = parseGenerationFileName(name)
+    if (generation !== null) generations.push(generation)
+  }
+  return generations.sort(compareGenerations)
+}
+
+/**
+ * Picks the current generation of a listing: the numerically highest version.
+ *
+ * **Encodings**: one directory holds one encoding. The same version in both encodings is
+ * the one allowed mix (a `compress` conversion publishes the other encoding, then removes
+ * the source), reported in `conflict` when it concerns the highest version. Otherwise every
+ * version must share one encoding; plain and zstd files of different versions are refused.
+ *
+ * @param generations - A listing (any order), e.g. from {@link listGenerations}.
+ * @param display - Prefix for file names in errors (the session id), default none.
+ * @returns The current generation and the rest, or null when the listing is empty.
+ * @throws {@link GenerationError} `MIXED_ENCODINGS` naming a plain file and a zstd file of different versions.
+ */
+export function pickCurrentGeneration(
+  generations: readonly GenerationFile[],
+  display = '',
+): CurrentGeneration | null {
+  if (generations.length === 0) return null
+  const sorted = [...generations].sort(compareGenerations)
+  const byVersion = new Map<number, GenerationFile[]>()
+  for (const generation of sorted) {
+    const list = byVersion.get(generation.version)
+    if (list === undefined) byVersion.set(generation.version, [generation])
+    else list.push(generation)
+  }
+  // The encodings every version shares; empty means a forbidden mix.
+  let shared = new Set<GenerationEncoding>(['plain', 'zstd'])
+  for (const files of byVersion.values()) {
+    const here = new Set(files.map((file) => file.encoding))
+    shared = new Set([...shared].filter((encoding) => here.has(encoding)))
+  }
+  if (shared.size === 0) {
+    // An empty intersection means some version has only plain and another only zstd: name the highest of each.
+    const only = (encoding: GenerationEncoding): GenerationFile =>
+      [...sorted]
+        .reverse()
+        .find((file) => byVersion.get(file.version)!.every((other) => other.encoding === encoding))!
+    const plain = only('plain')
+    const zstd = only('zstd')
+    const [first, second] = compareGenerations(plain, zstd) > 0 ? [plain, zstd] : [zstd, plain]
+    const name = (file: GenerationFile): string => (display === '' ? file.file : `${display}/${file.file}`)
+    throw new GenerationError({
+      code: GenerationErrorCode.MIXED_ENCODINGS,
+      message: `Session directory ${display === '' ? '(session)' : display} mixes encodings: expected one encoding for every generation (both only for the same version during a compress), found ${name(first)} and ${name(second)}.`,
+      file: name(first),
+      details: { files: [name(first), name(second)] },
+    })
+  }
+  const highest = sorted[sorted.length - 1]!.version
+  const top = byVersion.get(highest)!
+  const current = top[0]!
+  const conflict =
+    top.length > 1
+      ? {
+          conflict: 'both-encodings' as const,
+          version: highest,
+          files: [top[0]!.file, top[1]!.file] as const,
+        }
+      : null
+  return { current, conflict, history: sorted.filter((file) => file !== current) }
+}
+
+/**
+ * Checks that a generation's header carries the version its file name says.
+ *
+ * @param generation - The generation (its name gives the expected version).
+ * @param headerVersion - The version read from its header (v0: the header event's `data.version`).
+ * @param display - Prefix for the file name in errors (the session id), default none.
+ * @throws {@link GenerationError} `GENERATION_VERSION_MISMATCH` with `nameVersion` and `headerVersion`.
+ */
+export function assertGenerationVersion(
+  generation: GenerationFile,
+  headerVersion: unknown,
+  display = '',
+): void {
+  if (headerVersion === generation.version) return
+  const file = display === '' ? generation.file : `${display}/${generation.file}`
+  throw new GenerationError({
+    code: GenerationErrorCode.GENERATION_VERSION_MISMATCH,
+    message: `The header of ${file} has the wrong format version: expected ${generation.version} (from the file name), found ${JSON.stringify(headerVersion) ?? 'nothing'}.`,
+    file,
+    line: 1,
+    offset: 0,
+    details: { nameVersion: generation.version, headerVersion: headerVersion ?? null },
+  })
+}
+
+/**
+ * The absolute path of a generation.
+ *
+ * @param sessionDirectory - The session directory (absolute).
+ * @param generation - The generation.
+ * @returns `sessionDirectory/generation.file`.
+ */
+export function generationPath(sessionDirectory: string, generation: GenerationFile): string {
+  return join(sessionDirectory, generation.file)
+}

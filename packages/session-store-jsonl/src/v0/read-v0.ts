@@ -1,0 +1,469 @@
+import { isUtf8 } from 'node:buffer'
+
+import type { EventRegistry } from '@agent-ledger/session-events'
+
+import { GenerationError, GenerationErrorCode } from '../generation-error-codes.ts'
+import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
+import { jsonDepth } from '../line-codec.ts'
+import type { LineFailureReason, LineLimits } from '../line-codec.ts'
+import { LineSplitter } from '../line-splitter.ts'
+import type { LineSink, UnterminatedTail } from '../line-splitter.ts'
+import type { TornTail } from '../log-scanner.ts'
+import type { ByteSource } from '../read-log.ts'
+import { V0_EVENT_TYPES, V0_FILE_NAME, V0_FORMAT_VERSION, V0_HEADER_TYPE } from './v0-format.ts'
+import type { V0HeaderEvent } from './v0-format.ts'
+
+/** One good line of a v0 log. */
+export interface V0Record {
+  /** `header` for line 1; `known` for a v0 (or registered) type; `ignorable` for an unknown type with `ignorable: true`. */
+  readonly kind: 'header' | 'known' | 'ignorable'
+  /** The parsed object (never rebuilt: own `__proto__` keys stay data). */
+  readonly value: Record<string, unknown>
+  /** The line's bytes without its `\n` (a view into a read chunk; chunks are never reused). */
+  readonly bytes: Buffer
+  /** 1-based line number. */
+  readonly line: number
+  /** Byte offset of the line's first byte. */
+  readonly offset: number
+}
+
+/** Counters of one v0 scan. */
+export interface V0ScanStats {
+  /** Lines that passed every check, header included. */
+  goodLines: number
+  /** Events after the header (known and ignorable). */
+  events: number
+  /** Events of an unknown type kept because they carried `ignorable: true` (RELIABILITY V5). */
+  ignoredUnknown: number
+}
+
+/** What a v0 scan found. */
+export interface V0ScanOutcome {
+  /** The header event, or null when line 1 is missing or torn. */
+  readonly header: V0HeaderEvent | null
+  /** True when no valid header line was found and nothing was refused (empty file or torn header). */
+  readonly headerMissing: boolean
+  /** Seq of the last good line, in the v0 numbering (the header is seq 0); -1 without a header. */
+  readonly lastSeq: number
+  /** Byte offset just after the `\n` of the last good line. */
+  readonly goodEndOffset: number
+  /** Bytes read in all. */
+  readonly bytesRead: number
+  /** Unacknowledged bytes at the end (same rule as v4: unterminated, or failing lines followed by no good line). */
+  readonly tornTail: TornTail | null
+  /** Damage in the middle, or a refused header; the lines before it were delivered. */
+  readonly damage: JsonlStoreError | GenerationError | null
+  readonly stats: V0ScanStats
+}
+
+/** What {@link V0LogReader} needs. */
+export interface V0ReaderOptions {
+  /** The file as errors name it (relative to the store root), e.g. `abc/session.jsonl`. */
+  readonly file: string
+  readonly limits: LineLimits
+  /** Types known besides the v0 vocabulary (the store's registry: v4 core and plugin types). */
+  readonly registry: EventRegistry
+  /** Receives every good line, in order, header first. */
+  readonly onRecord: (record: V0Record) => void
+  /** Lines starting at or after this offset are not read (pass 2 reads only the good prefix). */
+  readonly endOffset?: number
+}
+
+type V0LineDecode =
+  | { readonly ok: true; readonly value: Record<string, unknown> }
+  | { readonly ok: false; readonly reason: LineFailureReason }
+
+const OPEN_BRACE = 0x7b
+const OPEN_BRACKET = 0x5b
+
+/** True when the line has more than `limit` opening brackets at all (an exact, cheap pre-filter for the depth check). */
+function mayBeDeeperThan(line: Buffer, limit: number): boolean {
+  let count = 0
+  for (const bracket of [OPEN_BRACE, OPEN_BRACKET]) {
+    let position = line.indexOf(bracket)
+    while (position !== -1) {
+      count += 1
+      if (count > limit) return true
+      position = line.indexOf(bracket, position + 1)
+    }
+  }
+  return false
+}
+
+/**
+ * The per-line checks of v0, in the v4 order minus the checksum: length, strict UTF-8,
+ * nesting depth (counted on bytes before parsing), JSON, a JSON object.
+ *
+ * @param line - One line without its `\n`.
+ * @param limits - Length and depth bounds.
+ * @returns The parsed object, or the first failed check.
+ */
+export function decodeV0Line(line: Buffer, limits: LineLimits): V0LineDecode {
+  if (line.length > limits.maxLineBytes) return { ok: false, reason: 'too-large' }
+  if (!isUtf8(line)) return { ok: false, reason: 'utf8' }
+  if (mayBeDeeperThan(line, limits.maxDepth) && jsonDepth(line, limits.maxDepth) > limits.maxDepth) {
+    return { ok: false, reason: 'too-deep' }
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(line.toString('utf8'))
+  } catch {
+    return { ok: false, reason: 'json' }
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { ok: false, reason: 'not-object' }
+  return { ok: true, value: value as Record<string, unknown> }
+}
+
+function own(value: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(value, key) ? value[key] : undefined
+}
+
+interface Suspect {
+  readonly reason: LineFailureReason
+  readonly line: number
+  readonly offset: number
+}
+
+/**
+ * Lines to v0 records: the per-line checks of {@link decodeV0Line}, then the header rule
+ * (line 1 is a `session/header` event with seq 0 and `data.version` 0), dense seqs from 1,
+ * and the known/ignorable type rule. Same torn-tail rule as the v4 scanner: a line failing
+ * a per-line check is only suspect until a later line passes them (then it is
+ * `CORRUPT_LINE`); a line that parses but breaks the envelope, seq or type rules is always
+ * damage. Without checksums, a parsable line is taken as written whole.
+ *
+ * Memory: keeps only the previous line (to tell a duplicated line from a conflicting one).
+ */
+export class V0LogReader implements LineSink {
+  readonly #options: V0ReaderOptions
+  #lineNumber = 0
+  #header: V0HeaderEvent | null = null
+  #lastSeq = -1
+  #goodEnd = 0
+  #previous: Buffer | null = null
+  #suspect: Suspect | null = null
+  #damage: JsonlStoreError | GenerationError | null = null
+  #done = false
+  readonly #stats: V0ScanStats = { goodLines: 0, events: 0, ignoredUnknown: 0 }
+
+  /** @param options - File name, limits, registry and the record callback. */
+  constructor(options: V0ReaderOptions) {
+    this.#options = options
+  }
+
+  /** @inheritDoc */
+  line(bytes: Buffer, offset: number): boolean {
+    if (this.#done) return true
+    if (this.#options.endOffset !== undefined && offset >= this.#options.endOffset) {
+      this.#done = true
+      return true
+    }
+    const number = this.#lineNumber + 1
+    this.#lineNumber = number
+    const decoded = decodeV0Line(bytes, this.#options.limits)
+    if (this.#suspect !== null) {
+      if (decoded.ok) return this.#fail(this.#corrupt(this.#suspect))
+      return false
+    }
+    if (!decoded.ok) {
+      this.#suspect = { reason: decoded.reason, line: number, offset }
+      return false
+    }
+    if (number === 1) return this.#headerLine(decoded.value, { bytes, offset })
+    return this.#eventLine(decoded.value, { bytes, offset, line: number })
+  }
+
+  /** @inheritDoc */
+  oversizeLine(offset: number, length: number): boolean {
+    if (this.#done) return true
+    if (this.#options.endOffset !== undefined && offset >= this.#options.endOffset) {
+      this.#done = true
+      return true
+    }
+    const number = this.#lineNumber + 1
+    this.#lineNumber = number
+    if (this.#suspect !== null) return this.#fail(this.#corrupt(this.#suspect))
+    const { file, limits } = this.#options
+    return this.#fail(
+      new JsonlStoreError({
+        code: JsonlErrorCode.LINE_TOO_LARGE,
+        message: `Line ${number} of ${file} is too large: expected at most ${limits.maxLineBytes} bytes, found ${length}.`,
+        file,
+        line: number,
+        offset,
+        lastGoodSeq: this.#lastSeq,
+        details: { reason: 'too-large', bytes: length, limit: limits.maxLineBytes },
+      }),
+    )
+  }
+
+  /**
+   * Ends the scan.
+   *
+   * @param tail - The unterminated bytes after the last `\n`, from the splitter.
+   * @param bytesRead - Total bytes read.
+   * @returns What the scan found.
+   */
+  finish(tail: UnterminatedTail | null, bytesRead: number): V0ScanOutcome {
+    let tornTail: TornTail | null = null
+    // Stopped (damage, or endOffset reached): the tail is not this scan's to classify.
+    if (this.#damage === null && !this.#done) {
+      if (this.#suspect !== null) {
+        tornTail = {
+          offset: this.#suspect.offset,
+          bytes: bytesRead - this.#suspect.offset,
+          reason: 'tailGarbage',
+          line: this.#suspect.line,
+        }
+      } else if (tail !== null) {
+        tornTail = {
+          offset: tail.offset,
+          bytes: tail.length,
+          reason: 'unterminated',
+          line: this.#lineNumber + 1,
+        }
+      }
+    }
+    return {
+      header: this.#header,
+      headerMissing: this.#header === null && this.#damage === null,
+      lastSeq: this.#lastSeq,
+      goodEndOffset: this.#goodEnd,
+      bytesRead,
+      tornTail,
+      damage: this.#damage,
+      stats: { ...this.#stats },
+    }
+  }
+
+  #fail(error: JsonlStoreError | GenerationError): true {
+    this.#damage = error
+    this.#done = true
+    return true
+  }
+
+  #corrupt(suspect: Suspect): JsonlStoreError {
+    const { file } = this.#options
+    const what = suspect.line === 1 ? 'header line' : `line ${suspect.line}`
+    return new JsonlStoreError({
+      code: JsonlErrorCode.CORRUPT_LINE,
+      message: `The ${what} of ${file} (byte offset ${suspect.offset}) is damaged: expected a line passing the ${suspect.reason} check, found one failing it, followed by valid data.`,
+      file,
+      line: suspect.line,
+      offset: suspect.offset,
+      lastGoodSeq: this.#lastSeq,
+      details: { reason: suspect.reason },
+    })
+  }
+
+  #invalid(
+    where: { readonly line: number; readonly offset: number; readonly seq?: number | undefined },
+    parts: {
+      readonly code: JsonlErrorCode
+      readonly message: string
+      readonly details: Record<string, unknown>
+    },
+  ): true {
+    return this.#fail(
+      new JsonlStoreError({
+        code: parts.code,
+        message: parts.message,
+        file: this.#options.file,
+        line: where.line,
+        offset: where.offset,
+        seq: where.seq,
+        lastGoodSeq: this.#lastSeq,
+        details: parts.details,
+      }),
+    )
+  }
+
+  #headerLine(
+    value: Record<string, unknown>,
+    where: { readonly bytes: Buffer; readonly offset: number },
+  ): boolean {
+    const { file } = this.#options
+    const type = own(value, 'type')
+    const data = own(value, 'data')
+    const location = { line: 1, offset: where.offset }
+    if (type !== V0_HEADER_TYPE) {
+      const version = own(value, 'version')
+      // A v1+ header (a format/version object) in a file named as v0.
+      if (version !== undefined) return this.#mismatch(version, where.offset)
+      return this.#invalid(location, {
+        code: JsonlErrorCode.INVALID_HEADER,
+        message: `The header line of ${file} is not a v0 header: expected a "${V0_HEADER_TYPE}" event, found type ${JSON.stringify(type) ?? 'nothing'}.`,
+        details: { field: 'type', expected: V0_HEADER_TYPE, found: type ?? null },
+      })
+    }
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+      return this.#invalid(location, {
+        code: JsonlErrorCode.INVALID_HEADER,
+        message: `The header line of ${file} is invalid: expected "data" to be an object, found ${JSON.stringify(data) ?? 'nothing'}.`,
+        details: { field: 'data' },
+      })
+    }
+    const version = own(data as Record<string, unknown>, 'version')
+    if (version !== V0_FORMAT_VERSION) return this.#mismatch(version, where.offset)
+    const seq = own(value, 'seq')
+    if (seq !== 0) {
+      return this.#invalid(location, {
+        code: JsonlErrorCode.INVALID_HEADER,
+        message: `The header line of ${file} is invalid: expected "seq" to be 0, found ${JSON.stringify(seq) ?? 'nothing'}.`,
+        details: { field: 'seq', expected: 0, found: seq ?? null },
+      })
+    }
+    if (typeof own(value, 'time') !== 'string') {
+      return this.#invalid(location, {
+        code: JsonlErrorCode.INVALID_HEADER,
+        message: `The header line of ${file} is invalid: expected "time" to be a string, found ${JSON.stringify(own(value, 'time')) ?? 'nothing'}.`,
+        details: { field: 'time' },
+      })
+    }
+    this.#header = value as unknown as V0HeaderEvent
+    this.#accept({ kind: 'header', value, bytes: where.bytes, line: 1, offset: where.offset }, 0)
+    return false
+  }
+
+  #mismatch(headerVersion: unknown, offset: number): true {
+    const { file } = this.#options
+    return this.#fail(
+      new GenerationError({
+        code: GenerationErrorCode.GENERATION_VERSION_MISMATCH,
+        message: `The header of ${file} has the wrong format version: expected ${V0_FORMAT_VERSION} (from the file name ${V0_FILE_NAME}), found ${JSON.stringify(headerVersion) ?? 'nothing'}.`,
+        file,
+        line: 1,
+        offset,
+        details: { nameVersion: V0_FORMAT_VERSION, headerVersion: headerVersion ?? null },
+      }),
+    )
+  }
+
+  #eventLine(
+    value: Record<string, unknown>,
+    where: { readonly bytes: Buffer; readonly offset: number; readonly line: number },
+  ): boolean {
+    const { file, registry } = this.#options
+    const seq = own(value, 'seq')
+    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) {
+      return this.#invalid(where, {
+        code: JsonlErrorCode.INVALID_EVENT,
+        message: `Line ${where.line} of ${file} is not a valid event: expected "seq" to be a non-negative integer, found ${JSON.stringify(seq) ?? 'nothing'}.`,
+        details: { field: 'seq' },
+      })
+    }
+    const expected = this.#lastSeq + 1
+    const at = { ...where, seq }
+    if (seq !== expected) {
+      if (seq > expected) {
+        return this.#invalid(at, {
+          code: JsonlErrorCode.SEQ_GAP,
+          message: `Line ${where.line} of ${file} skips events: expected "seq" to be ${expected}, found ${seq}.`,
+          details: { expected, found: seq },
+        })
+      }
+      const identical = seq === this.#lastSeq && this.#previous !== null && this.#previous.equals(where.bytes)
+      return this.#invalid(at, {
+        code: identical ? JsonlErrorCode.SEQ_DUPLICATE : JsonlErrorCode.SEQ_CONFLICT,
+        message: identical
+          ? `Line ${where.line} of ${file} repeats the previous line byte for byte: expected "seq" to be ${expected}, found ${seq} again.`
+          : `Line ${where.line} of ${file} repeats an earlier seq: expected "seq" to be ${expected}, found ${seq}.`,
+        details: { expected, found: seq, reason: identical ? 'duplicate' : 'two writers' },
+      })
+    }
+    const type = own(value, 'type')
+    if (typeof type !== 'string' || type.length === 0) {
+      return this.#invalid(at, {
+        code: JsonlErrorCode.INVALID_EVENT,
+        message: `Line ${where.line} of ${file} is not a valid event: expected "type" to be a non-empty string, found ${JSON.stringify(type) ?? 'nothing'}.`,
+        details: { field: 'type' },
+      })
+    }
+    if (type === V0_HEADER_TYPE) {
+      return this.#invalid(at, {
+        code: JsonlErrorCode.INVALID_EVENT,
+        message: `Line ${where.line} of ${file} is a second header: expected "${V0_HEADER_TYPE}" only on line 1, found it again.`,
+        details: { field: 'type', type },
+      })
+    }
+    let kind: V0Record['kind']
+    if (V0_EVENT_TYPES.has(type) || registry.has(type)) kind = 'known'
+    else if (own(value, 'ignorable') === true) kind = 'ignorable'
+    else {
+      // RELIABILITY V6: migrating would drop meaning.
+      return this.#invalid(at, {
+        code: JsonlErrorCode.UNKNOWN_EVENT_TYPE,
+        message: `Line ${where.line} of ${file} has event type ${JSON.stringify(type)}: expected a known type or "ignorable": true, found neither.`,
+        details: { type },
+      })
+    }
+    if (kind === 'ignorable') this.#stats.ignoredUnknown += 1
+    this.#stats.events += 1
+    this.#accept({ kind, value, bytes: where.bytes, line: where.line, offset: where.offset }, seq)
+    return false
+  }
+
+  #accept(record: V0Record, seq: number): void {
+    this.#options.onRecord(record)
+    this.#lastSeq = seq
+    this.#previous = record.bytes
+    this.#goodEnd = record.offset + record.bytes.length + 1
+    this.#stats.goodLines += 1
+  }
+}
+
+/**
+ * Reads a v0 log chunk by chunk: yields the records of each chunk (a batch, possibly
+ * empty), and returns the outcome. Memory: one chunk plus the longest line.
+ *
+ * @param source - The log's bytes.
+ * @param options - File name, limits, registry, optional end offset (no `onRecord`: records are yielded).
+ * @returns A generator of record batches whose return value is the {@link V0ScanOutcome}.
+ */
+export async function* readV0Chunks(
+  source: ByteSource,
+  options: Omit<V0ReaderOptions, 'onRecord'>,
+): AsyncGenerator<V0Record[], V0ScanOutcome, undefined> {
+  let batch: V0Record[] = []
+  const reader = new V0LogReader({
+    ...options,
+    onRecord: (record) => {
+      batch.push(record)
+    },
+  })
+  const splitter = new LineSplitter({ maxLineBytes: options.limits.maxLineBytes })
+  let stopped = false
+  let bytesRead = 0
+  for await (const chunk of source) {
+    bytesRead += chunk.length
+    // After a stop the source is still drained, so a hashing source sees every byte.
+    if (!stopped) stopped = splitter.push(chunk, reader)
+    if (batch.length > 0) {
+      const out = batch
+      batch = []
+      yield out
+    }
+  }
+  const tail = stopped ? null : splitter.finish()
+  return reader.finish(tail, bytesRead)
+}
+
+/**
+ * Scans a whole v0 log (all checks, no output): the pre-scan that fixes `lastSeq` and the
+ * tail before anything is written.
+ *
+ * @param source - The log's bytes.
+ * @param options - File name, limits and registry.
+ * @returns What the scan found; damage is returned, not thrown.
+ */
+export async function scanV0(
+  source: ByteSource,
+  options: Omit<V0ReaderOptions, 'onRecord'>,
+): Promise<V0ScanOutcome> {
+  const chunks = readV0Chunks(source, options)
+  for (;;) {
+    const step = await chunks.next()
+    if (step.done === true) return step.value
+  }
+}
