@@ -1,0 +1,323 @@
+import { createRequire } from 'node:module'
+
+import { inspectFrame, planFeeds } from './inspect-frame.ts'
+import { parseFrameAt } from './frame-format.ts'
+import { ZstdFrameError, ZstdFrameErrorCode } from './zstd-frame-error.ts'
+
+/** Limits every decompression obeys. */
+export interface ZstdDecompressLimits {
+  /** Most bytes one frame may produce; checked against the frame's structure before decoding and while decoding. */
+  readonly maxOutputBytes: number
+  /** Largest window a frame may ask for (default and ceiling: the codec's {@link ZstdCodec.maxWindowBytes}). */
+  readonly maxWindowBytes?: number
+}
+
+/**
+ * A Zstandard codec behind the smallest interface the store needs, so a faster one (native,
+ * or `node:zlib` on newer Node) can be swapped in by measurement.
+ *
+ * Contract for implementations: `compressFrame` returns exactly one complete frame;
+ * `decompressFrame*` accept exactly one complete frame (else `TORN_FRAME` / `CORRUPT_FRAME`
+ * `trailing-bytes`), refuse before allocating when {@link inspectFrame} refuses (window,
+ * declared size, structural bound), and stop with `DECOMPRESSION_LIMIT` as soon as the output
+ * would pass `maxOutputBytes`.
+ */
+export interface ZstdCodec {
+  /** Name and version, for benchmarks and error messages. */
+  readonly name: string
+  /** Largest window this codec can decode (a frame asking for more is refused with `WINDOW_TOO_LARGE`). */
+  readonly maxWindowBytes: number
+  /** Compression levels this codec accepts, inclusive. */
+  readonly levels: { readonly min: number; readonly max: number }
+  /**
+   * Compresses `content` into exactly one complete frame (no content checksum, no declared size).
+   *
+   * @throws {@link ZstdFrameError} `INVALID_ARGUMENT` for a level outside {@link levels}; `CODEC_FAILED`.
+   */
+  compressFrame(content: Uint8Array, level: number): Uint8Array
+  /**
+   * Decompresses exactly one complete frame into one buffer, bounded by `limits`.
+   *
+   * @throws {@link ZstdFrameError} `TORN_FRAME`, `CORRUPT_FRAME`, `WINDOW_TOO_LARGE`, `DECOMPRESSION_LIMIT`, `CODEC_FAILED`.
+   */
+  decompressFrame(frame: Uint8Array, limits: ZstdDecompressLimits): Uint8Array
+  /**
+   * Decompresses exactly one complete frame, handing the content to `onChunk` in pieces of at
+   * most a few hundred KiB as it is produced (memory stays bounded whatever the frame's size).
+   * An exception thrown by `onChunk` stops decoding and propagates.
+   *
+   * @returns The number of content bytes produced.
+   * @throws {@link ZstdFrameError} as {@link decompressFrame}.
+   */
+  decompressFrameChunks(
+    frame: Uint8Array,
+    limits: ZstdDecompressLimits,
+    onChunk: (chunk: Uint8Array) => void,
+  ): number
+}
+
+/** The streaming classes of the zstd-codec emscripten binding that this module uses. */
+interface StreamBinding {
+  begin(level?: number): boolean
+  transform(chunk: Uint8Array, callback: (output: Uint8Array) => void): boolean
+  end(callback: (output: Uint8Array) => void): boolean
+  delete(): void
+}
+
+interface ZstdCodecModule {
+  ZstdCompressStreamBinding: new () => StreamBinding
+  ZstdDecompressStreamBinding: new () => StreamBinding
+}
+
+type BindingFactory = (module: Record<string, unknown>) => unknown
+
+/** Compressor input slice: the binding copies each `transform` input into its fixed 16 MiB heap. */
+const COMPRESS_SLICE_BYTES = 128 * 1024
+
+/**
+ * Window ceiling of zstd-codec 0.1.5: its wasm heap is fixed at 16 MiB (the module declares a
+ * 256-page maximum). Measured: windowLog 23 (8 MiB) decodes, windowLog 24 aborts with OOM.
+ * This is also Firefox's `windowLogMax=23`, and covers `zstd -1..-19` (not `--ultra`/`--long`).
+ */
+const ZSTD_CODEC_MAX_WINDOW_BYTES = 8 * 1024 * 1024
+
+/** Levels measured to fit zstd-codec's 16 MiB heap when streaming (10 and above abort with OOM). */
+const ZSTD_CODEC_LEVELS = { min: -5, max: 9 } as const
+
+let loading: { readonly promise: Promise<ZstdCodec>; readonly state: CodecState } | undefined
+
+/**
+ * Loads the zstd-codec 0.1.5 WebAssembly build once and returns a codec that uses only its
+ * streaming API (its simple API fails above a few MB: fixed 16 MiB heap).
+ *
+ * **Details**: the instance is cached; concurrent callers share it. Inputs are fed in
+ * 128 KiB slices (compression) or block-aligned groups (decompression), so the wasm heap
+ * never holds more than a slice plus the compressor or decoder state and window.
+ *
+ * **Gotchas**: if the wasm module ever aborts (it cannot grow its heap), that instance is
+ * marked dead: its calls throw `CODEC_FAILED` and the next `loadZstdCodec()` builds a fresh one.
+ *
+ * @returns The shared codec.
+ * @throws {@link ZstdFrameError} with code `CODEC_FAILED` when the module cannot be loaded.
+ */
+export function loadZstdCodec(): Promise<ZstdCodec> {
+  if (loading !== undefined && !loading.state.dead) return loading.promise
+  const state: CodecState = { dead: false, abortMessage: '' }
+  const current = {
+    state,
+    promise: instantiate(state).catch((error: unknown) => {
+      if (loading === current) loading = undefined
+      throw error
+    }),
+  }
+  loading = current
+  return current.promise
+}
+
+function instantiate(state: CodecState): Promise<ZstdCodec> {
+  const require = createRequire(import.meta.url)
+  let factory: BindingFactory
+  try {
+    factory = require('zstd-codec/lib/zstd-codec-binding-wasm.js') as BindingFactory
+  } catch (error) {
+    return Promise.reject(codecFailed('could not load zstd-codec/lib/zstd-codec-binding-wasm.js', error))
+  }
+  return new Promise<ZstdCodec>((resolve, reject) => {
+    const module: Record<string, unknown> = {
+      print: () => {},
+      printErr: () => {},
+      onAbort: (what: unknown) => {
+        state.dead = true
+        state.abortMessage = String(what)
+        reject(codecFailed(`the zstd-codec wasm module aborted while loading (${String(what)})`))
+      },
+      // The emscripten module object is a thenable: resolving a promise with it would loop,
+      // so hand back a plain wrapper.
+      onRuntimeInitialized: () => resolve(new WasmZstdCodec(module as unknown as ZstdCodecModule, state)),
+    }
+    try {
+      factory(module)
+    } catch (error) {
+      reject(codecFailed('the zstd-codec wasm module threw while loading', error))
+    }
+  })
+}
+
+interface CodecState {
+  dead: boolean
+  abortMessage: string
+}
+
+function codecFailed(what: string, cause?: unknown): ZstdFrameError {
+  return new ZstdFrameError({
+    code: ZstdFrameErrorCode.CODEC_FAILED,
+    message: `Zstandard codec zstd-codec failed: ${what}.`,
+    ...(cause === undefined ? {} : { cause }),
+  })
+}
+
+class WasmZstdCodec implements ZstdCodec {
+  readonly name = 'zstd-codec@0.1.5 (wasm, streaming)'
+  readonly maxWindowBytes = ZSTD_CODEC_MAX_WINDOW_BYTES
+  readonly levels = ZSTD_CODEC_LEVELS
+  readonly #module: ZstdCodecModule
+  readonly #state: CodecState
+
+  constructor(module: ZstdCodecModule, state: CodecState) {
+    this.#module = module
+    this.#state = state
+  }
+
+  compressFrame(content: Uint8Array, level: number): Uint8Array {
+    if (!Number.isInteger(level) || level < this.levels.min || level > this.levels.max) {
+      throw new ZstdFrameError({
+        code: ZstdFrameErrorCode.INVALID_ARGUMENT,
+        message: `Compression level ${level} is not usable with ${this.name}: expected an integer from ${this.levels.min} to ${this.levels.max}.`,
+      })
+    }
+    const output: Uint8Array[] = []
+    let outputBytes = 0
+    const collect = (chunk: Uint8Array): void => {
+      if (chunk.length === 0) return
+      output.push(chunk)
+      outputBytes += chunk.length
+    }
+    const ok = this.#withStream('compress', (stream) => {
+      if (!stream.begin(level)) return false
+      for (let at = 0; at < content.length; at += COMPRESS_SLICE_BYTES) {
+        if (!stream.transform(content.subarray(at, at + COMPRESS_SLICE_BYTES), collect)) return false
+      }
+      return stream.end(collect)
+    })
+    if (!ok) throw codecFailed(`compressing ${content.length} bytes at level ${level} returned an error`)
+    const frame = concat(output, outputBytes)
+    const parsed = parseFrameAt(frame, 0)
+    if (
+      parsed.status !== 'complete' ||
+      parsed.frame.kind !== 'zstd' ||
+      parsed.frame.length !== frame.length
+    ) {
+      throw codecFailed(`compressing ${content.length} bytes did not produce exactly one complete frame`)
+    }
+    return frame
+  }
+
+  decompressFrame(frame: Uint8Array, limits: ZstdDecompressLimits): Uint8Array {
+    const chunks: Uint8Array[] = []
+    const total = this.decompressFrameChunks(frame, limits, (chunk) => chunks.push(chunk))
+    return concat(chunks, total)
+  }
+
+  decompressFrameChunks(
+    frame: Uint8Array,
+    limits: ZstdDecompressLimits,
+    onChunk: (chunk: Uint8Array) => void,
+  ): number {
+    const maxWindowBytes = Math.min(limits.maxWindowBytes ?? this.maxWindowBytes, this.maxWindowBytes)
+    const plan = inspectFrame(frame, { maxOutputBytes: limits.maxOutputBytes, maxWindowBytes })
+    if (plan.info.kind === 'skippable') return 0
+    const limit = limits.maxOutputBytes
+    let produced = 0
+    let pending: Uint8Array[] = []
+    let pendingBytes = 0
+    const collect = (chunk: Uint8Array): void => {
+      if (chunk.length === 0) return
+      pending.push(chunk)
+      pendingBytes += chunk.length
+    }
+    // Deliver outside the wasm call: an exception from onChunk must not unwind through wasm frames.
+    const deliver = (): void => {
+      if (produced + pendingBytes > limit) {
+        throw new ZstdFrameError({
+          code: ZstdFrameErrorCode.DECOMPRESSION_LIMIT,
+          message: `A frame of ${frame.length} compressed bytes produced more than the limit of ${limit} bytes: stopped after ${produced} bytes.`,
+          limit,
+          producedBytes: produced,
+        })
+      }
+      const chunks = pending
+      pending = []
+      pendingBytes = 0
+      for (const chunk of chunks) {
+        produced += chunk.length
+        onChunk(chunk)
+      }
+    }
+    let failure: 'decode' | undefined
+    this.#withStream('decompress', (stream) => {
+      if (!stream.begin()) {
+        failure = 'decode'
+        return false
+      }
+      for (const feed of planFeeds(plan)) {
+        if (!stream.transform(frame.subarray(feed.start, feed.end), collect)) {
+          failure = 'decode'
+          return false
+        }
+        deliver()
+      }
+      if (!stream.end(collect)) failure = 'decode'
+      else deliver()
+      return true
+    })
+    if (failure === 'decode') {
+      throw new ZstdFrameError({
+        code: ZstdFrameErrorCode.CORRUPT_FRAME,
+        message: `A frame of ${frame.length} compressed bytes failed to decode after ${produced} content bytes: expected valid compressed blocks, found data the decoder rejects.`,
+        reason: 'decode-failed',
+        compressedOffset: 0,
+        producedBytes: produced,
+      })
+    }
+    if (plan.info.contentSize !== undefined && produced !== plan.info.contentSize) {
+      throw new ZstdFrameError({
+        code: ZstdFrameErrorCode.CORRUPT_FRAME,
+        message: `A frame declaring ${plan.info.contentSize} content bytes decoded to ${produced} bytes.`,
+        reason: 'content-size-mismatch',
+        compressedOffset: 0,
+      })
+    }
+    return produced
+  }
+
+  /** Runs `body` with a fresh stream object, always freeing it; turns a wasm abort into `CODEC_FAILED`. */
+  #withStream(kind: 'compress' | 'decompress', body: (stream: StreamBinding) => boolean): boolean {
+    if (this.#state.dead) {
+      throw codecFailed(
+        `this instance aborted earlier (${this.#state.abortMessage}); call loadZstdCodec() again`,
+      )
+    }
+    let stream: StreamBinding | undefined
+    try {
+      stream =
+        kind === 'compress'
+          ? new this.#module.ZstdCompressStreamBinding()
+          : new this.#module.ZstdDecompressStreamBinding()
+      return body(stream)
+    } catch (error) {
+      if (ZstdFrameError.is(error) && !this.#state.dead) throw error
+      if (this.#state.dead || (typeof error === 'string' && error.startsWith('abort('))) {
+        this.#state.dead = true
+        throw codecFailed(`the wasm module aborted during ${kind} (${String(error)})`, error)
+      }
+      throw error
+    } finally {
+      try {
+        stream?.delete()
+      } catch {
+        // a dead module cannot free; the instance is discarded anyway
+      }
+    }
+  }
+}
+
+function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
+  if (chunks.length === 1 && chunks[0] !== undefined && chunks[0].length === total) return chunks[0]
+  const out = new Uint8Array(total)
+  let at = 0
+  for (const chunk of chunks) {
+    out.set(chunk, at)
+    at += chunk.length
+  }
+  return out
+}

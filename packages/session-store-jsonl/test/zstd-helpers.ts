@@ -1,0 +1,141 @@
+// Shared fixtures of the zstd tests: checksummed lines as the store writes them, the `zstd`
+// CLI as the oracle, temp directories.
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import { crc32c } from '@node-rs/crc32'
+
+/** Serializes `object` as a v4 line: JSON with the `,"crc":"xxxxxxxx"}` suffix and `\n`. */
+export function checksummedLine(object: Record<string, unknown>): Buffer {
+  const json = JSON.stringify(object)
+  const body = json.slice(0, -1)
+  const crc = (crc32c(Buffer.from(body)) >>> 0).toString(16).padStart(8, '0')
+  return Buffer.from(`${body},"crc":"${crc}"}\n`)
+}
+
+/** True when `line` (without `\n`) ends with a `crc` member matching CRC-32C of the bytes before it. */
+export function lineChecksumValid(line: Uint8Array): boolean {
+  const suffixLength = 18
+  if (line.length < suffixLength + 1) return false
+  const suffix = Buffer.from(line.subarray(line.length - suffixLength)).toString('latin1')
+  const match = /^,"crc":"([0-9a-f]{8})"\}$/.exec(suffix)
+  if (match === null) return false
+  const crc = (crc32c(Buffer.from(line.subarray(0, line.length - suffixLength))) >>> 0)
+    .toString(16)
+    .padStart(8, '0')
+  return crc === match[1]
+}
+
+/** `count` checksummed event lines with seq from `firstSeq`, varied enough to exercise all block kinds. */
+export function eventLines(count: number, firstSeq = 0): Buffer[] {
+  const lines: Buffer[] = []
+  for (let index = 0; index < count; index++) {
+    const seq = firstSeq + index
+    lines.push(
+      checksumedEvent(seq, {
+        message: {
+          role: seq % 3 === 0 ? 'tool' : 'assistant',
+          content: `Step ${seq}: ${'read the file and check the frame header. '.repeat((seq * 7) % 5)}${seq * 7919}`,
+        },
+      }),
+    )
+  }
+  return lines
+}
+
+function checksumedEvent(seq: number, data: Record<string, unknown>): Buffer {
+  return checksummedLine({ seq, time: '2025-01-06T09:30:00.000Z', type: 'tool/result', data })
+}
+
+/** Runs the `zstd` CLI; returns status, stdout and stderr. */
+export function zstdCli(
+  args: readonly string[],
+  input?: Uint8Array,
+): { status: number | null; stdout: Buffer; stderr: string } {
+  const result = spawnSync('zstd', args, {
+    input,
+    maxBuffer: 1024 * 1024 * 1024,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  if (result.error !== undefined) throw result.error
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr.toString('utf8') }
+}
+
+/** Compresses `input` with the CLI (quiet, stdin to stdout). */
+export function cliCompress(input: Uint8Array, args: readonly string[] = ['-3']): Buffer {
+  const result = zstdCli(['-q', '-c', ...args], input)
+  if (result.status !== 0) throw new Error(`zstd ${args.join(' ')} failed: ${result.stderr}`)
+  return result.stdout
+}
+
+/** `zstd -t` and `zstd -d` of `bytes` (written to a temp file, as a user would). */
+export function cliCheck(bytes: Uint8Array): { testOk: boolean; plain: Buffer | undefined; stderr: string } {
+  const dir = makeTempDir()
+  try {
+    const file = join(dir, 'session.v4.jsonl.zstd')
+    writeFileSync(file, bytes)
+    const test = zstdCli(['-t', '-q', file])
+    const decoded = zstdCli(['-d', '-q', '-c', file])
+    return {
+      testOk: test.status === 0,
+      plain: decoded.status === 0 ? decoded.stdout : undefined,
+      stderr: test.stderr,
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** A fresh temp directory under `os.tmpdir()`. */
+export function makeTempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'agent-ledger-zstd-'))
+}
+
+/** Splits bytes ending in `\n` into lines without their `\n`. */
+export function splitLines(bytes: Uint8Array): Buffer[] {
+  const lines: Buffer[] = []
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  let at = 0
+  while (at < buffer.length) {
+    const newline = buffer.indexOf(0x0a, at)
+    if (newline === -1) throw new Error('content does not end with a newline')
+    lines.push(buffer.subarray(at, newline))
+    at = newline + 1
+  }
+  return lines
+}
+
+/** A hand-made Zstandard frame: `descriptor`, optional window descriptor and FCS bytes, then blocks. */
+export function craftFrame(options: {
+  descriptor: number
+  windowDescriptor?: number
+  contentSizeBytes?: readonly number[]
+  blocks: readonly { last: boolean; type: 0 | 1 | 2 | 3; size: number; data: readonly number[] }[]
+  checksum?: readonly number[]
+}): Uint8Array {
+  const bytes: number[] = [0x28, 0xb5, 0x2f, 0xfd, options.descriptor]
+  if (options.windowDescriptor !== undefined) bytes.push(options.windowDescriptor)
+  bytes.push(...(options.contentSizeBytes ?? []))
+  for (const block of options.blocks) {
+    const header = (block.last ? 1 : 0) | (block.type << 1) | (block.size << 3)
+    bytes.push(header & 0xff, (header >> 8) & 0xff, (header >> 16) & 0xff, ...block.data)
+  }
+  bytes.push(...(options.checksum ?? []))
+  return Uint8Array.from(bytes)
+}
+
+/** A raw last block holding `text`. */
+export function rawBlock(
+  text: string,
+  last = true,
+): { last: boolean; type: 0; size: number; data: number[] } {
+  const data = [...Buffer.from(text)]
+  return { last, type: 0, size: data.length, data }
+}
+
+/** Concatenates byte arrays. */
+export function concatBytes(parts: readonly Uint8Array[]): Buffer {
+  return Buffer.concat(parts.map((part) => Buffer.from(part.buffer, part.byteOffset, part.byteLength)))
+}
