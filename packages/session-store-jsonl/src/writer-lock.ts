@@ -15,8 +15,11 @@
  * kill(pid, 0) says ESRCH (or /proc says zombie), or when the pid is alive but
  * /proc/<pid>/stat gives another start time (the pid was reused). Another host: stale only
  * when the heartbeat (the later of `heartbeatAt` and the file's mtime) is older than
- * `staleMs`. Unreadable content (garbage, a file pre-created by someone else): stale when
- * the file's mtime is older than `staleMs`. A symlink at `writer.lock` is refused
+ * `staleMs`. Unreadable content (garbage, a file pre-created by someone else, or the empty
+ * or garbled lock a power loss leaves, since the lock is never fsynced): stale when the
+ * file's mtime is older than `staleMs`, or older than this machine's boot (no process
+ * alive now wrote it), so a reboot after a power loss does not block the session for
+ * `staleMs`. A symlink at `writer.lock` is refused
  * (SYMLINK_REFUSED), never read through, written or removed.
  *
  * Breaking a stale lock without a race. Renaming or unlinking works on names, not on
@@ -54,7 +57,7 @@
 import { constants } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { createHash, randomBytes } from 'node:crypto'
-import { hostname } from 'node:os'
+import { hostname, uptime } from 'node:os'
 import { basename, join } from 'node:path'
 import type { Stats } from 'node:fs'
 
@@ -73,6 +76,8 @@ const MAX_LOCK_BYTES = 4096
 const MAX_CLAIM_DEPTH = 3
 /** Consecutive "the lock changed under us, look again" rounds before reporting the lock as held. */
 const MAX_QUICK_RETRIES = 64
+/** Margin on the boot time computed from uptime (seconds, sampled), for the "written before boot" rule. */
+const BOOT_TIME_SLACK_MS = 5_000
 /** Temp names tried before giving up (each collision means someone pre-created a random name). */
 const MAX_TEMP_ATTEMPTS = 16
 
@@ -314,6 +319,9 @@ async function judge(
   const record = entry.record
   if (record === undefined) {
     const age = now - entry.stats.mtimeMs
+    if (entry.stats.mtimeMs < now - uptime() * 1000 - BOOT_TIME_SLACK_MS) {
+      return { stale: true, reason: 'unreadable lock content, written before the last boot' }
+    }
     return age > staleMs
       ? { stale: true, reason: `unreadable lock content, unchanged for ${Math.round(age)} ms` }
       : { stale: false, reason: 'unreadable lock content, recently modified' }

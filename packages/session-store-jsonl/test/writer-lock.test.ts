@@ -12,7 +12,7 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs'
-import { hostname, tmpdir } from 'node:os'
+import { hostname, tmpdir, uptime } from 'node:os'
 import { join } from 'node:path'
 
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
@@ -372,6 +372,16 @@ describe('acquireWriterLock', () => {
     expect(lock.brokenStaleLocks).toEqual([
       { holderPid: null, holderHost: null, reason: expect.stringContaining('unreadable') },
     ])
+  })
+
+  it('W2: an unreadable lock written before the last boot (a power loss left it empty) is stale at once', async () => {
+    const directory = sessionDirectory()
+    const path = join(directory, WRITER_LOCK_FILE_NAME)
+    writeFileSync(path, '')
+    const beforeBoot = (Date.now() - uptime() * 1000 - 60_000) / 1000
+    utimesSync(path, beforeBoot, beforeBoot)
+    const lock = await take(directory, { staleMs: 3_600_000 })
+    expect(lock.brokenStaleLocks[0]?.reason).toBe('unreadable lock content, written before the last boot')
   })
 
   it('S7: a hostile nonce is never used as a file name', async () => {
