@@ -1,0 +1,253 @@
+/**
+ * Micro-benchmarks of the projection, run by `pnpm bench` (tooling/bench/run.ts).
+ *
+ * 1. deriveMessages() right after one append, at a history of 100,000 events divided by
+ *    the same at 1,000 events (target <= 2x). Measured twice: on a history whose surface
+ *    is never compacted (every node stays model-visible, so the surface grows with the
+ *    history), and on a history compacted whenever its surface passes 1,000 nodes (the
+ *    shape of a long agent session, whose context window bounds the surface).
+ * 2. append + deriveMessages throughput of the in-memory SessionLog (full validation), of
+ *    Projection.apply + deriveMessages (events validated elsewhere, as the store does), and
+ *    of a replay (apply only, one derive at the end), each beside the floor of a bare
+ *    push + freeze loop over the same events.
+ *
+ * Timing is wall clock on a shared machine: ratios are the claim, absolute figures vary.
+ */
+import type { EventInput, LoggedEvent } from '@agent-ledger/session-events'
+
+import { createProjection, createSessionLog, planCompaction } from '../src/index.ts'
+import type { Projection } from '../src/index.ts'
+
+declare const performance: { now(): number }
+
+/** One measured figure, in the shape tooling/bench/run.ts prints. */
+export interface BenchResult {
+  name: string
+  value: number
+  unit: string
+  floor?: { name: string; value: number }
+  ratio?: number
+  target?: string
+  met?: boolean
+}
+
+// A benchmark reads the clock by definition; this file is not shipped (not in `files`).
+// eslint-disable-next-line no-restricted-properties
+const now = (): number => performance.now()
+
+const TIME = '2026-01-01T00:00:00.000Z'
+
+/** The events of one agent turn: 7 events, 4 of them model-visible. */
+function turnInputs(turn: number): EventInput[] {
+  const callId = `call-${turn}`
+  return [
+    { type: 'turn/start', data: { turn } },
+    { type: 'user/message', data: { message: { role: 'user', content: `Please look at file ${turn}.` } } },
+    {
+      type: 'assistant/message',
+      data: {
+        message: {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: callId, type: 'function', function: { name: 'read', arguments: `{"n":${turn}}` } },
+          ],
+        },
+      },
+    },
+    { type: 'tool/call', data: { callId, name: 'read', arguments: `{"n":${turn}}` } },
+    {
+      type: 'tool/result',
+      data: { message: { role: 'tool', tool_call_id: callId, content: `contents of file ${turn}` } },
+    },
+    {
+      type: 'assistant/message',
+      data: { message: { role: 'assistant', content: `File ${turn} looks fine.` } },
+    },
+    { type: 'turn/end', data: { turn, reason: 'completed' } },
+  ]
+}
+
+function stamp(projection: Projection, input: EventInput): LoggedEvent {
+  return { ...input, seq: projection.nextSeq, time: TIME }
+}
+
+/** Compacts all but the last ~50 surface nodes into one summary when the surface passes `cap`. */
+function compactIfNeeded(projection: Projection, cap: number): void {
+  const surface = projection.surface()
+  if (surface.length <= cap) return
+  let end = surface.length - 50
+  while (end > 1 && surface[end + 1]?.type === 'tool/result') end -= 1
+  const inputs = planCompaction(projection, {
+    compactionId: `k-${projection.nextSeq}`,
+    startSeq: surface[0]!.seq,
+    endSeq: surface[end]!.seq,
+    summary: 'Earlier turns read files and found them fine.',
+  })
+  for (const input of inputs) projection.apply(stamp(projection, input))
+}
+
+function buildHistory(events: number, compactAbove: number | undefined): Projection {
+  const projection = createProjection()
+  let turn = 0
+  while (projection.nextSeq < events) {
+    turn += 1
+    for (const input of turnInputs(turn)) {
+      if (projection.nextSeq >= events) break
+      projection.apply(stamp(projection, input))
+    }
+    if (compactAbove !== undefined) compactIfNeeded(projection, compactAbove)
+  }
+  // End on a closed group so the measured appends are plain user messages.
+  while (projection.repairState.pendingCalls.length > 0) {
+    const call = projection.repairState.pendingCalls[0]!
+    projection.apply(
+      stamp(projection, {
+        type: 'tool/result',
+        data: { message: { role: 'tool', tool_call_id: call.callId, content: 'done' } },
+      }),
+    )
+  }
+  return projection
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((left, right) => left - right)
+  return sorted[Math.floor(sorted.length / 2)]!
+}
+
+/** Mean microseconds of deriveMessages() right after one append, median over batches. */
+function deriveAfterAppend(history: number, compactAbove: number | undefined, batches: number): number {
+  const perBatch = 40
+  const means: number[] = []
+  let projection = buildHistory(history, compactAbove)
+  for (let batch = 0; batch < batches; batch += 1) {
+    // Keep the history near its nominal size: rebuild small histories for every batch.
+    if (history < 10_000 && batch > 0) projection = buildHistory(history, compactAbove)
+    projection.deriveMessages()
+    let total = 0
+    for (let index = 0; index < perBatch; index += 1) {
+      projection.apply(
+        stamp(projection, {
+          type: 'user/message',
+          data: { message: { role: 'user', content: `ping ${index}` } },
+        }),
+      )
+      const started = now()
+      const messages = projection.deriveMessages()
+      total += now() - started
+      if (messages.length === 0) throw new Error('bench: empty projection')
+    }
+    means.push((total / perBatch) * 1000)
+  }
+  return median(means)
+}
+
+function ratioFigures(label: string, compactAbove: number | undefined, large: number): BenchResult[] {
+  deriveAfterAppend(1_000, compactAbove, 5) // warm-up
+  const small = deriveAfterAppend(1_000, compactAbove, 15)
+  const big = deriveAfterAppend(large, compactAbove, 5)
+  const ratio = big / small
+  return [
+    {
+      name: `deriveMessages after one append, ${large.toLocaleString('en')} vs 1,000 events (${label})`,
+      value: big,
+      unit: 'us/call',
+      floor: { name: 'same at 1,000 events (us/call)', value: small },
+      ratio,
+      target: '<= 2',
+      met: ratio <= 2,
+    },
+  ]
+}
+
+/** Seconds taken by `body`, best of `rounds` (each round gets fresh inputs from `prepare`). */
+function bestOf<TInput>(rounds: number, prepare: () => TInput, body: (input: TInput) => void): number {
+  let best = Number.POSITIVE_INFINITY
+  for (let round = 0; round < rounds; round += 1) {
+    const input = prepare()
+    const started = now()
+    body(input)
+    best = Math.min(best, (now() - started) / 1000)
+  }
+  return best
+}
+
+function throughput(events: number): BenchResult[] {
+  const inputs: EventInput[] = []
+  for (let turn = 1; inputs.length < events; turn += 1) inputs.push(...turnInputs(turn))
+  inputs.length = events
+  // Each round gets fresh input objects: append and apply freeze their data in place.
+  const fresh = (): EventInput[] => JSON.parse(JSON.stringify(inputs)) as EventInput[]
+  const stamped = (): LoggedEvent[] => fresh().map((input, seq) => ({ ...input, seq, time: TIME }))
+  const rounds = 3
+
+  const floorSeconds = bestOf(rounds, stamped, (all) => {
+    const bare: LoggedEvent[] = []
+    for (const event of all) bare.push(Object.freeze(event))
+  })
+  const oursSeconds = bestOf(rounds, fresh, (all) => {
+    const log = createSessionLog({ clock: { now: () => TIME } })
+    for (const input of all) {
+      log.append(input)
+      log.deriveMessages()
+    }
+  })
+  const applySeconds = bestOf(rounds, stamped, (all) => {
+    const projection = createProjection()
+    for (const event of all) {
+      projection.apply(event)
+      projection.deriveMessages()
+    }
+  })
+
+  const replaySeconds = bestOf(rounds, stamped, (all) => {
+    const projection = createProjection()
+    for (const event of all) projection.apply(event)
+    projection.deriveMessages()
+  })
+
+  const floor = { name: 'bare push + freeze of the same events (events/s)', value: events / floorSeconds }
+  return [
+    {
+      name: `SessionLog.append + deriveMessages after every event, ${events.toLocaleString('en')} events (validated)`,
+      value: events / oursSeconds,
+      unit: 'events/s',
+      floor,
+      ratio: events / oursSeconds / floor.value,
+    },
+    {
+      name: `Projection.apply + deriveMessages after every event, ${events.toLocaleString('en')} pre-validated events`,
+      value: events / applySeconds,
+      unit: 'events/s',
+      floor,
+      ratio: events / applySeconds / floor.value,
+    },
+    {
+      name: `Projection.apply of ${events.toLocaleString('en')} pre-validated events, one deriveMessages at the end (replay)`,
+      value: events / replaySeconds,
+      unit: 'events/s',
+      floor,
+      ratio: events / replaySeconds / floor.value,
+    },
+  ]
+}
+
+/**
+ * Runs the projection benchmarks.
+ *
+ * @param options - `scale: 'large'` uses a 300,000-event history and 50,000 throughput events.
+ * @returns The figures, each beside its floor measured in the same run.
+ */
+export async function run(
+  options: { scale: 'default' | 'large' } = { scale: 'default' },
+): Promise<BenchResult[]> {
+  const large = options.scale === 'large'
+  const history = large ? 300_000 : 100_000
+  const results = [
+    ...ratioFigures('surface compacted above 1,000 nodes', 1_000, history),
+    ...ratioFigures('never compacted: every node stays visible', undefined, history),
+    ...throughput(large ? 50_000 : 20_000),
+  ]
+  return Promise.resolve(results)
+}
