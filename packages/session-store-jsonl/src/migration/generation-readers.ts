@@ -122,7 +122,10 @@ export const V0_READER: GenerationReader = Object.freeze<GenerationReader>({
         }
       }
       const first = step.value[0]
-      if (first?.kind === 'header') headerLine = Buffer.from(first.bytes)
+      if (first?.kind === 'header') {
+        headerLine = Buffer.from(first.bytes)
+        done -= 1
+      }
       done += step.value.length
       options.onChunk?.(done)
     }
