@@ -148,11 +148,21 @@ function isEarlier(time: string, previous: string): boolean {
   return Number.isFinite(current) && Number.isFinite(before) && current < before
 }
 
-/** The pending call a `tool/result` answered: the entry `advanceRepairState` removed. */
+/**
+ * Seq of the assistant message whose pending call a `tool/result` answered: the entry
+ * `advanceRepairState` removed, found by value (so it does not depend on entry identity).
+ */
 function answeredCall(before: RepairState, after: RepairState): number | undefined {
   if (after === before || after.pendingCalls.length !== before.pendingCalls.length - 1) return undefined
-  // advanceRepairState removes exactly one entry and keeps the others' identity.
-  const index = before.pendingCalls.findIndex((call, position) => after.pendingCalls[position] !== call)
+  const index = before.pendingCalls.findIndex((call, position) => {
+    const kept = after.pendingCalls[position]
+    return (
+      kept === undefined ||
+      kept.callId !== call.callId ||
+      kept.assistantSeq !== call.assistantSeq ||
+      kept.toolCallSeq !== call.toolCallSeq
+    )
+  })
   return before.pendingCalls[index]?.assistantSeq
 }
 
