@@ -125,20 +125,35 @@ describe('createPowerLossRecorder', () => {
     expect(text(await image(recorder, 0, { damage: 'as-written' }), 'log')).toBe('old\n')
   })
 
-  it('"cut" keeps the durable prefix plus a seeded prefix of the unsynced tail; "garble" keeps the durable prefix intact', () => {
+  it('"cut" keeps the durable prefix plus a seeded prefix of the unsynced tail; "garble" and "holes" keep the durable prefix intact', () => {
     const durable = Buffer.from('a'.repeat(100))
     const current = Buffer.concat([durable, Buffer.from('b'.repeat(3000))])
     const lengths = new Set<number>()
+    let dataAfterHole = 0
     for (let seed = 0; seed < 20; seed += 1) {
       const random = seededRandom(seed)
       const cut = damagedContent({ durable, current }, 'cut', random)
       expect(cut.subarray(0, 100).equals(durable)).toBe(true)
       expect(current.subarray(0, cut.length).equals(cut)).toBe(true)
       lengths.add(cut.length)
+      for (const damage of ['garble', 'holes'] as const) {
+        const garbled = damagedContent({ durable, current }, damage, random)
+        expect(garbled.subarray(0, 100).equals(durable)).toBe(true)
+        expect(garbled.length).toBeLessThanOrEqual(current.length)
+      }
+      // garble: real data, then only zeros or garbage; holes: real data may follow a bad block.
       const garbled = damagedContent({ durable, current }, 'garble', random)
-      expect(garbled.subarray(0, 100).equals(durable)).toBe(true)
-      expect(garbled.length).toBeLessThanOrEqual(current.length)
+      const firstBad = garbled.findIndex((byte, index) => byte !== current[index])
+      if (firstBad >= 0) {
+        const rest = garbled.subarray(firstBad)
+        expect(rest.filter((byte) => byte === 0x62).length).toBeLessThan(Math.max(8, rest.length / 20))
+      }
+      const holed = damagedContent({ durable, current }, 'holes', random)
+      const firstHole = holed.findIndex((byte, index) => byte !== current[index])
+      if (firstHole >= 0 && holed.subarray(firstHole).includes(Buffer.from('b'.repeat(64))))
+        dataAfterHole += 1
     }
+    expect(dataAfterHole).toBeGreaterThan(0)
     expect(lengths.size).toBeGreaterThan(5)
   })
 

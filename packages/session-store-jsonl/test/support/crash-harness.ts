@@ -6,8 +6,17 @@
  * `acked_events_lost`, `holes_after_recovery`, `unrepaired_dangling_tool_calls` and
  * `duplicate_synthetic_results` as numbers (RELIABILITY section 8), and then assert them.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
+import { tmpdir, uptime } from 'node:os'
 import { join } from 'node:path'
 
 import { createSessionStore, LOG_FILE_NAME } from '../../src/index.ts'
@@ -15,7 +24,8 @@ import type { FsOps } from '../../src/index.ts'
 import { expect } from 'vitest'
 
 import { spawnBundledChild } from './children.ts'
-import { seededRandom } from './fault-fs.ts'
+import { createPowerLossRecorder, seededRandom } from './fault-fs.ts'
+import type { Damage, PowerLossRecorder } from './fault-fs.ts'
 import { workload, WORKLOAD_HEADER } from './workload.ts'
 
 /** The constant clock every crash workload uses, so event bytes depend on the seed only. */
@@ -102,6 +112,8 @@ export async function checkCrashedSession(options: {
   readonly id: string
   readonly seed: number
   readonly lastAck: number
+  /** The workload's reference lines, when the caller already has them (at least as many as the file holds). */
+  readonly reference?: readonly Buffer[]
 }): Promise<CrashCheck> {
   const { root, id, seed, lastAck } = options
   const path = join(root, id, LOG_FILE_NAME)
@@ -113,7 +125,8 @@ export async function checkCrashedSession(options: {
   }
   const raw = splitLines(before)
   const eventLinesBefore = Math.max(0, raw.lines.length - 1)
-  const reference = await referenceLines({ id, seed, count: Math.max(lastAck + 1, eventLinesBefore) })
+  const reference =
+    options.reference ?? (await referenceLines({ id, seed, count: Math.max(lastAck + 1, eventLinesBefore) }))
   let foreignLines = 0
   for (let index = 0; index < raw.lines.length; index += 1) {
     if (!raw.lines[index]!.equals(reference[index] ?? Buffer.alloc(0))) foreignLines += 1
@@ -292,4 +305,155 @@ export function expectSurvived(result: KillRoundResult, label: string): void {
     duplicateSynthetic: 0,
   })
   expect(result.lastWorkloadSeq).toBeGreaterThanOrEqual(result.lastAck)
+}
+
+/** A W2 workload run through the power-loss recorder. */
+export interface PowerLossRun {
+  readonly recorder: PowerLossRecorder
+  readonly id: string
+  readonly seed: number
+  /** After each resolved flush: the recorder's op count at that moment and the acked seq. */
+  readonly acks: readonly { readonly opCount: number; readonly seq: number }[]
+  /** The workload's reference lines (header + every workload event). */
+  readonly reference: readonly Buffer[]
+}
+
+/**
+ * Runs the workload in this process through a {@link PowerLossRecorder} on `root`: create,
+ * `events` appends with a flush every `flushEvery`, close; with `reopen`, then an
+ * open-for-write (which repairs the dangling calls) and a close.
+ *
+ * @param root - An empty directory (the store root).
+ * @param options - Seed, event count, flush interval, reopen phase.
+ * @returns The recorder and the acknowledgements.
+ */
+export async function runPowerLossWorkload(
+  root: string,
+  options: {
+    readonly seed: number
+    readonly events: number
+    readonly flushEvery: number
+    readonly reopen: boolean
+  },
+): Promise<PowerLossRun> {
+  const id = `w2-${options.seed}`
+  const recorder = await createPowerLossRecorder(root)
+  const store = createSessionStore({ root, fs: recorder, ...CRASH_STORE_OPTIONS })
+  const acks: { opCount: number; seq: number }[] = []
+  const writer = await store.create({ id, header: WORKLOAD_HEADER })
+  let appended = 0
+  for (const event of workload(options.seed, options.events)) {
+    writer.append(event)
+    appended += 1
+    if (appended % options.flushEvery === 0 || appended === options.events) {
+      const { durableSeq } = await writer.flush()
+      acks.push({ opCount: recorder.opCount, seq: durableSeq })
+    }
+  }
+  await writer.close()
+  if (options.reopen) {
+    const again = await store.openWriter(id)
+    await again.close()
+  }
+  const reference = await referenceLines({ id, seed: options.seed, count: options.events })
+  return { recorder, id, seed: options.seed, acks, reference }
+}
+
+/**
+ * What a reboot does to the never-fsynced writer lock in a power-loss image: its boot id is
+ * another one and its mtime is before the boot (see writer-lock.ts).
+ */
+function rebootLock(sessionDirectory: string): void {
+  const path = join(sessionDirectory, 'writer.lock')
+  if (!existsSync(path)) return
+  try {
+    const record = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>
+    writeFileSync(path, JSON.stringify({ ...record, bootId: '00000000-0000-0000-0000-000000000000' }))
+  } catch {
+    // Empty or garbled (it was never fsynced): left as the power loss made it.
+  }
+  const beforeBoot = (Date.now() - uptime() * 1000 - 60_000) / 1000
+  utimesSync(path, beforeBoot, beforeBoot)
+}
+
+/** The figures of one power-loss image. */
+export interface PowerLossImageResult extends CrashCheck {
+  readonly opIndex: number
+  readonly damage: Damage
+  readonly lastAck: number
+  /** 1 when the log is visible without a complete valid header line (must be 0). */
+  readonly headerless: number
+  /** Temp files (`.tmp-*`) still in the session directory after an open for write (must be 0). */
+  readonly leftoverTemps: number
+  /** False when the session was not visible in the image (and nothing was acked). */
+  readonly visible: boolean
+}
+
+/**
+ * Materialises the power-loss image at `opIndex` with `damage`, reboots its lock, and
+ * checks it like a W1 crash.
+ *
+ * @param run - The recorded workload.
+ * @param image - Op index, damage, seed, and an empty target directory.
+ * @returns The figures.
+ */
+export async function checkPowerLossImage(
+  run: PowerLossRun,
+  image: {
+    readonly opIndex: number
+    readonly damage: Damage
+    readonly seed: number
+    readonly target: string
+  },
+): Promise<PowerLossImageResult> {
+  const { opIndex, damage, target } = image
+  await run.recorder.materialise(opIndex, { damage, seed: image.seed }, target)
+  const sessionDirectory = join(target, run.id)
+  rebootLock(sessionDirectory)
+  const lastAck = run.acks
+    .filter((ack) => ack.opCount <= opIndex)
+    .reduce((max, ack) => Math.max(max, ack.seq), -1)
+  const logPath = join(sessionDirectory, LOG_FILE_NAME)
+  const visible = existsSync(logPath)
+  let headerless = 0
+  if (visible) {
+    const first = splitLines(readFileSync(logPath)).lines[0]
+    let header: unknown
+    try {
+      header = first === undefined ? undefined : JSON.parse(first.toString('utf8'))
+    } catch {
+      header = undefined
+    }
+    if ((header as { format?: unknown } | undefined)?.format !== 'agent-ledger.session') headerless = 1
+  }
+  const base = { opIndex, damage, lastAck, headerless, visible }
+  if (!visible) {
+    const missing = lastAck >= 0 ? lastAck + 1 : 0
+    return {
+      ...base,
+      ackedLost: missing,
+      unackedKept: 0,
+      foreignLines: 0,
+      holes: 0,
+      tornTailBytes: 0,
+      repairs: 0,
+      unrepairedDangling: 0,
+      duplicateSynthetic: 0,
+      lastWorkloadSeq: -1,
+      openError: null,
+      leftoverTemps: 0,
+    }
+  }
+  const check = await checkCrashedSession({
+    root: target,
+    id: run.id,
+    seed: run.seed,
+    lastAck,
+    reference: run.reference,
+  })
+  const leftoverTemps =
+    check.openError === null
+      ? readdirSync(sessionDirectory).filter((name) => name.startsWith('.tmp-')).length
+      : 0
+  return { ...base, ...check, leftoverTemps }
 }

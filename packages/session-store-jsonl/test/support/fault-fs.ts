@@ -207,8 +207,13 @@ export type Damage =
   | 'drop'
   /** The unsynced tail survives up to a random point (a partial flush of the page cache). */
   | 'cut'
-  /** The unsynced tail survives at a random length with random 512-byte blocks zeroed or filled with garbage. */
+  /**
+   * The unsynced tail survives to a random length, and from a random point on it is zeros or
+   * garbage (the file size reached the disk before the data: Kafka's "nonsense", etcd's zeroed sectors).
+   */
   | 'garble'
+  /** The unsynced tail survives to a random length with random 512-byte blocks zeroed or garbage, intact data after them (pages written out of order). */
+  | 'holes'
   /** Everything written survives (a process crash, not a power loss); with `names: 'current'`, the live disk. */
   | 'as-written'
 
@@ -434,14 +439,15 @@ export function damagedContent(
   const unsynced = current.length - prefix
   const kept = Math.floor(random() * (unsynced + 1))
   const result = Buffer.from(current.subarray(0, prefix + kept))
+  const garbage = (start: number, end: number): void => {
+    if (random() < 0.5) result.fill(0, start, end)
+    else for (let index = start; index < end; index += 1) result[index] = Math.floor(random() * 256)
+  }
   if (damage === 'garble') {
-    // The size may have reached the disk before the data: whole blocks of zeros or garbage.
+    garbage(prefix + Math.floor(random() * (result.length - prefix + 1)), result.length)
+  } else if (damage === 'holes') {
     for (let block = prefix; block < result.length; block += 512) {
-      const end = Math.min(result.length, block + 512)
-      const choice = random()
-      if (choice < 0.33) result.fill(0, block, end)
-      else if (choice < 0.66)
-        for (let index = block; index < end; index += 1) result[index] = Math.floor(random() * 256)
+      if (random() < 0.5) garbage(block, Math.min(result.length, block + 512))
     }
   }
   return result
