@@ -63,11 +63,26 @@ export function zstdCli(
   return { status: result.status, stdout: result.stdout, stderr: result.stderr.toString('utf8') }
 }
 
-/** Compresses `input` with the CLI (quiet, stdin to stdout). */
-export function cliCompress(input: Uint8Array, args: readonly string[] = ['-3']): Buffer {
-  const result = zstdCli(['-q', '-c', ...args], input)
-  if (result.status !== 0) throw new Error(`zstd ${args.join(' ')} failed: ${result.stderr}`)
-  return result.stdout
+/**
+ * Compresses `input` with the CLI: from stdin (size unknown: no content size in the frame) or,
+ * with `fromFile`, from a temp file (the frame declares its content size).
+ */
+export function cliCompress(input: Uint8Array, args: readonly string[] = ['-3'], fromFile = false): Buffer {
+  if (!fromFile) {
+    const result = zstdCli(['-q', '-c', ...args], input)
+    if (result.status !== 0) throw new Error(`zstd ${args.join(' ')} failed: ${result.stderr}`)
+    return result.stdout
+  }
+  const dir = makeTempDir()
+  try {
+    const file = join(dir, 'session.v4.jsonl')
+    writeFileSync(file, input)
+    const result = zstdCli(['-q', '-c', ...args, file])
+    if (result.status !== 0) throw new Error(`zstd ${args.join(' ')} failed: ${result.stderr}`)
+    return result.stdout
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 }
 
 /** `zstd -t` and `zstd -d` of `bytes` (written to a temp file, as a user would). */
