@@ -98,7 +98,7 @@ describe('createProjection', () => {
     expect(log.projection.lastEvent?.type).toBe('turn/end')
   })
 
-  it('refuses an unknown type without ignorable, and a plugin type the registry does not know', () => {
+  it('V6: refuses an unknown type without ignorable (and a plugin type the registry does not know), changing nothing', () => {
     const projection = createProjection()
     const event = { seq: 0, time: '2026-01-01T00:00:00.000Z', type: 'test/note', data: { text: 'x' } }
     const error = expectProjectionError(() => projection.apply(event as LoggedEvent), 'UNKNOWN_EVENT_TYPE')

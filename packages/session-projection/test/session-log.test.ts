@@ -122,13 +122,15 @@ describe('createSessionLog', () => {
     }
   })
 
-  it('keeps an ignorable unknown event verbatim', () => {
+  it('V5: keeps an ignorable unknown event verbatim, counts it, and keeps it off the surface', () => {
     const log = newLog()
     const data = { nested: { keep: ['all', 1, null] } }
     const event = log.append({ type: 'future/thing', data, ignorable: true } as never) as LoggedEvent
     expect(event.data).toBe(data)
     expect(event).toMatchObject({ type: 'future/thing', ignorable: true })
     expect(log.projection.stats.ignoredUnknown).toBe(1)
+    expect(log.deriveMessages()).toEqual([])
+    expect(log.projection.repairState).toEqual({ openTurn: null, pendingCalls: [] })
   })
 })
 
