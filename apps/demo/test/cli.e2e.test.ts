@@ -33,23 +33,11 @@ describe('mini-agent command line (child processes)', () => {
     expect(listing.stdout).toContain(`${id!}  created `)
   })
 
-  it('refuses --compress, unknown commands and bad options with exit 2 and a clear message', async () => {
+  it('refuses --compress with exit 2 and a clear message, creating nothing', async () => {
     const compress = await runMiniAgent(['run', '--compress', '--root', path.join(cwd, 'c'), 'hi'], { cwd })
     expect(compress.code).toBe(2)
     expect(compress.stderr).toContain('--compress is not available yet')
     expect(compress.stderr).toContain('COMPRESS_NOT_AVAILABLE')
     expect(existsSync(path.join(cwd, 'c'))).toBe(false)
-
-    const unknown = await runMiniAgent(['frobnicate'], { cwd })
-    expect(unknown.code).toBe(2)
-    expect(unknown.stderr).toContain('unknown command "frobnicate"')
-  })
-
-  it('--provider openai without its environment fails before creating a session, naming the variable', async () => {
-    const root = path.join(cwd, 'openai-root')
-    const run = await runMiniAgent(['run', '--provider', 'openai', '--root', root, 'hi'], { cwd })
-    expect(run.code).toBe(1)
-    expect(run.stderr).toContain('OPENAI_API_KEY is not set')
-    expect(existsSync(root)).toBe(false)
   })
 })

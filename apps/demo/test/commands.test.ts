@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -129,6 +130,13 @@ describe('mini-agent commands against a real store (in process)', () => {
     const compress = await runInProcess(runArgs('z', '--compress', 'hi'))
     expect(compress.code).toBe(2)
     expect(compress.err[0]).toContain('(COMPRESS_NOT_AVAILABLE)')
+  })
+
+  it('--provider openai without its environment fails before creating a session, naming the variable', async () => {
+    const run = await runInProcess(runArgs('o', '--provider', 'openai', 'hi'))
+    expect(run.code).toBe(1)
+    expect(run.err[0]).toContain('OPENAI_API_KEY is not set')
+    expect(existsSync(root)).toBe(false)
   })
 
   it('sessions lists every session with its file', async () => {
