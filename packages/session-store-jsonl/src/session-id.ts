@@ -6,15 +6,22 @@ import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 const DEVICE_NAME = /^(con|prn|aux|nul|com[0-9]|lpt[0-9])(?:$|[._-])/i
 
 /**
- * The id as it may appear in an error: JSON-escaped (so control characters, bidi overrides
- * and separators are visible) and truncated to 64 characters.
+ * The id as it may appear in an error: JSON-escaped, every character outside printable
+ * ASCII written as `\uXXXX` (so control characters, bidi overrides and lookalikes are
+ * visible), and truncated to 64 characters.
  *
  * @param id - Any value passed as a session id.
  * @returns A printable, bounded rendering.
  */
 export function describeSessionId(id: unknown): string {
-  const text = typeof id === 'string' ? JSON.stringify(id) : `(${typeof id})`
-  return text.length > 64 ? `${text.slice(0, 63)}…` : text
+  const text =
+    typeof id === 'string'
+      ? JSON.stringify(id).replace(
+          /[^\x20-\x7e]/g,
+          (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+        )
+      : `(${typeof id})`
+  return text.length > 64 ? `${text.slice(0, 61)}...` : text
 }
 
 /**
