@@ -226,7 +226,9 @@ class WasmZstdCodec implements ZstdCodec {
       pendingBytes += chunk.length
     }
     // Deliver outside the wasm call: an exception from onChunk must not unwind through wasm frames.
+    const declared = plan.info.contentSize
     const deliver = (): void => {
+      if (declared !== undefined && produced + pendingBytes > declared) throw sizeMismatch(declared, '>')
       if (produced + pendingBytes > limit) {
         throw new ZstdFrameError({
           code: ZstdFrameErrorCode.DECOMPRESSION_LIMIT,
@@ -243,6 +245,14 @@ class WasmZstdCodec implements ZstdCodec {
         onChunk(chunk)
       }
     }
+    const sizeMismatch = (size: number, found: string): ZstdFrameError =>
+      new ZstdFrameError({
+        code: ZstdFrameErrorCode.CORRUPT_FRAME,
+        message: `A frame declaring ${size} content bytes decoded to ${found === '>' ? 'more' : found} bytes: expected exactly the declared size.`,
+        reason: 'content-size-mismatch',
+        compressedOffset: 0,
+        producedBytes: produced,
+      })
     let failure: 'decode' | undefined
     this.#withStream('decompress', (stream) => {
       if (!stream.begin()) {
@@ -269,14 +279,7 @@ class WasmZstdCodec implements ZstdCodec {
         producedBytes: produced,
       })
     }
-    if (plan.info.contentSize !== undefined && produced !== plan.info.contentSize) {
-      throw new ZstdFrameError({
-        code: ZstdFrameErrorCode.CORRUPT_FRAME,
-        message: `A frame declaring ${plan.info.contentSize} content bytes decoded to ${produced} bytes.`,
-        reason: 'content-size-mismatch',
-        compressedOffset: 0,
-      })
-    }
+    if (declared !== undefined && produced !== declared) throw sizeMismatch(declared, `${produced}`)
     return produced
   }
 

@@ -1,0 +1,172 @@
+// S4: decompression bombs and lying headers give typed errors with memory staying bounded.
+import { spawnSync } from 'node:child_process'
+import { rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import { scanFrames } from '../src/zstd/scan-frames.ts'
+import { loadZstdCodec } from '../src/zstd/zstd-codec.ts'
+import type { ZstdCodec } from '../src/zstd/zstd-codec.ts'
+import { ZstdFrameError } from '../src/zstd/zstd-frame-error.ts'
+import { cliCompress, craftFrame, makeTempDir, rawBlock } from './zstd-helpers.ts'
+
+const packageDir = fileURLToPath(new URL('..', import.meta.url))
+const MiB = 1024 * 1024
+let codec: ZstdCodec
+let dir: string
+let bombFile: string
+
+beforeAll(async () => {
+  codec = await loadZstdCodec()
+  dir = makeTempDir()
+  bombFile = join(dir, 'zeros-1GiB.zst')
+  // 1 GiB of zeros through the stock CLI: about 32 KB of RLE blocks
+  const made = spawnSync('bash', ['-c', `head -c 1G /dev/zero | zstd -19 -q -c > '${bombFile}'`])
+  if (made.status !== 0) throw new Error(`could not build the bomb: ${made.stderr.toString()}`)
+}, 120_000)
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true })
+})
+
+function thrown(action: () => unknown): ZstdFrameError {
+  try {
+    action()
+  } catch (error) {
+    if (ZstdFrameError.is(error)) return error
+    throw error
+  }
+  throw new Error('expected a ZstdFrameError, nothing was thrown')
+}
+
+const CHILD = `
+import { readFileSync } from 'node:fs'
+const [srcDir, bombFile, mode] = process.argv.slice(2)
+const { loadZstdCodec } = await import(srcDir + '/zstd-codec.ts')
+const { decodeFrameLines } = await import(srcDir + '/decode-frame-lines.ts')
+const { ZstdFrameScanner } = await import(srcDir + '/scan-frames.ts')
+const codec = await loadZstdCodec()
+const bytes = readFileSync(bombFile)
+const [frame] = new ZstdFrameScanner().push(bytes)
+globalThis.gc?.()
+const baselineRss = process.memoryUsage().rss
+const options = mode === 'output-limit'
+  ? { maxOutputBytes: 64 * 1024 * 1024, maxLineBytes: 64 * 1024 * 1024, onLine: () => {} }
+  : { maxOutputBytes: 4 * 1024 * 1024 * 1024, maxLineBytes: 32 * 1024 * 1024, onLine: () => {} }
+let outcome
+try {
+  decodeFrameLines(codec, frame, options)
+  outcome = { code: 'NONE' }
+} catch (error) {
+  outcome = { code: error.code, limit: error.limit, producedBytes: error.producedBytes, message: error.message }
+}
+const maxRss = process.resourceUsage().maxRSS * 1024
+process.stdout.write(JSON.stringify({ ...outcome, baselineRss, maxRss, compressedBytes: bytes.length }))
+`
+
+function runChild(mode: 'output-limit' | 'line-limit'): {
+  code: string
+  limit: number
+  producedBytes: number
+  baselineRss: number
+  maxRss: number
+  compressedBytes: number
+} {
+  const script = join(dir, `child-${mode}.mts`)
+  writeFileSync(script, CHILD)
+  const result = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', '--expose-gc', script, join(packageDir, 'src', 'zstd'), bombFile, mode],
+    { cwd: packageDir, encoding: 'utf8', timeout: 120_000 },
+  )
+  if (result.status !== 0) throw new Error(`child failed (${result.status}): ${result.stderr}`)
+  return JSON.parse(result.stdout) as ReturnType<typeof runChild>
+}
+
+describe('bounded decompression', () => {
+  it('S4: 1 GiB of zeros compressed by zstd -19 is refused with DECOMPRESSION_LIMIT before decoding, RSS bounded (child)', () => {
+    const scan = scanFrames(Buffer.from(spawnSync('cat', [bombFile]).stdout))
+    expect(scan.frames[0]).toMatchObject({ maxContentSize: 1024 * MiB, windowSize: 8 * MiB })
+    const child = runChild('output-limit')
+    expect(child.compressedBytes).toBeLessThan(64 * 1024)
+    expect(child).toMatchObject({ code: 'DECOMPRESSION_LIMIT', limit: 64 * MiB, producedBytes: 0 })
+    expect(child.maxRss - child.baselineRss).toBeLessThan(child.limit + 64 * MiB)
+  }, 120_000)
+
+  it('S4: the same bomb read as one 1 GiB "line" with a 4 GiB output limit stops at the line limit, RSS bounded (child)', () => {
+    const child = runChild('line-limit')
+    expect(child).toMatchObject({ code: 'LINE_TOO_LARGE', limit: 32 * MiB })
+    expect(child.maxRss - child.baselineRss).toBeLessThan(child.limit + 64 * MiB)
+  }, 120_000)
+
+  it('S4: a frame claiming a 2^60 content size is refused before anything is decoded', () => {
+    const fcs = [0, 0, 0, 0, 0, 0, 0, 0x10] // 2^60, little-endian
+    const multiSegment = craftFrame({
+      descriptor: 0xc0,
+      windowDescriptor: 0x50,
+      contentSizeBytes: fcs,
+      blocks: [rawBlock('hello\n')],
+    })
+    expect(thrown(() => codec.decompressFrame(multiSegment, { maxOutputBytes: 64 * MiB }))).toMatchObject({
+      code: 'DECOMPRESSION_LIMIT',
+      limit: 64 * MiB,
+      producedBytes: 0,
+    })
+    // single segment: the content size is also the window size
+    const singleSegment = craftFrame({
+      descriptor: 0xe0,
+      contentSizeBytes: fcs,
+      blocks: [rawBlock('hello\n')],
+    })
+    expect(thrown(() => codec.decompressFrame(singleSegment, { maxOutputBytes: 64 * MiB }))).toMatchObject({
+      code: 'WINDOW_TOO_LARGE',
+      windowSize: 2 ** 60,
+    })
+  })
+
+  it('S4: a frame with windowLog 31 is WINDOW_TOO_LARGE, and so is a zstd CLI frame with windowLog 24', () => {
+    const windowLog31 = craftFrame({
+      descriptor: 0x00,
+      windowDescriptor: (31 - 10) << 3,
+      blocks: [rawBlock('hello\n')],
+    })
+    expect(thrown(() => codec.decompressFrame(windowLog31, { maxOutputBytes: 64 * MiB }))).toMatchObject({
+      code: 'WINDOW_TOO_LARGE',
+      windowSize: 2 ** 31,
+      limit: 8 * MiB,
+    })
+    const cliFrame = cliCompress(Buffer.from('{"a":1}\n'.repeat(1000)), ['-3', '--zstd=wlog=24'])
+    expect(thrown(() => codec.decompressFrame(cliFrame, { maxOutputBytes: 64 * MiB })).code).toBe(
+      'WINDOW_TOO_LARGE',
+    )
+    // a smaller limit than the codec's ceiling is honoured too
+    const twoMiB = cliCompress(Buffer.from('{"a":1}\n'.repeat(1000)), ['-3', '--zstd=wlog=21'])
+    expect(
+      thrown(() => codec.decompressFrame(twoMiB, { maxOutputBytes: 64 * MiB, maxWindowBytes: MiB })).code,
+    ).toBe('WINDOW_TOO_LARGE')
+    expect(codec.decompressFrame(twoMiB, { maxOutputBytes: 64 * MiB })).toHaveLength(8000)
+  })
+
+  it('S4: a frame whose declared content size lies (low or high) is CORRUPT_FRAME content-size-mismatch', () => {
+    const declares256 = { descriptor: 0x40, windowDescriptor: 0x50, contentSizeBytes: [0, 0] } // FCS 2 bytes: 0 + 256
+    const high = craftFrame({ ...declares256, blocks: [rawBlock('abc', false), rawBlock('def\n')] })
+    const low = craftFrame({
+      ...declares256,
+      blocks: [rawBlock('x'.repeat(200), false), rawBlock(`${'y'.repeat(99)}\n`)],
+    })
+    for (const frame of [high, low]) {
+      const error = thrown(() => codec.decompressFrame(frame, { maxOutputBytes: 64 * MiB }))
+      expect(error.code).toBe('CORRUPT_FRAME')
+      expect(['content-size-mismatch', 'decode-failed']).toContain(error.reason)
+    }
+    // the guard stops a lying-low frame as soon as it passes its declared size
+    let handedOut = 0
+    const error = thrown(() =>
+      codec.decompressFrameChunks(low, { maxOutputBytes: 64 * MiB }, (chunk) => (handedOut += chunk.length)),
+    )
+    expect(error.code).toBe('CORRUPT_FRAME')
+    expect(handedOut).toBeLessThanOrEqual(256)
+  })
+})
