@@ -198,6 +198,12 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   step('4. A continued turn')
   const continued = await turn(writer, 'Continue where you left off.')
   if (continued.reason !== 'completed') return fail(`the continued turn ended ${continued.reason}`)
+  const derived = writer.deriveMessages()
+  const lastPrompt = derived.findLastIndex((message) => message.role === 'user')
+  out('what the model said in this turn, in full:')
+  for (const message of derived.slice(lastPrompt + 1)) {
+    if (message.role === 'assistant' && message.content !== null) out(`  - ${message.content}`)
+  }
   await writer.close()
   const reopened = await store.openWriter(id)
   const addedOnReopen = reopened.recovery.repairs.length

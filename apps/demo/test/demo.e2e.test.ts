@@ -41,6 +41,9 @@ describe('mini-agent demo (the pnpm demo story, as a child process)', () => {
     )
     expect(out).toContain('provider check of the derived history: 0 issue(s).')
     expect(out).toContain('turn 3 ends: completed')
+    expect(out).toContain(
+      '  - todo.txt.summary.md is missing, so the interrupted write had not happened. Writing it now.',
+    )
     expect(out).toMatch(/demo: ok, \d+ events/)
     expect(out).toMatch(/demo-fork: ok, \d+ events/)
     expect(out).not.toContain('DEMO FAILED')
