@@ -176,10 +176,11 @@ class ProjectionImpl implements Projection {
   private compaction: OpenCompaction | null
   private readonly counters: ProjectionStats
   private statsCache: Readonly<ProjectionStats> | undefined
+  // Caches of the last returned arrays, valid while their version equals the list's.
   private messagesCache: readonly WireMessage[] = Object.freeze([])
-  private messagesVersion = 0
+  private messagesVersion = -1
   private surfaceCache: readonly SurfaceNode[] = Object.freeze([])
-  private surfaceVersion = 0
+  private surfaceVersion = -1
 
   constructor(init: ProjectionInit) {
     this.registry = init.registry
@@ -190,7 +191,6 @@ class ProjectionImpl implements Projection {
     this.repair = init.repairState
     this.compaction = init.openCompaction
     this.counters = { ...init.stats }
-    this.list.version = 1
   }
 
   get nextSeq(): number {
