@@ -1,4 +1,21 @@
 #!/usr/bin/env node
+import { processIo } from './io.ts'
 import { runCli } from './run-cli.ts'
 
-process.exitCode = await runCli(process.argv.slice(2))
+const argv = process.argv.slice(2)
+const io = processIo()
+// `cat ... | head` closes the pipe early: stop quietly instead of crashing on EPIPE.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0)
+  throw error
+})
+if (argv[0] === 'tail') {
+  // tail -f runs until SIGINT: end it cleanly (exit 0); a second SIGINT exits at once.
+  const controller = new AbortController()
+  process.once('SIGINT', () => {
+    controller.abort()
+    process.once('SIGINT', () => process.exit(130))
+  })
+  io.signal = controller.signal
+}
+process.exitCode = await runCli(argv, io)

@@ -1,31 +1,133 @@
-/** Where the CLI writes; injected so tests and embedding harnesses can capture output. */
-export interface CliIo {
-  stdout(text: string): void
-  stderr(text: string): void
+import { readFileSync } from 'node:fs'
+
+import { parseCommandArgs } from './args.ts'
+import type { CommandSpec } from './args.ts'
+import { CliError, CliErrorCode, ExitCode } from './cli-error.ts'
+import { catCommand } from './commands/cat.ts'
+import { compactCommand } from './commands/compact.ts'
+import { exportCommand } from './commands/export.ts'
+import { forkCommand } from './commands/fork.ts'
+import { inspectCommand } from './commands/inspect.ts'
+import { listCommand } from './commands/list.ts'
+import { messagesCommand } from './commands/messages.ts'
+import { compressCommand, migrateCommand } from './commands/part-two.ts'
+import { salvageCommand } from './commands/salvage.ts'
+import { tailCommand } from './commands/tail.ts'
+import { verifyCommand } from './commands/verify.ts'
+import { CommandContext } from './context.ts'
+import { processIo } from './io.ts'
+import type { CliIo } from './io.ts'
+import { exitCodeOf } from './report-error.ts'
+import { locationNotes, resolveSession } from './session-path.ts'
+
+/** Every command, in the order `--help` lists them. */
+const COMMANDS: readonly CommandSpec[] = [
+  verifyCommand,
+  inspectCommand,
+  catCommand,
+  tailCommand,
+  messagesCommand,
+  forkCommand,
+  compactCommand,
+  salvageCommand,
+  migrateCommand,
+  compressCommand,
+  exportCommand,
+  listCommand,
+]
+
+function version(): string {
+  try {
+    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown
+    }
+    return typeof manifest.version === 'string' ? manifest.version : 'unknown'
+  } catch {
+    return 'unknown'
+  }
 }
 
-const defaultIo: CliIo = {
-  stdout: (text) => process.stdout.write(text),
-  stderr: (text) => process.stderr.write(text),
-}
-
-const HELP = `agent-ledger: inspect and verify agent-ledger session logs
+function globalHelp(): string {
+  const width = Math.max(...COMMANDS.map((command) => command.name.length))
+  return `agent-ledger: inspect, verify and transform agent-ledger session logs
 
 Usage: agent-ledger <command> [options]
+       agent-ledger <command> --help
 
-No commands are built yet in this version; they arrive with the CLI issue.
+<session> is a session directory (its parent is the store root, its name the session
+id) or a log file inside one; <root> is a store root (a directory of sessions).
+
+Commands:
+${COMMANDS.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`).join('\n')}
+
+Common options: --json (machine output on stdout), --no-progress (long operations print
+progress on stderr every second otherwise), -h/--help.
+
+Errors are one line on stderr naming the code, the file and what is wrong:
+  agent-ledger: SEQ_GAP in sessions/a1/session.v4.jsonl line 12 (offset 4096): ...
+
+Exit codes (every command):
+  0  ok (a torn tail alone is a warning, not a failure; see verify --help)
+  1  damage found, or a refusal because of the session's state (VERSION_TOO_NEW,
+     SESSION_LOCKED, FORK_REFUSED, BAD_COMPACTION_RANGE, ...)
+  2  usage or I/O error (bad arguments, no such session, permission denied, ...)
+
+agent-ledger ${version()}
 `
+}
 
 /**
- * Runs the CLI with `argv` (without the node and script names).
+ * Runs the `agent-ledger` command line with `argv` (the arguments after the program name).
  *
- * @returns The process exit code: 0 success, 1 damage found, 2 usage or I/O error.
+ * Never throws and never calls `process.exit`: every failure becomes one line on
+ * `io.stderr` (plus, with `--json`, an `{"error": ...}` document on `io.stdout` for
+ * commands that print one document) and an exit code.
+ *
+ * @param argv - The arguments, e.g. `['verify', 'sessions/a1', '--json']`.
+ * @param io - Where output goes, and the environment (working directory, abort signal for
+ *   `tail -f`, clocks). Default: the process's streams.
+ * @returns The exit code: 0 success, 1 damage or refusal found, 2 usage or I/O error.
  */
-export function runCli(argv: readonly string[], io: CliIo = defaultIo): Promise<number> {
-  if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h') {
-    io.stdout(HELP)
-    return Promise.resolve(0)
+export async function runCli(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+  const context = new CommandContext(io)
+  const [name, ...rest] = argv
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    const topic = name === 'help' ? COMMANDS.find((command) => command.name === rest[0]) : undefined
+    io.stdout(topic === undefined ? globalHelp() : topic.help)
+    return ExitCode.OK
   }
-  io.stderr(`agent-ledger: unknown command ${JSON.stringify(argv[0])}; run agent-ledger --help\n`)
-  return Promise.resolve(2)
+  if (name === '--version' || name === '-V') {
+    io.stdout(`${version()}\n`)
+    return ExitCode.OK
+  }
+  const command = COMMANDS.find((candidate) => candidate.name === name)
+  if (command === undefined) {
+    await context.reportError(
+      new CliError({
+        code: CliErrorCode.USAGE,
+        message: `unknown command ${JSON.stringify(name)}: expected one of ${COMMANDS.map((candidate) => candidate.name).join(', ')}; run agent-ledger --help`,
+      }),
+      false,
+    )
+    return ExitCode.USAGE
+  }
+  const json = rest.includes('--json')
+  try {
+    const args = parseCommandArgs(command, rest)
+    if (args === 'help') {
+      io.stdout(command.help)
+      return ExitCode.OK
+    }
+    if (args.values['no-progress'] === true) context.progressEnabled = false
+    if (command.positionals[0] === '<session>') {
+      const location = await resolveSession(args.positionals[0]!, context.cwd)
+      for (const note of locationNotes(location)) context.notice('note', note)
+    }
+    const code = await command.run(context, args)
+    await context.out.flush()
+    return code
+  } catch (error) {
+    await context.reportError(error, json && command.streams !== true)
+    return exitCodeOf(error)
+  }
 }

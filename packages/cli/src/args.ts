@@ -1,0 +1,145 @@
+import { parseArgs } from 'node:util'
+
+import { usageError } from './cli-error.ts'
+import type { CommandContext } from './context.ts'
+
+/** One option of a command, in node:util parseArgs terms. */
+export interface OptionSpec {
+  readonly type: 'string' | 'boolean'
+  readonly short?: string
+}
+
+/** The parsed arguments of one command. */
+export interface ParsedArgs {
+  readonly values: Readonly<Record<string, string | boolean | undefined>>
+  readonly positionals: readonly string[]
+}
+
+/** A CLI command: its name, help text, options and what it does. */
+export interface CommandSpec {
+  /** The command word (`verify`). */
+  readonly name: string
+  /** One line for the command list of `agent-ledger --help`. */
+  readonly summary: string
+  /** The full `--help` text: usage, description, options, output, exit codes. */
+  readonly help: string
+  /** Options besides `--help` (added to every command). */
+  readonly options: Readonly<Record<string, OptionSpec>>
+  /** True for commands whose stdout is a stream of records (cat, tail): no JSON error document is appended to it. */
+  readonly streams?: boolean
+  /** Names of the positional arguments, in order (`<session>`); all are required. */
+  readonly positionals: readonly string[]
+  /**
+   * Runs the command.
+   *
+   * @returns The exit code.
+   */
+  run(context: CommandContext, args: ParsedArgs): Promise<number>
+}
+
+/** `--json`: machine output on stdout. */
+export const JSON_OPTION: OptionSpec = { type: 'boolean' }
+/** `--no-progress`: no progress lines on stderr. */
+export const NO_PROGRESS_OPTION: OptionSpec = { type: 'boolean' }
+
+/**
+ * Parses a command's arguments strictly (unknown options and missing values are usage errors).
+ *
+ * @param spec - The command.
+ * @param argv - The arguments after the command word.
+ * @returns The values and positionals, or `'help'` when `--help`/`-h` was given.
+ * @throws {@link CliError} `USAGE` with the command's name and what was wrong.
+ */
+export function parseCommandArgs(spec: CommandSpec, argv: readonly string[]): ParsedArgs | 'help' {
+  let parsed: { values: Record<string, unknown>; positionals: string[] }
+  try {
+    const result = parseArgs({
+      args: [...argv],
+      options: { ...spec.options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    })
+    parsed = { values: result.values, positionals: result.positionals }
+  } catch (error) {
+    const message = error instanceof Error ? error.message.split('\n')[0]!.replace(/\.$/, '') : String(error)
+    throw usageError(`${spec.name}: ${message}; run agent-ledger ${spec.name} --help`)
+  }
+  if (parsed.values['help'] === true) return 'help'
+  const { positionals } = parsed
+  if (positionals.length !== spec.positionals.length) {
+    const expected = spec.positionals.length === 0 ? 'no arguments' : spec.positionals.join(' ')
+    const found =
+      positionals.length === 0 ? 'none' : positionals.map((value) => JSON.stringify(value)).join(' ')
+    throw usageError(
+      `${spec.name}: expected ${expected}, found ${found}; run agent-ledger ${spec.name} --help`,
+    )
+  }
+  return { values: parsed.values as ParsedArgs['values'], positionals }
+}
+
+/**
+ * A boolean option's value.
+ *
+ * @param args - Parsed arguments.
+ * @param name - The option.
+ * @returns True when given.
+ */
+export function flag(args: ParsedArgs, name: string): boolean {
+  return args.values[name] === true
+}
+
+/**
+ * A string option's value.
+ *
+ * @param args - Parsed arguments.
+ * @param name - The option.
+ * @returns The value, or undefined when not given.
+ */
+export function text(args: ParsedArgs, name: string): string | undefined {
+  const value = args.values[name]
+  return typeof value === 'string' ? value : undefined
+}
+
+/**
+ * A required string option's value.
+ *
+ * @param args - Parsed arguments.
+ * @param request - The command and the option.
+ * @returns The value.
+ * @throws {@link CliError} `USAGE` when it is missing.
+ */
+export function requiredText(
+  args: ParsedArgs,
+  request: { readonly command: string; readonly name: string },
+): string {
+  const value = text(args, request.name)
+  if (value === undefined) {
+    throw usageError(
+      `${request.command}: expected --${request.name} <value>, found none; run agent-ledger ${request.command} --help`,
+    )
+  }
+  return value
+}
+
+/**
+ * A non-negative integer option (a seq, a count).
+ *
+ * @param args - Parsed arguments.
+ * @param request - The command and the option.
+ * @returns The number, or undefined when not given.
+ * @throws {@link CliError} `USAGE` when the value is not a non-negative integer.
+ */
+export function seqOption(
+  args: ParsedArgs,
+  request: { readonly command: string; readonly name: string },
+): number | undefined {
+  const value = text(args, request.name)
+  if (value === undefined) return undefined
+  const number = /^(0|[1-9][0-9]*)$/.test(value) ? Number(value) : Number.NaN
+  if (!Number.isSafeInteger(number)) {
+    throw usageError(
+      `${request.command}: expected --${request.name} to be a non-negative integer, found ${JSON.stringify(value)}`,
+    )
+  }
+  return number
+}

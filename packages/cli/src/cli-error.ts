@@ -1,0 +1,70 @@
+/** The process exit codes of `agent-ledger`, the same for every command. */
+export const ExitCode = {
+  /** The command did what was asked and found nothing wrong. */
+  OK: 0,
+  /** The session is damaged, or the library refused the request because of the session's state (locked, too new, a refused fork or compaction). */
+  DAMAGE: 1,
+  /** A usage error (bad arguments, not a session) or an I/O error (missing file, permission, disk). */
+  USAGE: 2,
+} as const
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode]
+
+/** Why the CLI itself refused a command (store errors keep their own `JsonlErrorCode`). Branch on these, never on `message`. */
+export const CliErrorCode = {
+  /** The arguments do not match the command's usage. */
+  USAGE: 'USAGE',
+  /** The `<session>` or `<root>` argument does not name a session directory, a log file or a store root. */
+  NOT_A_SESSION: 'NOT_A_SESSION',
+  /** The installed `@agent-ledger/session-store-jsonl` does not provide the operation (migrate, compress). */
+  NOT_AVAILABLE: 'NOT_AVAILABLE',
+  /** Reading an input or writing an output file failed (the errno is in `details.cause`). */
+  IO_ERROR: 'IO_ERROR',
+  /** The followed log file disappeared or was replaced by another encoding while `tail -f` ran. */
+  FILE_GONE: 'FILE_GONE',
+} as const
+export type CliErrorCode = (typeof CliErrorCode)[keyof typeof CliErrorCode]
+
+const brand = Symbol.for('@agent-ledger/cli/CliError')
+
+/** Thrown inside the CLI for usage and environment problems; `runCli` turns it into one stderr line and exit code 2. */
+export class CliError extends Error {
+  override readonly name = 'CliError'
+  readonly code: CliErrorCode
+  /** The file or directory concerned, as shown to the user, when there is one. */
+  readonly path: string | undefined
+  /** The exit code `runCli` returns for this error. */
+  readonly exitCode: ExitCode
+  /** Extra context (the errno of an I/O failure, the option at fault...). */
+  readonly details: Readonly<Record<string, unknown>>
+  readonly [brand] = true
+
+  constructor(options: {
+    code: CliErrorCode
+    message: string
+    path?: string | undefined
+    exitCode?: ExitCode
+    details?: Readonly<Record<string, unknown>>
+    cause?: unknown
+  }) {
+    super(options.message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.code = options.code
+    this.path = options.path
+    this.exitCode = options.exitCode ?? ExitCode.USAGE
+    this.details = options.details ?? {}
+  }
+
+  /** True for a `CliError` from any copy of this package. */
+  static is(value: unknown): value is CliError {
+    return typeof value === 'object' && value !== null && brand in value
+  }
+}
+
+/**
+ * A usage error naming what was expected and what was found.
+ *
+ * @param message - One sentence.
+ * @returns The error (exit code 2).
+ */
+export function usageError(message: string): CliError {
+  return new CliError({ code: CliErrorCode.USAGE, message })
+}

@@ -1,0 +1,72 @@
+import { randomBytes } from 'node:crypto'
+
+import { flag, JSON_OPTION, requiredText, seqOption, text } from '../args.ts'
+import type { CommandSpec } from '../args.ts'
+import { ExitCode, usageError } from '../cli-error.ts'
+import { stringifyJson } from '../context.ts'
+import { displayPath, resolveSession } from '../session-path.ts'
+import { terminalSafe } from '../terminal-text.ts'
+
+const HELP = `Usage: agent-ledger fork <session> --at <seq> [--id <new-id>] [--open-turn close|refuse] [--json]
+
+Forks a session at <seq> into a NEW session in the same store root: the new log starts
+with events 0..<seq> of the parent (copied), then a session/end-seed event marking the
+cut; its header records parentSession. The parent is never modified.
+
+A cut inside an open turn gets the same synthetic closers as a crash at that point
+(placeholder results for unanswered tool calls, turn/end "interrupted"), unless
+--open-turn refuse is given: then such a fork is refused (exit 1).
+
+Options:
+  --at <seq>                  the last parent event to inherit (required)
+  --id <new-id>               the new session id (default: <session id>-fork-<8 hex>)
+  --open-turn close|refuse    what to do with a cut inside an open turn (default close)
+  --json                      print the result as JSON
+  -h, --help                  show this help
+
+Exit codes:
+  0  forked (the new id is printed)
+  1  refused: FORK_REFUSED (seq out of range, or an open turn with --open-turn refuse),
+     or the parent is damaged
+  2  usage or I/O error (SESSION_EXISTS when --id is taken, INVALID_SESSION_ID)
+`
+
+/** `agent-ledger fork`: a new session from a prefix of another. */
+export const forkCommand: CommandSpec = {
+  name: 'fork',
+  summary: 'fork a session at a seq into a new session (the parent is untouched)',
+  help: HELP,
+  options: {
+    at: { type: 'string' },
+    id: { type: 'string' },
+    'open-turn': { type: 'string' },
+    json: JSON_OPTION,
+  },
+  positionals: ['<session>'],
+  async run(context, args) {
+    requiredText(args, { command: 'fork', name: 'at' })
+    const atSeq = seqOption(args, { command: 'fork', name: 'at' })!
+    const openTurn = text(args, 'open-turn') ?? 'close'
+    if (openTurn !== 'close' && openTurn !== 'refuse') {
+      throw usageError(`fork: expected --open-turn close or refuse, found ${JSON.stringify(openTurn)}`)
+    }
+    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    const to = text(args, 'id') ?? `${location.id.slice(0, 100)}-fork-${randomBytes(4).toString('hex')}`
+    const store = context.store(location.root)
+    const writer = await store.fork(location.id, { to, atSeq, openTurn })
+    const events = writer.projection.nextSeq
+    const repairs = writer.recovery.repairs.length
+    await writer.close()
+    const directory = displayPath(store.sessionDirectory(to), context.cwd)
+    if (flag(args, 'json')) {
+      await context.out.write(
+        `${stringifyJson({ parent: location.id, id: to, directory, atSeq, events, openTurn })}\n`,
+      )
+    } else {
+      await context.out.write(
+        `forked ${terminalSafe(location.id)} at seq ${atSeq} into ${terminalSafe(to)} (${terminalSafe(directory)}): ${events} events${repairs > 0 ? `, ${repairs} repair events` : ''}\n`,
+      )
+    }
+    return ExitCode.OK
+  },
+}

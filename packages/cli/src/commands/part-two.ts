@@ -1,0 +1,167 @@
+import type { SessionStore } from '@agent-ledger/session-store-jsonl'
+
+import { flag, JSON_OPTION, NO_PROGRESS_OPTION } from '../args.ts'
+import type { CommandSpec } from '../args.ts'
+import { CliError, CliErrorCode, ExitCode } from '../cli-error.ts'
+import { stringifyJson } from '../context.ts'
+import type { CommandContext } from '../context.ts'
+import { Progress } from '../progress.ts'
+import { resolveSession } from '../session-path.ts'
+import { terminalSafe } from '../terminal-text.ts'
+
+/** What the store's migration and compression report while they run (part 2 of the store). */
+interface StoreProgress {
+  readonly phase?: string
+  readonly bytesRead?: number
+  readonly bytesTotal?: number
+  readonly eventsDone?: number
+  readonly eventsTotal?: number | null
+}
+
+/** The part-2 store operations, detected at run time: older store builds do not have them. */
+interface PartTwoStore {
+  migrate?: (
+    id: string,
+    options: { readonly dryRun: boolean; readonly onProgress: (progress: StoreProgress) => void },
+  ) => Promise<unknown>
+  compress?: (
+    id: string,
+    options: { readonly onProgress: (progress: StoreProgress) => void },
+  ) => Promise<unknown>
+}
+
+function notAvailable(operation: string): CliError {
+  return new CliError({
+    code: CliErrorCode.NOT_AVAILABLE,
+    message: `${operation} is not available in this version of @agent-ledger/session-store-jsonl: expected store.${operation}(), found none; upgrade the store package`,
+  })
+}
+
+function progressSink(progress: Progress): (report: StoreProgress) => void {
+  return (report) => {
+    if (typeof report.bytesTotal === 'number') progress.total = report.bytesTotal
+    progress.update(report.bytesRead ?? report.eventsDone ?? 0, report.phase)
+  }
+}
+
+function describeResult(result: unknown): string {
+  if (typeof result !== 'object' || result === null) return ''
+  const parts: string[] = []
+  for (const [key, value] of Object.entries(result)) {
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+      parts.push(`${key}=${terminalSafe(String(value))}`)
+    }
+  }
+  return parts.join(' ')
+}
+
+async function printResult(
+  context: CommandContext,
+  request: { readonly json: boolean; readonly verb: string; readonly id: string; readonly result: unknown },
+): Promise<void> {
+  if (request.json) {
+    await context.out.write(`${stringifyJson({ session: request.id, result: request.result ?? null })}\n`)
+    return
+  }
+  const details = describeResult(request.result)
+  await context.out.write(
+    `${request.verb} ${terminalSafe(request.id)}${details === '' ? '' : `: ${details}`}\n`,
+  )
+}
+
+const MIGRATE_HELP = `Usage: agent-ledger migrate <session> [--dry-run] [--json] [--no-progress]
+
+Migrates a session's current generation (session.jsonl = v0, session.vN.jsonl) to the
+current format, v4, as a NEW generation file session.v4.jsonl: written to a temp file,
+fsynced, verified, published with link() (never overwriting), then the directory is
+fsynced. The old generation is never modified. --dry-run migrates in memory, checks
+everything and writes nothing.
+
+Needs @agent-ledger/session-store-jsonl with store.migrate() (part 2 of the store); an
+older store makes this command exit 2 with NOT_AVAILABLE.
+
+Options:
+  --dry-run       check and migrate in memory only; write nothing
+  --json          print the store's result as JSON
+  --no-progress   no progress lines on stderr
+  -h, --help      show this help
+
+Exit codes:
+  0  migrated (or nothing to do, or the dry run passed)
+  1  refused: the source is damaged, holds an unknown event type, or is too new
+  2  usage or I/O error, or NOT_AVAILABLE
+`
+
+/** `agent-ledger migrate`: write the current-format generation (store part 2). */
+export const migrateCommand: CommandSpec = {
+  name: 'migrate',
+  summary: 'migrate an older generation to the current format (new file; the old one is untouched)',
+  help: MIGRATE_HELP,
+  options: { 'dry-run': { type: 'boolean' }, json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION },
+  positionals: ['<session>'],
+  async run(context, args) {
+    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    const store: SessionStore & PartTwoStore = context.store(location.root)
+    if (typeof store.migrate !== 'function') throw notAvailable('migrate')
+    const dryRun = flag(args, 'dry-run')
+    const progress = new Progress(context.io, {
+      label: 'migrate',
+      unit: 'bytes',
+      total: null,
+      enabled: context.progressEnabled,
+    })
+    const result = await store.migrate(location.id, { dryRun, onProgress: progressSink(progress) })
+    await printResult(context, {
+      json: flag(args, 'json'),
+      verb: dryRun ? 'dry run passed for' : 'migrated',
+      id: location.id,
+      result,
+    })
+    return ExitCode.OK
+  },
+}
+
+const COMPRESS_HELP = `Usage: agent-ledger compress <session> [--json] [--no-progress]
+
+Converts a cold session's plain log (session.v4.jsonl) to its Zstandard encoding
+(session.v4.jsonl.zstd, readable by the stock zstd tool): the compressed file is
+written, verified and published by link(), then the plain file is removed. A reader
+that finds both encodings with the same events reads either; an interrupted conversion
+is finished by the next write open.
+
+Needs @agent-ledger/session-store-jsonl with store.compress() (part 2 of the store); an
+older store makes this command exit 2 with NOT_AVAILABLE.
+
+Options:
+  --json          print the store's result as JSON
+  --no-progress   no progress lines on stderr
+  -h, --help      show this help
+
+Exit codes:
+  0  compressed
+  1  refused: the log is damaged, locked by a writer, or too new
+  2  usage or I/O error, or NOT_AVAILABLE
+`
+
+/** `agent-ledger compress`: the zstd encoding of a cold session (store part 2). */
+export const compressCommand: CommandSpec = {
+  name: 'compress',
+  summary: 'convert a cold session to its zstd encoding (store part 2)',
+  help: COMPRESS_HELP,
+  options: { json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION },
+  positionals: ['<session>'],
+  async run(context, args) {
+    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    const store: SessionStore & PartTwoStore = context.store(location.root)
+    if (typeof store.compress !== 'function') throw notAvailable('compress')
+    const progress = new Progress(context.io, {
+      label: 'compress',
+      unit: 'bytes',
+      total: null,
+      enabled: context.progressEnabled,
+    })
+    const result = await store.compress(location.id, { onProgress: progressSink(progress) })
+    await printResult(context, { json: flag(args, 'json'), verb: 'compressed', id: location.id, result })
+    return ExitCode.OK
+  },
+}

@@ -1,0 +1,63 @@
+import { flag, JSON_OPTION, requiredText } from '../args.ts'
+import type { CommandSpec } from '../args.ts'
+import { ExitCode } from '../cli-error.ts'
+import { stringifyJson } from '../context.ts'
+import { errorJson, formatErrorLine, shownFile } from '../report-error.ts'
+import { resolveSession } from '../session-path.ts'
+import { terminalSafe } from '../terminal-text.ts'
+
+const HELP = `Usage: agent-ledger salvage <session> --to <new-id> [--json]
+
+Copies the good prefix of a (damaged) session, byte for byte, into a NEW session
+<new-id> in the same store root, and appends a session/salvage event naming what was
+dropped (from which byte offset, and why). The damaged session is never modified: it
+stays on disk for forensics. Works on intact and torn sessions too (nothing, or only
+the torn tail, is dropped).
+
+Options:
+  --to <new-id>   the new session id (required; must not exist)
+  --json          print the salvage report as JSON
+  -h, --help      show this help
+
+Exit codes:
+  0  salvaged (the report says how many events were kept and how many bytes dropped)
+  1  refused: the source's header is unreadable or too new
+  2  usage or I/O error (SESSION_EXISTS when <new-id> is taken)
+`
+
+/** `agent-ledger salvage`: the good prefix of a damaged session into a new one. */
+export const salvageCommand: CommandSpec = {
+  name: 'salvage',
+  summary: 'copy the good prefix of a damaged session into a new session',
+  help: HELP,
+  options: { to: { type: 'string' }, json: JSON_OPTION },
+  positionals: ['<session>'],
+  async run(context, args) {
+    const to = requiredText(args, { command: 'salvage', name: 'to' })
+    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    const store = context.store(location.root)
+    const report = await store.salvage(location.id, { to })
+    const file = shownFile(report.file, context.errorContext)
+    if (flag(args, 'json')) {
+      await context.out.write(
+        `${stringifyJson({
+          ...report,
+          file,
+          sourceError:
+            report.sourceError === null ? null : errorJson(report.sourceError, context.errorContext),
+        })}\n`,
+      )
+    } else {
+      await context.out.write(
+        `salvaged ${terminalSafe(report.from)} into ${terminalSafe(report.to)} (${terminalSafe(file ?? report.file)}): ${report.copiedEvents} events kept (seq 0..${report.lastGoodSeq}), ${report.droppedBytes} bytes dropped from offset ${report.droppedFromOffset} (${terminalSafe(report.reason)}); session/salvage is #${report.salvageSeq}\n`,
+      )
+    }
+    await context.out.flush()
+    if (report.sourceError !== null) {
+      context.io.stderr(
+        `agent-ledger: note: the source damage was: ${formatErrorLine(report.sourceError, context.errorContext).replace(/^agent-ledger: /, '')}`,
+      )
+    }
+    return ExitCode.OK
+  },
+}

@@ -1,0 +1,136 @@
+import { stat } from 'node:fs/promises'
+
+import type { TornTail, VerifyReport } from '@agent-ledger/session-store-jsonl'
+
+import { flag, JSON_OPTION, NO_PROGRESS_OPTION } from '../args.ts'
+import type { CommandSpec } from '../args.ts'
+import { ExitCode } from '../cli-error.ts'
+import { stringifyJson } from '../context.ts'
+import type { CommandContext } from '../context.ts'
+import { Progress } from '../progress.ts'
+import { errorJson, formatErrorLine, shownFile } from '../report-error.ts'
+import { displayPath, ioError, resolveSession } from '../session-path.ts'
+import type { SessionLocation } from '../session-path.ts'
+import { formatBytes } from '../terminal-text.ts'
+
+const HELP = `Usage: agent-ledger verify <session> [--strict] [--json] [--no-progress]
+
+Scans the whole log of a session, read-only, and checks every line: the newline
+terminator, size, UTF-8, JSON, nesting depth, CRC-32C checksum, seq density (dense from
+0), known event types and the projection rules. Nothing is written, locked or repaired.
+
+<session> is a session directory (its parent is the store root, its name the session id)
+or a log file inside one (session.v4.jsonl).
+
+Outcomes:
+  ok          every byte is a good line.
+  torn tail   good lines, then bytes that were never acknowledged (a crash cut a write
+              short, or garbage after the last newline). This is expected crash debris:
+              the next write open quarantines the bytes to <log>.torn-<offset> and
+              truncates the log to its last good line. A live writer's line in progress
+              also shows as a torn tail.
+  damaged     a bad line FOLLOWED by valid data (bit flip, seq gap, duplicate, unknown
+              type...): writes are refused; "agent-ledger salvage" copies the good prefix
+              into a new session.
+
+Options:
+  --strict        treat a torn tail as a failure (exit 1)
+  --json          print the report as one JSON object on stdout
+  --no-progress   no progress lines on stderr (printed every second for long scans)
+  -h, --help      show this help
+
+Exit codes:
+  0  intact, or a torn tail without --strict (a warning line is printed on stderr)
+  1  damaged (the typed code, line, byte offset, seq and last good seq are printed),
+     a refused header (VERSION_TOO_NEW, INVALID_HEADER), or a torn tail with --strict
+  2  usage or I/O error (no such session, permission denied...)
+`
+
+function tornTailText(tail: TornTail): string {
+  const why =
+    tail.reason === 'unterminated'
+      ? 'an unterminated last line (a write cut short, or a live writer in progress)'
+      : 'bytes failing the line checks after the last good line'
+  return `${tail.bytes} byte${tail.bytes === 1 ? '' : 's'} from line ${tail.line} (offset ${tail.offset}): ${why}`
+}
+
+async function runVerify(
+  context: CommandContext,
+  location: SessionLocation,
+  options: { readonly json: boolean; readonly strict: boolean },
+): Promise<number> {
+  const shownLog = displayPath(location.logFile, context.cwd)
+  let total: number | null = null
+  try {
+    total = (await stat(location.logFile)).size
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 'ENOENT')
+      throw ioError(error, { path: shownLog, doing: 'read' })
+  }
+  const progress = new Progress(context.io, {
+    label: 'verify',
+    unit: 'bytes',
+    total,
+    enabled: context.progressEnabled,
+  })
+  const store = context.store(location.root, {
+    path: location.logFile,
+    onRead: (bytes) => progress.update(bytes),
+  })
+  const report: VerifyReport = await store.verify(location.id)
+  const torn = report.status === 'torn-tail'
+  const failed = report.status === 'damaged' || (torn && options.strict)
+  if (options.json) {
+    await context.out.write(
+      `${stringifyJson({
+        status: report.status,
+        session: location.id,
+        file: shownFile(report.file, context.errorContext),
+        bytes: report.bytes,
+        events: report.events,
+        lastSeq: report.lastSeq,
+        headerMissing: report.headerMissing,
+        tornTail: report.tornTail,
+        damage: report.damage === null ? null : errorJson(report.damage, context.errorContext),
+        exitCode: failed ? ExitCode.DAMAGE : ExitCode.OK,
+      })}\n`,
+    )
+  } else {
+    const summary = `${report.events} event${report.events === 1 ? '' : 's'}, last good seq ${report.lastSeq}, ${formatBytes(report.bytes)}`
+    if (report.status === 'ok') {
+      await context.out.write(`ok: ${shownLog}: ${summary}\n`)
+    } else if (torn) {
+      await context.out.write(`torn tail: ${shownLog}: ${summary} before it\n`)
+    } else {
+      await context.out.write(`damaged: ${shownLog}: ${summary} before the damage\n`)
+    }
+    if (report.headerMissing) {
+      await context.out.write(
+        `  no valid header line (a crash during creation?): nothing was ever acknowledged in this log\n`,
+      )
+    }
+  }
+  await context.out.flush()
+  if (report.damage !== null) {
+    context.io.stderr(formatErrorLine(report.damage, context.errorContext))
+  } else if (report.tornTail !== null) {
+    const tail = report.tornTail
+    context.io.stderr(
+      `agent-ledger: ${options.strict ? '' : 'warning: '}TORN_TAIL in ${shownLog} line ${tail.line} (offset ${tail.offset}): ${tornTailText(tail)}; never acknowledged, quarantined and truncated by the next write open [last good seq ${report.lastSeq}]\n`,
+    )
+  }
+  return failed ? ExitCode.DAMAGE : ExitCode.OK
+}
+
+/** `agent-ledger verify`: the full integrity scan. */
+export const verifyCommand: CommandSpec = {
+  name: 'verify',
+  summary: 'full integrity scan of a session log (exit 0 intact, 1 damaged, 2 usage/I-O)',
+  help: HELP,
+  options: { json: JSON_OPTION, strict: { type: 'boolean' }, 'no-progress': NO_PROGRESS_OPTION },
+  positionals: ['<session>'],
+  async run(context, args) {
+    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    return runVerify(context, location, { json: flag(args, 'json'), strict: flag(args, 'strict') })
+  },
+}

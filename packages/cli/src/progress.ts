@@ -1,0 +1,70 @@
+import { monotonicNow } from './io.ts'
+import type { CliIo } from './io.ts'
+import { formatBytes } from './terminal-text.ts'
+
+/** How often a progress line is printed at most. */
+export const PROGRESS_INTERVAL_MS = 1000
+
+/**
+ * Progress lines on stderr for long operations (`verify: 45% (90 MB / 200 MB)`), at most
+ * one per {@link PROGRESS_INTERVAL_MS}. Short operations finish before the first line.
+ */
+export class Progress {
+  readonly #io: CliIo
+  readonly #label: string
+  readonly #unit: 'bytes' | 'events'
+  readonly #now: () => number
+  readonly #enabled: boolean
+  #total: number | null
+  #last: number
+
+  /**
+   * @param io - Where the lines go, and the monotonic clock.
+   * @param options - The label (the command), the unit, the total if known, and whether to print at all.
+   */
+  constructor(
+    io: CliIo,
+    options: {
+      readonly label: string
+      readonly unit: 'bytes' | 'events'
+      readonly total: number | null
+      readonly enabled: boolean
+    },
+  ) {
+    this.#io = io
+    this.#label = options.label
+    this.#unit = options.unit
+    this.#total = options.total
+    this.#enabled = options.enabled
+    this.#now = monotonicNow(io)
+    this.#last = this.#now()
+  }
+
+  /** Sets the total once it is known. */
+  set total(total: number | null) {
+    this.#total = total
+  }
+
+  /**
+   * Reports the amount done so far; prints a line when the interval has passed.
+   *
+   * @param done - Bytes or events done.
+   * @param phase - An optional phase name shown after the label (`migrate (scan)`).
+   */
+  update(done: number, phase?: string): void {
+    if (!this.#enabled) return
+    const now = this.#now()
+    if (now - this.#last < PROGRESS_INTERVAL_MS) return
+    this.#last = now
+    const label = phase === undefined ? this.#label : `${this.#label} (${phase})`
+    const format = (value: number): string =>
+      this.#unit === 'bytes' ? formatBytes(value) : `${value} events`
+    const total = this.#total
+    if (total === null || total <= 0) {
+      this.#io.stderr(`${label}: ${format(done)}\n`)
+      return
+    }
+    const percent = Math.min(100, Math.floor((done / total) * 100))
+    this.#io.stderr(`${label}: ${percent}% (${format(done)} / ${format(total)})\n`)
+  }
+}

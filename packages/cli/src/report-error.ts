@@ -1,0 +1,170 @@
+import { isAbsolute, join } from 'node:path'
+
+import { ProjectionError } from '@agent-ledger/session-projection'
+import { JsonlErrorCode, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
+
+import { CliError, ExitCode } from './cli-error.ts'
+import { displayPath } from './session-path.ts'
+import { terminalSafe } from './terminal-text.ts'
+
+/** Store codes that mean "the session's data or state refuses this" (exit 1), not a usage or I/O problem (exit 2). */
+const DAMAGE_OR_REFUSAL: ReadonlySet<string> = new Set([
+  JsonlErrorCode.CORRUPT_LINE,
+  JsonlErrorCode.SEQ_GAP,
+  JsonlErrorCode.SEQ_DUPLICATE,
+  JsonlErrorCode.SEQ_CONFLICT,
+  JsonlErrorCode.INVALID_EVENT,
+  JsonlErrorCode.UNKNOWN_EVENT_TYPE,
+  JsonlErrorCode.LINE_TOO_LARGE,
+  JsonlErrorCode.TOO_DEEP,
+  JsonlErrorCode.INVALID_HEADER,
+  JsonlErrorCode.VERSION_TOO_NEW,
+  JsonlErrorCode.SESSION_LOCKED,
+  JsonlErrorCode.FORK_REFUSED,
+  JsonlErrorCode.HARDLINK_REFUSED,
+  JsonlErrorCode.SYMLINK_REFUSED,
+  // Part 2 of the store (generations, zstd): matched by name so this build needs no new export.
+  'GENERATION_FORK',
+  'CORRUPT_FRAME',
+  'DECOMPRESSION_LIMIT',
+  'WINDOW_TOO_LARGE',
+  'ENCODINGS_DIFFER',
+  'MIGRATION_REFUSED',
+])
+
+/** Where store errors' relative `file` names are rooted, and the working directory for display. */
+export interface ErrorContext {
+  readonly root: string | null
+  readonly cwd: string
+}
+
+/** A store error, a projection error or a CLI error as plain JSON for `--json` output. */
+export interface ErrorJson {
+  readonly code: string
+  readonly message: string
+  readonly file?: string
+  readonly line?: number
+  readonly offset?: number
+  readonly seq?: number
+  readonly lastGoodSeq?: number
+  readonly details?: Readonly<Record<string, unknown>>
+}
+
+/**
+ * The exit code for an error thrown by a command.
+ *
+ * @param error - Anything thrown.
+ * @returns 1 for damage and refusals, 2 for usage and I/O errors.
+ */
+export function exitCodeOf(error: unknown): ExitCode {
+  if (CliError.is(error)) return error.exitCode
+  if (JsonlStoreError.is(error) || isCodedError(error)) {
+    return DAMAGE_OR_REFUSAL.has(error.code) ? ExitCode.DAMAGE : ExitCode.USAGE
+  }
+  if (ProjectionError.is(error)) return ExitCode.DAMAGE
+  return ExitCode.USAGE
+}
+
+function isCodedError(error: unknown): error is Error & { code: string; file?: unknown } {
+  return error instanceof Error && typeof (error as { code?: unknown }).code === 'string'
+}
+
+/**
+ * The path of a store error's `file` as the user should see it.
+ *
+ * @param file - The store's file name, relative to the root (or absolute, or empty).
+ * @param context - The root and the working directory.
+ * @returns A printable path, or null when the error names no file.
+ */
+export function shownFile(file: string, context: ErrorContext): string | null {
+  if (file === '') return context.root === null ? null : displayPath(context.root, context.cwd)
+  if (isAbsolute(file)) return displayPath(file, context.cwd)
+  if (context.root === null) return file
+  return displayPath(join(context.root, file), context.cwd)
+}
+
+/** Removes the "Line 12 of a1/session.v4.jsonl" lead of a store message: the one-line format says it already. */
+function withoutLocationLead(message: string): string {
+  return message
+    .replace(/^(?:Line \d+|The (?:header line|line \d+)) of \S+ (?:\(byte offset \d+\) )?/, '')
+    .replace(/\.$/, '')
+}
+
+/**
+ * Formats any error as ONE line naming the code, the file and what is wrong:
+ * `agent-ledger: SEQ_GAP in sessions/a1/session.v4.jsonl line 12 (offset 4096): skips events: expected "seq" to be 10, found 12 [seq 12, last good seq 9]`.
+ *
+ * @param error - Anything thrown.
+ * @param context - The root (for store errors' relative files) and the working directory.
+ * @returns The line, with its `\n`.
+ */
+export function formatErrorLine(error: unknown, context: ErrorContext): string {
+  return `agent-ledger: ${terminalSafe(describeError(error, context))}\n`
+}
+
+function describeError(error: unknown, context: ErrorContext): string {
+  if (CliError.is(error)) return `${error.code}: ${error.message}`
+  if (JsonlStoreError.is(error)) {
+    const file = shownFile(error.file, context)
+    let where = file === null ? '' : ` in ${file}`
+    if (error.line !== undefined) where += ` line ${error.line}`
+    if (error.offset !== undefined) where += ` (offset ${error.offset})`
+    const facts: string[] = []
+    if (error.seq !== undefined) facts.push(`seq ${error.seq}`)
+    if (error.lastGoodSeq !== undefined) facts.push(`last good seq ${error.lastGoodSeq}`)
+    const tail = facts.length === 0 ? '' : ` [${facts.join(', ')}]`
+    return `${error.code}${where}: ${withoutLocationLead(error.message)}${tail}`
+  }
+  if (ProjectionError.is(error)) return `${error.code}: ${error.message}`
+  if (isCodedError(error)) {
+    const file = typeof error.file === 'string' ? shownFile(error.file, context) : null
+    return `${error.code}${file === null ? '' : ` in ${file}`}: ${error.message.replace(/\.$/, '')}`
+  }
+  if (error instanceof Error) return `INTERNAL_ERROR: ${error.message}`
+  return `INTERNAL_ERROR: ${String(error)}`
+}
+
+/**
+ * An error as JSON data for `--json` output: code, message, file (as displayed), location and details.
+ *
+ * @param error - Anything thrown.
+ * @param context - The root and the working directory.
+ * @returns Plain JSON data.
+ */
+export function errorJson(error: unknown, context: ErrorContext): ErrorJson {
+  if (CliError.is(error)) {
+    return {
+      code: error.code,
+      message: error.message,
+      ...(error.path === undefined ? {} : { file: error.path }),
+      details: error.details,
+    }
+  }
+  if (JsonlStoreError.is(error)) {
+    const file = shownFile(error.file, context)
+    return {
+      code: error.code,
+      message: error.message,
+      ...(file === null ? {} : { file }),
+      ...(error.line === undefined ? {} : { line: error.line }),
+      ...(error.offset === undefined ? {} : { offset: error.offset }),
+      ...(error.seq === undefined ? {} : { seq: error.seq }),
+      ...(error.lastGoodSeq === undefined ? {} : { lastGoodSeq: error.lastGoodSeq }),
+      details: error.details,
+    }
+  }
+  if (ProjectionError.is(error)) {
+    return {
+      code: error.code,
+      message: error.message,
+      ...(error.seq === undefined ? {} : { seq: error.seq }),
+      details: {
+        ...(error.field === undefined ? {} : { field: error.field }),
+        ...(error.expected === undefined ? {} : { expected: error.expected }),
+        ...(error.found === undefined ? {} : { found: error.found }),
+      },
+    }
+  }
+  if (isCodedError(error)) return { code: error.code, message: error.message }
+  return { code: 'INTERNAL_ERROR', message: error instanceof Error ? error.message : String(error) }
+}

@@ -1,0 +1,30 @@
+import type { SessionHeader } from '@agent-ledger/session-events'
+
+import type { ErrorJson } from '../report-error.ts'
+import type { EventView } from './view.ts'
+
+/** What a transcript shows above the events. */
+export interface TranscriptMeta {
+  readonly id: string
+  readonly header: SessionHeader | null
+  /** The log file, as displayed. */
+  readonly file: string
+  readonly events: number
+  /** Unanswered tool calls at the end of the log. */
+  readonly pending: number
+  /** When the export was made (ISO-8601). */
+  readonly exportedAt: string
+}
+
+/** What a transcript shows below the events. */
+export interface TranscriptFooter {
+  /** Damage that stopped the read after the good prefix, or null. */
+  readonly damage: ErrorJson | null
+}
+
+/** Turns event views into one output format, as a stream of text pieces. */
+export interface TranscriptRenderer {
+  begin(meta: TranscriptMeta): string
+  event(view: EventView): string
+  end(footer: TranscriptFooter): string
+}
