@@ -1,6 +1,8 @@
 /**
  * Prints one plain closing line, `N passed, N failed`, summed over every package's vitest
- * JSON report (test-results.json), so a run that executed no test is visible in CI.
+ * JSON reports (`test-results.json` for unit tests, `e2e-results.json` for end-to-end
+ * tests), so a run that executed no test is visible in CI. `--crash` reads the crash suite's
+ * `crash-results.json` instead.
  * Exits 1 when no report exists or nothing ran.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
@@ -15,20 +17,26 @@ interface VitestJsonReport {
 }
 
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '..')
-const reportName = process.argv[2] ?? 'test-results.json'
+const reportNames = process.argv.includes('--crash')
+  ? ['crash-results.json']
+  : ['test-results.json', 'e2e-results.json']
 let passed = 0
 let failed = 0
 let skipped = 0
 const seen: string[] = []
 for (const group of ['packages', 'apps']) {
   for (const entry of readdirSync(join(root, group))) {
-    const file = join(root, group, entry, reportName)
-    if (!existsSync(file)) continue
-    const report = JSON.parse(readFileSync(file, 'utf8')) as VitestJsonReport
-    passed += report.numPassedTests
-    failed += report.numFailedTests
-    skipped += (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0)
-    seen.push(`${group}/${entry}: ${report.numPassedTests} passed, ${report.numFailedTests} failed`)
+    for (const reportName of reportNames) {
+      const file = join(root, group, entry, reportName)
+      if (!existsSync(file)) continue
+      const report = JSON.parse(readFileSync(file, 'utf8')) as VitestJsonReport
+      passed += report.numPassedTests
+      failed += report.numFailedTests
+      skipped += (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0)
+      seen.push(
+        `${group}/${entry}/${reportName}: ${report.numPassedTests} passed, ${report.numFailedTests} failed`,
+      )
+    }
   }
 }
 for (const line of seen) console.log(`  ${line}`)
