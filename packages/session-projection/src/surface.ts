@@ -32,10 +32,6 @@ export class SurfaceList {
     return this.nodes.length
   }
 
-  has(seq: number): boolean {
-    return this.seqs.has(seq)
-  }
-
   /** Position of the node with `seq` in surface order, or -1. Scans from the end (recent nodes are the usual targets). */
   indexOf(seq: number): number {
     if (!this.seqs.has(seq)) return -1
