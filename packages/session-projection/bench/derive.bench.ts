@@ -190,7 +190,7 @@ function throughput(events: number): BenchResult[] {
   inputs.length = events
   // Each run gets fresh input objects: append and apply freeze their data in place.
   const fresh = (): EventInput[] => JSON.parse(JSON.stringify(inputs)) as EventInput[]
-  const stamped = (): LoggedEvent[] => fresh().map((input, seq) => ({ ...input, seq, time: TIME }))
+  const stamped = (): LoggedEvent[] => fresh().map((input, seq) => ({ seq, time: TIME, ...input }))
   const [floorSeconds, oursSeconds, applySeconds, replaySeconds] = bestOfInterleaved(5, [
     {
       prepare: stamped,
