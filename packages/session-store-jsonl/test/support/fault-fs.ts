@@ -66,6 +66,8 @@ export interface FaultSpec {
   readonly mode?: 'once' | 'forever'
   /** Only calls whose path satisfies this count. */
   readonly path?: (path: string) => boolean
+  /** For `open`: only opens that could modify the file count (O_WRONLY, O_RDWR, O_CREAT or O_TRUNC), as with EROFS. */
+  readonly writeOpensOnly?: boolean
   /** For `write`: really write this many bytes of the buffer first, then fail (a short write, then the error). */
   readonly shortWriteBytes?: number
 }
@@ -90,6 +92,8 @@ export interface FaultFs extends FsOps {
   count(op: FsOpName): number
 }
 
+const WRITE_OPEN_FLAGS = constants.O_WRONLY | constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC
+
 interface FaultState {
   readonly spec: FaultSpec
   seen: number
@@ -108,12 +112,13 @@ export function createFaultFs(inner: FsOps = nodeFsOps): FaultFs {
   const calls: { op: FsOpName; path: string }[] = []
 
   /** Counts the call against every matching fault; returns the fault that fires, if any. */
-  const check = (op: FsOpName, path: string): FaultState | undefined => {
+  const check = (op: FsOpName, path: string, flags?: number): FaultState | undefined => {
     calls.push({ op, path })
     let firing: FaultState | undefined
     for (const fault of faults) {
       if (fault.removed || fault.spec.op !== op) continue
       if (fault.spec.path !== undefined && !fault.spec.path(path)) continue
+      if (fault.spec.writeOpensOnly === true && ((flags ?? 0) & WRITE_OPEN_FLAGS) === 0) continue
       fault.seen += 1
       const nth = fault.spec.nth ?? 1
       const hit = fault.spec.mode === 'forever' ? fault.seen >= nth : fault.seen === nth
@@ -131,8 +136,9 @@ export function createFaultFs(inner: FsOps = nodeFsOps): FaultFs {
     op: FsOpName,
     path: string,
     run: () => Promise<TResult>,
+    flags?: number,
   ): Promise<TResult> => {
-    const fault = check(op, path)
+    const fault = check(op, path, flags)
     if (fault !== undefined) throw fail(fault, op, path)
     return run()
   }
@@ -182,7 +188,7 @@ export function createFaultFs(inner: FsOps = nodeFsOps): FaultFs {
       faults.length = 0
     },
     open: (path, flags, mode) =>
-      guard('open', path, async () => wrapHandle(await inner.open(path, flags, mode))),
+      guard('open', path, async () => wrapHandle(await inner.open(path, flags, mode)), flags),
     lstat: (path) => guard('lstat', path, () => inner.lstat(path)),
     stat: (path) => guard('stat', path, () => inner.stat(path)),
     readdir: (path) => guard('readdir', path, () => inner.readdir(path)),
