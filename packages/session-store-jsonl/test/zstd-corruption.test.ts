@@ -123,7 +123,8 @@ function flipEveryByteOfFrame2(fixture: Fixture, masks: readonly number[]): Map<
 }
 
 function summary(verdicts: Map<Verdict, number[]>): Record<string, number> {
-  return Object.fromEntries([...verdicts].map(([verdict, offsets]) => [verdict, offsets.length]).sort())
+  const entries: [string, number][] = [...verdicts].map(([verdict, offsets]) => [verdict, offsets.length])
+  return Object.fromEntries(entries.sort())
 }
 
 describe('Z3: corrupt byte inside a middle frame', () => {
