@@ -58,10 +58,10 @@ export interface ErrorJson {
  */
 export function exitCodeOf(error: unknown): ExitCode {
   if (CliError.is(error)) return error.exitCode
+  if (ProjectionError.is(error)) return ExitCode.DAMAGE
   if (JsonlStoreError.is(error) || isCodedError(error)) {
     return DAMAGE_OR_REFUSAL.has(error.code) ? ExitCode.DAMAGE : ExitCode.USAGE
   }
-  if (ProjectionError.is(error)) return ExitCode.DAMAGE
   return ExitCode.USAGE
 }
 
@@ -87,6 +87,7 @@ export function shownFile(file: string, context: ErrorContext): string | null {
 function withoutLocationLead(message: string): string {
   return message
     .replace(/^(?:Line \d+|The (?:header line|line \d+)) of \S+ (?:\(byte offset \d+\) )?/, '')
+    .replace(/^is damaged: /, '')
     .replace(/\.$/, '')
 }
 

@@ -96,13 +96,16 @@ async function runVerify(
       })}\n`,
     )
   } else {
-    const summary = `${report.events} event${report.events === 1 ? '' : 's'}, last good seq ${report.lastSeq}, ${formatBytes(report.bytes)}`
+    const size = formatBytes(report.bytes)
+    const good = `${report.events} good event${report.events === 1 ? '' : 's'} (last good seq ${report.lastSeq})`
     if (report.status === 'ok') {
-      await context.out.write(`ok: ${shownLog}: ${summary}\n`)
+      await context.out.write(
+        `ok: ${shownLog}: ${report.events} event${report.events === 1 ? '' : 's'}, last seq ${report.lastSeq}, ${size}\n`,
+      )
     } else if (torn) {
-      await context.out.write(`torn tail: ${shownLog}: ${summary} before it\n`)
+      await context.out.write(`torn tail: ${shownLog}: ${good}, then an unacknowledged tail; ${size} read\n`)
     } else {
-      await context.out.write(`damaged: ${shownLog}: ${summary} before the damage\n`)
+      await context.out.write(`damaged: ${shownLog}: ${good} before the damage; ${size} read\n`)
     }
     if (report.headerMissing) {
       await context.out.write(
