@@ -18,6 +18,8 @@ export default tseslint.config(
       '**/*.config.js',
       'bench/**',
       '**/test/fixtures/**',
+      // Plain-Node reference readers (outside any TypeScript project), dependency-free on purpose.
+      '**/reference/*.mjs',
     ],
   },
   js.configs.recommended,
