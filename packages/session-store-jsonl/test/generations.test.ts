@@ -37,10 +37,26 @@ function thrown(run: () => unknown): GenerationError {
 
 describe('parseGenerationFileName', () => {
   it('reads session.jsonl as v0 and session.vN.jsonl as vN, with .zstd as the compressed encoding', () => {
-    expect(parseGenerationFileName('session.jsonl')).toEqual({ file: 'session.jsonl', version: 0, encoding: 'plain' })
-    expect(parseGenerationFileName('session.jsonl.zstd')).toEqual({ file: 'session.jsonl.zstd', version: 0, encoding: 'zstd' })
-    expect(parseGenerationFileName('session.v4.jsonl')).toEqual({ file: 'session.v4.jsonl', version: 4, encoding: 'plain' })
-    expect(parseGenerationFileName('session.v4.jsonl.zstd')).toEqual({ file: 'session.v4.jsonl.zstd', version: 4, encoding: 'zstd' })
+    expect(parseGenerationFileName('session.jsonl')).toEqual({
+      file: 'session.jsonl',
+      version: 0,
+      encoding: 'plain',
+    })
+    expect(parseGenerationFileName('session.jsonl.zstd')).toEqual({
+      file: 'session.jsonl.zstd',
+      version: 0,
+      encoding: 'zstd',
+    })
+    expect(parseGenerationFileName('session.v4.jsonl')).toEqual({
+      file: 'session.v4.jsonl',
+      version: 4,
+      encoding: 'plain',
+    })
+    expect(parseGenerationFileName('session.v4.jsonl.zstd')).toEqual({
+      file: 'session.v4.jsonl.zstd',
+      version: 4,
+      encoding: 'zstd',
+    })
     expect(parseGenerationFileName('session.v12.jsonl')?.version).toBe(12)
   })
 
@@ -72,7 +88,13 @@ describe('parseGenerationFileName', () => {
   })
 
   it('agrees with the layout pattern the store uses for canonical names', () => {
-    for (const name of ['session.jsonl', 'session.v4.jsonl.zstd', 'session.v04.jsonl', 'session.v0.jsonl', 'x.jsonl']) {
+    for (const name of [
+      'session.jsonl',
+      'session.v4.jsonl.zstd',
+      'session.v04.jsonl',
+      'session.v0.jsonl',
+      'x.jsonl',
+    ]) {
       expect(parseGenerationFileName(name) !== null).toBe(LOG_FILE_PATTERN.test(name))
     }
   })
@@ -80,7 +102,9 @@ describe('parseGenerationFileName', () => {
   it('round-trips generationFileName for every version and encoding', () => {
     for (const version of [0, 1, 4, 9, 10, 123]) {
       for (const encoding of ['plain', 'zstd'] as const) {
-        expect(parseGenerationFileName(generationFileName(version, encoding))).toEqual(generation(version, encoding))
+        expect(parseGenerationFileName(generationFileName(version, encoding))).toEqual(
+          generation(version, encoding),
+        )
       }
     }
     expect(() => generationFileName(-1)).toThrow(RangeError)
@@ -109,7 +133,13 @@ describe('listGenerations', () => {
       writeFileSync(join(directory, name), 'x')
     }
     const names = (await listGenerations(nodeFsOps, directory)).map((entry) => entry.file)
-    expect(names).toEqual(['session.jsonl', 'session.v4.jsonl', 'session.v4.jsonl.zstd', 'session.v9.jsonl', 'session.v10.jsonl'])
+    expect(names).toEqual([
+      'session.jsonl',
+      'session.v4.jsonl',
+      'session.v4.jsonl.zstd',
+      'session.v9.jsonl',
+      'session.v10.jsonl',
+    ])
   })
 
   it('still lists a canonical name that is a symbolic link, so the open path can refuse it', async () => {
@@ -117,7 +147,10 @@ describe('listGenerations', () => {
     mkdirSync(directory, { mode: 0o700 })
     writeFileSync(join(directory, 'session.jsonl'), 'x')
     symlinkSync('/etc/hostname', join(directory, 'session.v4.jsonl'))
-    expect((await listGenerations(nodeFsOps, directory)).map((entry) => entry.file)).toEqual(['session.jsonl', 'session.v4.jsonl'])
+    expect((await listGenerations(nodeFsOps, directory)).map((entry) => entry.file)).toEqual([
+      'session.jsonl',
+      'session.v4.jsonl',
+    ])
   })
 
   it('reports a missing session directory as SESSION_NOT_FOUND', async () => {
@@ -131,7 +164,11 @@ describe('pickCurrentGeneration', () => {
     const picked = pickCurrentGeneration([generation(9), generation(0), generation(10), generation(4)])
     expect(picked?.current.file).toBe('session.v10.jsonl')
     expect(picked?.conflict).toBeNull()
-    expect(picked?.history.map((entry) => entry.file)).toEqual(['session.jsonl', 'session.v4.jsonl', 'session.v9.jsonl'])
+    expect(picked?.history.map((entry) => entry.file)).toEqual([
+      'session.jsonl',
+      'session.v4.jsonl',
+      'session.v9.jsonl',
+    ])
   })
 
   it('returns null for an empty listing', () => {
@@ -141,7 +178,11 @@ describe('pickCurrentGeneration', () => {
   it('reports the same version in both encodings as an interrupted compress (both-encodings), reading the plain file', () => {
     const picked = pickCurrentGeneration([generation(4, 'zstd'), generation(0), generation(4)])
     expect(picked?.current.file).toBe('session.v4.jsonl')
-    expect(picked?.conflict).toEqual({ conflict: 'both-encodings', version: 4, files: ['session.v4.jsonl', 'session.v4.jsonl.zstd'] })
+    expect(picked?.conflict).toEqual({
+      conflict: 'both-encodings',
+      version: 4,
+      files: ['session.v4.jsonl', 'session.v4.jsonl.zstd'],
+    })
   })
 
   it('accepts a directory that is all zstd', () => {
@@ -159,14 +200,23 @@ describe('pickCurrentGeneration', () => {
   })
 
   it('refuses a mix even when the highest version has both encodings', () => {
-    const error = thrown(() => pickCurrentGeneration([generation(0), generation(2, 'zstd'), generation(4), generation(4, 'zstd')]))
+    const error = thrown(() =>
+      pickCurrentGeneration([generation(0), generation(2, 'zstd'), generation(4), generation(4, 'zstd')]),
+    )
     expect(error.code).toBe('MIXED_ENCODINGS')
     expect(error.details['files']).toEqual(['session.v2.jsonl.zstd', 'session.jsonl'])
   })
 
   it('sorts with compareGenerations: version first, then plain before zstd', () => {
-    const sorted = [generation(4, 'zstd'), generation(10), generation(4), generation(0)].sort(compareGenerations)
-    expect(sorted.map((entry) => entry.file)).toEqual(['session.jsonl', 'session.v4.jsonl', 'session.v4.jsonl.zstd', 'session.v10.jsonl'])
+    const sorted = [generation(4, 'zstd'), generation(10), generation(4), generation(0)].sort(
+      compareGenerations,
+    )
+    expect(sorted.map((entry) => entry.file)).toEqual([
+      'session.jsonl',
+      'session.v4.jsonl',
+      'session.v4.jsonl.zstd',
+      'session.v10.jsonl',
+    ])
   })
 })
 
@@ -182,6 +232,8 @@ describe('assertGenerationVersion', () => {
     expect(error.file).toBe('abc/session.v4.jsonl')
     expect(error.details).toEqual({ nameVersion: 4, headerVersion: 3 })
     expect(thrown(() => assertGenerationVersion(generation(4), '4')).details['headerVersion']).toBe('4')
-    expect(thrown(() => assertGenerationVersion(generation(4), undefined)).details['headerVersion']).toBeNull()
+    expect(
+      thrown(() => assertGenerationVersion(generation(4), undefined)).details['headerVersion'],
+    ).toBeNull()
   })
 })

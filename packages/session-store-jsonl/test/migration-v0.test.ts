@@ -17,7 +17,12 @@ import type { MigrationProgress } from '../src/migration/migrate-session.ts'
 import { applyMigrationPath, findMigrationPath } from '../src/migration/migration-edge.ts'
 import type { MigrationEdge, VersionedRecord } from '../src/migration/migration-edge.ts'
 import { MIGRATION_EDGES } from '../src/migration/migration-edges.ts'
-import { appendChecksum, copyMembers, spliceTopLevelSeq, topLevelSeqValueRanges } from '../src/migration/raw-line.ts'
+import {
+  appendChecksum,
+  copyMembers,
+  spliceTopLevelSeq,
+  topLevelSeqValueRanges,
+} from '../src/migration/raw-line.ts'
 import { V0_TO_V4_EDGE } from '../src/migration/v0-to-v4.ts'
 import { encodeJsonLine } from '../src/line-codec.ts'
 import { V0SessionBuilder } from './fixtures/v0/generate-v0-session.ts'
@@ -48,7 +53,10 @@ function v0Lines(text: string): Record<string, unknown>[] {
     .map((line) => JSON.parse(line) as Record<string, unknown>)
 }
 
-async function readMigrated(directory: string, options: { registry?: ReturnType<typeof createEventRegistry> } = {}) {
+async function readMigrated(
+  directory: string,
+  options: { registry?: ReturnType<typeof createEventRegistry> } = {},
+) {
   const result = await migrateSession({ mode: 'read', directory, ...options })
   const events: LoggedEvent[] = []
   for await (const event of result.events) events.push(event)
@@ -78,10 +86,17 @@ async function drainFailure(directory: string): Promise<JsonlStoreError | Genera
 
 /** The v0 event as v4 expects it, by the documented mapping. */
 function expectedV4(v0: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { seq: (v0['seq'] as number) - 1, time: v0['time'], type: v0['type'], data: v0['data'] }
+  const out: Record<string, unknown> = {
+    seq: (v0['seq'] as number) - 1,
+    time: v0['time'],
+    type: v0['type'],
+    data: v0['data'],
+  }
   const op = v0['surfaceOp'] as { op: string; startSeq: number; endSeq: number } | undefined
-  if (op !== undefined && op.op === 'replace') out['surfaceOp'] = { op: 'replace', startSeq: op.startSeq - 1, endSeq: op.endSeq - 1 }
-  if (v0['sourceEventSeqs'] !== undefined) out['sourceEventSeqs'] = (v0['sourceEventSeqs'] as number[]).map((seq) => seq - 1)
+  if (op !== undefined && op.op === 'replace')
+    out['surfaceOp'] = { op: 'replace', startSeq: op.startSeq - 1, endSeq: op.endSeq - 1 }
+  if (v0['sourceEventSeqs'] !== undefined)
+    out['sourceEventSeqs'] = (v0['sourceEventSeqs'] as number[]).map((seq) => seq - 1)
   return out
 }
 
@@ -93,8 +108,14 @@ describe('v0 to v4 migration (read mode)', () => {
     expect(events).toHaveLength(v0.length - 1)
     expect(lastSeq).toBe(v0.length - 2)
     expect(events.map((event) => event.seq)).toEqual(v0.slice(1).map((_, index) => index))
-    for (let index = 1; index < v0.length; index += 1) expect(events[index - 1]).toEqual(expectedV4(v0[index]!))
-    expect(source.migratedFrom).toMatchObject({ file: 'session.jsonl', version: 0, lastSeq: v0.length - 1, bytes: Buffer.byteLength(text) })
+    for (let index = 1; index < v0.length; index += 1)
+      expect(events[index - 1]).toEqual(expectedV4(v0[index]!))
+    expect(source.migratedFrom).toMatchObject({
+      file: 'session.jsonl',
+      version: 0,
+      lastSeq: v0.length - 1,
+      bytes: Buffer.byteLength(text),
+    })
     expect(header).toMatchObject({
       format: 'agent-ledger.session',
       version: 4,
@@ -120,25 +141,46 @@ describe('v0 to v4 migration (read mode)', () => {
     expect(replace.seq).toBe((v0Replace['seq'] as number) - 1)
     expect(replace.surfaceOp).toEqual({ op: 'replace', startSeq: v0Op.startSeq - 1, endSeq: v0Op.endSeq - 1 })
     expect(replace.sourceEventSeqs).toEqual((v0Replace['sourceEventSeqs'] as number[]).map((seq) => seq - 1))
-    expect(events[replace.surfaceOp === undefined || typeof replace.surfaceOp === 'string' ? 0 : replace.surfaceOp.startSeq]?.type).toBe('tool/result')
+    expect(
+      events[
+        replace.surfaceOp === undefined || typeof replace.surfaceOp === 'string'
+          ? 0
+          : replace.surfaceOp.startSeq
+      ]?.type,
+    ).toBe('tool/result')
   })
 
   it('V3: remaps compaction ranges, fills compactionId for start and summary, and never invents a compaction/end', async () => {
     const text = fixture('compaction.jsonl')
     const v0 = v0Lines(text)
     const { events } = await readMigrated(sessionWith(text))
-    const start = events.find((event) => event.type === 'compaction/start') as LoggedEvent & { data: { compactionId: string; startSeq: number; endSeq: number } }
-    const v0Start = v0.find((event) => event['type'] === 'compaction/start') as { data: { startSeq: number; endSeq: number } }
+    const start = events.find((event) => event.type === 'compaction/start') as LoggedEvent & {
+      data: { compactionId: string; startSeq: number; endSeq: number }
+    }
+    const v0Start = v0.find((event) => event['type'] === 'compaction/start') as {
+      data: { startSeq: number; endSeq: number }
+    }
     expect(start.data.startSeq).toBe(v0Start.data.startSeq - 1)
     expect(start.data.endSeq).toBe(v0Start.data.endSeq - 1)
     expect(start.data.compactionId).toBe(`v0-${start.seq}`)
-    const summary = events.find((event) => event.type === 'compaction/summary') as LoggedEvent & { data: { compactionId: string } }
+    const summary = events.find((event) => event.type === 'compaction/summary') as LoggedEvent & {
+      data: { compactionId: string }
+    }
     expect(summary.data.compactionId).toBe(start.data.compactionId)
     expect(events.some((event) => event.type === 'compaction/end')).toBe(false)
     const replacing = events.find((event) => typeof event.surfaceOp === 'object')!
-    expect(replacing.surfaceOp).toEqual({ op: 'replace', startSeq: start.data.startSeq, endSeq: start.data.endSeq })
-    const v0Replacing = v0.find((event) => typeof event['surfaceOp'] === 'object' && (event['surfaceOp'] as { op: string }).op === 'replace')!
-    expect(replacing.sourceEventSeqs).toEqual((v0Replacing['sourceEventSeqs'] as number[]).map((seq) => seq - 1))
+    expect(replacing.surfaceOp).toEqual({
+      op: 'replace',
+      startSeq: start.data.startSeq,
+      endSeq: start.data.endSeq,
+    })
+    const v0Replacing = v0.find(
+      (event) =>
+        typeof event['surfaceOp'] === 'object' && (event['surfaceOp'] as { op: string }).op === 'replace',
+    )!
+    expect(replacing.sourceEventSeqs).toEqual(
+      (v0Replacing['sourceEventSeqs'] as number[]).map((seq) => seq - 1),
+    )
     expect(events).toHaveLength(v0.length - 1)
   })
 
@@ -148,15 +190,30 @@ describe('v0 to v4 migration (read mode)', () => {
     const { events } = await readMigrated(sessionWith(text))
     expect(events).toHaveLength(v0.length - 1)
     expect(events[events.length - 1]).toMatchObject({ type: 'tool/call', data: { callId: 'call_02_mig' } })
-    const placeholder = events.find((event) => event.type === 'tool/result' && (event.data as { isError?: boolean }).isError === true)!
+    const placeholder = events.find(
+      (event) => event.type === 'tool/result' && (event.data as { isError?: boolean }).isError === true,
+    )!
     expect(placeholder.sourceEventSeqs).toEqual([placeholder.seq - 1])
   })
 
   it('normalises surfaceOp "append" given as a string or as {op:"append"} to absent, keeps unknown top-level members', async () => {
     const session = new V0SessionBuilder()
     session.header({})
-    session.append('user/message', { message: { role: 'user', content: 'a' } }, { surfaceOp: { op: 'append' } })
-    session.lines.push(JSON.stringify({ seq: 2, time: '2025-03-14T09:27:00.000Z', type: 'user/message', data: { message: { role: 'user', content: 'b' } }, surfaceOp: 'append', traceId: 't-1' }))
+    session.append(
+      'user/message',
+      { message: { role: 'user', content: 'a' } },
+      { surfaceOp: { op: 'append' } },
+    )
+    session.lines.push(
+      JSON.stringify({
+        seq: 2,
+        time: '2025-03-14T09:27:00.000Z',
+        type: 'user/message',
+        data: { message: { role: 'user', content: 'b' } },
+        surfaceOp: 'append',
+        traceId: 't-1',
+      }),
+    )
     const { events } = await readMigrated(sessionWith(session.text()))
     expect(events.map((event) => Object.hasOwn(event, 'surfaceOp'))).toEqual([false, false])
     expect((events[1] as unknown as Record<string, unknown>)['traceId']).toBe('t-1')
@@ -164,8 +221,10 @@ describe('v0 to v4 migration (read mode)', () => {
   })
 
   it('S3: keeps own __proto__ keys as data in the header metadata and in event data, without polluting prototypes', async () => {
-    const header = '{"seq":0,"time":"2025-03-14T09:26:53.000Z","type":"session/header","data":{"version":0,"cwd":7,"__proto__":{"polluted":true}}}'
-    const event = '{"seq":1,"time":"2025-03-14T09:26:54.000Z","type":"tool/call","data":{"callId":"c","name":"n","arguments":"{}","__proto__":{"polluted":true}}}'
+    const header =
+      '{"seq":0,"time":"2025-03-14T09:26:53.000Z","type":"session/header","data":{"version":0,"cwd":7,"__proto__":{"polluted":true}}}'
+    const event =
+      '{"seq":1,"time":"2025-03-14T09:26:54.000Z","type":"tool/call","data":{"callId":"c","name":"n","arguments":"{}","__proto__":{"polluted":true}}}'
     const { events, header: migrated } = await readMigrated(sessionWith(`${header}\n${event}\n`))
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined()
     expect(Object.hasOwn(migrated.metadata!, '__proto__')).toBe(true)
@@ -179,14 +238,27 @@ describe('v0 to v4 migration (read mode)', () => {
     session.header({})
     session.append('turn/start', { turn: 1 })
     // Odd formatting the v4 encoder would never produce: spaces, escapes, 1.50, key order, a nested "seq".
-    const odd = '{ "type" : "future/thing", "seq" : 2, "time":"2025-03-14T09:27:00.000Z", "data":{"seq":99,"text":"caf\\u00e9 \\"q\\"","price":1.50,"list":[1,{"seq":3}]},"ignorable":true }  '
+    const odd =
+      '{ "type" : "future/thing", "seq" : 2, "time":"2025-03-14T09:27:00.000Z", "data":{"seq":99,"text":"caf\\u00e9 \\"q\\"","price":1.50,"list":[1,{"seq":3}]},"ignorable":true }  '
     session.lines.push(odd)
-    session.lines.push(JSON.stringify({ seq: 3, time: '2025-03-14T09:27:01.000Z', type: 'turn/end', data: { turn: 1, reason: 'completed' } }))
+    session.lines.push(
+      JSON.stringify({
+        seq: 3,
+        time: '2025-03-14T09:27:01.000Z',
+        type: 'turn/end',
+        data: { turn: 1, reason: 'completed' },
+      }),
+    )
     const directory = sessionWith(session.text())
     const { events, source } = await readMigrated(directory)
     expect(source.ignoredUnknown).toBe(1)
     expect(events.map((event) => event.seq)).toEqual([0, 1, 2])
-    expect(events[1]).toMatchObject({ seq: 1, type: 'future/thing', ignorable: true, data: { seq: 99, price: 1.5, list: [1, { seq: 3 }] } })
+    expect(events[1]).toMatchObject({
+      seq: 1,
+      type: 'future/thing',
+      ignorable: true,
+      data: { seq: 99, price: 1.5, list: [1, { seq: 3 }] },
+    })
     const written = await migrateSession({ mode: 'write', directory })
     expect(written.outcome).toBe('published')
     const line = readFileSync(join(directory, 'session.v4.jsonl'), 'utf8').split('\n')[2]!
@@ -204,7 +276,12 @@ describe('v0 to v4 migration (read mode)', () => {
     const before = readdirSync(directory)
     const error = await failure(migrateSession({ mode: 'read', directory }))
     expect(error.code).toBe('UNKNOWN_EVENT_TYPE')
-    expect(error).toMatchObject({ seq: 2, line: 3, offset: Buffer.byteLength(`${session.lines[0]}\n${session.lines[1]}\n`), lastGoodSeq: 1 })
+    expect(error).toMatchObject({
+      seq: 2,
+      line: 3,
+      offset: Buffer.byteLength(`${session.lines[0]}\n${session.lines[1]}\n`),
+      lastGoodSeq: 1,
+    })
     expect(error.details['type']).toBe('future/thing')
     const written = await failure(migrateSession({ mode: 'write', directory }))
     expect(written.code).toBe('UNKNOWN_EVENT_TYPE')
@@ -212,18 +289,33 @@ describe('v0 to v4 migration (read mode)', () => {
   })
 
   it('migrates a registered plugin event type with its data as is', async () => {
-    const registry = createEventRegistry([defineEventType('plan/update' as never, z.object({ steps: z.array(z.string()) }) as never)])
+    const registry = createEventRegistry([
+      defineEventType('plan/update' as never, z.object({ steps: z.array(z.string()) }) as never),
+    ])
     const session = new V0SessionBuilder()
     session.header({})
     session.append('plan/update', { steps: ['read', 'write'] })
     const { events } = await readMigrated(sessionWith(session.text()), { registry })
-    expect(events[0]).toEqual({ seq: 0, time: expect.any(String), type: 'plan/update', data: { steps: ['read', 'write'] } })
+    expect(events[0]).toEqual({
+      seq: 0,
+      time: expect.any(String),
+      type: 'plan/update',
+      data: { steps: ['read', 'write'] },
+    })
   })
 
   it('refuses a v0 event with a top-level crc member (the v4 checksum slot) naming the source line', async () => {
     const session = new V0SessionBuilder()
     session.header({})
-    session.lines.push(JSON.stringify({ seq: 1, time: '2025-03-14T09:27:00.000Z', type: 'turn/start', data: { turn: 1 }, crc: 'abc' }))
+    session.lines.push(
+      JSON.stringify({
+        seq: 1,
+        time: '2025-03-14T09:27:00.000Z',
+        type: 'turn/start',
+        data: { turn: 1 },
+        crc: 'abc',
+      }),
+    )
     const error = await drainFailure(sessionWith(session.text()))
     expect(error).toMatchObject({ code: 'INVALID_EVENT', line: 2, seq: 1 })
     expect(error.details['field']).toBe('crc')
@@ -239,6 +331,14 @@ describe('v0 to v4 migration (read mode)', () => {
     expect(error).toMatchObject({ code: 'INVALID_EVENT', line: 3, seq: 2 })
     expect(error.file).toBe(`${directory.split('/').pop()}/session.jsonl`)
     expect(error.details['field']).toBe('data.reason')
+    // Write mode validates the staged file instead (one validation pass): same refusal, nothing published.
+    const written = await failure(migrateSession({ mode: 'write', directory }))
+    expect(written).toMatchObject({
+      code: 'MIGRATION_FAILED',
+      details: { step: 'verify', cause: 'INVALID_EVENT' },
+    })
+    expect((written.cause as JsonlStoreError).details).toMatchObject({ sourceSeq: 2 })
+    expect(readdirSync(directory)).toEqual(['session.jsonl'])
   })
 
   it('reports progress through the scan and the migration phases', async () => {
@@ -249,7 +349,12 @@ describe('v0 to v4 migration (read mode)', () => {
       session.append('turn/end', { turn, reason: 'completed' })
     }
     const calls: MigrationProgress[] = []
-    const result = await migrateSession({ mode: 'read', directory: sessionWith(session.text()), onProgress: (progress) => calls.push(progress), progressEvery: 10 })
+    const result = await migrateSession({
+      mode: 'read',
+      directory: sessionWith(session.text()),
+      onProgress: (progress) => calls.push(progress),
+      progressEvery: 10,
+    })
     for await (const _event of result.events) {
       // consume
     }
@@ -259,7 +364,8 @@ describe('v0 to v4 migration (read mode)', () => {
     expect(migrate.at(-1)).toMatchObject({ eventsDone: 60, eventsTotal: 60 })
     expect(scan.at(-1)!.bytesRead).toBe(scan.at(-1)!.bytesTotal)
     for (const phase of [scan, migrate]) {
-      for (let index = 1; index < phase.length; index += 1) expect(phase[index]!.eventsDone).toBeGreaterThanOrEqual(phase[index - 1]!.eventsDone)
+      for (let index = 1; index < phase.length; index += 1)
+        expect(phase[index]!.eventsDone).toBeGreaterThanOrEqual(phase[index - 1]!.eventsDone)
     }
   })
 
@@ -316,7 +422,8 @@ describe('v0 to v4 migration (read mode)', () => {
     expect(readdirSync(directory)).toEqual(before)
     const { constants } = await import('node:fs')
     for (const call of calls) {
-      if (call.startsWith('open:')) expect(Number(call.slice(5)) & (constants.O_WRONLY | constants.O_RDWR | constants.O_CREAT)).toBe(0)
+      if (call.startsWith('open:'))
+        expect(Number(call.slice(5)) & (constants.O_WRONLY | constants.O_RDWR | constants.O_CREAT)).toBe(0)
       else throw new Error(`read mode made a ${call} call`)
     }
   })
@@ -330,15 +437,25 @@ describe('the v0 reader', () => {
     const { events, source } = await readMigrated(sessionWith(bytes.subarray(0, cut)))
     const lines = v0Lines(text)
     expect(events).toHaveLength(lines.length - 2)
-    expect(source.tornTail).toMatchObject({ reason: 'unterminated', offset: bytes.lastIndexOf(0x0a, bytes.length - 2) + 1, bytes: cut - bytes.lastIndexOf(0x0a, bytes.length - 2) - 1 })
+    expect(source.tornTail).toMatchObject({
+      reason: 'unterminated',
+      offset: bytes.lastIndexOf(0x0a, bytes.length - 2) + 1,
+      bytes: cut - bytes.lastIndexOf(0x0a, bytes.length - 2) - 1,
+    })
     expect(source.migratedFrom.lastSeq).toBe(lines.length - 2)
     expect(source.migratedFrom.bytes).toBe(cut)
   })
 
   it('treats trailing garbage that never parses (zeros) as a torn tail (tailGarbage)', async () => {
     const text = fixture('replace-tool-output.jsonl')
-    const { source, events } = await readMigrated(sessionWith(Buffer.concat([Buffer.from(text), Buffer.alloc(4096), Buffer.from('\n')])))
-    expect(source.tornTail).toMatchObject({ reason: 'tailGarbage', offset: Buffer.byteLength(text), bytes: 4097 })
+    const { source, events } = await readMigrated(
+      sessionWith(Buffer.concat([Buffer.from(text), Buffer.alloc(4096), Buffer.from('\n')])),
+    )
+    expect(source.tornTail).toMatchObject({
+      reason: 'tailGarbage',
+      offset: Buffer.byteLength(text),
+      bytes: 4097,
+    })
     expect(events).toHaveLength(v0Lines(text).length - 1)
   })
 
@@ -356,13 +473,19 @@ describe('the v0 reader', () => {
     const lines = fixture('normal-tool-calls.jsonl').split('\n')
     const gap = [...lines]
     gap.splice(6, 1)
-    expect(await failure(migrateSession({ mode: 'read', directory: sessionWith(gap.join('\n')) }))).toMatchObject({ code: 'SEQ_GAP', seq: 7 })
+    expect(
+      await failure(migrateSession({ mode: 'read', directory: sessionWith(gap.join('\n')) })),
+    ).toMatchObject({ code: 'SEQ_GAP', seq: 7 })
     const duplicate = [...lines]
     duplicate.splice(6, 0, lines[6]!)
-    expect(await failure(migrateSession({ mode: 'read', directory: sessionWith(duplicate.join('\n')) }))).toMatchObject({ code: 'SEQ_DUPLICATE', seq: 6 })
+    expect(
+      await failure(migrateSession({ mode: 'read', directory: sessionWith(duplicate.join('\n')) })),
+    ).toMatchObject({ code: 'SEQ_DUPLICATE', seq: 6 })
     const conflict = [...lines]
     conflict.splice(6, 0, lines[6]!.replace('"seq":6', '"seq":5'))
-    expect(await failure(migrateSession({ mode: 'read', directory: sessionWith(conflict.join('\n')) }))).toMatchObject({ code: 'SEQ_CONFLICT' })
+    expect(
+      await failure(migrateSession({ mode: 'read', directory: sessionWith(conflict.join('\n')) })),
+    ).toMatchObject({ code: 'SEQ_CONFLICT' })
   })
 
   it('refuses a session.jsonl whose header says another version with GENERATION_VERSION_MISMATCH', async () => {
@@ -379,10 +502,18 @@ describe('the v0 reader', () => {
   })
 
   it('refuses an empty or header-less v0 file with INVALID_HEADER (headerMissing) and a non-header first line', async () => {
-    expect(await failure(migrateSession({ mode: 'write', directory: sessionWith('') }))).toMatchObject({ code: 'INVALID_HEADER', details: { headerMissing: true } })
-    expect(await failure(migrateSession({ mode: 'read', directory: sessionWith('{"seq":0,"ti') }))).toMatchObject({ code: 'INVALID_HEADER' })
+    expect(await failure(migrateSession({ mode: 'write', directory: sessionWith('') }))).toMatchObject({
+      code: 'INVALID_HEADER',
+      details: { headerMissing: true },
+    })
+    expect(
+      await failure(migrateSession({ mode: 'read', directory: sessionWith('{"seq":0,"ti') })),
+    ).toMatchObject({ code: 'INVALID_HEADER' })
     const notHeader = '{"seq":0,"time":"2025-03-14T09:26:53.000Z","type":"turn/start","data":{"turn":1}}\n'
-    expect(await failure(migrateSession({ mode: 'read', directory: sessionWith(notHeader) }))).toMatchObject({ code: 'INVALID_HEADER', line: 1 })
+    expect(await failure(migrateSession({ mode: 'read', directory: sessionWith(notHeader) }))).toMatchObject({
+      code: 'INVALID_HEADER',
+      line: 1,
+    })
   })
 
   it('refuses a line longer than maxLineBytes with LINE_TOO_LARGE, found while streaming', async () => {
@@ -390,7 +521,13 @@ describe('the v0 reader', () => {
     session.header({})
     session.append('user/message', { message: { role: 'user', content: 'x'.repeat(5000) } })
     session.append('turn/start', { turn: 1 })
-    const error = await failure(migrateSession({ mode: 'read', directory: sessionWith(session.text()), limits: { maxLineBytes: 1024, maxEventBytes: 1024, readChunkBytes: 256 } }))
+    const error = await failure(
+      migrateSession({
+        mode: 'read',
+        directory: sessionWith(session.text()),
+        limits: { maxLineBytes: 1024, maxEventBytes: 1024, readChunkBytes: 256 },
+      }),
+    )
     expect(error).toMatchObject({ code: 'LINE_TOO_LARGE', line: 2 })
   })
 })
@@ -400,7 +537,9 @@ describe('raw-line helpers', () => {
     const line = Buffer.from('{"data":{"seq":1},"note":"\\"seq\\":2","seq":3,"list":[{"seq":4}]}')
     const ranges = topLevelSeqValueRanges(line)!
     expect(ranges.map(([start, end]) => line.subarray(start, end).toString())).toEqual(['3'])
-    expect(spliceTopLevelSeq(line, 2)!.toString()).toBe('{"data":{"seq":1},"note":"\\"seq\\":2","seq":2,"list":[{"seq":4}]}')
+    expect(spliceTopLevelSeq(line, 2)!.toString()).toBe(
+      '{"data":{"seq":1},"note":"\\"seq\\":2","seq":2,"list":[{"seq":4}]}',
+    )
   })
 
   it('returns null when seq is spelled with escapes, so the caller re-serializes', () => {
@@ -447,7 +586,11 @@ describe('the migration chain', () => {
     expect(findMigrationPath(0, 5, [V4_TO_V5, V0_TO_V4_EDGE])).toEqual([V0_TO_V4_EDGE, V4_TO_V5])
     const slow: MigrationEdge = { ...V4_TO_V5, from: 0, to: 1 }
     const slower: MigrationEdge = { ...V4_TO_V5, from: 1, to: 5 }
-    expect(findMigrationPath(0, 5, [slow, slower, V0_TO_V4_EDGE, V4_TO_V5]).map((edge) => `${edge.from}->${edge.to}`)).toEqual(['0->1', '1->5'])
+    expect(
+      findMigrationPath(0, 5, [slow, slower, V0_TO_V4_EDGE, V4_TO_V5]).map(
+        (edge) => `${edge.from}->${edge.to}`,
+      ),
+    ).toEqual(['0->1', '1->5'])
   })
 
   it('refuses a missing path with NO_MIGRATION_PATH naming the versions', () => {
@@ -465,12 +608,21 @@ describe('the migration chain', () => {
 
   it('slots a future v4 to v5 edge in after v0 to v4: a v0 session reads as v5 through the chain', async () => {
     const { header, events } = await (async () => {
-      const result = await migrateSession({ mode: 'read', directory: sessionWith(fixture('normal-tool-calls.jsonl')), edges: [V0_TO_V4_EDGE, V4_TO_V5], targetVersion: 5 })
+      const result = await migrateSession({
+        mode: 'read',
+        directory: sessionWith(fixture('normal-tool-calls.jsonl')),
+        edges: [V0_TO_V4_EDGE, V4_TO_V5],
+        targetVersion: 5,
+      })
       const list: LoggedEvent[] = []
       for await (const event of result.events) list.push(event)
       return { header: result.header, events: list }
     })()
-    expect(header).toMatchObject({ version: 5, marker: 'v5', migratedFrom: { file: 'session.jsonl', version: 0 } })
+    expect(header).toMatchObject({
+      version: 5,
+      marker: 'v5',
+      migratedFrom: { file: 'session.jsonl', version: 0 },
+    })
     expect(events).toHaveLength(v0Lines(fixture('normal-tool-calls.jsonl')).length - 1)
   })
 

@@ -49,7 +49,12 @@ let counter = 0
 const FIXTURES = new URL('./fixtures/v0/', import.meta.url)
 
 /** A fresh session directory `<scratch>/<root>/<id>` holding a v0 fixture (or text). */
-function session(source: { fixture?: string; text?: string }): { root: string; id: string; directory: string; v0: string } {
+function session(source: { fixture?: string; text?: string }): {
+  root: string
+  id: string
+  directory: string
+  v0: string
+} {
   counter += 1
   const root = join(scratch, `root${counter}`)
   const id = `session-${counter}`
@@ -92,7 +97,9 @@ async function failure(promise: Promise<unknown>): Promise<JsonlStoreError | Gen
   throw new Error('expected a typed error')
 }
 
-async function v4Events(directory: string): Promise<{ events: LoggedEvent[]; damage: unknown; tornTail: unknown; header: unknown }> {
+async function v4Events(
+  directory: string,
+): Promise<{ events: LoggedEvent[]; damage: unknown; tornTail: unknown; header: unknown }> {
   const handle = await nodeFsOps.open(join(directory, 'session.v4.jsonl'), 0)
   try {
     const events: LoggedEvent[] = []
@@ -118,7 +125,11 @@ describe('migrateSession (write mode)', () => {
     const { root, id, directory, v0 } = session({ text })
     const before = identity(v0)
     const phases = new Set<string>()
-    const result = await migrateSession({ mode: 'write', directory, onProgress: (progress: MigrationProgress) => void phases.add(progress.phase) })
+    const result = await migrateSession({
+      mode: 'write',
+      directory,
+      onProgress: (progress: MigrationProgress) => void phases.add(progress.phase),
+    })
     expect(result.outcome).toBe('published')
     expect(identity(v0)).toEqual(before)
     expect([...phases]).toEqual(['scan', 'migrate', 'verify', 'publish'])
@@ -132,38 +143,64 @@ describe('migrateSession (write mode)', () => {
     expect(header).toMatchObject({
       version: 4,
       id,
-      migratedFrom: { file: 'session.jsonl', version: 0, sha256: before.sha256, lastSeq: lines.length - 1, bytes: before.size },
+      migratedFrom: {
+        file: 'session.jsonl',
+        version: 0,
+        sha256: before.sha256,
+        lastSeq: lines.length - 1,
+        bytes: before.size,
+      },
     })
     expect(events.map((event) => event.seq)).toEqual(lines.slice(1).map((_, index) => index))
-    const v0Events = lines.slice(1).map((line) => JSON.parse(line) as { seq: number; type: string; data: unknown })
+    const v0Events = lines
+      .slice(1)
+      .map((line) => JSON.parse(line) as { seq: number; type: string; data: unknown })
     for (const [index, event] of events.entries()) {
       expect(event.type).toBe(v0Events[index]!.type)
       expect(event.seq).toBe(v0Events[index]!.seq - 1)
       if (!event.type.startsWith('compaction/')) expect(event.data).toEqual(v0Events[index]!.data)
     }
     expect(events.filter((event) => event.ignorable === true)).toHaveLength(ignorable)
-    expect(result).toMatchObject({ lastSeq: lines.length - 2, size: statSync(path).size, source: { ignoredUnknown: ignorable } })
+    expect(result).toMatchObject({
+      lastSeq: lines.length - 2,
+      size: statSync(path).size,
+      source: { ignoredUnknown: ignorable },
+    })
 
     // Appends go to v4; reopening picks v4; the v0 file stays untouched.
     const store = createSessionStore({ root, flush: { maxDelayMs: 0 } })
     const writer = await store.openWriter(id)
-    const appended = writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'after the migration' } } })
+    const appended = writer.append({
+      type: 'user/message',
+      data: { message: { role: 'user', content: 'after the migration' } },
+    })
     await writer.flush()
     await writer.close()
     expect(appended.seq).toBe(lines.length - 1)
-    expect(pickCurrentGeneration(await listGenerations(nodeFsOps, directory))?.current.file).toBe('session.v4.jsonl')
+    expect(pickCurrentGeneration(await listGenerations(nodeFsOps, directory))?.current.file).toBe(
+      'session.v4.jsonl',
+    )
     const afterAppend = identity(path)
     const again = await migrateSession({ mode: 'write', directory })
     expect(again.outcome).toBe('up-to-date')
     expect(identity(path)).toEqual(afterAppend)
     expect(identity(v0)).toEqual(before)
     expect(await detectGenerationFork({ directory, header: again.header })).toEqual({ status: 'intact' })
-    const explicit = await migrateSession({ mode: 'write', directory, source: { file: 'session.jsonl', version: 0, encoding: 'plain' } })
+    const explicit = await migrateSession({
+      mode: 'write',
+      directory,
+      source: { file: 'session.jsonl', version: 0, encoding: 'plain' },
+    })
     expect(explicit.outcome).toBe('up-to-date')
   })
 
   it('V3: the migrated fixtures open for write through the store; the dangling call is repaired in v4 only', async () => {
-    for (const fixture of ['normal-tool-calls.jsonl', 'replace-tool-output.jsonl', 'crash-dangling-tool-call.jsonl', 'compaction.jsonl']) {
+    for (const fixture of [
+      'normal-tool-calls.jsonl',
+      'replace-tool-output.jsonl',
+      'crash-dangling-tool-call.jsonl',
+      'compaction.jsonl',
+    ]) {
       const { root, id, directory, v0 } = session({ fixture })
       const before = identity(v0)
       await migrateSession({ mode: 'write', directory })
@@ -181,14 +218,28 @@ describe('migrateSession (write mode)', () => {
     const { directory, v0 } = session({ fixture: 'normal-tool-calls.jsonl' })
     const result = await migrateSession({ mode: 'write', directory })
     const lastSeq = result.source!.migratedFrom.lastSeq
-    appendFileSync(v0, `${JSON.stringify({ seq: lastSeq + 1, time: '2025-03-14T10:00:00.000Z', type: 'turn/start', data: { turn: 3 } })}\n`)
+    appendFileSync(
+      v0,
+      `${JSON.stringify({ seq: lastSeq + 1, time: '2025-03-14T10:00:00.000Z', type: 'turn/start', data: { turn: 3 } })}\n`,
+    )
     const check = await detectGenerationFork({ directory, header: result.header })
     expect(check.status).toBe('forked')
     const error = (check as { error: GenerationError }).error
     expect(error.code).toBe('GENERATION_FORK')
     expect(error.file).toBe(`${directory.split('/').pop()}/session.jsonl`)
-    expect(error.details).toMatchObject({ version: 0, lastSeq: lastSeq + 1, migratedFromLastSeq: lastSeq, reason: 'appended' })
-    const rerun = await failure(migrateSession({ mode: 'write', directory, source: { file: 'session.jsonl', version: 0, encoding: 'plain' } }))
+    expect(error.details).toMatchObject({
+      version: 0,
+      lastSeq: lastSeq + 1,
+      migratedFromLastSeq: lastSeq,
+      reason: 'appended',
+    })
+    const rerun = await failure(
+      migrateSession({
+        mode: 'write',
+        directory,
+        source: { file: 'session.jsonl', version: 0, encoding: 'plain' },
+      }),
+    )
     expect(rerun.code).toBe('GENERATION_FORK')
     const v4 = await v4Events(directory)
     expect(v4.events).toHaveLength(lastSeq)
@@ -201,14 +252,22 @@ describe('migrateSession (write mode)', () => {
     const rewritten = Buffer.from(original)
     rewritten[40] = rewritten[40] === 0x61 ? 0x62 : 0x61
     writeFileSync(v0, rewritten)
-    expect(await detectGenerationFork({ directory, header })).toMatchObject({ status: 'forked', error: { details: { reason: 'rewritten' } } })
+    expect(await detectGenerationFork({ directory, header })).toMatchObject({
+      status: 'forked',
+      error: { details: { reason: 'rewritten' } },
+    })
     expect(await detectGenerationFork({ directory, header, check: 'size' })).toEqual({ status: 'intact' })
     writeFileSync(v0, original)
     truncateSync(v0, original.length - 100)
-    expect(await detectGenerationFork({ directory, header })).toMatchObject({ status: 'forked', error: { details: { reason: 'truncated' } } })
+    expect(await detectGenerationFork({ directory, header })).toMatchObject({
+      status: 'forked',
+      error: { details: { reason: 'truncated' } },
+    })
     unlinkSync(v0)
     expect(await detectGenerationFork({ directory, header })).toMatchObject({ status: 'missing' })
-    expect(await detectGenerationFork({ directory, header: { ...header, migratedFrom: undefined } as never })).toEqual({ status: 'not-migrated' })
+    expect(
+      await detectGenerationFork({ directory, header: { ...header, migratedFrom: undefined } }),
+    ).toEqual({ status: 'not-migrated' })
   })
 
   it('refuses to migrate into a target that was not migrated from the source (MIGRATION_CONFLICT)', async () => {
@@ -218,23 +277,37 @@ describe('migrateSession (write mode)', () => {
     const store = createSessionStore({ root })
     await (await store.create({ id })).close()
     writeFileSync(v0, v0Bytes)
-    const error = await failure(migrateSession({ mode: 'write', directory, source: { file: 'session.jsonl', version: 0, encoding: 'plain' } }))
-    expect(error).toMatchObject({ code: 'MIGRATION_CONFLICT', details: { reason: 'target-not-migrated-from-source' } })
+    const error = await failure(
+      migrateSession({
+        mode: 'write',
+        directory,
+        source: { file: 'session.jsonl', version: 0, encoding: 'plain' },
+      }),
+    )
+    expect(error).toMatchObject({
+      code: 'MIGRATION_CONFLICT',
+      details: { reason: 'target-not-migrated-from-source' },
+    })
   })
 
-  it.each(['EXDEV', 'EPERM', 'ENOSPC'])('M6: a link failing with %s leaves v0 current and untouched, removes the temp, and a rerun succeeds', async (errno) => {
-    const { directory, v0 } = session({ fixture: 'compaction.jsonl' })
-    const before = identity(v0)
-    const fs = createFaultFs()
-    fs.addFault({ op: 'link', errno })
-    const error = await failure(migrateSession({ mode: 'write', directory, fs }))
-    expect(error).toMatchObject({ code: 'MIGRATION_FAILED', details: { step: 'link', cause: errno } })
-    expect(fs.count('rename')).toBe(0)
-    expect(readdirSync(directory)).toEqual(['session.jsonl'])
-    expect(identity(v0)).toEqual(before)
-    expect(pickCurrentGeneration(await listGenerations(nodeFsOps, directory))?.current.file).toBe('session.jsonl')
-    expect((await migrateSession({ mode: 'write', directory })).outcome).toBe('published')
-  })
+  it.each(['EXDEV', 'EPERM', 'ENOSPC'])(
+    'M6: a link failing with %s leaves v0 current and untouched, removes the temp, and a rerun succeeds',
+    async (errno) => {
+      const { directory, v0 } = session({ fixture: 'compaction.jsonl' })
+      const before = identity(v0)
+      const fs = createFaultFs()
+      fs.addFault({ op: 'link', errno })
+      const error = await failure(migrateSession({ mode: 'write', directory, fs }))
+      expect(error).toMatchObject({ code: 'MIGRATION_FAILED', details: { step: 'link', cause: errno } })
+      expect(fs.count('rename')).toBe(0)
+      expect(readdirSync(directory)).toEqual(['session.jsonl'])
+      expect(identity(v0)).toEqual(before)
+      expect(pickCurrentGeneration(await listGenerations(nodeFsOps, directory))?.current.file).toBe(
+        'session.jsonl',
+      )
+      expect((await migrateSession({ mode: 'write', directory })).outcome).toBe('published')
+    },
+  )
 
   it('M6: a directory fsync EIO after the link reports poisoned and leaves v0 current', async () => {
     const { directory, v0 } = session({ fixture: 'normal-tool-calls.jsonl' })
@@ -242,7 +315,10 @@ describe('migrateSession (write mode)', () => {
     const fs = createFaultFs()
     fs.addFault({ op: 'fsyncDirectory', errno: 'EIO' })
     const error = await failure(migrateSession({ mode: 'write', directory, fs }))
-    expect(error).toMatchObject({ code: 'MIGRATION_FAILED', details: { step: 'fsync-dir', cause: 'EIO', poisoned: true } })
+    expect(error).toMatchObject({
+      code: 'MIGRATION_FAILED',
+      details: { step: 'fsync-dir', cause: 'EIO', poisoned: true },
+    })
     expect(readdirSync(directory)).toEqual(['session.jsonl'])
     expect(identity(v0)).toEqual(before)
   })
@@ -257,32 +333,47 @@ describe('migrateSession (write mode)', () => {
         onProgress: (progress) => {
           if (progress.phase === 'scan' && progress.eventsTotal !== null && !appended) {
             appended = true
-            appendFileSync(v0, `${JSON.stringify({ seq: 21, time: '2025-03-14T10:00:00.000Z', type: 'turn/start', data: { turn: 3 } })}\n`)
+            appendFileSync(
+              v0,
+              `${JSON.stringify({ seq: 21, time: '2025-03-14T10:00:00.000Z', type: 'turn/start', data: { turn: 3 } })}\n`,
+            )
           }
         },
       }),
     )
-    expect(error).toMatchObject({ code: 'MIGRATION_FAILED', details: { step: 'check-source', cause: 'SOURCE_CHANGED' } })
+    expect(error).toMatchObject({
+      code: 'MIGRATION_FAILED',
+      details: { step: 'check-source', cause: 'SOURCE_CHANGED' },
+    })
     expect(readdirSync(directory)).toEqual(['session.jsonl'])
   })
 
   it('refuses a zstd source and a directory with mixed encodings before reading anything', async () => {
     const { directory } = session({ fixture: 'normal-tool-calls.jsonl' })
     writeFileSync(join(directory, 'session.v4.jsonl.zstd'), 'x')
-    expect(await failure(migrateSession({ mode: 'write', directory }))).toMatchObject({ code: 'MIXED_ENCODINGS' })
+    expect(await failure(migrateSession({ mode: 'write', directory }))).toMatchObject({
+      code: 'MIXED_ENCODINGS',
+    })
     const zstd = session({ text: '' })
     unlinkSync(zstd.v0)
     writeFileSync(join(zstd.directory, 'session.jsonl.zstd'), 'x')
-    expect(await failure(migrateSession({ mode: 'write', directory: zstd.directory }))).toMatchObject({ code: 'NO_MIGRATION_PATH', details: { reason: 'zstd-source' } })
+    expect(await failure(migrateSession({ mode: 'write', directory: zstd.directory }))).toMatchObject({
+      code: 'NO_MIGRATION_PATH',
+      details: { reason: 'zstd-source' },
+    })
   })
 
   it('refuses an invalid session id before any file-system call, and a missing session with SESSION_NOT_FOUND', async () => {
     const fs = createFaultFs()
-    expect(await failure(migrateSession({ mode: 'write', directory: join(scratch, '..'), sessionId: '../x', fs }))).toMatchObject({ code: 'INVALID_SESSION_ID' })
+    expect(
+      await failure(migrateSession({ mode: 'write', directory: join(scratch, '..'), sessionId: '../x', fs })),
+    ).toMatchObject({ code: 'INVALID_SESSION_ID' })
     expect(fs.calls).toHaveLength(0)
     const empty = join(scratch, 'empty-session')
     mkdirSync(empty)
-    expect(await failure(migrateSession({ mode: 'read', directory: empty }))).toMatchObject({ code: 'SESSION_NOT_FOUND' })
+    expect(await failure(migrateSession({ mode: 'read', directory: empty }))).toMatchObject({
+      code: 'SESSION_NOT_FOUND',
+    })
   })
 })
 
@@ -299,17 +390,32 @@ describe('V4: two processes migrate the same session at once', () => {
       const from = pair.map((child) => child.lines.length)
       // Without the lock, both are held after verifying their staged file, so both reach link(): one gets EEXIST.
       const hold = options.lock ? {} : { holdAt: 'verified', holdBarrier }
-      for (const child of pair) child.send(JSON.stringify({ cmd: 'migrate', dir: directory, barrier, lock: options.lock, ...hold }))
-      await Promise.all(pair.map((child, index) => child.waitForLine((line) => line.includes('"ready"'), { from: from[index]! })))
+      for (const child of pair)
+        child.send(JSON.stringify({ cmd: 'migrate', dir: directory, barrier, lock: options.lock, ...hold }))
+      await Promise.all(
+        pair.map((child, index) =>
+          child.waitForLine((line) => line.includes('"ready"'), { from: from[index]! }),
+        ),
+      )
       writeFileSync(barrier, '')
       if (!options.lock) {
-        await Promise.all(pair.map((child, index) => child.waitForLine((line) => line.includes('"holding"'), { from: from[index]! })))
+        await Promise.all(
+          pair.map((child, index) =>
+            child.waitForLine((line) => line.includes('"holding"'), { from: from[index]! }),
+          ),
+        )
         writeFileSync(holdBarrier, '')
       }
       const results = await Promise.all(
-        pair.map((child, index) => child.waitForLine((line) => line.includes('"migrated"') || line.includes('"error"'), { from: from[index]! })),
+        pair.map((child, index) =>
+          child.waitForLine((line) => line.includes('"migrated"') || line.includes('"error"'), {
+            from: from[index]!,
+          }),
+        ),
       )
-      const parsed = results.map((line) => JSON.parse(line) as { event: string; outcome?: string; code?: string; sha256?: string })
+      const parsed = results.map(
+        (line) => JSON.parse(line) as { event: string; outcome?: string; code?: string; sha256?: string },
+      )
       for (const result of parsed) {
         // With the lock, the loser may also give up waiting (SESSION_LOCKED), which V4 allows.
         if (options.lock && result.event === 'error') expect(result.code).toBe('SESSION_LOCKED')
@@ -319,7 +425,11 @@ describe('V4: two processes migrate the same session at once', () => {
       }
       expect(parsed.filter((result) => result.outcome === 'published')).toHaveLength(1)
       // After both finished (lock released), the directory holds the two generations and nothing else.
-      await Promise.all(pair.map((child, index) => child.waitForLine((line) => line.includes('"done"'), { from: from[index]! })))
+      await Promise.all(
+        pair.map((child, index) =>
+          child.waitForLine((line) => line.includes('"done"'), { from: from[index]! }),
+        ),
+      )
       expect(readdirSync(directory).sort()).toEqual(['session.jsonl', 'session.v4.jsonl'])
       expect(identity(v0)).toEqual(before)
       const winner = parsed.find((result) => result.outcome === 'published')!

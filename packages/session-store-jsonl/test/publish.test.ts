@@ -37,7 +37,9 @@ function directory(): string {
   return path
 }
 
-const CONTENT = Buffer.from(Array.from({ length: 300 }, (_, index) => `line ${index} ${'x'.repeat(index % 17)}\n`).join(''))
+const CONTENT = Buffer.from(
+  Array.from({ length: 300 }, (_, index) => `line ${index} ${'x'.repeat(index % 17)}\n`).join(''),
+)
 
 function sha(bytes: Buffer): string {
   return createHash('sha256').update(bytes).digest('hex')
@@ -46,6 +48,7 @@ function sha(bytes: Buffer): string {
 /** Content in small pieces, so batching is exercised. */
 function pieces(bytes: Buffer = CONTENT, size = 97): () => AsyncIterable<Uint8Array> {
   return async function* content() {
+    await Promise.resolve()
     for (let offset = 0; offset < bytes.length; offset += size) yield bytes.subarray(offset, offset + size)
   }
 }
@@ -61,7 +64,15 @@ function counting(inner: FsOps = nodeFsOps): FsOps & { renames: number } {
 }
 
 function request(dir: string, overrides: Partial<PublishRequest> = {}): PublishRequest {
-  return { fs: nodeFsOps, directory: dir, target: 'session.v4.jsonl', kind: 'migrate', content: pieces(), chunkBytes: 256, ...overrides }
+  return {
+    fs: nodeFsOps,
+    directory: dir,
+    target: 'session.v4.jsonl',
+    kind: 'migrate',
+    content: pieces(),
+    chunkBytes: 256,
+    ...overrides,
+  }
 }
 
 async function failure(promise: Promise<unknown>): Promise<GenerationError | JsonlStoreError> {
@@ -86,7 +97,13 @@ describe('publishFile', () => {
     const result = await publishFile(request(dir, { fs, hooks: { at: (point) => void points.push(point) } }))
     const path = join(dir, 'session.v4.jsonl')
     expect(readFileSync(path)).toEqual(CONTENT)
-    expect(result).toMatchObject({ outcome: 'published', file: 'session.v4.jsonl', size: CONTENT.length, sha256: sha(CONTENT), handle: null })
+    expect(result).toMatchObject({
+      outcome: 'published',
+      file: 'session.v4.jsonl',
+      size: CONTENT.length,
+      sha256: sha(CONTENT),
+      handle: null,
+    })
     expect(result.tempFile).toMatch(/^\.tmp-migrate-[0-9a-f]{16}$/)
     const stats = statSync(path)
     expect(stats.mode & 0o777).toBe(0o600)
@@ -143,7 +160,13 @@ describe('publishFile', () => {
     const before = statSync(path)
     const fs = counting()
     const result = await publishFile(request(dir, { fs }))
-    expect(result).toMatchObject({ outcome: 'already-published', size: CONTENT.length, sha256: sha(CONTENT), ino: before.ino, handle: null })
+    expect(result).toMatchObject({
+      outcome: 'already-published',
+      size: CONTENT.length,
+      sha256: sha(CONTENT),
+      ino: before.ino,
+      handle: null,
+    })
     expect(readFileSync(path)).toEqual(theirs)
     expect(statSync(path).mtimeMs).toBe(before.mtimeMs)
     expect(temps(dir)).toEqual([])
@@ -210,7 +233,10 @@ describe('publishFile', () => {
     const dir = directory()
     writeFileSync(join(dir, '.tmp-migrate-0000000000000000'), 'planted')
     const error = await failure(publishFile(request(dir, { randomHex: () => '0000000000000000' })))
-    expect(error).toMatchObject({ code: 'MIGRATION_FAILED', details: { step: 'create-temp', cause: 'EEXIST' } })
+    expect(error).toMatchObject({
+      code: 'MIGRATION_FAILED',
+      details: { step: 'create-temp', cause: 'EEXIST' },
+    })
     expect(existsSync(join(dir, 'session.v4.jsonl'))).toBe(false)
   })
 
@@ -225,7 +251,10 @@ describe('publishFile', () => {
         }),
       ),
     )
-    expect(error).toMatchObject({ code: 'MIGRATION_FAILED', details: { step: 'verify', cause: 'CORRUPT_LINE', published: false } })
+    expect(error).toMatchObject({
+      code: 'MIGRATION_FAILED',
+      details: { step: 'verify', cause: 'CORRUPT_LINE', published: false },
+    })
     expect(readdirSync(dir)).toEqual([])
   })
 
@@ -235,8 +264,13 @@ describe('publishFile', () => {
       publishFile(
         request(dir, {
           content: async function* content() {
+            await Promise.resolve()
             yield Buffer.from('x')
-            throw new JsonlStoreError({ code: JsonlErrorCode.INVALID_EVENT, message: 'no', file: 'a/session.jsonl' })
+            throw new JsonlStoreError({
+              code: JsonlErrorCode.INVALID_EVENT,
+              message: 'no',
+              file: 'a/session.jsonl',
+            })
           },
         }),
       ),
@@ -262,36 +296,51 @@ describe('publishFile', () => {
         }),
       ),
     )
-    expect(error).toMatchObject({ code: 'MIGRATION_FAILED', details: { step: 'check-source', cause: 'SOURCE_CHANGED' } })
+    expect(error).toMatchObject({
+      code: 'MIGRATION_FAILED',
+      details: { step: 'check-source', cause: 'SOURCE_CHANGED' },
+    })
     expect(readdirSync(dir)).toEqual(['session.jsonl'])
   })
 
   it('checks the writer lock just before the link and passes LOCK_LOST through', async () => {
     const dir = directory()
     const lock = {
-      assertHeld: () => Promise.reject(new JsonlStoreError({ code: JsonlErrorCode.LOCK_LOST, message: 'lost', file: 'x/writer.lock' })),
+      assertHeld: () =>
+        Promise.reject(
+          new JsonlStoreError({ code: JsonlErrorCode.LOCK_LOST, message: 'lost', file: 'x/writer.lock' }),
+        ),
     }
     expect((await failure(publishFile(request(dir, { lock })))).code).toBe('LOCK_LOST')
     expect(readdirSync(dir)).toEqual([])
   })
 
-  it.each(['EXDEV', 'EPERM', 'ENOSPC'])('M6: link failing with %s gives MIGRATION_FAILED{step:link}, removes the temp and never falls back to rename', async (errno) => {
-    const dir = directory()
-    const faults = createFaultFs()
-    faults.addFault({ op: 'link', errno })
-    const fs = counting(faults)
-    const error = await failure(publishFile(request(dir, { fs })))
-    expect(error).toMatchObject({ code: 'MIGRATION_FAILED', details: { step: 'link', cause: errno, published: false, poisoned: false } })
-    expect(readdirSync(dir)).toEqual([])
-    expect(fs.renames).toBe(0)
-  })
+  it.each(['EXDEV', 'EPERM', 'ENOSPC'])(
+    'M6: link failing with %s gives MIGRATION_FAILED{step:link}, removes the temp and never falls back to rename',
+    async (errno) => {
+      const dir = directory()
+      const faults = createFaultFs()
+      faults.addFault({ op: 'link', errno })
+      const fs = counting(faults)
+      const error = await failure(publishFile(request(dir, { fs })))
+      expect(error).toMatchObject({
+        code: 'MIGRATION_FAILED',
+        details: { step: 'link', cause: errno, published: false, poisoned: false },
+      })
+      expect(readdirSync(dir)).toEqual([])
+      expect(fs.renames).toBe(0)
+    },
+  )
 
   it('M6: a directory fsync EIO after the link withdraws the new name, removes the temp and reports poisoned', async () => {
     const dir = directory()
     const faults = createFaultFs()
     faults.addFault({ op: 'fsyncDirectory', errno: 'EIO' })
     const error = await failure(publishFile(request(dir, { fs: faults })))
-    expect(error).toMatchObject({ code: 'MIGRATION_FAILED', details: { step: 'fsync-dir', cause: 'EIO', poisoned: true, published: false } })
+    expect(error).toMatchObject({
+      code: 'MIGRATION_FAILED',
+      details: { step: 'fsync-dir', cause: 'EIO', poisoned: true, published: false },
+    })
     expect(readdirSync(dir)).toEqual([])
   })
 
@@ -313,19 +362,35 @@ describe('publishFile', () => {
   it('refuses a kind that could be mistaken for the lock protocol or escape the directory', async () => {
     await expect(publishFile(request(directory(), { kind: 'lock' }))).rejects.toThrow(RangeError)
     await expect(publishFile(request(directory(), { kind: '../x' }))).rejects.toThrow(RangeError)
-    await expect(publishFile(request(directory(), { randomHex: () => '../../x' }))).rejects.toThrow(RangeError)
+    await expect(publishFile(request(directory(), { randomHex: () => '../../x' }))).rejects.toThrow(
+      RangeError,
+    )
   })
 })
 
 describe('removeStaleTemps', () => {
   it('removes leftover publish temps, keeps lock temps, generations and quarantine files', async () => {
     const dir = directory()
-    for (const name of ['.tmp-migrate-0011223344556677', '.tmp-create-8899aabbccddeeff', '.tmp-lock-0011223344556677', '.tmp-lockbreak-00', 'session.jsonl', 'session.v4.jsonl.torn-12', 'writer.lock']) {
+    for (const name of [
+      '.tmp-migrate-0011223344556677',
+      '.tmp-create-8899aabbccddeeff',
+      '.tmp-lock-0011223344556677',
+      '.tmp-lockbreak-00',
+      'session.jsonl',
+      'session.v4.jsonl.torn-12',
+      'writer.lock',
+    ]) {
       writeFileSync(join(dir, name), 'x')
     }
     const removed = await removeStaleTemps(nodeFsOps, dir)
     expect(removed.sort()).toEqual(['.tmp-create-8899aabbccddeeff', '.tmp-migrate-0011223344556677'])
-    expect(readdirSync(dir).sort()).toEqual(['.tmp-lock-0011223344556677', '.tmp-lockbreak-00', 'session.jsonl', 'session.v4.jsonl.torn-12', 'writer.lock'])
+    expect(readdirSync(dir).sort()).toEqual([
+      '.tmp-lock-0011223344556677',
+      '.tmp-lockbreak-00',
+      'session.jsonl',
+      'session.v4.jsonl.torn-12',
+      'writer.lock',
+    ])
   })
 
   it('M4: removing a temp twin that shares the generation inode leaves the generation with one link and its bytes', async () => {

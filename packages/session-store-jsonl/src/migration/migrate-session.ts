@@ -718,7 +718,23 @@ async function publishMigration(
         })
       },
     })
-    if (outcome.damage !== null) throw outcome.damage
+    const damage = outcome.damage
+    if (damage !== null) {
+      // Name the source event too: the staged file is gone once the publish fails.
+      const sourceSeq =
+        damage.seq === undefined ? undefined : damage.seq + (scanned.scan.version === 0 ? 1 : 0)
+      throw new JsonlStoreError({
+        code: damage.code,
+        message: `${damage.message} (migrated from ${source.file}${sourceSeq === undefined ? '' : ` seq ${sourceSeq}`})`,
+        file: damage.file,
+        line: damage.line,
+        offset: damage.offset,
+        seq: damage.seq,
+        lastGoodSeq: damage.lastGoodSeq,
+        details: { ...damage.details, sourceFile: source.file, sourceSeq: sourceSeq ?? null },
+        cause: damage,
+      })
+    }
     const problem =
       outcome.header === null
         ? 'no header'

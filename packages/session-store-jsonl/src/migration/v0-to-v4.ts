@@ -187,17 +187,20 @@ function migrateRecord(record: VersionedRecord, state: EdgeState, context: EdgeC
     line = appendChecksum(spliced ?? Buffer.from(JSON.stringify(event), 'utf8'))
   } else {
     const type = value['type'] as string
-    event = {}
-    defineMember(event, 'seq', seq)
-    defineMember(event, 'time', own(value, 'time'))
-    defineMember(event, 'type', type)
-    defineMember(event, 'data', mapData({ type, data: own(value, 'data'), seq }, state))
+    // The envelope members have fixed names (never `__proto__`): plain assignment is safe and fast.
+    event = {
+      seq,
+      time: own(value, 'time'),
+      type,
+      data: mapData({ type, data: own(value, 'data'), seq }, state),
+    }
     const surfaceOp = mapSurfaceOp(own(value, 'surfaceOp'))
-    if (surfaceOp !== undefined) defineMember(event, 'surfaceOp', surfaceOp)
+    if (surfaceOp !== undefined) event['surfaceOp'] = surfaceOp
     const sources = own(value, 'sourceEventSeqs')
     if (sources !== undefined)
-      defineMember(event, 'sourceEventSeqs', Array.isArray(sources) ? sources.map(minusOne) : sources)
-    if (Object.hasOwn(value, 'ignorable')) defineMember(event, 'ignorable', value['ignorable'])
+      event['sourceEventSeqs'] = Array.isArray(sources) ? sources.map(minusOne) : sources
+    if (Object.hasOwn(value, 'ignorable')) event['ignorable'] = value['ignorable']
+    // Unknown top-level members (any name, `__proto__` included) are defined, never assigned.
     for (const key of Object.keys(value)) {
       if (!ENVELOPE.has(key)) defineMember(event, key, value[key])
     }

@@ -354,7 +354,7 @@ export class V0LogReader implements LineSink {
       })
     }
     const expected = this.#lastSeq + 1
-    const at = { ...where, seq }
+    const at = { line: where.line, offset: where.offset, seq }
     if (seq !== expected) {
       if (seq > expected) {
         return this.#invalid(at, {

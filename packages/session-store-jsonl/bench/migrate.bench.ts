@@ -1,0 +1,191 @@
+/**
+ * Migration benchmark (issue 5): a v0 session of 100,000 events (1,000,000 with --large)
+ * migrated to v4 in write mode (scan, migrate, write, fsync, verify by reading back with
+ * the store's scanner and projection, link), beside its floor measured in the same run on
+ * the same file: a bare loop that reads the file in 1 MiB chunks, splits lines,
+ * `JSON.parse`s and `JSON.stringify`s each, writes the result and fsyncs once.
+ *
+ * Peak RSS is measured in child processes (`process.resourceUsage().maxRSS`), ours beside
+ * the bare loop's. Run alone with `pnpm bench --only migrate`.
+ *
+ * Child mode (used by the benchmark itself and by the crash suite): with the environment
+ * variable AGENT_LEDGER_MIGRATE_BENCH_CHILD set to `migrate:<session dir>` or
+ * `floor:<file>`, this module runs that one job when executed and prints one JSON line
+ * `{ "maxRssBytes", "seconds", "events" }`.
+ */
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs'
+import { open } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+
+import { migrateSession } from '../src/migration/migrate-session.ts'
+import { writeLargeV0Session } from '../test/fixtures/v0/generate-v0-session.ts'
+
+/** One figure (the shape `tooling/bench/run.ts` prints). */
+export interface BenchResult {
+  name: string
+  value: number
+  unit: string
+  floor?: { name: string; value: number }
+  ratio?: number
+  target?: string
+  met?: boolean
+}
+
+const CHILD_ENV = 'AGENT_LEDGER_MIGRATE_BENCH_CHILD'
+
+/** The bare floor: read in 1 MiB chunks, split on \n, JSON.parse + JSON.stringify each line, write, fsync once. */
+export async function bareLoop(source: string, target: string): Promise<number> {
+  const input = await open(source, 'r')
+  const output = await open(target, 'w', 0o600)
+  let events = 0
+  try {
+    const chunk = Buffer.allocUnsafe(1 << 20)
+    let carry = ''
+    let position = 0
+    let outputPosition = 0
+    for (;;) {
+      const { bytesRead } = await input.read(chunk, 0, chunk.length, position)
+      if (bytesRead === 0) break
+      position += bytesRead
+      const text = carry + chunk.toString('utf8', 0, bytesRead)
+      const lines = text.split('\n')
+      carry = lines.pop() ?? ''
+      let out = ''
+      for (const line of lines) {
+        out += `${JSON.stringify(JSON.parse(line))}\n`
+        events += 1
+      }
+      const bytes = Buffer.from(out)
+      await output.write(bytes, 0, bytes.length, outputPosition)
+      outputPosition += bytes.length
+    }
+    await output.sync()
+  } finally {
+    await input.close()
+    await output.close()
+  }
+  return events
+}
+
+async function childMain(job: string): Promise<void> {
+  const started = performance.now()
+  let events: number
+  if (job.startsWith('migrate:')) {
+    const result = await migrateSession({ mode: 'write', directory: job.slice('migrate:'.length) })
+    events = result.lastSeq + 1
+  } else {
+    const file = job.slice('floor:'.length)
+    events = await bareLoop(file, `${file}.floor-out`)
+  }
+  const seconds = (performance.now() - started) / 1000
+  process.stdout.write(
+    `${JSON.stringify({ maxRssBytes: process.resourceUsage().maxRSS * 1024, seconds, events })}\n`,
+  )
+}
+
+/**
+ * Runs one child job (see the module comment) and returns what it printed.
+ *
+ * @param job - `migrate:<session dir>` or `floor:<file>`.
+ * @returns Peak RSS in bytes, seconds and events of the child.
+ */
+export async function runChild(
+  job: string,
+): Promise<{ maxRssBytes: number; seconds: number; events: number }> {
+  const loader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+  const script = fileURLToPath(import.meta.url)
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--conditions=@agent-ledger/source', '--import', loader, script], {
+      env: { ...process.env, [CHILD_ENV]: job },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on('close', (code) => {
+      const line = stdout.trim().split('\n').pop() ?? ''
+      if (code !== 0 || line === '')
+        reject(new Error(`bench child ${job} exited ${code}: ${stderr.slice(-2000)}`))
+      else resolve(JSON.parse(line) as { maxRssBytes: number; seconds: number; events: number })
+    })
+  })
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((left, right) => left - right)
+  return sorted[Math.floor(sorted.length / 2)]!
+}
+
+/**
+ * The migration figures: events/s beside the bare loop, and peak RSS beside the bare loop's.
+ *
+ * @param options - `scale`: 'default' (100,000 events) or 'large' (1,000,000).
+ * @returns The figures.
+ */
+export async function run(options: { scale?: 'default' | 'large' } = {}): Promise<BenchResult[]> {
+  const eventsWanted = options.scale === 'large' ? 1_000_000 : 100_000
+  const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-bench-migrate-'))
+  try {
+    const directory = join(scratch, 'bench-session')
+    mkdirSync(directory, { mode: 0o700 })
+    const v0 = join(directory, 'session.jsonl')
+    const lines = await writeLargeV0Session(v0, { events: eventsWanted, seed: 7 })
+    const events = lines - 1
+    const ours: number[] = []
+    const floor: number[] = []
+    for (let round = 0; round < 3; round += 1) {
+      const floorStart = performance.now()
+      await bareLoop(v0, join(scratch, 'floor-out.jsonl'))
+      floor.push((performance.now() - floorStart) / 1000)
+      unlinkSync(join(scratch, 'floor-out.jsonl'))
+      const start = performance.now()
+      await migrateSession({ mode: 'write', directory })
+      ours.push((performance.now() - start) / 1000)
+      unlinkSync(join(directory, 'session.v4.jsonl'))
+    }
+    const oursRate = events / median(ours)
+    const floorRate = lines / median(floor)
+    const oursChild = await runChild(`migrate:${directory}`)
+    unlinkSync(join(directory, 'session.v4.jsonl'))
+    const floorChild = await runChild(`floor:${v0}`)
+    const mb = (bytes: number): number => bytes / (1024 * 1024)
+    const rateRatio = oursRate / floorRate
+    const rssRatio = oursChild.maxRssBytes / floorChild.maxRssBytes
+    return [
+      {
+        name: `migrate v0->v4, ${events} events (write, verify, link)`,
+        value: oursRate,
+        unit: 'events/s',
+        floor: { name: 'bare read+JSON.parse+JSON.stringify+write+fsync', value: floorRate },
+        ratio: rateRatio,
+        target: '>= 0.2',
+        met: rateRatio >= 0.2,
+      },
+      {
+        name: `migrate v0->v4, ${events} events: peak RSS of a child`,
+        value: mb(oursChild.maxRssBytes),
+        unit: 'MB',
+        floor: { name: 'bare loop peak RSS (child)', value: mb(floorChild.maxRssBytes) },
+        ratio: rssRatio,
+        target: '<= 3',
+        met: rssRatio <= 3,
+      },
+    ]
+  } finally {
+    rmSync(scratch, { recursive: true, force: true })
+  }
+}
+
+const childJob = process.env[CHILD_ENV]
+if (
+  childJob !== undefined &&
+  process.argv[1] !== undefined &&
+  fileURLToPath(import.meta.url) === process.argv[1]
+) {
+  await childMain(childJob)
+}
