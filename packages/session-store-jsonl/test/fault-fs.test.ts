@@ -92,6 +92,19 @@ describe('createFaultFs', () => {
     expect(readFileSync(join(directory, 'a'), 'utf8')).toBe('abc')
   })
 
+  it('W10: delays every handle write by writeDelayMs before it reaches the disk', async () => {
+    const directory = fresh()
+    const fs = createFaultFs()
+    fs.writeDelayMs = 50
+    const handle = await fs.open(join(directory, 'slow'), CREATE, 0o600)
+    const pending = handle.write(Buffer.from('late'), 0)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(readFileSync(join(directory, 'slow'), 'utf8')).toBe('')
+    await pending
+    expect(readFileSync(join(directory, 'slow'), 'utf8')).toBe('late')
+    await handle.close()
+  })
+
   it('injects EXDEV on link and EROFS on open without touching the disk', async () => {
     const directory = fresh()
     const fs = createFaultFs()
