@@ -39,8 +39,12 @@ describe('inspect', () => {
     expect(run.stdout).toContain('turns:       2, turn 2 open since #8')
     expect(run.stdout).toContain('surface:     7 model-visible messages')
     expect(run.stdout).toContain('pending:     2 unanswered tool call(s)')
-    expect(run.stdout).toContain('run_command(call_rm) asked at #10, started at #11 (would be answered TOOL_OUTCOME_UNKNOWN)')
-    expect(run.stdout).toContain('list_dir(call_ls) asked at #10, not started (would be answered TOOL_NOT_STARTED)')
+    expect(run.stdout).toContain(
+      'run_command(call_rm) asked at #10, started at #11 (would be answered TOOL_OUTCOME_UNKNOWN)',
+    )
+    expect(run.stdout).toContain(
+      'list_dir(call_ls) asked at #10, not started (would be answered TOOL_NOT_STARTED)',
+    )
     expect(run.stdout).toMatch(/session\.v4\.jsonl +\S+ \S+ +log v4 plain \(current generation\)/)
     expect(readFileSync(logPath(root, 'c1')).equals(before)).toBe(true)
   })
@@ -77,7 +81,9 @@ describe('inspect', () => {
     await (await testStore(root).openWriter('a1')).close()
     const repaired = await cli(['inspect', join(root, 'a1'), '--json'])
     const files = (JSON.parse(repaired.stdout) as { files: { name: string; kind: string }[] }).files
-    expect(files.some((file) => file.kind === 'quarantine' && file.name.startsWith('session.v4.jsonl.torn-'))).toBe(true)
+    expect(
+      files.some((file) => file.kind === 'quarantine' && file.name.startsWith('session.v4.jsonl.torn-')),
+    ).toBe(true)
   })
 
   it('I1: describes the good prefix of a damaged log and exits 1 with the typed error', async () => {
@@ -108,7 +114,10 @@ describe('cat', () => {
     await writeSession(testStore(root), 'a1', { turns: 2 })
     const run = await cli(['cat', join(root, 'a1'), '--json', '--from', '3', '--to', '9'])
     expect(run.code).toBe(0)
-    const printed = run.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as LoggedEvent)
+    const printed = run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as LoggedEvent)
     expect(printed).toEqual((await collect('a1')).slice(3, 10))
     expect(run.stdout).not.toContain('"crc"')
   })
@@ -135,11 +144,14 @@ describe('cat', () => {
       turns: 0,
       extra: [
         { type: 'turn/start', data: { turn: 1 } },
-        { type: 'user/message', data: { message: { role: 'user', content: 'red \u001b[31mALERT\u001b[0m \u202Eevil\u009b' } } },
+        {
+          type: 'user/message',
+          data: { message: { role: 'user', content: 'red \u001b[31mALERT\u001b[0m \u202Eevil\u009b' } },
+        },
       ],
     })
     const run = await cli(['cat', join(root, 'a1')])
-    expect(run.stdout).not.toMatch(/[\u001b\u202e\u009b]/)
+    for (const raw of ['\u001b', '\u202e', '\u009b']) expect(run.stdout).not.toContain(raw)
     expect(run.stdout).toContain('red \\u001b[31mALERT\\u001b[0m \\u202eevil\\u009b')
   })
 
@@ -150,7 +162,9 @@ describe('cat', () => {
     expect(run.code).toBe(1)
     expect(run.stdout.trimEnd().split('\n')).toHaveLength(6)
     expect(run.stdout).not.toContain('"error"')
-    expect(run.stderr).toMatch(/^agent-ledger: CORRUPT_LINE in .* line 8 \(offset \d+\): .*\[seq 6, last good seq 5\]\n$/)
+    expect(run.stderr).toMatch(
+      /^agent-ledger: CORRUPT_LINE in .* line 8 \(offset \d+\): .*\[seq 6, last good seq 5\]\n$/,
+    )
   })
 
   it('T5: treats an unterminated last line as in progress (no error)', async () => {

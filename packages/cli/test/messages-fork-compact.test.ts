@@ -47,7 +47,10 @@ describe('messages', () => {
     const run = await cli(['messages', join(root, 'c1'), '--json'])
     expect(run.code).toBe(0)
     const messages = JSON.parse(run.stdout) as WireMessage[]
-    expect(messages.at(-1)).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'call_rm' }, { id: 'call_ls' }] })
+    expect(messages.at(-1)).toMatchObject({
+      role: 'assistant',
+      tool_calls: [{ id: 'call_rm' }, { id: 'call_ls' }],
+    })
     expect(run.stderr).toContain('2 tool call(s) have no result yet')
     expect(run.stderr).toContain('the next write open appends isError placeholders')
     expect(readFileSync(logPath(root, 'c1')).equals(before)).toBe(true)
@@ -87,7 +90,10 @@ describe('fork', () => {
     expect(readFileSync(logPath(root, 'a1')).equals(parentBefore)).toBe(true)
     const parent = await messagesJson('a1')
     expect(await messagesJson('a1-b')).toEqual(parent.slice(0, 5))
-    const header = JSON.parse(readFileSync(logPath(root, 'a1-b'), 'utf8').split('\n')[0]!) as Record<string, unknown>
+    const header = JSON.parse(readFileSync(logPath(root, 'a1-b'), 'utf8').split('\n')[0]!) as Record<
+      string,
+      unknown
+    >
     expect(header).toMatchObject({ parentSession: 'a1', seeded: true })
   })
 
@@ -133,7 +139,12 @@ describe('compact', () => {
       '--json',
     ])
     expect(run.code).toBe(0)
-    expect(JSON.parse(run.stdout)).toMatchObject({ compactionId: 'k1', events: [15, 16, 17, 18], replacementSeq: 17, hiddenCount: 4 })
+    expect(JSON.parse(run.stdout)).toMatchObject({
+      compactionId: 'k1',
+      events: [15, 16, 17, 18],
+      replacementSeq: 17,
+      hiddenCount: 4,
+    })
     const after = await messagesJson('a1')
     expect(after).toEqual([
       before[0],
@@ -187,7 +198,10 @@ describe('compact', () => {
     writeFileSync(file, 'from a file')
     const run = await cli(['compact', join(root, 'a1'), '--from', '2', '--to', '6', '--summary-file', file])
     expect(run.code).toBe(0)
-    expect((await messagesJson('a1'))[1]).toEqual({ role: 'user', content: `${COMPACTION_SUMMARY_PREFIX}from a file` })
+    expect((await messagesJson('a1'))[1]).toEqual({
+      role: 'user',
+      content: `${COMPACTION_SUMMARY_PREFIX}from a file`,
+    })
   })
 })
 

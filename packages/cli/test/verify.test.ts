@@ -5,7 +5,16 @@ import { join } from 'node:path'
 import { encodeJsonLine } from '@agent-ledger/session-store-jsonl'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { cli, flipByteInLine, logLines, logPath, makeRoot, tearLastLine, testStore, writeSession } from './support/sessions.ts'
+import {
+  cli,
+  flipByteInLine,
+  logLines,
+  logPath,
+  makeRoot,
+  tearLastLine,
+  testStore,
+  writeSession,
+} from './support/sessions.ts'
 
 let root: string
 let cleanup: () => void
@@ -52,10 +61,14 @@ describe('verify', () => {
     const before = fingerprint(logPath(root, 'a1'))
     const run = await cli(['verify', join(root, 'a1')])
     expect(run.code).toBe(0)
-    expect(run.stdout).toMatch(/^torn tail: .*: 14 good events \(last good seq 13\), then an unacknowledged tail/)
+    expect(run.stdout).toMatch(
+      /^torn tail: .*: 14 good events \(last good seq 13\), then an unacknowledged tail/,
+    )
     const lines = run.stderr.split('\n').filter((line) => line !== '')
     expect(lines).toHaveLength(1)
-    expect(lines[0]).toMatch(/^agent-ledger: warning: TORN_TAIL in .*a1\/session\.v4\.jsonl line 16 \(offset \d+\): .*unterminated/)
+    expect(lines[0]).toMatch(
+      /^agent-ledger: warning: TORN_TAIL in .*a1\/session\.v4\.jsonl line 16 \(offset \d+\): .*unterminated/,
+    )
     expect(lines[0]).toContain(`(offset ${keptBytes})`)
     expect(fingerprint(logPath(root, 'a1'))).toEqual(before)
   })
@@ -64,7 +77,11 @@ describe('verify', () => {
     tearLastLine(root, 'a1')
     const run = await cli(['verify', join(root, 'a1'), '--strict', '--json'])
     expect(run.code).toBe(1)
-    const report = JSON.parse(run.stdout) as { status: string; tornTail: { reason: string }; exitCode: number }
+    const report = JSON.parse(run.stdout) as {
+      status: string
+      tornTail: { reason: string }
+      exitCode: number
+    }
     expect(report.status).toBe('torn-tail')
     expect(report.tornTail.reason).toBe('unterminated')
     expect(report.exitCode).toBe(1)
@@ -79,7 +96,9 @@ describe('verify', () => {
     expect(run.stderr.endsWith('\n')).toBe(true)
     expect(run.stderr.split('\n')).toHaveLength(2)
     expect(run.stderr).toMatch(
-      new RegExp(`^agent-ledger: CORRUPT_LINE in .*a1/session\\.v4\\.jsonl line 8 \\(offset ${offset}\\): .*checksum.*\\[seq 6, last good seq 5\\]\\n$`),
+      new RegExp(
+        `^agent-ledger: CORRUPT_LINE in .*a1/session\\.v4\\.jsonl line 8 \\(offset ${offset}\\): .*checksum.*\\[seq 6, last good seq 5\\]\\n$`,
+      ),
     )
     expect(fingerprint(logPath(root, 'a1'))).toEqual(before)
   })
@@ -100,7 +119,9 @@ describe('verify', () => {
     writeFileSync(logPath(root, 'a1'), lines.join('\n'))
     const run = await cli(['verify', join(root, 'a1')])
     expect(run.code).toBe(1)
-    expect(run.stderr).toMatch(/^agent-ledger: SEQ_GAP in .* line 7 \(offset \d+\): skips events: expected "seq" to be 5, found 6 \[seq 6, last good seq 4\]\n$/)
+    expect(run.stderr).toMatch(
+      /^agent-ledger: SEQ_GAP in .* line 7 \(offset \d+\): skips events: expected "seq" to be 5, found 6 \[seq 6, last good seq 4\]\n$/,
+    )
   })
 
   it('V1: a header written by a newer version is refused (exit 1) and the file is untouched', async () => {
@@ -113,7 +134,9 @@ describe('verify', () => {
     const before = fingerprint(logPath(root, 'a1'))
     const run = await cli(['verify', join(root, 'a1')])
     expect(run.code).toBe(1)
-    expect(run.stderr).toMatch(/^agent-ledger: VERSION_TOO_NEW in .*a1\/session\.v4\.jsonl line 1 \(offset 0\): .*upgrade/)
+    expect(run.stderr).toMatch(
+      /^agent-ledger: VERSION_TOO_NEW in .*a1\/session\.v4\.jsonl line 1 \(offset 0\): .*upgrade/,
+    )
     expect(fingerprint(logPath(root, 'a1'))).toEqual(before)
   })
 

@@ -116,7 +116,11 @@ export function toolTurn(
           role: 'assistant',
           content: `Reading f${turn}.ts`,
           tool_calls: [
-            { id: callId, type: 'function', function: { name: 'read_file', arguments: `{"path":"f${turn}.ts"}` } },
+            {
+              id: callId,
+              type: 'function',
+              function: { name: 'read_file', arguments: `{"path":"f${turn}.ts"}` },
+            },
           ],
         },
       },
@@ -147,7 +151,10 @@ export async function writeSession(
   options: { readonly turns?: number; readonly extra?: readonly EventInput[] } = {},
 ): Promise<void> {
   const writer = await store.create({ id, header: { cwd: '/work/demo' } })
-  writer.append({ type: 'system/message', data: { message: { role: 'system', content: 'You are a coding agent.' } } })
+  writer.append({
+    type: 'system/message',
+    data: { message: { role: 'system', content: 'You are a coding agent.' } },
+  })
   for (let turn = 1; turn <= (options.turns ?? 2); turn += 1) {
     for (const input of toolTurn(turn)) writer.append(input)
   }
@@ -161,10 +168,16 @@ export async function writeSession(
  */
 export async function writeCrashedSession(store: SessionStore, id: string): Promise<void> {
   const writer = await store.create({ id })
-  writer.append({ type: 'system/message', data: { message: { role: 'system', content: 'You are a coding agent.' } } })
+  writer.append({
+    type: 'system/message',
+    data: { message: { role: 'system', content: 'You are a coding agent.' } },
+  })
   for (const input of toolTurn(1)) writer.append(input)
   writer.append({ type: 'turn/start', data: { turn: 2 } })
-  writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'Delete tmp/ and list src/.' } } })
+  writer.append({
+    type: 'user/message',
+    data: { message: { role: 'user', content: 'Delete tmp/ and list src/.' } },
+  })
   writer.append({
     type: 'assistant/message',
     data: {
@@ -172,12 +185,19 @@ export async function writeCrashedSession(store: SessionStore, id: string): Prom
         role: 'assistant',
         content: null,
         tool_calls: [
-          { id: 'call_rm', type: 'function', function: { name: 'run_command', arguments: '{"cmd":"rm -rf tmp"}' } },
+          {
+            id: 'call_rm',
+            type: 'function',
+            function: { name: 'run_command', arguments: '{"cmd":"rm -rf tmp"}' },
+          },
           { id: 'call_ls', type: 'function', function: { name: 'list_dir', arguments: '{"path":"src"}' } },
         ],
       },
     },
   })
-  writer.append({ type: 'tool/call', data: { callId: 'call_rm', name: 'run_command', arguments: '{"cmd":"rm -rf tmp"}' } })
+  writer.append({
+    type: 'tool/call',
+    data: { callId: 'call_rm', name: 'run_command', arguments: '{"cmd":"rm -rf tmp"}' },
+  })
   await writer.close()
 }
