@@ -8,12 +8,15 @@
  * (`*.torn-*`), `writer.lock`, checkpoints, `session.v0.jsonl`, `session.v04.jsonl`,
  * upper-case variants. The numerically highest version is current.
  */
+import { constants } from 'node:fs'
 import { basename, join } from 'node:path'
 
 import { toStoreError } from './fs-errors.ts'
 import type { FsOps } from './fs-ops.ts'
 import { GenerationError, GenerationErrorCode } from './generation-error-codes.ts'
 import { JsonlErrorCode } from './jsonl-store-error.ts'
+import { LineSplitter } from './line-splitter.ts'
+import { readFileChunks } from './read-log.ts'
 
 /** How a generation's bytes are stored. */
 export type GenerationEncoding = 'plain' | 'zstd'
@@ -227,4 +230,84 @@ export function assertGenerationVersion(
  */
 export function generationPath(sessionDirectory: string, generation: GenerationFile): string {
   return join(sessionDirectory, generation.file)
+}
+
+/** What {@link peekHeaderVersion} found on line 1. */
+export type HeaderVersionPeek =
+  /** The header's own format version: `version` (v1+), or `data.version` of a v0 `session/header` event. */
+  | { readonly kind: 'version'; readonly version: unknown }
+  /** Line 1 is missing, unterminated, longer than the limit, or not a JSON object: no version to compare. */
+  | { readonly kind: 'unreadable' }
+
+/**
+ * Reads only line 1 of a plain generation and returns the version its header declares,
+ * without judging anything else (no checksum, no schema). The open path compares it with
+ * the file name ({@link assertGenerationVersion}) and with the supported version before
+ * taking any lock (RELIABILITY V1: a newer file is refused touching nothing).
+ *
+ * @param fs - The file-system seam.
+ * @param path - The generation's absolute path (opened read-only, never through a symlink).
+ * @param options - `maxLineBytes`: longest header line read (default 1 MiB).
+ * @returns The declared version, or `unreadable`.
+ * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND`, `SYMLINK_REFUSED`, `ACCESS_DENIED`, `READ_FAILED` from the open or the read.
+ */
+export async function peekHeaderVersion(
+  fs: FsOps,
+  path: string,
+  options: { readonly maxLineBytes?: number; readonly display?: string } = {},
+): Promise<HeaderVersionPeek> {
+  const file = options.display ?? basename(path)
+  const maxLineBytes = options.maxLineBytes ?? 1024 * 1024
+  let handle
+  try {
+    handle = await fs.open(path, constants.O_RDONLY | constants.O_NOFOLLOW)
+  } catch (error) {
+    const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined
+    throw toStoreError(error, {
+      op: 'open',
+      file,
+      which: 'log',
+      fallback: code === 'ENOENT' ? JsonlErrorCode.SESSION_NOT_FOUND : JsonlErrorCode.READ_FAILED,
+    })
+  }
+  try {
+    let first: Buffer | null = null
+    const splitter = new LineSplitter({ maxLineBytes })
+    const sink = {
+      line(bytes: Buffer): boolean {
+        first = Buffer.from(bytes)
+        return true
+      },
+      oversizeLine(): boolean {
+        return true
+      },
+    }
+    for await (const chunk of readFileChunks(handle, { chunkBytes: 64 * 1024, end: maxLineBytes + 1 })) {
+      if (splitter.push(chunk, sink)) break
+    }
+    if (first === null) return { kind: 'unreadable' }
+    let value: unknown
+    try {
+      value = JSON.parse((first as Buffer).toString('utf8'))
+    } catch {
+      return { kind: 'unreadable' }
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return { kind: 'unreadable' }
+    const record = value as Record<string, unknown>
+    if (Object.hasOwn(record, 'version')) return { kind: 'version', version: record['version'] }
+    const data = Object.hasOwn(record, 'data') ? record['data'] : undefined
+    if (
+      record['type'] === 'session/header' &&
+      typeof data === 'object' &&
+      data !== null &&
+      Object.hasOwn(data, 'version')
+    ) {
+      return { kind: 'version', version: (data as Record<string, unknown>)['version'] }
+    }
+    return { kind: 'version', version: undefined }
+  } catch (error) {
+    throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
 }

@@ -12,6 +12,7 @@ import {
   generationFileName,
   listGenerations,
   parseGenerationFileName,
+  peekHeaderVersion,
   pickCurrentGeneration,
 } from '../src/generations.ts'
 import type { GenerationFile } from '../src/generations.ts'
@@ -235,5 +236,62 @@ describe('assertGenerationVersion', () => {
     expect(
       thrown(() => assertGenerationVersion(generation(4), undefined)).details['headerVersion'],
     ).toBeNull()
+  })
+})
+
+describe('peekHeaderVersion', () => {
+  function file(content: string | Buffer): string {
+    const path = join(scratch, `peek-${Math.random().toString(16).slice(2)}`)
+    writeFileSync(path, content)
+    return path
+  }
+
+  it('reads the version of a v1+ header line and of a v0 header event, from line 1 only', async () => {
+    expect(
+      await peekHeaderVersion(
+        nodeFsOps,
+        file('{"format":"agent-ledger.session","version":99,"crc":"x"}\n{"seq":0}\n'),
+      ),
+    ).toEqual({ kind: 'version', version: 99 })
+    expect(
+      await peekHeaderVersion(
+        nodeFsOps,
+        file('{"seq":0,"time":"t","type":"session/header","data":{"version":0}}\n'),
+      ),
+    ).toEqual({ kind: 'version', version: 0 })
+    expect(await peekHeaderVersion(nodeFsOps, file('{"seq":0,"type":"turn/start"}\n'))).toEqual({
+      kind: 'version',
+      version: undefined,
+    })
+  })
+
+  it('reads a own version only: a __proto__ member cannot supply it (S3)', async () => {
+    expect(await peekHeaderVersion(nodeFsOps, file('{"__proto__":{"version":1},"format":"x"}\n'))).toEqual({
+      kind: 'version',
+      version: undefined,
+    })
+  })
+
+  it('reports an empty, unterminated, oversized or non-object first line as unreadable', async () => {
+    for (const content of ['', '{"version":4', '[4]\n', `{"version":4,"pad":"${'x'.repeat(200)}"}\n`]) {
+      expect(await peekHeaderVersion(nodeFsOps, file(content), { maxLineBytes: 100 })).toEqual({
+        kind: 'unreadable',
+      })
+    }
+  })
+
+  it('never follows a symbolic link (SYMLINK_REFUSED) and reports a missing file as SESSION_NOT_FOUND', async () => {
+    const link = join(scratch, 'peek-link')
+    symlinkSync(file('{"version":4}\n'), link)
+    expect(
+      await peekHeaderVersion(nodeFsOps, link).catch(
+        (error: unknown) => JsonlStoreError.is(error) && error.code,
+      ),
+    ).toBe('SYMLINK_REFUSED')
+    expect(
+      await peekHeaderVersion(nodeFsOps, join(scratch, 'peek-missing')).catch(
+        (error: unknown) => JsonlStoreError.is(error) && error.code,
+      ),
+    ).toBe('SESSION_NOT_FOUND')
   })
 })
