@@ -37,7 +37,7 @@ section.turn { border-left: 3px solid var(--line); padding-left: 1rem; margin: 1
 h2 { font-size: 1.05rem; margin: 1rem 0 .5rem; }
 .event { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem; margin: .6rem 0; }
 .event > header { display: flex; flex-wrap: wrap; gap: .5rem; align-items: baseline; font-size: .85rem; color: var(--muted); }
-.event > header .role { font-weight: 600; color: #111827; text-transform: capitalize; }
+.event > header .role { font-weight: 600; color: #111827; }
 .seq { font-family: ui-monospace, monospace; }
 .note { font-size: .85rem; color: var(--muted); margin: .35rem 0; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; font: 13px/1.45 ui-monospace, SFMono-Regular, Menlo, monospace; margin: .4rem 0; padding: .5rem; background: #f3f4f6; border-radius: 4px; }
@@ -134,7 +134,7 @@ function messageArticle(view: Extract<EventView, { kind: 'message' }>): string {
   }
   if (view.text !== '' || view.calls.length === 0) body += pre(view.text, 'content')
   if (view.calls.length > 0) body += `<ul class="calls">${view.calls.map(callItem).join('')}</ul>`
-  const role = view.role === 'tool' ? 'tool result' : view.role
+  const role = { system: 'System', user: 'User', assistant: 'Assistant', tool: 'Tool result' }[view.role]
   return `<article class="${classes.join(' ')}" id="e${view.seq}"><header><span class="role">${role}</span>${anchor(view.seq)}<time>${escapeHtml(view.time)}</time>${badges.join('')}</header>${notes.join('')}${body}</article>\n`
 }
 

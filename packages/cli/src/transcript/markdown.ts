@@ -77,7 +77,7 @@ export const markdownRenderer: TranscriptRenderer = {
     lines.push(`- log: ${code(meta.file)}`)
     if (header !== null) {
       lines.push(`- format: ${code(`${header.format} v${header.version}`)}`)
-      lines.push(`- created: ${safe(header.createdAt)}`)
+      lines.push(`- created: ${code(header.createdAt)}`)
       if (header.cwd !== undefined) lines.push(`- cwd: ${code(header.cwd)}`)
       if (header.parentSession !== undefined) lines.push(`- forked from: ${code(header.parentSession)}`)
     } else {
@@ -101,7 +101,7 @@ export const markdownRenderer: TranscriptRenderer = {
       case 'tool-started':
         return `_#${view.seq} tool ${code(view.name)} started (call ${code(view.callId)})_\n\n`
       case 'compaction-start':
-        return `> **Compaction ${code(view.compactionId)} started** at #${view.seq}: hides messages #${view.startSeq}..#${view.endSeq}${view.reason === null ? '' : ` (reason: ${safe(view.reason)})`}. ${view.replacementSeq === null ? '**It never finished** (a crash mid-compaction: harmless, nothing was hidden).' : `Summary at #${view.replacementSeq}.`}\n\n`
+        return `> **Compaction ${code(view.compactionId)} started** at #${view.seq}: hides messages #${view.startSeq}..#${view.endSeq}${view.reason === null ? '' : ` (reason: ${code(view.reason)})`}. ${view.replacementSeq === null ? '**It never finished** (a crash mid-compaction: harmless, nothing was hidden).' : `Summary at #${view.replacementSeq}.`}\n\n`
       case 'compaction-summary':
         return `> **Compaction ${code(view.compactionId)} summary** (#${view.seq}):\n\n${fence(view.summary)}\n`
       case 'compaction-end':
