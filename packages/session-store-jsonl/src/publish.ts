@@ -405,8 +405,10 @@ async function verifyStaged(
     }
   }
   const source = hashed()
+  // The validator may stop early (a `break` calls `return()`): hand it a view that cannot close the hashing generator.
+  const view: ByteSource = { [Symbol.asyncIterator]: () => ({ next: () => source.next() }) }
   try {
-    if (request.verify !== undefined) await request.verify(source)
+    if (request.verify !== undefined) await request.verify(view)
     // Whatever the validator did not consume is still read and hashed.
     for await (const _chunk of source) {
       // drain

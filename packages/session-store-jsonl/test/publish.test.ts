@@ -140,6 +140,23 @@ describe('publishFile', () => {
     expect(Buffer.concat(seen)).toEqual(CONTENT)
   })
 
+  it('still reads and hashes what a verifier that stops early did not consume', async () => {
+    const dir = directory()
+    let first: Buffer | undefined
+    await publishFile(
+      request(dir, {
+        verify: async (staged) => {
+          for await (const chunk of staged) {
+            first = Buffer.from(chunk)
+            break
+          }
+        },
+      }),
+    )
+    expect(first).toEqual(CONTENT.subarray(0, 256))
+    expect(readFileSync(join(dir, 'session.v4.jsonl'))).toEqual(CONTENT)
+  })
+
   it('keeps the read-write handle of the published inode with keepHandle', async () => {
     const dir = directory()
     const result = await publishFile(request(dir, { keepHandle: true }))

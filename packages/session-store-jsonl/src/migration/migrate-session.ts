@@ -403,7 +403,11 @@ function migratedStream(
       readFileChunks(handle, { chunkBytes: settings.limits.readChunkBytes, end: identity.size }),
     )
     digest = hashed.digest
-    yield* prefixOf(hashed.source, scan.goodEndOffset)
+    try {
+      yield* prefixOf(hashed.source, scan.goodEndOffset)
+    } catch (error) {
+      throw toStoreError(error, { op: 'read', file: source.file, fallback: JsonlErrorCode.READ_FAILED })
+    }
   }
   const input = reader.stream(bytes(), {
     file: source.file,
