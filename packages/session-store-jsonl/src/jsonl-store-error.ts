@@ -36,6 +36,8 @@ export const JsonlErrorCode = {
   WRITER_FAILED: 'WRITER_FAILED',
   /** The log file was unlinked, renamed or hard-linked under an open writer. */
   FILE_REPLACED: 'FILE_REPLACED',
+  /** Someone else appended to the log under an open writer (a bypassed or broken lock); the batch is not acknowledged. */
+  CONCURRENT_WRITE: 'CONCURRENT_WRITE',
   /** The permission to open, create or list a path was refused (EACCES, EPERM, EROFS). */
   ACCESS_DENIED: 'ACCESS_DENIED',
   /** A line is longer than `maxLineBytes`; found while streaming, never buffered whole. */

@@ -44,6 +44,12 @@ import { SessionWriterImpl } from './session-writer.ts'
 import type { SessionWriter, StoreLogger, WriterRecovery } from './session-writer.ts'
 import { acquireWriterLock } from './writer-lock.ts'
 import type { LockOptions, WriterLock } from './writer-lock.ts'
+import { planReadFrom, scanWithCheckpoint } from './checkpoint-open.ts'
+import type { CheckpointContext, CheckpointUse, LastEventLine } from './checkpoint-open.ts'
+import { resolveCheckpointOptions } from './checkpoint-options.ts'
+import type { CheckpointOptions } from './checkpoint-options.ts'
+import { CheckpointWriter, linesFacts } from './checkpoint-writer.ts'
+import type { SeqIndexEntry } from './checkpoint-format.ts'
 
 /** Options of {@link createSessionStore}. */
 export interface SessionStoreOptions {
@@ -435,7 +441,11 @@ class SessionStoreImpl implements SessionStore {
         try {
           handle = await fs.open(
             tempPath,
-            constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+            constants.O_RDWR |
+              constants.O_APPEND |
+              constants.O_CREAT |
+              constants.O_EXCL |
+              constants.O_NOFOLLOW,
             0o600,
           )
         } catch (error) {
@@ -679,12 +689,14 @@ class SessionStoreImpl implements SessionStore {
       })
     }
     if (!stats.isDirectory()) throw this.#notFound(id, undefined)
-    if (options.write && (stats.mode & 0o777) !== 0o700) {
-      this.#logger.warn(`Session directory ${id} had mode ${(stats.mode & 0o777).toString(8)}; set to 700.`, {
-        id,
-        mode: (stats.mode & 0o777).toString(8),
-      })
-      await this.#fs.chmod(directory, 0o700)
+    // Only ever narrow an existing mode (drop group/other bits): a deliberately read-only 0500 stays so.
+    if (options.write && (stats.mode & 0o077) !== 0) {
+      const narrowed = stats.mode & 0o700
+      this.#logger.warn(
+        `Session directory ${id} had mode ${(stats.mode & 0o777).toString(8)}; set to ${narrowed.toString(8)}.`,
+        { id, mode: (stats.mode & 0o777).toString(8) },
+      )
+      await this.#fs.chmod(directory, narrowed)
     }
     return directory
   }
@@ -712,7 +724,9 @@ class SessionStoreImpl implements SessionStore {
     try {
       handle = await this.#fs.open(
         path,
-        (options.write ? constants.O_RDWR : constants.O_RDONLY) | constants.O_NOFOLLOW,
+        // O_APPEND: if two writers ever coexist (a bypassed or broken lock), both lines land and
+        // the next open reports SEQ_CONFLICT, instead of one silently overwriting the other.
+        (options.write ? constants.O_RDWR | constants.O_APPEND : constants.O_RDONLY) | constants.O_NOFOLLOW,
       )
     } catch (error) {
       if (errnoOf(error) === 'ENOENT') throw this.#notFound(id, error)
@@ -985,12 +999,16 @@ class SessionStoreImpl implements SessionStore {
           details: { nlink: stats.nlink, ino: stats.ino },
         })
       }
-      if ((stats.mode & 0o777) !== 0o600) {
-        this.#logger.warn(`${file} had mode ${(stats.mode & 0o777).toString(8)}; set to 600.`, {
-          file,
-          mode: (stats.mode & 0o777).toString(8),
-        })
-        await this.#fixMode(handle, file)
+      if ((stats.mode & 0o077) !== 0) {
+        const narrowed = stats.mode & 0o700
+        this.#logger.warn(
+          `${file} had mode ${(stats.mode & 0o777).toString(8)}; set to ${narrowed.toString(8)}.`,
+          {
+            file,
+            mode: (stats.mode & 0o777).toString(8),
+          },
+        )
+        await handle.chmod(narrowed)
       }
       const { outcome, projection } = await this.#scan(id, handle, {})
       if (outcome.damage !== null) throw outcome.damage

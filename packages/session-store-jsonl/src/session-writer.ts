@@ -20,6 +20,8 @@ import type { TornTail } from './log-scanner.ts'
 import { redactJson } from './redaction.ts'
 import type { RedactionPolicy } from './redaction.ts'
 import type { WriterLock } from './writer-lock.ts'
+import type { CheckpointUse } from './checkpoint-open.ts'
+import type { CheckpointWriter } from './checkpoint-writer.ts'
 
 /** What opening a session for write found and repaired before the handle was returned. */
 export interface WriterRecovery {
@@ -31,6 +33,8 @@ export interface WriterRecovery {
   readonly repairs: readonly RepairAction[]
   /** True when the file had no valid header (crash during creation, RELIABILITY T4) and was re-initialised. */
   readonly headerMissing: boolean
+  /** The projection checkpoint the open started from (only the tail after it was replayed), or null/absent after a full replay. */
+  readonly checkpoint?: CheckpointUse | null
 }
 
 /**
@@ -70,7 +74,7 @@ export interface SessionWriter {
    *
    * @returns The new durable seq.
    * @throws {@link JsonlStoreError} `DISK_FULL` / `WRITE_FAILED` (rolled back, retryable: the events stay
-   *   buffered with the same seqs), `FSYNC_FAILED`, `FILE_REPLACED`, `LOCK_LOST` (the writer is poisoned),
+   *   buffered with the same seqs), `FSYNC_FAILED`, `FILE_REPLACED`, `CONCURRENT_WRITE`, `LOCK_LOST` (the writer is poisoned),
    *   `WRITER_FAILED` (already poisoned).
    */
   flush(): Promise<{ readonly durableSeq: number }>
@@ -110,6 +114,8 @@ export interface WriterInit {
   readonly recovery: WriterRecovery
   /** Applied to every string of an appended event's data, or null for none. */
   readonly redaction: RedactionPolicy | null
+  /** Writes projection checkpoints after durable flushes and on close; absent when checkpoints are off. */
+  readonly checkpoints?: CheckpointWriter | undefined
 }
 
 interface Buffered {
@@ -282,6 +288,8 @@ export class SessionWriterImpl implements SessionWriter {
     } catch (error) {
       failure = error instanceof Error ? error : new Error(String(error))
     }
+    // A last checkpoint of what is durable, written under the lock, before the file closes.
+    await this.#init.checkpoints?.close(this.projection, this.#poison === null && failure === undefined)
     await this.#init.handle.close().catch(() => undefined)
     await this.#init.lock.release()
     if (failure !== undefined) throw failure
@@ -385,6 +393,8 @@ export class SessionWriterImpl implements SessionWriter {
     const bytes = batch.length === 1 ? batch[0]!.bytes : Buffer.concat(batch.map((entry) => entry.bytes))
     const lastSeq = batch[count - 1]!.seq
     const offset = this.#durableOffset
+    // Before any await: the projection is exactly at lastSeq here (every buffered event is in the batch).
+    const checkpoint = this.#init.checkpoints?.prepare(batch, this.projection, offset)
     try {
       await handle.write(bytes, offset)
     } catch (error) {
@@ -431,7 +441,7 @@ export class SessionWriterImpl implements SessionWriter {
         }),
       )
     }
-    await this.#assertSameFile(lastSeq)
+    await this.#assertSameFile(lastSeq, offset + bytes.length)
     try {
       await this.#init.lock.assertHeld()
     } catch (error) {
@@ -445,19 +455,25 @@ export class SessionWriterImpl implements SessionWriter {
     this.#durableSeq = lastSeq
     this.#buffered.splice(0, count)
     this.#bufferedBytes -= bytes.length
+    if (checkpoint !== undefined) this.#init.checkpoints?.committed(checkpoint)
     return { durableSeq: lastSeq }
   }
 
-  /** W5: the inode we write must still be the one at the path, with no other name. */
-  async #assertSameFile(lastSeq: number): Promise<void> {
+  /**
+   * W5: the inode we write must still be the one at the path, with no other name; and it
+   * must end where our batch ends (a longer file means another writer appended too).
+   */
+  async #assertSameFile(lastSeq: number, expectedSize: number): Promise<void> {
     const { fs, handle, path, file } = this.#init
     let expectedIno: number | null = null
     let foundIno: number | null = null
     let nlink = 0
+    let size = expectedSize
     try {
       const opened = await handle.stat()
       expectedIno = opened.ino
       nlink = opened.nlink
+      size = opened.size
       const named = await fs.lstat(path)
       foundIno = named.isFile() && named.dev === opened.dev ? named.ino : null
     } catch (error) {
@@ -467,7 +483,17 @@ export class SessionWriterImpl implements SessionWriter {
         )
       }
     }
-    if (expectedIno !== null && foundIno === expectedIno && nlink === 1) return
+    if (expectedIno !== null && foundIno === expectedIno && nlink === 1) {
+      if (size === expectedSize) return
+      throw this.#poisonWith(
+        new JsonlStoreError({
+          code: JsonlErrorCode.CONCURRENT_WRITE,
+          message: `${file} was appended to by someone else: expected it to end at byte ${expectedSize} after this batch, found ${size} bytes; the batch up to seq ${lastSeq} is not acknowledged.`,
+          file,
+          details: { expectedSize, foundSize: size, lastSeq },
+        }),
+      )
+    }
     throw this.#poisonWith(
       new JsonlStoreError({
         code: JsonlErrorCode.FILE_REPLACED,
