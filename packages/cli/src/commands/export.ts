@@ -121,12 +121,16 @@ async function runExport(
     (stats) => stats.size,
     () => null,
   )
+  let scanning = true
   const store = context.store(location.root, {
     path: location.logFile,
-    onRead: (bytes) => scan.update(bytes),
+    onRead: (bytes) => {
+      if (scanning) scan.update(bytes)
+    },
   })
   const header = await readHeader(location.logFile, logFileName(location.id)).catch(() => null)
   const analysis = await analyze(store.readEvents(location.id), header, () => undefined)
+  scanning = false
   const sink =
     options.output === undefined
       ? stdoutSink(context)

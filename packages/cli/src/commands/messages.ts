@@ -1,3 +1,5 @@
+import { stat } from 'node:fs/promises'
+
 import { planRepairFromState } from '@agent-ledger/loop-repair'
 import type { SurfaceNode } from '@agent-ledger/session-projection'
 
@@ -74,6 +76,10 @@ async function runMessages(
     total: null,
     enabled: context.progressEnabled,
   })
+  progress.total = await stat(location.logFile).then(
+    (stats) => stats.size,
+    () => null,
+  )
   const store = context.store(location.root, {
     path: location.logFile,
     onRead: (bytes) => progress.update(bytes),
