@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { encodeEventLine, encodeJsonLine, JsonlStoreError, LOG_FILE_NAME } from '../src/index.ts'
 import type { SessionStore } from '../src/index.ts'
+import { recordCrashSection } from './support/crash-summary.ts'
 import { seededRandom } from './support/fault-fs.ts'
 import {
   closedSessionInputs,
@@ -107,6 +108,12 @@ describe('open and recover', () => {
     })
     expect(passed).toBe(tested)
     expect(tested).toBe(content.length - lastStart)
+    await recordCrashSection('T1', {
+      crash_points_injected: 0,
+      acked_events_lost: 0,
+      torn_tail_offsets_tested: tested,
+      torn_tail_offsets_passed: passed,
+    })
   })
 
   it('T2: a complete, checksummed last line without its newline is a torn tail, never an event', async () => {
