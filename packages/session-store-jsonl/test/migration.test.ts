@@ -265,9 +265,9 @@ describe('migrateSession (write mode)', () => {
     })
     unlinkSync(v0)
     expect(await detectGenerationFork({ directory, header })).toMatchObject({ status: 'missing' })
-    expect(
-      await detectGenerationFork({ directory, header: { ...header, migratedFrom: undefined } }),
-    ).toEqual({ status: 'not-migrated' })
+    expect(await detectGenerationFork({ directory, header: { ...header, migratedFrom: undefined } })).toEqual(
+      { status: 'not-migrated' },
+    )
   })
 
   it('refuses to migrate into a target that was not migrated from the source (MIGRATION_CONFLICT)', async () => {
