@@ -73,7 +73,12 @@ export class CommandContext {
       warn: (message) => this.notice('warning', message),
     }
     const fs: FsOps = watch === undefined ? nodeFsOps : watchedFs(watch.path, watch.onRead)
-    return createSessionStore({ root, logger, fs })
+    // An inspection tool reads every log in full: projection checkpoints (a cache the store
+    // may use to skip the prefix on open) are turned off, so damage anywhere is reported and
+    // what is shown is the replay of the bytes on disk. (A variable, not a literal: store
+    // builds without the option ignore it.)
+    const options = { root, logger, fs, checkpoint: { enabled: false } }
+    return createSessionStore(options)
   }
 }
 
