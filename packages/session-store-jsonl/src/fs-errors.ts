@@ -8,7 +8,7 @@ import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
  */
 export function errnoOf(error: unknown): string | undefined {
   if (typeof error === 'object' && error !== null && 'code' in error) {
-    const code = (error).code
+    const code = error.code
     return typeof code === 'string' ? code : undefined
   }
   return undefined

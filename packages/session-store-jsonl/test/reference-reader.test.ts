@@ -99,7 +99,9 @@ describe('FORMAT.md and the reference reader', () => {
     const block = /A complete session[^`]*```jsonl\n([\s\S]*?)```/.exec(formatDocument)![1]!
     for (const text of block.trimEnd().split('\n'))
       expect(verifyLineChecksum(Buffer.from(text)), text).toBe(true)
-    const header = /Example:\n\n<!-- prettier-ignore -->\n```jsonl\n(\{"format".*)\n```/.exec(formatDocument)![1]!
+    const header = /Example:\n\n<!-- prettier-ignore -->\n```jsonl\n(\{"format".*)\n```/.exec(
+      formatDocument,
+    )![1]!
     expect(verifyLineChecksum(Buffer.from(header))).toBe(true)
     const path = placeSession(temp.path, 'demo-1', block)
     const reference = runReference(path)
