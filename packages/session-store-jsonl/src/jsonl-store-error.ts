@@ -64,6 +64,16 @@ export const JsonlErrorCode = {
   FORK_REFUSED: 'FORK_REFUSED',
   /** Reading the log failed with an I/O error (EIO...). */
   READ_FAILED: 'READ_FAILED',
+  /**
+   * A frame of a `.zstd` log is damaged (bad structure, a decoder failure, content not ending on a
+   * line boundary, a line failing its checksum) and a valid frame follows it. `details.frameIndex`,
+   * `details.compressedOffset`, `details.reason`; `lastGoodSeq`. Writes are refused.
+   */
+  CORRUPT_FRAME: 'CORRUPT_FRAME',
+  /** A frame of a `.zstd` log decompresses (or declares, or can structurally produce) more than `maxFrameOutputBytes` (S4). */
+  DECOMPRESSION_LIMIT: 'DECOMPRESSION_LIMIT',
+  /** A frame of a `.zstd` log asks for a window larger than `maxWindowBytes`; refused before any allocation (S4). */
+  WINDOW_TOO_LARGE: 'WINDOW_TOO_LARGE',
   /** A store option is out of range (a limit that is not a positive integer, `maxEventBytes` > `maxLineBytes`...). */
   INVALID_OPTION: 'INVALID_OPTION',
 } as const

@@ -22,6 +22,16 @@ export interface StoreLimits {
   readChunkBytes: number
   /** Quarantine files (`<log>.torn-<offset>`) kept per session; older ones are deleted. Default 8. */
   maxQuarantineFiles: number
+  /**
+   * Most plain bytes one Zstandard frame of a `.zstd` log may decompress to (RELIABILITY S4);
+   * more gives `DECOMPRESSION_LIMIT`. Default 256 MiB: frames this store writes hold at most 4 MiB.
+   */
+  maxFrameOutputBytes: number
+  /**
+   * Largest window a Zstandard frame may ask for; more gives `WINDOW_TOO_LARGE` before anything is
+   * allocated. Default 8 MiB (windowLog 23), which is also the ceiling of the bundled codec.
+   */
+  maxWindowBytes: number
 }
 
 /** The documented default {@link StoreLimits}. */
@@ -33,6 +43,8 @@ export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
   maxBufferedBytes: 64 * 1024 * 1024,
   readChunkBytes: 1024 * 1024,
   maxQuarantineFiles: 8,
+  maxFrameOutputBytes: 256 * 1024 * 1024,
+  maxWindowBytes: 8 * 1024 * 1024,
 })
 
 /** When a writer flushes on its own, besides explicit `flush()` and `close()`. */
@@ -86,6 +98,14 @@ export function resolveLimits(partial: Partial<StoreLimits> = {}): StoreLimits {
     maxQuarantineFiles: positiveInteger(
       'maxQuarantineFiles',
       partial.maxQuarantineFiles ?? DEFAULT_STORE_LIMITS.maxQuarantineFiles,
+    ),
+    maxFrameOutputBytes: positiveInteger(
+      'maxFrameOutputBytes',
+      partial.maxFrameOutputBytes ?? DEFAULT_STORE_LIMITS.maxFrameOutputBytes,
+    ),
+    maxWindowBytes: positiveInteger(
+      'maxWindowBytes',
+      partial.maxWindowBytes ?? DEFAULT_STORE_LIMITS.maxWindowBytes,
     ),
   }
   if (limits.maxEventBytes > limits.maxLineBytes) {
