@@ -116,6 +116,11 @@ export interface WriterInit {
   readonly redaction: RedactionPolicy | null
   /** Writes projection checkpoints after durable flushes and on close; absent when checkpoints are off. */
   readonly checkpoints?: CheckpointWriter | undefined
+  /**
+   * Turns a batch's lines into the bytes written (a `.zstd` log: whole frames ending on line
+   * boundaries); absent for a plain log. Throws a typed error before anything is written.
+   */
+  readonly encodeBatch?: ((lines: Buffer) => Buffer) | undefined
 }
 
 interface Buffered {
@@ -390,7 +395,8 @@ export class SessionWriterImpl implements SessionWriter {
     if (count === 0) return { durableSeq: this.#durableSeq }
     const { handle, file } = this.#init
     const batch = this.#buffered.slice(0, count)
-    const bytes = batch.length === 1 ? batch[0]!.bytes : Buffer.concat(batch.map((entry) => entry.bytes))
+    const lines = batch.length === 1 ? batch[0]!.bytes : Buffer.concat(batch.map((entry) => entry.bytes))
+    const bytes = this.#init.encodeBatch === undefined ? lines : this.#init.encodeBatch(lines)
     const lastSeq = batch[count - 1]!.seq
     const offset = this.#durableOffset
     // Before any await: the projection is exactly at lastSeq here (every buffered event is in the batch).
@@ -454,7 +460,7 @@ export class SessionWriterImpl implements SessionWriter {
     this.#durableOffset = offset + bytes.length
     this.#durableSeq = lastSeq
     this.#buffered.splice(0, count)
-    this.#bufferedBytes -= bytes.length
+    this.#bufferedBytes -= lines.length
     if (checkpoint !== undefined) this.#init.checkpoints?.committed(checkpoint)
     return { durableSeq: lastSeq }
   }
