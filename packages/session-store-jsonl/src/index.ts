@@ -46,3 +46,25 @@ export { readFileChunks, scanLog, scanLogChunks } from './read-log.ts'
 export type { ByteSource, ScanLogOptions } from './read-log.ts'
 export { DEFAULT_REDACTION_POLICY, DEFAULT_SECRET_PATTERNS, redactJson } from './redaction.ts'
 export type { RedactionPolicy } from './redaction.ts'
+export {
+  CHECKPOINT_FILE_NAME,
+  CHECKPOINT_FORMAT,
+  CHECKPOINT_VERSION,
+  decodeCheckpointHead,
+  decodeCheckpointSnapshot,
+  encodeCheckpoint,
+  SEQ_INDEX_STRIDE,
+} from './checkpoint-format.ts'
+export type {
+  CheckpointBinding,
+  CheckpointHead,
+  CheckpointHeadDecode,
+  CheckpointRecord,
+  CheckpointRejection,
+  CheckpointSnapshotDecode,
+  SeqIndexEntry,
+} from './checkpoint-format.ts'
+export { DEFAULT_CHECKPOINT_OPTIONS, resolveCheckpointOptions } from './checkpoint-options.ts'
+export type { CheckpointOptions } from './checkpoint-options.ts'
+export type { CheckpointUse } from './checkpoint-open.ts'
+export type { ScanResume } from './log-scanner.ts'

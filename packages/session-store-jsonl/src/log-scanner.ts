@@ -81,6 +81,25 @@ export interface ScannerOptions {
   readonly onHeader?: (header: SessionHeader, location: LineLocation) => boolean
   /** Stops the scan before reading the line with this number, e.g. to read a known prefix. */
   readonly stopBeforeLine?: number
+  /**
+   * Resumes after a verified prefix (a projection checkpoint): the source starts at
+   * `resume.offset`, the line after event `resume.lastSeq`; header, seq and counters continue
+   * from there. Every check of the lines read is unchanged.
+   */
+  readonly resume?: ScanResume
+}
+
+/** Where a scan resumes: the prefix's header and the state after its last event (see {@link ScannerOptions.resume}). */
+export interface ScanResume {
+  readonly header: SessionHeader
+  /** Byte offset just after the header's `\n`. */
+  readonly headerEndOffset: number
+  /** Seq of the prefix's last event (its line is line `lastSeq + 2`). */
+  readonly lastSeq: number
+  /** Byte offset just after that event's `\n`: where the source starts. */
+  readonly offset: number
+  /** The counters of the prefix. */
+  readonly stats: Readonly<ScanStats>
 }
 
 interface Suspect {
@@ -136,6 +155,17 @@ export class LogScanner implements LineSink {
   /** @param options - Format, limits, registry, file name and the event callback. */
   constructor(options: ScannerOptions) {
     this.#options = options
+    const resume = options.resume
+    if (resume !== undefined) {
+      this.#lineNumber = resume.lastSeq + 2
+      this.#header = resume.header
+      this.#lastSeq = resume.lastSeq
+      this.#goodEnd = resume.offset
+      this.#headerEnd = resume.headerEndOffset
+      this.#stats.goodLines = resume.stats.goodLines
+      this.#stats.events = resume.stats.events
+      this.#stats.ignoredUnknown = resume.stats.ignoredUnknown
+    }
   }
 
   /** Seq of the last good event so far (-1 when none). */

@@ -55,7 +55,10 @@ export async function* scanLogChunks(
   source: ByteSource,
   options: ScanLogOptions,
 ): AsyncGenerator<void, ScanOutcome, undefined> {
-  const splitter = new LineSplitter({ maxLineBytes: options.limits.maxLineBytes })
+  const splitter = new LineSplitter({
+    maxLineBytes: options.limits.maxLineBytes,
+    startOffset: options.resume?.offset ?? 0,
+  })
   const scanner = new LogScanner(options)
   for await (const chunk of source) {
     const stopped = splitter.push(chunk, scanner)

@@ -45,7 +45,7 @@ import type { SessionWriter, StoreLogger, WriterRecovery } from './session-write
 import { acquireWriterLock } from './writer-lock.ts'
 import type { LockOptions, WriterLock } from './writer-lock.ts'
 import { planReadFrom, scanWithCheckpoint } from './checkpoint-open.ts'
-import type { CheckpointContext, CheckpointUse, LastEventLine } from './checkpoint-open.ts'
+import type { CheckpointContext, CheckpointUse, LastEventLine, SessionScan } from './checkpoint-open.ts'
 import { resolveCheckpointOptions } from './checkpoint-options.ts'
 import type { CheckpointOptions } from './checkpoint-options.ts'
 import { CheckpointWriter, linesFacts } from './checkpoint-writer.ts'
@@ -74,6 +74,11 @@ export interface SessionStoreOptions {
    * serialized; recorded in new headers. Default {@link DEFAULT_REDACTION_POLICY}; `null` disables it.
    */
   readonly redaction?: RedactionPolicy | null
+  /**
+   * Projection checkpoints (`projection.checkpoint.msgpack`): when writers write them and
+   * whether opens use them; see {@link CheckpointOptions} for the defaults (on).
+   */
+  readonly checkpoint?: Partial<CheckpointOptions>
 }
 
 /** A summary of one session, from its header only. */
@@ -114,6 +119,12 @@ export interface SessionReadResult {
   readonly file: string
   /** Bytes read. */
   readonly bytes: number
+  /**
+   * The projection checkpoint the open started from, or null after a full replay. With one,
+   * only the bytes after `checkpoint.offset` were read (`bytes` is still where reading ended)
+   * and every other field equals a full replay's.
+   */
+  readonly checkpoint: CheckpointUse | null
 }
 
 /** The outcome of {@link SessionStore.verify}. */
@@ -258,6 +269,7 @@ class SessionStoreImpl implements SessionStore {
   readonly #logger: StoreLogger
   readonly #randomHex: (byteCount: number) => string
   readonly #redaction: RedactionPolicy | null
+  readonly #checkpoint: CheckpointOptions
   #rootChecked = false
 
   constructor(options: SessionStoreOptions) {
@@ -271,6 +283,45 @@ class SessionStoreImpl implements SessionStore {
     this.#lock = { ...options.lock, randomHex: this.#randomHex }
     this.#logger = options.logger ?? defaultLogger
     this.#redaction = options.redaction === undefined ? DEFAULT_REDACTION_POLICY : options.redaction
+    this.#checkpoint = resolveCheckpointOptions(options.checkpoint)
+  }
+
+  /** What the checkpoint code needs to find, verify, use and write one session's checkpoint. */
+  #checkpointContext(id: string, directory: string): CheckpointContext {
+    return {
+      fs: this.#fs,
+      directory,
+      id,
+      file: `${id}/${LOG_FILE_NAME}`,
+      generationFile: LOG_FILE_NAME,
+      format: V4_FORMAT,
+      limits: this.#limits,
+      registry: this.#registry,
+      logger: this.#logger,
+      options: this.#checkpoint,
+    }
+  }
+
+  /** The writer's checkpoint sink, or undefined when checkpoints are off. */
+  #checkpointWriter(init: {
+    readonly id: string
+    readonly directory: string
+    readonly handle: FileHandleOps
+    readonly header: SessionHeader
+    readonly lastLine: LastEventLine | null
+    readonly seqIndex: readonly SeqIndexEntry[]
+    readonly coveredSeq: number
+  }): CheckpointWriter | undefined {
+    if (!this.#checkpoint.enabled) return undefined
+    return new CheckpointWriter({
+      context: this.#checkpointContext(init.id, init.directory),
+      handle: init.handle,
+      header: init.header,
+      lastLine: init.lastLine,
+      seqIndex: init.seqIndex,
+      coveredSeq: init.coveredSeq,
+      randomHex: this.#randomHex,
+    })
   }
 
   sessionDirectory(id: string): string {
@@ -306,6 +357,14 @@ class SessionStoreImpl implements SessionStore {
       projection,
       durableOffset: published.size,
       recovery: { tornTail: null, quarantineFile: null, repairs: [], headerMissing: false },
+      checkpoints: this.#checkpointWriter({
+        id,
+        directory,
+        handle: published.handle,
+        header,
+        ...linesFacts(seedLines, published.size, 0),
+        coveredSeq: -1,
+      }),
     })
     return this.#repairAndReturn(writer)
   }
@@ -803,10 +862,10 @@ class SessionStoreImpl implements SessionStore {
     options: { readonly allowDamaged?: boolean } = {},
   ): Promise<SessionReadResult> {
     assertSessionId(id)
-    const { handle } = await this.#openLog(id, { write: false })
-    let scan: OpenScan
+    const { handle, directory } = await this.#openLog(id, { write: false })
+    let scan: SessionScan
     try {
-      scan = await this.#scan(id, handle, {})
+      scan = await scanWithCheckpoint(this.#checkpointContext(id, directory), handle)
     } finally {
       await handle.close().catch(() => undefined)
     }
@@ -830,6 +889,7 @@ class SessionStoreImpl implements SessionStore {
       stats: { ...outcome.stats, projection: projection.stats },
       file: `${id}/${LOG_FILE_NAME}`,
       bytes: outcome.bytesRead,
+      checkpoint: scan.checkpoint,
     }
   }
 
@@ -847,22 +907,30 @@ class SessionStoreImpl implements SessionStore {
   ): AsyncGenerator<LoggedEvent, void, undefined> {
     const fromSeq = options.fromSeq ?? 0
     const toSeq = options.toSeq ?? Infinity
-    const { handle } = await this.#openLog(id, { write: false })
+    const { handle, directory } = await this.#openLog(id, { write: false })
     const file = `${id}/${LOG_FILE_NAME}`
     try {
-      const projection = createProjection({ registry: this.#registry })
+      // A checkpoint lets a late fromSeq seek instead of scanning from byte 0 (see planReadFrom).
+      const start = await planReadFrom(this.#checkpointContext(id, directory), handle, fromSeq)
+      const projection = start.projection
       const queue: LoggedEvent[] = []
       let reachedEnd = false
-      const chunks = scanLogChunks(readFileChunks(handle, { chunkBytes: this.#limits.readChunkBytes }), {
+      const chunkBytes = this.#limits.readChunkBytes
+      const source = readFileChunks(
+        handle,
+        start.resume === null ? { chunkBytes } : { chunkBytes, start: start.resume.offset },
+      )
+      const chunks = scanLogChunks(source, {
         format: V4_FORMAT,
         limits: this.#limits,
         registry: this.#registry,
         file,
         onEvent: (event) => {
-          projection.apply(event)
+          if (event.seq > start.trustedThrough) projection.apply(event)
           if (event.seq >= fromSeq && event.seq <= toSeq) queue.push(event)
           if (event.seq >= toSeq) reachedEnd = true
         },
+        ...(start.resume === null ? {} : { resume: start.resume }),
       })
       for (;;) {
         let step: IteratorResult<void, ScanOutcome>
@@ -1010,7 +1078,8 @@ class SessionStoreImpl implements SessionStore {
         )
         await handle.chmod(narrowed)
       }
-      const { outcome, projection } = await this.#scan(id, handle, {})
+      const scan = await scanWithCheckpoint(this.#checkpointContext(id, directory), handle)
+      const { outcome, projection } = scan
       if (outcome.damage !== null) throw outcome.damage
       let quarantineFile: string | null = null
       let durableOffset = outcome.goodEndOffset
@@ -1057,7 +1126,17 @@ class SessionStoreImpl implements SessionStore {
           quarantineFile,
           repairs: [],
           headerMissing: outcome.headerMissing,
+          checkpoint: scan.checkpoint,
         },
+        checkpoints: this.#checkpointWriter({
+          id,
+          directory,
+          handle,
+          header,
+          lastLine: scan.lastLine,
+          seqIndex: scan.seqIndex,
+          coveredSeq: scan.checkpoint?.seq ?? -1,
+        }),
       })
       return await this.#repairAndReturn(writer)
     } catch (error) {
@@ -1081,6 +1160,7 @@ class SessionStoreImpl implements SessionStore {
     readonly projection: Projection
     readonly durableOffset: number
     readonly recovery: WriterRecovery
+    readonly checkpoints: CheckpointWriter | undefined
   }): SessionWriterImpl {
     return new SessionWriterImpl({
       id: init.id,
@@ -1099,6 +1179,7 @@ class SessionStoreImpl implements SessionStore {
       logger: this.#logger,
       recovery: init.recovery,
       redaction: this.#redaction,
+      checkpoints: init.checkpoints,
     })
   }
 

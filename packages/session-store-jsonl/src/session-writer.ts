@@ -400,7 +400,11 @@ export class SessionWriterImpl implements SessionWriter {
     const lastSeq = batch[count - 1]!.seq
     const offset = this.#durableOffset
     // Before any await: the projection is exactly at lastSeq here (every buffered event is in the batch).
-    const checkpoint = this.#init.checkpoints?.prepare(batch, this.projection, offset)
+    // Plain logs only: a checkpoint's offsets are plain byte offsets (zstd frame offsets are not written yet).
+    const checkpoint =
+      this.#init.encodeBatch === undefined
+        ? this.#init.checkpoints?.prepare(batch, this.projection, offset)
+        : undefined
     try {
       await handle.write(bytes, offset)
     } catch (error) {

@@ -1,0 +1,119 @@
+import { constants } from 'node:fs'
+import { join } from 'node:path'
+
+import { CHECKPOINT_FILE_NAME } from './checkpoint-format.ts'
+import { errnoOf } from './fs-errors.ts'
+import type { FileHandleOps, FsOps } from './fs-ops.ts'
+import { TEMP_PREFIX } from './layout.ts'
+
+const MAX_TEMP_ATTEMPTS = 16
+
+/** The outcome of {@link readCheckpointFile}. */
+export type CheckpointFileRead =
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'bytes'; readonly bytes: Buffer }
+  | {
+      readonly kind: 'unusable'
+      readonly reason: 'too-large' | 'not-a-file' | 'read-failed'
+      readonly detail: string
+    }
+
+/**
+ * Reads a session's checkpoint file whole, never through a symbolic link, refusing one
+ * larger than `maxBytes`. Never throws: a missing file is `absent`, anything else that
+ * stops the read is `unusable` (the open then replays the log).
+ *
+ * @param fs - The file-system seam.
+ * @param directory - The session directory.
+ * @param maxBytes - Largest checkpoint read.
+ * @returns The bytes, `absent`, or why the file cannot be used.
+ */
+export async function readCheckpointFile(
+  fs: FsOps,
+  directory: string,
+  maxBytes: number,
+): Promise<CheckpointFileRead> {
+  let handle: FileHandleOps
+  try {
+    handle = await fs.open(join(directory, CHECKPOINT_FILE_NAME), constants.O_RDONLY | constants.O_NOFOLLOW)
+  } catch (error) {
+    const code = errnoOf(error)
+    if (code === 'ENOENT') return { kind: 'absent' }
+    if (code === 'ELOOP')
+      return { kind: 'unusable', reason: 'not-a-file', detail: 'a symbolic link (never followed)' }
+    return { kind: 'unusable', reason: 'read-failed', detail: code ?? String(error) }
+  }
+  try {
+    const stats = await handle.stat()
+    if (!stats.isFile()) return { kind: 'unusable', reason: 'not-a-file', detail: 'not a regular file' }
+    if (stats.size > maxBytes) {
+      return { kind: 'unusable', reason: 'too-large', detail: `${stats.size} bytes, limit ${maxBytes}` }
+    }
+    const bytes = Buffer.allocUnsafe(stats.size)
+    let got = 0
+    while (got < bytes.length) {
+      const count = await handle.read(bytes, got, bytes.length - got, got)
+      if (count === 0) break
+      got += count
+    }
+    return { kind: 'bytes', bytes: bytes.subarray(0, got) }
+  } catch (error) {
+    return { kind: 'unusable', reason: 'read-failed', detail: errnoOf(error) ?? String(error) }
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
+
+/**
+ * Replaces a session's checkpoint atomically: a fresh temp file (`.tmp-checkpoint-<hex>`,
+ * O_CREAT|O_EXCL|O_NOFOLLOW, 0600), one write, fsync, close, `rename` over the old
+ * checkpoint, fsync of the directory. A crash leaves the old checkpoint or the new one,
+ * never part of one; a leftover temp file is removed by the next writer open. `rename`
+ * (which replaces) is right here: a checkpoint is a cache, never the only copy of anything.
+ *
+ * @param fs - The file-system seam.
+ * @param request - The session directory, the bytes, and the temp-name randomness.
+ * @throws The file-system error (the temp file is removed first).
+ */
+export async function writeCheckpointFile(
+  fs: FsOps,
+  request: {
+    readonly directory: string
+    readonly bytes: Uint8Array
+    readonly randomHex: (byteCount: number) => string
+  },
+): Promise<void> {
+  const { directory, bytes } = request
+  let handle: FileHandleOps | undefined
+  let tempPath = ''
+  for (let attempt = 0; attempt < MAX_TEMP_ATTEMPTS && handle === undefined; attempt += 1) {
+    tempPath = join(directory, `${TEMP_PREFIX}checkpoint-${request.randomHex(8)}`)
+    try {
+      handle = await fs.open(
+        tempPath,
+        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+        0o600,
+      )
+    } catch (error) {
+      if (errnoOf(error) !== 'EEXIST') throw error
+    }
+  }
+  if (handle === undefined) throw new Error(`no free temp name for a checkpoint in ${directory}`)
+  let renamed = false
+  try {
+    try {
+      const stats = await handle.stat()
+      if ((stats.mode & 0o777) !== 0o600) await handle.chmod(0o600)
+      await handle.write(bytes, 0)
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+    await fs.rename(tempPath, join(directory, CHECKPOINT_FILE_NAME))
+    renamed = true
+    await fs.fsyncDirectory(directory)
+  } catch (error) {
+    if (!renamed) await fs.unlink(tempPath).catch(() => undefined)
+    throw error
+  }
+}

@@ -1,0 +1,348 @@
+import { randomBytes } from 'node:crypto'
+
+import type { SessionHeader } from '@agent-ledger/session-events'
+import type { Projection, ProjectionSnapshot } from '@agent-ledger/session-projection'
+
+import { lineCrcMember, readHeaderFacts, registryDigest } from './checkpoint-binding.ts'
+import type { HeaderFacts } from './checkpoint-binding.ts'
+import { writeCheckpointFile } from './checkpoint-file.ts'
+import {
+  CHECKPOINT_FILE_NAME,
+  CHECKPOINT_VERSION,
+  encodeCheckpoint,
+  SEQ_INDEX_STRIDE,
+} from './checkpoint-format.ts'
+import type { CheckpointRecord, SeqIndexEntry } from './checkpoint-format.ts'
+import type { CheckpointContext, LastEventLine } from './checkpoint-open.ts'
+import { errnoOf } from './fs-errors.ts'
+import type { FileHandleOps } from './fs-ops.ts'
+import { JsonlStoreError } from './jsonl-store-error.ts'
+
+/** How many of the first bytes of a line can hold its `"type"` member (canonical order: seq, time, type). */
+const TYPE_PROBE_BYTES = 256
+const TURN_END_TYPE = Buffer.from('"type":"turn/end"', 'latin1')
+/** Levels the checkpoint adds above event data (record, snapshot, surface, node, message...). */
+const ENCODE_EXTRA_DEPTH = 16
+/** A lone surrogate: a string msgpack's UTF-8 encoding would not give back. */
+const LONE_SURROGATE = /\p{Cs}/u
+
+/** One line of a flushed batch, as the writer buffers it. */
+export interface BatchLine {
+  readonly seq: number
+  /** The line, `\n` included. */
+  readonly bytes: Buffer
+}
+
+/** What a flush hands back once its batch is durable (from {@link CheckpointWriter.prepare}). */
+export interface PreparedBatch {
+  readonly lastLine: LastEventLine
+  readonly indexEntries: readonly SeqIndexEntry[]
+  /** The projection after the batch's last event, when a checkpoint is due; else null. */
+  readonly snapshot: ProjectionSnapshot | null
+}
+
+interface Job {
+  readonly snapshot: ProjectionSnapshot
+  readonly lastLine: LastEventLine
+  readonly seqIndex: readonly SeqIndexEntry[]
+}
+
+/**
+ * A writer's checkpoint policy and its background writes. The writer calls
+ * {@link CheckpointWriter.prepare} when a flush cuts its batch (synchronously: the
+ * projection is then exactly at the batch's last seq), {@link CheckpointWriter.committed}
+ * once that batch is durable, and {@link CheckpointWriter.close} before it releases its
+ * lock. A checkpoint therefore never covers an event that is not durable.
+ *
+ * Writes run one at a time off the flush path (a flush never waits for one); a newer due
+ * checkpoint replaces a queued one. A failed write is a warning, never a writer error.
+ */
+export class CheckpointWriter {
+  readonly #context: CheckpointContext
+  readonly #handle: FileHandleOps
+  readonly #header: SessionHeader
+  readonly #now: () => number
+  readonly #randomHex: (byteCount: number) => string
+  #facts: HeaderFacts | null = null
+  #lastLine: LastEventLine | null
+  #seqIndex: SeqIndexEntry[]
+  /** Seq covered by the last checkpoint written or queued. */
+  #coveredSeq: number
+  #lastAt = Number.NEGATIVE_INFINITY
+  #queued: Job | null = null
+  #running: Promise<void> | null = null
+  #disabled = false
+  readonly #checked = new WeakSet<object>()
+
+  /**
+   * @param init - The store context of the session, the open log, its header, what the open
+   *   found (last event line, sparse index, the seq of the checkpoint it used, or -1), and seams.
+   */
+  constructor(init: {
+    readonly context: CheckpointContext
+    readonly handle: FileHandleOps
+    readonly header: SessionHeader
+    readonly lastLine: LastEventLine | null
+    readonly seqIndex: readonly SeqIndexEntry[]
+    readonly coveredSeq: number
+    readonly now?: () => number
+    readonly randomHex?: (byteCount: number) => string
+  }) {
+    this.#context = init.context
+    this.#handle = init.handle
+    this.#header = init.header
+    this.#lastLine = init.lastLine
+    this.#seqIndex = [...init.seqIndex]
+    this.#coveredSeq = init.coveredSeq
+    this.#now = init.now ?? (() => performance.now())
+    this.#randomHex = init.randomHex ?? ((count) => randomBytes(count).toString('hex'))
+  }
+
+  /** Seq covered by the last checkpoint written or queued (-1 when none). */
+  get coveredSeq(): number {
+    return this.#coveredSeq
+  }
+
+  /**
+   * Called synchronously when a flush cuts its batch, before any await: the projection then
+   * holds exactly the events up to the batch's last seq.
+   *
+   * @param batch - The batch's lines, in seq order (non-empty).
+   * @param projection - The writer's projection.
+   * @param startOffset - Byte offset where the batch will be written (the durable size).
+   * @returns What {@link CheckpointWriter.committed} needs once the batch is durable.
+   */
+  prepare(batch: readonly BatchLine[], projection: Projection, startOffset: number): PreparedBatch {
+    const indexEntries: SeqIndexEntry[] = []
+    let offset = startOffset
+    let turnEnd = false
+    let last: LastEventLine | null = null
+    for (const line of batch) {
+      if (line.seq % SEQ_INDEX_STRIDE === 0) indexEntries.push([line.seq, offset])
+      if (!turnEnd) {
+        turnEnd = line.bytes.subarray(0, TYPE_PROBE_BYTES).indexOf(TURN_END_TYPE) !== -1
+      }
+      last = {
+        seq: line.seq,
+        eventOffset: offset,
+        offset: offset + line.bytes.length,
+        crc: null,
+      }
+      offset += line.bytes.length
+    }
+    const lastBytes = batch[batch.length - 1]!.bytes
+    const lastLine: LastEventLine = {
+      ...last!,
+      crc: lineCrcMember(lastBytes.subarray(0, lastBytes.length - 1)),
+    }
+    const options = this.#context.options
+    const due =
+      !this.#disabled &&
+      projection.nextSeq === lastLine.seq + 1 &&
+      lastLine.offset >= options.minLogBytes &&
+      (turnEnd ||
+        (lastLine.seq - this.#coveredSeq >= options.everyEvents &&
+          this.#now() - this.#lastAt >= options.minIntervalMs))
+    return { lastLine, indexEntries, snapshot: due ? projection.snapshot() : null }
+  }
+
+  /**
+   * Called once the prepared batch is durable (acknowledged): records its last line and
+   * index entries, and queues the checkpoint when one was due.
+   *
+   * @param prepared - From {@link CheckpointWriter.prepare}.
+   */
+  committed(prepared: PreparedBatch): void {
+    this.#lastLine = prepared.lastLine
+    for (const entry of prepared.indexEntries) this.#seqIndex.push(entry)
+    if (prepared.snapshot !== null) {
+      this.#enqueue({
+        snapshot: prepared.snapshot,
+        lastLine: prepared.lastLine,
+        seqIndex: [...this.#seqIndex],
+      })
+    }
+  }
+
+  /**
+   * Before the writer closes its file and releases its lock: queues a last checkpoint when
+   * the log moved since the last one (and the projection is at the durable seq), then waits
+   * for every queued write. Never throws.
+   *
+   * @param projection - The writer's projection.
+   * @param healthy - False for a poisoned writer or a failed final flush: nothing new is queued.
+   */
+  async close(projection: Projection, healthy: boolean): Promise<void> {
+    const last = this.#lastLine
+    if (
+      healthy &&
+      !this.#disabled &&
+      last !== null &&
+      projection.nextSeq === last.seq + 1 &&
+      last.offset >= this.#context.options.minLogBytes &&
+      last.seq > this.#coveredSeq
+    ) {
+      this.#enqueue({ snapshot: projection.snapshot(), lastLine: last, seqIndex: [...this.#seqIndex] })
+    }
+    while (this.#running !== null) await this.#running
+  }
+
+  #enqueue(job: Job): void {
+    this.#coveredSeq = job.lastLine.seq
+    this.#lastAt = this.#now()
+    this.#queued = job
+    this.#running ??= this.#drain()
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#queued !== null) {
+        const job = this.#queued
+        this.#queued = null
+        await this.#write(job)
+      }
+    } finally {
+      this.#running = null
+    }
+  }
+
+  async #write(job: Job): Promise<void> {
+    const context = this.#context
+    try {
+      if (this.#disabled) return
+      const refusal = this.#unencodable(job.snapshot)
+      if (refusal !== null) {
+        this.#disabled = true
+        context.logger.warn(
+          `Stopped writing projection checkpoints for session ${context.id}: ${refusal}; cold opens replay the whole log.`,
+          { id: context.id, file: `${context.id}/${CHECKPOINT_FILE_NAME}`, reason: 'unencodable' },
+        )
+        return
+      }
+      this.#facts ??= await readHeaderFacts(this.#handle, context)
+      const facts = this.#facts
+      if (facts === null) return
+      const crc = job.lastLine.crc ?? (await this.#readCrc(job.lastLine))
+      if (crc === null) return
+      const record: CheckpointRecord = {
+        checkpointVersion: CHECKPOINT_VERSION,
+        binding: {
+          sessionId: this.#header.id,
+          createdAt: this.#header.createdAt,
+          generationFile: context.generationFile,
+          formatVersion: this.#header.version,
+          headerCrc: facts.headerCrc,
+          headerSha256: facts.headerSha256,
+          seq: job.lastLine.seq,
+          eventCrc: crc,
+          eventOffset: job.lastLine.eventOffset,
+          offset: job.lastLine.offset,
+          frameOffset: null,
+          registryDigest: registryDigest(context.registry),
+          maxLineBytes: context.limits.maxLineBytes,
+          maxDepth: context.limits.maxDepth,
+        },
+        snapshot: job.snapshot,
+        seqIndex: job.seqIndex,
+      }
+      const bytes = encodeCheckpoint(record, { maxDepth: context.limits.maxDepth + ENCODE_EXTRA_DEPTH })
+      await writeCheckpointFile(context.fs, {
+        directory: context.directory,
+        bytes,
+        randomHex: this.#randomHex,
+      })
+    } catch (error) {
+      context.logger.warn(
+        `Could not write the projection checkpoint of session ${context.id}; the log is unaffected.`,
+        {
+          id: context.id,
+          file: `${context.id}/${CHECKPOINT_FILE_NAME}`,
+          code: JsonlStoreError.is(error) ? error.code : (errnoOf(error) ?? String(error)),
+        },
+      )
+    }
+  }
+
+  async #readCrc(line: LastEventLine): Promise<string | null> {
+    const length = line.offset - line.eventOffset
+    const buffer = Buffer.allocUnsafe(Math.min(length, 32))
+    const start = line.offset - buffer.length
+    const count = await this.#handle.read(buffer, 0, buffer.length, start)
+    if (count !== buffer.length || buffer[buffer.length - 1] !== 0x0a) return null
+    return lineCrcMember(buffer.subarray(0, buffer.length - 1))
+  }
+
+  /**
+   * Why msgpack would not give this snapshot back exactly, or null: a string (or key) with
+   * a lone surrogate (UTF-8 cannot carry it), or an own `__proto__` key (the decoder refuses
+   * it). Surface messages are immutable and shared, so each is walked once per writer.
+   */
+  #unencodable(snapshot: ProjectionSnapshot): string | null {
+    const roots: unknown[] = [snapshot.lastEvent, snapshot.repairState, snapshot.openCompaction]
+    for (const node of snapshot.surface) {
+      if (this.#checked.has(node.message)) continue
+      const problem = findUnencodable(node.message)
+      if (problem !== null) return problem
+      this.#checked.add(node.message)
+    }
+    for (const root of roots) {
+      const problem = findUnencodable(root)
+      if (problem !== null) return problem
+    }
+    return null
+  }
+}
+
+/**
+ * Walks a JSON value without recursion and names the first thing msgpack would not round-trip.
+ *
+ * @param root - A JSON value.
+ * @returns A description, or null when the value round-trips.
+ */
+export function findUnencodable(root: unknown): string | null {
+  const stack: unknown[] = [root]
+  while (stack.length > 0) {
+    const value = stack.pop()
+    if (typeof value === 'string') {
+      if (LONE_SURROGATE.test(value)) return 'a string holds a lone surrogate (not representable in UTF-8)'
+    } else if (Array.isArray(value)) {
+      for (const item of value) stack.push(item)
+    } else if (typeof value === 'object' && value !== null) {
+      for (const key of Object.keys(value)) {
+        if (key === '__proto__')
+          return 'an object holds an own "__proto__" key (refused by the msgpack decoder)'
+        if (LONE_SURROGATE.test(key)) return 'a key holds a lone surrogate (not representable in UTF-8)'
+        stack.push((value as Record<string, unknown>)[key])
+      }
+    }
+  }
+  return null
+}
+
+/**
+ * The last line and the sparse index entries of consecutive event lines that end at `endOffset`
+ * (e.g. the seed events of a new session).
+ *
+ * @param lines - The lines, `\n` included, in seq order.
+ * @param endOffset - Byte offset just after the last line.
+ * @param firstSeq - Seq of the first line.
+ * @returns The last line (null when `lines` is empty) and the index entries.
+ */
+export function linesFacts(
+  lines: readonly Buffer[],
+  endOffset: number,
+  firstSeq: number,
+): { readonly lastLine: LastEventLine | null; readonly seqIndex: SeqIndexEntry[] } {
+  const seqIndex: SeqIndexEntry[] = []
+  let offset = endOffset
+  for (const line of lines) offset -= line.length
+  let lastLine: LastEventLine | null = null
+  for (let index = 0; index < lines.length; index += 1) {
+    const line = lines[index]!
+    const seq = firstSeq + index
+    if (seq % SEQ_INDEX_STRIDE === 0) seqIndex.push([seq, offset])
+    lastLine = { seq, eventOffset: offset, offset: offset + line.length, crc: null }
+    offset += line.length
+  }
+  return { lastLine, seqIndex }
+}
