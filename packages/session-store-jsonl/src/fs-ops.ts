@@ -42,6 +42,8 @@ export interface FsOps {
 function wrapHandle(path: string, handle: fsp.FileHandle): FileHandleOps {
   return {
     path,
+    // Mirrors pread(2) (buffer, offset, length, position); an options object would cost an allocation per read.
+    // eslint-disable-next-line max-params
     async read(buffer, offset, length, position) {
       const { bytesRead } = await handle.read(buffer, offset, length, position)
       return bytesRead
@@ -93,4 +95,3 @@ export const nodeFsOps: FsOps = {
     }
   },
 }
-
