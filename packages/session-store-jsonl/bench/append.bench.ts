@@ -1,0 +1,166 @@
+/**
+ * Durable-append benchmark of the store (issue 4): events/s through `writer.append` +
+ * `await writer.flush()` at batch sizes 1, 10, 100 and 1000 events, beside the floor measured
+ * in the same run: a bare loop writing the SAME bytes (the file our writer produced, read back
+ * and cut into the same batches) with one write and one fdatasync per batch.
+ *
+ * Events are the first events of the ~20 MB realistic dataset (`support/dataset.ts`), appended
+ * with the store's defaults (flush policy, limits, redaction); the store's clock returns each
+ * event's recorded time, so every run writes identical bytes (checked). Rounds alternate floor
+ * and ours (ABAB); medians. `ratio` = ours / floor (target >= 0.8 at batch 100; the other batch
+ * sizes are reported without a target).
+ *
+ * Run alone with `pnpm bench --only append.bench`.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import type { EventInput } from '@agent-ledger/session-events'
+
+import { createSessionStore, LOG_FILE_NAME } from '../src/index.ts'
+import { ensureDataset, generateAgentSessionHeader } from './support/dataset.ts'
+import type { Dataset, TimedInput } from './support/dataset.ts'
+import { bareAppend } from './support/floors.ts'
+import { interleave, progress, throughputFigure } from './support/measure.ts'
+import type { BenchResult, RunOptions } from './support/measure.ts'
+
+/** Batch size -> batches per run (sized so each run takes ~0.3-1 s on a disk with ~3 ms fdatasync). */
+const BATCHES: readonly (readonly [number, number])[] = [
+  [1, 150],
+  [10, 60],
+  [100, 30],
+  [1000, 6],
+]
+const ROUNDS = 5
+const TARGET_BATCH = 100
+const TARGET = 0.8
+const log = progress('append')
+
+/**
+ * The first `count` events of a dataset as writer inputs (envelope without seq, crc dropped).
+ *
+ * @param dataset - A dataset.
+ * @param count - How many events.
+ * @returns The inputs and their recorded times.
+ */
+function readInputs(dataset: Dataset, count: number): TimedInput[] {
+  const text = readFileSync(dataset.file, 'utf8')
+  const inputs: TimedInput[] = []
+  let start = text.indexOf('\n') + 1
+  while (inputs.length < count) {
+    const end = text.indexOf('\n', start)
+    if (end === -1) throw new Error(`dataset ${dataset.id} has fewer than ${count} events`)
+    const {
+      seq: _seq,
+      time,
+      crc: _crc,
+      ...input
+    } = JSON.parse(text.slice(start, end)) as Record<string, unknown>
+    inputs.push({ input: input as unknown as EventInput, time: time as string })
+    start = end + 1
+  }
+  return inputs
+}
+
+/** Splits a log written by our writer into its header line and the bytes of each batch. */
+function splitBatches(log: Buffer, batch: number): { header: Buffer; batches: Buffer[] } {
+  const headerEnd = log.indexOf(0x0a) + 1
+  const batches: Buffer[] = []
+  let start = headerEnd
+  while (start < log.length) {
+    let end = start
+    for (let line = 0; line < batch; line += 1) end = log.indexOf(0x0a, end) + 1
+    batches.push(log.subarray(start, end))
+    start = end
+  }
+  return { header: log.subarray(0, headerEnd), batches }
+}
+
+async function batchFigure(
+  scratch: string,
+  inputs: readonly TimedInput[],
+  plan: { readonly batch: number; readonly batches: number },
+): Promise<BenchResult> {
+  const { batch, batches } = plan
+  const events = batch * batches
+  let now = ''
+  const store = createSessionStore({ root: join(scratch, 'root'), clock: () => now })
+  const base = generateAgentSessionHeader()
+  let run = 0
+  let reference: Buffer | null = null
+  let floorBytes: { header: Buffer; batches: Buffer[] } | null = null
+  const ours = async (): Promise<number> => {
+    run += 1
+    const id = `append-${batch}-${run}`
+    now = base.createdAt
+    const writer = await store.create({
+      id,
+      header: { createdAt: base.createdAt, cwd: base.cwd, metadata: base.metadata },
+    })
+    const started = performance.now()
+    for (let at = 0; at < events; at += batch) {
+      for (let index = at; index < at + batch; index += 1) {
+        const next = inputs[index]!
+        now = next.time
+        writer.append(next.input)
+      }
+      await writer.flush()
+    }
+    const elapsed = (performance.now() - started) / 1000
+    await writer.close()
+    const file = join(scratch, 'root', id, LOG_FILE_NAME)
+    const bytes = readFileSync(file)
+    if (reference === null) {
+      reference = bytes
+      floorBytes = splitBatches(bytes, batch)
+      if (floorBytes.batches.length !== batches) throw new Error(`expected ${batches} batches in the log`)
+    } else if (!reference.subarray(reference.indexOf(0x0a)).equals(bytes.subarray(bytes.indexOf(0x0a)))) {
+      throw new Error(`append run ${run} wrote different event bytes than run 1`)
+    }
+    rmSync(join(scratch, 'root', id), { recursive: true, force: true })
+    return elapsed
+  }
+  const floor = async (): Promise<number> => {
+    if (floorBytes === null) await ours()
+    const file = join(scratch, 'floor.jsonl')
+    const elapsed = await bareAppend(file, floorBytes!.batches, floorBytes!.header)
+    rmSync(file, { force: true })
+    return elapsed
+  }
+  // ours first, so the floor has its bytes
+  await ours()
+  const samples = await interleave(ROUNDS, { ours, floor })
+  const megabytes = floorBytes!.batches.reduce((sum, bytes) => sum + bytes.length, 0) / 1e6
+  return throughputFigure({
+    name: `durable append, batch ${batch} (${batches} batches, ${events} events, ${megabytes.toFixed(1)} MB; append + flush)`,
+    unit: 'events/s',
+    work: events,
+    samples,
+    floorName: 'bare write + fdatasync per batch, same bytes',
+    ...(batch === TARGET_BATCH ? { target: TARGET } : {}),
+  })
+}
+
+/**
+ * Runs the durable-append figures.
+ *
+ * @param _options - `scale` (unused: the same sizes at every scale).
+ * @returns One figure per batch size.
+ */
+export async function run(_options: RunOptions = {}): Promise<BenchResult[]> {
+  const dataset = await ensureDataset(20, log)
+  const needed = Math.max(...BATCHES.map(([batch, batches]) => batch * batches))
+  const inputs = readInputs(dataset, needed)
+  const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-bench-append-'))
+  const results: BenchResult[] = []
+  try {
+    for (const [batch, batches] of BATCHES) {
+      log(`batch ${batch}`)
+      results.push(await batchFigure(scratch, inputs, { batch, batches }))
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true })
+  }
+  return results
+}
