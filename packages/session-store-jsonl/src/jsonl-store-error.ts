@@ -74,6 +74,13 @@ export const JsonlErrorCode = {
   DECOMPRESSION_LIMIT: 'DECOMPRESSION_LIMIT',
   /** A frame of a `.zstd` log asks for a window larger than `maxWindowBytes`; refused before any allocation (S4). */
   WINDOW_TOO_LARGE: 'WINDOW_TOO_LARGE',
+  /**
+   * A session directory holds plain and `.zstd` logs that disagree: `session.v4.jsonl` and
+   * `session.v4.jsonl.zstd` with different content (an interrupted compress never leaves that), or
+   * generations of different versions in different encodings. `details.files` names both files.
+   * Same code as `GenerationErrorCode.MIXED_ENCODINGS`.
+   */
+  MIXED_ENCODINGS: 'MIXED_ENCODINGS',
   /** A store option is out of range (a limit that is not a positive integer, `maxEventBytes` > `maxLineBytes`...). */
   INVALID_OPTION: 'INVALID_OPTION',
 } as const

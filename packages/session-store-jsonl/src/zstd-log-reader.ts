@@ -28,8 +28,6 @@
  *   - `DECOMPRESSION_LIMIT` and `WINDOW_TOO_LARGE` are always refusals, never a tail (S4);
  *   - skippable frames are ignored and counted (Z5).
  */
-import type { LoggedEvent } from '@agent-ledger/session-events'
-
 import type { FileHandleOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import type { StoreLimits } from './limits.ts'
@@ -59,8 +57,10 @@ export interface ZstdScanOptions extends Omit<ScannerOptions, 'limits' | 'resume
   readonly limits: ZstdReadLimits
   /** The codec (see `loadZstdCodec`). */
   readonly codec: ZstdCodec
-  /** Stop reading at this compressed offset (default: the end of the file). */
+  /** Stop reading at this compressed offset (default: the end of the file). Only for {@link scanZstdLog}. */
   readonly end?: number
+  /** Receives the plain content of every frame that passed, in order (a view valid during the call). */
+  readonly onPlain?: (chunk: Uint8Array) => void
 }
 
 /** Frame counters of a `.zstd` scan. */
@@ -73,8 +73,18 @@ export interface ZstdLogStats {
   readonly plainBytes: number
   /** Compressed offset of the last good Zstandard frame (-1 when none). */
   readonly lastFrameOffset: number
-  /** Plain bytes in the good frames after the last one of at least `RESEAL` size... see compress: frames below {@link SEALED_FRAME_MIN_BYTES}. */
-  readonly smallFrames: number
+  /**
+   * The sealed prefix: the header frame, then every frame of at least
+   * {@link SEALED_FRAME_MIN_BYTES} of content up to the first smaller one. A reseal copies it
+   * byte for byte and re-encodes only what follows.
+   */
+  readonly sealed: {
+    readonly frames: number
+    /** Compressed offset where the sealed prefix ends. */
+    readonly compressedEnd: number
+    /** Plain offset where the sealed prefix ends. */
+    readonly plainEnd: number
+  }
 }
 
 /** A scan outcome of a `.zstd` log: byte offsets (`goodEndOffset`, `headerEndOffset`, `bytesRead`, `tornTail`) are COMPRESSED offsets; line damage keeps the plain `offset` of its line with `details.frameIndex` and `details.compressedOffset`. */
@@ -283,13 +293,13 @@ function checkFrame(
  * each chunk of the file so a caller can hand out the events `onEvent` collected, and returns
  * the outcome.
  *
- * @param handle - The open log.
+ * @param source - The log's compressed bytes, from its start.
  * @param options - The plain scanner's options (format, limits, registry, file, onEvent, onHeader, stopBeforeLine) plus the codec.
  * @returns A generator whose return value is the {@link ZstdScanOutcome} (damage returned, not thrown).
  * @throws {@link ZstdFrameError} `CODEC_FAILED` when the codec itself fails; file-system errors from reads.
  */
 export async function* scanZstdLogChunks(
-  handle: FileHandleOps,
+  source: ByteSource,
   options: ZstdScanOptions,
 ): AsyncGenerator<void, ZstdScanOutcome, undefined> {
   const { limits, file } = options
@@ -302,7 +312,8 @@ export async function* scanZstdLogChunks(
   let goodFrames = 0
   let skippable = 0
   let lastFrameOffset = -1
-  let smallFrames = 0
+  let sealedOpen = true
+  const sealed = { frames: 0, compressedEnd: 0, plainEnd: 0 }
   let linesSeen = 0
   let suspect = null as Suspect | null
   let damage = null as JsonlStoreError | null
@@ -310,8 +321,10 @@ export async function* scanZstdLogChunks(
 
   const feed = (frame: ZstdScannedFrame, verdict: Extract<FrameVerdict, { kind: 'good' }>): void => {
     const splitter = new LineSplitter({ maxLineBytes: limits.maxLineBytes, startOffset: plainOffset })
+    const onPlain = options.onPlain
     const push = (chunk: Uint8Array): void => {
       if (scanner.done) return
+      onPlain?.(chunk)
       splitter.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), scanner)
     }
     if (verdict.content !== null) {
@@ -386,15 +399,16 @@ export async function* scanZstdLogChunks(
     if (goodFrames === 1) headerEnd = info.offset + info.length
     goodEnd = info.offset + info.length
     lastFrameOffset = info.offset
-    if (verdict.plainBytes < SEALED_FRAME_MIN_BYTES) smallFrames += 1
+    sealedOpen &&= goodFrames === 1 || verdict.plainBytes >= SEALED_FRAME_MIN_BYTES
+    if (sealedOpen) {
+      sealed.frames = goodFrames
+      sealed.compressedEnd = goodEnd
+      sealed.plainEnd = plainOffset
+    }
     return false
   }
 
   let finished = false
-  const source = readFileChunks(handle, {
-    chunkBytes: limits.readChunkBytes,
-    ...(options.end === undefined ? {} : { end: options.end }),
-  })
   for await (const chunk of source) {
     bytesRead += chunk.length
     for (const frame of frames.push(chunk)) {
@@ -459,7 +473,7 @@ export async function* scanZstdLogChunks(
       skippableFrames: skippable,
       plainBytes: plainOffset,
       lastFrameOffset,
-      smallFrames,
+      sealed,
     },
   }
 }
@@ -473,7 +487,11 @@ export async function* scanZstdLogChunks(
  * @returns What the scan found; damage is returned, not thrown.
  */
 export async function scanZstdLog(handle: FileHandleOps, options: ZstdScanOptions): Promise<ZstdScanOutcome> {
-  const chunks = scanZstdLogChunks(handle, options)
+  const source = readFileChunks(handle, {
+    chunkBytes: options.limits.readChunkBytes,
+    ...(options.end === undefined ? {} : { end: options.end }),
+  })
+  const chunks = scanZstdLogChunks(source, options)
   let outcome: ZstdScanOutcome
   for (;;) {
     const step = await chunks.next()
@@ -501,12 +519,20 @@ export async function scanZstdLog(handle: FileHandleOps, options: ZstdScanOption
  */
 export async function* zstdPlainSource(
   handle: FileHandleOps,
-  options: { readonly codec: ZstdCodec; readonly limits: ZstdReadLimits; readonly end?: number },
+  options: {
+    readonly codec: ZstdCodec
+    readonly limits: ZstdReadLimits
+    /** Compressed offset of a frame to start at (default 0). */
+    readonly start?: number
+    /** Compressed offset to stop at (default: the end of the file). */
+    readonly end?: number
+  },
 ): AsyncGenerator<Buffer, void, undefined> {
   const { codec, limits } = options
-  const frames = new ZstdFrameScanner()
+  const frames = new ZstdFrameScanner({ startOffset: options.start ?? 0 })
   const source = readFileChunks(handle, {
     chunkBytes: limits.readChunkBytes,
+    ...(options.start === undefined ? {} : { start: options.start }),
     ...(options.end === undefined ? {} : { end: options.end }),
   })
   for await (const chunk of source) {
@@ -527,22 +553,4 @@ export async function* zstdPlainSource(
     }
     if (frames.corruption !== undefined) return
   }
-}
-
-/** Collects a scan's events into an array (tests and small tools). */
-export async function zstdEvents(
-  handle: FileHandleOps,
-  options: Omit<ZstdScanOptions, 'onEvent'>,
-): Promise<{
-  readonly events: LoggedEvent[]
-  readonly outcome: ZstdScanOutcome
-}> {
-  const events: LoggedEvent[] = []
-  const outcome = await scanZstdLog(handle, { ...options, onEvent: (event) => events.push(event) })
-  return { events, outcome }
-}
-
-/** A byte source over any async iterable of Uint8Array chunks, as Buffers (for `publishFile`'s verify). */
-export async function* asBuffers(source: AsyncIterable<Uint8Array>): ByteSource {
-  for await (const chunk of source) yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
 }

@@ -1,0 +1,737 @@
+/*
+ * `store.compress(id)`: converts a cold session's plain log to `session.v4.jsonl.zstd`, or
+ * reseals a `.zstd` log whose tail is made of small flush frames (issue 5, Zstandard).
+ *
+ * Compress (plain -> zstd), under the writer lock:
+ *   1. finish an interrupted earlier compress (both names, same content: see zstd-session.ts);
+ *   2. scan the plain log with every check a write open runs (damage, a too-new header, an
+ *      unknown event type: refused, nothing written); a torn tail is quarantined and
+ *      truncated exactly as a write open does;
+ *   3. publish by link (`publishFile`): temp file, the header in a frame of its own, then
+ *      frames of 4 MiB of whole lines at level 6, fsync, VERIFY by reading the staged file
+ *      back through the `.zstd` reader (same header, same last seq, same event count, and the
+ *      SHA-256 of its plain content equal to the source's), source unchanged, lock still held,
+ *      `link()`, directory fsync, temp removed;
+ *   4. unlink the plain log, fsync the directory.
+ * A crash between 3 and 4 leaves both names with the same content: readers read either,
+ * the next write open (or compress) finishes step 4.
+ *
+ * Reseal (zstd -> zstd): live flushes write small frames (one per flush, ~0.5x of the ratio
+ * of large frames). A reseal copies the sealed prefix (header frame + frames of >= 2 MiB)
+ * byte for byte and re-encodes the rest into 4 MiB frames at level 6, into a temp file that
+ * is verified like a compress (same header, seqs, events and plain SHA-256; the prefix bytes
+ * identical), then RENAMED over `session.v4.jsonl.zstd`. This is the one rename the store
+ * does: the name keeps one version (one name per version, so a new name is not an option),
+ * the writer lock excludes any writer, and the content is verified identical before the
+ * rename, so either file at the name (old or new, rename is atomic) holds the same events.
+ * A reader that opened the old inode keeps reading a complete, valid file.
+ */
+import { createHash } from 'node:crypto'
+import { constants } from 'node:fs'
+import { join } from 'node:path'
+
+import type { EventRegistry, SessionHeader } from '@agent-ledger/session-events'
+import { createProjection } from '@agent-ledger/session-projection'
+
+import { errnoOf, toStoreError } from './fs-errors.ts'
+import type { FileHandleOps, FsOps } from './fs-ops.ts'
+import { listGenerations } from './generations.ts'
+import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
+import { TEMP_PREFIX } from './layout.ts'
+import type { StoreLimits } from './limits.ts'
+import { V4_FORMAT } from './log-format.ts'
+import type { ScanOutcome } from './log-scanner.ts'
+import { publishFile, removeStaleTemps } from './publish.ts'
+import type { PublishHooks } from './publish.ts'
+import { quarantineTail } from './quarantine.ts'
+import { readFileChunks, refineRepeatedSeq, scanLog } from './read-log.ts'
+import type { ByteSource } from './read-log.ts'
+import type { StoreLogger } from './session-writer.ts'
+import { acquireWriterLock } from './writer-lock.ts'
+import type { LockOptions, WriterLock } from './writer-lock.ts'
+import { scanZstdLog, scanZstdLogChunks, zstdPlainSource } from './zstd-log-reader.ts'
+import type { ZstdScanOutcome } from './zstd-log-reader.ts'
+import { ZSTD_FRAME_BYTES, ZSTD_SEAL_LEVEL } from './zstd-log-writer.ts'
+import { locateSessionLog, sessionLog, zstdCodecFor } from './zstd-session.ts'
+import type { SessionLog } from './zstd-session.ts'
+import type { ZstdCodec } from './zstd/zstd-codec.ts'
+
+/** What `compress` reports while it runs (the CLI shows it). */
+export interface CompressProgress {
+  /** `scan`: checking the source; `compress`: writing frames; `verify`: reading the staged file back; `publish`: linked or renamed into place. */
+  readonly phase: 'scan' | 'compress' | 'verify' | 'publish'
+  /** Plain bytes processed so far in this phase (compressed bytes in `verify`). */
+  readonly bytesRead: number
+  /** Bytes the phase will process. */
+  readonly bytesTotal: number
+  /** Events checked so far (`scan`, `verify`), when known. */
+  readonly eventsDone?: number
+  /** Events in the session, once known. */
+  readonly eventsTotal?: number | null
+}
+
+/** Options of `store.compress`. */
+export interface CompressOptions {
+  /** Progress, at least once per phase and every few MiB. */
+  readonly onProgress?: (progress: CompressProgress) => void
+  /** Compression level of the sealed frames (default 6; zstd-codec accepts -5..9). */
+  readonly level?: number
+  /** Plain bytes per sealed frame (default 4 MiB). */
+  readonly frameBytes?: number
+  /** Crash-test seam: called at the publish points and at `plain-unlinked` / `renamed`. */
+  readonly hooks?: { at(point: string): Promise<void> | void }
+}
+
+/** What `store.compress` did. */
+export interface CompressResult {
+  readonly id: string
+  /** `compressed`: plain -> zstd; `resealed`: small frames re-encoded; `up-to-date`: nothing to do. */
+  readonly outcome: 'compressed' | 'resealed' | 'up-to-date'
+  /** The `.zstd` log, relative to the store root. */
+  readonly file: string
+  /** The plain log that was removed (relative to the root), or null. */
+  readonly removedFile: string | null
+  /** Plain bytes of the log. */
+  readonly plainBytes: number
+  /** Bytes of the `.zstd` log before (0 when there was none) and after. */
+  readonly compressedBytesBefore: number
+  readonly compressedBytes: number
+  /** `plainBytes / compressedBytes`. */
+  readonly ratio: number
+  /** Zstandard frames in the result. */
+  readonly frames: number
+  readonly events: number
+  readonly lastSeq: number
+  /** A torn tail quarantined before compressing (its file name), or null. */
+  readonly quarantineFile: string | null
+}
+
+/** What {@link compressSession} needs from the store. */
+export interface CompressContext {
+  readonly fs: FsOps
+  /** The session directory (absolute; checked by the caller). */
+  readonly directory: string
+  readonly id: string
+  readonly limits: StoreLimits
+  readonly registry: EventRegistry
+  readonly logger: StoreLogger
+  readonly lock: Partial<LockOptions>
+  readonly randomHex: (byteCount: number) => string
+}
+
+const PROGRESS_EVERY_BYTES = 8 * 1024 * 1024
+
+function progressOf(options: CompressOptions): (progress: CompressProgress, force?: boolean) => void {
+  let next = 0
+  return (progress, force = false) => {
+    if (options.onProgress === undefined) return
+    if (!force && progress.bytesRead < next) return
+    next = progress.bytesRead + PROGRESS_EVERY_BYTES
+    options.onProgress(progress)
+  }
+}
+
+/**
+ * Compresses or reseals one session (see the protocol at the top of this file).
+ *
+ * @param context - File system, directory, limits, registry, logger and lock settings.
+ * @param options - Progress callback, level, frame size, crash-test hooks.
+ * @returns What was done.
+ * @throws {@link JsonlStoreError} `SESSION_LOCKED`, `SESSION_NOT_FOUND`, `MIXED_ENCODINGS` (older plain
+ *   generations in the directory, or both encodings with different content), `HARDLINK_REFUSED`,
+ *   `INVALID_HEADER`, damage codes (nothing written), `READ_FAILED`, `WRITE_FAILED`, `DISK_FULL`; a
+ *   `GenerationError` `MIGRATION_FAILED` from the publish (nothing published, the plain log kept).
+ */
+export async function compressSession(
+  context: CompressContext,
+  options: CompressOptions = {},
+): Promise<CompressResult> {
+  const { fs, directory, id } = context
+  const lock = await acquireWriterLock(fs, directory, context.lock)
+  try {
+    await removeStaleTemps(fs, directory)
+    const log = await locateSessionLog({
+      fs,
+      directory,
+      id,
+      mode: 'write',
+      limits: context.limits,
+      logger: context.logger,
+    })
+    await refuseOlderGenerations(context)
+    const codec = await zstdCodecFor(log.file)
+    const run: Run = { context, options, lock, codec, progress: progressOf(options) }
+    return log.encoding === 'plain' ? await compressPlain(run, log) : await reseal(run, log)
+  } finally {
+    await lock.release().catch(() => undefined)
+  }
+}
+
+interface Run {
+  readonly context: CompressContext
+  readonly options: CompressOptions
+  readonly lock: WriterLock
+  readonly codec: ZstdCodec
+  readonly progress: (progress: CompressProgress, force?: boolean) => void
+}
+
+/** One directory holds one encoding: older plain generations (immutable) forbid a `.zstd` v4. */
+async function refuseOlderGenerations(context: CompressContext): Promise<void> {
+  const older = (await listGenerations(context.fs, context.directory)).filter(
+    (generation) => generation.version !== 4,
+  )
+  if (older.length === 0) return
+  const files = older.map((generation) => `${context.id}/${generation.file}`)
+  throw new JsonlStoreError({
+    code: JsonlErrorCode.MIXED_ENCODINGS,
+    message: `Cannot compress session ${context.id}: the directory also holds ${files.join(', ')}, an older generation that stays as it is; expected one encoding per directory, so a migrated session stays plain.`,
+    file: files[0]!,
+    details: { files: [...files, sessionLog(context.id, 'zstd').file], reason: 'older-generations' },
+  })
+}
+
+async function openLogForRepair(run: Run, log: SessionLog): Promise<FileHandleOps> {
+  const { fs, directory } = run.context
+  let handle: FileHandleOps
+  try {
+    handle = await fs.open(join(directory, log.name), constants.O_RDWR | constants.O_NOFOLLOW)
+  } catch (error) {
+    throw toStoreError(error, {
+      op: 'open',
+      file: log.file,
+      which: 'log',
+      fallback: errnoOf(error) === 'ENOENT' ? JsonlErrorCode.SESSION_NOT_FOUND : JsonlErrorCode.READ_FAILED,
+    })
+  }
+  try {
+    const stats = await handle.stat()
+    if (!stats.isFile()) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.SESSION_NOT_FOUND,
+        message: `Cannot compress ${log.file}: expected a regular file, found another kind of entry.`,
+        file: log.file,
+      })
+    }
+    if (stats.nlink !== 1) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.HARDLINK_REFUSED,
+        message: `${log.file} has ${stats.nlink} hard links: expected exactly one (another name could be a victim file); nothing was written.`,
+        file: log.file,
+        details: { nlink: stats.nlink, ino: stats.ino },
+      })
+    }
+    return handle
+  } catch (error) {
+    await handle.close().catch(() => undefined)
+    throw error
+  }
+}
+
+/** Refuses what a write open refuses; quarantines a torn tail like a write open. */
+async function checkAndRepair(
+  run: Run,
+  request: { readonly log: SessionLog; readonly handle: FileHandleOps; readonly outcome: ScanOutcome },
+): Promise<{
+  readonly header: SessionHeader
+  readonly goodEnd: number
+  readonly quarantineFile: string | null
+}> {
+  const { log, handle, outcome } = request
+  const { context } = run
+  if (outcome.damage !== null) throw outcome.damage
+  if (outcome.header === null) {
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.INVALID_HEADER,
+      message: `Cannot compress ${log.file}: expected a valid header line, found ${outcome.bytesRead === 0 ? 'an empty file' : 'a torn or damaged first line'}; open it for write first.`,
+      file: log.file,
+      line: 1,
+      offset: 0,
+      details: { headerMissing: true },
+    })
+  }
+  let quarantineFile: string | null = null
+  if (outcome.tornTail !== null) {
+    quarantineFile = await quarantineTail({
+      fs: context.fs,
+      directory: context.directory,
+      id: context.id,
+      logName: log.name,
+      log: handle,
+      offset: outcome.goodEndOffset,
+      chunkBytes: context.limits.readChunkBytes,
+      keep: context.limits.maxQuarantineFiles,
+    })
+    context.logger.warn(`Quarantined the torn tail of ${log.file} into ${context.id}/${quarantineFile}.`, {
+      file: log.file,
+      offset: outcome.goodEndOffset,
+      bytes: outcome.tornTail.bytes,
+      reason: outcome.tornTail.reason,
+    })
+  }
+  return { header: outcome.header, goodEnd: outcome.goodEndOffset, quarantineFile }
+}
+
+/**
+ * Cuts whole lines into frames of about `frameBytes` plain bytes: the header line alone first
+ * (when `headerFirst`), then frames closed before the line that would pass the target.
+ */
+async function* sealedFrames(
+  run: Run,
+  request: { readonly plain: ByteSource; readonly headerFirst: boolean; readonly total: number },
+): AsyncGenerator<Buffer, void, undefined> {
+  const level = run.options.level ?? ZSTD_SEAL_LEVEL
+  const target = run.options.frameBytes ?? ZSTD_FRAME_BYTES
+  let pending: Buffer = Buffer.alloc(0)
+  let headerPending = request.headerFirst
+  let done = 0
+  const frame = (content: Buffer): Buffer => {
+    const bytes = run.codec.compressFrame(content, level)
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  }
+  for await (const chunk of request.plain) {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
+    if (headerPending) {
+      const newline = pending.indexOf(0x0a)
+      if (newline === -1) continue
+      yield frame(pending.subarray(0, newline + 1))
+      done += newline + 1
+      pending = pending.subarray(newline + 1)
+      headerPending = false
+    }
+    while (pending.length >= target) {
+      const last = pending.lastIndexOf(0x0a, target - 1)
+      const cut = last !== -1 ? last + 1 : pending.indexOf(0x0a, target) + 1
+      if (cut === 0) break
+      yield frame(pending.subarray(0, cut))
+      done += cut
+      pending = pending.subarray(cut)
+      run.progress({ phase: 'compress', bytesRead: done, bytesTotal: request.total })
+    }
+  }
+  if (pending.length > 0) {
+    if (pending[pending.length - 1] !== 0x0a) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.WRITE_FAILED,
+        message: `Cannot compress session ${run.context.id}: expected its good prefix to end on a line boundary, found ${pending.length} bytes after the last newline.`,
+        file: sessionLog(run.context.id, 'zstd').file,
+        details: { op: 'compress', cause: 'NOT_LINE_ALIGNED' },
+      })
+    }
+    yield frame(pending)
+    done += pending.length
+  }
+  run.progress({ phase: 'compress', bytesRead: done, bytesTotal: request.total }, true)
+}
+
+/** A byte source that hashes what passes through it. */
+function hashed(source: ByteSource): { source: ByteSource; digest: () => string } {
+  const hash = createHash('sha256')
+  async function* pass(): AsyncGenerator<Buffer, void, undefined> {
+    for await (const chunk of source) {
+      hash.update(chunk)
+      yield chunk
+    }
+  }
+  let digest: string | undefined
+  return { source: pass(), digest: () => (digest ??= hash.digest('hex')) }
+}
+
+/** What the staged file must match. */
+interface Expected {
+  readonly header: SessionHeader
+  readonly lastSeq: number
+  readonly events: number
+  readonly plainBytes: number
+  readonly plainSha256: () => string
+}
+
+/** Reads a staged `.zstd` file back through the reader and checks it holds exactly the expected content. */
+async function verifyStaged(
+  run: Run,
+  staged: ByteSource,
+  expected: Expected & { readonly file: string },
+): Promise<ZstdScanOutcome> {
+  const { context } = run
+  const plainHash = createHash('sha256')
+  const projection = createProjection({ registry: context.registry })
+  let compressedRead = 0
+  const total = expected.plainBytes
+  async function* counted(): AsyncGenerator<Buffer, void, undefined> {
+    for await (const chunk of staged) {
+      compressedRead += chunk.length
+      yield chunk
+    }
+  }
+  const chunks = scanZstdLogChunks(counted(), {
+    codec: run.codec,
+    format: V4_FORMAT,
+    limits: context.limits,
+    registry: context.registry,
+    file: expected.file,
+    onEvent: (event) => {
+      projection.apply(event)
+    },
+    onPlain: (chunk) => plainHash.update(chunk),
+  })
+  let outcome: ZstdScanOutcome
+  for (;;) {
+    const step = await chunks.next()
+    if (step.done === true) {
+      outcome = step.value
+      break
+    }
+    run.progress({
+      phase: 'verify',
+      bytesRead: compressedRead,
+      bytesTotal: total,
+      eventsDone: projection.nextSeq,
+    })
+  }
+  const found = {
+    damage: outcome.damage?.code ?? null,
+    tornTail: outcome.tornTail !== null,
+    header: JSON.stringify(outcome.header),
+    lastSeq: outcome.lastSeq,
+    events: outcome.stats.events,
+    plainBytes: outcome.zstd.plainBytes,
+    plainSha256: plainHash.digest('hex'),
+  }
+  const wanted = {
+    damage: null,
+    tornTail: false,
+    header: JSON.stringify(expected.header),
+    lastSeq: expected.lastSeq,
+    events: expected.events,
+    plainBytes: expected.plainBytes,
+    plainSha256: expected.plainSha256(),
+  }
+  const differing = Object.keys(wanted).filter(
+    (key) => found[key as keyof typeof found] !== wanted[key as keyof typeof wanted],
+  )
+  if (differing.length > 0) {
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.WRITE_FAILED,
+      message: `The compressed copy of session ${context.id} does not read back as its source: expected the same ${differing.join(', ')}, found ${differing.map((key) => `${key}=${String(found[key as keyof typeof found])}`).join(', ')}; nothing was published.`,
+      file: expected.file,
+      details: { op: 'verify', cause: 'STAGED_CONTENT_DIFFERS', differing, found, expected: wanted },
+      ...(outcome.damage === null ? {} : { cause: outcome.damage }),
+    })
+  }
+  run.progress(
+    {
+      phase: 'verify',
+      bytesRead: compressedRead,
+      bytesTotal: total,
+      eventsDone: found.events,
+      eventsTotal: found.events,
+    },
+    true,
+  )
+  return outcome
+}
+
+async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult> {
+  const { context, options } = run
+  const { fs, directory, id, limits } = context
+  const target = sessionLog(id, 'zstd')
+  const handle = await openLogForRepair(run, log)
+  try {
+    const size = (await handle.stat()).size
+    const projection = createProjection({ registry: context.registry })
+    let scanned = 0
+    async function* counted(): AsyncGenerator<Buffer, void, undefined> {
+      for await (const chunk of readFileChunks(handle, { chunkBytes: limits.readChunkBytes })) {
+        scanned += chunk.length
+        run.progress({ phase: 'scan', bytesRead: scanned, bytesTotal: size, eventsDone: projection.nextSeq })
+        yield chunk
+      }
+    }
+    let outcome: ScanOutcome
+    try {
+      outcome = await scanLog(counted(), {
+        format: V4_FORMAT,
+        limits,
+        registry: context.registry,
+        file: log.file,
+        onEvent: (event) => {
+          projection.apply(event)
+        },
+      })
+      outcome = await refineRepeatedSeq(
+        outcome,
+        () => readFileChunks(handle, { chunkBytes: limits.readChunkBytes }),
+        limits.maxLineBytes,
+      )
+    } catch (error) {
+      throw toStoreError(error, { op: 'read', file: log.file, fallback: JsonlErrorCode.READ_FAILED })
+    }
+    run.progress(
+      {
+        phase: 'scan',
+        bytesRead: scanned,
+        bytesTotal: size,
+        eventsDone: outcome.stats.events,
+        eventsTotal: outcome.stats.events,
+      },
+      true,
+    )
+    const { header, goodEnd, quarantineFile } = await checkAndRepair(run, { log, handle, outcome })
+    const identity = await handle.stat()
+    const source = hashed(readFileChunks(handle, { chunkBytes: limits.readChunkBytes, end: goodEnd }))
+    const expected: Expected & { file: string } = {
+      file: target.file,
+      header,
+      lastSeq: outcome.lastSeq,
+      events: outcome.stats.events,
+      plainBytes: goodEnd,
+      plainSha256: source.digest,
+    }
+    let staged: ZstdScanOutcome | undefined
+    const published = await publishFile({
+      fs,
+      directory,
+      target: target.name,
+      kind: 'compress',
+      content: () => sealedFrames(run, { plain: source.source, headerFirst: true, total: goodEnd }),
+      verify: async (bytes) => {
+        staged = await verifyStaged(run, bytes, expected)
+      },
+      source: {
+        path: join(directory, log.name),
+        ino: identity.ino,
+        size: identity.size,
+        mtimeMs: identity.mtimeMs,
+      },
+      lock: run.lock,
+      randomHex: context.randomHex,
+      display: id,
+      ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
+    })
+    run.progress({ phase: 'publish', bytesRead: published.size, bytesTotal: published.size }, true)
+    // The conversion's last step; a crash before it leaves both names with the same content.
+    try {
+      await fs.unlink(join(directory, log.name))
+      await fs.fsyncDirectory(directory)
+    } catch (error) {
+      throw toStoreError(error, {
+        op: 'remove the compressed',
+        file: log.file,
+        fallback: JsonlErrorCode.WRITE_FAILED,
+      })
+    }
+    await options.hooks?.at('plain-unlinked')
+    return {
+      id,
+      outcome: 'compressed',
+      file: target.file,
+      removedFile: log.file,
+      plainBytes: goodEnd,
+      compressedBytesBefore: 0,
+      compressedBytes: published.size,
+      ratio: published.size === 0 ? 0 : goodEnd / published.size,
+      frames: staged?.zstd.frames ?? 0,
+      events: outcome.stats.events,
+      lastSeq: outcome.lastSeq,
+      quarantineFile,
+    }
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
+
+async function reseal(run: Run, log: SessionLog): Promise<CompressResult> {
+  const { context, options } = run
+  const { fs, directory, id, limits } = context
+  const handle = await openLogForRepair(run, log)
+  try {
+    const size = (await handle.stat()).size
+    const projection = createProjection({ registry: context.registry })
+    let outcome: ZstdScanOutcome
+    try {
+      outcome = await scanZstdLog(handle, {
+        codec: run.codec,
+        format: V4_FORMAT,
+        limits,
+        registry: context.registry,
+        file: log.file,
+        onEvent: (event) => {
+          projection.apply(event)
+        },
+      })
+    } catch (error) {
+      throw toStoreError(error, { op: 'read', file: log.file, fallback: JsonlErrorCode.READ_FAILED })
+    }
+    run.progress(
+      {
+        phase: 'scan',
+        bytesRead: size,
+        bytesTotal: size,
+        eventsDone: outcome.stats.events,
+        eventsTotal: outcome.stats.events,
+      },
+      true,
+    )
+    const { header, goodEnd, quarantineFile } = await checkAndRepair(run, { log, handle, outcome })
+    const { sealed, plainBytes } = outcome.zstd
+    const unsealedFrames = outcome.zstd.frames - sealed.frames
+    const base = {
+      id,
+      file: log.file,
+      removedFile: null,
+      plainBytes,
+      compressedBytesBefore: goodEnd,
+      events: outcome.stats.events,
+      lastSeq: outcome.lastSeq,
+      quarantineFile,
+    }
+    if (unsealedFrames <= 1) {
+      return {
+        ...base,
+        outcome: 'up-to-date',
+        compressedBytes: goodEnd,
+        ratio: plainBytes / goodEnd,
+        frames: outcome.zstd.frames,
+      }
+    }
+    const identity = await handle.stat()
+    // What the resealed file must read back as: the same plain bytes, hashed now.
+    const wholeHash = createHash('sha256')
+    for await (const chunk of zstdPlainSource(handle, { codec: run.codec, limits, end: goodEnd }))
+      wholeHash.update(chunk)
+    const expectedSha = wholeHash.digest('hex')
+    const tail = zstdPlainSource(handle, {
+      codec: run.codec,
+      limits,
+      start: sealed.compressedEnd,
+      end: goodEnd,
+    })
+    const tempName = `${TEMP_PREFIX}reseal-${context.randomHex(8)}`
+    const tempPath = join(directory, tempName)
+    let temp: FileHandleOps | undefined
+    let renamed = false
+    try {
+      try {
+        temp = await fs.open(
+          tempPath,
+          constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+          0o600,
+        )
+        if (((await temp.stat()).mode & 0o777) !== 0o600) await temp.chmod(0o600)
+      } catch (error) {
+        throw toStoreError(error, {
+          op: 'create',
+          file: `${id}/${tempName}`,
+          which: 'temp',
+          fallback: JsonlErrorCode.WRITE_FAILED,
+        })
+      }
+      let position = 0
+      try {
+        for await (const chunk of readFileChunks(handle, {
+          chunkBytes: limits.readChunkBytes,
+          end: sealed.compressedEnd,
+        })) {
+          await temp.write(chunk, position)
+          position += chunk.length
+        }
+        for await (const frame of sealedFrames(run, {
+          plain: tail,
+          headerFirst: false,
+          total: plainBytes - sealed.plainEnd,
+        })) {
+          await temp.write(frame, position)
+          position += frame.length
+        }
+        await temp.sync()
+      } catch (error) {
+        throw toStoreError(error, {
+          op: 'write',
+          file: `${id}/${tempName}`,
+          fallback: JsonlErrorCode.WRITE_FAILED,
+        })
+      }
+      await options.hooks?.at('temp-synced')
+      // Verify: the staged file reads back with the same events and plain bytes, and keeps the sealed prefix byte for byte.
+      const staged = await verifyStaged(
+        run,
+        readFileChunks(temp, { chunkBytes: limits.readChunkBytes, end: position }),
+        {
+          file: log.file,
+          header,
+          lastSeq: outcome.lastSeq,
+          events: outcome.stats.events,
+          plainBytes,
+          plainSha256: () => expectedSha,
+        },
+      )
+      await assertSamePrefix(handle, temp, {
+        end: sealed.compressedEnd,
+        chunkBytes: limits.readChunkBytes,
+        file: log.file,
+      })
+      await options.hooks?.at('verified')
+      const now = await fs.lstat(join(directory, log.name))
+      if (now.ino !== identity.ino || now.size !== identity.size || now.mtimeMs !== identity.mtimeMs) {
+        throw new JsonlStoreError({
+          code: JsonlErrorCode.WRITE_FAILED,
+          message: `Cannot reseal ${log.file}: it changed while it was being resealed (expected inode ${identity.ino} of ${identity.size} bytes, found inode ${now.ino} of ${now.size}); nothing was replaced.`,
+          file: log.file,
+          details: { op: 'check-source', cause: 'SOURCE_CHANGED' },
+        })
+      }
+      await run.lock.assertHeld()
+      try {
+        await fs.rename(tempPath, join(directory, log.name))
+        renamed = true
+        await options.hooks?.at('renamed')
+        await fs.fsyncDirectory(directory)
+      } catch (error) {
+        throw toStoreError(error, {
+          op: 'rename the resealed',
+          file: log.file,
+          fallback: JsonlErrorCode.WRITE_FAILED,
+        })
+      }
+      run.progress({ phase: 'publish', bytesRead: position, bytesTotal: position }, true)
+      return {
+        ...base,
+        outcome: 'resealed',
+        compressedBytes: position,
+        ratio: plainBytes / position,
+        frames: staged.zstd.frames,
+      }
+    } finally {
+      await temp?.close().catch(() => undefined)
+      if (!renamed) await fs.unlink(tempPath).catch(() => undefined)
+    }
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
+
+async function assertSamePrefix(
+  original: FileHandleOps,
+  staged: FileHandleOps,
+  request: { readonly end: number; readonly chunkBytes: number; readonly file: string },
+): Promise<void> {
+  const left = Buffer.allocUnsafe(request.chunkBytes)
+  const right = Buffer.allocUnsafe(request.chunkBytes)
+  for (let position = 0; position < request.end;) {
+    const want = Math.min(request.chunkBytes, request.end - position)
+    const leftCount = await original.read(left, 0, want, position)
+    const rightCount = await staged.read(right, 0, want, position)
+    if (
+      leftCount === 0 ||
+      leftCount !== rightCount ||
+      !left.subarray(0, leftCount).equals(right.subarray(0, rightCount))
+    ) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.WRITE_FAILED,
+        message: `The resealed copy of ${request.file} does not keep its sealed frames byte for byte (from offset ${position}); nothing was replaced.`,
+        file: request.file,
+        details: { op: 'verify', cause: 'SEALED_PREFIX_DIFFERS', offset: position },
+      })
+    }
+    position += leftCount
+  }
+}
