@@ -13,8 +13,7 @@ import { basename, join } from 'node:path'
 
 import { toStoreError } from './fs-errors.ts'
 import type { FsOps } from './fs-ops.ts'
-import { GenerationError, GenerationErrorCode } from './generation-error-codes.ts'
-import { JsonlErrorCode } from './jsonl-store-error.ts'
+import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { LineSplitter } from './line-splitter.ts'
 import { readFileChunks } from './read-log.ts'
 
@@ -145,7 +144,7 @@ export async function listGenerations(fs: FsOps, sessionDirectory: string): Prom
  * @param generations - A listing (any order), e.g. from {@link listGenerations}.
  * @param display - Prefix for file names in errors (the session id), default none.
  * @returns The current generation and the rest, or null when the listing is empty.
- * @throws {@link GenerationError} `MIXED_ENCODINGS` naming a plain file and a zstd file of different versions.
+ * @throws {@link JsonlStoreError} `MIXED_ENCODINGS` naming a plain file and a zstd file of different versions.
  */
 export function pickCurrentGeneration(
   generations: readonly GenerationFile[],
@@ -175,8 +174,8 @@ export function pickCurrentGeneration(
     const zstd = only('zstd')
     const [first, second] = compareGenerations(plain, zstd) > 0 ? [plain, zstd] : [zstd, plain]
     const name = (file: GenerationFile): string => (display === '' ? file.file : `${display}/${file.file}`)
-    throw new GenerationError({
-      code: GenerationErrorCode.MIXED_ENCODINGS,
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.MIXED_ENCODINGS,
       message: `Session directory ${display === '' ? '(session)' : display} mixes encodings: expected one encoding for every generation (both only for the same version during a compress), found ${name(first)} and ${name(second)}.`,
       file: name(first),
       details: { files: [name(first), name(second)] },
@@ -202,7 +201,7 @@ export function pickCurrentGeneration(
  * @param generation - The generation (its name gives the expected version).
  * @param headerVersion - The version read from its header (v0: the header event's `data.version`).
  * @param display - Prefix for the file name in errors (the session id), default none.
- * @throws {@link GenerationError} `GENERATION_VERSION_MISMATCH` with `nameVersion` and `headerVersion`.
+ * @throws {@link JsonlStoreError} `GENERATION_VERSION_MISMATCH` with `nameVersion` and `headerVersion`.
  */
 export function assertGenerationVersion(
   generation: GenerationFile,
@@ -211,8 +210,8 @@ export function assertGenerationVersion(
 ): void {
   if (headerVersion === generation.version) return
   const file = display === '' ? generation.file : `${display}/${generation.file}`
-  throw new GenerationError({
-    code: GenerationErrorCode.GENERATION_VERSION_MISMATCH,
+  throw new JsonlStoreError({
+    code: JsonlErrorCode.GENERATION_VERSION_MISMATCH,
     message: `The header of ${file} has the wrong format version: expected ${generation.version} (from the file name), found ${JSON.stringify(headerVersion) ?? 'nothing'}.`,
     file,
     line: 1,

@@ -26,6 +26,30 @@ export const JsonlErrorCode = {
   UNKNOWN_EVENT_TYPE: 'UNKNOWN_EVENT_TYPE',
   /** The header was written by a newer format version than this library reads. */
   VERSION_TOO_NEW: 'VERSION_TOO_NEW',
+  /** A generation's file name says one format version and its header another (`details.nameVersion`, `details.headerVersion`). */
+  GENERATION_VERSION_MISMATCH: 'GENERATION_VERSION_MISMATCH',
+  /**
+   * The generation the current one was migrated from changed after the migration (events
+   * appended to it, or its bytes rewritten or truncated): `details.version`, `details.lastSeq`,
+   * `details.migratedFromLastSeq`, `details.reason` ('appended' | 'rewritten' | 'truncated').
+   * Never merged or ignored; writes are refused (RELIABILITY I7).
+   */
+  GENERATION_FORK: 'GENERATION_FORK',
+  /** No chain of registered migration edges leads from the source version to the target version (`details.from`, `details.to`). */
+  NO_MIGRATION_PATH: 'NO_MIGRATION_PATH',
+  /**
+   * A publish (migrate, compress, create, salvage) failed at `details.step` with
+   * `details.cause` (an errno code or an error code). The temp file was removed and nothing
+   * was published, unless `details.published` is true. `details.poisoned` is true after a
+   * failed fsync: stop writing and reopen.
+   */
+  MIGRATION_FAILED: 'MIGRATION_FAILED',
+  /**
+   * The target file already exists and does not begin with exactly the bytes this publish
+   * would have written (`details.reason` 'different-bytes' with `details.firstDifferenceOffset`,
+   * 'target-not-migrated-from-source', 'not-a-file', or 'exists' when any existing file is refused).
+   */
+  MIGRATION_CONFLICT: 'MIGRATION_CONFLICT',
   /** A write failed because the disk or the file size limit is full (ENOSPC, EDQUOT, EFBIG); retryable. */
   DISK_FULL: 'DISK_FULL',
   /** A write failed for another reason; the file was rolled back to its durable size. */
@@ -78,7 +102,6 @@ export const JsonlErrorCode = {
    * A session directory holds plain and `.zstd` logs that disagree: `session.v4.jsonl` and
    * `session.v4.jsonl.zstd` with different content (an interrupted compress never leaves that), or
    * generations of different versions in different encodings. `details.files` names both files.
-   * Same code as `GenerationErrorCode.MIXED_ENCODINGS`.
    */
   MIXED_ENCODINGS: 'MIXED_ENCODINGS',
   /** A store option is out of range (a limit that is not a positive integer, `maxEventBytes` > `maxLineBytes`...). */

@@ -28,7 +28,6 @@ import { join } from 'node:path'
 
 import { errnoOf } from './fs-errors.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
-import { GenerationError, GenerationErrorCode } from './generation-error-codes.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { LOCK_TEMP_PREFIX, TEMP_PREFIX } from './layout.ts'
 import { readFileChunks } from './read-log.ts'
@@ -71,7 +70,7 @@ export interface PublishRequest {
   readonly target: string
   /** Temp-name kind, `[a-z0-9]+` and not starting with `lock` (`migrate`, `compress`, `create`, `salvage`). */
   readonly kind: string
-  /** Produces the content, streamed; called once. A `JsonlStoreError`/`GenerationError` it throws passes through unchanged. */
+  /** Produces the content, streamed; called once. A `JsonlStoreError` it throws passes through unchanged. */
   readonly content: () => AsyncIterable<Uint8Array>
   /**
    * Validates the staged bytes (read back from disk through the temp's handle); throws to
@@ -130,11 +129,10 @@ function failed(
   step: string,
   error: unknown,
   context: { readonly file: string; readonly details?: Record<string, unknown> },
-): GenerationError {
-  const cause =
-    GenerationError.is(error) || JsonlStoreError.is(error) ? error.code : (errnoOf(error) ?? 'unknown')
-  return new GenerationError({
-    code: GenerationErrorCode.MIGRATION_FAILED,
+): JsonlStoreError {
+  const cause = JsonlStoreError.is(error) ? error.code : (errnoOf(error) ?? 'unknown')
+  return new JsonlStoreError({
+    code: JsonlErrorCode.MIGRATION_FAILED,
     message: `Publishing ${context.file} failed at step ${step}: expected it to succeed, found ${cause}${context.details?.['published'] === true ? ' (the file was published)' : '; nothing was published'}.`,
     file: context.file,
     details: { step, cause, published: false, poisoned: false, ...context.details },
@@ -144,7 +142,7 @@ function failed(
 
 /** Errors a content producer or a caller-supplied check may throw and that pass through unchanged. */
 function isTyped(error: unknown): boolean {
-  return GenerationError.is(error) || JsonlStoreError.is(error)
+  return JsonlStoreError.is(error)
 }
 
 /**
@@ -162,9 +160,9 @@ function isTyped(error: unknown): boolean {
  *
  * @param request - Target, content, verification, source identity and seams.
  * @returns What was published.
- * @throws {@link GenerationError} `MIGRATION_FAILED` (details `step`, `cause`, `published`, `poisoned`),
- *   `MIGRATION_CONFLICT` (details `reason`, `firstDifferenceOffset`); {@link JsonlStoreError}
- *   `SYMLINK_REFUSED` (a symlink at the target), `LOCK_LOST`; any typed error thrown by `content`.
+ * @throws {@link JsonlStoreError} `MIGRATION_FAILED` (details `step`, `cause`, `published`, `poisoned`),
+ *   `MIGRATION_CONFLICT` (details `reason`, `firstDifferenceOffset`), `SYMLINK_REFUSED` (a symlink at
+ *   the target), `LOCK_LOST`; any typed error thrown by `content`.
  */
 export async function publishFile(request: PublishRequest): Promise<PublishResult> {
   const { fs, directory, target, kind } = request
@@ -206,8 +204,8 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     }
   }
   if (handle === undefined) {
-    throw new GenerationError({
-      code: GenerationErrorCode.MIGRATION_FAILED,
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.MIGRATION_FAILED,
       message: `Publishing ${file} failed at step create-temp: expected a free random temp name, found ${MAX_TEMP_ATTEMPTS} taken; nothing was published.`,
       file,
       details: {
@@ -448,8 +446,8 @@ async function checkSource(fs: FsOps, source: SourceIdentity, file: string): Pro
   )
     return
   const expected = { ino: source.ino, size: source.size, mtimeMs: source.mtimeMs }
-  throw new GenerationError({
-    code: GenerationErrorCode.MIGRATION_FAILED,
+  throw new JsonlStoreError({
+    code: JsonlErrorCode.MIGRATION_FAILED,
     message: `Publishing ${file} failed at step check-source: expected the source unchanged since it was read (${JSON.stringify(expected)}), found ${found === null ? 'it removed' : JSON.stringify(found)}; nothing was published.`,
     file,
     details: {
@@ -475,8 +473,8 @@ async function acceptExisting(
 ): Promise<number> {
   const { fs } = request
   const { temp, size, chunkBytes, file, targetPath } = context
-  const conflict = (details: Record<string, unknown>, message: string): GenerationError =>
-    new GenerationError({ code: GenerationErrorCode.MIGRATION_CONFLICT, message, file, details })
+  const conflict = (details: Record<string, unknown>, message: string): JsonlStoreError =>
+    new JsonlStoreError({ code: JsonlErrorCode.MIGRATION_CONFLICT, message, file, details })
   if (request.ifExists === 'refuse') {
     throw conflict(
       { reason: 'exists' },

@@ -16,7 +16,6 @@ import { join } from 'node:path'
 
 import { errnoOf, toStoreError } from './fs-errors.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
-import { GenerationError } from './generation-error-codes.ts'
 import { listGenerations, pickCurrentGeneration } from './generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { LOG_FILE_NAME } from './layout.ts'
@@ -136,18 +135,8 @@ export async function locateSessionLog(request: LocateRequest): Promise<SessionL
   const zstd = sessionLog(id, 'zstd')
   const plain = sessionLog(id, 'plain')
   if (!(await exists(fs, join(directory, zstd.name), zstd.file))) return plain
-  try {
-    pickCurrentGeneration(await listGenerations(fs, directory), id)
-  } catch (error) {
-    if (!GenerationError.is(error)) throw error
-    throw new JsonlStoreError({
-      code: JsonlErrorCode.MIXED_ENCODINGS,
-      message: error.message,
-      file: error.file,
-      details: error.details,
-      cause: error,
-    })
-  }
+  // Throws MIXED_ENCODINGS for plain and zstd generations of different versions.
+  pickCurrentGeneration(await listGenerations(fs, directory), id)
   if (!(await exists(fs, join(directory, plain.name), plain.file))) return zstd
   const comparison = await compareEncodings({ ...request, plain, zstd })
   if (comparison.firstDifference !== -1) {

@@ -5,7 +5,6 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 
 import { nodeFsOps } from '../src/fs-ops.ts'
-import { GenerationError } from '../src/generation-error-codes.ts'
 import {
   assertGenerationVersion,
   compareGenerations,
@@ -26,14 +25,14 @@ function generation(version: number, encoding: 'plain' | 'zstd' = 'plain'): Gene
   return { file: generationFileName(version, encoding), version, encoding }
 }
 
-function thrown(run: () => unknown): GenerationError {
+function thrown(run: () => unknown): JsonlStoreError {
   try {
     run()
   } catch (error) {
-    if (GenerationError.is(error)) return error
+    if (JsonlStoreError.is(error)) return error
     throw error
   }
-  throw new Error('expected a GenerationError')
+  throw new Error('expected a JsonlStoreError')
 }
 
 describe('parseGenerationFileName', () => {

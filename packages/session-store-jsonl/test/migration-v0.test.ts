@@ -9,7 +9,6 @@ import { afterAll, describe, expect, it } from 'vitest'
 
 import { nodeFsOps } from '../src/fs-ops.ts'
 import type { FsOps } from '../src/fs-ops.ts'
-import { GenerationError } from '../src/generation-error-codes.ts'
 import { JsonlStoreError } from '../src/jsonl-store-error.ts'
 import { crc32cHex, decodeLine } from '../src/line-codec.ts'
 import { migrateSession } from '../src/migration/migrate-session.ts'
@@ -63,17 +62,17 @@ async function readMigrated(
   return { ...result, events }
 }
 
-async function failure(promise: Promise<unknown>): Promise<JsonlStoreError | GenerationError> {
+async function failure(promise: Promise<unknown>): Promise<JsonlStoreError> {
   try {
     await promise
   } catch (error) {
-    if (JsonlStoreError.is(error) || GenerationError.is(error)) return error
+    if (JsonlStoreError.is(error)) return error
     throw error
   }
   throw new Error('expected a typed error')
 }
 
-async function drainFailure(directory: string): Promise<JsonlStoreError | GenerationError> {
+async function drainFailure(directory: string): Promise<JsonlStoreError> {
   return failure(
     (async () => {
       const result = await migrateSession({ mode: 'read', directory })
@@ -598,7 +597,7 @@ describe('the migration chain', () => {
       try {
         findMigrationPath(0, 5, MIGRATION_EDGES)
       } catch (caught) {
-        return caught as GenerationError
+        return caught as JsonlStoreError
       }
       return null
     })()

@@ -20,7 +20,6 @@ import type { LoggedEvent } from '@agent-ledger/session-events'
 import { afterAll, describe, expect, it } from 'vitest'
 
 import { nodeFsOps } from '../src/fs-ops.ts'
-import { GenerationError } from '../src/generation-error-codes.ts'
 import { listGenerations, pickCurrentGeneration } from '../src/generations.ts'
 import { JsonlStoreError } from '../src/jsonl-store-error.ts'
 import { V4_FORMAT } from '../src/log-format.ts'
@@ -87,11 +86,11 @@ function identity(path: string): Identity {
   }
 }
 
-async function failure(promise: Promise<unknown>): Promise<JsonlStoreError | GenerationError> {
+async function failure(promise: Promise<unknown>): Promise<JsonlStoreError> {
   try {
     await promise
   } catch (error) {
-    if (JsonlStoreError.is(error) || GenerationError.is(error)) return error
+    if (JsonlStoreError.is(error)) return error
     throw error
   }
   throw new Error('expected a typed error')
@@ -224,7 +223,7 @@ describe('migrateSession (write mode)', () => {
     )
     const check = await detectGenerationFork({ directory, header: result.header })
     expect(check.status).toBe('forked')
-    const error = (check as { error: GenerationError }).error
+    const error = (check as { error: JsonlStoreError }).error
     expect(error.code).toBe('GENERATION_FORK')
     expect(error.file).toBe(`${directory.split('/').pop()}/session.jsonl`)
     expect(error.details).toMatchObject({

@@ -20,7 +20,6 @@ import { afterAll, describe, expect, it } from 'vitest'
 
 import { nodeFsOps } from '../src/fs-ops.ts'
 import type { FsOps } from '../src/fs-ops.ts'
-import { GenerationError } from '../src/generation-error-codes.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../src/jsonl-store-error.ts'
 import { PUBLISH_POINTS, publishFile, removeStaleTemps } from '../src/publish.ts'
 import type { PublishRequest } from '../src/publish.ts'
@@ -75,11 +74,11 @@ function request(dir: string, overrides: Partial<PublishRequest> = {}): PublishR
   }
 }
 
-async function failure(promise: Promise<unknown>): Promise<GenerationError | JsonlStoreError> {
+async function failure(promise: Promise<unknown>): Promise<JsonlStoreError> {
   try {
     await promise
   } catch (error) {
-    if (GenerationError.is(error) || JsonlStoreError.is(error)) return error
+    if (JsonlStoreError.is(error)) return error
     throw error
   }
   throw new Error('expected a typed error')

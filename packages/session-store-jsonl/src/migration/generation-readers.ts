@@ -5,8 +5,7 @@
  */
 import type { EventRegistry } from '@agent-ledger/session-events'
 
-import { GenerationError, GenerationErrorCode } from '../generation-error-codes.ts'
-import type { JsonlStoreError } from '../jsonl-store-error.ts'
+import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import type { LineLimits } from '../line-codec.ts'
 import { V4_FORMAT } from '../log-format.ts'
 import type { TornTail } from '../log-scanner.ts'
@@ -31,7 +30,7 @@ export interface SourceScan {
   readonly bytesRead: number
   readonly tornTail: TornTail | null
   /** Damage in the middle, or a refused header. */
-  readonly damage: JsonlStoreError | GenerationError | null
+  readonly damage: JsonlStoreError | null
   /** Events after the header. */
   readonly events: number
   /** Ignorable unknown events among them. */
@@ -76,9 +75,9 @@ export interface GenerationReader {
  * @param details - What differed.
  * @returns A `MIGRATION_FAILED{step:'check-source', cause:'SOURCE_CHANGED'}` error.
  */
-export function sourceChangedError(file: string, details: Record<string, unknown>): GenerationError {
-  return new GenerationError({
-    code: GenerationErrorCode.MIGRATION_FAILED,
+export function sourceChangedError(file: string, details: Record<string, unknown>): JsonlStoreError {
+  return new JsonlStoreError({
+    code: JsonlErrorCode.MIGRATION_FAILED,
     message: `Migrating ${file} failed at step check-source: expected the source unchanged since it was scanned, found it changed (${JSON.stringify(details)}); nothing was published.`,
     file,
     details: { step: 'check-source', cause: 'SOURCE_CHANGED', published: false, poisoned: false, ...details },
@@ -87,7 +86,7 @@ export function sourceChangedError(file: string, details: Record<string, unknown
 
 function checkOutcome(
   file: string,
-  found: { damage: JsonlStoreError | GenerationError | null; lastSeq: number },
+  found: { damage: JsonlStoreError | null; lastSeq: number },
   scan: SourceScan,
 ): void {
   if (found.damage !== null) throw found.damage

@@ -24,7 +24,6 @@ import { createProjection } from '@agent-ledger/session-projection'
 import { errnoOf, toStoreError } from '../fs-errors.ts'
 import { nodeFsOps } from '../fs-ops.ts'
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
-import { GenerationError, GenerationErrorCode } from '../generation-error-codes.ts'
 import {
   generationFileName,
   listGenerations,
@@ -201,8 +200,8 @@ function display(settings: Settings, file: string): string {
 function readerFor(generation: GenerationFile, file: string): GenerationReader {
   const reader = GENERATION_READERS.get(generation.version)
   if (reader === undefined || generation.encoding !== 'plain') {
-    throw new GenerationError({
-      code: GenerationErrorCode.NO_MIGRATION_PATH,
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.NO_MIGRATION_PATH,
       message: `Cannot migrate ${file}: expected a plain generation of a readable format (${[...GENERATION_READERS.keys()].map((version) => `v${version}`).join(', ')}), found ${generation.encoding === 'plain' ? `format v${generation.version}` : 'a zstd generation (decompress it first)'}.`,
       file,
       details: {
@@ -353,7 +352,7 @@ async function scanSource(
       reader,
     }
   } catch (error) {
-    if (JsonlStoreError.is(error) || GenerationError.is(error)) throw error
+    if (JsonlStoreError.is(error)) throw error
     throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
   } finally {
     await handle.close().catch(() => undefined)
@@ -524,7 +523,7 @@ async function resolveSettings(
  * @returns The read stream, or what was published.
  * @throws {@link JsonlStoreError} `INVALID_SESSION_ID`, `SESSION_NOT_FOUND`, `INVALID_HEADER`, damage codes of the
  *   source (`CORRUPT_LINE`, `SEQ_GAP`...), `UNKNOWN_EVENT_TYPE` (V6: an unknown type without `ignorable`),
- *   `INVALID_EVENT` (an event that has no valid v4 form); {@link GenerationError} `NO_MIGRATION_PATH`,
+ *   `INVALID_EVENT` (an event that has no valid v4 form), `NO_MIGRATION_PATH`,
  *   `GENERATION_VERSION_MISMATCH`, `MIXED_ENCODINGS`, `MIGRATION_FAILED`, `MIGRATION_CONFLICT`, `GENERATION_FORK`.
  */
 export async function migrateSession(options: MigrateReadOptions): Promise<MigrationReadResult>
@@ -535,8 +534,8 @@ export async function migrateSession(
   const { settings, source: generation, target } = await resolveSettings(options)
   const targetGeneration = parseGenerationFileName(target)!
   if (generation.version > settings.targetVersion) {
-    throw new GenerationError({
-      code: GenerationErrorCode.NO_MIGRATION_PATH,
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.NO_MIGRATION_PATH,
       message: `Cannot migrate ${display(settings, generation.file)} to v${settings.targetVersion}: expected an older generation, found a newer one (v${generation.version}).`,
       file: display(settings, generation.file),
       details: { from: generation.version, to: settings.targetVersion, reason: 'newer-source' },
@@ -610,8 +609,8 @@ async function targetAlreadyThere(
   const header = await peekV4Header(settings, request.target)
   const file = display(settings, request.target.file)
   if (header.migratedFrom?.file !== request.generation.file) {
-    throw new GenerationError({
-      code: GenerationErrorCode.MIGRATION_CONFLICT,
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.MIGRATION_CONFLICT,
       message: `Cannot migrate ${display(settings, request.generation.file)}: expected ${file} absent or migrated from it, found it ${header.migratedFrom === undefined ? 'not migrated' : `migrated from ${header.migratedFrom.file}`}.`,
       file,
       details: { reason: 'target-not-migrated-from-source', migratedFrom: header.migratedFrom ?? null },
@@ -810,7 +809,7 @@ export type GenerationForkCheck =
   /** The source generation is gone (a historical file was deleted by hand): nothing to compare. */
   | { readonly status: 'missing'; readonly file: string }
   /** The source generation changed after the migration (RELIABILITY I7). */
-  | { readonly status: 'forked'; readonly error: GenerationError }
+  | { readonly status: 'forked'; readonly error: JsonlStoreError }
 
 /**
  * Checks the generation a migrated header names (`migratedFrom`) against what was migrated
@@ -905,8 +904,8 @@ export async function detectGenerationFork(options: {
     const reason = size < migratedFrom.bytes ? 'truncated' : prefixIntact ? 'appended' : 'rewritten'
     return {
       status: 'forked',
-      error: new GenerationError({
-        code: GenerationErrorCode.GENERATION_FORK,
+      error: new JsonlStoreError({
+        code: JsonlErrorCode.GENERATION_FORK,
         message: `${file} changed after ${sessionId}/${generationFileName(options.header.version)} was migrated from it: expected ${migratedFrom.bytes} bytes up to seq ${migratedFrom.lastSeq} with sha256 ${migratedFrom.sha256.slice(0, 12)}…, found ${size} bytes${lastSeq === null ? '' : ` up to seq ${lastSeq}`} (${reason}); the extra events are neither merged nor ignored.`,
         file,
         details: {
@@ -920,7 +919,7 @@ export async function detectGenerationFork(options: {
       }),
     }
   } catch (error) {
-    if (JsonlStoreError.is(error) || GenerationError.is(error)) throw error
+    if (JsonlStoreError.is(error)) throw error
     throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
   } finally {
     await handle.close().catch(() => undefined)

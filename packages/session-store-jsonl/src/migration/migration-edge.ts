@@ -1,6 +1,6 @@
 import type { EventRegistry, MigratedFrom } from '@agent-ledger/session-events'
 
-import { GenerationError, GenerationErrorCode } from '../generation-error-codes.ts'
+import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import type { LineLimits } from '../line-codec.ts'
 
 /** Where a record came from in the on-disk source generation (for errors). */
@@ -92,7 +92,7 @@ export interface MigrationEdge {
  * @param to - The target version.
  * @param edges - The registered edges.
  * @returns The edges to apply, in order (empty when `from === to`).
- * @throws {@link GenerationError} `NO_MIGRATION_PATH` (details `from`, `to`, `edges`) when none exists.
+ * @throws {@link JsonlStoreError} `NO_MIGRATION_PATH` (details `from`, `to`, `edges`) when none exists.
  */
 export function findMigrationPath(
   from: number,
@@ -122,8 +122,8 @@ export function findMigrationPath(
       queue.push(edge.to)
     }
   }
-  throw new GenerationError({
-    code: GenerationErrorCode.NO_MIGRATION_PATH,
+  throw new JsonlStoreError({
+    code: JsonlErrorCode.NO_MIGRATION_PATH,
     message: `Cannot migrate format v${from} to v${to}: expected a chain of registered migration edges, found none (registered: ${edges.map((edge) => `${edge.from}->${edge.to}`).join(', ') || 'none'}).`,
     file: '',
     details: { from, to, edges: edges.map((edge) => `${edge.from}->${edge.to}`) },

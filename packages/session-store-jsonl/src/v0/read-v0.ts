@@ -2,7 +2,6 @@ import { isUtf8 } from 'node:buffer'
 
 import type { EventRegistry } from '@agent-ledger/session-events'
 
-import { GenerationError, GenerationErrorCode } from '../generation-error-codes.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { jsonDepth } from '../line-codec.ts'
 import type { LineFailureReason, LineLimits } from '../line-codec.ts'
@@ -52,7 +51,7 @@ export interface V0ScanOutcome {
   /** Unacknowledged bytes at the end (same rule as v4: unterminated, or failing lines followed by no good line). */
   readonly tornTail: TornTail | null
   /** Damage in the middle, or a refused header; the lines before it were delivered. */
-  readonly damage: JsonlStoreError | GenerationError | null
+  readonly damage: JsonlStoreError | null
   readonly stats: V0ScanStats
 }
 
@@ -143,7 +142,7 @@ export class V0LogReader implements LineSink {
   #goodEnd = 0
   #previous: Buffer | null = null
   #suspect: Suspect | null = null
-  #damage: JsonlStoreError | GenerationError | null = null
+  #damage: JsonlStoreError | null = null
   #done = false
   readonly #stats: V0ScanStats = { goodLines: 0, events: 0, ignoredUnknown: 0 }
 
@@ -237,7 +236,7 @@ export class V0LogReader implements LineSink {
     }
   }
 
-  #fail(error: JsonlStoreError | GenerationError): true {
+  #fail(error: JsonlStoreError): true {
     this.#damage = error
     this.#done = true
     return true
@@ -329,8 +328,8 @@ export class V0LogReader implements LineSink {
   #mismatch(headerVersion: unknown, offset: number): true {
     const { file } = this.#options
     return this.#fail(
-      new GenerationError({
-        code: GenerationErrorCode.GENERATION_VERSION_MISMATCH,
+      new JsonlStoreError({
+        code: JsonlErrorCode.GENERATION_VERSION_MISMATCH,
         message: `The header of ${file} has the wrong format version: expected ${V0_FORMAT_VERSION} (from the file name ${V0_FILE_NAME}), found ${JSON.stringify(headerVersion) ?? 'nothing'}.`,
         file,
         line: 1,
