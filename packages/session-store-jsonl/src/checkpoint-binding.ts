@@ -9,7 +9,7 @@ import type { LineLimits } from './line-codec.ts'
 import type { LogFormat } from './log-format.ts'
 
 const NEWLINE = 0x0a
-const HEADER_READ_BYTES = 64 * 1024
+const HEADER_READ_BYTES = 4096
 
 /** The header line as it is on disk, and what a checkpoint binds of it. */
 export interface HeaderFacts {

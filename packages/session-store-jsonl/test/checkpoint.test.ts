@@ -1,0 +1,649 @@
+/**
+ * Projection checkpoints (issue 7): written after the log is durable, atomic, bound to the
+ * log; a cold open restores them and replays only the tail; anything that does not match is
+ * ignored with a warning and the open equals a full replay.
+ */
+import {
+  existsSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs'
+import { join } from 'node:path'
+
+import { encode } from '@msgpack/msgpack'
+import { createEventRegistry, defineEventType } from '@agent-ledger/session-events'
+import type { EventInput } from '@agent-ledger/session-events'
+import { z } from 'zod'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+
+import {
+  CHECKPOINT_FILE_NAME,
+  CHECKPOINT_FORMAT,
+  decodeCheckpointHead,
+  decodeCheckpointSnapshot,
+  encodeCheckpoint,
+  JsonlErrorCode,
+  JsonlStoreError,
+  LOG_FILE_NAME,
+  nodeFsOps,
+} from '../src/index.ts'
+import type {
+  CheckpointBinding,
+  CheckpointRecord,
+  FileHandleOps,
+  FsOps,
+  SessionReadResult,
+  SessionStoreOptions,
+} from '../src/index.ts'
+import { createFaultFs } from './support/fault-fs.ts'
+import { collect, makeTempDir, testStore, turnInputs } from './support/sessions.ts'
+
+let temp: { path: string; cleanup: () => void }
+
+beforeEach(() => {
+  temp = makeTempDir('al-ckpt-')
+})
+
+afterEach(() => {
+  temp.cleanup()
+})
+
+/** Checkpoints on for any log size; no throttle unless a test asks. */
+const ON = { minLogBytes: 0, everyEvents: 1_000_000, minIntervalMs: 0 } as const
+
+function checkpointStore(options: Partial<SessionStoreOptions> = {}): ReturnType<typeof testStore> {
+  return testStore(temp.path, { ...options, checkpoint: { ...ON, ...options.checkpoint } })
+}
+
+function plainStore(options: Partial<SessionStoreOptions> = {}): ReturnType<typeof testStore> {
+  return testStore(temp.path, { ...options, checkpoint: { enabled: false } })
+}
+
+function logPath(id: string): string {
+  return join(temp.path, id, LOG_FILE_NAME)
+}
+
+function checkpointPath(id: string): string {
+  return join(temp.path, id, CHECKPOINT_FILE_NAME)
+}
+
+function readRecord(id: string): CheckpointRecord {
+  const head = decodeCheckpointHead(readFileSync(checkpointPath(id)))
+  if (!head.ok) throw new Error(`checkpoint head: ${head.reason} ${head.detail}`)
+  const body = decodeCheckpointSnapshot(head.head, head.body, head.bodyCrc32c)
+  if (!body.ok) throw new Error(`checkpoint body: ${body.reason} ${body.detail}`)
+  return {
+    checkpointVersion: 1,
+    binding: head.head.binding,
+    snapshot: body.snapshot,
+    seqIndex: head.head.seqIndex,
+  }
+}
+
+function writeRecord(id: string, record: CheckpointRecord): void {
+  writeFileSync(checkpointPath(id), encodeCheckpoint(record, { maxDepth: 300 }), { mode: 0o600 })
+}
+
+function rebind(id: string, change: Partial<CheckpointBinding>): void {
+  const record = readRecord(id)
+  writeRecord(id, { ...record, binding: { ...record.binding, ...change } })
+}
+
+/** Writes `turns` complete turns, flushing after each (each flush makes a turn/end durable), then closes. */
+async function writeTurns(id: string, turns: number, first = 1): Promise<void> {
+  const { store } = checkpointStore()
+  const writer = first === 1 ? await store.create({ id }) : await store.openWriter(id)
+  for (let turn = first; turn < first + turns; turn += 1) {
+    for (const input of turnInputs(turn)) writer.append(input)
+    await writer.flush()
+  }
+  await writer.close()
+}
+
+function withoutProjection(read: SessionReadResult): Record<string, unknown> {
+  const { projection: _projection, checkpoint: _checkpoint, error, ...rest } = read
+  return {
+    ...rest,
+    error:
+      error === null
+        ? null
+        : {
+            code: error.code,
+            line: error.line,
+            offset: error.offset,
+            seq: error.seq,
+            lastGoodSeq: error.lastGoodSeq,
+            details: error.details,
+          },
+  }
+}
+
+/** Opens read-only with and without checkpoints and asserts the results are the same. */
+async function expectSameAsFullReplay(
+  id: string,
+  options: Partial<SessionStoreOptions> = {},
+): Promise<{ read: SessionReadResult; warnings: { message: string; details?: Record<string, unknown> }[] }> {
+  const { store, warnings } = checkpointStore(options)
+  const read = await store.openReader(id, { allowDamaged: true })
+  const full = await plainStore(options).store.openReader(id, { allowDamaged: true })
+  expect(full.checkpoint).toBeNull()
+  expect(withoutProjection(read)).toEqual(withoutProjection(full))
+  expect(read.projection.snapshot()).toEqual(full.projection.snapshot())
+  expect(read.projection.deriveMessages()).toEqual(full.projection.deriveMessages())
+  expect(read.projection.repairState).toEqual(full.projection.repairState)
+  return { read, warnings }
+}
+
+function ignoredReasons(warnings: readonly { details?: Record<string, unknown> }[]): unknown[] {
+  return warnings
+    .filter((warning) => {
+      const file = warning.details?.['file']
+      return typeof file === 'string' && file.endsWith(CHECKPOINT_FILE_NAME)
+    })
+    .map((warning) => warning.details?.['reason'])
+}
+
+/** An FsOps that counts the bytes read from log files. */
+function countingFs(): { fs: FsOps; logBytesRead: () => number } {
+  let bytes = 0
+  const fs: FsOps = {
+    ...nodeFsOps,
+    async open(path, flags, mode) {
+      const handle = await nodeFsOps.open(path, flags, mode)
+      if (!path.endsWith('.jsonl')) return handle
+      const counted: FileHandleOps = {
+        ...handle,
+        path: handle.path,
+        async read(buffer, offset, length, position) {
+          const count = await handle.read(buffer, offset, length, position)
+          bytes += count
+          return count
+        },
+      }
+      return counted
+    },
+  }
+  return { fs, logBytesRead: () => bytes }
+}
+
+describe('writing checkpoints', () => {
+  it('writes one after the flush that makes a turn/end durable, bound to that event, 0600, with no temp file left', async () => {
+    const { store } = checkpointStore()
+    const writer = await store.create({ id: 'turns' })
+    for (const input of turnInputs(1)) writer.append(input)
+    const { durableSeq } = await writer.flush()
+    await vi.waitFor(() => {
+      expect(existsSync(checkpointPath('turns'))).toBe(true)
+    })
+    const record = readRecord('turns')
+    expect(record.binding.seq).toBe(durableSeq)
+    expect(record.snapshot.nextSeq).toBe(durableSeq + 1)
+    expect(record.binding.sessionId).toBe('turns')
+    expect(record.binding.createdAt).toBe(writer.header.createdAt)
+    expect(record.binding.generationFile).toBe(LOG_FILE_NAME)
+    expect(record.binding.offset).toBe(statSync(logPath('turns')).size)
+    expect(record.binding.frameOffset).toBeNull()
+    expect(statSync(checkpointPath('turns')).mode & 0o777).toBe(0o600)
+    await writer.close()
+    expect(readdirSync(join(temp.path, 'turns')).filter((name) => name.startsWith('.tmp-'))).toEqual([])
+  })
+
+  it('close() writes a last checkpoint covering every durable event', async () => {
+    const { store } = checkpointStore()
+    const writer = await store.create({ id: 'close' })
+    for (const input of turnInputs(1)) writer.append(input)
+    await writer.flush()
+    writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'after the turn' } } })
+    await writer.close()
+    expect(readRecord('close').binding.seq).toBe(writer.durableSeq)
+    expect(readRecord('close').binding.offset).toBe(statSync(logPath('close')).size)
+  })
+
+  it('the throttle writes one once everyEvents are durable, without a turn/end', async () => {
+    const { store } = checkpointStore({ checkpoint: { everyEvents: 5, minIntervalMs: 0 } })
+    const writer = await store.create({ id: 'throttle' })
+    for (let index = 0; index < 6; index += 1) {
+      writer.append({ type: 'user/message', data: { message: { role: 'user', content: `note ${index}` } } })
+    }
+    await writer.flush()
+    await vi.waitFor(() => {
+      expect(existsSync(checkpointPath('throttle'))).toBe(true)
+    })
+    expect(readRecord('throttle').binding.seq).toBe(5)
+    await writer.close()
+  })
+
+  it('writes nothing while the log is smaller than minLogBytes, and nothing at all when disabled', async () => {
+    const small = testStore(temp.path, { checkpoint: { minLogBytes: 1024 * 1024 } }).store
+    const writer = await small.create({ id: 'small' })
+    for (const input of turnInputs(1)) writer.append(input)
+    await writer.close()
+    expect(existsSync(checkpointPath('small'))).toBe(false)
+    const off = plainStore().store
+    const other = await off.create({ id: 'off' })
+    for (const input of turnInputs(1)) other.append(input)
+    await other.close()
+    expect(readdirSync(join(temp.path, 'off'))).toEqual([LOG_FILE_NAME])
+  })
+
+  it('a failed checkpoint write (rename EIO) is a warning: the old checkpoint stays, the writer and the log are unaffected', async () => {
+    await writeTurns('faulty', 1)
+    const before = readFileSync(checkpointPath('faulty'))
+    const fs = createFaultFs()
+    const { store, warnings } = checkpointStore({ fs })
+    const writer = await store.openWriter('faulty')
+    fs.addFault({ op: 'rename', errno: 'EIO', mode: 'forever' })
+    for (const input of turnInputs(2)) writer.append(input)
+    await writer.flush()
+    await writer.close()
+    expect(readFileSync(checkpointPath('faulty')).equals(before)).toBe(true)
+    expect(
+      warnings.some((warning) => warning.message.includes('Could not write the projection checkpoint')),
+    ).toBe(true)
+    expect(readdirSync(join(temp.path, 'faulty')).filter((name) => name.startsWith('.tmp-'))).toEqual([])
+    const { read } = await expectSameAsFullReplay('faulty')
+    expect(read.lastSeq).toBe(13)
+    expect(read.checkpoint?.seq).toBe(6)
+  })
+
+  it('S5: a symlink at the checkpoint name is never followed: ignored on read, replaced (not written through) on write', async () => {
+    await writeTurns('linked', 1)
+    const victim = join(temp.path, 'victim.txt')
+    writeFileSync(victim, 'victim', { mode: 0o600 })
+    unlinkSync(checkpointPath('linked'))
+    symlinkSync(victim, checkpointPath('linked'))
+    const { warnings } = await expectSameAsFullReplay('linked')
+    expect(ignoredReasons(warnings)).toEqual(['not-a-file'])
+    await writeTurns('linked', 1, 2)
+    expect(readFileSync(victim, 'utf8')).toBe('victim')
+    expect(readRecord('linked').binding.seq).toBe(13)
+  })
+
+  it('stops (with one warning) for a projection msgpack cannot give back exactly: a lone surrogate, an own __proto__ key', async () => {
+    for (const [id, content] of [
+      ['surrogate', `broken \ud800 text`],
+      ['proto', 'fine'],
+    ] as const) {
+      const { store, warnings } = checkpointStore()
+      const writer = await store.create({ id })
+      const message =
+        id === 'proto'
+          ? (JSON.parse('{"role":"user","content":"fine","__proto__":{"polluted":true}}') as never)
+          : { role: 'user' as const, content }
+      writer.append({ type: 'turn/start', data: { turn: 1 } })
+      writer.append({ type: 'user/message', data: { message } })
+      writer.append({ type: 'turn/end', data: { turn: 1, reason: 'completed' } })
+      await writer.close()
+      expect(existsSync(checkpointPath(id))).toBe(false)
+      expect(warnings.filter((warning) => warning.details?.['reason'] === 'unencodable')).toHaveLength(1)
+      await expectSameAsFullReplay(id)
+    }
+  })
+})
+
+describe('cold open from a checkpoint', () => {
+  it('restores the snapshot, replays only the tail, and equals a full replay (reader and stats)', async () => {
+    await writeTurns('cold', 3)
+    const { read, warnings } = await expectSameAsFullReplay('cold')
+    expect(warnings).toEqual([])
+    expect(read.checkpoint).toEqual({ seq: 20, offset: statSync(logPath('cold')).size, replayedEvents: 0 })
+  })
+
+  it('a stale checkpoint (events appended after it) replays more, and still equals a full replay', async () => {
+    await writeTurns('stale', 2)
+    const old = readFileSync(checkpointPath('stale'))
+    await writeTurns('stale', 2, 3)
+    writeFileSync(checkpointPath('stale'), old)
+    const counting = countingFs()
+    const { read, warnings } = await expectSameAsFullReplay('stale', { fs: counting.fs })
+    expect(warnings).toEqual([])
+    expect(read.checkpoint).toMatchObject({ seq: 13, replayedEvents: 14 })
+  })
+
+  it('reads only the header, event N and the tail: far fewer log bytes than a full replay', async () => {
+    await writeTurns('bytes', 40)
+    const checkpointed = countingFs()
+    const read = await checkpointStore({ fs: checkpointed.fs }).store.openReader('bytes')
+    expect(read.checkpoint).not.toBeNull()
+    const size = statSync(logPath('bytes')).size
+    expect(checkpointed.logBytesRead()).toBeLessThan(size / 4)
+    const full = countingFs()
+    await plainStore({ fs: full.fs }).store.openReader('bytes')
+    expect(full.logBytesRead()).toBeGreaterThanOrEqual(size)
+  })
+
+  it('openWriter starts from the checkpoint (recovery.checkpoint) with the state of a full replay, and continues the seqs', async () => {
+    await writeTurns('resume', 2)
+    const full = await plainStore().store.openReader('resume')
+    const { store, warnings } = checkpointStore()
+    const writer = await store.openWriter('resume')
+    expect(writer.recovery.checkpoint).toEqual({ seq: 13, offset: full.bytes, replayedEvents: 0 })
+    expect(writer.projection.snapshot()).toEqual(full.projection.snapshot())
+    const appended = writer.append({
+      type: 'user/message',
+      data: { message: { role: 'user', content: 'more' } },
+    })
+    expect(appended.seq).toBe(14)
+    await writer.close()
+    expect(warnings).toEqual([])
+    const { read } = await expectSameAsFullReplay('resume')
+    expect(read.lastSeq).toBe(14)
+    expect(read.checkpoint?.seq).toBe(14)
+  })
+
+  it('R1: the repair state comes from the snapshot: a dangling call before N is repaired exactly as after a full replay', async () => {
+    const inputs: EventInput[] = turnInputs(1).slice(0, 4)
+    const build = async (id: string, enabled: boolean): Promise<Buffer> => {
+      const { store } = testStore(temp.path, { checkpoint: enabled ? ON : { enabled: false } })
+      const writer = await store.create({ id })
+      for (const input of inputs) writer.append(input)
+      await writer.flush()
+      // Simulate a crash: the lock is dropped without a clean end of turn.
+      await writer.close()
+      return readFileSync(logPath(id))
+    }
+    const lengths = new Map([
+      ['dangling', (await build('dangling', true)).length],
+      ['dangling-full', (await build('dangling-full', false)).length],
+    ])
+    expect(readRecord('dangling').snapshot.repairState.pendingCalls).toHaveLength(1)
+    const reopened = await testStore(temp.path, { checkpoint: ON }).store.openWriter('dangling')
+    expect(reopened.recovery.checkpoint?.seq).toBe(3)
+    const full = await testStore(temp.path, { checkpoint: { enabled: false } }).store.openWriter(
+      'dangling-full',
+    )
+    expect(reopened.recovery.repairs).toEqual(full.recovery.repairs)
+    expect(reopened.recovery.repairs.length).toBeGreaterThan(0)
+    await reopened.close()
+    await full.close()
+    const tail = (id: string): unknown[] =>
+      readFileSync(logPath(id))
+        .subarray(lengths.get(id))
+        .toString('utf8')
+        .trim()
+        .split('\n')
+        .map((line) => {
+          const { time: _time, crc: _crc, ...rest } = JSON.parse(line) as Record<string, unknown>
+          return rest
+        })
+    expect(tail('dangling')).toEqual(tail('dangling-full'))
+  })
+})
+
+describe('checkpoints that are not used (warning, then a full replay)', () => {
+  it('another session: a checkpoint copied from a different session', async () => {
+    await writeTurns('one', 2)
+    await writeTurns('two', 2)
+    writeFileSync(checkpointPath('two'), readFileSync(checkpointPath('one')))
+    const { read, warnings } = await expectSameAsFullReplay('two')
+    expect(read.checkpoint).toBeNull()
+    expect(ignoredReasons(warnings)).toEqual(['binding'])
+    expect(warnings[0]!.message).toContain('session id')
+  })
+
+  it('another generation: a checkpoint bound to session.v3.jsonl', async () => {
+    await writeTurns('gen', 2)
+    rebind('gen', { generationFile: 'session.v3.jsonl', formatVersion: 3 })
+    const { read, warnings } = await expectSameAsFullReplay('gen')
+    expect(read.checkpoint).toBeNull()
+    expect(ignoredReasons(warnings)).toEqual(['binding'])
+  })
+
+  it('another creation: same id, header createdAt differs (a deleted and re-created session)', async () => {
+    await writeTurns('again', 2)
+    rebind('again', { createdAt: '1999-01-01T00:00:00.000Z' })
+    const { warnings } = await expectSameAsFullReplay('again')
+    expect(ignoredReasons(warnings)).toEqual(['binding'])
+  })
+
+  it('T1: a truncated log (the checkpoint offset is past the end)', async () => {
+    await writeTurns('short', 3)
+    const size = statSync(logPath('short')).size
+    truncateSync(logPath('short'), size - 40)
+    const { read, warnings } = await expectSameAsFullReplay('short')
+    expect(read.checkpoint).toBeNull()
+    expect(read.tornTail).not.toBeNull()
+    expect(ignoredReasons(warnings)).toEqual(['binding'])
+  })
+
+  it('a salvaged or rewritten log: event N is a different line (another crc) at the same offset', async () => {
+    await writeTurns('rewritten', 2)
+    const record = readRecord('rewritten')
+    // Rewrite the log from the same header: the same events except a different last one.
+    const content = readFileSync(logPath('rewritten'))
+    const prefix = content.subarray(0, record.binding.eventOffset)
+    truncateSync(logPath('rewritten'), prefix.length)
+    const { store } = plainStore({ clock: () => '2026-01-01T00:00:00.000Z' })
+    const writer = await store.openWriter('rewritten')
+    writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'x' } } })
+    await writer.close()
+    const { read, warnings } = await expectSameAsFullReplay('rewritten')
+    expect(read.checkpoint).toBeNull()
+    expect(ignoredReasons(warnings)).toEqual(['binding'])
+  })
+
+  it('a salvaged copy: salvage() into a new session with the source checkpoint copied beside it', async () => {
+    await writeTurns('source', 2)
+    const { store } = plainStore()
+    await store.salvage('source', { to: 'salvaged' })
+    writeFileSync(checkpointPath('salvaged'), readFileSync(checkpointPath('source')))
+    const { warnings } = await expectSameAsFullReplay('salvaged')
+    expect(ignoredReasons(warnings)).toEqual(['binding'])
+  })
+
+  it('corrupted files: garbage (decode), a flipped byte in the snapshot (checksum), a valid msgpack of the wrong shape (schema)', async () => {
+    await writeTurns('bad', 2)
+    const good = readFileSync(checkpointPath('bad'))
+    const cases: [Buffer, string][] = [
+      [Buffer.from([0xc1, 0x00, 0x17]), 'decode'],
+      [
+        Buffer.concat([
+          good.subarray(0, good.length - 7),
+          Buffer.from([good[good.length - 7]! ^ 0x20]),
+          good.subarray(good.length - 6),
+        ]),
+        'checksum',
+      ],
+      [Buffer.from(encode({ format: CHECKPOINT_FORMAT, checkpointVersion: 1, head: 'nope' })), 'schema'],
+      [Buffer.from(encode([1, 2, 3])), 'schema'],
+      [good.subarray(0, good.length >> 1), 'decode'],
+    ]
+    for (const [bytes, reason] of cases) {
+      writeFileSync(checkpointPath('bad'), bytes)
+      const { read, warnings } = await expectSameAsFullReplay('bad')
+      expect(read.checkpoint).toBeNull()
+      expect(ignoredReasons(warnings)).toEqual([reason])
+    }
+  })
+
+  it('a snapshot that passes the CRC but not restoreProjection (a wrong message role)', async () => {
+    await writeTurns('snap', 1)
+    const record = readRecord('snap')
+    const surface = record.snapshot.surface.map((node) => ({
+      ...node,
+      message: { ...node.message, role: 'tool' },
+    }))
+    writeRecord('snap', { ...record, snapshot: { ...record.snapshot, surface } as never })
+    const { warnings } = await expectSameAsFullReplay('snap')
+    expect(ignoredReasons(warnings)).toEqual(['snapshot'])
+  })
+
+  it('a checkpoint written by a newer checkpointVersion', async () => {
+    await writeTurns('newer', 1)
+    writeFileSync(
+      checkpointPath('newer'),
+      encode({ format: CHECKPOINT_FORMAT, checkpointVersion: 2, anything: { new: true } }),
+    )
+    const { warnings } = await expectSameAsFullReplay('newer')
+    expect(ignoredReasons(warnings)).toEqual(['newer-version'])
+    expect(warnings[0]!.message).toContain('checkpointVersion 2')
+  })
+
+  it('a reader that knows other event types, or enforces smaller line limits', async () => {
+    await writeTurns('judged', 2)
+    const registry = createEventRegistry([
+      defineEventType('plugin/note' as never, z.object({ text: z.string() }) as never),
+    ])
+    const plugin = await expectSameAsFullReplay('judged', { registry })
+    expect(ignoredReasons(plugin.warnings)).toEqual(['binding'])
+    const limits = await expectSameAsFullReplay('judged', {
+      limits: { maxLineBytes: 1024 * 1024, maxEventBytes: 1024 * 1024 },
+    })
+    expect(ignoredReasons(limits.warnings)).toEqual(['binding'])
+  })
+
+  it('a checkpoint larger than maxBytes is not read', async () => {
+    await writeTurns('big', 1)
+    const { warnings } = await expectSameAsFullReplay('big', { checkpoint: { maxBytes: 16 } })
+    expect(ignoredReasons(warnings)).toEqual(['too-large'])
+  })
+
+  it('with checkpoints disabled an existing (even corrupt) checkpoint is never read', async () => {
+    await writeTurns('disabled', 1)
+    writeFileSync(checkpointPath('disabled'), 'garbage')
+    const { store, warnings } = plainStore()
+    const read = await store.openReader('disabled')
+    expect(read.checkpoint).toBeNull()
+    expect(warnings).toEqual([])
+  })
+})
+
+describe('the tail after a checkpoint keeps every check', () => {
+  it('T2: an unterminated last line after N is a torn tail, reported as by a full replay; openWriter quarantines it', async () => {
+    await writeTurns('torn', 2)
+    const size = statSync(logPath('torn')).size
+    const { store } = plainStore()
+    const writer = await store.openWriter('torn')
+    writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'half' } } })
+    await writer.close()
+    truncateSync(logPath('torn'), statSync(logPath('torn')).size - 1)
+    const { read } = await expectSameAsFullReplay('torn')
+    expect(read.checkpoint?.seq).toBe(13)
+    expect(read.tornTail).toMatchObject({ offset: size, reason: 'unterminated' })
+    const reopened = await checkpointStore().store.openWriter('torn')
+    expect(reopened.recovery.checkpoint?.seq).toBe(13)
+    expect(reopened.recovery.tornTail?.offset).toBe(size)
+    expect(reopened.recovery.quarantineFile).not.toBeNull()
+    await reopened.close()
+  })
+
+  it('I1: a flipped checksum in a tail line followed by valid lines is CORRUPT_LINE with the same line, offset and lastGoodSeq', async () => {
+    await writeTurns('damaged', 2)
+    const checkpoint = readFileSync(checkpointPath('damaged'))
+    await writeTurns('damaged', 2, 3)
+    writeFileSync(checkpointPath('damaged'), checkpoint)
+    const content = readFileSync(logPath('damaged'))
+    const start = readRecord('damaged').binding.offset
+    const lineEnd = content.indexOf(0x0a, start)
+    const flipped = Buffer.from(content)
+    flipped[lineEnd - 3] = flipped[lineEnd - 3] === 0x30 ? 0x31 : 0x30
+    writeFileSync(logPath('damaged'), flipped)
+    const { read } = await expectSameAsFullReplay('damaged')
+    expect(read.checkpoint?.seq).toBe(13)
+    expect(read.error).toMatchObject({ code: JsonlErrorCode.CORRUPT_LINE, offset: start, lastGoodSeq: 13 })
+    const refused = await checkpointStore()
+      .store.openWriter('damaged')
+      .catch((error: unknown) => error)
+    expect(JsonlStoreError.is(refused) && refused.code).toBe(JsonlErrorCode.CORRUPT_LINE)
+  })
+
+  it('verify never uses the checkpoint: damage inside the checkpointed prefix is reported by verify', async () => {
+    await writeTurns('prefix', 3)
+    const content = readFileSync(logPath('prefix'))
+    const firstEventEnd = content.indexOf(0x0a, content.indexOf(0x0a) + 1)
+    const flipped = Buffer.from(content)
+    flipped[firstEventEnd - 3] = flipped[firstEventEnd - 3] === 0x30 ? 0x31 : 0x30
+    writeFileSync(logPath('prefix'), flipped)
+    const { store } = checkpointStore()
+    // The cold open trusts the verified prefix (documented): it reads only the header, event N and the tail.
+    expect((await store.openReader('prefix')).checkpoint?.seq).toBe(20)
+    const report = await store.verify('prefix')
+    expect(report.status).toBe('damaged')
+    expect(report.damage?.code).toBe(JsonlErrorCode.CORRUPT_LINE)
+  })
+})
+
+describe('reading from a seq', () => {
+  it('readEvents from N + 1 or later seeks to the checkpoint offset; earlier seqs use the sparse index; results equal a full read', async () => {
+    const { store } = checkpointStore()
+    const writer = await store.create({ id: 'seek' })
+    for (let index = 0; index < 9000; index += 1) {
+      writer.append({ type: 'user/message', data: { message: { role: 'user', content: `note ${index}` } } })
+      if (index % 1000 === 999) await writer.flush()
+    }
+    await writer.close()
+    const record = readRecord('seek')
+    expect(record.binding.seq).toBe(8999)
+    expect(record.seqIndex.map(([seq]) => seq)).toEqual([0, 4096, 8192])
+    const tailWriter = await plainStore().store.openWriter('seek')
+    for (let index = 0; index < 10; index += 1) {
+      tailWriter.append({
+        type: 'user/message',
+        data: { message: { role: 'user', content: `tail ${index}` } },
+      })
+    }
+    await tailWriter.close()
+    const size = statSync(logPath('seek')).size
+    for (const [fromSeq, maxBytes] of [
+      [9003, size - record.binding.offset + 256 * 1024],
+      [8500, size - record.seqIndex[2]![1] + 256 * 1024],
+      [5000, size - record.seqIndex[1]![1] + 256 * 1024],
+    ] as const) {
+      const counting = countingFs()
+      const seeking = checkpointStore({ fs: counting.fs })
+      const events = await collect(seeking.store.readEvents('seek', { fromSeq }))
+      const full = await collect(plainStore().store.readEvents('seek', { fromSeq }))
+      expect(events).toEqual(full)
+      expect(events[0]!.seq).toBe(fromSeq)
+      expect(events.at(-1)!.seq).toBe(9009)
+      expect(seeking.warnings).toEqual([])
+      expect(counting.logBytesRead()).toBeLessThan(maxBytes)
+    }
+  })
+
+  it('a damaged tail still throws after the good events when reading from a checkpoint', async () => {
+    await writeTurns('readdamage', 2)
+    const checkpoint = readFileSync(checkpointPath('readdamage'))
+    await writeTurns('readdamage', 2, 3)
+    writeFileSync(checkpointPath('readdamage'), checkpoint)
+    const content = readFileSync(logPath('readdamage'))
+    const start = readRecord('readdamage').binding.offset
+    const secondLine = content.indexOf(0x0a, start) + 1
+    const flipped = Buffer.from(content)
+    const target = content.indexOf(0x0a, secondLine) - 3
+    flipped[target] = flipped[target]! ^ 0x01
+    writeFileSync(logPath('readdamage'), flipped)
+    const seen: number[] = []
+    const error = await (async () => {
+      for await (const event of checkpointStore().store.readEvents('readdamage', { fromSeq: 14 }))
+        seen.push(event.seq)
+    })().catch((caught: unknown) => caught)
+    expect(seen).toEqual([14])
+    expect(JsonlStoreError.is(error) && error.code).toBe(JsonlErrorCode.CORRUPT_LINE)
+  })
+})
+
+describe('options', () => {
+  it('INVALID_OPTION for out-of-range checkpoint options', () => {
+    for (const checkpoint of [
+      { everyEvents: 0 },
+      { minIntervalMs: -1 },
+      { maxBytes: 1.5 },
+      { minLogBytes: -2 },
+      { enabled: 'yes' },
+    ]) {
+      let caught: unknown
+      try {
+        testStore(temp.path, { checkpoint: checkpoint as never })
+      } catch (error) {
+        caught = error
+      }
+      expect(JsonlStoreError.is(caught) && caught.code).toBe(JsonlErrorCode.INVALID_OPTION)
+    }
+  })
+})
