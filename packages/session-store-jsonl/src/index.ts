@@ -68,3 +68,40 @@ export { DEFAULT_CHECKPOINT_OPTIONS, resolveCheckpointOptions } from './checkpoi
 export type { CheckpointOptions } from './checkpoint-options.ts'
 export type { CheckpointUse } from './checkpoint-open.ts'
 export type { ScanResume } from './log-scanner.ts'
+export {
+  assertGenerationVersion,
+  compareGenerations,
+  generationFileName,
+  listGenerations,
+  parseGenerationFileName,
+  peekHeaderVersion,
+  pickCurrentGeneration,
+} from './generations.ts'
+export type {
+  CurrentGeneration,
+  GenerationEncoding,
+  GenerationFile,
+  HeaderVersionPeek,
+} from './generations.ts'
+export { PUBLISH_POINTS, publishFile, removeStaleTemps } from './publish.ts'
+export type { PublishHooks, PublishPoint, PublishRequest, PublishResult, SourceIdentity } from './publish.ts'
+export { detectGenerationFork, migrateSession } from './migration/migrate-session.ts'
+export type {
+  GenerationForkCheck,
+  MigrateReadOptions,
+  MigrateSessionOptions,
+  MigrateWriteOptions,
+  MigrationProgress,
+  MigrationReadResult,
+  MigrationSource,
+  MigrationWriteResult,
+} from './migration/migrate-session.ts'
+export { applyMigrationPath, findMigrationPath } from './migration/migration-edge.ts'
+export type {
+  EdgeContext,
+  MigrationEdge,
+  RecordOrigin,
+  VersionedRecord,
+  VersionedStream,
+} from './migration/migration-edge.ts'
+export { MIGRATION_EDGES } from './migration/migration-edges.ts'
