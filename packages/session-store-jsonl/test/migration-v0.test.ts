@@ -353,6 +353,8 @@ describe('v0 to v4 migration (read mode)', () => {
       directory: sessionWith(session.text()),
       onProgress: (progress) => calls.push(progress),
       progressEvery: 10,
+      // Small reads, so progress is reported between chunks of one file.
+      limits: { readChunkBytes: 512 },
     })
     for await (const _event of result.events) {
       // consume
@@ -362,10 +364,15 @@ describe('v0 to v4 migration (read mode)', () => {
     expect(scan.at(-1)).toMatchObject({ eventsDone: 60, eventsTotal: 60 })
     expect(migrate.at(-1)).toMatchObject({ eventsDone: 60, eventsTotal: 60 })
     expect(scan.at(-1)!.bytesRead).toBe(scan.at(-1)!.bytesTotal)
+    expect(migrate.at(-1)!.bytesRead).toBe(migrate.at(-1)!.bytesTotal)
     for (const phase of [scan, migrate]) {
-      for (let index = 1; index < phase.length; index += 1)
+      for (let index = 1; index < phase.length; index += 1) {
         expect(phase[index]!.eventsDone).toBeGreaterThanOrEqual(phase[index - 1]!.eventsDone)
+        expect(phase[index]!.bytesRead).toBeGreaterThanOrEqual(phase[index - 1]!.bytesRead)
+      }
     }
+    // The migrate phase reports the source bytes it has read, not 0 until the end (the CLI shows a percentage).
+    expect(migrate.some((call) => call.bytesRead > 0 && call.bytesRead < call.bytesTotal)).toBe(true)
   })
 
   it('read mode writes nothing: no create, write, link, unlink, chmod or fsync reaches the file system', async () => {

@@ -235,6 +235,7 @@ async function openSource(settings: Settings, generation: GenerationFile): Promi
 function hashing(source: ByteSource): {
   source: AsyncGenerator<Buffer, void, undefined>
   digest: () => { sha256: string; bytes: number }
+  bytesSoFar: () => number
 } {
   const hash = createHash('sha256')
   let bytes = 0
@@ -245,7 +246,7 @@ function hashing(source: ByteSource): {
       yield chunk
     }
   }
-  return { source: hashed(), digest: () => ({ sha256: hash.digest('hex'), bytes }) }
+  return { source: hashed(), digest: () => ({ sha256: hash.digest('hex'), bytes }), bytesSoFar: () => bytes }
 }
 
 /** The first `end` bytes of a source; the rest is still read (so a hashing source sees every byte). */
@@ -376,6 +377,8 @@ function migratedStream(
   header: Record<string, unknown>
   headerLine: Buffer
   records: AsyncIterable<readonly VersionedRecord[]>
+  /** Source bytes read so far by pass 2 (for progress). */
+  bytesRead: () => number
 } {
   const { source, scan, reader, path, validate } = prepared
   const context: EdgeContext = {
@@ -388,6 +391,7 @@ function migratedStream(
   }
   let handle: FileHandleOps | undefined
   let digest: (() => { sha256: string; bytes: number }) | undefined
+  let bytesSoFar = (): number => 0
   async function* bytes(): AsyncGenerator<Buffer, void, undefined> {
     handle = await openSource(settings, source.generation)
     const stats = await handle.stat()
@@ -402,6 +406,7 @@ function migratedStream(
       readFileChunks(handle, { chunkBytes: settings.limits.readChunkBytes, end: identity.size }),
     )
     digest = hashed.digest
+    bytesSoFar = hashed.bytesSoFar
     try {
       yield* prefixOf(hashed.source, scan.goodEndOffset)
     } catch (error) {
@@ -435,7 +440,12 @@ function migratedStream(
       await handle?.close().catch(() => undefined)
     }
   }
-  return { header: output.header, headerLine: output.headerLine, records: records() }
+  return {
+    header: output.header,
+    headerLine: output.headerLine,
+    records: records(),
+    bytesRead: () => bytesSoFar(),
+  }
 }
 
 /** Expected last seq of the migrated generation: one less than the source's when the source was v0 (its header took seq 0). */
@@ -584,7 +594,13 @@ export async function migrateSession(
       for await (const batch of stream.records) {
         for (const record of batch) yield record.event as unknown as LoggedEvent
         done += batch.length
-        progress.report({ phase: 'migrate', eventsDone: done, eventsTotal: total, bytesRead: 0, bytesTotal })
+        progress.report({
+          phase: 'migrate',
+          eventsDone: done,
+          eventsTotal: total,
+          bytesRead: stream.bytesRead(),
+          bytesTotal,
+        })
       }
       progress.report(
         { phase: 'migrate', eventsDone: done, eventsTotal: total, bytesRead: bytesTotal, bytesTotal },
@@ -656,9 +672,12 @@ async function publishMigration(
   const total = scanned.scan.events
   let written = -1
   let done = 0
+  let staged = 0
   async function* content(): AsyncGenerator<Buffer, void, undefined> {
     progress.reset()
-    yield Buffer.concat([stream.headerLine, Buffer.from('\n')])
+    const headerBytes = Buffer.concat([stream.headerLine, Buffer.from('\n')])
+    staged += headerBytes.length
+    yield headerBytes
     for await (const batch of stream.records) {
       let length = 0
       for (const record of batch) length += record.line.length + 1
@@ -676,9 +695,10 @@ async function publishMigration(
         phase: 'migrate',
         eventsDone: done,
         eventsTotal: total,
-        bytesRead: 0,
+        bytesRead: stream.bytesRead(),
         bytesTotal: source.migratedFrom.bytes,
       })
+      staged += bytes.length
       yield bytes
     }
     progress.report(
@@ -717,7 +737,7 @@ async function publishMigration(
           eventsDone: verified,
           eventsTotal: total,
           bytesRead,
-          bytesTotal: 0,
+          bytesTotal: staged,
         })
       },
     })
