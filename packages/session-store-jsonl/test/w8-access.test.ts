@@ -112,6 +112,21 @@ describe('W8: EACCES as an unprivileged user', () => {
     expect(await probe([root, 'openReader', id])).toEqual({ uid: NOBODY, ok: true, lastSeq: 1 })
   })
 
+  it('W8: a 0500 session directory gives ACCESS_DENIED create-lock, creates nothing, and still opens read-only', async (context) => {
+    if (skipReason !== null) context.skip()
+    const { root, id, directory } = await ownedStore('dir-0500')
+    chmodSync(directory, 0o500)
+    const result = await probe([root, 'openWriter', id])
+    expect(result).toMatchObject({
+      uid: NOBODY,
+      ok: false,
+      code: 'ACCESS_DENIED',
+      details: { op: 'create-lock', cause: 'EACCES' },
+    })
+    expect(readdirSync(directory)).toEqual([LOG_FILE_NAME])
+    expect(await probe([root, 'openReader', id])).toEqual({ uid: NOBODY, ok: true, lastSeq: 1 })
+  })
+
   it('W8: a 0000 store root gives ACCESS_DENIED for a new session and creates nothing', async (context) => {
     if (skipReason !== null) context.skip()
     const { root } = await ownedStore('root-0000')
