@@ -8,7 +8,10 @@
  * with the store's defaults (flush policy, limits, redaction); the store's clock returns each
  * event's recorded time, so every run writes identical bytes (checked). Rounds alternate floor
  * and ours (ABAB); medians. `ratio` = ours / floor (target >= 0.8 at batch 100; the other batch
- * sizes are reported without a target).
+ * sizes are reported without a target). At batch 100, two context rows (no target) repeat the
+ * figure with checkpoints off, and with checkpoints and the default secret redaction off, to
+ * show what each costs (the bytes differ without redaction only in the header's `redaction`
+ * member; the floor always writes the bytes of the variant measured).
  *
  * Run alone with `pnpm bench --only append.bench`.
  */
@@ -19,6 +22,7 @@ import { join } from 'node:path'
 import type { EventInput } from '@agent-ledger/session-events'
 
 import { createSessionStore, LOG_FILE_NAME } from '../src/index.ts'
+import type { SessionStoreOptions } from '../src/index.ts'
 import { ensureDataset, generateAgentSessionHeader } from './support/dataset.ts'
 import type { Dataset, TimedInput } from './support/dataset.ts'
 import { bareAppend } from './support/floors.ts'
@@ -32,10 +36,11 @@ const BATCHES: readonly (readonly [number, number])[] = [
   [100, 30],
   [1000, 6],
 ]
-const ROUNDS = 5
+const ROUNDS = 7
 const TARGET_BATCH = 100
 const TARGET = 0.8
 const log = progress('append')
+let sessionCounter = 0
 
 /**
  * The first `count` events of a dataset as writer inputs (envelope without seq, crc dropped).
@@ -77,22 +82,40 @@ function splitBatches(log: Buffer, batch: number): { header: Buffer; batches: Bu
   return { header: log.subarray(0, headerEnd), batches }
 }
 
+/** A variant of the store's options measured beside the defaults (context rows, no target). */
+interface Variant {
+  /** Appended to the figure's name. */
+  readonly label: string
+  readonly options: Pick<SessionStoreOptions, 'checkpoint' | 'redaction'>
+}
+
+const DEFAULTS: Variant = { label: 'store defaults', options: {} }
+/** Context rows at the target batch size: what checkpoints and the default redaction cost. */
+const VARIANTS: readonly Variant[] = [
+  { label: 'checkpoints off (context)', options: { checkpoint: { enabled: false } } },
+  {
+    label: 'checkpoints off, redaction off (context)',
+    options: { checkpoint: { enabled: false }, redaction: null },
+  },
+]
+
 async function batchFigure(
   scratch: string,
   inputs: readonly TimedInput[],
-  plan: { readonly batch: number; readonly batches: number },
+  plan: { readonly batch: number; readonly batches: number; readonly variant: Variant },
 ): Promise<BenchResult> {
-  const { batch, batches } = plan
+  const { batch, batches, variant } = plan
   const events = batch * batches
   let now = ''
-  const store = createSessionStore({ root: join(scratch, 'root'), clock: () => now })
+  const store = createSessionStore({ root: join(scratch, 'root'), clock: () => now, ...variant.options })
   const base = generateAgentSessionHeader()
   let run = 0
   let reference: Buffer | null = null
   let floorBytes: { header: Buffer; batches: Buffer[] } | null = null
   const ours = async (): Promise<number> => {
     run += 1
-    const id = `append-${batch}-${run}`
+    sessionCounter += 1
+    const id = `append-${batch}-${sessionCounter}`
     now = base.createdAt
     const writer = await store.create({
       id,
@@ -133,12 +156,12 @@ async function batchFigure(
   const samples = await interleave(ROUNDS, { ours, floor })
   const megabytes = floorBytes!.batches.reduce((sum, bytes) => sum + bytes.length, 0) / 1e6
   return throughputFigure({
-    name: `durable append, batch ${batch} (${batches} batches, ${events} events, ${megabytes.toFixed(1)} MB; append + flush)`,
+    name: `durable append, batch ${batch} (${batches} batches, ${events} events, ${megabytes.toFixed(1)} MB; append + flush; ${variant.label})`,
     unit: 'events/s',
     work: events,
     samples,
     floorName: 'bare write + fdatasync per batch, same bytes',
-    ...(batch === TARGET_BATCH ? { target: TARGET } : {}),
+    ...(batch === TARGET_BATCH && variant === DEFAULTS ? { target: TARGET } : {}),
   })
 }
 
@@ -157,7 +180,12 @@ export async function run(_options: RunOptions = {}): Promise<BenchResult[]> {
   try {
     for (const [batch, batches] of BATCHES) {
       log(`batch ${batch}`)
-      results.push(await batchFigure(scratch, inputs, { batch, batches }))
+      results.push(await batchFigure(scratch, inputs, { batch, batches, variant: DEFAULTS }))
+      if (batch !== TARGET_BATCH) continue
+      for (const variant of VARIANTS) {
+        log(`batch ${batch}, ${variant.label}`)
+        results.push(await batchFigure(scratch, inputs, { batch, batches, variant }))
+      }
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true })
