@@ -50,6 +50,15 @@ import { resolveCheckpointOptions } from './checkpoint-options.ts'
 import type { CheckpointOptions } from './checkpoint-options.ts'
 import { CheckpointWriter, linesFacts } from './checkpoint-writer.ts'
 import type { SeqIndexEntry } from './checkpoint-format.ts'
+import { compressSession } from './compress-session.ts'
+import type { CompressOptions, CompressResult } from './compress-session.ts'
+import { scanZstdLog, scanZstdLogChunks, zstdPlainRange, zstdPlainSource } from './zstd-log-reader.ts'
+import type { ZstdLogStats, ZstdScanOptions } from './zstd-log-reader.ts'
+import { encodeZstdLines, encodeZstdStream } from './zstd-log-writer.ts'
+import type { LogEncoding } from './zstd-log-writer.ts'
+import { locateSessionLog, sessionLog, zstdBatchEncoder, zstdCodecFor } from './zstd-session.ts'
+import type { SessionLog } from './zstd-session.ts'
+import type { ZstdCodec } from './zstd/zstd-codec.ts'
 
 /** Options of {@link createSessionStore}. */
 export interface SessionStoreOptions {
@@ -79,6 +88,12 @@ export interface SessionStoreOptions {
    * whether opens use them; see {@link CheckpointOptions} for the defaults (on).
    */
   readonly checkpoint?: Partial<CheckpointOptions>
+  /**
+   * Encoding of the sessions `create`, `salvage` and `fork` make: `plain` (default,
+   * `session.v4.jsonl`) or `zstd` (`session.v4.jsonl.zstd`: the header in its own frame, each
+   * flush appends whole frames). Opens follow whichever file a session has.
+   */
+  readonly encoding?: LogEncoding
 }
 
 /** A summary of one session, from its header only. */
@@ -125,6 +140,8 @@ export interface SessionReadResult {
    * and every other field equals a full replay's.
    */
   readonly checkpoint: CheckpointUse | null
+  /** For a `.zstd` log: its frame counts (good frames, skippable frames ignored, plain bytes...); absent for a plain log. */
+  readonly frames?: ZstdLogStats
 }
 
 /** The outcome of {@link SessionStore.verify}. */
@@ -183,6 +200,8 @@ export interface SessionStore {
     readonly id: string
     readonly header?: Partial<SessionHeaderInput>
     readonly seed?: readonly LoggedEvent[]
+    /** `plain` or `zstd`; default the store's `encoding` option. */
+    readonly encoding?: LogEncoding
   }): Promise<SessionWriter>
   /**
    * Opens a session for appending: takes the writer lock, scans the log, quarantines and
@@ -229,6 +248,19 @@ export interface SessionStore {
     request: { readonly to: string; readonly atSeq: number; readonly openTurn?: 'close' | 'refuse' },
   ): Promise<SessionWriter>
   /**
+   * Converts a cold session's plain log to `session.v4.jsonl.zstd` (4 MiB frames at level 6,
+   * published by link after reading it back, then the plain log is removed), or reseals a
+   * `.zstd` log whose tail is small flush frames (verified, then renamed over itself). Takes
+   * the writer lock; a torn tail is quarantined first, as a write open does. See FORMAT.md.
+   *
+   * @param options - `onProgress` (phase, bytesRead, bytesTotal, eventsDone), level, frame size.
+   * @returns What was done (`compressed`, `resealed` or `up-to-date`), sizes and ratio.
+   * @throws {@link JsonlStoreError} `SESSION_LOCKED`, `SESSION_NOT_FOUND`, `VERSION_TOO_NEW` (touching nothing),
+   *   `MIXED_ENCODINGS` (older plain generations, or both encodings with different content), damage codes,
+   *   `MIGRATION_FAILED` (nothing published; the plain log kept).
+   */
+  compress(id: string, options?: CompressOptions): Promise<CompressResult>
+  /**
    * The absolute directory of a session.
    *
    * @throws {@link JsonlStoreError} `INVALID_SESSION_ID`.
@@ -240,6 +272,8 @@ export interface SessionStore {
 interface OpenScan {
   readonly outcome: ScanOutcome
   readonly projection: Projection
+  /** Frame facts, for a `.zstd` log. */
+  readonly zstd?: ZstdLogStats
 }
 
 const defaultLogger: StoreLogger = {
@@ -270,6 +304,7 @@ class SessionStoreImpl implements SessionStore {
   readonly #randomHex: (byteCount: number) => string
   readonly #redaction: RedactionPolicy | null
   readonly #checkpoint: CheckpointOptions
+  readonly #encoding: LogEncoding
   #rootChecked = false
 
   constructor(options: SessionStoreOptions) {
@@ -284,6 +319,7 @@ class SessionStoreImpl implements SessionStore {
     this.#logger = options.logger ?? defaultLogger
     this.#redaction = options.redaction === undefined ? DEFAULT_REDACTION_POLICY : options.redaction
     this.#checkpoint = resolveCheckpointOptions(options.checkpoint)
+    this.#encoding = checkedEncoding(options.encoding ?? 'plain')
   }
 
   /** What the checkpoint code needs to find, verify, use and write one session's checkpoint. */
@@ -334,11 +370,14 @@ class SessionStoreImpl implements SessionStore {
     readonly id: string
     readonly header?: Partial<SessionHeaderInput>
     readonly seed?: readonly LoggedEvent[]
+    readonly encoding?: LogEncoding
   }): Promise<SessionWriter> {
     const id = assertSessionId(request.id)
+    const log = sessionLog(id, checkedEncoding(request.encoding ?? this.#encoding))
     const header = this.#buildHeader(id, request.header ?? {})
     const projection = createProjection({ registry: this.#registry })
     const seedLines = this.#encodeSeed(id, request.seed ?? [], projection)
+    const codec = log.encoding === 'zstd' ? await zstdCodecFor(log.file) : undefined
     await this.#ensureRoot(true)
     const directory = await this.#ensureSessionDirectory(id)
     const published = await this.#publish({
@@ -347,9 +386,13 @@ class SessionStoreImpl implements SessionStore {
       kind: 'create',
       header,
       body: seedLines,
+      log,
+      codec,
     })
     const writer = this.#newWriter({
       id,
+      log,
+      codec,
       header,
       directory,
       handle: published.handle,
@@ -482,17 +525,25 @@ class SessionStoreImpl implements SessionStore {
     readonly kind: string
     readonly header: SessionHeader
     readonly body: readonly Buffer[] | (() => ByteSource)
+    /** The log to publish (its encoding decides the bytes). */
+    readonly log: SessionLog
+    /** The codec, for a `.zstd` log. */
+    readonly codec: ZstdCodec | undefined
   }): Promise<{ handle: FileHandleOps; lock: WriterLock; size: number }> {
-    const { id, directory } = request
+    const { id, directory, codec } = request
     const fs = this.#fs
-    const logPath = join(directory, LOG_FILE_NAME)
-    const file = `${id}/${LOG_FILE_NAME}`
+    const logPath = join(directory, request.log.name)
+    const file = request.log.file
+    // A session has one log: neither encoding may exist yet.
+    const otherPath = join(directory, sessionLog(id, request.log.encoding === 'zstd' ? 'plain' : 'zstd').name)
+    await this.#assertAbsent(id, otherPath)
     await this.#assertAbsent(id, logPath)
     const lock = await acquireWriterLock(fs, directory, this.#lock)
     let handle: FileHandleOps | undefined
     let tempPath: string | undefined
     let linked = false
     try {
+      await this.#assertAbsent(id, otherPath)
       await this.#assertAbsent(id, logPath)
       await this.#removeStaleTemps(directory)
       for (let attempt = 0; attempt < MAX_TEMP_ATTEMPTS && handle === undefined; attempt += 1) {
@@ -530,9 +581,20 @@ class SessionStoreImpl implements SessionStore {
       let size = 0
       try {
         const headerLine = encodeJsonLine(JSON.stringify(request.header))
-        await handle.write(headerLine, 0)
-        size = headerLine.length
-        if (typeof request.body === 'function') {
+        // A .zstd log: the header in a frame of its own, then the body as frames of whole lines.
+        const start = codec === undefined ? headerLine : encodeZstdLines(codec, headerLine)
+        await handle.write(start, 0)
+        size = start.length
+        if (codec !== undefined && typeof request.body === 'function') {
+          for await (const frame of encodeZstdStream(codec, request.body())) {
+            await handle.write(frame, size)
+            size += frame.length
+          }
+        } else if (codec !== undefined && request.body.length > 0) {
+          const frames = encodeZstdLines(codec, Buffer.concat(request.body as readonly Buffer[]))
+          await handle.write(frames, size)
+          size += frames.length
+        } else if (typeof request.body === 'function') {
           for await (const chunk of request.body()) {
             await handle.write(chunk, size)
             size += chunk.length
@@ -774,11 +836,20 @@ class SessionStoreImpl implements SessionStore {
   async #openLog(
     id: string,
     options: { readonly write: boolean },
-  ): Promise<{ handle: FileHandleOps; directory: string }> {
+  ): Promise<{ handle: FileHandleOps; directory: string; log: SessionLog }> {
     await this.#ensureRoot(false)
     const directory = await this.#checkSessionDirectory(id, { write: false })
-    const path = join(directory, LOG_FILE_NAME)
-    const file = `${id}/${LOG_FILE_NAME}`
+    // session.v4.jsonl or session.v4.jsonl.zstd; a write open (under the lock) finishes an interrupted compress.
+    const log = await locateSessionLog({
+      fs: this.#fs,
+      directory,
+      id,
+      mode: options.write ? 'write' : 'read',
+      limits: this.#limits,
+      logger: this.#logger,
+    })
+    const path = join(directory, log.name)
+    const file = log.file
     let handle: FileHandleOps
     try {
       handle = await this.#fs.open(
@@ -803,14 +874,15 @@ class SessionStoreImpl implements SessionStore {
       await handle.close().catch(() => undefined)
       throw toStoreError(error, { op: 'stat', file, fallback: JsonlErrorCode.READ_FAILED })
     }
-    return { handle, directory }
+    return { handle, directory, log }
   }
 
   async #scan(
     id: string,
     handle: FileHandleOps,
-    options: { readonly onEvent?: (event: LoggedEvent) => void },
+    options: { readonly onEvent?: (event: LoggedEvent) => void; readonly log?: SessionLog },
   ): Promise<OpenScan> {
+    if (options.log?.encoding === 'zstd') return this.#scanZstd(options.log, handle, options.onEvent)
     const projection = createProjection({ registry: this.#registry })
     const file = `${id}/${LOG_FILE_NAME}`
     const source = (): ByteSource => readFileChunks(handle, { chunkBytes: this.#limits.readChunkBytes })
@@ -840,8 +912,16 @@ class SessionStoreImpl implements SessionStore {
   }
 
   /** Reads only the header line (bounded): for list() and the VERSION_TOO_NEW check before locking. */
-  async #peekHeader(id: string, handle: FileHandleOps): Promise<ScanOutcome> {
-    const file = `${id}/${LOG_FILE_NAME}`
+  async #peekHeader(id: string, handle: FileHandleOps, log?: SessionLog): Promise<ScanOutcome> {
+    const file = log?.file ?? `${id}/${LOG_FILE_NAME}`
+    if (log?.encoding === 'zstd') {
+      const options = await this.#zstdOptions(log, () => undefined)
+      try {
+        return await scanZstdLog(handle, { ...options, onHeader: () => true, stopBeforeLine: 2 })
+      } catch (error) {
+        throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
+      }
+    }
     try {
       return await scanLog(readFileChunks(handle, { chunkBytes: HEADER_PEEK_CHUNK }), {
         format: V4_FORMAT,
@@ -857,15 +937,129 @@ class SessionStoreImpl implements SessionStore {
     }
   }
 
+  /** The `.zstd` reader's options for one log (loads the codec). */
+  async #zstdOptions(log: SessionLog, onEvent: (event: LoggedEvent) => void): Promise<ZstdScanOptions> {
+    return {
+      codec: await zstdCodecFor(log.file),
+      format: V4_FORMAT,
+      limits: this.#limits,
+      registry: this.#registry,
+      file: log.file,
+      onEvent,
+    }
+  }
+
+  /** A full scan of a `.zstd` log into a fresh projection (no checkpoint: they bind plain offsets). */
+  async #scanZstd(
+    log: SessionLog,
+    handle: FileHandleOps,
+    onEvent?: (event: LoggedEvent) => void,
+  ): Promise<SessionScan & { readonly zstd: ZstdLogStats }> {
+    const projection = createProjection({ registry: this.#registry })
+    const options = await this.#zstdOptions(
+      log,
+      onEvent === undefined
+        ? (event) => {
+            projection.apply(event)
+          }
+        : (event) => {
+            projection.apply(event)
+            onEvent(event)
+          },
+    )
+    let outcome
+    try {
+      outcome = await scanZstdLog(handle, options)
+    } catch (error) {
+      throw toStoreError(error, { op: 'read', file: log.file, fallback: JsonlErrorCode.READ_FAILED })
+    }
+    return { outcome, projection, zstd: outcome.zstd, checkpoint: null, lastLine: null, seqIndex: [] }
+  }
+
+  /** `readEvents` over a `.zstd` log: events are handed out frame by frame, each frame checked whole first. */
+  async *#readZstdEvents(
+    log: SessionLog,
+    handle: FileHandleOps,
+    range: { readonly fromSeq: number; readonly toSeq: number },
+  ): AsyncGenerator<LoggedEvent, void, undefined> {
+    const projection = createProjection({ registry: this.#registry })
+    const queue: LoggedEvent[] = []
+    let reachedEnd = false
+    const options = await this.#zstdOptions(log, (event) => {
+      projection.apply(event)
+      if (event.seq >= range.fromSeq && event.seq <= range.toSeq) queue.push(event)
+      if (event.seq >= range.toSeq) reachedEnd = true
+    })
+    const chunks = scanZstdLogChunks(
+      readFileChunks(handle, { chunkBytes: this.#limits.readChunkBytes }),
+      options,
+    )
+    for (;;) {
+      let step
+      try {
+        step = await chunks.next()
+      } catch (error) {
+        throw toStoreError(error, { op: 'read', file: log.file, fallback: JsonlErrorCode.READ_FAILED })
+      }
+      while (queue.length > 0) yield queue.shift()!
+      if (reachedEnd) return
+      if (step.done === true) {
+        const outcome = step.value
+        if (outcome.damage === null) return
+        const refined = await refineRepeatedSeq(
+          outcome,
+          () => zstdPlainSource(handle, options),
+          this.#limits.maxLineBytes,
+        )
+        throw refined.damage!
+      }
+    }
+  }
+
+  async compress(id: string, options: CompressOptions = {}): Promise<CompressResult> {
+    assertSessionId(id)
+    // V1: refuse a newer version before taking the lock or writing anything.
+    {
+      const { handle, log } = await this.#openLog(id, { write: false })
+      try {
+        const peek = await this.#peekHeader(id, handle, log)
+        if (peek.damage !== null && isRefusal(peek.damage)) throw peek.damage
+      } finally {
+        await handle.close().catch(() => undefined)
+      }
+    }
+    const directory = await this.#checkSessionDirectory(id, { write: true })
+    return compressSession(
+      {
+        fs: this.#fs,
+        directory,
+        id,
+        limits: this.#limits,
+        registry: this.#registry,
+        logger: this.#logger,
+        lock: this.#lock,
+        randomHex: this.#randomHex,
+      },
+      options,
+    )
+  }
+
   async openReader(
     id: string,
     options: { readonly allowDamaged?: boolean } = {},
   ): Promise<SessionReadResult> {
     assertSessionId(id)
-    const { handle, directory } = await this.#openLog(id, { write: false })
+    const { handle, directory, log } = await this.#openLog(id, { write: false })
     let scan: SessionScan
+    let frames: ZstdLogStats | undefined
     try {
-      scan = await scanWithCheckpoint(this.#checkpointContext(id, directory), handle)
+      if (log.encoding === 'zstd') {
+        const zstdScan = await this.#scanZstd(log, handle)
+        frames = zstdScan.zstd
+        scan = zstdScan
+      } else {
+        scan = await scanWithCheckpoint(this.#checkpointContext(id, directory), handle)
+      }
     } finally {
       await handle.close().catch(() => undefined)
     }
@@ -875,7 +1069,7 @@ class SessionStoreImpl implements SessionStore {
     if (outcome.headerMissing) {
       this.#logger.warn(`Session ${id} has no valid header (a crash during creation?); read as empty.`, {
         id,
-        file: `${id}/${LOG_FILE_NAME}`,
+        file: log.file,
       })
     }
     return {
@@ -887,9 +1081,10 @@ class SessionStoreImpl implements SessionStore {
       error: damage,
       pendingToolCalls: projection.repairState.pendingCalls,
       stats: { ...outcome.stats, projection: projection.stats },
-      file: `${id}/${LOG_FILE_NAME}`,
+      file: log.file,
       bytes: outcome.bytesRead,
       checkpoint: scan.checkpoint,
+      ...(frames === undefined ? {} : { frames }),
     }
   }
 
@@ -907,9 +1102,13 @@ class SessionStoreImpl implements SessionStore {
   ): AsyncGenerator<LoggedEvent, void, undefined> {
     const fromSeq = options.fromSeq ?? 0
     const toSeq = options.toSeq ?? Infinity
-    const { handle, directory } = await this.#openLog(id, { write: false })
-    const file = `${id}/${LOG_FILE_NAME}`
+    const { handle, directory, log } = await this.#openLog(id, { write: false })
+    const file = log.file
     try {
+      if (log.encoding === 'zstd') {
+        yield* this.#readZstdEvents(log, handle, { fromSeq, toSeq })
+        return
+      }
       // A checkpoint lets a late fromSeq seek instead of scanning from byte 0 (see planReadFrom).
       const start = await planReadFrom(this.#checkpointContext(id, directory), handle, fromSeq)
       const projection = start.projection
@@ -961,10 +1160,10 @@ class SessionStoreImpl implements SessionStore {
 
   async verify(id: string): Promise<VerifyReport> {
     assertSessionId(id)
-    const { handle } = await this.#openLog(id, { write: false })
+    const { handle, log } = await this.#openLog(id, { write: false })
     let scan: OpenScan
     try {
-      scan = await this.#scan(id, handle, {})
+      scan = await this.#scan(id, handle, { log })
     } finally {
       await handle.close().catch(() => undefined)
     }
@@ -972,7 +1171,7 @@ class SessionStoreImpl implements SessionStore {
     if (outcome.damage !== null && isRefusal(outcome.damage)) throw outcome.damage
     return {
       id,
-      file: `${id}/${LOG_FILE_NAME}`,
+      file: log.file,
       status: outcome.damage !== null ? 'damaged' : outcome.tornTail !== null ? 'torn-tail' : 'ok',
       headerMissing: outcome.headerMissing,
       bytes: outcome.bytesRead,
@@ -1010,10 +1209,10 @@ class SessionStoreImpl implements SessionStore {
   async #summarize(id: string): Promise<SessionSummary | { id: string; error: JsonlStoreError }> {
     const file = `${id}/${LOG_FILE_NAME}`
     try {
-      const { handle } = await this.#openLog(id, { write: false })
+      const { handle, log } = await this.#openLog(id, { write: false })
       try {
         const stats = await handle.stat()
-        const outcome = await this.#peekHeader(id, handle)
+        const outcome = await this.#peekHeader(id, handle, log)
         if (outcome.damage !== null) return { id, error: outcome.damage }
         if (outcome.header === null) {
           return {
@@ -1028,7 +1227,13 @@ class SessionStoreImpl implements SessionStore {
             }),
           }
         }
-        return { id, header: outcome.header, file, bytes: stats.size, modifiedAt: stats.mtime.toISOString() }
+        return {
+          id,
+          header: outcome.header,
+          file: log.file,
+          bytes: stats.size,
+          modifiedAt: stats.mtime.toISOString(),
+        }
       } finally {
         await handle.close().catch(() => undefined)
       }
@@ -1041,12 +1246,12 @@ class SessionStoreImpl implements SessionStore {
 
   async openWriter(id: string): Promise<SessionWriter> {
     assertSessionId(id)
-    const file = `${id}/${LOG_FILE_NAME}`
+    let file = `${id}/${LOG_FILE_NAME}`
     // V1: refuse a newer version before taking the lock or writing anything.
     {
-      const { handle } = await this.#openLog(id, { write: false })
+      const { handle, log } = await this.#openLog(id, { write: false })
       try {
-        const peek = await this.#peekHeader(id, handle)
+        const peek = await this.#peekHeader(id, handle, log)
         if (peek.damage !== null && isRefusal(peek.damage)) throw peek.damage
       } finally {
         await handle.close().catch(() => undefined)
@@ -1057,7 +1262,11 @@ class SessionStoreImpl implements SessionStore {
     let handle: FileHandleOps | undefined
     try {
       await this.#removeStaleTemps(directory)
-      handle = (await this.#openLog(id, { write: true })).handle
+      const opened = await this.#openLog(id, { write: true })
+      handle = opened.handle
+      const { log } = opened
+      file = log.file
+      const codec = log.encoding === 'zstd' ? await zstdCodecFor(log.file) : undefined
       const stats = await handle.stat()
       if (stats.nlink !== 1) {
         throw new JsonlStoreError({
@@ -1078,7 +1287,10 @@ class SessionStoreImpl implements SessionStore {
         )
         await handle.chmod(narrowed)
       }
-      const scan = await scanWithCheckpoint(this.#checkpointContext(id, directory), handle)
+      const scan =
+        log.encoding === 'zstd'
+          ? await this.#scanZstd(log, handle)
+          : await scanWithCheckpoint(this.#checkpointContext(id, directory), handle)
       const { outcome, projection } = scan
       if (outcome.damage !== null) throw outcome.damage
       let quarantineFile: string | null = null
@@ -1088,7 +1300,7 @@ class SessionStoreImpl implements SessionStore {
           fs: this.#fs,
           directory,
           id,
-          logName: LOG_FILE_NAME,
+          logName: log.name,
           log: handle,
           offset: outcome.goodEndOffset,
           chunkBytes: this.#limits.readChunkBytes,
@@ -1109,12 +1321,15 @@ class SessionStoreImpl implements SessionStore {
         // T4: no header (a crash during creation): nothing was ever acknowledged; re-initialise.
         header = this.#buildHeader(id, {})
         const headerLine = encodeJsonLine(JSON.stringify(header))
-        await handle.write(headerLine, 0)
+        const start = codec === undefined ? headerLine : encodeZstdLines(codec, headerLine)
+        await handle.write(start, 0)
         await handle.datasync()
-        durableOffset = headerLine.length
+        durableOffset = start.length
       }
       const writer = this.#newWriter({
         id,
+        log,
+        codec,
         header,
         directory,
         handle,
@@ -1153,6 +1368,8 @@ class SessionStoreImpl implements SessionStore {
 
   #newWriter(init: {
     readonly id: string
+    readonly log: SessionLog
+    readonly codec: ZstdCodec | undefined
     readonly header: SessionHeader
     readonly directory: string
     readonly handle: FileHandleOps
@@ -1165,8 +1382,8 @@ class SessionStoreImpl implements SessionStore {
     return new SessionWriterImpl({
       id: init.id,
       header: init.header,
-      path: join(init.directory, LOG_FILE_NAME),
-      file: `${init.id}/${LOG_FILE_NAME}`,
+      path: join(init.directory, init.log.name),
+      file: init.log.file,
       fs: this.#fs,
       handle: init.handle,
       lock: init.lock,
@@ -1179,7 +1396,9 @@ class SessionStoreImpl implements SessionStore {
       logger: this.#logger,
       recovery: init.recovery,
       redaction: this.#redaction,
-      checkpoints: init.checkpoints,
+      // Checkpoints bind plain byte offsets: a .zstd log has none (its opens replay every frame).
+      checkpoints: init.log.encoding === 'zstd' ? undefined : init.checkpoints,
+      encodeBatch: init.codec === undefined ? undefined : zstdBatchEncoder(init.codec, init.log.file),
     })
   }
 
@@ -1216,10 +1435,10 @@ class SessionStoreImpl implements SessionStore {
   async salvage(id: string, request: { readonly to: string }): Promise<SalvageReport> {
     assertSessionId(id)
     const to = assertSessionId(request.to)
-    const { handle } = await this.#openLog(id, { write: false })
+    const { handle, log } = await this.#openLog(id, { write: false })
     try {
-      const { outcome } = await this.#scan(id, handle, {})
-      const sourceFile = `${id}/${LOG_FILE_NAME}`
+      const { outcome, zstd } = await this.#scan(id, handle, { log })
+      const sourceFile = log.file
       if (outcome.damage !== null && isRefusal(outcome.damage)) throw outcome.damage
       if (outcome.header === null) {
         throw new JsonlStoreError({
@@ -1255,17 +1474,26 @@ class SessionStoreImpl implements SessionStore {
       await this.#ensureRoot(true)
       const directory = await this.#ensureSessionDirectory(to)
       const chunkBytes = this.#limits.readChunkBytes
+      const target = sessionLog(to, this.#encoding)
+      const codec =
+        target.encoding === 'zstd' || log.encoding === 'zstd' ? await zstdCodecFor(log.file) : undefined
+      const limits = this.#limits
       const published = await this.#publish({
         id: to,
         directory,
         kind: 'salvage',
         header,
+        log: target,
+        codec: target.encoding === 'zstd' ? codec : undefined,
         body: async function* copyGoodLines() {
-          yield* readFileChunks(handle, {
-            chunkBytes,
-            start: outcome.headerEndOffset,
-            end: outcome.goodEndOffset,
-          })
+          // The good lines after the header, byte for byte (a .zstd source: its plain content).
+          yield* zstd === undefined || codec === undefined
+            ? readFileChunks(handle, {
+                chunkBytes,
+                start: outcome.headerEndOffset,
+                end: outcome.goodEndOffset,
+              })
+            : zstdPlainRange(handle, { codec, limits, start: zstd.plainHeaderEnd, end: zstd.plainGoodEnd })
           yield encodeEventLine(salvageEvent)
         },
       })
@@ -1274,7 +1502,7 @@ class SessionStoreImpl implements SessionStore {
       return {
         from: id,
         to,
-        file: `${to}/${LOG_FILE_NAME}`,
+        file: target.file,
         copiedEvents: outcome.lastSeq + 1,
         lastGoodSeq: outcome.lastSeq,
         salvageSeq,
@@ -1294,27 +1522,31 @@ class SessionStoreImpl implements SessionStore {
   ): Promise<SessionWriter> {
     assertSessionId(id)
     const to = assertSessionId(request.to)
-    const { handle } = await this.#openLog(id, { write: false })
+    const { handle, log } = await this.#openLog(id, { write: false })
     let header: SessionHeader | null
     const prefix: LoggedEvent[] = []
     try {
-      const file = `${id}/${LOG_FILE_NAME}`
-      const outcome = await scanLog(readFileChunks(handle, { chunkBytes: this.#limits.readChunkBytes }), {
+      const file = log.file
+      const scanOptions = {
         format: V4_FORMAT,
         limits: this.#limits,
         registry: this.#registry,
         file,
-        onEvent: (event) => {
+        onEvent: (event: LoggedEvent) => {
           if (event.seq <= request.atSeq) prefix.push(event)
         },
         ...(Number.isSafeInteger(request.atSeq) ? { stopBeforeLine: request.atSeq + 3 } : {}),
-      })
+      }
+      const outcome =
+        log.encoding === 'zstd'
+          ? await scanZstdLog(handle, { ...scanOptions, codec: await zstdCodecFor(file) })
+          : await scanLog(readFileChunks(handle, { chunkBytes: this.#limits.readChunkBytes }), scanOptions)
       if (outcome.damage !== null) throw outcome.damage
       header = outcome.header
     } catch (error) {
       throw toStoreError(error, {
         op: 'read',
-        file: `${id}/${LOG_FILE_NAME}`,
+        file: log.file,
         fallback: JsonlErrorCode.READ_FAILED,
       })
     } finally {
@@ -1357,6 +1589,16 @@ function isRefusal(error: JsonlStoreError): boolean {
     error.code === JsonlErrorCode.VERSION_TOO_NEW ||
     (error.code === JsonlErrorCode.INVALID_HEADER && error.line === 1)
   )
+}
+
+function checkedEncoding(encoding: unknown): LogEncoding {
+  if (encoding === 'plain' || encoding === 'zstd') return encoding
+  throw new JsonlStoreError({
+    code: JsonlErrorCode.INVALID_OPTION,
+    message: `Store option encoding must be "plain" or "zstd", found ${JSON.stringify(encoding) ?? String(encoding)}.`,
+    file: '',
+    details: { option: 'encoding' },
+  })
 }
 
 function isSessionId(name: string): boolean {

@@ -73,6 +73,10 @@ export interface ZstdLogStats {
   readonly plainBytes: number
   /** Compressed offset of the last good Zstandard frame (-1 when none). */
   readonly lastFrameOffset: number
+  /** Plain offset just after the header line's `\n` (0 when there is no header). */
+  readonly plainHeaderEnd: number
+  /** Plain offset just after the last good line (damage inside a frame leaves the lines before it good). */
+  readonly plainGoodEnd: number
   /**
    * The sealed prefix: the header frame, then every frame of at least
    * {@link SEALED_FRAME_MIN_BYTES} of content up to the first smaller one. A reseal copies it
@@ -473,6 +477,8 @@ export async function* scanZstdLogChunks(
       skippableFrames: skippable,
       plainBytes: plainOffset,
       lastFrameOffset,
+      plainHeaderEnd: plain.headerEndOffset,
+      plainGoodEnd: plain.goodEndOffset,
       sealed,
     },
   }
@@ -552,5 +558,32 @@ export async function* zstdPlainSource(
       yield* pieces
     }
     if (frames.corruption !== undefined) return
+  }
+}
+
+/**
+ * The plain bytes `[start, end)` of a `.zstd` log's content (e.g. its good lines after the
+ * header, for a salvage), decoded frame by frame.
+ *
+ * @param handle - The open log.
+ * @param options - Codec, limits and the plain byte range.
+ * @returns The bytes, in chunks.
+ */
+export async function* zstdPlainRange(
+  handle: FileHandleOps,
+  options: {
+    readonly codec: ZstdCodec
+    readonly limits: ZstdReadLimits
+    readonly start: number
+    readonly end: number
+  },
+): AsyncGenerator<Buffer, void, undefined> {
+  let position = 0
+  for await (const chunk of zstdPlainSource(handle, { codec: options.codec, limits: options.limits })) {
+    const from = position
+    position += chunk.length
+    if (position <= options.start) continue
+    if (from >= options.end) return
+    yield chunk.subarray(Math.max(0, options.start - from), Math.min(chunk.length, options.end - from))
   }
 }

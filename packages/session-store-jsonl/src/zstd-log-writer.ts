@@ -65,3 +65,36 @@ export function encodeZstdLogStart(
   if (body.length === 0) return header
   return Buffer.concat([header, encodeZstdLines(codec, Buffer.concat(body))])
 }
+
+/**
+ * Frames a stream of whole lines as it arrives: each frame closes before the line that would
+ * take it past `targetFrameBytes` (a longer line gets a frame of its own), so memory is one
+ * frame plus one read chunk.
+ *
+ * @param codec - The codec.
+ * @param plain - Whole lines in chunks of any size; the stream must end with `\n`.
+ * @param options - `level` (default {@link ZSTD_FLUSH_LEVEL}) and `targetFrameBytes` (default {@link ZSTD_FRAME_BYTES}).
+ * @returns The frames, one Buffer each.
+ * @throws {@link ZstdFrameError} `INVALID_ARGUMENT` when the stream does not end with `\n`; `CODEC_FAILED`.
+ */
+export async function* encodeZstdStream(
+  codec: ZstdCodec,
+  plain: AsyncIterable<Uint8Array>,
+  options: { readonly level?: number; readonly targetFrameBytes?: number } = {},
+): AsyncGenerator<Buffer, void, undefined> {
+  const level = options.level ?? ZSTD_FLUSH_LEVEL
+  const target = options.targetFrameBytes ?? ZSTD_FRAME_BYTES
+  let pending: Buffer = Buffer.alloc(0)
+  for await (const chunk of plain) {
+    const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    pending = pending.length === 0 ? bytes : Buffer.concat([pending, bytes])
+    while (pending.length >= target) {
+      const last = pending.lastIndexOf(0x0a, target - 1)
+      const cut = last !== -1 ? last + 1 : pending.indexOf(0x0a, target) + 1
+      if (cut === 0) break
+      yield encodeZstdLines(codec, pending.subarray(0, cut), { level, targetFrameBytes: Infinity })
+      pending = pending.subarray(cut)
+    }
+  }
+  if (pending.length > 0) yield encodeZstdLines(codec, pending, { level, targetFrameBytes: Infinity })
+}
