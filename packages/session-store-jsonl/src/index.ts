@@ -105,3 +105,59 @@ export type {
   VersionedStream,
 } from './migration/migration-edge.ts'
 export { MIGRATION_EDGES } from './migration/migration-edges.ts'
+export { compressSession } from './compress-session.ts'
+export type {
+  CompressContext,
+  CompressOptions,
+  CompressProgress,
+  CompressResult,
+} from './compress-session.ts'
+export {
+  RETAIN_BYTES,
+  scanZstdLog,
+  scanZstdLogChunks,
+  SEALED_FRAME_MIN_BYTES,
+  zstdPlainRange,
+  zstdPlainSource,
+  zstdStoreError,
+} from './zstd-log-reader.ts'
+export type { ZstdLogStats, ZstdReadLimits, ZstdScanOptions, ZstdScanOutcome } from './zstd-log-reader.ts'
+export {
+  encodeZstdLines,
+  encodeZstdLogStart,
+  encodeZstdStream,
+  ZSTD_FLUSH_LEVEL,
+  ZSTD_FRAME_BYTES,
+  ZSTD_SEAL_LEVEL,
+} from './zstd-log-writer.ts'
+export type { LogEncoding } from './zstd-log-writer.ts'
+export { compareEncodings, locateSessionLog, sessionLog, ZSTD_LOG_FILE_NAME } from './zstd-session.ts'
+export type { LocateRequest, SessionLog } from './zstd-session.ts'
+// The zstd layer (src/zstd): codec, structural frame scanner, bounded decoding, line splitting.
+export { loadZstdCodec } from './zstd/zstd-codec.ts'
+export type { ZstdCodec, ZstdDecompressLimits } from './zstd/zstd-codec.ts'
+export { scanFrames, ZstdFrameScanner } from './zstd/scan-frames.ts'
+export type { ZstdScannedFrame, ZstdScanResult, ZstdScanSummary, ZstdScanTail } from './zstd/scan-frames.ts'
+export { decodeFrameLines } from './zstd/decode-frame-lines.ts'
+export type { DecodeFrameLinesOptions } from './zstd/decode-frame-lines.ts'
+export { DEFAULT_COMPRESSION_LEVEL, encodeFrames } from './zstd/encode-frames.ts'
+export type { EncodedFrame, EncodedFrames, EncodeFramesOptions } from './zstd/encode-frames.ts'
+export { createFrameLineSplitter, splitFrameLines } from './zstd/frame-lines.ts'
+export type { FrameLineOptions, FrameLineSplitter } from './zstd/frame-lines.ts'
+export {
+  findNextFrame,
+  isFrameMagicAt,
+  parseFrameAt,
+  ZSTD_BLOCK_SIZE_MAX,
+  ZSTD_MAGIC_BYTES,
+} from './zstd/frame-format.ts'
+export type { ZstdBlockExtent, ZstdFrameInfo, ZstdFrameParse } from './zstd/frame-format.ts'
+export {
+  DEFAULT_MAX_FRAME_OUTPUT_BYTES,
+  DEFAULT_MAX_WINDOW_BYTES,
+  inspectFrame,
+  planFeeds,
+} from './zstd/inspect-frame.ts'
+export type { ZstdFramePlan } from './zstd/inspect-frame.ts'
+export { withFrameContext, ZstdFrameError, ZstdFrameErrorCode } from './zstd/zstd-frame-error.ts'
+export type { ZstdCorruptReason, ZstdFrameErrorOptions, ZstdTornPart } from './zstd/zstd-frame-error.ts'
