@@ -1,0 +1,475 @@
+// session.v4.jsonl.zstd through the store: create, append, open, read, list, salvage, fork;
+// interop with the stock `zstd` CLI as the oracle; the torn frame rule (Z1, Z2), corruption in
+// the middle (Z3), line alignment (Z4), skippable frames (Z5) and bounded decompression (S4).
+import { existsSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+
+import { encodeEventLine, JsonlStoreError } from '../src/index.ts'
+import type { SessionStore } from '../src/index.ts'
+import { seededRandom } from './support/fault-fs.ts'
+import {
+  closedSessionInputs,
+  collect,
+  fileIdentity,
+  forEachConcurrently,
+  makeTempDir,
+  namesIn,
+  noSyncFsOps,
+  placeSession,
+  range,
+  testStore,
+  withFlippedByte,
+} from './support/sessions.ts'
+import {
+  batchesOf,
+  frameStarts,
+  placeZstdSession,
+  skippableFrame,
+  writeBatches,
+  ZSTD_NAME,
+} from './support/zstd-sessions.ts'
+import { cliCheck, cliCompress, craftFrame, rawBlock } from './zstd-helpers.ts'
+
+let temp: { path: string; cleanup: () => void }
+let store: SessionStore
+
+beforeEach(() => {
+  temp = makeTempDir('al-zstd-store-')
+  ;({ store } = testStore(temp.path))
+})
+
+afterEach(() => {
+  temp.cleanup()
+})
+
+async function caught(promise: Promise<unknown>): Promise<JsonlStoreError> {
+  try {
+    await promise
+  } catch (error) {
+    if (JsonlStoreError.is(error)) return error
+    throw error
+  }
+  throw new Error('expected a JsonlStoreError, found success')
+}
+
+const note = {
+  type: 'user/message',
+  data: { message: { role: 'user', content: 'after reopening' } },
+} as const
+
+/** 31 events: a system message and four closed turns (frames 1-4), then two user notes (frame 5). */
+const INPUTS = closedSessionInputs(31)
+const BATCHES = batchesOf(INPUTS, [8, 7, 7, 7, 2])
+
+/** The fixture of Z1-Z5: a header frame plus one frame per flush (5 flushes). */
+async function fiveFlushes(id = 'five'): Promise<{ path: string; bytes: Buffer; starts: number[] }> {
+  const { path, bytes } = await writeBatches(store, { id, encoding: 'zstd', batches: BATCHES })
+  return { path, bytes, starts: frameStarts(bytes) }
+}
+
+describe('zstd sessions through the store', () => {
+  it('writes the header in its own frame and one frame per flush; zstd -t passes and zstd -d gives the plain log, byte for byte', async () => {
+    const zstd = await writeBatches(store, { id: 'same', encoding: 'zstd', batches: BATCHES })
+    // The same inputs through a plain store with the same clock and id give the plain log.
+    const other = makeTempDir('al-zstd-plain-')
+    try {
+      const plain = await writeBatches(testStore(other.path).store, {
+        id: 'same',
+        encoding: 'plain',
+        batches: BATCHES,
+      })
+      expect(frameStarts(zstd.bytes)).toHaveLength(1 + BATCHES.length)
+      const check = cliCheck(zstd.bytes)
+      expect(check.testOk).toBe(true)
+      expect(check.plain?.equals(plain.bytes)).toBe(true)
+      // The header frame alone decodes to the header line.
+      const headerFrame = zstd.bytes.subarray(0, frameStarts(zstd.bytes)[1])
+      expect(cliCheck(headerFrame).plain?.toString()).toBe(
+        plain.bytes.subarray(0, plain.bytes.indexOf(0x0a) + 1).toString(),
+      )
+      // The plain reader accepts what zstd -d gives, with the same events.
+      placeSession(temp.path, 'decoded', check.plain!)
+      const fromPlain = await collect(store.readEvents('decoded'))
+      const fromZstd = await collect(store.readEvents('same'))
+      expect(fromZstd).toEqual(fromPlain)
+      expect(fromZstd).toHaveLength(INPUTS.length)
+    } finally {
+      other.cleanup()
+    }
+  })
+
+  it('the encoding store option makes zstd sessions; openWriter appends whole frames; reader, verify and list name the .zstd file', async () => {
+    const zstdStore = testStore(temp.path, { encoding: 'zstd' }).store
+    const writer = await zstdStore.create({ id: 'opt' })
+    expect(writer.file).toBe(`opt/${ZSTD_NAME}`)
+    for (const input of INPUTS.slice(0, 8)) writer.append(input)
+    await writer.close()
+    expect(namesIn(join(temp.path, 'opt'))).toEqual([ZSTD_NAME])
+    const again = await store.openWriter('opt')
+    expect(again.file).toBe(`opt/${ZSTD_NAME}`)
+    again.append(note)
+    await again.flush()
+    again.append(note)
+    await again.close()
+    const bytes = readFileSync(join(temp.path, 'opt', ZSTD_NAME))
+    expect(frameStarts(bytes)).toHaveLength(4)
+    expect(cliCheck(bytes).testOk).toBe(true)
+    const read = await store.openReader('opt')
+    expect(read).toMatchObject({ lastSeq: 9, file: `opt/${ZSTD_NAME}`, tornTail: null, checkpoint: null })
+    expect(read.frames).toMatchObject({ frames: 4, skippableFrames: 0 })
+    expect(await store.verify('opt')).toMatchObject({ status: 'ok', events: 10, file: `opt/${ZSTD_NAME}` })
+    const { sessions } = await store.list()
+    expect(sessions.map((session) => [session.id, session.file])).toEqual([['opt', `opt/${ZSTD_NAME}`]])
+    // No projection checkpoint is written for a .zstd log (its offsets would be compressed ones).
+    expect(existsSync(join(temp.path, 'opt', 'projection.checkpoint.msgpack'))).toBe(false)
+  })
+
+  it('reads a plain v4 log compressed by the zstd CLI (one frame, and several frames) and appends frames after it', async () => {
+    const plain = await writeBatches(store, { id: 'source', encoding: 'plain', batches: BATCHES })
+    const lines = plain.bytes
+      .toString('utf8')
+      .split('\n')
+      .slice(0, -1)
+      .map((line) => Buffer.from(`${line}\n`))
+    const expected = await collect(store.readEvents('source'))
+    const oneFrame = cliCompress(plain.bytes, ['-3'], true)
+    const several = Buffer.concat([
+      cliCompress(lines[0]!),
+      cliCompress(Buffer.concat(lines.slice(1, 12)), ['-19']),
+      cliCompress(Buffer.concat(lines.slice(12)), ['-1'], true),
+    ])
+    for (const [id, bytes, frames] of [
+      ['cli1', oneFrame, 1],
+      ['cli3', several, 3],
+    ] as const) {
+      placeZstdSession(temp.path, id, bytes)
+      const read = await store.openReader(id)
+      expect(read.frames?.frames).toBe(frames)
+      expect(await collect(store.readEvents(id))).toEqual(expected)
+      expect(await store.verify(id)).toMatchObject({ status: 'ok', events: INPUTS.length })
+      const writer = await store.openWriter(id)
+      writer.append(note)
+      await writer.close()
+      const after = readFileSync(join(temp.path, id, ZSTD_NAME))
+      const check = cliCheck(after)
+      expect(check.testOk).toBe(true)
+      expect(check.plain!.subarray(0, plain.bytes.length).equals(plain.bytes)).toBe(true)
+      expect(check.plain!.subarray(plain.bytes.length).toString()).toContain('after reopening')
+    }
+  })
+
+  it('V1: a .zstd log whose header is version 5 is refused, touching nothing', async () => {
+    const line = Buffer.from(
+      `${JSON.stringify({ format: 'agent-ledger.session', version: 5, id: 'new', createdAt: '2030-01-01T00:00:00.000Z' })}\n`,
+    )
+    const path = placeZstdSession(temp.path, 'new', cliCompress(line))
+    const before = fileIdentity(path)
+    expect((await caught(store.openReader('new'))).code).toBe('VERSION_TOO_NEW')
+    expect((await caught(store.openWriter('new'))).code).toBe('VERSION_TOO_NEW')
+    expect((await caught(store.compress('new'))).code).toBe('VERSION_TOO_NEW')
+    expect(fileIdentity(path)).toEqual(before)
+    expect(namesIn(join(temp.path, 'new'))).toEqual([ZSTD_NAME])
+  })
+
+  it('salvage and fork read a .zstd source; the new sessions are plain by default', async () => {
+    await writeBatches(store, { id: 'src', encoding: 'zstd', batches: BATCHES })
+    const report = await store.salvage('src', { to: 'saved' })
+    expect(report).toMatchObject({ copiedEvents: 31, reason: 'none', file: 'saved/session.v4.jsonl' })
+    const saved = await collect(store.readEvents('saved'))
+    expect(saved.slice(0, 31)).toEqual(await collect(store.readEvents('src')))
+    const fork = await store.fork('src', { to: 'forked', atSeq: 7 })
+    expect(fork.file).toBe('forked/session.v4.jsonl')
+    await fork.close()
+    expect((await store.openReader('forked')).header?.parentSession).toBe('src')
+    const create = await store.create({ id: 'taken', encoding: 'zstd' })
+    await create.close()
+    expect((await caught(store.create({ id: 'taken' }))).code).toBe('SESSION_EXISTS')
+  })
+})
+
+describe('zstd torn frames and damage through the store', () => {
+  it('Z1: the last frame cut at every offset: read mode reports it and changes nothing; write mode quarantines it, truncates to frame 4, and appends after it', async () => {
+    const { bytes, starts } = await fiveFlushes()
+    const lastStart = starts[starts.length - 1]!
+    const keptEvents = 29 // frames 1-4: the system message and four turns
+    const fast = testStore(temp.path, { fs: noSyncFsOps }).store
+    let tested = 0
+    await forEachConcurrently(range(lastStart, bytes.length), 8, async (cut) => {
+      const useStore = cut % 16 === 0 ? store : fast
+      const id = `cut${cut}`
+      const path = placeZstdSession(temp.path, id, bytes.subarray(0, cut))
+      const before = fileIdentity(path)
+      const read = await useStore.openReader(id)
+      expect(read.lastSeq).toBe(keptEvents - 1)
+      expect(read.tornTail).toEqual(
+        cut === lastStart ? null : expect.objectContaining({ offset: lastStart, bytes: cut - lastStart }),
+      )
+      expect(fileIdentity(path)).toEqual(before)
+      const writer = await useStore.openWriter(id)
+      expect(writer.projection.nextSeq).toBe(keptEvents)
+      expect(writer.recovery.repairs).toEqual([])
+      expect(readFileSync(path).equals(bytes.subarray(0, lastStart))).toBe(true)
+      if (cut > lastStart) {
+        const quarantined = readFileSync(join(temp.path, id, writer.recovery.quarantineFile!))
+        expect(quarantined.equals(bytes.subarray(lastStart, cut))).toBe(true)
+        expect(writer.recovery.quarantineFile).toBe(`${ZSTD_NAME}.torn-${lastStart}`)
+      }
+      if (cut % 8 === 0) {
+        expect(writer.append(note).seq).toBe(keptEvents)
+        await writer.flush()
+      }
+      await writer.close()
+      if (cut % 8 === 0) expect(cliCheck(readFileSync(path)).testOk).toBe(true)
+      tested += 1
+    })
+    expect(tested).toBe(bytes.length - lastStart)
+  })
+
+  it('Z2: NULs, random bytes or half a frame after the last complete frame are a torn tail, quarantined byte for byte', async () => {
+    const { bytes } = await fiveFlushes()
+    const otherFrame = cliCompress(Buffer.from(`${'{"seq":99,"x":"another session"}\n'.repeat(40)}`))
+    const random = seededRandom(11)
+    const noise = Buffer.alloc(1000)
+    for (let at = 0; at < noise.length; at += 1) noise[at] = Math.floor(random() * 256)
+    noise[0] = 0x00 // never a frame magic
+    const tails: [string, Buffer, 'tailGarbage' | 'unterminated'][] = [
+      ['nuls', Buffer.alloc(4096), 'tailGarbage'],
+      ['noise', noise, 'tailGarbage'],
+      // A frame cut short starts like a frame: reported as a write cut short (see FORMAT.md).
+      ['half', otherFrame.subarray(0, otherFrame.length >> 1), 'unterminated'],
+    ]
+    for (const [id, tail, reason] of tails) {
+      const path = placeZstdSession(temp.path, id, Buffer.concat([bytes, tail]))
+      const read = await store.openReader(id)
+      expect(read.lastSeq).toBe(30)
+      expect(read.tornTail).toMatchObject({ offset: bytes.length, bytes: tail.length, reason })
+      const writer = await store.openWriter(id)
+      expect(writer.projection.nextSeq).toBe(31)
+      await writer.close()
+      expect(readFileSync(path).equals(bytes)).toBe(true)
+      expect(readFileSync(join(temp.path, id, writer.recovery.quarantineFile!)).equals(tail)).toBe(true)
+    }
+  })
+
+  it('Z3: every byte of a middle frame flipped: CORRUPT_FRAME (or a line error) naming frame 2, or harmless; writes refused, nothing changed', async () => {
+    const { bytes, starts } = await fiveFlushes()
+    const expected = await collect(store.readEvents('five'))
+    const [start, end] = [starts[2]!, starts[3]!]
+    const verdicts = new Map<string, number>()
+    await forEachConcurrently(range(start, end), 8, async (index) => {
+      const id = `flip${index}`
+      const path = placeZstdSession(temp.path, id, withFlippedByte(bytes, index, 0x10))
+      const before = fileIdentity(path)
+      let verdict = 'harmless'
+      try {
+        expect(await collect(store.readEvents(id))).toEqual(expected)
+      } catch (error) {
+        if (!JsonlStoreError.is(error)) throw error
+        verdict = error.code
+        expect(error.details['frameIndex']).toBe(2)
+        expect(error.lastGoodSeq).toBeLessThan(15)
+        const read = await store.openReader(id, { allowDamaged: true })
+        expect(read.error?.code).toBe(error.code)
+        expect(read.tornTail).toBeNull()
+        if (index % 4 === 0) expect((await caught(store.openWriter(id))).code).toBe(error.code)
+      }
+      expect(fileIdentity(path)).toEqual(before)
+      verdicts.set(verdict, (verdicts.get(verdict) ?? 0) + 1)
+    })
+    expect(verdicts.get('CORRUPT_FRAME')).toBeGreaterThan((end - start) / 2)
+    expect(verdicts.get('harmless') ?? 0).toBeLessThan(8)
+  })
+
+  it('Z4: a frame that does not end on a line boundary, or a line split across frames, is CORRUPT_FRAME frame-not-line-aligned', async () => {
+    const { bytes, starts } = await fiveFlushes()
+    const headerFrame = bytes.subarray(0, starts[1])
+    const firstFrame = bytes.subarray(starts[1], starts[2])
+    const line = encodeEventLine({
+      seq: 8,
+      time: '2026-01-01T00:00:00.000Z',
+      type: 'user/message',
+      data: { message: { role: 'user', content: 'split' } },
+    })
+    const cut = line.length >> 1
+    const split = Buffer.concat([
+      headerFrame,
+      firstFrame,
+      craftFrame({
+        descriptor: 0x00,
+        windowDescriptor: 0x50,
+        blocks: [rawBlock(line.subarray(0, cut).toString('latin1'))],
+      }),
+      craftFrame({
+        descriptor: 0x00,
+        windowDescriptor: 0x50,
+        blocks: [rawBlock(line.subarray(cut).toString('latin1'))],
+      }),
+    ])
+    placeZstdSession(temp.path, 'split', split)
+    const error = await caught(store.openReader('split'))
+    expect(error).toMatchObject({ code: 'CORRUPT_FRAME', lastGoodSeq: 7 })
+    expect(error.details).toMatchObject({
+      frameIndex: 2,
+      reason: 'frame-not-line-aligned',
+      compressedOffset: starts[2],
+    })
+    // Even as the last frame: a crash never writes a decodable frame that ends mid-line.
+    placeZstdSession(
+      temp.path,
+      'unaligned',
+      split.subarray(
+        0,
+        split.length -
+          craftFrame({
+            descriptor: 0x00,
+            windowDescriptor: 0x50,
+            blocks: [rawBlock(line.subarray(cut).toString('latin1'))],
+          }).length,
+      ),
+    )
+    expect((await caught(store.openWriter('unaligned'))).details).toMatchObject({
+      reason: 'frame-not-line-aligned',
+    })
+    expect(namesIn(join(temp.path, 'unaligned'))).toEqual([ZSTD_NAME])
+  })
+
+  it('Z5: a skippable frame between frames 2 and 3 is ignored and counted; unknown magic is CORRUPT_FRAME mid-file and a torn tail at the end', async () => {
+    const { bytes, starts } = await fiveFlushes()
+    const expected = await collect(store.readEvents('five'))
+    const withSkippable = Buffer.concat([
+      bytes.subarray(0, starts[3]),
+      skippableFrame(Buffer.from('metadata'), 7),
+      bytes.subarray(starts[3]),
+    ])
+    placeZstdSession(temp.path, 'skip', withSkippable)
+    expect(await collect(store.readEvents('skip'))).toEqual(expected)
+    expect((await store.openReader('skip')).frames).toMatchObject({ frames: 6, skippableFrames: 1 })
+    const writer = await store.openWriter('skip')
+    writer.append(note)
+    await writer.close()
+    const check = cliCheck(readFileSync(join(temp.path, 'skip', ZSTD_NAME)))
+    expect(check.testOk).toBe(true)
+    expect(check.plain!.toString()).toContain('after reopening')
+    const magic = Buffer.from([0xde, 0xad, 0xbe, 0xef])
+    placeZstdSession(
+      temp.path,
+      'magic',
+      Buffer.concat([bytes.subarray(0, starts[3]), magic, bytes.subarray(starts[3])]),
+    )
+    const error = await caught(store.openReader('magic'))
+    expect(error).toMatchObject({ code: 'CORRUPT_FRAME', offset: starts[3] })
+    expect(error.details).toMatchObject({ reason: 'unknown-magic' })
+    const tailPath = placeZstdSession(temp.path, 'tailmagic', Buffer.concat([bytes, magic]))
+    expect((await store.openReader('tailmagic')).tornTail).toMatchObject({
+      offset: bytes.length,
+      bytes: 4,
+      reason: 'tailGarbage',
+    })
+    await (await store.openWriter('tailmagic')).close()
+    expect(readFileSync(tailPath).equals(bytes)).toBe(true)
+  })
+
+  it('S4: a decompression bomb, a frame claiming 2^60 bytes and a 2 GiB window are refused, nothing written', async () => {
+    const { bytes, starts } = await fiveFlushes()
+    const headerFrame = bytes.subarray(0, starts[1])
+    const MiB = 1024 * 1024
+    const limited = testStore(temp.path, { limits: { maxFrameOutputBytes: 8 * MiB } }).store
+    const bomb = cliCompress(Buffer.alloc(64 * MiB), ['-3'])
+    expect(bomb.length).toBeLessThan(64 * 1024)
+    const cases: [string, Buffer, string][] = [
+      ['bomb', Buffer.concat([headerFrame, bomb]), 'DECOMPRESSION_LIMIT'],
+      ['bombmid', Buffer.concat([headerFrame, bomb, bytes.subarray(starts[1])]), 'DECOMPRESSION_LIMIT'],
+      [
+        'claims',
+        Buffer.concat([
+          headerFrame,
+          craftFrame({
+            descriptor: 0xc0,
+            windowDescriptor: 0x50,
+            contentSizeBytes: [0, 0, 0, 0, 0, 0, 0, 0x10],
+            blocks: [rawBlock('{}\n')],
+          }),
+        ]),
+        'DECOMPRESSION_LIMIT',
+      ],
+      [
+        'window',
+        Buffer.concat([
+          headerFrame,
+          craftFrame({ descriptor: 0x00, windowDescriptor: (31 - 10) << 3, blocks: [rawBlock('{}\n')] }),
+        ]),
+        'WINDOW_TOO_LARGE',
+      ],
+    ]
+    for (const [id, content, code] of cases) {
+      const path = placeZstdSession(temp.path, id, content)
+      const before = fileIdentity(path)
+      const read = await caught(limited.openReader(id))
+      expect(read.code).toBe(code)
+      if (code === 'DECOMPRESSION_LIMIT') {
+        expect(read.details['limit']).toBe(8 * MiB)
+        expect(read.details['producedBytes']).toBeLessThanOrEqual(8 * MiB)
+      }
+      expect((await caught(limited.openWriter(id))).code).toBe(code)
+      expect((await caught(limited.compress(id))).code).toBe(code)
+      expect(fileIdentity(path)).toEqual(before)
+      expect(readdirSync(join(temp.path, id)).filter((name) => name !== 'writer.lock')).toEqual([ZSTD_NAME])
+    }
+  })
+})
+
+describe('zstd writer durability', () => {
+  it('a failed write of a .zstd flush is rolled back and retried with the same seqs; the file stays whole frames', async () => {
+    let failNext = false
+    const failing = testStore(temp.path, {
+      fs: {
+        ...noSyncFsOps,
+        async open(path, flags, mode) {
+          const handle = await noSyncFsOps.open(path, flags, mode)
+          return {
+            ...handle,
+            path: handle.path,
+            async write(buffer, position) {
+              if (failNext) {
+                failNext = false
+                await handle.write(buffer.subarray(0, buffer.byteLength >> 1), position)
+                const error = new Error('no space') as Error & { code?: string }
+                error.code = 'ENOSPC'
+                throw error
+              }
+              await handle.write(buffer, position)
+            },
+          }
+        },
+      },
+    }).store
+    const writer = await failing.create({ id: 'full', encoding: 'zstd' })
+    writer.append(note)
+    await writer.flush()
+    writer.append(note)
+    failNext = true
+    expect((await caught(writer.flush())).code).toBe('DISK_FULL')
+    expect(writer.bufferedEvents).toBe(1)
+    expect(cliCheck(readFileSync(join(temp.path, 'full', ZSTD_NAME))).testOk).toBe(true)
+    expect((await writer.flush()).durableSeq).toBe(1)
+    await writer.close()
+    const events = await collect(store.readEvents('full'))
+    expect(events.map((event) => event.seq)).toEqual([0, 1])
+    expect(statSync(join(temp.path, 'full', ZSTD_NAME)).size).toBeGreaterThan(0)
+  })
+
+  it('W5: a .zstd log replaced under its writer is FILE_REPLACED, not acknowledged', async () => {
+    const writer = await store.create({ id: 'swap', encoding: 'zstd' })
+    writer.append(note)
+    await writer.flush()
+    const path = join(temp.path, 'swap', ZSTD_NAME)
+    const copy = readFileSync(path)
+    writeFileSync(`${path}.new`, copy)
+    renameSync(`${path}.new`, path)
+    writer.append(note)
+    expect((await caught(writer.flush())).code).toBe('FILE_REPLACED')
+    await writer.close().catch(() => undefined)
+  })
+})
