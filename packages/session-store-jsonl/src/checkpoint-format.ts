@@ -1,4 +1,4 @@
-import { decode, encode } from '@msgpack/msgpack'
+import { decode, encode, Encoder } from '@msgpack/msgpack'
 import { crc32c } from '@node-rs/crc32'
 import { SNAPSHOT_VERSION } from '@agent-ledger/session-projection'
 import type { ProjectionSnapshot } from '@agent-ledger/session-projection'
@@ -88,9 +88,11 @@ const bindingSchema = z.strictObject({
 })
 
 // The snapshot's insides are checked by restoreProjection (surface messages, repair state, stats).
+// On disk its surface is an array of bin, each the msgpack of one node (encoded once per node).
 const snapshotShellSchema = z.looseObject({
   snapshotVersion: z.literal(SNAPSHOT_VERSION),
   nextSeq: count,
+  surface: z.array(z.instanceof(Uint8Array)),
 })
 
 const headSchema = z
@@ -173,29 +175,46 @@ function messageOf(error: unknown): string {
  * head, bodyCrc32c, body}` where `head` is the msgpack of `{binding, seqIndex}` and `body` the
  * msgpack of the snapshot, each under its own CRC-32C: a flipped byte anywhere is caught
  * before it is decoded, and a checkpoint whose binding fails is rejected without decoding
- * its snapshot.
+ * its snapshot. In `body`, `surface` is an array of bin, each the msgpack of one surface
+ * node: surface nodes never change, so a writer encodes each once (`nodeCache`) and a
+ * checkpoint at every `turn/end` costs the new nodes plus a copy, not a re-encode of the
+ * whole history.
  *
  * @param record - The binding, snapshot and sparse index.
- * @param options - `maxDepth`: deepest nesting to encode (event data depth plus the checkpoint's own levels).
+ * @param options - `maxDepth`: deepest nesting to encode (event data depth plus the checkpoint's own levels);
+ *   `nodeCache`: encoded surface nodes kept across calls (keyed by node object).
  * @returns The file's bytes.
  */
 export function encodeCheckpoint(
   record: CheckpointRecord,
-  options: { readonly maxDepth: number },
+  options: { readonly maxDepth: number; readonly nodeCache?: WeakMap<object, Uint8Array> },
 ): Uint8Array {
   const head = encode({ binding: record.binding, seqIndex: record.seqIndex }, { ignoreUndefined: true })
-  const body = encode(record.snapshot, { ignoreUndefined: true, maxDepth: options.maxDepth })
-  return encode(
-    {
-      format: CHECKPOINT_FORMAT,
-      checkpointVersion: record.checkpointVersion,
-      headCrc32c: crc32c(head) >>> 0,
-      head,
-      bodyCrc32c: crc32c(body) >>> 0,
-      body,
-    },
-    { ignoreUndefined: true },
-  )
+  const encodeOptions = { ignoreUndefined: true, maxDepth: options.maxDepth }
+  const cache = options.nodeCache
+  let surfaceBytes = 0
+  const surface = record.snapshot.surface.map((node) => {
+    let bytes = cache?.get(node)
+    if (bytes === undefined) {
+      bytes = encode(node, encodeOptions)
+      cache?.set(node, bytes)
+    }
+    surfaceBytes += bytes.length + 5
+    return bytes
+  })
+  // Sized up front: a growing buffer would be copied at every doubling.
+  const body = new Encoder({ ...encodeOptions, initialBufferSize: surfaceBytes + 64 * 1024 }).encode({
+    ...record.snapshot,
+    surface,
+  })
+  return new Encoder({ ignoreUndefined: true, initialBufferSize: head.length + body.length + 1024 }).encode({
+    format: CHECKPOINT_FORMAT,
+    checkpointVersion: record.checkpointVersion,
+    headCrc32c: crc32c(head) >>> 0,
+    head,
+    bodyCrc32c: crc32c(body) >>> 0,
+    body,
+  })
 }
 
 function issueText(error: z.ZodError): string {
@@ -284,6 +303,12 @@ export function decodeCheckpointSnapshot(
       detail: `snapshot.nextSeq ${shell.data.nextSeq} is not N + 1 = ${head.binding.seq + 1}`,
     }
   }
-  // The decoded object itself, not zod's copy: the snapshot's insides stay as decoded.
-  return { ok: true, snapshot: snapshot as ProjectionSnapshot }
+  let surface: unknown[]
+  try {
+    surface = shell.data.surface.map((bytes) => decode(bytes))
+  } catch (error) {
+    return { ok: false, reason: 'decode', detail: `snapshot.surface: ${messageOf(error)}` }
+  }
+  // The decoded objects themselves, not zod's copies: the snapshot's insides stay as decoded.
+  return { ok: true, snapshot: { ...(snapshot as ProjectionSnapshot), surface } as ProjectionSnapshot }
 }

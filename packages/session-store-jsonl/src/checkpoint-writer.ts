@@ -23,8 +23,14 @@ const TYPE_PROBE_BYTES = 256
 const TURN_END_TYPE = Buffer.from('"type":"turn/end"', 'latin1')
 /** Levels the checkpoint adds above event data (record, snapshot, surface, node, message...). */
 const ENCODE_EXTRA_DEPTH = 16
+/** Any surrogate code unit (a fast first test: most strings have none). */
+const ANY_SURROGATE = /[\uD800-\uDFFF]/
 /** A lone surrogate: a string msgpack's UTF-8 encoding would not give back. */
 const LONE_SURROGATE = /\p{Cs}/u
+
+function hasLoneSurrogate(text: string): boolean {
+  return ANY_SURROGATE.test(text) && LONE_SURROGATE.test(text)
+}
 
 /** One line of a flushed batch, as the writer buffers it. */
 export interface BatchLine {
@@ -72,7 +78,8 @@ export class CheckpointWriter {
   #queued: Job | null = null
   #running: Promise<void> | null = null
   #disabled = false
-  readonly #checked = new WeakSet<object>()
+  /** Every surface node this writer encoded (msgpack), reused by later checkpoints: nodes never change. */
+  readonly #nodeBytes = new WeakMap<object, Uint8Array>()
 
   /**
    * @param init - The store context of the session, the open log, its header, what the open
@@ -245,7 +252,10 @@ export class CheckpointWriter {
         snapshot: job.snapshot,
         seqIndex: job.seqIndex,
       }
-      const bytes = encodeCheckpoint(record, { maxDepth: context.limits.maxDepth + ENCODE_EXTRA_DEPTH })
+      const bytes = encodeCheckpoint(record, {
+        maxDepth: context.limits.maxDepth + ENCODE_EXTRA_DEPTH,
+        nodeCache: this.#nodeBytes,
+      })
       await writeCheckpointFile(context.fs, {
         directory: context.directory,
         bytes,
@@ -275,15 +285,14 @@ export class CheckpointWriter {
   /**
    * Why msgpack would not give this snapshot back exactly, or null: a string (or key) with
    * a lone surrogate (UTF-8 cannot carry it), or an own `__proto__` key (the decoder refuses
-   * it). Surface messages are immutable and shared, so each is walked once per writer.
+   * it). Surface nodes are immutable and shared: a node already encoded by this writer is not walked again.
    */
   #unencodable(snapshot: ProjectionSnapshot): string | null {
     const roots: unknown[] = [snapshot.lastEvent, snapshot.repairState, snapshot.openCompaction]
     for (const node of snapshot.surface) {
-      if (this.#checked.has(node.message)) continue
+      if (this.#nodeBytes.has(node)) continue
       const problem = findUnencodable(node.message)
       if (problem !== null) return problem
-      this.#checked.add(node.message)
     }
     for (const root of roots) {
       const problem = findUnencodable(root)
@@ -304,14 +313,14 @@ export function findUnencodable(root: unknown): string | null {
   while (stack.length > 0) {
     const value = stack.pop()
     if (typeof value === 'string') {
-      if (LONE_SURROGATE.test(value)) return 'a string holds a lone surrogate (not representable in UTF-8)'
+      if (hasLoneSurrogate(value)) return 'a string holds a lone surrogate (not representable in UTF-8)'
     } else if (Array.isArray(value)) {
       for (const item of value) stack.push(item)
     } else if (typeof value === 'object' && value !== null) {
       for (const key of Object.keys(value)) {
         if (key === '__proto__')
           return 'an object holds an own "__proto__" key (refused by the msgpack decoder)'
-        if (LONE_SURROGATE.test(key)) return 'a key holds a lone surrogate (not representable in UTF-8)'
+        if (hasLoneSurrogate(key)) return 'a key holds a lone surrogate (not representable in UTF-8)'
         stack.push((value as Record<string, unknown>)[key])
       }
     }

@@ -1,0 +1,460 @@
+/**
+ * Projection checkpoint benchmark (issue 7).
+ *
+ * (a) Cold open of a long session whose checkpoint is 100 events behind the tail, beside a
+ *     full replay of the same log in the same run (`openReader` with checkpoints off): the
+ *     ratio is checkpointed / full, target <= 0.05. 200,000 events at default scale,
+ *     1,000,000 with `--large` (the figure names say which). The session is an agent session
+ *     with a compaction every 20 turns, and again every 1,000 turns (what the model sees stays bounded, as in a real long
+ *     session), tool results from 60 bytes to 6 KB.
+ * (b) Checkpoint write cost at `turn/end` for a projection of 10,000 surface messages: the
+ *     library's whole write (snapshot, encodability walk, msgpack encode, temp file, write,
+ *     fsync, rename, directory fsync), beside the floor of a bare msgpack `encode` of the same
+ *     snapshot + write + fsync of a plain file. Also the first write of a writer (which walks
+ *     every message once) and the part that blocks the event loop (the synchronous encode).
+ *
+ * The logs are generated deterministically with the store's own line encoder (the bytes a
+ * writer would write) into os.tmpdir(), and removed afterwards. Run alone with
+ * `pnpm bench --only checkpoint`.
+ */
+import { constants, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { open } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import { encode } from '@msgpack/msgpack'
+import { coreEventRegistry } from '@agent-ledger/session-events'
+import type { EventInput, LoggedEvent } from '@agent-ledger/session-events'
+import { createProjection, planCompaction } from '@agent-ledger/session-projection'
+import type { Projection } from '@agent-ledger/session-projection'
+
+import type { BenchResult } from '../../../tooling/bench/types.ts'
+import type { CheckpointContext } from '../src/checkpoint-open.ts'
+import { resolveCheckpointOptions } from '../src/checkpoint-options.ts'
+import { CheckpointWriter } from '../src/checkpoint-writer.ts'
+import {
+  CHECKPOINT_FILE_NAME,
+  CHECKPOINT_VERSION,
+  createSessionStore,
+  decodeCheckpointHead,
+  encodeCheckpoint,
+  LOG_FILE_NAME,
+  nodeFsOps,
+  resolveLimits,
+} from '../src/index.ts'
+import type { CheckpointBinding, CheckpointRecord, SessionStore, StoreLogger } from '../src/index.ts'
+import { canonicalEvent, encodeEventLine } from '../src/line-codec.ts'
+import { V4_FORMAT } from '../src/log-format.ts'
+
+const START = Date.UTC(2026, 0, 5, 9, 0, 0)
+/** Two shapes: frequent compactions (a small surface) and rare ones (a surface of thousands of nodes). */
+const COMPACT_EVERY_TURNS = [20, 1000] as const
+const TAIL_EVENTS = 100
+
+const quietLogger: StoreLogger = {
+  warn(message) {
+    throw new Error(`unexpected warning in the checkpoint benchmark: ${message}`)
+  },
+}
+
+/** mulberry32: small, fast, deterministic. */
+function createRandom(seed: number): () => number {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+const WORDS = [
+  'const',
+  'return',
+  'await',
+  'function',
+  'import',
+  'export',
+  'session',
+  'event',
+  'projection',
+  'checkpoint',
+  'offset',
+  'buffer',
+  'flush',
+  'writer',
+  'reader',
+  'turn',
+  'message',
+  'tool',
+  'result',
+  'error',
+  'test',
+  'expect',
+  'value',
+  'index',
+  'length',
+  'file',
+  'line',
+  'seq',
+  'header',
+  'crc',
+]
+
+function text(random: () => number, bytes: number): string {
+  let out = ''
+  while (out.length < bytes) {
+    out += WORDS[Math.floor(random() * WORDS.length)]!
+    out += random() < 0.1 ? '\n' : ' '
+  }
+  return out
+}
+
+/**
+ * A deterministic agent session, event by event: turns of turn/start, user message, assistant
+ * message with one tool call, tool/call, tool/result, assistant answer, turn/end; every
+ * `compactEvery` turns (0: never) a compaction folding everything after the system prompt
+ * into a summary. Each event is folded into `projection` (so it is valid) and yielded with
+ * its line bytes.
+ */
+function* agentSession(
+  projection: Projection,
+  options: { readonly seed: number; readonly compactEvery: number },
+): Generator<{ readonly event: LoggedEvent; readonly line: Buffer }> {
+  const random = createRandom(options.seed)
+  let tick = 0
+  const emit = (input: EventInput): { event: LoggedEvent; line: Buffer } => {
+    const fields = input
+    const event = canonicalEvent({
+      seq: projection.nextSeq,
+      time: new Date(START + 250 * tick++).toISOString(),
+      type: fields.type,
+      data: fields.data,
+      surfaceOp: fields.surfaceOp,
+      sourceEventSeqs: fields.sourceEventSeqs,
+    }) as LoggedEvent
+    const line = encodeEventLine(event)
+    projection.apply(event)
+    return { event, line }
+  }
+  yield emit({
+    type: 'system/message',
+    data: { message: { role: 'system', content: `You are a coding agent. ${text(random, 1500)}` } },
+  })
+  for (let turn = 1; ; turn += 1) {
+    const callId = `call_${turn}`
+    const args = JSON.stringify({ path: `src/module-${turn % 97}.ts` })
+    yield emit({ type: 'turn/start', data: { turn } })
+    yield emit({
+      type: 'user/message',
+      data: { message: { role: 'user', content: text(random, 40 + random() * 300) } },
+    })
+    yield emit({
+      type: 'assistant/message',
+      data: {
+        message: {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: callId, type: 'function', function: { name: 'read_file', arguments: args } }],
+        },
+      },
+    })
+    yield emit({ type: 'tool/call', data: { callId, name: 'read_file', arguments: args } })
+    const resultBytes = random() < 0.8 ? 60 + random() * 1200 : 1200 + random() * 5000
+    yield emit({
+      type: 'tool/result',
+      data: { message: { role: 'tool', tool_call_id: callId, content: text(random, resultBytes) } },
+    })
+    yield emit({
+      type: 'assistant/message',
+      data: { message: { role: 'assistant', content: text(random, 80 + random() * 400) } },
+    })
+    yield emit({ type: 'turn/end', data: { turn, reason: 'completed' } })
+    if (options.compactEvery > 0 && turn % options.compactEvery === 0) {
+      const surface = projection.surface()
+      const plan = planCompaction(projection, {
+        compactionId: `compaction-${turn}`,
+        startSeq: surface[1]!.seq,
+        endSeq: surface.at(-1)!.seq,
+        summary: text(random, 600),
+        reason: 'context-window',
+      })
+      for (const input of plan) yield emit(input)
+    }
+  }
+}
+
+/** Appends lines to a file in large writes. */
+class LineSink {
+  readonly #handle: Awaited<ReturnType<typeof open>>
+  #pending: Buffer[] = []
+  #pendingBytes = 0
+  position: number
+
+  constructor(handle: Awaited<ReturnType<typeof open>>, position: number) {
+    this.#handle = handle
+    this.position = position
+  }
+
+  async push(line: Buffer): Promise<void> {
+    this.#pending.push(line)
+    this.#pendingBytes += line.length
+    if (this.#pendingBytes >= 4 * 1024 * 1024) await this.drain()
+  }
+
+  async drain(): Promise<void> {
+    if (this.#pending.length === 0) return
+    const bytes = Buffer.concat(this.#pending, this.#pendingBytes)
+    await this.#handle.write(bytes, 0, bytes.length, this.position)
+    this.position += bytes.length
+    this.#pending = []
+    this.#pendingBytes = 0
+  }
+}
+
+function context(store: SessionStore, id: string): CheckpointContext {
+  return {
+    fs: nodeFsOps,
+    directory: store.sessionDirectory(id),
+    id,
+    file: `${id}/${LOG_FILE_NAME}`,
+    generationFile: LOG_FILE_NAME,
+    format: V4_FORMAT,
+    limits: resolveLimits(),
+    registry: coreEventRegistry,
+    logger: quietLogger,
+    options: resolveCheckpointOptions({ minLogBytes: 0 }),
+  }
+}
+
+/** The fastest of `runs` (for CPU-only figures on a shared, noisy machine). */
+function fastest(runs: number, action: () => void): number {
+  let best = Infinity
+  for (let run = 0; run < runs; run += 1) {
+    const started = performance.now()
+    action()
+    best = Math.min(best, performance.now() - started)
+  }
+  return best
+}
+
+async function median(runs: number, action: () => Promise<void>): Promise<number> {
+  const times: number[] = []
+  for (let run = 0; run < runs; run += 1) {
+    const started = performance.now()
+    await action()
+    times.push(performance.now() - started)
+  }
+  times.sort((a, b) => a - b)
+  return times[Math.floor(times.length / 2)]!
+}
+
+async function coldOpen(
+  root: string,
+  total: number,
+  shape: { readonly label: string; readonly compactEvery: number },
+): Promise<BenchResult[]> {
+  const id = 'cold'
+  const store = createSessionStore({ root, logger: quietLogger, checkpoint: { enabled: false } })
+  const created = await store.create({ id })
+  const header = created.header
+  await created.close()
+  const path = join(store.sessionDirectory(id), LOG_FILE_NAME)
+  const handle = await open(path, 'r+')
+  const projection = createProjection()
+  let events = 0
+  try {
+    const sink = new LineSink(handle, (await handle.stat()).size)
+    const session = agentSession(projection, { seed: 7, compactEvery: shape.compactEvery })
+    const checkpointAt = total - TAIL_EVENTS - 1
+    for (const { event, line } of session) {
+      await sink.push(line)
+      events += 1
+      if (event.seq === checkpointAt) {
+        await sink.drain()
+        // The library's own checkpoint writer, at N = total - 101, from the generator's projection.
+        const logHandle = await nodeFsOps.open(path, constants.O_RDONLY)
+        const writer = new CheckpointWriter({
+          context: context(store, id),
+          handle: logHandle,
+          header,
+          lastLine: {
+            seq: event.seq,
+            eventOffset: sink.position - line.length,
+            offset: sink.position,
+            crc: null,
+          },
+          seqIndex: [],
+          coveredSeq: -1,
+        })
+        await writer.close(projection, true)
+        await logHandle.close()
+      }
+      if (events === total) break
+    }
+    await sink.drain()
+  } finally {
+    await handle.close()
+  }
+  const withCheckpoint = createSessionStore({ root, logger: quietLogger })
+  const check = await withCheckpoint.openReader(id)
+  if (check.checkpoint?.replayedEvents !== TAIL_EVENTS || check.lastSeq !== total - 1) {
+    throw new Error(
+      `checkpoint not used as planned: ${JSON.stringify(check.checkpoint)}, lastSeq ${check.lastSeq}`,
+    )
+  }
+  const size = (await (await open(path, 'r')).stat()).size
+  const fullMs = await median(total > 500_000 ? 2 : 3, async () => {
+    await store.openReader(id)
+  })
+  const checkpointMs = await median(5, async () => {
+    await withCheckpoint.openReader(id)
+  })
+  const ratio = checkpointMs / fullMs
+  return [
+    {
+      name: `cold open, ${shape.label} events, compaction every ${shape.compactEvery} turns (${(size / 1e6).toFixed(0)} MB, ${check.projection.surface().length} surface nodes), checkpoint ${TAIL_EVENTS} events behind`,
+      value: checkpointMs,
+      unit: 'ms',
+      floor: { name: 'full replay of the same log (checkpoints off)', value: fullMs },
+      ratio,
+      target: '<= 0.05',
+      met: ratio <= 0.05,
+    },
+  ]
+}
+
+async function writeCost(root: string): Promise<BenchResult[]> {
+  const id = 'write'
+  const store = createSessionStore({ root, logger: quietLogger, checkpoint: { enabled: false } })
+  const created = await store.create({ id })
+  const header = created.header
+  await created.close()
+  const path = join(store.sessionDirectory(id), LOG_FILE_NAME)
+  const handle = await open(path, 'r+')
+  const projection = createProjection()
+  const session = agentSession(projection, { seed: 11, compactEvery: 0 })
+  const sink = new LineSink(handle, (await handle.stat()).size)
+  const batch: { seq: number; bytes: Buffer }[] = []
+  /** Appends one more turn (to the file and the projection); returns its lines. */
+  const nextTurn = async (): Promise<{ seq: number; bytes: Buffer }[]> => {
+    const lines: { seq: number; bytes: Buffer }[] = []
+    for (;;) {
+      const { event, line } = session.next().value as { event: LoggedEvent; line: Buffer }
+      await sink.push(line)
+      lines.push({ seq: event.seq, bytes: line })
+      if (event.type === 'turn/end') return lines
+    }
+  }
+  while (projection.surface().length < 10_000) batch.push(...(await nextTurn()))
+  await sink.drain()
+  const logHandle = await nodeFsOps.open(path, constants.O_RDONLY)
+  const writer = new CheckpointWriter({
+    context: context(store, id),
+    handle: logHandle,
+    header,
+    lastLine: null,
+    seqIndex: [],
+    coveredSeq: -1,
+  })
+  const writeAt = async (lines: { seq: number; bytes: Buffer }[], offset: number): Promise<void> => {
+    const prepared = writer.prepare(lines, projection, offset)
+    if (prepared.snapshot === null) throw new Error('a turn/end batch must make a checkpoint due')
+    writer.committed(prepared)
+    await writer.close(projection, true)
+  }
+  const messages = projection.surface().length
+  const lastTurnBytes = batch.slice(-7).reduce((sum, line) => sum + line.bytes.length, 0)
+  const firstMs = await median(1, () => writeAt(batch.slice(-7), sink.position - lastTurnBytes))
+  const steadyMs = await median(5, async () => {
+    const lines = await nextTurn()
+    await sink.drain()
+    const bytes = lines.reduce((sum, line) => sum + line.bytes.length, 0)
+    await writeAt(lines, sink.position - bytes)
+  })
+  await logHandle.close()
+  await handle.close()
+  const snapshot = projection.snapshot()
+  let encodedBytes = 0
+  const bareMs = fastest(9, () => {
+    encodedBytes = encode(snapshot, { ignoreUndefined: true }).length
+  })
+  // What a writer's checkpoint encodes synchronously at a turn/end: the new nodes, then copies.
+  const nodeCache = new WeakMap<object, Uint8Array>()
+  const record: CheckpointRecord = {
+    checkpointVersion: CHECKPOINT_VERSION,
+    binding: readBinding(context(store, id).directory),
+    snapshot,
+    seqIndex: [],
+  }
+  encodeCheckpoint(record, { maxDepth: 300, nodeCache })
+  const blockMs = fastest(9, () => {
+    encodeCheckpoint(record, { maxDepth: 300, nodeCache })
+  })
+  const floorPath = join(root, 'floor.msgpack')
+  const floorMs = await median(5, async () => {
+    const bytes = encode(snapshot, { ignoreUndefined: true })
+    const file = await open(floorPath, 'w', 0o600)
+    await file.write(bytes, 0, bytes.length, 0)
+    await file.sync()
+    await file.close()
+  })
+  const floor = { name: 'bare msgpack encode + write + fsync of the snapshot', value: floorMs }
+  return [
+    {
+      name: `checkpoint write at turn/end (whole job, off the flush path), ${messages} surface messages (${(encodedBytes / 1e6).toFixed(1)} MB msgpack)`,
+      value: steadyMs,
+      unit: 'ms',
+      floor,
+      ratio: steadyMs / floorMs,
+    },
+    {
+      name: `first checkpoint write of a writer (encodes and walks every message once), ${messages} surface messages`,
+      value: firstMs,
+      unit: 'ms',
+      floor,
+      ratio: firstMs / floorMs,
+    },
+    {
+      name: `event-loop block of a turn/end checkpoint (encode with the writer's node cache; fastest of 9), ${messages} messages`,
+      value: blockMs,
+      unit: 'ms',
+      floor: { name: 'bare msgpack encode of the snapshot (fastest of 9)', value: bareMs },
+      ratio: blockMs / bareMs,
+    },
+  ]
+}
+
+/** The binding of the checkpoint the benchmark just wrote (for a realistic record to encode). */
+function readBinding(directory: string): CheckpointBinding {
+  const head = decodeCheckpointHead(readFileSync(join(directory, CHECKPOINT_FILE_NAME)))
+  if (!head.ok) throw new Error(`benchmark checkpoint unreadable: ${head.detail}`)
+  return head.head.binding
+}
+
+/**
+ * Runs the checkpoint benchmark.
+ *
+ * @param options - `scale`: `default` (200,000-event cold open) or `large` (1,000,000 events).
+ * @returns The figures, each beside its floor.
+ */
+export async function run(
+  options: { scale: 'default' | 'large' } = { scale: 'default' },
+): Promise<BenchResult[]> {
+  const root = mkdtempSync(join(tmpdir(), 'al-ckpt-bench-'))
+  try {
+    const total = options.scale === 'large' ? 1_000_000 : 200_000
+    const label = options.scale === 'large' ? '1,000,000' : '200,000 (default scale; 1,000,000 with --large)'
+    const results: BenchResult[] = []
+    for (const compactEvery of COMPACT_EVERY_TURNS) {
+      const directory = join(root, `cold-${compactEvery}`)
+      results.push(...(await coldOpen(directory, total, { label, compactEvery })))
+      rmSync(directory, { recursive: true, force: true })
+    }
+    results.push(...(await writeCost(join(root, 'write'))))
+    return results
+  } finally {
+    rmSync(root, { recursive: true, force: true })
+  }
+}
