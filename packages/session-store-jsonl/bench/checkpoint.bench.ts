@@ -17,7 +17,7 @@
  * writer would write) into os.tmpdir(), and removed afterwards. Run alone with
  * `pnpm bench --only checkpoint`.
  */
-import { constants, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { constants, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -304,7 +304,7 @@ async function coldOpen(
       `checkpoint not used as planned: ${JSON.stringify(check.checkpoint)}, lastSeq ${check.lastSeq}`,
     )
   }
-  const size = (await (await open(path, 'r')).stat()).size
+  const size = statSync(path).size
   const fullMs = await median(total > 500_000 ? 2 : 3, async () => {
     await store.openReader(id)
   })
