@@ -16,8 +16,10 @@ import {
 import { join } from 'node:path'
 
 import { encode } from '@msgpack/msgpack'
-import { createEventRegistry, defineEventType } from '@agent-ledger/session-events'
-import type { EventInput } from '@agent-ledger/session-events'
+import { coreEventRegistry, createEventRegistry, defineEventType } from '@agent-ledger/session-events'
+import type { EventInput, LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
+import { createProjection } from '@agent-ledger/session-projection'
+import type { Projection } from '@agent-ledger/session-projection'
 import { z } from 'zod'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 
@@ -29,9 +31,14 @@ import {
   encodeCheckpoint,
   JsonlErrorCode,
   JsonlStoreError,
+  encodeEventLine,
   LOG_FILE_NAME,
   nodeFsOps,
+  resolveCheckpointOptions,
+  resolveLimits,
+  V4_FORMAT,
 } from '../src/index.ts'
+import { CheckpointWriter } from '../src/checkpoint-writer.ts'
 import type {
   CheckpointBinding,
   CheckpointRecord,
@@ -647,5 +654,150 @@ describe('options', () => {
       }
       expect(JsonlStoreError.is(caught) && caught.code).toBe(JsonlErrorCode.INVALID_OPTION)
     }
+  })
+})
+
+describe('the checkpoint never leads the log', () => {
+  it('W7: when the last flush fails (ENOSPC), close() writes no checkpoint past the acknowledged events', async () => {
+    const fs = createFaultFs()
+    const { store } = checkpointStore({ fs })
+    const writer = await store.create({ id: 'full' })
+    for (const input of turnInputs(1)) writer.append(input)
+    await writer.flush()
+    for (const input of turnInputs(2)) writer.append(input)
+    // The log's handle keeps the temp name it was published from: fail every write but the lock's and checkpoints'.
+    fs.addFault({
+      op: 'write',
+      errno: 'ENOSPC',
+      mode: 'forever',
+      path: (path) => !path.includes('.tmp-checkpoint-') && !path.includes('.tmp-lock'),
+    })
+    const failure = await writer.close().catch((error: unknown) => error)
+    expect(JsonlStoreError.is(failure) && failure.code).toBe(JsonlErrorCode.DISK_FULL)
+    expect(readRecord('full').binding.seq).toBe(6)
+    const { read, warnings } = await expectSameAsFullReplay('full')
+    expect(warnings).toEqual([])
+    expect(read.lastSeq).toBe(6)
+  })
+
+  it('events appended during a flush are not in the checkpoint of that flush (the snapshot is taken when the batch is cut)', async () => {
+    let duringWrite: (() => void) | undefined
+    const fs: FsOps = {
+      ...nodeFsOps,
+      async open(path, flags, mode) {
+        const handle = await nodeFsOps.open(path, flags, mode)
+        return {
+          ...handle,
+          path: handle.path,
+          write(buffer, position) {
+            const hook = duringWrite
+            duringWrite = undefined
+            hook?.()
+            return handle.write(buffer, position)
+          },
+        }
+      },
+    }
+    const { store } = checkpointStore({ fs })
+    const writer = await store.create({ id: 'during' })
+    for (const input of turnInputs(1)) writer.append(input)
+    // Appended while the batch is being written: not durable when the turn/end checkpoint is taken.
+    duringWrite = () => {
+      writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'meanwhile' } } })
+    }
+    await writer.flush()
+    expect(writer.bufferedEvents).toBe(1)
+    await vi.waitFor(() => {
+      expect(existsSync(checkpointPath('during'))).toBe(true)
+    })
+    const record = readRecord('during')
+    expect(record.binding.seq).toBe(6)
+    expect(record.snapshot.nextSeq).toBe(7)
+    await writer.close()
+    expect(readRecord('during').binding.seq).toBe(7)
+    await expectSameAsFullReplay('during')
+  })
+})
+
+describe('CheckpointWriter policy', () => {
+  function policyWriter(
+    options: { everyEvents: number; minIntervalMs: number; minLogBytes: number },
+    now: () => number,
+  ): CheckpointWriter {
+    return new CheckpointWriter({
+      context: {
+        fs: nodeFsOps,
+        directory: temp.path,
+        id: 'policy',
+        file: `policy/${LOG_FILE_NAME}`,
+        generationFile: LOG_FILE_NAME,
+        format: V4_FORMAT,
+        limits: resolveLimits(),
+        registry: coreEventRegistry,
+        logger: { warn: () => undefined },
+        options: resolveCheckpointOptions(options),
+      },
+      handle: { path: '' } as FileHandleOps,
+      header: {} as SessionHeader,
+      lastLine: null,
+      seqIndex: [],
+      coveredSeq: -1,
+      now,
+    })
+  }
+
+  function lines(
+    projection: Projection,
+    inputs: readonly EventInput[],
+    time = '2026-01-01T00:00:00.000Z',
+  ): { seq: number; bytes: Buffer }[] {
+    return inputs.map((input) => {
+      const event = { seq: projection.nextSeq, time, ...input } as LoggedEvent
+      projection.apply(event)
+      return { seq: event.seq, bytes: encodeEventLine(event) }
+    })
+  }
+
+  it('a batch holding a turn/end is due; one without is due only past everyEvents and minIntervalMs; minLogBytes holds all back', () => {
+    let clock = 0
+    const projection = createProjection()
+    const writer = policyWriter({ everyEvents: 3, minIntervalMs: 1000, minLogBytes: 0 }, () => clock)
+    const turn = lines(projection, turnInputs(1))
+    expect(writer.prepare(turn, projection, 100).snapshot).not.toBeNull()
+    const first = writer.prepare(turn, projection, 100)
+    writer.committed(first)
+    const note = (text: string): EventInput => ({
+      type: 'user/message',
+      data: { message: { role: 'user', content: text } },
+    })
+    // Two events since the checkpoint: below everyEvents.
+    expect(writer.prepare(lines(projection, [note('a'), note('b')]), projection, 900).snapshot).toBeNull()
+    // Three more, but within minIntervalMs of the last checkpoint.
+    const batch = lines(projection, [note('c')])
+    expect(writer.prepare(batch, projection, 1000).snapshot).toBeNull()
+    clock = 1000
+    expect(writer.prepare(batch, projection, 1000).snapshot).not.toBeNull()
+    // A projection already past the batch (events buffered after it) is never snapshotted.
+    const ahead = lines(projection, [note('d'), turnInputs(2).at(-1)!])
+    expect(writer.prepare(ahead.slice(0, 1), projection, 1100).snapshot).toBeNull()
+    const small = policyWriter({ everyEvents: 1, minIntervalMs: 0, minLogBytes: 1 << 20 }, () => 0)
+    const other = createProjection()
+    expect(small.prepare(lines(other, turnInputs(1)), other, 100).snapshot).toBeNull()
+  })
+
+  it('the last line and the sparse index entries come from the batch offsets; the crc is the line suffix', () => {
+    const projection = createProjection()
+    const writer = policyWriter({ everyEvents: 1_000_000, minIntervalMs: 0, minLogBytes: 0 }, () => 0)
+    const batch = lines(projection, turnInputs(1))
+    const prepared = writer.prepare(batch, projection, 500)
+    const total = batch.reduce((sum, line) => sum + line.bytes.length, 0)
+    const last = batch.at(-1)!.bytes
+    expect(prepared.lastLine).toEqual({
+      seq: 6,
+      eventOffset: 500 + total - last.length,
+      offset: 500 + total,
+      crc: last.subarray(last.length - 11, last.length - 3).toString('latin1'),
+    })
+    expect(prepared.indexEntries).toEqual([[0, 500]])
   })
 })
