@@ -88,7 +88,9 @@ export async function interleave(
 }
 
 /**
- * A throughput figure (units per second) beside its floor, with the ratio ours / floor.
+ * A throughput figure (units per second) beside its floor. `value` and `floor.value` are the
+ * medians of each side; `ratio` is the median of the per-round ratios (ours / floor within one
+ * ABAB round), which cancels load that drifts between rounds on a shared machine.
  *
  * @param figure - Name, unit, amount of work per run, samples, floor name and target.
  * @returns The figure.
@@ -101,9 +103,11 @@ export function throughputFigure(figure: {
   readonly floorName: string
   readonly target?: number
 }): BenchResult {
-  const value = figure.work / median(figure.samples.ours)
-  const floor = figure.work / median(figure.samples.floor)
-  const ratio = value / floor
+  const { ours, floor: floorSamples } = figure.samples
+  const value = figure.work / median(ours)
+  const floor = figure.work / median(floorSamples)
+  // throughput ratio of one round = floor seconds / our seconds
+  const ratio = median(ours.map((seconds, round) => floorSamples[round]! / seconds))
   return {
     name: figure.name,
     value,
