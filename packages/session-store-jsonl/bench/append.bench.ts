@@ -8,10 +8,11 @@
  * with the store's defaults (flush policy, limits, redaction); the store's clock returns each
  * event's recorded time, so every run writes identical bytes (checked). Rounds alternate floor
  * and ours (ABAB); medians. `ratio` = ours / floor, the median of the per-round ratios (target
- * >= 0.8 at batch 100; the other batch sizes are reported without a target). At batch 100, two context rows (no target) repeat the
- * figure with checkpoints off, and with checkpoints and the default secret redaction off, to
- * show what each costs (the bytes differ without redaction only in the header's `redaction`
- * member; the floor always writes the bytes of the variant measured).
+ * >= 0.8 at batch 100; the other batch sizes are reported without a target). At batch 100,
+ * two context rows (no target) repeat the figure with checkpoints off, and with checkpoints
+ * and the default secret redaction off, to show what each costs (without redaction the bytes
+ * differ only in the header's `redaction` member; the floor always writes the bytes of the
+ * variant measured).
  *
  * Run alone with `pnpm bench --only append.bench`.
  */
