@@ -672,11 +672,11 @@ async function publishMigration(
   const total = scanned.scan.events
   let written = -1
   let done = 0
-  let staged = 0
+  let stagedBytes = 0
   async function* content(): AsyncGenerator<Buffer, void, undefined> {
     progress.reset()
     const headerBytes = Buffer.concat([stream.headerLine, Buffer.from('\n')])
-    staged += headerBytes.length
+    stagedBytes += headerBytes.length
     yield headerBytes
     for await (const batch of stream.records) {
       let length = 0
@@ -698,7 +698,7 @@ async function publishMigration(
         bytesRead: stream.bytesRead(),
         bytesTotal: source.migratedFrom.bytes,
       })
-      staged += bytes.length
+      stagedBytes += bytes.length
       yield bytes
     }
     progress.report(
@@ -737,7 +737,7 @@ async function publishMigration(
           eventsDone: verified,
           eventsTotal: total,
           bytesRead,
-          bytesTotal: staged,
+          bytesTotal: stagedBytes,
         })
       },
     })
