@@ -281,7 +281,8 @@ export async function peekHeaderVersion(
         return true
       },
     }
-    for await (const chunk of readFileChunks(handle, { chunkBytes: 64 * 1024, end: maxLineBytes + 1 })) {
+    // 4 KiB reads: a header is a few hundred bytes, and this runs on every open.
+    for await (const chunk of readFileChunks(handle, { chunkBytes: 4 * 1024, end: maxLineBytes + 1 })) {
       if (splitter.push(chunk, sink)) break
     }
     if (first === null) return { kind: 'unreadable' }

@@ -16,6 +16,7 @@ export type {
   SessionSummary,
   VerifyReport,
 } from './session-store.ts'
+export type { MigrationReport } from './store-generations.ts'
 export type { SessionWriter, StoreLogger, WriterRecovery } from './session-writer.ts'
 export { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 export { nodeFsOps } from './fs-ops.ts'

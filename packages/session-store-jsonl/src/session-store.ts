@@ -28,7 +28,7 @@ import { errnoOf, toStoreError } from './fs-errors.ts'
 import { nodeFsOps } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
-import { LOCK_TEMP_PREFIX, LOG_FILE_NAME, TEMP_PREFIX } from './layout.ts'
+import { LOG_FILE_NAME, TEMP_PREFIX } from './layout.ts'
 import { resolveFlushPolicy, resolveLimits } from './limits.ts'
 import type { FlushPolicy, StoreLimits } from './limits.ts'
 import { encodeEventLine, encodeJsonLine } from './line-codec.ts'
@@ -50,6 +50,20 @@ import { resolveCheckpointOptions } from './checkpoint-options.ts'
 import type { CheckpointOptions } from './checkpoint-options.ts'
 import { CheckpointWriter, linesFacts } from './checkpoint-writer.ts'
 import type { SeqIndexEntry } from './checkpoint-format.ts'
+import { listGenerations } from './generations.ts'
+import type { GenerationFile } from './generations.ts'
+import { detectGenerationFork, migrateSession } from './migration/migrate-session.ts'
+import type { MigrationProgress, MigrationWriteResult } from './migration/migrate-session.ts'
+import { removeStaleTemps } from './publish.ts'
+import {
+  isOlderGeneration,
+  readOlderGeneration,
+  readOlderGenerationEvents,
+  resolveCurrentGeneration,
+  summarizeOlderGeneration,
+  verifyOlderGeneration,
+} from './store-generations.ts'
+import type { GenerationStoreContext, MigrationReport } from './store-generations.ts'
 import { compressSession } from './compress-session.ts'
 import type { CompressOptions, CompressResult } from './compress-session.ts'
 import { scanZstdLog, scanZstdLogChunks, zstdPlainRange, zstdPlainSource } from './zstd-log-reader.ts'
@@ -106,6 +120,12 @@ export interface SessionSummary {
   readonly bytes: number
   /** The log's mtime, ISO-8601. */
   readonly modifiedAt: string
+  /**
+   * Format version of the session's current generation: 4, or an older one read through
+   * migration (0 for the seed chapter's `session.jsonl`); `header` is then the header its
+   * migration would write, without `migratedFrom` (known only after a full read).
+   */
+  readonly version: number
 }
 
 /** Counters of a read: the scan's and the projection's. */
@@ -157,6 +177,11 @@ export interface VerifyReport {
   readonly tornTail: TornTail | null
   /** The damage, as a typed error (code, line, offset, seq, lastGoodSeq), or null. */
   readonly damage: JsonlStoreError | null
+  /**
+   * Format version of the file verified: 4, or 0 for a v0 `session.jsonl`, scanned with the
+   * v0 reader (its seqs, `lastSeq` included, are then in its own numbering: the header event is seq 0).
+   */
+  readonly version: number
 }
 
 /** The outcome of {@link SessionStore.salvage}. */
@@ -206,6 +231,9 @@ export interface SessionStore {
   /**
    * Opens a session for appending: takes the writer lock, scans the log, quarantines and
    * truncates a torn tail, appends and flushes loop-repair's closing events, then returns.
+   * A session whose current generation is older (v0 `session.jsonl`) is first migrated:
+   * `session.v4.jsonl` is published by link (the old file is never modified), then opened.
+   * A migrated generation whose source changed since is refused (`GENERATION_FORK`, I7).
    *
    * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND`, `SESSION_LOCKED`, `VERSION_TOO_NEW` (touching nothing),
    *   damage codes (`CORRUPT_LINE`, `SEQ_GAP`, ...: writes refused), `SYMLINK_REFUSED`, `HARDLINK_REFUSED`...
@@ -261,12 +289,36 @@ export interface SessionStore {
    */
   compress(id: string, options?: CompressOptions): Promise<CompressResult>
   /**
+   * Brings a session's current generation to the current format (v4): publishes
+   * `session.v4.jsonl` by link under the writer lock (temp file, fsync, read back and
+   * validated, source unchanged, `link()`, directory fsync), then releases the lock. The
+   * old generation is never modified. With `dryRun`, migrates in memory, validates every
+   * event and the session rules, and writes nothing. A session already in the current
+   * format is `up-to-date` (a migrated one is first checked for a fork of its source).
+   *
+   * @param options - `dryRun`; `onProgress` (phase `scan`, `migrate`, `verify`, `publish`; events and bytes).
+   * @returns What was written, or with `dryRun` what would be.
+   * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND`, `SESSION_LOCKED`, `VERSION_TOO_NEW`,
+   *   `GENERATION_VERSION_MISMATCH`, `MIXED_ENCODINGS`, `GENERATION_FORK`, `NO_MIGRATION_PATH`, the
+   *   source's damage codes, `UNKNOWN_EVENT_TYPE`, `INVALID_EVENT`, `MIGRATION_FAILED`, `MIGRATION_CONFLICT`.
+   */
+  migrate(
+    id: string,
+    options?: {
+      readonly dryRun?: boolean
+      readonly onProgress?: (progress: MigrationProgress) => void
+    },
+  ): Promise<MigrationReport>
+  /**
    * The absolute directory of a session.
    *
    * @throws {@link JsonlStoreError} `INVALID_SESSION_ID`.
    */
   sessionDirectory(id: string): string
 }
+
+/** A summary before the version is filled in (internal: v4 logs leave it out). */
+type LogSummary = Omit<SessionSummary, 'version'> & { readonly version?: number }
 
 /** What a full scan of an open log gives (internal). */
 interface OpenScan {
@@ -538,6 +590,7 @@ class SessionStoreImpl implements SessionStore {
     const otherPath = join(directory, sessionLog(id, request.log.encoding === 'zstd' ? 'plain' : 'zstd').name)
     await this.#assertAbsent(id, otherPath)
     await this.#assertAbsent(id, logPath)
+    await this.#assertNoOtherGeneration(id, directory)
     const lock = await acquireWriterLock(fs, directory, this.#lock)
     let handle: FileHandleOps | undefined
     let tempPath: string | undefined
@@ -545,7 +598,7 @@ class SessionStoreImpl implements SessionStore {
     try {
       await this.#assertAbsent(id, otherPath)
       await this.#assertAbsent(id, logPath)
-      await this.#removeStaleTemps(directory)
+      await removeStaleTemps(this.#fs, directory)
       for (let attempt = 0; attempt < MAX_TEMP_ATTEMPTS && handle === undefined; attempt += 1) {
         tempPath = join(directory, `${TEMP_PREFIX}${request.kind}-${this.#randomHex(8)}`)
         try {
@@ -672,20 +725,22 @@ class SessionStoreImpl implements SessionStore {
     })
   }
 
-  /** Removes temp files left by a crashed publish (only ever called under the writer lock). */
-  async #removeStaleTemps(directory: string): Promise<void> {
-    const names = await this.#fs.readdir(directory)
-    let removed = 0
-    for (const name of names) {
-      if (!name.startsWith(TEMP_PREFIX) || name.startsWith(LOCK_TEMP_PREFIX)) continue
-      await this.#fs.unlink(join(directory, name)).then(
-        () => {
-          removed += 1
-        },
-        () => undefined,
-      )
-    }
-    if (removed > 0) await this.#fs.fsyncDirectory(directory)
+  /**
+   * `create`, `salvage` and `fork` into an id whose directory holds a generation of another
+   * version (an older `session.jsonl`, a newer `session.v5.jsonl`): SESSION_EXISTS. The v4
+   * names are checked by {@link #assertAbsent}.
+   */
+  async #assertNoOtherGeneration(id: string, directory: string): Promise<void> {
+    const other = (await listGenerations(this.#fs, directory)).find(
+      (generation) => generation.version !== SESSION_FORMAT_VERSION,
+    )
+    if (other === undefined) return
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.SESSION_EXISTS,
+      message: `Cannot create session ${id}: expected no session with that id, found ${id}/${other.file}.`,
+      file: `${id}/${other.file}`,
+      details: { version: other.version },
+    })
   }
 
   async #fixMode(handle: FileHandleOps, file: string): Promise<void> {
@@ -1049,6 +1104,8 @@ class SessionStoreImpl implements SessionStore {
     options: { readonly allowDamaged?: boolean } = {},
   ): Promise<SessionReadResult> {
     assertSessionId(id)
+    const older = await this.#olderGeneration(id)
+    if (older !== null) return this.#readOlder(id, older)
     const { handle, directory, log } = await this.#openLog(id, { write: false })
     let scan: SessionScan
     let frames: ZstdLogStats | undefined
@@ -1066,6 +1123,10 @@ class SessionStoreImpl implements SessionStore {
     const { outcome, projection } = scan
     const damage = outcome.damage
     if (damage !== null && (!options.allowDamaged || isRefusal(damage))) throw damage
+    // I7: the generation this one was migrated from must be unchanged (a size check on reads).
+    const fork =
+      damage === null ? await this.#generationFork(outcome.header, { id, directory, mode: 'read' }) : null
+    if (fork !== null && options.allowDamaged !== true) throw fork
     if (outcome.headerMissing) {
       this.#logger.warn(`Session ${id} has no valid header (a crash during creation?); read as empty.`, {
         id,
@@ -1078,7 +1139,7 @@ class SessionStoreImpl implements SessionStore {
       projection,
       lastSeq: outcome.lastSeq,
       tornTail: outcome.tornTail,
-      error: damage,
+      error: damage ?? fork,
       pendingToolCalls: projection.repairState.pendingCalls,
       stats: { ...outcome.stats, projection: projection.stats },
       file: log.file,
@@ -1102,6 +1163,11 @@ class SessionStoreImpl implements SessionStore {
   ): AsyncGenerator<LoggedEvent, void, undefined> {
     const fromSeq = options.fromSeq ?? 0
     const toSeq = options.toSeq ?? Infinity
+    const older = await this.#olderGeneration(id)
+    if (older !== null) {
+      yield* readOlderGenerationEvents(this.#generationContext(), { ...older, id, fromSeq, toSeq })
+      return
+    }
     const { handle, directory, log } = await this.#openLog(id, { write: false })
     const file = log.file
     try {
@@ -1160,6 +1226,16 @@ class SessionStoreImpl implements SessionStore {
 
   async verify(id: string): Promise<VerifyReport> {
     assertSessionId(id)
+    const older = await this.#olderGeneration(id)
+    if (older !== null) {
+      const report = await verifyOlderGeneration(this.#generationContext(), {
+        directory: older.directory,
+        id,
+        generation: older.source,
+      })
+      if (report.damage !== null && isRefusal(report.damage)) throw report.damage
+      return { id, ...report }
+    }
     const { handle, log } = await this.#openLog(id, { write: false })
     let scan: OpenScan
     try {
@@ -1179,6 +1255,7 @@ class SessionStoreImpl implements SessionStore {
       lastSeq: outcome.lastSeq,
       tornTail: outcome.tornTail,
       damage: outcome.damage,
+      version: SESSION_FORMAT_VERSION,
     }
   }
 
@@ -1200,15 +1277,25 @@ class SessionStoreImpl implements SessionStore {
       const results = await Promise.all(batch.map((id) => this.#summarize(id)))
       for (const result of results) {
         if ('error' in result) problems.push(result)
-        else sessions.push(result)
+        else sessions.push({ ...result, version: result.version ?? SESSION_FORMAT_VERSION })
       }
     }
     return { sessions, problems }
   }
 
-  async #summarize(id: string): Promise<SessionSummary | { id: string; error: JsonlStoreError }> {
+  async #summarize(id: string): Promise<LogSummary | { id: string; error: JsonlStoreError }> {
     const file = `${id}/${LOG_FILE_NAME}`
     try {
+      // The name's version only: a v4 header is read (and its version checked) below.
+      const older = await this.#olderGeneration(id, { peek: false })
+      if (older !== null) {
+        const summary = await summarizeOlderGeneration(this.#generationContext(), {
+          directory: older.directory,
+          id,
+          generation: older.source,
+        })
+        return { id, ...summary }
+      }
       const { handle, log } = await this.#openLog(id, { write: false })
       try {
         const stats = await handle.stat()
@@ -1247,8 +1334,10 @@ class SessionStoreImpl implements SessionStore {
   async openWriter(id: string): Promise<SessionWriter> {
     assertSessionId(id)
     let file = `${id}/${LOG_FILE_NAME}`
+    // V1, and a file name whose version differs from its header: refused before the lock, touching nothing.
+    const older = await this.#olderGeneration(id)
     // V1: refuse a newer version before taking the lock or writing anything.
-    {
+    if (older === null) {
       const { handle, log } = await this.#openLog(id, { write: false })
       try {
         const peek = await this.#peekHeader(id, handle, log)
@@ -1261,7 +1350,9 @@ class SessionStoreImpl implements SessionStore {
     const lock = await acquireWriterLock(this.#fs, directory, this.#lock)
     let handle: FileHandleOps | undefined
     try {
-      await this.#removeStaleTemps(directory)
+      await removeStaleTemps(this.#fs, directory)
+      // An older generation is first published as session.v4.jsonl (M1-M7); appends go there.
+      if (older !== null) await this.#migrateUnderLock({ id, directory, source: older.source, lock })
       const opened = await this.#openLog(id, { write: true })
       handle = opened.handle
       const { log } = opened
@@ -1293,6 +1384,9 @@ class SessionStoreImpl implements SessionStore {
           : await scanWithCheckpoint(this.#checkpointContext(id, directory), handle)
       const { outcome, projection } = scan
       if (outcome.damage !== null) throw outcome.damage
+      // I7: the generation this one was migrated from must be unchanged (size and sha256), or writes are refused.
+      const fork = await this.#generationFork(outcome.header, { id, directory, mode: 'write' })
+      if (fork !== null) throw fork
       let quarantineFile: string | null = null
       let durableOffset = outcome.goodEndOffset
       if (outcome.tornTail !== null || (outcome.headerMissing && stats.size > 0)) {
@@ -1427,6 +1521,220 @@ class SessionStoreImpl implements SessionStore {
     } catch (error) {
       await writer.close().catch(() => undefined)
       throw error
+    }
+  }
+
+  // ---------------------------------------------------------------- generations and migration
+
+  #generationContext(): GenerationStoreContext {
+    return { fs: this.#fs, registry: this.#registry, limits: this.#limits }
+  }
+
+  /**
+   * The session's current generation when it is older than v4 (read through migration),
+   * else null. Checks the versions first: VERSION_TOO_NEW (by name or header) and
+   * GENERATION_VERSION_MISMATCH are thrown before anything is locked or written.
+   */
+  async #olderGeneration(
+    id: string,
+    options: { readonly peek?: boolean } = {},
+  ): Promise<{ readonly directory: string; readonly source: GenerationFile } | null> {
+    await this.#ensureRoot(false)
+    const directory = await this.#checkSessionDirectory(id, { write: false })
+    const picked = await resolveCurrentGeneration(this.#generationContext(), {
+      directory,
+      id,
+      ...(options.peek === undefined ? {} : { peek: options.peek }),
+    })
+    return isOlderGeneration(picked.current) ? { directory, source: picked.current } : null
+  }
+
+  /** A read-only open of an older generation: migrated in memory, nothing written. */
+  async #readOlder(
+    id: string,
+    older: { readonly directory: string; readonly source: GenerationFile },
+  ): Promise<SessionReadResult> {
+    const { migration, projection, events } = await readOlderGeneration(this.#generationContext(), {
+      directory: older.directory,
+      id,
+      source: older.source,
+    })
+    const { source } = migration
+    return {
+      header: migration.header,
+      headerMissing: false,
+      projection,
+      lastSeq: migration.lastSeq,
+      tornTail: source.tornTail,
+      error: null,
+      pendingToolCalls: projection.repairState.pendingCalls,
+      stats: {
+        goodLines: events + 1,
+        events,
+        ignoredUnknown: source.ignoredUnknown,
+        projection: projection.stats,
+      },
+      file: source.file,
+      bytes: source.migratedFrom.bytes,
+      checkpoint: null,
+    }
+  }
+
+  /**
+   * I7: checks the generation a migrated header names. `read` compares sizes (cheap on
+   * every read), `write` sizes and sha256. Returns the GENERATION_FORK error, or null; a
+   * missing source (deleted by hand) is a warning on write.
+   */
+  async #generationFork(
+    header: SessionHeader | null,
+    where: { readonly id: string; readonly directory: string; readonly mode: 'read' | 'write' },
+  ): Promise<JsonlStoreError | null> {
+    if (header?.migratedFrom === undefined) return null
+    const { id, directory, mode } = where
+    const check = await detectGenerationFork({
+      fs: this.#fs,
+      directory,
+      sessionId: id,
+      header,
+      registry: this.#registry,
+      limits: this.#limits,
+      ...(mode === 'read' ? { check: 'size' as const } : {}),
+    })
+    if (check.status === 'missing' && mode === 'write') {
+      this.#logger.warn(
+        `${check.file}, the generation ${id} was migrated from, is gone: it cannot be checked for events appended after the migration.`,
+        { id, file: check.file },
+      )
+    }
+    return check.status === 'forked' ? check.error : null
+  }
+
+  /** Publishes the v4 generation of an older one, under the writer lock the caller holds. */
+  async #migrateUnderLock(request: {
+    readonly id: string
+    readonly directory: string
+    readonly source: GenerationFile
+    readonly lock: WriterLock
+    readonly onProgress?: ((progress: MigrationProgress) => void) | undefined
+  }): Promise<MigrationWriteResult> {
+    return migrateSession({
+      mode: 'write',
+      fs: this.#fs,
+      directory: request.directory,
+      sessionId: request.id,
+      source: request.source,
+      registry: this.#registry,
+      limits: this.#limits,
+      lock: request.lock,
+      randomHex: this.#randomHex,
+      ...(request.onProgress === undefined ? {} : { onProgress: request.onProgress }),
+    })
+  }
+
+  async migrate(
+    id: string,
+    options: {
+      readonly dryRun?: boolean
+      readonly onProgress?: (progress: MigrationProgress) => void
+    } = {},
+  ): Promise<MigrationReport> {
+    assertSessionId(id)
+    const dryRun = options.dryRun === true
+    const target = `${id}/${LOG_FILE_NAME}`
+    const older = await this.#olderGeneration(id)
+    if (older === null) return this.#upToDate(id, dryRun)
+    if (dryRun) {
+      const { migration, events } = await readOlderGeneration(this.#generationContext(), {
+        directory: older.directory,
+        id,
+        source: older.source,
+        onProgress: options.onProgress,
+      })
+      return {
+        id,
+        dryRun,
+        outcome: 'dry-run',
+        from: migration.source.file,
+        fromVersion: older.source.version,
+        to: target,
+        toVersion: SESSION_FORMAT_VERSION,
+        events,
+        lastSeq: migration.lastSeq,
+        ignoredUnknown: migration.source.ignoredUnknown,
+        bytesWritten: 0,
+        sha256: null,
+        sourceTornTail: migration.source.tornTail,
+        header: migration.header,
+      }
+    }
+    const directory = await this.#checkSessionDirectory(id, { write: true })
+    const lock = await acquireWriterLock(this.#fs, directory, this.#lock)
+    let result
+    try {
+      await removeStaleTemps(this.#fs, directory)
+      result = await this.#migrateUnderLock({
+        id,
+        directory,
+        source: older.source,
+        lock,
+        onProgress: options.onProgress,
+      })
+    } catch (error) {
+      throw toStoreError(error, {
+        op: 'migrate',
+        file: `${id}/${older.source.file}`,
+        fallback: JsonlErrorCode.WRITE_FAILED,
+      })
+    } finally {
+      await lock.release().catch(() => undefined)
+    }
+    const { source } = result
+    return {
+      id,
+      dryRun,
+      outcome: result.outcome === 'published' ? 'migrated' : result.outcome,
+      from: source === null ? null : source.file,
+      fromVersion: source === null ? null : source.generation.version,
+      to: target,
+      toVersion: SESSION_FORMAT_VERSION,
+      events: source === null ? null : result.lastSeq + 1,
+      lastSeq: source === null ? null : result.lastSeq,
+      ignoredUnknown: source === null ? null : source.ignoredUnknown,
+      bytesWritten: result.outcome === 'published' ? result.size : 0,
+      sha256: result.outcome === 'published' ? result.sha256 : null,
+      sourceTornTail: source === null ? null : source.tornTail,
+      header: result.header,
+    }
+  }
+
+  /** `migrate` of a session already in the current format: checked for a fork of its source, nothing written. */
+  async #upToDate(id: string, dryRun: boolean): Promise<MigrationReport> {
+    const { handle, directory, ...opened } = await this.#openLog(id, { write: false })
+    let header: SessionHeader | null
+    try {
+      const peek = await this.#peekHeader(id, handle, opened.log)
+      if (peek.damage !== null) throw peek.damage
+      header = peek.header
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+    const fork = await this.#generationFork(header, { id, directory, mode: 'write' })
+    if (fork !== null) throw fork
+    return {
+      id,
+      dryRun,
+      outcome: 'up-to-date',
+      from: null,
+      fromVersion: null,
+      to: `${id}/${LOG_FILE_NAME}`,
+      toVersion: SESSION_FORMAT_VERSION,
+      events: null,
+      lastSeq: null,
+      ignoredUnknown: null,
+      bytesWritten: 0,
+      sha256: null,
+      sourceTornTail: null,
+      header,
     }
   }
 
@@ -1587,6 +1895,7 @@ class SessionStoreImpl implements SessionStore {
 function isRefusal(error: JsonlStoreError): boolean {
   return (
     error.code === JsonlErrorCode.VERSION_TOO_NEW ||
+    error.code === JsonlErrorCode.GENERATION_VERSION_MISMATCH ||
     (error.code === JsonlErrorCode.INVALID_HEADER && error.line === 1)
   )
 }

@@ -1,0 +1,460 @@
+/*
+ * The store's side of generations (issue 5): which generation a session's open paths read,
+ * the version checks made before any lock is taken (RELIABILITY V1, a file name whose
+ * version differs from its header's), and read-only access to a session whose current
+ * generation is older than the current format: migrated in memory, writing nothing (no
+ * lock, no temp file, no chmod). Write opens publish the new generation with
+ * `migrateSession` in write mode, under the writer lock (see session-store.ts).
+ */
+import { constants } from 'node:fs'
+
+import { SESSION_FORMAT_VERSION, sessionHeaderSchema } from '@agent-ledger/session-events'
+import type { EventRegistry, LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
+import { createProjection, ProjectionError } from '@agent-ledger/session-projection'
+import type { Projection } from '@agent-ledger/session-projection'
+
+import { errnoOf, toStoreError } from './fs-errors.ts'
+import type { FileHandleOps, FsOps } from './fs-ops.ts'
+import { generationPath, listGenerations, peekHeaderVersion, pickCurrentGeneration } from './generations.ts'
+import type { CurrentGeneration, GenerationFile } from './generations.ts'
+import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
+import { LOG_FILE_NAME } from './layout.ts'
+import type { StoreLimits } from './limits.ts'
+import type { TornTail } from './log-scanner.ts'
+import { GENERATION_READERS } from './migration/generation-readers.ts'
+import { migrateSession } from './migration/migrate-session.ts'
+import type { MigrationProgress, MigrationReadResult } from './migration/migrate-session.ts'
+import { copyMembers } from './migration/raw-line.ts'
+import { migrateV0Header } from './migration/v0-to-v4.ts'
+import { readFileChunks } from './read-log.ts'
+import { readV0Chunks } from './v0/read-v0.ts'
+
+/** What the store hands to these helpers. */
+export interface GenerationStoreContext {
+  readonly fs: FsOps
+  readonly registry: EventRegistry
+  readonly limits: StoreLimits
+}
+
+/** What {@link SessionStore.migrate} did (or, with `dryRun`, would do). */
+export interface MigrationReport {
+  readonly id: string
+  /** True: the migration ran in memory (read mode) and nothing was written. */
+  readonly dryRun: boolean
+  /**
+   * `migrated`: the current-format generation was published now; `already-published`:
+   * another process published the same bytes first; `up-to-date`: the current generation
+   * already has the current format (nothing was read beyond its header, nothing written);
+   * `dry-run`: an older generation was migrated in memory and validated, nothing written.
+   */
+  readonly outcome: 'migrated' | 'already-published' | 'up-to-date' | 'dry-run'
+  /** The generation migrated from, relative to the store root (null when `up-to-date`). */
+  readonly from: string | null
+  /** Its format version (null when `up-to-date`). */
+  readonly fromVersion: number | null
+  /** The current-format generation, relative to the store root: written, found, or that would be written. */
+  readonly to: string
+  /** The current format version (4). */
+  readonly toVersion: number
+  /** Events in the current-format generation (null when `up-to-date`: the log is not scanned). */
+  readonly events: number | null
+  /** Seq of its last event in the new numbering, -1 when none (null when `up-to-date`). */
+  readonly lastSeq: number | null
+  /** Ignorable unknown events carried verbatim (RELIABILITY V5); null when `up-to-date`. */
+  readonly ignoredUnknown: number | null
+  /** Bytes written (0 for a dry run, `up-to-date` and `already-published`). */
+  readonly bytesWritten: number
+  /** SHA-256 of the bytes written, or null when nothing was written. */
+  readonly sha256: string | null
+  /** Unacknowledged bytes at the end of the source: left in it (old generations are never modified), not migrated. */
+  readonly sourceTornTail: TornTail | null
+  /** The header of the current-format generation (null for an up-to-date `.zstd` log, not decoded here). */
+  readonly header: SessionHeader | null
+}
+
+/**
+ * The name of a generation of session `id` as errors and reports show it.
+ *
+ * @param id - The session id.
+ * @param generation - The generation.
+ * @returns `<id>/<file>`, relative to the store root.
+ */
+export function generationDisplay(id: string, generation: GenerationFile): string {
+  return `${id}/${generation.file}`
+}
+
+function versionTooNew(file: string, found: number): JsonlStoreError {
+  return new JsonlStoreError({
+    code: JsonlErrorCode.VERSION_TOO_NEW,
+    message: `${file} was written by a newer agent-ledger (format version ${found}, this library reads up to ${SESSION_FORMAT_VERSION}): upgrade @agent-ledger/session-store-jsonl to open it.`,
+    file,
+    line: 1,
+    offset: 0,
+    details: { found, supportedMax: SESSION_FORMAT_VERSION },
+  })
+}
+
+/**
+ * Picks a session's current generation (the numerically highest canonical name) and checks
+ * its version before anything is locked or written: a newer version (by name or by header)
+ * is `VERSION_TOO_NEW`, a header whose version differs from its file name is
+ * `GENERATION_VERSION_MISMATCH`. Reads the directory listing and, for a plain generation,
+ * line 1 only. A header that cannot be peeked (unreadable, not a number) is left to the
+ * format's own reader, which reports it precisely.
+ *
+ * @param context - File system, registry and limits.
+ * @param request - The session directory and id; `peek: false` skips reading line 1 (the
+ *   caller reads the header anyway: only the name's version is checked here).
+ * @returns The current generation and the rest of the listing.
+ * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND` (no generation), `MIXED_ENCODINGS`,
+ *   `VERSION_TOO_NEW`, `GENERATION_VERSION_MISMATCH`, `ACCESS_DENIED` / `READ_FAILED` from the listing.
+ */
+export async function resolveCurrentGeneration(
+  context: GenerationStoreContext,
+  request: { readonly directory: string; readonly id: string; readonly peek?: boolean },
+): Promise<CurrentGeneration> {
+  const { directory, id } = request
+  const picked = pickCurrentGeneration(await listGenerations(context.fs, directory), id)
+  if (picked === null) {
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.SESSION_NOT_FOUND,
+      message: `Session ${id} was not found: expected ${id}/${LOG_FILE_NAME} (or an older generation such as ${id}/session.jsonl), found no session log.`,
+      file: `${id}/${LOG_FILE_NAME}`,
+    })
+  }
+  const { current } = picked
+  const file = generationDisplay(id, current)
+  let headerVersion: number | null = null
+  if (current.encoding === 'plain' && request.peek !== false) {
+    const peek = await peekHeaderVersion(context.fs, generationPath(directory, current), {
+      maxLineBytes: Math.min(context.limits.maxLineBytes, 1024 * 1024),
+      display: file,
+    }).catch(() => null)
+    if (peek?.kind === 'version' && typeof peek.version === 'number' && Number.isInteger(peek.version)) {
+      headerVersion = peek.version
+    }
+  }
+  if (headerVersion !== null && headerVersion > SESSION_FORMAT_VERSION)
+    throw versionTooNew(file, headerVersion)
+  if (current.version > SESSION_FORMAT_VERSION) throw versionTooNew(file, headerVersion ?? current.version)
+  if (headerVersion !== null && headerVersion !== current.version) {
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.GENERATION_VERSION_MISMATCH,
+      message: `The header of ${file} has the wrong format version: expected ${current.version} (from the file name), found ${headerVersion}.`,
+      file,
+      line: 1,
+      offset: 0,
+      details: { nameVersion: current.version, headerVersion },
+    })
+  }
+  return picked
+}
+
+/**
+ * True when a generation is older than the format this library writes: it is read through
+ * migration (in memory when read-only, published as a new generation on a write open).
+ *
+ * @param generation - The current generation.
+ */
+export function isOlderGeneration(generation: GenerationFile): boolean {
+  return generation.version < SESSION_FORMAT_VERSION
+}
+
+/** Applies a migrated event to a projection, naming the source file when the session rules refuse it. */
+function applyMigrated(projection: Projection, event: LoggedEvent, migration: MigrationReadResult): void {
+  try {
+    projection.apply(event)
+  } catch (error) {
+    const shift = migration.source.generation.version === 0 ? 1 : 0
+    const sourceSeq = event.seq + shift
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.INVALID_EVENT,
+      message: `Event seq ${sourceSeq} of ${migration.source.file} breaks the session rules once migrated (seq ${event.seq}): ${error instanceof Error ? error.message : String(error)}.`,
+      file: migration.source.file,
+      seq: sourceSeq,
+      lastGoodSeq: sourceSeq - 1,
+      details: {
+        projectionCode: ProjectionError.is(error) ? error.code : null,
+        type: event.type,
+        migratedSeq: event.seq,
+      },
+      cause: error,
+    })
+  }
+}
+
+/** A session read through migration: the migration (header, source) and the projection of every migrated event. */
+export interface OlderGenerationRead {
+  readonly migration: MigrationReadResult
+  readonly projection: Projection
+  /** Migrated events applied. */
+  readonly events: number
+}
+
+/**
+ * Reads a session whose current generation is older than the current format: migrates it
+ * in memory (validating every event) and applies the events to a fresh projection. Writes
+ * nothing: no lock, no temp file, no chmod.
+ *
+ * @param context - File system, registry and limits.
+ * @param request - The session directory, id, the generation, and an optional progress callback.
+ * @returns The migration and the projection.
+ * @throws {@link JsonlStoreError} the source's damage codes (`CORRUPT_LINE`, `SEQ_GAP`...), `INVALID_HEADER`,
+ *   `UNKNOWN_EVENT_TYPE`, `INVALID_EVENT` (no v4 form, or a session rule broken), `NO_MIGRATION_PATH`,
+ *   `GENERATION_VERSION_MISMATCH`, `READ_FAILED`.
+ */
+export async function readOlderGeneration(
+  context: GenerationStoreContext,
+  request: {
+    readonly directory: string
+    readonly id: string
+    readonly source: GenerationFile
+    readonly onProgress?: ((progress: MigrationProgress) => void) | undefined
+  },
+): Promise<OlderGenerationRead> {
+  const migration = await migrateSession({
+    mode: 'read',
+    fs: context.fs,
+    directory: request.directory,
+    sessionId: request.id,
+    source: request.source,
+    registry: context.registry,
+    limits: context.limits,
+    ...(request.onProgress === undefined ? {} : { onProgress: request.onProgress }),
+  })
+  const projection = createProjection({ registry: context.registry })
+  let events = 0
+  for await (const event of migration.events) {
+    applyMigrated(projection, event, migration)
+    events += 1
+  }
+  return { migration, projection, events }
+}
+
+/**
+ * Streams the migrated events of an older generation (read-only), checked like an open:
+ * every event validated, the session rules applied to a projection.
+ *
+ * @param context - File system, registry and limits.
+ * @param request - The session directory, id, generation and the inclusive seq range (new numbering).
+ * @returns The events in range.
+ */
+export async function* readOlderGenerationEvents(
+  context: GenerationStoreContext,
+  request: {
+    readonly directory: string
+    readonly id: string
+    readonly source: GenerationFile
+    readonly fromSeq: number
+    readonly toSeq: number
+  },
+): AsyncGenerator<LoggedEvent, void, undefined> {
+  const migration = await migrateSession({
+    mode: 'read',
+    fs: context.fs,
+    directory: request.directory,
+    sessionId: request.id,
+    source: request.source,
+    registry: context.registry,
+    limits: context.limits,
+  })
+  const projection = createProjection({ registry: context.registry })
+  for await (const event of migration.events) {
+    applyMigrated(projection, event, migration)
+    if (event.seq >= request.fromSeq && event.seq <= request.toSeq) yield event
+    if (event.seq >= request.toSeq) return
+  }
+}
+
+async function openGeneration(
+  context: GenerationStoreContext,
+  request: { readonly directory: string; readonly generation: GenerationFile; readonly file: string },
+): Promise<FileHandleOps> {
+  try {
+    const handle = await context.fs.open(
+      generationPath(request.directory, request.generation),
+      constants.O_RDONLY | constants.O_NOFOLLOW,
+    )
+    const stats = await handle.stat().catch(async (error: unknown) => {
+      await handle.close().catch(() => undefined)
+      throw error
+    })
+    if (!stats.isFile()) {
+      await handle.close().catch(() => undefined)
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.SESSION_NOT_FOUND,
+        message: `${request.file} is not a session log: expected a regular file, found another kind of entry.`,
+        file: request.file,
+      })
+    }
+    return handle
+  } catch (error) {
+    throw toStoreError(error, {
+      op: 'open',
+      file: request.file,
+      which: 'log',
+      fallback: errnoOf(error) === 'ENOENT' ? JsonlErrorCode.SESSION_NOT_FOUND : JsonlErrorCode.READ_FAILED,
+    })
+  }
+}
+
+function noReader(file: string, generation: GenerationFile): JsonlStoreError {
+  return new JsonlStoreError({
+    code: JsonlErrorCode.NO_MIGRATION_PATH,
+    message: `Cannot read ${file}: expected a plain generation of a readable format (${[...GENERATION_READERS.keys()].map((version) => `v${version}`).join(', ')}), found ${generation.encoding === 'plain' ? `format v${generation.version}` : 'a zstd generation of an older format'}.`,
+    file,
+    details: { from: generation.version, to: SESSION_FORMAT_VERSION, encoding: generation.encoding },
+  })
+}
+
+/** What {@link verifyOlderGeneration} found, in the source's own numbering. */
+export interface OlderGenerationVerify {
+  readonly file: string
+  readonly version: number
+  readonly status: 'ok' | 'torn-tail' | 'damaged'
+  readonly headerMissing: boolean
+  readonly bytes: number
+  readonly events: number
+  readonly lastSeq: number
+  readonly tornTail: TornTail | null
+  readonly damage: JsonlStoreError | null
+}
+
+/**
+ * Scans an older generation with its own format's reader (read-only) and reports its state,
+ * in that format's numbering (v0: the header event is seq 0, so events are seq 1..n).
+ *
+ * @param context - File system, registry and limits.
+ * @param request - The session directory, id and the generation.
+ * @returns The report; damage is reported, not thrown.
+ * @throws {@link JsonlStoreError} `NO_MIGRATION_PATH` (no reader for that format), open and read errors.
+ */
+export async function verifyOlderGeneration(
+  context: GenerationStoreContext,
+  request: { readonly directory: string; readonly id: string; readonly generation: GenerationFile },
+): Promise<OlderGenerationVerify> {
+  const { generation } = request
+  const file = generationDisplay(request.id, generation)
+  const reader = generation.encoding === 'plain' ? GENERATION_READERS.get(generation.version) : undefined
+  if (reader === undefined) throw noReader(file, generation)
+  const handle = await openGeneration(context, { directory: request.directory, generation, file })
+  try {
+    const scan = await reader.scan(readFileChunks(handle, { chunkBytes: context.limits.readChunkBytes }), {
+      file,
+      limits: context.limits,
+      registry: context.registry,
+    })
+    return {
+      file,
+      version: generation.version,
+      status: scan.damage !== null ? 'damaged' : scan.tornTail !== null ? 'torn-tail' : 'ok',
+      headerMissing: scan.headerMissing,
+      bytes: scan.bytesRead,
+      events: scan.events,
+      lastSeq: scan.lastSeq,
+      tornTail: scan.tornTail,
+      damage: scan.damage,
+    }
+  } catch (error) {
+    throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
+
+/** A listing entry of an older generation. */
+export interface OlderGenerationSummary {
+  /** The header its migration would write, without `migratedFrom` (known only after a full read). */
+  readonly header: SessionHeader
+  readonly file: string
+  readonly version: number
+  readonly bytes: number
+  readonly modifiedAt: string
+}
+
+/**
+ * Summarizes an older generation from its first line only (for `list`): the v4 header its
+ * migration would write, without `migratedFrom`.
+ *
+ * @param context - File system, registry and limits.
+ * @param request - The session directory, id and the generation.
+ * @returns The summary.
+ * @throws {@link JsonlStoreError} `NO_MIGRATION_PATH` (a format without a summary reader), `INVALID_HEADER`,
+ *   `GENERATION_VERSION_MISMATCH`, open and read errors.
+ */
+export async function summarizeOlderGeneration(
+  context: GenerationStoreContext,
+  request: { readonly directory: string; readonly id: string; readonly generation: GenerationFile },
+): Promise<OlderGenerationSummary> {
+  const { generation, id } = request
+  const file = generationDisplay(id, generation)
+  if (generation.version !== 0 || generation.encoding !== 'plain') throw noReader(file, generation)
+  const handle = await openGeneration(context, { directory: request.directory, generation, file })
+  try {
+    const stats = await handle.stat()
+    const chunks = readV0Chunks(readFileChunks(handle, { chunkBytes: 64 * 1024 }), {
+      file,
+      limits: context.limits,
+      registry: context.registry,
+    })
+    let v0Header: Record<string, unknown> | null = null
+    try {
+      for (;;) {
+        const step = await chunks.next()
+        if (step.done === true) {
+          if (step.value.damage !== null) throw step.value.damage
+          break
+        }
+        const first = step.value[0]
+        if (first !== undefined) {
+          if (first.kind === 'header') v0Header = first.value
+          break
+        }
+      }
+    } finally {
+      await chunks.return(undefined as never).catch(() => undefined)
+    }
+    if (v0Header === null) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.INVALID_HEADER,
+        message: `${file} has no valid header line: expected a session/header event on line 1, found ${stats.size === 0 ? 'an empty file' : 'a torn or damaged first line'}.`,
+        file,
+        line: 1,
+        offset: 0,
+        details: { headerMissing: true, bytes: stats.size },
+      })
+    }
+    const migrated = migrateV0Header(v0Header, {
+      sessionId: id,
+      migratedFrom: { file: generation.file, version: 0, sha256: '0'.repeat(64), lastSeq: -1, bytes: 0 },
+      sourceFile: file,
+      registry: context.registry,
+      limits: context.limits,
+      validate: true,
+    })
+    const parsed = sessionHeaderSchema.safeParse(copyMembers(migrated, { migratedFrom: undefined }))
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]
+      const field = issue === undefined ? '' : issue.path.map(String).join('.')
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.INVALID_HEADER,
+        message: `The v0 header of ${file} cannot be migrated: field "${field}": ${issue?.message ?? 'invalid value'}.`,
+        file,
+        line: 1,
+        offset: 0,
+        details: { field },
+      })
+    }
+    return {
+      header: copyMembers(migrated, { migratedFrom: undefined }) as SessionHeader,
+      file,
+      version: generation.version,
+      bytes: stats.size,
+      modifiedAt: stats.mtime.toISOString(),
+    }
+  } catch (error) {
+    throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
