@@ -51,7 +51,8 @@ Options:
   --provider NAME   scripted (built-in, offline; default) or openai (OPENAI_BASE_URL, OPENAI_API_KEY, MODEL)
   --id ID           session id for run (default: generated from the time)
   --max-steps N     model requests per turn before it ends as max-tokens (default 12)
-  --compress        write a zstd-compressed log (not available yet)
+  --compress        run: write session.v4.jsonl.zstd (one zstd frame per flush), resealed into large
+                    frames when the run ends; resume keeps a session's encoding
   --crash-at P[:T]  test only: SIGKILL this process at point P (after-assistant, after-tool-call,
                     after-tool-run), optionally only for tool T
   --keep            demo: keep the temporary directory and say where it is (it is kept anyway)

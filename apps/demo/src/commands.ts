@@ -13,11 +13,12 @@ import { MiniAgentError } from './mini-agent-error.ts'
 import type { Provider } from './providers/provider.ts'
 import {
   createProvider,
+  describeCompress,
   describeRepairs,
+  isCompressedLog,
   newSessionId,
   nextTurnNumber,
   recordedProvider,
-  refuseCompress,
   repairPlaceholders,
   startSession,
 } from './session.ts'
@@ -93,14 +94,19 @@ async function runOneTurn(
 }
 
 async function run(command: Extract<Command, { kind: 'run' }>, io: CommandIo): Promise<number> {
-  if (command.compress) refuseCompress()
   const provider = createProvider(command.provider ?? 'scripted', io.env)
   const workspace = command.workspace ?? io.cwd
   const tools = await createWorkspaceTools({ workspace, protectedPaths: [command.root] })
   const store = createSessionStore({ root: command.root })
   const id = command.id ?? newSessionId(new Date())
-  const writer = await startSession(store, { id, workspace: tools.workspace, provider })
+  const writer = await startSession(store, {
+    id,
+    workspace: tools.workspace,
+    provider,
+    compress: command.compress,
+  })
   io.out(`session ${id}: ${path.join(store.root, writer.file)}`)
+  let code: number
   try {
     const result = await runOneTurn(writer, {
       provider,
@@ -109,43 +115,75 @@ async function run(command: Extract<Command, { kind: 'run' }>, io: CommandIo): P
       workspace,
       io,
     })
-    return exitCodeOf(result.reason)
+    code = exitCodeOf(result.reason)
   } finally {
     await writer.close()
   }
+  await sealWhenCold(store, { id, file: writer.file, io })
+  return code
 }
 
 async function resume(command: Extract<Command, { kind: 'resume' }>, io: CommandIo): Promise<number> {
   const store = createSessionStore({ root: command.root })
   const writer = await openForResume(store, command.id)
+  let code: number
   try {
-    io.out(`session ${command.id}: ${path.join(store.root, writer.file)}`)
-    const { recovery } = writer
-    if (recovery.tornTail !== null) {
-      io.out(`torn tail of ${recovery.tornTail.bytes} bytes quarantined in ${recovery.quarantineFile ?? '?'}`)
-    }
-    if (recovery.repairs.length === 0) io.out('nothing to repair: the log ended cleanly.')
-    else {
-      io.out(`repaired ${recovery.repairs.length} event(s), durable before anything else:`)
-      for (const line of describeRepairs(recovery.repairs)) io.out(`  ${line}`)
-      for (const { message } of repairPlaceholders(writer)) {
-        io.out('the model will receive this placeholder:')
-        for (const line of JSON.stringify(message, null, 2).split('\n')) io.out(`  ${line}`)
-      }
-    }
-    if (command.prompt === undefined) return 0
-    const provider = createProvider(command.provider ?? recordedProvider(writer), io.env)
-    const workspace = command.workspace ?? writer.header.cwd ?? io.cwd
-    const result = await runOneTurn(writer, {
-      provider,
-      flags: command,
-      prompt: command.prompt,
-      workspace,
-      io,
-    })
-    return exitCodeOf(result.reason)
+    code = await resumeOpen(writer, { command, io, root: store.root })
   } finally {
     await writer.close()
+  }
+  await sealWhenCold(store, { id: command.id, file: writer.file, io })
+  return code
+}
+
+async function resumeOpen(
+  writer: SessionWriter,
+  context: { command: Extract<Command, { kind: 'resume' }>; io: CommandIo; root: string },
+): Promise<number> {
+  const { command, io } = context
+  io.out(`session ${command.id}: ${path.join(context.root, writer.file)}`)
+  const { recovery } = writer
+  if (recovery.tornTail !== null) {
+    io.out(`torn tail of ${recovery.tornTail.bytes} bytes quarantined in ${recovery.quarantineFile ?? '?'}`)
+  }
+  if (recovery.repairs.length === 0) io.out('nothing to repair: the log ended cleanly.')
+  else {
+    io.out(`repaired ${recovery.repairs.length} event(s), durable before anything else:`)
+    for (const line of describeRepairs(recovery.repairs)) io.out(`  ${line}`)
+    for (const { message } of repairPlaceholders(writer)) {
+      io.out('the model will receive this placeholder:')
+      for (const line of JSON.stringify(message, null, 2).split('\n')) io.out(`  ${line}`)
+    }
+  }
+  if (command.prompt === undefined) return 0
+  const provider = createProvider(command.provider ?? recordedProvider(writer), io.env)
+  const workspace = command.workspace ?? writer.header.cwd ?? io.cwd
+  const result = await runOneTurn(writer, {
+    provider,
+    flags: command,
+    prompt: command.prompt,
+    workspace,
+    io,
+  })
+  return exitCodeOf(result.reason)
+}
+
+/**
+ * Once the writer is closed (the session is cold), reseals a compressed log into large
+ * frames. A plain log is left alone (`--compress` is chosen at `run`). A failure is reported
+ * and does not change the exit code: every event is already durable in the live log.
+ */
+async function sealWhenCold(
+  store: SessionStore,
+  session: { readonly id: string; readonly file: string; readonly io: CommandIo },
+): Promise<void> {
+  if (!isCompressedLog(session.file)) return
+  try {
+    session.io.out(describeCompress(await store.compress(session.id)))
+  } catch (error) {
+    session.io.err(
+      `mini-agent: the compressed log was left with its per-flush frames, not resealed: ${errorLine(error)}`,
+    )
   }
 }
 
@@ -224,7 +262,6 @@ export async function runCommandLine(argv: readonly string[], io: CommandIo): Pr
       io.err('run mini-agent --help for usage.')
       return 2
     }
-    if (MiniAgentError.is(error) && error.code === 'COMPRESS_NOT_AVAILABLE') return 2
     return 1
   }
 }

@@ -90,8 +90,8 @@ async function readAll(store: SessionStore, id: string): Promise<LoggedEvent[]> 
  * happens at each step and where the files are: a session that calls tools; a real crash (a
  * child process SIGKILLed after a `tool/call` is durable); a resume showing the
  * `TOOL_OUTCOME_UNKNOWN` placeholder the model receives; a continued turn; a fork at an
- * earlier seq; a compaction; a verify; an export. No network, no keys; the output is the
- * same on every run apart from times and temporary paths.
+ * earlier seq; a compaction; a verify; an export; a compress. No network, no keys; the output
+ * is the same on every run apart from times, temporary paths and compressed sizes.
  *
  * @param options - Output, and the child-process runner (tests may inject one).
  * @returns 0 when every step behaved as told, 1 otherwise (the reason is printed).
@@ -281,6 +281,18 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   out(`markdown transcript of ${id}: ${exportPath} (${markdown.split('\n').length} lines)`)
   const placeholderLine = markdown.split('\n').find((line) => line.includes('Repair placeholder'))
   if (placeholderLine !== undefined) out(`  ${placeholderLine}`)
+
+  // 9. Compress the cold session.
+  step('9. Compress')
+  const eventsBeforeCompress = (await store.verify(id)).events
+  const compressed = await store.compress(id)
+  out(
+    `compress the session: ${compressed.plainBytes} bytes -> ${compressed.compressedBytes} bytes (${compressed.file}, ${compressed.frames} zstd frames; the plain log is removed)`,
+  )
+  const afterCompress = await store.verify(id)
+  out(`${id}: ${afterCompress.status}, ${afterCompress.events} events, read back from ${afterCompress.file}`)
+  if (afterCompress.status !== 'ok' || afterCompress.events !== eventsBeforeCompress)
+    return fail(`${id} after compress: ${afterCompress.status}, ${afterCompress.events} events`)
 
   step('Where everything is')
   const listing = await store.list()

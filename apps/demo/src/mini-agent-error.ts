@@ -2,8 +2,6 @@
 export const MiniAgentErrorCode = {
   /** The command line could not be understood (unknown command, missing or bad option). */
   USAGE: 'USAGE',
-  /** `--compress` was asked for, but the store cannot write zstd logs yet. */
-  COMPRESS_NOT_AVAILABLE: 'COMPRESS_NOT_AVAILABLE',
   /** An environment variable the openai provider needs is missing or malformed. */
   PROVIDER_CONFIG: 'PROVIDER_CONFIG',
   /** The provider answered with an HTTP error status. */

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto'
 
 import type { RepairAction } from '@agent-ledger/loop-repair'
 import type { WireMessage } from '@agent-ledger/session-events'
-import type { SessionStore, SessionWriter } from '@agent-ledger/session-store-jsonl'
+import type { CompressResult, SessionStore, SessionWriter } from '@agent-ledger/session-store-jsonl'
+import { ZSTD_LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl'
 
 import type { ProviderName } from './cli-args.ts'
-import { MiniAgentError } from './mini-agent-error.ts'
 import { createOpenAiProvider, openAiConfigFromEnv } from './providers/openai.ts'
 import type { Provider } from './providers/provider.ts'
 import { createScriptedProvider } from './providers/scripted.ts'
@@ -54,17 +54,27 @@ export function recordedProvider(writer: Pick<SessionWriter, 'header'>): Provide
  * Creates a mini-agent session: the header records the workspace and the provider, and the
  * system prompt is logged (and flushed) as seq 0.
  *
+ * With `compress`, the log is `session.v4.jsonl.zstd` from the start (the header in its own
+ * Zstandard frame, then one frame per durable flush), so even a run that is killed leaves a
+ * compressed log; `store.compress(id)` reseals it into large frames once it is cold.
+ *
  * @param store - The session store.
- * @param request - The id, the workspace's real path and the provider.
+ * @param request - The id, the workspace's real path, the provider, and whether to write zstd.
  * @returns The open writer (the caller closes it).
  * @throws `JsonlStoreError` from the store (`SESSION_EXISTS`, `INVALID_SESSION_ID`...).
  */
 export async function startSession(
   store: SessionStore,
-  request: { readonly id: string; readonly workspace: string; readonly provider: Provider },
+  request: {
+    readonly id: string
+    readonly workspace: string
+    readonly provider: Provider
+    readonly compress?: boolean
+  },
 ): Promise<SessionWriter> {
   const writer = await store.create({
     id: request.id,
+    encoding: request.compress === true ? 'zstd' : 'plain',
     header: {
       cwd: request.workspace,
       metadata: { app: 'mini-agent', provider: request.provider.name, model: request.provider.model },
@@ -122,11 +132,23 @@ export function describeRepairs(repairs: readonly RepairAction[]): string[] {
   })
 }
 
-/** Throws the `--compress` refusal: the store writes plain v4 logs until its zstd part lands. */
-export function refuseCompress(): never {
-  throw new MiniAgentError({
-    code: 'COMPRESS_NOT_AVAILABLE',
-    message:
-      '--compress is not available yet: the session store writes plain session.v4.jsonl logs until its zstd support (session-store-jsonl part 2) lands; run without --compress.',
-  })
+/**
+ * True when a session's log file (as `writer.file` names it) is the Zstandard log.
+ *
+ * @param file - The log file, relative to the store root.
+ * @returns Whether it is `session.v4.jsonl.zstd`.
+ */
+export function isCompressedLog(file: string): boolean {
+  return file.endsWith(`/${ZSTD_LOG_FILE_NAME}`) || file === ZSTD_LOG_FILE_NAME
+}
+
+/**
+ * One line describing a compress or reseal, for the console.
+ *
+ * @param result - What `store.compress` returned.
+ * @returns e.g. `compressed log demo/session.v4.jsonl.zstd: 9000 bytes -> 2100 bytes (...)`.
+ */
+export function describeCompress(result: CompressResult): string {
+  const before = result.outcome === 'compressed' ? result.plainBytes : result.compressedBytesBefore
+  return `${result.outcome === 'up-to-date' ? 'compressed log already sealed' : `compressed log ${result.outcome}`}: ${result.file}, ${before} bytes -> ${result.compressedBytes} bytes (${result.plainBytes} plain bytes, ratio ${result.ratio.toFixed(1)}, ${result.frames} frames)`
 }

@@ -5,7 +5,7 @@ import path from 'node:path'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { runMiniAgent } from './support/mini-agent-process.ts'
+import { runMiniAgent, zstdTest } from './support/mini-agent-process.ts'
 
 let cwd: string
 
@@ -33,11 +33,23 @@ describe('mini-agent command line (child processes)', () => {
     expect(listing.stdout).toContain(`${id!}  created `)
   })
 
-  it('refuses --compress with exit 2 and a clear message, creating nothing', async () => {
-    const compress = await runMiniAgent(['run', '--compress', '--root', path.join(cwd, 'c'), 'hi'], { cwd })
-    expect(compress.code).toBe(2)
-    expect(compress.stderr).toContain('--compress is not available yet')
-    expect(compress.stderr).toContain('COMPRESS_NOT_AVAILABLE')
-    expect(existsSync(path.join(cwd, 'c'))).toBe(false)
+  it('--compress writes session.v4.jsonl.zstd (no plain log), which the zstd CLI accepts and sessions lists', async () => {
+    const root = path.join(cwd, 'c')
+    const run = await runMiniAgent(
+      ['run', '--compress', '--root', root, '--id', 'z', 'Summarize readme.txt'],
+      {
+        cwd,
+      },
+    )
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout).toMatch(/compressed log resealed: z\/session\.v4\.jsonl\.zstd, \d+ bytes -> \d+ bytes/)
+    const compressed = path.join(root, 'z', 'session.v4.jsonl.zstd')
+    expect(existsSync(compressed)).toBe(true)
+    expect(existsSync(path.join(root, 'z', 'session.v4.jsonl'))).toBe(false)
+    const check = zstdTest(compressed)
+    if (check === null) console.warn('skipped the zstd -t check: the zstd CLI is not installed')
+    else expect(check.status, check.stderr).toBe(0)
+    const listing = await runMiniAgent(['sessions', '--root', root], { cwd })
+    expect(listing.stdout).toContain('z/session.v4.jsonl.zstd')
   })
 })

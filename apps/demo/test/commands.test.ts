@@ -119,7 +119,7 @@ describe('mini-agent commands against a real store (in process)', () => {
     expect((await readAll('s5')).at(-1)?.data).toEqual({ turn: 1, reason: 'max-tokens' })
   })
 
-  it('errors: resume of a missing session, an existing id, --compress', async () => {
+  it('errors: resume of a missing session, an existing id', async () => {
     const missing = await runInProcess(['resume', 'nope', '--root', root])
     expect(missing.code).toBe(1)
     expect(missing.err[0]).toContain('(SESSION_NOT_FOUND)')
@@ -127,9 +127,27 @@ describe('mini-agent commands against a real store (in process)', () => {
     const duplicate = await runInProcess(runArgs('dup', 'Summarize notes.md'))
     expect(duplicate.code).toBe(1)
     expect(duplicate.err[0]).toContain('SESSION_EXISTS')
-    const compress = await runInProcess(runArgs('z', '--compress', 'hi'))
-    expect(compress.code).toBe(2)
-    expect(compress.err[0]).toContain('(COMPRESS_NOT_AVAILABLE)')
+  })
+
+  it('--compress: the log is session.v4.jsonl.zstd from the start, resealed at the end, with the events of a plain run', async () => {
+    const run = await runInProcess(runArgs('z', '--compress', 'Summarize notes.md'))
+    expect(run.code, run.err.join('\n')).toBe(0)
+    expect(run.out[0]).toBe(`session z: ${path.join(root, 'z', 'session.v4.jsonl.zstd')}`)
+    expect(run.out.at(-1)).toMatch(
+      /^compressed log resealed: z\/session\.v4\.jsonl\.zstd, \d+ bytes -> \d+ bytes/,
+    )
+    expect(existsSync(path.join(root, 'z', 'session.v4.jsonl'))).toBe(false)
+    const plain = await runInProcess(runArgs('p', 'Summarize notes.md'))
+    expect(plain.out.some((line) => line.includes('compressed'))).toBe(false)
+    const types = (events: LoggedEvent[]) => events.map((event) => event.type)
+    expect(types(await readAll('z'))).toEqual(types(await readAll('p')))
+    // resume of the compressed session keeps its encoding and runs the next turn
+    const resumed = await runInProcess(['resume', 'z', '--root', root, 'Summarize notes.md'])
+    expect(resumed.code, resumed.err.join('\n')).toBe(0)
+    expect(resumed.out).toContain('nothing to repair: the log ended cleanly.')
+    expect((await readAll('z')).at(-1)?.data).toEqual({ turn: 2, reason: 'completed' })
+    expect(existsSync(path.join(root, 'z', 'session.v4.jsonl'))).toBe(false)
+    expect((await createSessionStore({ root }).verify('z')).status).toBe('ok')
   })
 
   it('--provider openai without its environment fails before creating a session, naming the variable', async () => {

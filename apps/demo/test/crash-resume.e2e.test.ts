@@ -7,7 +7,7 @@ import type { LoggedEvent } from '@agent-ledger/session-events'
 import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { runMiniAgent } from './support/mini-agent-process.ts'
+import { runMiniAgent, zstdTest } from './support/mini-agent-process.ts'
 
 let base: string
 let root: string
@@ -32,9 +32,10 @@ async function events(id: string): Promise<LoggedEvent[]> {
 }
 
 /** Crashes a run at `crashAt`, then resumes it twice; returns the log after each step. */
-async function crashThenResumeTwice(id: string, crashAt: string) {
+async function crashThenResumeTwice(id: string, crashAt: string, extra: readonly string[] = []) {
   const crashed = await runMiniAgent([
     'run',
+    ...extra,
     '--root',
     root,
     '--workspace',
@@ -121,6 +122,35 @@ describe('mini-agent killed with SIGKILL, then resumed (child processes)', () =>
       ),
     ).toHaveLength(1)
     expect(log.at(-1)!.data).toEqual({ turn: 2, reason: 'completed' })
+    expect((await createSessionStore({ root }).verify(id)).status).toBe('ok')
+  })
+
+  it('R1 (zstd): a --compress run killed after-tool-call leaves a .zstd log the zstd CLI accepts; resume appends TOOL_OUTCOME_UNKNOWN to it and reseals it', async () => {
+    const id = 'crash-compressed'
+    const directory = path.join(root, id)
+    const compressed = path.join(directory, 'session.v4.jsonl.zstd')
+    const { afterCrash, afterFirst, afterSecond, firstResume, secondResume } = await crashThenResumeTwice(
+      id,
+      'after-tool-call',
+      ['--compress'],
+    )
+    expect(existsSync(path.join(directory, 'session.v4.jsonl'))).toBe(false)
+    expect(existsSync(compressed)).toBe(true)
+    const lastBefore = afterCrash.at(-1)!
+    expect(lastBefore.type).toBe('tool/call')
+    const added = afterFirst.slice(afterCrash.length)
+    expect(added.map((event) => event.type)).toEqual(['tool/result', 'turn/end'])
+    expect(added[0]!.data).toMatchObject({ isError: true, code: 'TOOL_OUTCOME_UNKNOWN' })
+    expect(added[0]!.sourceEventSeqs).toEqual([lastBefore.seq])
+    expect(firstResume.stdout).toContain(`session ${id}: ${compressed}`)
+    expect(firstResume.stdout).toContain('[TOOL_OUTCOME_UNKNOWN]')
+    expect(firstResume.stdout).toMatch(/compressed log resealed: .*session\.v4\.jsonl\.zstd/)
+    expect(afterSecond).toHaveLength(afterFirst.length)
+    expect(secondResume.stdout).toContain('nothing to repair')
+    expect(existsSync(path.join(directory, 'session.v4.jsonl'))).toBe(false)
+    const check = zstdTest(compressed)
+    if (check === null) console.warn('skipped the zstd -t check: the zstd CLI is not installed')
+    else expect(check.status, check.stderr).toBe(0)
     expect((await createSessionStore({ root }).verify(id)).status).toBe('ok')
   })
 })

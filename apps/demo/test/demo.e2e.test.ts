@@ -18,7 +18,7 @@ afterAll(async () => {
 })
 
 describe('mini-agent demo (the pnpm demo story, as a child process)', () => {
-  it('R1: runs the whole story, exit 0: tools, a real SIGKILL, the TOOL_OUTCOME_UNKNOWN placeholder, fork, compaction, verify, export', async () => {
+  it('R1: runs the whole story, exit 0: tools, a real SIGKILL, the TOOL_OUTCOME_UNKNOWN placeholder, fork, compaction, verify, export, compress', async () => {
     const run = await runMiniAgent(['demo'], { env: childEnv({ TMPDIR: tmp }) })
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0)
     const out = run.stdout
@@ -31,6 +31,7 @@ describe('mini-agent demo (the pnpm demo story, as a child process)', () => {
       '== 6. A compaction ==',
       '== 7. Verify ==',
       '== 8. Export ==',
+      '== 9. Compress ==',
     ]) {
       expect(out).toContain(title)
     }
@@ -50,7 +51,9 @@ describe('mini-agent demo (the pnpm demo story, as a child process)', () => {
 
     const [base] = await readdir(tmp)
     const demoDirectory = path.join(tmp, base!)
-    expect(existsSync(path.join(demoDirectory, 'sessions', 'demo', 'session.v4.jsonl'))).toBe(true)
+    expect(out).toMatch(/compress the session: \d+ bytes -> \d+ bytes/)
+    expect(existsSync(path.join(demoDirectory, 'sessions', 'demo', 'session.v4.jsonl.zstd'))).toBe(true)
+    expect(existsSync(path.join(demoDirectory, 'sessions', 'demo', 'session.v4.jsonl'))).toBe(false)
     expect(existsSync(path.join(demoDirectory, 'sessions', 'demo-fork', 'session.v4.jsonl'))).toBe(true)
     expect(existsSync(path.join(demoDirectory, 'workspace', 'todo.txt.summary.md'))).toBe(true)
     const markdown = await readFile(path.join(demoDirectory, 'demo.md'), 'utf8')

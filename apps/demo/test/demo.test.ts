@@ -23,6 +23,7 @@ function normalize(lines: readonly string[]): string {
     .join('\n')
     .replace(/\/[^\s"']*mini-agent-demo-[A-Za-z0-9]{6}/g, '<tmp>')
     .replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z/g, '<time>')
+    .replace(/-> \d+ bytes/g, '-> <size> bytes')
 }
 
 describe('runDemo (in process, with the crashing child simulated)', () => {
@@ -38,6 +39,7 @@ describe('runDemo (in process, with the crashing child simulated)', () => {
     expect(text).toContain('reopening the session again repairs nothing more (0 repair events)')
     expect(text).toMatch(/the parent is untouched: (\d+) events before the fork, \1 after\./)
     expect(text).toMatch(/the model now sees \d+ messages instead of \d+/)
+    expect(text).toMatch(/compress the session: \d+ bytes -> \d+ bytes \(demo\/session\.v4\.jsonl\.zstd, /)
   })
 
   it('fails loudly when the child does not die by SIGKILL', async () => {

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
 import path from 'node:path'
@@ -56,4 +56,15 @@ export function runMiniAgent(
   options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
 ): Promise<Finished> {
   return startMiniAgent(args, options).finished
+}
+
+/**
+ * Runs `zstd -t` (test integrity) on a file.
+ *
+ * @returns Its exit status and stderr, or null when the zstd CLI is not installed (the caller skips, saying so).
+ */
+export function zstdTest(file: string): { status: number | null; stderr: string } | null {
+  const result = spawnSync('zstd', ['-t', '-q', file], { encoding: 'utf8' })
+  if (result.error !== undefined && (result.error as NodeJS.ErrnoException).code === 'ENOENT') return null
+  return { status: result.status, stderr: result.stderr }
 }
