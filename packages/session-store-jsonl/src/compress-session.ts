@@ -122,8 +122,14 @@ const PROGRESS_EVERY_BYTES = 8 * 1024 * 1024
 
 function progressOf(options: CompressOptions): (progress: CompressProgress, force?: boolean) => void {
   let next = 0
+  let phase = ''
   return (progress, force = false) => {
     if (options.onProgress === undefined) return
+    if (progress.phase !== phase) {
+      // A new phase reports at once, then every few MiB.
+      phase = progress.phase
+      next = 0
+    }
     if (!force && progress.bytesRead < next) return
     next = progress.bytesRead + PROGRESS_EVERY_BYTES
     options.onProgress(progress)

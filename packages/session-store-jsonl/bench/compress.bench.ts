@@ -1,0 +1,212 @@
+/**
+ * `.zstd` sessions through the store (issue 5): a realistic agent session (`support/dataset.ts`,
+ * 20 MB; 200 MB with --large) beside the stock `zstd` CLI on the same file in the same run.
+ *
+ * 1. `store.compress` (scan + frames of 4 MiB at level 6 + read-back verification + publish by
+ *    link) in MB/s of plain log, beside `zstd -3 -c file > /dev/null` timed the same way
+ *    (ratio = ours / CLI; the CLI is native and does none of the checks).
+ * 2. Size: the compressed session's ratio (plain / compressed) over `zstd -3` of the whole
+ *    plain file (target >= 0.8), for: compress; an 8 MB session written live through the store
+ *    with a flush every 1 / 10 / 100 events (one frame per flush); the live 10-event session
+ *    after a reseal (`compress` again).
+ * 3. Live write: MB/s of appends + flush every 100 events to a `.zstd` session over the same to
+ *    a plain session (the cost of compressing each flush; both fdatasync).
+ *
+ * Run alone with `pnpm bench --only compress`.
+ */
+import { spawnSync } from 'node:child_process'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import { createSessionStore, LOG_FILE_NAME } from '../src/index.ts'
+import { ensureDataset, generateAgentSession } from './support/dataset.ts'
+import { generateSessionHeader } from './generate-session.ts'
+import { progress } from './support/measure.ts'
+import type { BenchResult, RunOptions } from './support/measure.ts'
+
+const MB = 1_000_000
+const ZSTD_NAME = `${LOG_FILE_NAME}.zstd`
+const log = progress('compress')
+
+function cliSeconds(file: string): number {
+  const started = performance.now()
+  const result = spawnSync('zstd', ['-3', '-q', '-c', file], { maxBuffer: 4 * 1024 * MB })
+  const elapsed = (performance.now() - started) / 1000
+  if (result.status !== 0) throw new Error(`zstd -3 failed: ${result.stderr.toString()}`)
+  return elapsed
+}
+
+function cliSize(file: string): number {
+  const result = spawnSync('zstd', ['-3', '-q', '-c', file], { maxBuffer: 4 * 1024 * MB })
+  if (result.status !== 0) throw new Error(`zstd -3 failed: ${result.stderr.toString()}`)
+  return result.stdout.length
+}
+
+/** Writes the dataset's session again through a store in `encoding`, flushing every `flushEvery` events. */
+async function writeLive(
+  root: string,
+  request: {
+    readonly id: string
+    readonly encoding: 'plain' | 'zstd'
+    readonly flushEvery: number
+    readonly targetBytes: number
+  },
+): Promise<{ seconds: number; file: string }> {
+  const base = generateSessionHeader({ seed: 7 })
+  let now = base.createdAt
+  const store = createSessionStore({
+    root,
+    clock: () => now,
+    flush: { maxDelayMs: 0, maxBufferedEvents: 0, maxBufferedBytes: 0 },
+    checkpoint: { enabled: false },
+  })
+  const writer = await store.create({
+    id: request.id,
+    encoding: request.encoding,
+    header: { createdAt: base.createdAt, cwd: base.cwd, metadata: base.metadata },
+  })
+  const started = performance.now()
+  let since = 0
+  for (const { input, time } of generateAgentSession(
+    { seed: 7, targetBytes: request.targetBytes },
+    writer.projection,
+  )) {
+    now = time
+    writer.append(input)
+    since += 1
+    if (since >= request.flushEvery) {
+      await writer.flush()
+      since = 0
+    }
+  }
+  await writer.close()
+  return {
+    seconds: (performance.now() - started) / 1000,
+    file: join(root, request.id, request.encoding === 'zstd' ? ZSTD_NAME : LOG_FILE_NAME),
+  }
+}
+
+/**
+ * Runs the benchmark.
+ *
+ * @param options - `scale`: `default` (20 MB session) or `large` (200 MB).
+ * @returns The figures, each beside its CLI floor.
+ */
+export async function run(options: RunOptions = {}): Promise<BenchResult[]> {
+  const megabytes = options.scale === 'large' ? 200 : 20
+  const dataset = await ensureDataset(megabytes, log)
+  const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-compress-bench-'))
+  const results: BenchResult[] = []
+  try {
+    const plainFile = dataset.file
+    const plainBytes = statSync(plainFile).size
+    const wholeSize = cliSize(plainFile)
+    const wholeRatio = plainBytes / wholeSize
+    const sizeFloor = {
+      name: `zstd -3 of the whole plain file (${(wholeSize / MB).toFixed(2)} MB)`,
+      value: wholeRatio,
+    }
+    const sizeFigure = (name: string, compressed: number): BenchResult => {
+      const value = plainBytes / compressed
+      return {
+        name: `zstd size: ${name}`,
+        value,
+        unit: 'x (plain/compressed)',
+        floor: sizeFloor,
+        ratio: value / wholeRatio,
+        target: '>= 0.8',
+        met: value / wholeRatio >= 0.8,
+      }
+    }
+
+    // 1. compress, best of 2, beside the CLI file to file
+    let compressSeconds = Number.POSITIVE_INFINITY
+    let compressedSize = 0
+    for (let round = 0; round < 2; round += 1) {
+      const root = join(scratch, `c${round}`)
+      mkdirSync(join(root, dataset.id), { recursive: true, mode: 0o700 })
+      copyFileSync(plainFile, join(root, dataset.id, LOG_FILE_NAME))
+      const store = createSessionStore({ root, checkpoint: { enabled: false } })
+      const started = performance.now()
+      const result = await store.compress(dataset.id)
+      compressSeconds = Math.min(compressSeconds, (performance.now() - started) / 1000)
+      compressedSize = result.compressedBytes
+      log(`compress round ${round}: ${result.frames} frames, ${result.ratio.toFixed(2)}x`)
+      rmSync(root, { recursive: true, force: true })
+    }
+    const cli = Math.min(cliSeconds(plainFile), cliSeconds(plainFile))
+    results.push({
+      name: `store.compress ${(plainBytes / MB).toFixed(0)} MB session (scan + 4 MiB frames level 6 + verify + publish)`,
+      value: plainBytes / MB / compressSeconds,
+      unit: 'MB/s',
+      floor: { name: 'zstd -3 -c file (CLI, native, no checks)', value: plainBytes / MB / cli },
+      ratio: cli / compressSeconds,
+    })
+    results.push(sizeFigure('store.compress (4 MiB frames, level 6)', compressedSize))
+
+    // 2 and 3. live sessions (8 MB): one frame per flush; then a reseal. Each against zstd -3 of its own plain content.
+    const liveFigure = (name: string, livePlain: Buffer, compressed: number): BenchResult => {
+      const whole = spawnSync('zstd', ['-3', '-q', '-c'], { input: livePlain, maxBuffer: 4 * 1024 * MB })
+        .stdout.length
+      const value = livePlain.length / compressed
+      const floorValue = livePlain.length / whole
+      return {
+        name: `zstd size: ${name}`,
+        value,
+        unit: 'x (plain/compressed)',
+        floor: {
+          name: `zstd -3 of the same plain file (${(livePlain.length / MB).toFixed(2)} MB)`,
+          value: floorValue,
+        },
+        ratio: value / floorValue,
+        target: '>= 0.8',
+        met: value / floorValue >= 0.8,
+      }
+    }
+    const targetBytes = 8 * MB
+    let zstdLive100 = 0
+    for (const flushEvery of [1, 10, 100]) {
+      const root = join(scratch, `live${flushEvery}`)
+      const live = await writeLive(root, { id: 'live', encoding: 'zstd', flushEvery, targetBytes })
+      if (flushEvery === 100) zstdLive100 = live.seconds
+      const livePlain = spawnSync('zstd', ['-d', '-q', '-c', live.file], { maxBuffer: 4 * 1024 * MB }).stdout
+      results.push(
+        liveFigure(
+          `live .zstd session, one frame per flush of ${flushEvery} event${flushEvery === 1 ? '' : 's'} (level 3)`,
+          livePlain,
+          statSync(live.file).size,
+        ),
+      )
+      if (flushEvery === 10) {
+        const store = createSessionStore({ root, checkpoint: { enabled: false } })
+        const resealed = await store.compress('live')
+        results.push(
+          liveFigure(
+            'the same (flush every 10) after a reseal (compress again)',
+            livePlain,
+            resealed.compressedBytes,
+          ),
+        )
+      }
+      rmSync(root, { recursive: true, force: true })
+    }
+    const plainLive = await writeLive(join(scratch, 'plain100'), {
+      id: 'live',
+      encoding: 'plain',
+      flushEvery: 100,
+      targetBytes,
+    })
+    const livePlainBytes = readFileSync(plainLive.file).length
+    results.push({
+      name: `live appends to a .zstd session, ${(livePlainBytes / MB).toFixed(0)} MB, flush every 100 events (append + compress + write + fdatasync)`,
+      value: livePlainBytes / MB / zstdLive100,
+      unit: 'MB/s',
+      floor: { name: 'the same appends to a plain session', value: livePlainBytes / MB / plainLive.seconds },
+      ratio: plainLive.seconds / zstdLive100,
+    })
+    return results
+  } finally {
+    rmSync(scratch, { recursive: true, force: true })
+  }
+}
