@@ -28,8 +28,10 @@ const DAMAGE_OR_REFUSAL: ReadonlySet<string> = new Set([
   'CORRUPT_FRAME',
   'DECOMPRESSION_LIMIT',
   'WINDOW_TOO_LARGE',
-  'ENCODINGS_DIFFER',
-  'MIGRATION_REFUSED',
+  'MIXED_ENCODINGS',
+  'GENERATION_VERSION_MISMATCH',
+  'NO_MIGRATION_PATH',
+  'MIGRATION_CONFLICT',
 ])
 
 /** Where store errors' relative `file` names are rooted, and the working directory for display. */

@@ -205,9 +205,9 @@ export async function resolveRoot(argument: string, cwd: string): Promise<string
 export function locationNotes(location: SessionLocation): string[] {
   const notes: string[] = []
   const current = basename(location.logFile)
-  if (!location.generations.includes(current)) {
+  if (!location.generations.includes(current) && !location.generations.includes(`${current}.zstd`)) {
     notes.push(
-      `${location.id} holds ${location.generations.join(', ')} but no ${current}: this version reads ${current}; run agent-ledger migrate on it to write the current generation`,
+      `${location.id} holds ${location.generations.join(', ')} but no ${current}: it is read through an in-memory migration; run agent-ledger migrate on it to write the current generation`,
     )
   } else if (location.namedFile !== null) {
     notes.push(`${location.namedFile} is not the current log of ${location.id}; reading ${current}`)

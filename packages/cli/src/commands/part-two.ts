@@ -111,9 +111,10 @@ export const migrateCommand: CommandSpec = {
       enabled: context.progressEnabled,
     })
     const result = await store.migrate(location.id, { dryRun, onProgress: progressSink(progress) })
+    const upToDate = (result as { outcome?: unknown } | null)?.outcome === 'up-to-date'
     await printResult(context, {
       json: flag(args, 'json'),
-      verb: dryRun ? 'dry run passed for' : 'migrated',
+      verb: dryRun ? 'dry run passed for' : upToDate ? 'nothing to migrate in' : 'migrated',
       id: location.id,
       result,
     })
