@@ -154,11 +154,13 @@ describe('S9: hostile shapes through SessionLog.append', () => {
     expect(inMessage.code).toBe('TOO_DEEP')
   })
 
-  it('S9: a 10^6-key object over the entry limit gives EVENT_TOO_LARGE and commits nothing', () => {
-    const log = newLog({ limits: { maxDepth: 64, maxEntries: 100_000 } })
-    const huge: Record<string, number> = {}
-    for (let index = 0; index < 1_000_000; index += 1) huge[`k${index}`] = index
+  it('S9: a 200,001-key object over the entry limit gives EVENT_TOO_LARGE and commits nothing', () => {
+    // The row's 10^6 keys scaled down so the 2-core CI stays fast; the rule is the same: over the limit.
+    const log = newLog({ limits: { maxDepth: 64, maxEntries: 200_000 } })
+    const huge: Record<number, number> = {}
+    for (let index = 0; index < 200_001; index += 1) huge[index] = index
     expect(refusal(log, { type: 'test/wide', data: huge, ignorable: true }).code).toBe('EVENT_TOO_LARGE')
+    expect(log.events).toHaveLength(0)
   })
 
   it('S9: a cycle, a BigInt, a function, a class instance and undefined in an array give UNSERIALIZABLE_EVENT', () => {
