@@ -155,6 +155,7 @@ export async function resolveCurrentGeneration(
  * migration (in memory when read-only, published as a new generation on a write open).
  *
  * @param generation - The current generation.
+ * @returns True for a version below `SESSION_FORMAT_VERSION`.
  */
 export function isOlderGeneration(generation: GenerationFile): boolean {
   return generation.version < SESSION_FORMAT_VERSION
