@@ -227,6 +227,26 @@ describe('zstd torn frames and damage through the store', () => {
     expect(tested).toBe(bytes.length - lastStart)
   })
 
+  it('T4: an empty .zstd log and a torn header frame hold no event: read as empty, re-initialised with a header frame by a write open', async () => {
+    const { bytes, starts } = await fiveFlushes()
+    for (const cut of [0, 3, starts[1]! - 1]) {
+      const id = `head${cut}`
+      const path = placeZstdSession(temp.path, id, bytes.subarray(0, cut))
+      const before = fileIdentity(path)
+      expect(await store.openReader(id)).toMatchObject({ header: null, headerMissing: true, lastSeq: -1 })
+      expect(fileIdentity(path)).toEqual(before)
+      const writer = await store.openWriter(id)
+      expect(writer.recovery.headerMissing).toBe(true)
+      expect(writer.recovery.quarantineFile === null).toBe(cut === 0)
+      writer.append(note)
+      await writer.close()
+      const after = readFileSync(path)
+      expect(frameStarts(after)).toHaveLength(2)
+      expect(cliCheck(after).testOk).toBe(true)
+      expect(await store.verify(id)).toMatchObject({ status: 'ok', lastSeq: 0, headerMissing: false })
+    }
+  })
+
   it('Z2: NULs, random bytes or half a frame after the last complete frame are a torn tail, quarantined byte for byte', async () => {
     const { bytes } = await fiveFlushes()
     const otherFrame = cliCompress(Buffer.from(`${'{"seq":99,"x":"another session"}\n'.repeat(40)}`))
@@ -379,6 +399,7 @@ describe('zstd torn frames and damage through the store', () => {
     const bomb = cliCompress(Buffer.alloc(64 * MiB), ['-3'])
     expect(bomb.length).toBeLessThan(64 * 1024)
     const cases: [string, Buffer, string][] = [
+      ['bombonly', bomb, 'DECOMPRESSION_LIMIT'],
       ['bomb', Buffer.concat([headerFrame, bomb]), 'DECOMPRESSION_LIMIT'],
       ['bombmid', Buffer.concat([headerFrame, bomb, bytes.subarray(starts[1])]), 'DECOMPRESSION_LIMIT'],
       [
