@@ -59,7 +59,7 @@ describe('inspect', () => {
     const report = JSON.parse(run.stdout) as Record<string, unknown>
     expect(report).toMatchObject({
       session: 'a1',
-      header: { id: 'a1', version: 4, cwd: '/work/demo' },
+      header: { id: 'a1', version: 4, cwd: '/srv/demo' },
       events: 9,
       lastSeq: 8,
       turns: 1,

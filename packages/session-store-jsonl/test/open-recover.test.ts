@@ -430,7 +430,7 @@ describe('create, list, salvage, fork', () => {
     expect(listed.sessions.map((session) => session.id)).toEqual(['a-good', 'b-good'])
     expect(listed.sessions[0]).toMatchObject({
       file: `a-good/${LOG_FILE_NAME}`,
-      header: { id: 'a-good', cwd: '/work/project' },
+      header: { id: 'a-good', cwd: '/srv/project' },
     })
     expect(listed.problems.map((problem) => problem.id)).toEqual(['c-garbage', 'd-empty'])
     for (const problem of listed.problems) expect(JsonlStoreError.is(problem.error)).toBe(true)
@@ -479,7 +479,7 @@ describe('create, list, salvage, fork', () => {
       parentSession: 'parent',
       seeded: true,
       inheritedEventCount: 10,
-      cwd: '/work/project',
+      cwd: '/srv/project',
     })
     expect(child.recovery.repairs).toEqual([])
     await child.close()

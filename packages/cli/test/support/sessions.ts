@@ -150,7 +150,7 @@ export async function writeSession(
   id: string,
   options: { readonly turns?: number; readonly extra?: readonly EventInput[] } = {},
 ): Promise<void> {
-  const writer = await store.create({ id, header: { cwd: '/work/demo' } })
+  const writer = await store.create({ id, header: { cwd: '/srv/demo' } })
   writer.append({
     type: 'system/message',
     data: { message: { role: 'system', content: 'You are a coding agent.' } },

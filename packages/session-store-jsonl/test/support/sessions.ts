@@ -112,7 +112,7 @@ export async function writeSession(
   id: string,
   inputs: readonly EventInput[],
 ): Promise<string> {
-  const writer = await store.create({ id, header: { cwd: '/work/project' } })
+  const writer = await store.create({ id, header: { cwd: '/srv/project' } })
   for (const input of inputs) writer.append(input)
   await writer.close()
   return join(store.sessionDirectory(id), 'session.v4.jsonl')

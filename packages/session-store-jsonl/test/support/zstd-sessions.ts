@@ -37,7 +37,7 @@ export async function writeBatches(
   const writer = await store.create({
     id: request.id,
     encoding: request.encoding,
-    header: { cwd: '/work/project' },
+    header: { cwd: '/srv/project' },
   })
   for (const batch of request.batches) {
     for (const input of batch) writer.append(input)
