@@ -1,7 +1,6 @@
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { CliError, CliErrorCode, ExitCode, runCli } from '../src/index.ts'
@@ -122,17 +121,19 @@ describe('migrate and compress (store part 2, feature-detected)', () => {
   })
   afterEach(() => cleanup())
 
-  const store = (): Record<string, unknown> =>
-    createSessionStore({ root: '/nonexistent' }) as unknown as Record<string, unknown>
-
-  it.skipIf(typeof store()['compress'] === 'function')(
-    'compress exits 2 with NOT_AVAILABLE while the store has no compress()',
-    async () => {
-      const run = await cli(['compress', join(root, 'a1')])
-      expect(run.code).toBe(2)
-      expect(run.stderr).toContain('agent-ledger: NOT_AVAILABLE: compress is not available')
-    },
-  )
+  it('compress converts the session to session.v4.jsonl.zstd with the same messages, and verify accepts it', async () => {
+    const before = await cli(['messages', join(root, 'a1'), '--json'])
+    expect(before.code).toBe(0)
+    const run = await cli(['compress', join(root, 'a1'), '--no-progress'])
+    expect(run.code).toBe(0)
+    const files = readdirSync(join(root, 'a1'))
+    expect(files).toContain('session.v4.jsonl.zstd')
+    expect(files).not.toContain('session.v4.jsonl')
+    const after = await cli(['messages', join(root, 'a1'), '--json'])
+    expect(after.code).toBe(0)
+    expect(after.stdout).toBe(before.stdout)
+    expect((await cli(['verify', join(root, 'a1')])).code).toBe(0)
+  })
 
   it('migrate --dry-run on a current-format session is up to date and writes nothing', async () => {
     const before = filesIn(join(root, 'a1'))
