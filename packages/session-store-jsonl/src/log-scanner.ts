@@ -125,6 +125,34 @@ function tailReason(tail: UnterminatedTail): TornTail['reason'] {
 }
 
 /**
+ * The torn-tail rule shared by every line format (v4 here, v0 in `src/v0`): a suspect line
+ * with no good line after it makes everything from it a torn tail (`tailGarbage`); otherwise
+ * the unterminated bytes after the last `\n`, if any, are the tail.
+ */
+export function classifyTornTail(scan: {
+  readonly suspect: { readonly offset: number; readonly line: number } | null
+  readonly tail: UnterminatedTail | null
+  readonly bytesRead: number
+  readonly nextLine: number
+}): TornTail | null {
+  if (scan.suspect !== null) {
+    return {
+      offset: scan.suspect.offset,
+      bytes: scan.bytesRead - scan.suspect.offset,
+      reason: 'tailGarbage',
+      line: scan.suspect.line,
+    }
+  }
+  if (scan.tail === null) return null
+  return {
+    offset: scan.tail.offset,
+    bytes: scan.tail.length,
+    reason: tailReason(scan.tail),
+    line: scan.nextLine,
+  }
+}
+
+/**
  * Lines to events: runs the per-line checks through a {@link LogFormat}, then `seq` density,
  * the known/ignorable type rule and the caller's projection rules, and classifies what
  * fails into a torn tail (repairable) or damage (refused).
@@ -234,24 +262,10 @@ export class LogScanner implements LineSink {
    * @returns What the scan found.
    */
   finish(tail: UnterminatedTail | null, bytesRead: number): ScanOutcome {
-    let tornTail: TornTail | null = null
-    if (this.#damage === null && !this.#done) {
-      if (this.#suspect !== null) {
-        tornTail = {
-          offset: this.#suspect.offset,
-          bytes: bytesRead - this.#suspect.offset,
-          reason: 'tailGarbage',
-          line: this.#suspect.line,
-        }
-      } else if (tail !== null) {
-        tornTail = {
-          offset: tail.offset,
-          bytes: tail.length,
-          reason: tailReason(tail),
-          line: this.#lineNumber + 1,
-        }
-      }
-    }
+    const tornTail =
+      this.#damage === null && !this.#done
+        ? classifyTornTail({ suspect: this.#suspect, tail, bytesRead, nextLine: this.#lineNumber + 1 })
+        : null
     return {
       header: this.#header,
       headerMissing: this.#header === null && this.#damage === null,

@@ -95,6 +95,34 @@ function checkOutcome(
   }
 }
 
+/** The end-of-scan outcome both readers produce (v0's and v4's scanners report the same fields). */
+interface ScanEnd {
+  readonly header: object | null
+  readonly headerMissing: boolean
+  readonly lastSeq: number
+  readonly goodEndOffset: number
+  readonly bytesRead: number
+  readonly tornTail: TornTail | null
+  readonly damage: JsonlStoreError | null
+  readonly stats: { readonly events: number; readonly ignoredUnknown: number }
+}
+
+function sourceScan(version: number, outcome: ScanEnd, headerLine: Buffer | null): SourceScan {
+  return {
+    version,
+    header: outcome.header as Record<string, unknown> | null,
+    headerLine,
+    headerMissing: outcome.headerMissing,
+    lastSeq: outcome.lastSeq,
+    goodEndOffset: outcome.goodEndOffset,
+    bytesRead: outcome.bytesRead,
+    tornTail: outcome.tornTail,
+    damage: outcome.damage,
+    events: outcome.stats.events,
+    ignoredUnknown: outcome.stats.ignoredUnknown,
+  }
+}
+
 /** Format v0: `session.jsonl` (see `src/v0`). */
 export const V0_READER: GenerationReader = Object.freeze<GenerationReader>({
   version: 0,
@@ -105,20 +133,7 @@ export const V0_READER: GenerationReader = Object.freeze<GenerationReader>({
     for (;;) {
       const step = await chunks.next()
       if (step.done === true) {
-        const outcome = step.value
-        return {
-          version: 0,
-          header: outcome.header as Record<string, unknown> | null,
-          headerLine,
-          headerMissing: outcome.headerMissing,
-          lastSeq: outcome.lastSeq,
-          goodEndOffset: outcome.goodEndOffset,
-          bytesRead: outcome.bytesRead,
-          tornTail: outcome.tornTail,
-          damage: outcome.damage,
-          events: outcome.stats.events,
-          ignoredUnknown: outcome.stats.ignoredUnknown,
-        }
+        return sourceScan(0, step.value, headerLine)
       }
       const first = step.value[0]
       if (first?.kind === 'header') {
@@ -184,20 +199,7 @@ export const V4_READER: GenerationReader = Object.freeze<GenerationReader>({
     for (;;) {
       const step = await chunks.next()
       if (step.done === true) {
-        const outcome = step.value
-        return {
-          version: 4,
-          header: outcome.header as Record<string, unknown> | null,
-          headerLine,
-          headerMissing: outcome.headerMissing,
-          lastSeq: outcome.lastSeq,
-          goodEndOffset: outcome.goodEndOffset,
-          bytesRead: outcome.bytesRead,
-          tornTail: outcome.tornTail,
-          damage: outcome.damage,
-          events: outcome.stats.events,
-          ignoredUnknown: outcome.stats.ignoredUnknown,
-        }
+        return sourceScan(4, step.value, headerLine)
       }
       options.onChunk?.(events)
     }

@@ -7,6 +7,7 @@ import { jsonDepth } from '../line-codec.ts'
 import type { LineFailureReason, LineLimits } from '../line-codec.ts'
 import { LineSplitter } from '../line-splitter.ts'
 import type { LineSink, UnterminatedTail } from '../line-splitter.ts'
+import { classifyTornTail } from '../log-scanner.ts'
 import type { TornTail } from '../log-scanner.ts'
 import type { ByteSource } from '../read-log.ts'
 import { V0_EVENT_TYPES, V0_FILE_NAME, V0_FORMAT_VERSION, V0_HEADER_TYPE } from './v0-format.ts'
@@ -205,25 +206,11 @@ export class V0LogReader implements LineSink {
    * @returns What the scan found.
    */
   finish(tail: UnterminatedTail | null, bytesRead: number): V0ScanOutcome {
-    let tornTail: TornTail | null = null
     // Stopped (damage, or endOffset reached): the tail is not this scan's to classify.
-    if (this.#damage === null && !this.#done) {
-      if (this.#suspect !== null) {
-        tornTail = {
-          offset: this.#suspect.offset,
-          bytes: bytesRead - this.#suspect.offset,
-          reason: 'tailGarbage',
-          line: this.#suspect.line,
-        }
-      } else if (tail !== null) {
-        tornTail = {
-          offset: tail.offset,
-          bytes: tail.length,
-          reason: 'unterminated',
-          line: this.#lineNumber + 1,
-        }
-      }
-    }
+    const tornTail =
+      this.#damage === null && !this.#done
+        ? classifyTornTail({ suspect: this.#suspect, tail, bytesRead, nextLine: this.#lineNumber + 1 })
+        : null
     return {
       header: this.#header,
       headerMissing: this.#header === null && this.#damage === null,
