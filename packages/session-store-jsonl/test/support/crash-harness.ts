@@ -218,6 +218,39 @@ export async function runKillRound(root: string, round: KillRound): Promise<Kill
   const id = `w1-${round.seed}`
   mkdirSync(root, { recursive: true, mode: 0o700 })
   await createCrashSession(root, id)
+  const run = await runCrashWriter(root, id, round)
+  if (run.signal !== 'SIGKILL' && !run.finishedBeforeKill) {
+    throw new Error(
+      `crash-writer ended without SIGKILL (code ${String(run.code)}): ${run.stderr.slice(-2000)}`,
+    )
+  }
+  const { lastAck } = run
+  const check = await checkCrashedSession({ root, id, seed: round.seed, lastAck })
+  return {
+    ...check,
+    lastAck,
+    acks: run.acks,
+    signal: run.signal,
+    finishedBeforeKill: run.finishedBeforeKill,
+  }
+}
+
+/** What the writer child (`fixtures/children/crash-writer.ts`) did before it died or finished. */
+export interface CrashWriterRun {
+  readonly lastAck: number
+  readonly acks: number
+  readonly signal: string | null
+  readonly code: number | null
+  readonly finishedBeforeKill: boolean
+  readonly stderr: string
+}
+
+/**
+ * Runs the writer child on an existing session (plain or `.zstd`: the child wraps either log
+ * file for `CRASH_AT`), SIGKILLs it after `round.killAfterMs` unless a named point kills it,
+ * and collects its `ACK` lines.
+ */
+export async function runCrashWriter(root: string, id: string, round: KillRound): Promise<CrashWriterRun> {
   const env = { ...process.env }
   delete env['CRASH_AT']
   if (round.crashAt !== undefined) env['CRASH_AT'] = round.crashAt
@@ -233,19 +266,13 @@ export async function runKillRound(root: string, round: KillRound): Promise<Kill
   }
   const exit = await child.exited
   const acks = child.lines.filter((line) => line.startsWith('ACK ')).map((line) => Number(line.slice(4)))
-  const lastAck = acks.length === 0 ? -1 : Math.max(...acks)
-  if (exit.signal !== 'SIGKILL' && !child.lines.some((line) => line.startsWith('DONE '))) {
-    throw new Error(
-      `crash-writer ended without SIGKILL (code ${String(exit.code)}): ${child.stderr().slice(-2000)}`,
-    )
-  }
-  const check = await checkCrashedSession({ root, id, seed: round.seed, lastAck })
   return {
-    ...check,
-    lastAck,
+    lastAck: acks.length === 0 ? -1 : Math.max(...acks),
     acks: acks.length,
     signal: exit.signal,
+    code: exit.code,
     finishedBeforeKill: child.lines.some((line) => line.startsWith('DONE ')),
+    stderr: child.stderr(),
   }
 }
 

@@ -7,8 +7,7 @@ import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import { createSessionStore, encodeEventLine } from '../../src/index.ts'
-import { spawnBundledChild } from './children.ts'
-import { CRASH_STORE_OPTIONS, referenceLines } from './crash-harness.ts'
+import { CRASH_STORE_OPTIONS, referenceLines, runCrashWriter } from './crash-harness.ts'
 import type { KillRound } from './crash-harness.ts'
 import { WORKLOAD_HEADER } from './workload.ts'
 import { collect } from './sessions.ts'
@@ -44,27 +43,13 @@ export async function runZstdKillRound(root: string, round: KillRound): Promise<
   mkdirSync(root, { recursive: true, mode: 0o700 })
   const store = createSessionStore({ root, ...CRASH_STORE_OPTIONS })
   await (await store.create({ id, header: WORKLOAD_HEADER, encoding: 'zstd' })).close()
-  const env = { ...process.env }
-  delete env['CRASH_AT']
-  if (round.crashAt !== undefined) env['CRASH_AT'] = round.crashAt
-  const child = await spawnBundledChild(
-    'zstd-crash-writer.ts',
-    [root, id, String(round.seed), String(round.flushEvery), '200000'],
-    { env },
-  )
-  await child.waitForLine((line) => line.startsWith('OPEN '))
-  if (round.crashAt === undefined) {
-    await new Promise((resolve) => setTimeout(resolve, round.killAfterMs))
-    child.process.kill('SIGKILL')
-  }
-  const exit = await child.exited
-  const acks = child.lines.filter((line) => line.startsWith('ACK ')).map((line) => Number(line.slice(4)))
-  const lastAck = acks.length === 0 ? -1 : Math.max(...acks)
-  if (exit.signal !== 'SIGKILL') {
+  const run = await runCrashWriter(root, id, round)
+  if (run.signal !== 'SIGKILL') {
     throw new Error(
-      `zstd-crash-writer ended without SIGKILL (code ${String(exit.code)}): ${child.stderr().slice(-2000)}`,
+      `crash-writer ended without SIGKILL (code ${String(run.code)}): ${run.stderr.slice(-2000)}`,
     )
   }
+  const { lastAck } = run
   const writer = await store.openWriter(id)
   const tornTailBytes = writer.recovery.tornTail?.bytes ?? 0
   await writer.close()
@@ -99,6 +84,6 @@ export async function runZstdKillRound(root: string, round: KillRound): Promise<
     unrepairedDangling: reader.pendingToolCalls.length,
     duplicateSynthetic,
     cliTestOk: cliCheck(readFileSync(join(root, id, 'session.v4.jsonl.zstd'))).testOk,
-    signal: exit.signal,
+    signal: run.signal,
   }
 }
