@@ -3,6 +3,7 @@
 // Plain Node, no dependencies. Prints every event as one JSON line (without "crc").
 // Exit codes: 0 clean or torn tail (reported on stderr), 2 damage or refused header, 1 usage.
 import { closeSync, openSync, readSync } from 'node:fs'
+import { basename, dirname, resolve } from 'node:path'
 
 const MAX_LINE_BYTES = 64 * 1024 * 1024
 const MAX_DEPTH = 256
@@ -103,6 +104,7 @@ if (path === undefined) {
   process.exit(1)
 }
 
+const expectedId = basename(dirname(resolve(path)))
 const fd = openSync(path, 'r')
 let position = 0
 let carry = []
@@ -133,14 +135,22 @@ function onLine(line, offset) {
     }
     return
   }
-  const object = decoded.value ?? decoded.object
-  if (lineNumber === 1 && object !== undefined) {
-    // The version is checked before the checksum: a newer format may checksum differently.
-    if (own(object, 'format') !== 'agent-ledger.session') fail('not an agent-ledger header at line 1')
-    const version = own(object, 'version')
+  if (lineNumber === 1) {
+    // The header line: its own checks first, checksum included (FORMAT.md section 8). A
+    // complete header line failing them is damage: no crash leaves one (section 7).
+    if (decoded.value === undefined) damage(`header line failing the ${decoded.reason} check`, at)
+    const header = decoded.value
+    if (own(header, 'format') !== 'agent-ledger.session') fail('not an agent-ledger header at line 1')
+    const version = own(header, 'version')
     if (typeof version === 'number' && version > 4)
       fail(`written by a newer agent-ledger (format version ${version}); upgrade`)
     if (version !== 4) fail('unsupported header version at line 1')
+    if (own(header, 'integrity') !== 'crc32c') fail('unsupported integrity scheme at line 1')
+    // The id names the session directory the log sits in (section 3).
+    if (own(header, 'id') !== expectedId)
+      fail(`header id ${JSON.stringify(own(header, 'id'))} at line 1 is not the directory's ${JSON.stringify(expectedId)}`)
+    headerSeen = true
+    return
   }
   if (decoded.value === undefined) {
     if (decoded.reason === 'too-large') damage('line longer than the limit', at)
@@ -150,11 +160,6 @@ function onLine(line, offset) {
     return
   }
   const value = decoded.value
-  if (lineNumber === 1) {
-    if (own(value, 'integrity') !== 'crc32c') fail('unsupported integrity scheme at line 1')
-    headerSeen = true
-    return
-  }
   const seq = own(value, 'seq')
   if (!Number.isSafeInteger(seq) || seq < 0) damage('invalid seq', at)
   if (seq !== lastSeq + 1) damage(`seq ${seq} where ${lastSeq + 1} was expected`, at)

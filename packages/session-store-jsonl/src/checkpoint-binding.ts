@@ -96,11 +96,20 @@ export async function readFirstLine(
  */
 export async function readHeaderFacts(
   handle: FileHandleOps,
-  context: { readonly format: LogFormat; readonly limits: LineLimits; readonly file: string },
+  context: {
+    readonly format: LogFormat
+    readonly limits: LineLimits
+    readonly file: string
+    readonly id?: string
+  },
 ): Promise<HeaderFacts | null> {
   const first = await readFirstLine(handle, context.limits.maxLineBytes)
   if (first === null) return null
-  const decoded = context.format.decodeHeader(first.line, context)
+  const decoded = context.format.decodeHeader(first.line, {
+    limits: context.limits,
+    file: context.file,
+    sessionId: context.id,
+  })
   if (decoded.kind !== 'header') return null
   const headerCrc = lineCrcMember(first.line)
   if (headerCrc === null) return null

@@ -235,6 +235,7 @@ export async function scanWithCheckpoint(
         limits,
         registry: context.registry,
         file: context.file,
+        sessionId: context.id,
         onEvent: (event: LoggedEvent, location: LineLocation) => {
           projection.apply(event)
           replayed += 1

@@ -373,6 +373,7 @@ async function verifyStaged(
     limits: context.limits,
     registry: context.registry,
     file: expected.file,
+    sessionId: context.id,
     onEvent: (event) => {
       projection.apply(event)
     },
@@ -458,6 +459,7 @@ async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult>
         limits,
         registry: context.registry,
         file: log.file,
+        sessionId: context.id,
         onEvent: (event) => {
           projection.apply(event)
         },
@@ -558,6 +560,7 @@ async function reseal(run: Run, log: SessionLog): Promise<CompressResult> {
         format: V4_FORMAT,
         limits,
         registry: context.registry,
+        sessionId: context.id,
         file: log.file,
         onEvent: (event) => {
           projection.apply(event)

@@ -104,6 +104,18 @@ export const JsonlErrorCode = {
    * generations of different versions in different encodings. `details.files` names both files.
    */
   MIXED_ENCODINGS: 'MIXED_ENCODINGS',
+  /**
+   * A write open (or compress) found a torn tail to quarantine while `limits.maxQuarantineFiles`
+   * quarantine files of the log already exist. They are never deleted automatically:
+   * `details.files` names them (relative to the root), `details.limit` the limit. Inspect and
+   * remove them, then open again; nothing was changed.
+   */
+  QUARANTINE_FULL: 'QUARANTINE_FULL',
+  /**
+   * A path the store would open is not a regular file (a FIFO, a socket, a device, a
+   * directory): refused without blocking, never read or written. `details.kind`, `details.which`.
+   */
+  NOT_REGULAR_FILE: 'NOT_REGULAR_FILE',
   /** A store option is out of range (a limit that is not a positive integer, `maxEventBytes` > `maxLineBytes`...). */
   INVALID_OPTION: 'INVALID_OPTION',
 } as const

@@ -20,7 +20,10 @@ export interface StoreLimits {
   maxBufferedBytes: number
   /** Size of the chunks a reader reads the file in. Default 1 MiB. */
   readChunkBytes: number
-  /** Quarantine files (`<log>.torn-<offset>`) kept per session; older ones are deleted. Default 8. */
+  /**
+   * Quarantine files (`<log>.torn-<offset>`) allowed per log. They are never deleted
+   * automatically: a write open that would add one more refuses with `QUARANTINE_FULL`. Default 8.
+   */
   maxQuarantineFiles: number
   /**
    * Most plain bytes one Zstandard frame of a `.zstd` log may decompress to (RELIABILITY S4);

@@ -12,10 +12,43 @@ import type { DecodedLine, LineFailureReason, LineLimits } from './line-codec.ts
 /** The integrity scheme v4 headers declare: a CRC-32C suffix on every line. */
 export const INTEGRITY_CRC32C = 'crc32c'
 
+/** What a header decoder needs besides the line. */
+export interface HeaderContext {
+  readonly limits: LineLimits
+  /** The file, as errors name it. */
+  readonly file: string
+  /**
+   * The session directory's name: the header's `id` must equal it (`INVALID_HEADER` naming
+   * both otherwise). Absent where no directory applies (a log read on its own).
+   */
+  readonly sessionId?: string | undefined
+}
+
+/**
+ * Checks a header's `id` against the directory the log sits in (FORMAT.md section 3): a log
+ * copied or renamed into another session's directory is refused, never read as that session.
+ *
+ * @param id - The header's own `id` member.
+ * @param context - The file and the expected id.
+ * @returns The `INVALID_HEADER` error, or null when they match (or no id is expected).
+ */
+export function checkHeaderId(id: unknown, context: HeaderContext): JsonlStoreError | null {
+  const expected = context.sessionId
+  if (expected === undefined || id === expected) return null
+  return new JsonlStoreError({
+    code: JsonlErrorCode.INVALID_HEADER,
+    message: `The header of ${context.file} names another session: expected "id": ${JSON.stringify(expected)} (the session directory's name), found ${describeValue(id)}; a log copied or renamed into this directory is never read as this session.`,
+    file: context.file,
+    line: 1,
+    offset: 0,
+    details: { field: 'id', expected, found: id ?? null },
+  })
+}
+
 /** The outcome of decoding a header line. */
 export type HeaderDecode =
   | { readonly kind: 'header'; readonly header: SessionHeader }
-  /** The line failed a per-line check: it may be a torn header (see the torn-tail rule). */
+  /** The line failed a per-line check (checksum included): damage when complete, since a header is durable before a log is visible. */
   | { readonly kind: 'failed'; readonly reason: LineFailureReason; readonly checksumValid: boolean }
   /** The line is a complete, readable header this library must refuse (too new, wrong format, invalid). */
   | { readonly kind: 'refused'; readonly error: JsonlStoreError }
@@ -34,7 +67,7 @@ export interface LogFormat {
    * @param line - The line without its `\n`.
    * @param context - Limits and the file name for errors.
    */
-  decodeHeader(line: Buffer, context: { readonly limits: LineLimits; readonly file: string }): HeaderDecode
+  decodeHeader(line: Buffer, context: HeaderContext): HeaderDecode
   /**
    * Decodes one event line into a plain object (its checksum member removed).
    *
@@ -67,32 +100,25 @@ function describeValue(value: unknown): string {
 }
 
 /**
- * Decodes a v4 header line. Checks, in order: the per-line checks up to "a JSON object";
- * the own `format` member; the own `version` member (newer than
- * {@link SESSION_FORMAT_VERSION}: `VERSION_TOO_NEW`, checked before the checksum because a
- * newer format may checksum differently); `integrity` = `crc32c`; the checksum; the header
- * schema. Members are read as own properties only, so a `__proto__` member cannot supply
+ * Decodes a v4 header line. Checks, in order (FORMAT.md section 8): the per-line checks of
+ * section 6, **checksum included** (a header line failing any of them is `failed`: the
+ * scanner reports a complete one as damage, since a published header is durable before the
+ * session is visible); then the own `format` member; the own `version` member (newer than
+ * {@link SESSION_FORMAT_VERSION}: `VERSION_TOO_NEW`); `integrity` = `crc32c`; the header
+ * schema; and, when `context.sessionId` is given, the `id` against the session directory's
+ * name. The checksum comes first because every format version keeps the section 5 checksum
+ * on its header line: a bit flip turning `"version":4` into `5` is damage, never an upgrade
+ * request. Members are read as own properties only, so a `__proto__` member cannot supply
  * `version` (RELIABILITY S3).
  *
  * @param line - The first line without its `\n`.
- * @param context - Limits and the file name for errors.
- * @returns The header, a failed check (maybe torn), or a refusal.
+ * @param context - Limits, the file name for errors, and the expected session id.
+ * @returns The header, a failed check, or a refusal.
  */
-export function decodeV4Header(
-  line: Buffer,
-  context: { readonly limits: LineLimits; readonly file: string },
-): HeaderDecode {
+export function decodeV4Header(line: Buffer, context: HeaderContext): HeaderDecode {
   const decoded = decodeLine(line, context.limits)
-  let value: Record<string, unknown>
-  if (decoded.ok) {
-    value = decoded.value
-  } else {
-    if (decoded.reason !== 'checksum') {
-      return { kind: 'failed', reason: decoded.reason, checksumValid: decoded.checksumValid }
-    }
-    // A readable JSON object whose checksum fails: still refuse a newer version untouched.
-    value = JSON.parse(line.toString('utf8')) as Record<string, unknown>
-  }
+  if (!decoded.ok) return { kind: 'failed', reason: decoded.reason, checksumValid: decoded.checksumValid }
+  const value = decoded.value
   const format = Object.hasOwn(value, 'format') ? value['format'] : undefined
   const version = Object.hasOwn(value, 'version') ? value['version'] : undefined
   const { file } = context
@@ -114,7 +140,6 @@ export function decodeV4Header(
       details: { field: 'version', expected: SESSION_FORMAT_VERSION, found: version ?? null },
     })
   }
-  if (!decoded.ok) return { kind: 'failed', reason: decoded.reason, checksumValid: false }
   const integrity = Object.hasOwn(value, 'integrity') ? value['integrity'] : undefined
   if (integrity !== INTEGRITY_CRC32C) {
     return refuse(file, JsonlErrorCode.INVALID_HEADER, {
@@ -131,6 +156,8 @@ export function decodeV4Header(
       details: { field },
     })
   }
+  const idError = checkHeaderId(value['id'], context)
+  if (idError !== null) return { kind: 'refused', error: idError }
   // The validated object itself (never the schema's rebuilt copy): unknown members survive.
   return { kind: 'header', header: value as SessionHeader }
 }

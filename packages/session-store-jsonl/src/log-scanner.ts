@@ -71,6 +71,8 @@ export interface ScannerOptions {
   readonly registry: EventRegistry
   /** The file, as errors name it (relative to the store root). */
   readonly file: string
+  /** The session directory's name: the header's `id` must equal it (`INVALID_HEADER` otherwise). */
+  readonly sessionId?: string | undefined
   /**
    * Called with every event that passed the line, seq and type checks, in order; it applies
    * the projection rules. Throwing marks the event as damage (`INVALID_EVENT`, with the
@@ -287,7 +289,13 @@ export class LogScanner implements LineSink {
   #headerLine(location: LineLocation): boolean {
     const decoded = this.#options.format.decodeHeader(location.bytes, this.#options)
     if (decoded.kind === 'refused') return this.#fail(decoded.error)
-    if (decoded.kind === 'failed') return this.#failedLine(location, decoded)
+    // A complete first line failing its checks is never a torn tail: the header is durable
+    // before a log becomes visible, so no crash leaves one (CRLF line endings, upper-case
+    // checksums, a file that is not a session log). Damage: writes refused, nothing moved.
+    if (decoded.kind === 'failed') {
+      if (decoded.checksumValid) return this.#failedLine(location, decoded)
+      return this.#fail(this.#damagedHeader(location, decoded.reason))
+    }
     this.#header = decoded.header
     this.#goodEnd = location.offset + location.bytes.length + 1
     this.#headerEnd = this.#goodEnd
@@ -333,6 +341,20 @@ export class LogScanner implements LineSink {
     if (glued !== -1) return this.#fail(this.#corrupt({ ...suspect, glued }))
     this.#suspect = suspect
     return false
+  }
+
+  #damagedHeader(location: LineLocation, reason: LineFailureReason): JsonlStoreError {
+    const { file } = this.#options
+    const glued = this.#gluedAt(location.bytes)
+    return new JsonlStoreError({
+      code: JsonlErrorCode.CORRUPT_LINE,
+      message: `The header line of ${file} (byte offset ${location.offset}) is damaged: expected a complete header line passing the ${reason} check, found one failing it. A header is durable before its log is visible, so no crash leaves a complete, failing one (CRLF line endings, changed checksums, or a file that is not a session log?); nothing was moved or repaired.`,
+      file,
+      line: location.line,
+      offset: location.offset,
+      lastGoodSeq: -1,
+      details: { reason, complete: true, ...(glued === -1 ? {} : { gluedAt: glued }) },
+    })
   }
 
   #confirmSuspect(): boolean {

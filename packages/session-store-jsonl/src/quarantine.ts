@@ -24,25 +24,27 @@ export interface QuarantineRequest {
   /** Where the torn bytes start; everything from here to the end of the file is quarantined. */
   readonly offset: number
   readonly chunkBytes: number
-  /** Quarantine files kept per log; the oldest beyond this are deleted. */
+  /** Quarantine files allowed per log: at this many, the repair is refused (`QUARANTINE_FULL`), nothing deleted. */
   readonly keep: number
 }
 
 /**
  * Repairs a torn tail without destroying it (RELIABILITY decision 2, T1-T3): copies the
  * bytes from `offset` to the end of the log into a new `<log>.torn-<offset>` file
- * (O_CREAT|O_EXCL|O_NOFOLLOW, 0600), fsyncs it and the directory, prunes old quarantine
- * files, then truncates the log to `offset` and fdatasyncs it.
+ * (O_CREAT|O_EXCL|O_NOFOLLOW, 0600), fsyncs it and the directory, then truncates the log
+ * to `offset` and fdatasyncs it. Never deletes a quarantine file: with `keep` of them
+ * already there, it refuses before touching anything (`QUARANTINE_FULL`, naming them).
  *
  * Crash-safe in any order: a crash before the truncate leaves the tail in place (the next
  * open quarantines it again, under a `-n` name); after it, the bytes are already safe.
  *
  * @param request - The log, the offset and where to put the copy.
  * @returns The quarantine file's name (inside the session directory).
- * @throws {@link JsonlStoreError} mapped from the file-system error (`DISK_FULL`, `ACCESS_DENIED`, `WRITE_FAILED`).
+ * @throws {@link JsonlStoreError} `QUARANTINE_FULL`, or mapped from the file-system error (`DISK_FULL`, `ACCESS_DENIED`, `WRITE_FAILED`).
  */
 export async function quarantineTail(request: QuarantineRequest): Promise<string> {
   const { fs, directory, id, logName, log, offset } = request
+  await assertQuarantineRoom(request)
   let name = ''
   let handle: FileHandleOps | undefined
   for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS && handle === undefined; attempt += 1) {
@@ -90,7 +92,6 @@ export async function quarantineTail(request: QuarantineRequest): Promise<string
     await handle.close().catch(() => undefined)
   }
   await fs.fsyncDirectory(directory)
-  await pruneQuarantine(request)
   try {
     await log.truncate(offset)
     await log.datasync()
@@ -104,22 +105,26 @@ export async function quarantineTail(request: QuarantineRequest): Promise<string
   return name
 }
 
-/** Deletes the oldest quarantine files (by mtime, then name) beyond `keep`. */
-async function pruneQuarantine(request: QuarantineRequest): Promise<void> {
-  const { fs, directory, logName, keep } = request
-  const names = (await fs.readdir(directory)).filter((name) => isQuarantineFileName(logName, name))
-  if (names.length <= keep) return
-  const dated: { name: string; mtime: number }[] = []
-  for (const name of names) {
-    try {
-      const stats = await fs.lstat(join(directory, name))
-      if (stats.isFile()) dated.push({ name, mtime: stats.mtimeMs })
-    } catch {
-      // Gone meanwhile: nothing to prune.
-    }
+/**
+ * Refuses a repair when `keep` quarantine files of this log already exist: they are never
+ * deleted automatically (each may hold the only copy of bytes someone cares about), so the
+ * user inspects and removes them. A name taken by a non-regular file counts too.
+ */
+async function assertQuarantineRoom(request: QuarantineRequest): Promise<void> {
+  const { fs, directory, id, logName, keep } = request
+  let names: string[]
+  try {
+    names = await fs.readdir(directory)
+  } catch (error) {
+    throw toStoreError(error, { op: 'list', file: id, fallback: JsonlErrorCode.READ_FAILED })
   }
-  dated.sort((left, right) => left.mtime - right.mtime || left.name.localeCompare(right.name))
-  const excess = dated.slice(0, Math.max(0, dated.length - keep))
-  for (const entry of excess) await fs.unlink(join(directory, entry.name)).catch(() => undefined)
-  if (excess.length > 0) await fs.fsyncDirectory(directory)
+  const existing = names.filter((name) => isQuarantineFileName(logName, name)).sort()
+  if (existing.length < keep) return
+  const files = existing.map((name) => `${id}/${name}`)
+  throw new JsonlStoreError({
+    code: JsonlErrorCode.QUARANTINE_FULL,
+    message: `Cannot repair the torn tail of ${id}/${logName}: expected fewer than ${keep} quarantine files (limits.maxQuarantineFiles), found ${existing.length}: ${files.join(', ')}. Quarantine files are never deleted automatically: inspect them, keep what matters elsewhere, remove them, then open the session again; nothing was changed.`,
+    file: `${id}/${logName}`,
+    details: { files, limit: keep },
+  })
 }

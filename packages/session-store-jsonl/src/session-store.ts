@@ -949,6 +949,7 @@ class SessionStoreImpl implements SessionStore {
         limits: this.#limits,
         registry: this.#registry,
         file,
+        sessionId: id,
         onEvent:
           onEvent === undefined
             ? (event) => {
@@ -970,7 +971,7 @@ class SessionStoreImpl implements SessionStore {
   async #peekHeader(id: string, handle: FileHandleOps, log?: SessionLog): Promise<ScanOutcome> {
     const file = log?.file ?? `${id}/${LOG_FILE_NAME}`
     if (log?.encoding === 'zstd') {
-      const options = await this.#zstdOptions(log, () => undefined)
+      const options = { ...(await this.#zstdOptions(log, () => undefined)), sessionId: id }
       try {
         return await scanZstdLog(handle, { ...options, onHeader: () => true, stopBeforeLine: 2 })
       } catch (error) {
@@ -983,6 +984,7 @@ class SessionStoreImpl implements SessionStore {
         limits: this.#limits,
         registry: this.#registry,
         file,
+        sessionId: id,
         onEvent: () => undefined,
         onHeader: () => true,
         stopBeforeLine: 2,
@@ -1000,6 +1002,8 @@ class SessionStoreImpl implements SessionStore {
       limits: this.#limits,
       registry: this.#registry,
       file: log.file,
+      // The id is the file's first path component (ids never hold a separator).
+      sessionId: log.file.split('/')[0],
       onEvent,
     }
   }
@@ -1190,6 +1194,7 @@ class SessionStoreImpl implements SessionStore {
         limits: this.#limits,
         registry: this.#registry,
         file,
+        sessionId: id,
         onEvent: (event) => {
           if (event.seq > start.trustedThrough) projection.apply(event)
           if (event.seq >= fromSeq && event.seq <= toSeq) queue.push(event)
@@ -1748,7 +1753,9 @@ class SessionStoreImpl implements SessionStore {
       const { outcome, zstd } = await this.#scan(id, handle, { log })
       const sourceFile = log.file
       if (outcome.damage !== null && isRefusal(outcome.damage)) throw outcome.damage
-      if (outcome.header === null) {
+      // A damaged header (CRLF line endings, a foreign file...): the new session starts empty,
+      // its session/salvage event naming what was left behind; the source stays untouched.
+      if (outcome.header === null && outcome.damage === null) {
         throw new JsonlStoreError({
           code: JsonlErrorCode.INVALID_HEADER,
           message: `Cannot salvage ${sourceFile}: expected a valid header line, found none.`,
@@ -1775,9 +1782,9 @@ class SessionStoreImpl implements SessionStore {
       parseEvent(salvageEvent, this.#registry)
       const source = outcome.header
       const header = this.#buildHeader(to, {
-        ...(source.cwd === undefined ? {} : { cwd: source.cwd }),
-        ...(source.delegationDepth === undefined ? {} : { delegationDepth: source.delegationDepth }),
-        ...(source.metadata === undefined ? {} : { metadata: source.metadata }),
+        ...(source?.cwd === undefined ? {} : { cwd: source.cwd }),
+        ...(source?.delegationDepth === undefined ? {} : { delegationDepth: source.delegationDepth }),
+        ...(source?.metadata === undefined ? {} : { metadata: source.metadata }),
       })
       await this.#ensureRoot(true)
       const directory = await this.#ensureSessionDirectory(to)
@@ -1840,6 +1847,7 @@ class SessionStoreImpl implements SessionStore {
         limits: this.#limits,
         registry: this.#registry,
         file,
+        sessionId: id,
         onEvent: (event: LoggedEvent) => {
           if (event.seq <= request.atSeq) prefix.push(event)
         },

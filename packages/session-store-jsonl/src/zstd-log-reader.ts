@@ -232,6 +232,8 @@ function checkFrame(
   let keep = true
   let lines = 0
   let bad: { reason: string; line: number; contentOffset: number } | undefined
+  /** A decodable first frame whose header line fails: never a crash artefact (the header frame is durable before the log is visible). */
+  let badHeader = false
   const splitter = new LineSplitter({ maxLineBytes: limits.maxLineBytes })
   const sink: LineSink = {
     line(bytes, offset) {
@@ -241,6 +243,7 @@ function checkFrame(
         // A header this library must refuse (a newer version) passes: the feed pass refuses it, touching nothing.
         if (format.decodeHeader(bytes, { limits, file }).kind === 'failed') {
           bad = { reason: 'header-line-failing-its-checks', line: context.firstLine, contentOffset: offset }
+          badHeader = true
         }
         return false
       }
@@ -287,6 +290,7 @@ function checkFrame(
     return { kind: 'suspect', reason: error.reason ?? 'decode-failed' }
   }
   if (splitter.finish() !== null) return { kind: 'damage', reason: 'frame-not-line-aligned' }
+  if (badHeader) return { kind: 'damage', reason: 'header-line-failing-its-checks' }
   if (bad !== undefined)
     return { kind: 'suspect', reason: bad.reason, line: bad.line, contentOffset: bad.contentOffset }
   return { kind: 'good', content: keep ? retained : null, plainBytes, lines }

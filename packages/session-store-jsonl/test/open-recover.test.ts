@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs'
+import { appendFileSync, existsSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -21,6 +21,7 @@ import {
   testStore,
   turnInputs,
   withFlippedByte,
+  withHeaderId,
   writeSession,
 } from './support/sessions.ts'
 
@@ -54,7 +55,8 @@ const extraNote = {
 
 /** Twenty events (seqs 0..19) whose every prefix ending before the last line needs no repair. */
 async function fixture20(): Promise<Buffer> {
-  const path = await writeSession(store, 'fixture', closedSessionInputs(20))
+  // A long id: placeSession gives each copy its own id at the same length (withHeaderId).
+  const path = await writeSession(store, 'fixture-session-with-twenty-events', closedSessionInputs(20))
   return readFileSync(path)
 }
 
@@ -93,14 +95,14 @@ describe('open and recover', () => {
         expect(quarantined.equals(content.subarray(lastStart, cut))).toBe(true)
       }
       // Kept: every line whose `\n` was on disk, byte for byte.
-      expect(readFileSync(path).equals(content.subarray(0, lastStart))).toBe(true)
+      expect(readFileSync(path).equals(withHeaderId(content.subarray(0, lastStart), id))).toBe(true)
       expect(writer.recovery.repairs).toEqual([])
       expect(writer.durableSeq).toBe(18)
       const next = writer.append(extraNote)
       expect(next.seq).toBe(19)
       await writer.close()
       const after = readFileSync(path)
-      expect(after.subarray(0, lastStart).equals(content.subarray(0, lastStart))).toBe(true)
+      expect(after.subarray(0, lastStart).equals(withHeaderId(content.subarray(0, lastStart), id))).toBe(true)
       expect(after.subarray(lastStart).toString('utf8')).toMatch(/^\{"seq":19,.*"crc":"[0-9a-f]{8}"\}\n$/)
       const report = await store.verify(id)
       expect(report).toMatchObject({ status: 'ok', lastSeq: 19 })
@@ -131,12 +133,12 @@ describe('open and recover', () => {
     const writer = await store.openWriter('nonl')
     expect(writer.recovery.tornTail?.reason).toBe('unterminated')
     await writer.close()
-    expect(readFileSync(path).equals(content.subarray(0, lastStart))).toBe(true)
+    expect(readFileSync(path).equals(withHeaderId(content.subarray(0, lastStart), 'nonl'))).toBe(true)
   })
 
   it('T1: the header-only and one-event files, torn at every offset, open as empty or one-event-shorter sessions', async () => {
-    const headerOnly = readFileSync(await writeSession(store, 'h0', []))
-    const oneEvent = readFileSync(await writeSession(store, 'h1', closedSessionInputs(1)))
+    const headerOnly = readFileSync(await writeSession(store, 'header-only-fixture-session', []))
+    const oneEvent = readFileSync(await writeSession(store, 'one-event-fixture-session-x', closedSessionInputs(1)))
     const headerEnd = headerOnly.length
     expect(oneEvent.subarray(0, headerEnd).subarray(0, 40).toString()).toBe(
       headerOnly.subarray(0, 40).toString(),
@@ -174,7 +176,7 @@ describe('open and recover', () => {
       const path = placeSession(temp.path, id, oneEvent.subarray(0, cut))
       const writer = await store.openWriter(id)
       expect(writer.durableSeq).toBe(-1)
-      expect(readFileSync(path).equals(oneEvent.subarray(0, headerEnd))).toBe(true)
+      expect(readFileSync(path).equals(withHeaderId(oneEvent.subarray(0, headerEnd), id))).toBe(true)
       expect(writer.projection.nextSeq).toBe(0)
       await writer.close()
       tested += 1
@@ -216,7 +218,7 @@ describe('open and recover', () => {
       const writer = await store.openWriter(id)
       expect(writer.projection.nextSeq).toBe(20)
       await writer.close()
-      expect(readFileSync(path).equals(content)).toBe(true)
+      expect(readFileSync(path).equals(withHeaderId(content, id))).toBe(true)
       expect(readFileSync(join(temp.path, id, writer.recovery.quarantineFile!)).equals(tail)).toBe(true)
     }
   })
@@ -252,7 +254,7 @@ describe('open and recover', () => {
     writer.append(extraNote)
     await writer.close()
     const after = readFileSync(path)
-    expect(after.subarray(0, content.length).equals(content)).toBe(true)
+    expect(after.subarray(0, content.length).equals(withHeaderId(content, 'torn'))).toBe(true)
     expect(after.subarray(content.length).toString()).toMatch(/^\{"seq":20,[^\n]*\}\n$/)
     expect(await store.verify('torn')).toMatchObject({ status: 'ok', lastSeq: 20 })
   })
@@ -371,19 +373,35 @@ describe('open and recover', () => {
     expect((await collect(store.readEvents('dangling'))).length).toBe(6)
   })
 
-  it('keeps at most maxQuarantineFiles quarantine files, deleting the oldest', async () => {
+  it('T1: quarantine files are never deleted: at maxQuarantineFiles a write open refuses with QUARANTINE_FULL naming them, changing nothing', async () => {
     ;({ store } = testStore(temp.path, { limits: { maxQuarantineFiles: 3 } }))
     const path = await writeSession(store, 'many', closedSessionInputs(3))
-    for (let round = 0; round < 5; round += 1) {
+    for (let round = 0; round < 3; round += 1) {
       appendFileSync(path, `{"torn ${round}`)
       const writer = await store.openWriter('many')
       expect(writer.recovery.quarantineFile).not.toBeNull()
       await writer.close()
     }
-    const quarantined = namesIn(join(temp.path, 'many')).filter((name) => name.includes('.torn-'))
+    appendFileSync(path, '{"torn 3')
+    const before = readFileSync(path)
+    const error = await caught(store.openWriter('many'))
+    expect(error.code).toBe('QUARANTINE_FULL')
+    const quarantined = namesIn(join(temp.path, 'many'))
+      .filter((name) => name.includes('.torn-'))
+      .sort()
     expect(quarantined).toHaveLength(3)
+    expect(error.details).toMatchObject({ limit: 3, files: quarantined.map((name) => `many/${name}`) })
+    for (const name of quarantined) expect(error.message).toContain(name)
+    // Nothing moved, nothing deleted, no lock left behind.
+    expect(readFileSync(path).equals(before)).toBe(true)
     const contents = quarantined.map((name) => readFileSync(join(temp.path, 'many', name), 'utf8')).sort()
-    expect(contents).toEqual(['{"torn 2', '{"torn 3', '{"torn 4'])
+    expect(contents).toEqual(['{"torn 0', '{"torn 1', '{"torn 2'])
+    expect(existsSync(join(temp.path, 'many', 'writer.lock'))).toBe(false)
+    // Once the user removed one, the repair goes through.
+    rmSync(join(temp.path, 'many', quarantined[0]!))
+    const writer = await store.openWriter('many')
+    expect(writer.recovery.tornTail?.bytes).toBe(Buffer.byteLength('{"torn 3'))
+    await writer.close()
   })
 })
 

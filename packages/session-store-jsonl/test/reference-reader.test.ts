@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   crc32cHex,
   encodeEventLine,
+  encodeJsonLine,
   JsonlStoreError,
   LOG_FILE_NAME,
   verifyLineChecksum,
@@ -117,7 +118,7 @@ describe('FORMAT.md and the reference reader', () => {
         'turns',
         [...turnInputs(1), ...turnInputs(2, { toolOutput: 'é \u2028 \u2029 "quoted" \\ back\nslash' })],
       ],
-      ['long', closedSessionInputs(300)],
+      ['long-session-with-three-hundred-events', closedSessionInputs(300)],
       [
         'odd',
         [
@@ -143,7 +144,7 @@ describe('FORMAT.md and the reference reader', () => {
   })
 
   it('agrees with the library on torn tails and damaged files: same verdict, same good prefix', async () => {
-    const content = readFileSync(join(temp.path, 'long', LOG_FILE_NAME))
+    const content = readFileSync(join(temp.path, 'long-session-with-three-hundred-events', LOG_FILE_NAME))
     const starts = lineStarts(content)
     const random = seededRandom(42)
     const cases: [string, Buffer, 'ok' | 'torn-tail' | 'damaged'][] = [
@@ -199,9 +200,12 @@ describe('FORMAT.md and the reference reader', () => {
 
   it('refuses a newer version without printing anything', () => {
     const path = join(temp.path, 'v99.jsonl')
+    // Checksummed: a header failing its checksum is damage, never an upgrade request (FORMAT.md 8).
     writeFileSync(
       path,
-      '{"format":"agent-ledger.session","version":99,"id":"x","createdAt":"2030-01-01T00:00:00.000Z","integrity":"crc32c","crc":"00000000"}\n',
+      encodeJsonLine(
+        '{"format":"agent-ledger.session","version":99,"id":"x","createdAt":"2030-01-01T00:00:00.000Z","integrity":"crc32c"}',
+      ),
     )
     const reference = runReference(path)
     expect(reference.status).toBe(2)

@@ -21,7 +21,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { assertSessionId, encodeEventLine, JsonlStoreError, LOG_FILE_NAME, nodeFsOps } from '../src/index.ts'
 import type { FsOps, SessionStore } from '../src/index.ts'
 import { createFaultFs } from './support/fault-fs.ts'
-import { collect, fileIdentity, makeTempDir, testStore, writeSession } from './support/sessions.ts'
+import { collect, fileIdentity, makeTempDir, testStore, withHeaderId, writeSession } from './support/sessions.ts'
 
 let temp: { path: string; cleanup: () => void }
 let store: SessionStore
@@ -303,11 +303,12 @@ describe('security', () => {
   })
 
   it('S6: a hard link to another file at the log path is HARDLINK_REFUSED and the other file is unchanged', async () => {
-    const source = await writeSession(store, 'source', [
+    const source = await writeSession(store, 'source-session-for-the-hard-link', [
       { type: 'user/message', data: { message: { role: 'user', content: 'x' } } },
     ])
     const victim = join(temp.path, 'victim-session.jsonl')
-    writeFileSync(victim, readFileSync(source), { mode: 0o600 })
+    // The victim's header names 'hardlinked', so only the link count refuses it.
+    writeFileSync(victim, withHeaderId(readFileSync(source), 'hardlinked'), { mode: 0o600 })
     const directory = join(temp.path, 'hardlinked')
     mkdirSync(directory, { mode: 0o700 })
     linkSync(victim, join(directory, LOG_FILE_NAME))

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { encodeEventLine, JsonlStoreError } from '../src/index.ts'
+import { encodeEventLine, encodeJsonLine, JsonlStoreError } from '../src/index.ts'
 import type { SessionStore } from '../src/index.ts'
 import { seededRandom } from './support/fault-fs.ts'
 import {
@@ -21,14 +21,17 @@ import {
   range,
   testStore,
   withFlippedByte,
+  withHeaderId,
 } from './support/sessions.ts'
 import {
   batchesOf,
   frameStarts,
   placeZstdSession,
   skippableFrame,
+  withRawHeaderFrame,
   writeBatches,
   ZSTD_NAME,
+  zstdWithHeaderId,
 } from './support/zstd-sessions.ts'
 import { cliCheck, cliCompress, craftFrame, rawBlock } from './zstd-helpers.ts'
 
@@ -64,19 +67,24 @@ const INPUTS = closedSessionInputs(31)
 const BATCHES = batchesOf(INPUTS, [8, 7, 7, 7, 2])
 
 /** The fixture of Z1-Z5: a header frame plus one frame per flush (5 flushes). */
-async function fiveFlushes(id = 'five'): Promise<{ path: string; bytes: Buffer; starts: number[] }> {
-  const { path, bytes } = await writeBatches(store, { id, encoding: 'zstd', batches: BATCHES })
-  return { path, bytes, starts: frameStarts(bytes) }
+async function fiveFlushes(
+  id = 'five-flushes-fixture-session',
+): Promise<{ path: string; bytes: Buffer; starts: number[] }> {
+  const written = await writeBatches(store, { id, encoding: 'zstd', batches: BATCHES })
+  // A raw header frame (same content): placeZstdSession can then give copies their own id in place.
+  const headerFrame = written.bytes.subarray(0, frameStarts(written.bytes)[1])
+  const bytes = withRawHeaderFrame(written.bytes, cliCheck(headerFrame).plain!)
+  return { path: written.path, bytes, starts: frameStarts(bytes) }
 }
 
 describe('zstd sessions through the store', () => {
   it('writes the header in its own frame and one frame per flush; zstd -t passes and zstd -d gives the plain log, byte for byte', async () => {
-    const zstd = await writeBatches(store, { id: 'same', encoding: 'zstd', batches: BATCHES })
+    const zstd = await writeBatches(store, { id: 'same-session-in-both-encodings', encoding: 'zstd', batches: BATCHES })
     // The same inputs through a plain store with the same clock and id give the plain log.
     const other = makeTempDir('al-zstd-plain-')
     try {
       const plain = await writeBatches(testStore(other.path).store, {
-        id: 'same',
+        id: 'same-session-in-both-encodings',
         encoding: 'plain',
         batches: BATCHES,
       })
@@ -92,7 +100,7 @@ describe('zstd sessions through the store', () => {
       // The plain reader accepts what zstd -d gives, with the same events.
       placeSession(temp.path, 'decoded', check.plain!)
       const fromPlain = await collect(store.readEvents('decoded'))
-      const fromZstd = await collect(store.readEvents('same'))
+      const fromZstd = await collect(store.readEvents('same-session-in-both-encodings'))
       expect(fromZstd).toEqual(fromPlain)
       expect(fromZstd).toHaveLength(INPUTS.length)
     } finally {
@@ -134,9 +142,10 @@ describe('zstd sessions through the store', () => {
       .slice(0, -1)
       .map((line) => Buffer.from(`${line}\n`))
     const expected = await collect(store.readEvents('source'))
-    const oneFrame = cliCompress(plain.bytes, ['-3'], true)
+    // The header names its directory: each copy gets its own id (at the same length).
+    const oneFrame = cliCompress(withHeaderId(plain.bytes, 'cli1'), ['-3'], true)
     const several = Buffer.concat([
-      cliCompress(lines[0]!),
+      cliCompress(withHeaderId(lines[0]!, 'cli3')),
       cliCompress(Buffer.concat(lines.slice(1, 12)), ['-19']),
       cliCompress(Buffer.concat(lines.slice(12)), ['-1'], true),
     ])
@@ -155,14 +164,17 @@ describe('zstd sessions through the store', () => {
       const after = readFileSync(join(temp.path, id, ZSTD_NAME))
       const check = cliCheck(after)
       expect(check.testOk).toBe(true)
-      expect(check.plain!.subarray(0, plain.bytes.length).equals(plain.bytes)).toBe(true)
+      expect(check.plain!.subarray(0, plain.bytes.length).equals(withHeaderId(plain.bytes, id))).toBe(true)
       expect(check.plain!.subarray(plain.bytes.length).toString()).toContain('after reopening')
     }
   })
 
   it('V1: a .zstd log whose header is version 5 is refused, touching nothing', async () => {
     const line = Buffer.from(
-      `${JSON.stringify({ format: 'agent-ledger.session', version: 5, id: 'new', createdAt: '2030-01-01T00:00:00.000Z' })}\n`,
+      // Checksummed: a header failing its checksum is damage, never an upgrade request (FORMAT.md 8).
+      encodeJsonLine(
+        JSON.stringify({ format: 'agent-ledger.session', version: 5, id: 'new', createdAt: '2030-01-01T00:00:00.000Z' }),
+      ),
     )
     const path = placeZstdSession(temp.path, 'new', cliCompress(line))
     const before = fileIdentity(path)
@@ -210,7 +222,7 @@ describe('zstd torn frames and damage through the store', () => {
       const writer = await useStore.openWriter(id)
       expect(writer.projection.nextSeq).toBe(keptEvents)
       expect(writer.recovery.repairs).toEqual([])
-      expect(readFileSync(path).equals(bytes.subarray(0, lastStart))).toBe(true)
+      expect(readFileSync(path).equals(zstdWithHeaderId(bytes.subarray(0, lastStart), id))).toBe(true)
       if (cut > lastStart) {
         const quarantined = readFileSync(join(temp.path, id, writer.recovery.quarantineFile!))
         expect(quarantined.equals(bytes.subarray(lastStart, cut))).toBe(true)
@@ -268,14 +280,14 @@ describe('zstd torn frames and damage through the store', () => {
       const writer = await store.openWriter(id)
       expect(writer.projection.nextSeq).toBe(31)
       await writer.close()
-      expect(readFileSync(path).equals(bytes)).toBe(true)
+      expect(readFileSync(path).equals(zstdWithHeaderId(bytes, id))).toBe(true)
       expect(readFileSync(join(temp.path, id, writer.recovery.quarantineFile!)).equals(tail)).toBe(true)
     }
   })
 
   it('Z3: every byte of a middle frame flipped: CORRUPT_FRAME (or a line error) naming frame 2, or harmless; writes refused, nothing changed', async () => {
     const { bytes, starts } = await fiveFlushes()
-    const expected = await collect(store.readEvents('five'))
+    const expected = await collect(store.readEvents('five-flushes-fixture-session'))
     const [start, end] = [starts[2]!, starts[3]!]
     const verdicts = new Map<string, number>()
     await forEachConcurrently(range(start, end), 8, async (index) => {
@@ -357,7 +369,7 @@ describe('zstd torn frames and damage through the store', () => {
 
   it('Z5: a skippable frame between frames 2 and 3 is ignored and counted; unknown magic is CORRUPT_FRAME mid-file and a torn tail at the end', async () => {
     const { bytes, starts } = await fiveFlushes()
-    const expected = await collect(store.readEvents('five'))
+    const expected = await collect(store.readEvents('five-flushes-fixture-session'))
     const withSkippable = Buffer.concat([
       bytes.subarray(0, starts[3]),
       skippableFrame(Buffer.from('metadata'), 7),
@@ -388,7 +400,7 @@ describe('zstd torn frames and damage through the store', () => {
       reason: 'tailGarbage',
     })
     await (await store.openWriter('tailmagic')).close()
-    expect(readFileSync(tailPath).equals(bytes)).toBe(true)
+    expect(readFileSync(tailPath).equals(zstdWithHeaderId(bytes, 'tailmagic'))).toBe(true)
   })
 
   it('S4: a decompression bomb, a frame claiming 2^60 bytes and a 2 GiB window are refused, nothing written', async () => {

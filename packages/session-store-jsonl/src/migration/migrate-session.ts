@@ -463,6 +463,7 @@ async function peekV4Header(settings: Settings, generation: GenerationFile): Pro
       limits: settings.limits,
       registry: settings.registry,
       file,
+      sessionId: settings.sessionId,
       onEvent: () => undefined,
       onHeader: () => true,
       stopBeforeLine: 2,

@@ -167,6 +167,9 @@ export class V0LogReader implements LineSink {
       return false
     }
     if (!decoded.ok) {
+      // A complete first line that fails is damage, never a torn tail: a crash while the
+      // header was written leaves it unterminated (FORMAT.md sections 7 and 14.2).
+      if (number === 1) return this.#fail(this.#corrupt({ reason: decoded.reason, line: number, offset }, true))
       this.#suspect = { reason: decoded.reason, line: number, offset }
       return false
     }
@@ -229,17 +232,19 @@ export class V0LogReader implements LineSink {
     return true
   }
 
-  #corrupt(suspect: Suspect): JsonlStoreError {
+  #corrupt(suspect: Suspect, completeHeader = false): JsonlStoreError {
     const { file } = this.#options
     const what = suspect.line === 1 ? 'header line' : `line ${suspect.line}`
     return new JsonlStoreError({
       code: JsonlErrorCode.CORRUPT_LINE,
-      message: `The ${what} of ${file} (byte offset ${suspect.offset}) is damaged: expected a line passing the ${suspect.reason} check, found one failing it, followed by valid data.`,
+      message: completeHeader
+        ? `The header line of ${file} (byte offset ${suspect.offset}) is damaged: expected a complete header line passing the ${suspect.reason} check, found one failing it; no crash leaves a complete, failing header, so nothing was moved or repaired.`
+        : `The ${what} of ${file} (byte offset ${suspect.offset}) is damaged: expected a line passing the ${suspect.reason} check, found one failing it, followed by valid data.`,
       file,
       line: suspect.line,
       offset: suspect.offset,
       lastGoodSeq: this.#lastSeq,
-      details: { reason: suspect.reason },
+      details: completeHeader ? { reason: suspect.reason, complete: true } : { reason: suspect.reason },
     })
   }
 

@@ -9,7 +9,8 @@ import { join } from 'node:path'
 
 import type { EventInput } from '@agent-ledger/session-events'
 
-import { createSessionStore, nodeFsOps } from '../../src/index.ts'
+import { createSessionStore, encodeJsonLine, nodeFsOps, resolveLimits } from '../../src/index.ts'
+import { decodeV4Header } from '../../src/log-format.ts'
 import type { FsOps, SessionStore, SessionStoreOptions } from '../../src/index.ts'
 
 /** A fresh 0700 directory under the OS temp dir; removed by the returned cleanup. */
@@ -149,12 +150,45 @@ export async function collect<TValue>(iterable: AsyncIterable<TValue>): Promise<
   return values
 }
 
-/** Puts `content` as the v4 log of session `id` under `root` (0700 directory, 0600 file), as a crash or a foreign tool would leave it. */
+/**
+ * `content` with its header line's `id` set to `id`, at the same length: a log's header must
+ * name its session directory, so a fixture written as one session and placed as another gets
+ * the new id, padded with JSON whitespace after the opening `{` so that every byte offset of
+ * the fixture stays valid. Content whose first line is not a complete, valid header is
+ * returned unchanged (it is what the test places).
+ *
+ * @throws Error when `id` is longer than the fixture's id (use a longer fixture id).
+ */
+export function withHeaderId(content: Buffer, id: string): Buffer {
+  const end = content.indexOf(0x0a)
+  if (end === -1) return content
+  const line = content.subarray(0, end)
+  const decoded = decodeV4Header(line, { limits: resolveLimits(), file: 'fixture' })
+  if (decoded.kind !== 'header' || decoded.header.id === id) return content
+  const value = JSON.parse(line.toString('utf8')) as Record<string, unknown>
+  delete value['crc']
+  value['id'] = id
+  const json = JSON.stringify(value)
+  const padding = line.length + 1 - encodeJsonLine(json).length
+  if (padding < 0) {
+    throw new Error(
+      `placeSession: id ${JSON.stringify(id)} is longer than the fixture's ${JSON.stringify(decoded.header.id)}; write the fixture under a longer id`,
+    )
+  }
+  const header = encodeJsonLine(`{${' '.repeat(padding)}${json.slice(1)}`)
+  return Buffer.concat([header, content.subarray(end + 1)])
+}
+
+/**
+ * Puts `content` as the v4 log of session `id` under `root` (0700 directory, 0600 file), as
+ * a crash or a foreign tool would leave it; a valid header gets the id `id` at the same
+ * length (see {@link withHeaderId}).
+ */
 export function placeSession(root: string, id: string, content: Buffer | string): string {
   const directory = join(root, id)
   mkdirSync(directory, { recursive: true, mode: 0o700 })
   const path = join(directory, 'session.v4.jsonl')
-  writeFileSync(path, content, { mode: 0o600 })
+  writeFileSync(path, withHeaderId(Buffer.from(content), id), { mode: 0o600 })
   return path
 }
 

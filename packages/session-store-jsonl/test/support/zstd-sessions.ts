@@ -9,17 +9,77 @@ import type { EventInput } from '@agent-ledger/session-events'
 
 import { scanFrames } from '../../src/index.ts'
 import type { SessionStore } from '../../src/index.ts'
+import { withHeaderId } from './sessions.ts'
 
 /** `session.v4.jsonl.zstd`. */
 export const ZSTD_NAME = 'session.v4.jsonl.zstd'
 
-/** Puts `content` as the `.zstd` log of session `id` under `root` (0700 directory, 0600 file). */
+const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd]
+/** Frame header of {@link rawHeaderFrame}: no content size, not single-segment, window 1 MiB (windowLog 20). */
+const RAW_FRAME_HEADER = [...ZSTD_MAGIC, 0x00, 0x50]
+
+/**
+ * A Zstandard frame holding `line` in one raw (stored) block: its compressed size is the
+ * line's size plus 9 bytes, whatever the line says. Fixtures whose header frame is such a
+ * frame can be placed under another id at the same byte offsets (see {@link placeZstdSession}).
+ *
+ * @param line - The header line, `\n` included (at most 128 KiB).
+ */
+export function rawHeaderFrame(line: Uint8Array): Buffer {
+  const block = 1 | (line.length << 3) // last block, type raw
+  return Buffer.concat([
+    Buffer.from([...RAW_FRAME_HEADER, block & 0xff, (block >> 8) & 0xff, (block >> 16) & 0xff]),
+    line,
+  ])
+}
+
+/** The header line inside a leading {@link rawHeaderFrame}, or null. */
+function rawHeaderLine(content: Buffer): { line: Buffer; end: number } | null {
+  if (content.length < 9 || !content.subarray(0, 6).equals(Buffer.from(RAW_FRAME_HEADER))) return null
+  const block = content[6]! | (content[7]! << 8) | (content[8]! << 16)
+  if ((block & 7) !== 1) return null
+  const end = 9 + (block >> 3)
+  return end <= content.length ? { line: content.subarray(9, end), end } : null
+}
+
+/**
+ * `.zstd` log bytes whose header frame is re-encoded as a {@link rawHeaderFrame}: the same
+ * content, and a header frame that {@link placeZstdSession} can give another id without
+ * moving any later byte.
+ *
+ * @param bytes - A `.zstd` log the store wrote (the header in a frame of its own).
+ * @param headerLine - That log's header line (`\n` included).
+ */
+export function withRawHeaderFrame(bytes: Buffer, headerLine: Buffer): Buffer {
+  const second = frameStarts(bytes)[1] ?? bytes.length
+  return Buffer.concat([rawHeaderFrame(headerLine), bytes.subarray(second)])
+}
+
+/**
+ * Puts `content` as the `.zstd` log of session `id` under `root` (0700 directory, 0600
+ * file). A leading {@link rawHeaderFrame} holding a valid header of another session gets the
+ * id `id` at the same length (the header names its directory: FORMAT.md section 3).
+ */
 export function placeZstdSession(root: string, id: string, content: Uint8Array): string {
   const directory = join(root, id)
   mkdirSync(directory, { recursive: true, mode: 0o700 })
   const path = join(directory, ZSTD_NAME)
-  writeFileSync(path, content, { mode: 0o600 })
+  writeFileSync(path, zstdWithHeaderId(content, id), { mode: 0o600 })
   return path
+}
+
+/**
+ * The bytes {@link placeZstdSession} writes for `content` placed as session `id`.
+ *
+ * @param content - `.zstd` log bytes.
+ * @param id - The session they are placed as.
+ */
+export function zstdWithHeaderId(content: Uint8Array, id: string): Buffer {
+  const bytes = Buffer.from(content)
+  const header = rawHeaderLine(bytes)
+  if (header === null) return bytes
+  const line = withHeaderId(header.line, id)
+  return line === header.line ? bytes : Buffer.concat([rawHeaderFrame(line), bytes.subarray(header.end)])
 }
 
 /**
