@@ -1,3 +1,4 @@
+import { NOT_REGULAR_ERRNO } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 
 /**
@@ -32,7 +33,8 @@ export interface FsFailure {
 }
 
 /**
- * Maps a file-system error to a typed store error: ELOOP to `SYMLINK_REFUSED`, EACCES /
+ * Maps a file-system error to a typed store error: ELOOP to `SYMLINK_REFUSED`, a refused
+ * special file (`ENOTREGULAR`, ENXIO) to `NOT_REGULAR_FILE`, EACCES /
  * EPERM / EROFS to `ACCESS_DENIED`, ENOSPC / EFBIG / EDQUOT to `DISK_FULL`, anything else to
  * `failure.fallback`. A `JsonlStoreError` passes through unchanged.
  *
@@ -52,6 +54,13 @@ export function toStoreError(error: unknown, failure: FsFailure): JsonlStoreErro
       details: { which: failure.which ?? op, op, cause },
       cause: error,
     })
+  }
+  if (cause === NOT_REGULAR_ERRNO || cause === 'ENXIO') {
+    const kind =
+      typeof error === 'object' && error !== null && 'kind' in error && typeof error.kind === 'string'
+        ? error.kind
+        : 'fifo-or-socket'
+    return notRegularFile({ file, which: failure.which ?? op, kind, op, cause: error })
   }
   if (ACCESS_CODES.has(cause)) {
     return new JsonlStoreError({
@@ -77,5 +86,39 @@ export function toStoreError(error: unknown, failure: FsFailure): JsonlStoreErro
     file,
     details: { op, cause },
     cause: error,
+  })
+}
+
+const KIND_WORDS: Readonly<Record<string, string>> = {
+  fifo: 'a FIFO (named pipe)',
+  socket: 'a socket',
+  'character-device': 'a character device',
+  'block-device': 'a block device',
+  directory: 'a directory',
+  symlink: 'a symbolic link',
+  'fifo-or-socket': 'a socket or a FIFO (ENXIO)',
+}
+
+/**
+ * The `NOT_REGULAR_FILE` error for a path the store will not open: refused without
+ * blocking, never read or written.
+ *
+ * @param where - The file (relative to the root), which name it is (`log`, `lock`...), its kind, the operation.
+ * @returns The error.
+ */
+export function notRegularFile(where: {
+  readonly file: string
+  readonly which: string
+  readonly kind: string
+  readonly op: string
+  readonly cause?: unknown
+}): JsonlStoreError {
+  const { file, which, kind, op } = where
+  return new JsonlStoreError({
+    code: JsonlErrorCode.NOT_REGULAR_FILE,
+    message: `Refused to ${op} ${file}: expected a regular file, found ${KIND_WORDS[kind] ?? kind}; it was not read or written.`,
+    file,
+    details: { which, kind, op },
+    ...(where.cause === undefined ? {} : { cause: where.cause }),
   })
 }

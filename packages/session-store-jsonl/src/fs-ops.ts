@@ -25,6 +25,11 @@ export interface FileHandleOps {
  * `flags` are numeric `fs.constants` combinations (O_CREAT|O_EXCL|O_NOFOLLOW...).
  */
 export interface FsOps {
+  /**
+   * Opens a regular file. MUST NOT block on a special file and MUST refuse anything but a
+   * regular file (the store's own open adds `O_NONBLOCK` and checks the descriptor; see
+   * {@link nodeFsOps}); a refusal carries `code` `ENOTREGULAR` (or ENXIO).
+   */
   open(path: string, flags: number, mode?: number): Promise<FileHandleOps>
   lstat(path: string): Promise<Stats>
   stat(path: string): Promise<Stats>
@@ -70,10 +75,70 @@ function wrapHandle(path: string, handle: fsp.FileHandle): FileHandleOps {
   }
 }
 
-/** The real file system (node:fs promises). */
+/** The errno-like `code` of the error {@link nodeFsOps}.open throws for a path that is not a regular file. */
+export const NOT_REGULAR_ERRNO = 'ENOTREGULAR'
+
+/**
+ * What kind of file `stats` describes, in words (`a FIFO`, `a socket`...), for messages.
+ *
+ * @param stats - From `stat`, `lstat` or `fstat`.
+ * @returns `regular` for a regular file, else the kind.
+ */
+export function fileKind(stats: Stats): string {
+  if (stats.isFile()) return 'regular'
+  if (stats.isFIFO()) return 'fifo'
+  if (stats.isSocket()) return 'socket'
+  if (stats.isCharacterDevice()) return 'character-device'
+  if (stats.isBlockDevice()) return 'block-device'
+  if (stats.isDirectory()) return 'directory'
+  if (stats.isSymbolicLink()) return 'symlink'
+  return 'unknown'
+}
+
+/** Thrown by {@link nodeFsOps}.open for a path that is not a regular file (`code` {@link NOT_REGULAR_ERRNO}). */
+export class NotRegularFileError extends Error {
+  readonly code = NOT_REGULAR_ERRNO
+  readonly path: string
+  /** `fifo`, `socket`, `character-device`, `block-device`, `directory`, or `fifo-or-socket` (ENXIO). */
+  readonly kind: string
+
+  constructor(path: string, kind: string) {
+    super(`${NOT_REGULAR_ERRNO}: not a regular file (${kind}), open '${path}'`)
+    this.path = path
+    this.kind = kind
+  }
+}
+
+/**
+ * The real file system (node:fs promises).
+ *
+ * `open` never blocks on a special file and never returns one: it adds `O_NONBLOCK` (a FIFO
+ * opens at once, or fails with ENXIO for writing), then checks the descriptor with `fstat`;
+ * anything but a regular file (FIFO, socket, device, directory) is closed and refused with
+ * {@link NotRegularFileError}. `O_NONBLOCK` changes nothing for regular files.
+ */
 export const nodeFsOps: FsOps = {
   async open(path, flags, mode) {
-    return wrapHandle(path, await fsp.open(path, flags, mode))
+    let handle: fsp.FileHandle
+    try {
+      handle = await fsp.open(path, flags | constants.O_NONBLOCK, mode)
+    } catch (error) {
+      // ENXIO: a socket, or a FIFO opened for writing with no reader.
+      if ((error as { code?: unknown }).code === 'ENXIO') throw new NotRegularFileError(path, 'fifo-or-socket')
+      throw error
+    }
+    let kind: string
+    try {
+      kind = fileKind(await handle.stat())
+    } catch (error) {
+      await handle.close().catch(() => undefined)
+      throw error
+    }
+    if (kind !== 'regular') {
+      await handle.close().catch(() => undefined)
+      throw new NotRegularFileError(path, kind)
+    }
+    return wrapHandle(path, handle)
   },
   lstat: (path) => fsp.lstat(path),
   stat: (path) => fsp.stat(path),

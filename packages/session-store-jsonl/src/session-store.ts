@@ -24,8 +24,8 @@ import type { PendingToolCall, RepairAction } from '@agent-ledger/loop-repair'
 import { createProjection, planFork, ProjectionError } from '@agent-ledger/session-projection'
 import type { Projection, ProjectionStats } from '@agent-ledger/session-projection'
 
-import { errnoOf, toStoreError } from './fs-errors.ts'
-import { nodeFsOps } from './fs-ops.ts'
+import { errnoOf, notRegularFile, toStoreError } from './fs-errors.ts'
+import { fileKind, nodeFsOps } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { LOG_FILE_NAME, TEMP_PREFIX } from './layout.ts'
@@ -924,7 +924,8 @@ class SessionStoreImpl implements SessionStore {
     }
     try {
       const stats = await handle.stat()
-      if (!stats.isFile()) throw this.#notFound(id, undefined)
+      // nodeFsOps already refuses these; a custom FsOps may not.
+      if (!stats.isFile()) throw notRegularFile({ file, which: 'log', kind: fileKind(stats), op: 'open' })
     } catch (error) {
       await handle.close().catch(() => undefined)
       throw toStoreError(error, { op: 'stat', file, fallback: JsonlErrorCode.READ_FAILED })

@@ -13,7 +13,8 @@ import type { EventRegistry, LoggedEvent, SessionHeader } from '@agent-ledger/se
 import { createProjection, ProjectionError } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
-import { errnoOf, toStoreError } from './fs-errors.ts'
+import { errnoOf, notRegularFile, toStoreError } from './fs-errors.ts'
+import { fileKind } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { generationPath, listGenerations, peekHeaderVersion, pickCurrentGeneration } from './generations.ts'
 import type { CurrentGeneration, GenerationFile } from './generations.ts'
@@ -282,11 +283,7 @@ async function openGeneration(
     })
     if (!stats.isFile()) {
       await handle.close().catch(() => undefined)
-      throw new JsonlStoreError({
-        code: JsonlErrorCode.SESSION_NOT_FOUND,
-        message: `${request.file} is not a session log: expected a regular file, found another kind of entry.`,
-        file: request.file,
-      })
+      throw notRegularFile({ file: request.file, which: 'log', kind: fileKind(stats), op: 'open' })
     }
     return handle
   } catch (error) {

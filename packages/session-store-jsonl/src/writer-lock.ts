@@ -61,6 +61,8 @@ import { hostname, uptime } from 'node:os'
 import { basename, join } from 'node:path'
 import type { Stats } from 'node:fs'
 
+import { notRegularFile } from './fs-errors.ts'
+import { fileKind } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 
@@ -723,8 +725,13 @@ export async function acquireWriterLock(
     } else if (entry.symlink) {
       throw symlinkError(context)
     } else if (!entry.regular) {
-      holder = entry
-      reason = 'not a regular file'
+      // A FIFO, socket or device at the lock name: never opened (it could block), never removed.
+      throw notRegularFile({
+        file: context.displayFile,
+        which: 'lock',
+        kind: fileKind(entry.stats),
+        op: 'take the writer lock',
+      })
     } else {
       const verdict = await judge(entry, self, settings.staleMs)
       holder = entry
