@@ -136,6 +136,8 @@ export type CheckpointRejection =
   | 'newer-version'
   | 'snapshot'
   | 'binding'
+  /** A write open's checksum pass found a prefix line failing its checksum (the log is damaged). */
+  | 'prefix'
   | 'too-large'
   | 'not-a-file'
   | 'read-failed'

@@ -19,6 +19,8 @@ import { JsonlErrorCode } from './jsonl-store-error.ts'
 import type { StoreLimits } from './limits.ts'
 import type { LogFormat } from './log-format.ts'
 import type { LineLocation, ScanOutcome, ScanResume } from './log-scanner.ts'
+import { verifyPrefixChecksums } from './prefix-checksums.ts'
+import type { PrefixCheck } from './prefix-checksums.ts'
 import { readFileChunks, refineRepeatedSeq, scanLog } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
 import type { StoreLogger } from './session-writer.ts'
@@ -215,8 +217,10 @@ export function resumeOf(loaded: LoadedCheckpoint): ScanResume {
 export async function scanWithCheckpoint(
   context: CheckpointContext,
   handle: FileHandleOps,
+  options: { readonly verifyPrefix?: boolean } = {},
 ): Promise<SessionScan> {
-  const loaded = await loadCheckpoint(context, handle)
+  let loaded = await loadCheckpoint(context, handle)
+  if (loaded !== null && options.verifyPrefix === true) loaded = await checkPrefix(context, handle, loaded)
   const projection = loaded?.projection ?? createProjection({ registry: context.registry })
   const seqIndex: SeqIndexEntry[] = loaded === null ? [] : [...loaded.head.seqIndex]
   let lastEventOffset = loaded?.head.binding.eventOffset ?? -1
@@ -265,6 +269,40 @@ export async function scanWithCheckpoint(
     seqIndex,
   }
 }
+
+/**
+ * A write open's guard on a checkpoint (FORMAT.md section 15.2): the prefix it lets the open
+ * skip must still pass its line checksums, with one line per event 0..N. A failure drops the
+ * checkpoint with a warning; the full replay that follows reports the damage (writes refused).
+ */
+async function checkPrefix(
+  context: CheckpointContext,
+  handle: FileHandleOps,
+  loaded: LoadedCheckpoint,
+): Promise<LoadedCheckpoint | null> {
+  const { binding } = loaded.head
+  let check: PrefixCheck
+  try {
+    check = await verifyPrefixChecksums(handle, {
+      start: loaded.facts.headerEndOffset,
+      end: binding.offset,
+      expectedLines: binding.seq + 1,
+      firstLine: 2,
+      chunkBytes: Math.max(context.limits.readChunkBytes, PREFIX_CHUNK_BYTES),
+    })
+  } catch (error) {
+    throw toStoreError(error, { op: 'read', file: context.file, fallback: JsonlErrorCode.READ_FAILED })
+  }
+  if (check.ok) return loaded
+  return warnIgnored(
+    context,
+    'prefix',
+    `line ${check.line} (byte offset ${check.offset}) of the prefix it covers fails its ${check.reason} check`,
+  )
+}
+
+/** Reads of the checksum pass: large, since nothing but the CRC looks at the bytes. */
+const PREFIX_CHUNK_BYTES = 4 * 1024 * 1024
 
 /** Where {@link planReadFrom} starts a read from a seq. */
 export interface ReadStart {

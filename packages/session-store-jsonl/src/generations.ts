@@ -14,6 +14,7 @@ import { basename, join } from 'node:path'
 import { toStoreError } from './fs-errors.ts'
 import type { FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
+import { verifyLineChecksum } from './line-codec.ts'
 import { LineSplitter } from './line-splitter.ts'
 import { readFileChunks } from './read-log.ts'
 
@@ -240,7 +241,8 @@ export type HeaderVersionPeek =
 
 /**
  * Reads only line 1 of a plain generation and returns the version its header declares,
- * without judging anything else (no checksum, no schema). The open path compares it with
+ * without judging anything else (no schema); a checksummed header (v1 and later) whose line
+ * checksum fails is `unreadable`, never a version. The open path compares it with
  * the file name ({@link assertGenerationVersion}) and with the supported version before
  * taking any lock (RELIABILITY V1: a newer file is refused touching nothing).
  *
@@ -294,7 +296,11 @@ export async function peekHeaderVersion(
     }
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return { kind: 'unreadable' }
     const record = value as Record<string, unknown>
-    if (Object.hasOwn(record, 'version')) return { kind: 'version', version: record['version'] }
+    // A checksummed header's version is believed only when its line checksum passes (FORMAT.md
+    // section 8): a bit flip turning "version":4 into 5 is damage, which the full scan reports.
+    if (Object.hasOwn(record, 'version')) {
+      return verifyLineChecksum(first as Buffer) ? { kind: 'version', version: record['version'] } : { kind: 'unreadable' }
+    }
     const data = Object.hasOwn(record, 'data') ? record['data'] : undefined
     if (
       record['type'] === 'session/header' &&

@@ -39,7 +39,7 @@ export const JsonlErrorCode = {
   NO_MIGRATION_PATH: 'NO_MIGRATION_PATH',
   /**
    * A publish (migrate, compress, create, salvage) failed at `details.step` with
-   * `details.cause` (an errno code or an error code). The temp file was removed and nothing
+   * `details.cause` (an errno code or an error code; a full disk is `DISK_FULL` instead). The temp file was removed and nothing
    * was published, unless `details.published` is true. `details.poisoned` is true after a
    * failed fsync: stop writing and reopen.
    */
@@ -50,7 +50,13 @@ export const JsonlErrorCode = {
    * 'target-not-migrated-from-source', 'not-a-file', or 'exists' when any existing file is refused).
    */
   MIGRATION_CONFLICT: 'MIGRATION_CONFLICT',
-  /** A write failed because the disk or the file size limit is full (ENOSPC, EDQUOT, EFBIG); retryable. */
+  /**
+   * A write failed because the disk or the file size limit is full (ENOSPC, EDQUOT, EFBIG),
+   * wherever it happened: create, the writer lock, a quarantine copy, a flush, a publish
+   * (migrate, compress, salvage: then with the publish's `details.step`, `published`,
+   * `poisoned`). `file` names the file being written, `details.cause` the errno. Retryable
+   * once space is freed; a writer's `close()` can be retried too.
+   */
   DISK_FULL: 'DISK_FULL',
   /** A write failed for another reason; the file was rolled back to its durable size. */
   WRITE_FAILED: 'WRITE_FAILED',

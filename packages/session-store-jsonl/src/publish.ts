@@ -124,16 +124,24 @@ function defaultRandomHex(byteCount: number): string {
   return randomBytes(byteCount).toString('hex')
 }
 
+const DISK_FULL_CAUSES: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EFBIG'])
+
 /** A failure at one step, before or after the target name appeared. */
 function failed(
   step: string,
   error: unknown,
   context: { readonly file: string; readonly details?: Record<string, unknown> },
 ): JsonlStoreError {
-  const cause = JsonlStoreError.is(error) ? error.code : (errnoOf(error) ?? 'unknown')
+  const cause = JsonlStoreError.is(error)
+    ? error.code === JsonlErrorCode.DISK_FULL
+      ? String(error.details['cause'] ?? 'ENOSPC')
+      : error.code
+    : (errnoOf(error) ?? 'unknown')
+  // A full disk is DISK_FULL wherever it happens (retryable once space is freed), with the same details.
+  const diskFull = DISK_FULL_CAUSES.has(cause)
   return new JsonlStoreError({
-    code: JsonlErrorCode.MIGRATION_FAILED,
-    message: `Publishing ${context.file} failed at step ${step}: expected it to succeed, found ${cause}${context.details?.['published'] === true ? ' (the file was published)' : '; nothing was published'}.`,
+    code: diskFull ? JsonlErrorCode.DISK_FULL : JsonlErrorCode.MIGRATION_FAILED,
+    message: `Publishing ${context.file} failed at step ${step}: expected it to succeed, found ${cause}${diskFull ? ' (the disk or the file size limit is full)' : ''}${context.details?.['published'] === true ? ' (the file was published)' : '; nothing was published'}.`,
     file: context.file,
     details: { step, cause, published: false, poisoned: false, ...context.details },
     cause: error,

@@ -37,6 +37,7 @@ import type { ScanOutcome, ScanStats, TornTail } from './log-scanner.ts'
 import { quarantineTail } from './quarantine.ts'
 import { readFileChunks, refineRepeatedSeq, scanLog, scanLogChunks } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
+import { snapshotJson } from './json-snapshot.ts'
 import { DEFAULT_REDACTION_POLICY, redactJson } from './redaction.ts'
 import type { RedactionPolicy } from './redaction.ts'
 import { assertSessionId } from './session-id.ts'
@@ -428,7 +429,9 @@ class SessionStoreImpl implements SessionStore {
     const log = sessionLog(id, checkedEncoding(request.encoding ?? this.#encoding))
     const header = this.#buildHeader(id, request.header ?? {})
     const projection = createProjection({ registry: this.#registry })
-    const seedLines = this.#encodeSeed(id, request.seed ?? [], projection)
+    const seedEvents: LoggedEvent[] = []
+    const seedLines = this.#encodeSeed(id, request.seed ?? [], { projection, events: seedEvents })
+    assertSeedMatchesHeader(id, header, seedEvents)
     const codec = log.encoding === 'zstd' ? await zstdCodecFor(log.file) : undefined
     await this.#ensureRoot(true)
     const directory = await this.#ensureSessionDirectory(id)
@@ -521,11 +524,17 @@ class SessionStoreImpl implements SessionStore {
     return header as SessionHeader
   }
 
-  #encodeSeed(id: string, seed: readonly LoggedEvent[], projection: Projection): Buffer[] {
+  #encodeSeed(
+    id: string,
+    seed: readonly LoggedEvent[],
+    into: { readonly projection: Projection; readonly events: LoggedEvent[] },
+  ): Buffer[] {
+    const { projection } = into
     const file = `${id}/${LOG_FILE_NAME}`
     const lines: Buffer[] = []
     for (const original of seed) {
-      let event = original
+      // Read once (accessors included): what is validated is what is written.
+      let event = snapshotJson(original, this.#limits) as LoggedEvent
       try {
         assertJsonValue(
           event,
@@ -551,6 +560,7 @@ class SessionStoreImpl implements SessionStore {
           cause: error,
         })
       }
+      into.events.push(event)
       const line = encodeEventLine(event)
       if (line.length - 1 > this.#limits.maxEventBytes) {
         throw new JsonlStoreError({
@@ -689,7 +699,7 @@ class SessionStoreImpl implements SessionStore {
       if (tempPath !== undefined) await fs.unlink(tempPath).catch(() => undefined)
       if (linked) await handle?.close().catch(() => undefined)
       await lock.release().catch(() => undefined)
-      throw error
+      throw toStoreError(error, { op: 'create', file, fallback: JsonlErrorCode.WRITE_FAILED })
     }
   }
 
@@ -1159,6 +1169,7 @@ class SessionStoreImpl implements SessionStore {
     options: { readonly fromSeq?: number; readonly toSeq?: number } = {},
   ): AsyncIterable<LoggedEvent> {
     assertSessionId(id)
+    assertSeqRange(id, options)
     return this.#readEvents(id, options)
   }
 
@@ -1387,7 +1398,8 @@ class SessionStoreImpl implements SessionStore {
       const scan =
         log.encoding === 'zstd'
           ? await this.#scanZstd(log, handle)
-          : await scanWithCheckpoint(this.#checkpointContext(id, directory), handle)
+          : // A write open checks the line checksums of the prefix a checkpoint lets it skip.
+            await scanWithCheckpoint(this.#checkpointContext(id, directory), handle, { verifyPrefix: true })
       const { outcome, projection } = scan
       if (outcome.damage !== null) throw outcome.damage
       // I7: the generation this one was migrated from must be unchanged (size and sha256), or writes are refused.
@@ -1907,6 +1919,74 @@ function isRefusal(error: JsonlStoreError): boolean {
     error.code === JsonlErrorCode.GENERATION_VERSION_MISMATCH ||
     (error.code === JsonlErrorCode.INVALID_HEADER && error.line === 1)
   )
+}
+
+/**
+ * A seeded header and its seed agree (FORMAT.md section 3): `seeded: true` needs a seed whose
+ * last event is its `session/end-seed` marker (the only one), naming the header's
+ * `parentSession` and, with `inheritedEventCount`, the matching boundary; a marker without
+ * `seeded: true` is refused too. Nothing is published otherwise.
+ */
+function assertSeedMatchesHeader(id: string, header: SessionHeader, seed: readonly LoggedEvent[]): void {
+  const markers = seed.filter((event) => event.type === 'session/end-seed')
+  const last = seed.at(-1)
+  const refuse = (expected: string, found: string): never => {
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.INVALID_HEADER,
+      message: `Cannot create session ${id}: expected ${expected}, found ${found}; nothing was published.`,
+      file: `${id}/${LOG_FILE_NAME}`,
+      details: { field: 'seeded', seeded: header.seeded ?? null, markers: markers.length },
+    })
+  }
+  if (header.seeded !== true) {
+    if (markers.length > 0) refuse('no session/end-seed event in the seed of a header without "seeded": true', `one at seq ${markers[0]!.seq}`)
+    return
+  }
+  if (markers.length !== 1 || last?.type !== 'session/end-seed') {
+    refuse(
+      'a seed ending with its session/end-seed marker (the header says "seeded": true)',
+      markers.length === 0 ? `${seed.length} seed event(s) and no marker` : `${markers.length} marker(s), the last seed event being ${last?.type ?? 'none'}`,
+    )
+  }
+  const data = last!.data as { readonly parentSession?: unknown; readonly boundarySeq?: unknown }
+  if (header.parentSession !== undefined && data.parentSession !== header.parentSession) {
+    refuse(`the marker to name parentSession ${JSON.stringify(header.parentSession)}`, JSON.stringify(data.parentSession) ?? 'nothing')
+  }
+  if (
+    header.inheritedEventCount !== undefined &&
+    typeof data.boundarySeq === 'number' &&
+    data.boundarySeq + 1 !== header.inheritedEventCount
+  ) {
+    refuse(`inheritedEventCount ${header.inheritedEventCount} to match the marker's boundarySeq + 1`, String(data.boundarySeq + 1))
+  }
+}
+
+/**
+ * `readEvents` bounds: each a non-negative safe integer when given, and `fromSeq <= toSeq`
+ * (an inverted range is a caller's mistake, not an empty read).
+ */
+function assertSeqRange(id: string, options: { readonly fromSeq?: number; readonly toSeq?: number }): void {
+  for (const name of ['fromSeq', 'toSeq'] as const) {
+    const value: unknown = options[name]
+    if (value === undefined) continue
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.INVALID_OPTION,
+        message: `Cannot read the events of ${id}: expected ${name} to be a non-negative integer seq, found ${JSON.stringify(value) ?? String(value)}.`,
+        file: `${id}/${LOG_FILE_NAME}`,
+        details: { option: name, found: typeof value === 'number' ? value : String(value) },
+      })
+    }
+  }
+  const { fromSeq, toSeq } = options
+  if (fromSeq !== undefined && toSeq !== undefined && fromSeq > toSeq) {
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.INVALID_OPTION,
+      message: `Cannot read the events of ${id}: expected fromSeq <= toSeq, found fromSeq ${fromSeq} > toSeq ${toSeq}.`,
+      file: `${id}/${LOG_FILE_NAME}`,
+      details: { option: 'fromSeq', fromSeq, toSeq },
+    })
+  }
 }
 
 function checkedEncoding(encoding: unknown): LogEncoding {

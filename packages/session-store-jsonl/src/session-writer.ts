@@ -17,6 +17,7 @@ import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import type { FlushPolicy, StoreLimits } from './limits.ts'
 import { canonicalEvent, encodeEventLine } from './line-codec.ts'
 import type { TornTail } from './log-scanner.ts'
+import { snapshotJson } from './json-snapshot.ts'
 import { redactJson } from './redaction.ts'
 import type { RedactionPolicy } from './redaction.ts'
 import type { WriterLock } from './writer-lock.ts'
@@ -81,8 +82,13 @@ export interface SessionWriter {
   /** The model-visible history ({@link Projection.deriveMessages}). */
   deriveMessages(): readonly WireMessage[]
   /**
-   * Flushes what is buffered, closes the file and releases the lock. Idempotent. The lock
-   * is released even when the final flush fails (the error is then re-thrown).
+   * Flushes what is buffered, closes the file and releases the lock. Idempotent (a closed
+   * writer's `close()` resolves) and retryable: when the final flush fails with a retryable
+   * error (`DISK_FULL`, `WRITE_FAILED`: rolled back, the events still buffered), `close()`
+   * rejects with it and keeps the file and the lock, so that a later `close()`, once space is
+   * freed, writes the events and then releases; no later `append` is accepted either way. A
+   * poisoned writer (a failed fsync...) has nothing it may still write: the lock is released
+   * and the poisoning error re-thrown. Releasing the lock needs no free space.
    */
   close(): Promise<void>
 }
@@ -123,6 +129,11 @@ export interface WriterInit {
   readonly encodeBatch?: ((lines: Buffer) => Buffer) | undefined
 }
 
+/** First retry delay of a failed automatic flush; doubles per consecutive failure. */
+const AUTO_FLUSH_RETRY_BASE_MS = 100
+/** Longest wait between automatic flush retries. */
+const AUTO_FLUSH_RETRY_MAX_MS = 30_000
+
 interface Buffered {
   readonly seq: number
   readonly bytes: Buffer
@@ -151,8 +162,13 @@ export class SessionWriterImpl implements SessionWriter {
   #chain: Promise<unknown> = Promise.resolve()
   #poison: JsonlStoreError | null = null
   #closing: Promise<void> | null = null
+  /** Set by the first `close()`: no append is accepted after it, even while a retryable close is pending. */
+  #closed = false
+  #closeDone = false
   #timer: ReturnType<typeof setTimeout> | undefined
   #autoQueued = false
+  /** Consecutive failed automatic flushes (the next retry waits 2^n x the base delay). */
+  #autoFailures = 0
 
   /** @param init - The open file, the held lock, the recovered projection and the options. */
   constructor(init: WriterInit) {
@@ -188,7 +204,7 @@ export class SessionWriterImpl implements SessionWriter {
   }
 
   append<TType extends SessionEventType>(input: EventInput<TType>): SessionEvent<TType> {
-    if (this.#closing !== null) {
+    if (this.#closed) {
       throw new JsonlStoreError({
         code: JsonlErrorCode.WRITER_CLOSED,
         message: `Cannot append to ${this.file}: expected an open writer, found it closed.`,
@@ -204,7 +220,9 @@ export class SessionWriterImpl implements SessionWriter {
     } catch (error) {
       throw this.#invalid(seq, { code: JsonlErrorCode.INVALID_EVENT, field: 'time', error })
     }
-    const fields = input as EventInput
+    // Every field of the caller's input is read exactly once, into a copy: what is validated
+    // below is what is written (an accessor answering differently later changes nothing).
+    const fields = snapshotJson(input, limits) as EventInput
     let event = canonicalEvent({
       seq,
       time,
@@ -281,22 +299,48 @@ export class SessionWriterImpl implements SessionWriter {
   }
 
   close(): Promise<void> {
-    this.#closing ??= this.#closeNow()
+    this.#closed = true
+    this.#clearTimer()
+    if (this.#closeDone) return Promise.resolve()
+    this.#closing ??= this.#closeNow().then(
+      () => {
+        this.#closeDone = true
+      },
+      (error: unknown) => {
+        // Retryable: the next close() starts again from the step that failed.
+        this.#closing = null
+        throw error
+      },
+    )
     return this.#closing
   }
 
+  #fileClosed = false
+
   async #closeNow(): Promise<void> {
-    this.#clearTimer()
-    let failure: Error | undefined
-    try {
-      if (this.#poison === null) await this.flush()
-    } catch (error) {
-      failure = error instanceof Error ? error : new Error(String(error))
+    let failure: unknown
+    if (!this.#fileClosed) {
+      try {
+        if (this.#poison === null) await this.flush()
+      } catch (error) {
+        // Retryable (rolled back, still buffered): keep the file and the lock for the next close().
+        if (this.#poison === null) throw error
+        failure = error
+      }
+      // A last checkpoint of what is durable, written under the lock, before the file closes.
+      await this.#init.checkpoints?.close(this.projection, this.#poison === null && failure === undefined)
+      await this.#init.handle.close().catch(() => undefined)
+      this.#fileClosed = true
     }
-    // A last checkpoint of what is durable, written under the lock, before the file closes.
-    await this.#init.checkpoints?.close(this.projection, this.#poison === null && failure === undefined)
-    await this.#init.handle.close().catch(() => undefined)
-    await this.#init.lock.release()
+    try {
+      await this.#init.lock.release()
+    } catch (error) {
+      throw toStoreError(error, {
+        op: 'release the writer lock of',
+        file: this.file,
+        fallback: JsonlErrorCode.WRITE_FAILED,
+      })
+    }
     if (failure !== undefined) throw failure
   }
 
@@ -356,6 +400,8 @@ export class SessionWriterImpl implements SessionWriter {
   }
 
   #scheduleAutoFlush(): void {
+    // Backing off after a failed automatic flush: the pending retry comes first.
+    if (this.#autoFailures > 0 && this.#timer !== undefined) return
     const policy = this.#init.flushPolicy
     const countTrigger = policy.maxBufferedEvents > 0 && this.#buffered.length >= policy.maxBufferedEvents
     const bytesTrigger = policy.maxBufferedBytes > 0 && this.#bufferedBytes >= policy.maxBufferedBytes
@@ -376,16 +422,42 @@ export class SessionWriterImpl implements SessionWriter {
     this.#clearTimer()
     if (this.#autoQueued || this.#poison !== null) return
     this.#autoQueued = true
+    let retryInMs = 0
     this.flush()
+      .then(() => {
+        this.#autoFailures = 0
+      })
       .catch((error: unknown) => {
-        this.#init.logger.warn(`Automatic flush of ${this.file} failed; the events stay buffered.`, {
-          code: JsonlStoreError.is(error) ? error.code : errnoOf(error),
-        })
+        this.#autoFailures += 1
+        retryInMs = Math.min(AUTO_FLUSH_RETRY_MAX_MS, AUTO_FLUSH_RETRY_BASE_MS * 2 ** (this.#autoFailures - 1))
+        const poisoned = this.#poison !== null
+        // The writer's error channel: the store's logger, with the typed error itself.
+        this.#init.logger.warn(
+          poisoned
+            ? `Automatic flush of ${this.file} failed and the writer is poisoned; reopen the session.`
+            : `Automatic flush of ${this.file} failed; the events stay buffered, retrying in ${retryInMs} ms.`,
+          {
+            code: JsonlStoreError.is(error) ? error.code : errnoOf(error),
+            file: this.file,
+            attempt: this.#autoFailures,
+            ...(poisoned ? {} : { retryInMs }),
+            error,
+          },
+        )
       })
       .finally(() => {
         this.#autoQueued = false
-        if (this.#buffered.length > 0 && this.#poison === null && this.#closing === null)
+        if (this.#buffered.length === 0 || this.#poison !== null || this.#closed) return
+        if (retryInMs === 0) {
           this.#scheduleAutoFlush()
+          return
+        }
+        // Back off: a full disk is not retried in a tight loop.
+        this.#timer = setTimeout(() => {
+          this.#timer = undefined
+          this.#autoFlush()
+        }, retryInMs)
+        this.#timer.unref()
       })
   }
 

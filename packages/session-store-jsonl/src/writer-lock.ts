@@ -135,7 +135,11 @@ export interface WriterLock {
    * @throws {@link JsonlStoreError} with code `LOCK_LOST` when the file is gone, replaced or released.
    */
   assertHeld(): Promise<void>
-  /** Stops the heartbeat and removes the lock file if it is still ours. Idempotent. */
+  /**
+   * Stops the heartbeat and removes the lock file if it is still ours. Idempotent, and
+   * retryable: a failed release leaves the lock held and the next call tries again. Needs no
+   * free space (on ENOSPC/EDQUOT the release claim is an empty file).
+   */
   release(): Promise<void>
 }
 
@@ -425,7 +429,11 @@ async function publishExclusive(context: Context, target: string, bytes: Buffer)
     }
     let published = false
     try {
-      await handle.write(bytes, 0)
+      try {
+        await handle.write(bytes, 0)
+      } catch (error) {
+        throw mapCreateError(context, error, target)
+      }
       const stats = await handle.stat()
       if ((stats.mode & 0o777) !== 0o600) await handle.chmod(0o600)
       try {
@@ -585,6 +593,7 @@ function createHeldLock(
   const { fs, lockPath, options } = context
   let record = state.record
   let released = false
+  let releasing: Promise<void> | undefined
   let beating: Promise<void> | undefined
   let writtenLength = recordBytes(record).length
 
@@ -631,32 +640,88 @@ function createHeldLock(
         throw lost(entry.record === undefined ? 'unreadable content' : `nonce ${entry.record.nonce}`)
       }
     },
-    async release() {
-      if (released) return
-      released = true
+    release() {
+      if (released) return Promise.resolve()
       if (timer !== undefined) clearInterval(timer)
-      await beating
-      try {
-        // Same invariant as breaking: claim our own token before removing the name.
-        const claimPath = join(context.directory, `${CLAIM_PREFIX}${record.nonce}`)
-        const claim = await publishExclusive(
-          context,
-          claimPath,
-          recordBytes(makeRecord(context.self, options.randomHex(16), '')),
-        )
-        // EEXIST: someone judged us stale and is breaking the lock; it is theirs to remove.
-        if (claim.kind === 'exists') return
-        await claim.handle.close()
-        try {
-          const entry = await readEntry(fs, lockPath)
-          if (entry.kind === 'present' && entry.token === record.nonce) await fs.unlink(lockPath)
-        } finally {
-          await fs.unlink(claimPath).catch(() => undefined)
-        }
-      } finally {
+      // Retryable: a failed release leaves the lock held and the next call tries again.
+      releasing ??= (async () => {
+        await beating
+        await releaseOwn(context, record.nonce)
+        released = true
         await state.handle.close().catch(() => undefined)
-      }
+      })().finally(() => {
+        releasing = undefined
+      })
+      return releasing
     },
+  }
+}
+
+function isDiskFull(error: unknown): boolean {
+  if (JsonlStoreError.is(error)) return error.code === JsonlErrorCode.DISK_FULL
+  const code = errnoOf(error)
+  return code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG'
+}
+
+/**
+ * Claims our own token with an EMPTY claim file (O_CREAT|O_EXCL, no data written): what a
+ * release falls back to on a full disk, where the usual claim (a record written to a temp
+ * file) cannot be written. An empty claim is judged by its mtime, like any unreadable one.
+ */
+async function emptyClaim(context: Context, claimPath: string): Promise<Published> {
+  try {
+    const handle = await context.fs.open(
+      claimPath,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o600,
+    )
+    return { kind: 'created', handle }
+  } catch (error) {
+    if (errnoOf(error) === 'EEXIST') return { kind: 'exists' }
+    throw error
+  }
+}
+
+/**
+ * Removes `writer.lock` if it still holds `nonce`, under the claim protocol (see the top of
+ * this file). Needs no free space: on a full disk (ENOSPC, EDQUOT) the claim is an empty
+ * file, and if even that cannot be created, the lock is moved aside and checked without a
+ * claim (safe for a live holder: a breaker only claims a lock it judged stale, and a live
+ * holder on this host never is).
+ */
+async function releaseOwn(context: Context, nonce: string): Promise<void> {
+  const { fs, lockPath, options } = context
+  // Same invariant as breaking: claim our own token before removing the name.
+  const claimPath = join(context.directory, `${CLAIM_PREFIX}${nonce}`)
+  let claim: Published | null
+  try {
+    claim = await publishExclusive(context, claimPath, recordBytes(makeRecord(context.self, options.randomHex(16), '')))
+  } catch (error) {
+    if (!isDiskFull(error)) throw error
+    try {
+      claim = await emptyClaim(context, claimPath)
+    } catch (again) {
+      if (!isDiskFull(again)) throw again
+      claim = null
+    }
+  }
+  // EEXIST: someone judged us stale and is breaking the lock; it is theirs to remove.
+  if (claim?.kind === 'exists') return
+  await claim?.handle.close().catch(() => undefined)
+  try {
+    const entry = await readEntry(fs, lockPath)
+    if (entry.kind !== 'present' || entry.token !== nonce) return
+    if (claim !== null) {
+      await fs.unlink(lockPath)
+      return
+    }
+    const moved = join(context.directory, `.tmp-lockbreak-${options.randomHex(8)}`)
+    await fs.rename(lockPath, moved)
+    const check = await readEntry(fs, moved)
+    if (check.kind === 'present' && check.token !== nonce) await fs.link(moved, lockPath).catch(() => undefined)
+    await fs.unlink(moved)
+  } finally {
+    if (claim !== null) await fs.unlink(claimPath).catch(() => undefined)
   }
 }
 

@@ -17,6 +17,7 @@ import {
 import type { GenerationFile } from '../src/generations.ts'
 import { JsonlStoreError } from '../src/jsonl-store-error.ts'
 import { LOG_FILE_PATTERN } from '../src/layout.ts'
+import { encodeJsonLine } from '../src/line-codec.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-generations-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
@@ -246,12 +247,17 @@ describe('peekHeaderVersion', () => {
   }
 
   it('reads the version of a v1+ header line and of a v0 header event, from line 1 only', async () => {
+    const checksummed = encodeJsonLine('{"format":"agent-ledger.session","version":99}')
+    expect(
+      await peekHeaderVersion(nodeFsOps, file(`${checksummed.toString('utf8')}{"seq":0}\n`)),
+    ).toEqual({ kind: 'version', version: 99 })
+    // V7: a v1+ header failing its line checksum has no version to believe (damage, reported by the scan).
     expect(
       await peekHeaderVersion(
         nodeFsOps,
         file('{"format":"agent-ledger.session","version":99,"crc":"x"}\n{"seq":0}\n'),
       ),
-    ).toEqual({ kind: 'version', version: 99 })
+    ).toEqual({ kind: 'unreadable' })
     expect(
       await peekHeaderVersion(
         nodeFsOps,

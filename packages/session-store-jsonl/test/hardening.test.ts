@@ -1,0 +1,299 @@
+/**
+ * Issue 10 (the outside attack), store side: a complete header that fails is damage, never a
+ * torn tail (T7); header checks in order (V7); the header id names its directory (S11); a
+ * write open checks the checksums of the prefix a checkpoint skips (I9). Every fault is
+ * injected for real into files the library wrote.
+ */
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+
+import { CHECKPOINT_FILE_NAME, JsonlStoreError, LOG_FILE_NAME } from '../src/index.ts'
+import type { SessionStore } from '../src/index.ts'
+import { seededRandom } from './support/fault-fs.ts'
+import {
+  closedSessionInputs,
+  collect,
+  fileIdentity,
+  lineStarts,
+  makeTempDir,
+  namesIn,
+  placeSession,
+  testStore,
+  turnInputs,
+  writeSession,
+} from './support/sessions.ts'
+import { placeZstdSession } from './support/zstd-sessions.ts'
+import { cliCompress } from './zstd-helpers.ts'
+
+let temp: { path: string; cleanup: () => void }
+let store: SessionStore
+
+beforeEach(() => {
+  temp = makeTempDir('al-harden-')
+  ;({ store } = testStore(temp.path))
+})
+
+afterEach(() => {
+  temp.cleanup()
+})
+
+async function caught(promise: Promise<unknown>): Promise<JsonlStoreError> {
+  try {
+    await promise
+  } catch (error) {
+    if (JsonlStoreError.is(error)) return error
+    throw error
+  }
+  throw new Error('expected a JsonlStoreError, found success')
+}
+
+/** A 30-event session written through the library, as bytes. */
+async function thirtyEvents(id: string): Promise<Buffer> {
+  return readFileSync(await writeSession(store, id, closedSessionInputs(30)))
+}
+
+/**
+ * Asserts the whole contract of a damaged header on session `id`: verify says damaged
+ * (CORRUPT_LINE on line 1, nothing acknowledged is claimed away), reads throw it (or return
+ * it with allowDamaged), a write open refuses, list reports it, and nothing was moved,
+ * created or deleted. Then salvage makes a new session and leaves the source untouched.
+ */
+async function expectDamagedHeader(id: string, path: string, code = 'CORRUPT_LINE'): Promise<void> {
+  const before = fileIdentity(path)
+  const names = namesIn(join(temp.path, id))
+  const report = await store.verify(id)
+  expect(report).toMatchObject({ status: 'damaged', tornTail: null, headerMissing: false })
+  expect(report.damage).toMatchObject({ code, line: 1, offset: 0 })
+  expect((await caught(store.openReader(id))).code).toBe(code)
+  expect((await store.openReader(id, { allowDamaged: true })).error?.code).toBe(code)
+  expect((await caught(store.openWriter(id))).code).toBe(code)
+  expect((await caught(store.compress(id))).code).toBe(code)
+  const listed = await store.list()
+  expect(listed.problems.find((problem) => problem.id === id)?.error.code).toBe(code)
+  expect(fileIdentity(path)).toEqual(before)
+  expect(namesIn(join(temp.path, id))).toEqual(names)
+  const salvage = await store.salvage(id, { to: `${id}-salvaged` })
+  expect(salvage).toMatchObject({ copiedEvents: 0, droppedFromOffset: 0, reason: code })
+  expect(await store.verify(`${id}-salvaged`)).toMatchObject({ status: 'ok', lastSeq: 0 })
+  expect(fileIdentity(path)).toEqual(before)
+}
+
+describe('T7: a complete first line that fails is damage, never a torn tail', () => {
+  it('T7: a 30-event log converted to CRLF line endings is damage: exit-1 verify, writes refused, nothing moved or deleted', async () => {
+    const content = await thirtyEvents('crlf-source')
+    const path = placeSession(temp.path, 'crlf', Buffer.from(content.toString('latin1').replaceAll('\n', '\r\n'), 'latin1'))
+    await expectDamagedHeader('crlf', path)
+    expect((await store.verify('crlf')).damage?.details).toMatchObject({ reason: 'checksum', complete: true })
+  })
+
+  it('T7: upper-cased checksums are damage, not a torn tail', async () => {
+    const content = (await thirtyEvents('upper-source')).toString('utf8')
+    const upper = content.replace(/"crc":"([0-9a-f]{8})"/g, (_match, hex: string) => `"crc":"${hex.toUpperCase()}"`)
+    expect(upper).not.toBe(content)
+    const path = placeSession(temp.path, 'upper', upper)
+    await expectDamagedHeader('upper', path)
+  })
+
+  it('T7: a pretty-printed JSON file dropped into a session directory is damage; a write open moves nothing', async () => {
+    const pretty = JSON.stringify(
+      { name: 'not-a-session', items: Array.from({ length: 400 }, (_, index) => ({ index, text: 'x'.repeat(40) })) },
+      null,
+      2,
+    )
+    expect(pretty.length).toBeGreaterThan(25_000)
+    const path = placeSession(temp.path, 'pretty', `${pretty}\n`)
+    await expectDamagedHeader('pretty', path)
+    expect((await store.verify('pretty')).damage?.details).toMatchObject({ reason: 'json' })
+  })
+
+  it('T7: a file of only complete lines, none of which parse, is damage (also a single complete line)', async () => {
+    const many = placeSession(temp.path, 'noise', 'not json\nstill not json\n{"half":\n')
+    await expectDamagedHeader('noise', many)
+    const one = placeSession(temp.path, 'single', 'garbage\n')
+    await expectDamagedHeader('single', one)
+  })
+
+  it('T7/T4: an unterminated first line is still a torn header (crash during creation): empty session, re-initialised by a write open', async () => {
+    const path = placeSession(temp.path, 'torn-header', '{"format":"agent-ledger.session","vers')
+    expect(await store.verify('torn-header')).toMatchObject({ status: 'torn-tail', headerMissing: true })
+    const writer = await store.openWriter('torn-header')
+    expect(writer.recovery.headerMissing).toBe(true)
+    await writer.close()
+    expect(readFileSync(path, 'utf8')).toMatch(/^\{"format":"agent-ledger.session","version":4,"id":"torn-header"/)
+  })
+
+  it('T7: the same for a .zstd log: a complete header frame whose header fails is CORRUPT_FRAME, nothing moved', async () => {
+    const content = await thirtyEvents('zstd-crlf-source')
+    const crlf = Buffer.from(
+      content.toString('latin1').replace('"zstd-crlf-source"', '"zcrlf"').replaceAll('\n', '\r\n'),
+      'latin1',
+    )
+    const path = placeZstdSession(temp.path, 'zcrlf', Buffer.concat([cliCompress(crlf.subarray(0, crlf.indexOf(0x0a) + 1)), cliCompress(crlf.subarray(crlf.indexOf(0x0a) + 1))]))
+    const before = fileIdentity(path)
+    const report = await store.verify('zcrlf')
+    expect(report.status).toBe('damaged')
+    expect(report.damage).toMatchObject({ code: 'CORRUPT_FRAME' })
+    expect(report.damage?.details).toMatchObject({ frameIndex: 0, reason: 'header-line-failing-its-checks' })
+    expect((await caught(store.openWriter('zcrlf'))).code).toBe('CORRUPT_FRAME')
+    expect(fileIdentity(path)).toEqual(before)
+    expect(namesIn(join(temp.path, 'zcrlf'))).toEqual(['session.v4.jsonl.zstd'])
+  })
+
+  it('T7: the same for a v0 session.jsonl: a complete first line that does not parse is damage; no migration, nothing written', async () => {
+    const directory = join(temp.path, 'oldcrlf')
+    mkdirSync(directory, { mode: 0o700 })
+    const path = join(directory, 'session.jsonl')
+    writeFileSync(
+      path,
+      [
+        '{"seq":0,"time":"2025-04-20T21:40:00.000Z","type":"session/header","data":{"version":0}\r',
+        'garbage that is not json',
+        '{"seq":1,"time":"2025-04-20T21:40:01.700Z","type":"turn/start","data":{"turn":1}}',
+        '',
+      ].join('\n'),
+      { mode: 0o600 },
+    )
+    const before = fileIdentity(path)
+    // A v0 line may end with \r (JSON whitespace); a line that is not JSON at all is damage.
+    writeFileSync(path, readFileSync(path, 'utf8').replace('"data":{"version":0}\r', '"data":{"version":0'), {
+      mode: 0o600,
+    })
+    const damaged = fileIdentity(path)
+    expect(damaged.sha256).not.toBe(before.sha256)
+    const report = await store.verify('oldcrlf')
+    expect(report).toMatchObject({ status: 'damaged', version: 0 })
+    expect(report.damage).toMatchObject({ code: 'CORRUPT_LINE', line: 1 })
+    expect((await caught(store.openWriter('oldcrlf'))).code).toBe('CORRUPT_LINE')
+    expect(fileIdentity(path)).toEqual(damaged)
+    expect(readdirSync(directory)).toEqual(['session.jsonl'])
+  })
+})
+
+describe('V7: header checks in order: the line checksum first', () => {
+  it('V7: every single-bit flip of the "4" in "version":4 and of each byte of the format value is damage, never VERSION_TOO_NEW or a thrown INVALID_HEADER', async () => {
+    const content = await thirtyEvents('flips')
+    const header = content.subarray(0, content.indexOf(0x0a)).toString('latin1')
+    const versionAt = header.indexOf('"version":4') + '"version":'.length
+    const formatStart = header.indexOf('"agent-ledger.session"') + 1
+    const positions = [versionAt]
+    for (let at = formatStart; at < formatStart + 'agent-ledger.session'.length; at += 1) positions.push(at)
+    const path = join(temp.path, 'flips', LOG_FILE_NAME)
+    let cases = 0
+    for (const position of positions) {
+      for (let bit = 0; bit < 8; bit += 1) {
+        const flipped = Buffer.from(content)
+        flipped[position] = flipped[position]! ^ (1 << bit)
+        if (flipped[position] === 0x0a) continue // a new line break: covered by T7's other cases
+        writeFileSync(path, flipped)
+        const report = await store.verify('flips')
+        expect([position, bit, report.status]).toEqual([position, bit, 'damaged'])
+        expect(report.damage?.code).toBe('CORRUPT_LINE')
+        expect(report.damage?.line).toBe(1)
+        expect((await caught(store.openWriter('flips'))).code).toBe('CORRUPT_LINE')
+        expect(readFileSync(path).equals(flipped)).toBe(true)
+        cases += 1
+      }
+    }
+    expect(cases).toBeGreaterThan(150)
+  })
+
+  it('V7: a checksummed header with a newer version is still VERSION_TOO_NEW, before the rest of the header is judged', async () => {
+    const line = JSON.stringify({ format: 'agent-ledger.session', version: 5, id: 'other', whatever: true })
+    const { encodeJsonLine } = await import('../src/index.ts')
+    placeSession(temp.path, 'newer', encodeJsonLine(line))
+    expect((await caught(store.verify('newer'))).code).toBe('VERSION_TOO_NEW')
+  })
+})
+
+describe('S11: the header id names the session directory', () => {
+  it('S11: a log whose header says "id":"other" inside directory s is INVALID_HEADER naming both ids, for every path; nothing written', async () => {
+    const content = await thirtyEvents('other')
+    const directory = join(temp.path, 's')
+    mkdirSync(directory, { mode: 0o700 })
+    const path = join(directory, LOG_FILE_NAME)
+    writeFileSync(path, content, { mode: 0o600 })
+    const before = fileIdentity(path)
+    for (const attempt of [
+      () => store.verify('s'),
+      () => store.openReader('s'),
+      () => store.openReader('s', { allowDamaged: true }),
+      () => store.openWriter('s'),
+      () => store.compress('s'),
+      () => store.fork('s', { to: 'forked', atSeq: 3 }),
+      () => collect(store.readEvents('s')),
+    ]) {
+      const error = await caught(attempt())
+      expect(error).toMatchObject({ code: 'INVALID_HEADER', file: `s/${LOG_FILE_NAME}`, line: 1 })
+      expect(error.details).toMatchObject({ field: 'id', expected: 's', found: 'other' })
+      expect(error.message).toContain('"s"')
+      expect(error.message).toContain('"other"')
+    }
+    const listed = await store.list()
+    expect(listed.sessions.map((session) => session.id)).toEqual(['other'])
+    expect(listed.problems.map((problem) => [problem.id, problem.error.code])).toEqual([['s', 'INVALID_HEADER']])
+    expect(fileIdentity(path)).toEqual(before)
+    expect(readdirSync(directory)).toEqual([LOG_FILE_NAME])
+    expect(readdirSync(temp.path).sort()).toEqual(['other', 's'])
+  })
+
+  it('S11: with a checkpoint, the id is checked too (the header is not replayed)', async () => {
+    const { store: cached } = testStore(temp.path, { checkpoint: { minLogBytes: 0 } })
+    const writer = await cached.create({ id: 'cached' })
+    for (const input of turnInputs(1)) writer.append(input)
+    await writer.close()
+    const log = readFileSync(join(temp.path, 'cached', LOG_FILE_NAME))
+    const checkpoint = readFileSync(join(temp.path, 'cached', CHECKPOINT_FILE_NAME))
+    const directory = join(temp.path, 'moved')
+    mkdirSync(directory, { mode: 0o700 })
+    writeFileSync(join(directory, LOG_FILE_NAME), log, { mode: 0o600 })
+    writeFileSync(join(directory, CHECKPOINT_FILE_NAME), checkpoint, { mode: 0o600 })
+    expect((await caught(cached.openReader('moved'))).details).toMatchObject({ field: 'id', found: 'cached' })
+    expect((await caught(cached.openWriter('moved'))).details).toMatchObject({ field: 'id', found: 'cached' })
+  })
+})
+
+describe('I9: a write open checks the line checksums of the prefix a checkpoint skips', () => {
+  it('I9: 40 bit flips in the checkpointed prefix of a >1 MiB log: openWriter refuses every one, changing nothing; read-only opens still use the checkpoint', async () => {
+    // Default checkpoint options: written on close once the log passes 1 MiB.
+    const { store: real, warnings } = testStore(temp.path)
+    const writer = await real.create({ id: 'big' })
+    for (let turn = 1; statSync(join(temp.path, 'big', LOG_FILE_NAME)).size < 1.2 * 1024 * 1024; turn += 1) {
+      for (const input of turnInputs(turn, { toolOutput: `output ${turn} ${'x'.repeat(2000)}` })) writer.append(input)
+      await writer.flush()
+    }
+    await writer.close()
+    const path = join(temp.path, 'big', LOG_FILE_NAME)
+    const content = readFileSync(path)
+    expect(content.length).toBeGreaterThan(1024 * 1024)
+    const clean = await real.openReader('big')
+    expect(clean.checkpoint).not.toBeNull()
+    const starts = lineStarts(content)
+    const prefixEnd = clean.checkpoint!.offset
+    const random = seededRandom(10)
+    let refused = 0
+    for (let flip = 0; flip < 40; flip += 1) {
+      const at = starts[1]! + Math.floor(random() * (prefixEnd - starts[1]!))
+      const damaged = Buffer.from(content)
+      damaged[at] = damaged[at]! ^ (1 << Math.floor(random() * 8))
+      writeFileSync(path, damaged)
+      const before = fileIdentity(path)
+      // Read-only opens may keep trusting the checkpoint (documented): the prefix is not re-read.
+      expect((await real.openReader('big')).checkpoint).not.toBeNull()
+      const error = await caught(real.openWriter('big'))
+      expect(['CORRUPT_LINE', 'SEQ_GAP', 'INVALID_EVENT']).toContain(error.code)
+      expect(error.offset).toBeLessThanOrEqual(at)
+      expect(fileIdentity(path)).toEqual(before)
+      expect(namesIn(join(temp.path, 'big')).filter((name) => name.includes('.torn-'))).toEqual([])
+      refused += 1
+    }
+    expect(refused).toBe(40)
+    expect(warnings.some((warning) => warning.details?.['reason'] === 'prefix')).toBe(true)
+    // The intact log still opens for write from its checkpoint.
+    writeFileSync(path, content)
+    const again = await real.openWriter('big')
+    expect(again.recovery.checkpoint).not.toBeNull()
+    await again.close()
+  }, 120_000)
+})
