@@ -14,9 +14,9 @@ import {
 } from './checkpoint-format.ts'
 import type { CheckpointRecord, SeqIndexEntry } from './checkpoint-format.ts'
 import type { CheckpointContext, LastEventLine } from './checkpoint-open.ts'
-import { errnoOf } from './fs-errors.ts'
+import { errnoOf, toStoreError } from './fs-errors.ts'
 import type { FileHandleOps } from './fs-ops.ts'
-import { JsonlStoreError } from './jsonl-store-error.ts'
+import { JsonlErrorCode } from './jsonl-store-error.ts'
 
 /** How many of the first bytes of a line can hold its `"type"` member (canonical order: seq, time, type). */
 const TYPE_PROBE_BYTES = 256
@@ -262,12 +262,19 @@ export class CheckpointWriter {
         randomHex: this.#randomHex,
       })
     } catch (error) {
+      // Typed like every store error (a full disk is DISK_FULL naming the checkpoint); a warning only.
+      const typed = toStoreError(error, {
+        op: 'write the checkpoint',
+        file: `${context.id}/${CHECKPOINT_FILE_NAME}`,
+        fallback: JsonlErrorCode.WRITE_FAILED,
+      })
       context.logger.warn(
-        `Could not write the projection checkpoint of session ${context.id}; the log is unaffected.`,
+        `Could not write the projection checkpoint of session ${context.id} (${typed.code}: ${typed.message}); the log is unaffected.`,
         {
           id: context.id,
           file: `${context.id}/${CHECKPOINT_FILE_NAME}`,
-          code: JsonlStoreError.is(error) ? error.code : (errnoOf(error) ?? String(error)),
+          code: typed.code,
+          cause: errnoOf(error) ?? typed.code,
         },
       )
     }
