@@ -674,10 +674,15 @@ describe('the checkpoint never leads the log', () => {
     })
     const failure = await writer.close().catch((error: unknown) => error)
     expect(JsonlStoreError.is(failure) && failure.code).toBe(JsonlErrorCode.DISK_FULL)
-    expect(readRecord('full').binding.seq).toBe(6)
+    // The turn-1 checkpoint may still be on its way (off the flush path); never one past seq 6.
+    if (existsSync(checkpointPath('full'))) expect(readRecord('full').binding.seq).toBeLessThanOrEqual(6)
+    // close() keeps the lock and the buffered events (W12); once space is freed it finishes.
+    fs.clearFaults()
+    await writer.close()
+    expect(readRecord('full').binding.seq).toBe(13)
     const { read, warnings } = await expectSameAsFullReplay('full')
     expect(warnings).toEqual([])
-    expect(read.lastSeq).toBe(6)
+    expect(read.lastSeq).toBe(13)
   })
 
   it('events appended during a flush are not in the checkpoint of that flush (the snapshot is taken when the batch is cut)', async () => {

@@ -297,3 +297,112 @@ describe('I9: a write open checks the line checksums of the prefix a checkpoint 
     await again.close()
   }, 120_000)
 })
+
+describe('W13/I10/S12: small ones', () => {
+  it('W13: readEvents with fromSeq -1 or 1.5, toSeq -1 or 2.5, a non-number, or fromSeq > toSeq is INVALID_OPTION before any read', async () => {
+    await writeSession(store, 'range', closedSessionInputs(5))
+    for (const options of [
+      { fromSeq: -1 },
+      { fromSeq: 1.5 },
+      { toSeq: -1 },
+      { toSeq: 2.5 },
+      { fromSeq: Number.NaN },
+      { fromSeq: '1' as unknown as number },
+      { fromSeq: 3, toSeq: 2 },
+    ]) {
+      let error: unknown
+      try {
+        await collect(store.readEvents('range', options))
+      } catch (thrown) {
+        error = thrown
+      }
+      expect([options, JsonlStoreError.is(error) && error.code]).toEqual([options, 'INVALID_OPTION'])
+    }
+    // Valid bounds still read exactly their range.
+    expect((await collect(store.readEvents('range', { fromSeq: 1, toSeq: 3 }))).map((event) => event.seq)).toEqual([
+      1, 2, 3,
+    ])
+    expect((await collect(store.readEvents('range', { fromSeq: 2, toSeq: 2 }))).map((event) => event.seq)).toEqual([2])
+  })
+
+  it('I10: create with a seeded header but no session/end-seed marker (or a marker without seeded) is refused; nothing published', async () => {
+    await writeSession(store, 'parent', closedSessionInputs(10))
+    const inherited = await collect(store.readEvents('parent', { toSeq: 7 }))
+    const error = await caught(
+      store.create({
+        id: 'child',
+        header: { parentSession: 'parent', seeded: true, inheritedEventCount: 8 },
+        seed: inherited,
+      }),
+    )
+    expect(error).toMatchObject({ code: 'INVALID_HEADER', details: { field: 'seeded', markers: 0 } })
+    expect(readdirSync(temp.path).includes('child') ? readdirSync(join(temp.path, 'child')) : []).toEqual([])
+    const marker = {
+      seq: 8,
+      time: inherited[7]!.time,
+      type: 'session/end-seed',
+      data: { inherited: true, parentSession: 'parent', boundarySeq: 7 },
+    } as never
+    const unflagged = await caught(store.create({ id: 'child2', seed: [...inherited, marker] }))
+    expect(unflagged).toMatchObject({ code: 'INVALID_HEADER', details: { field: 'seeded' } })
+    const wrongCount = await caught(
+      store.create({
+        id: 'child3',
+        header: { parentSession: 'parent', seeded: true, inheritedEventCount: 5 },
+        seed: [...inherited, marker],
+      }),
+    )
+    expect(wrongCount.code).toBe('INVALID_HEADER')
+    // The real thing is accepted (fork builds exactly this).
+    const good = await store.create({
+      id: 'child4',
+      header: { parentSession: 'parent', seeded: true, inheritedEventCount: 8 },
+      seed: [...inherited, marker],
+    })
+    await good.close()
+    expect(await store.verify('child4')).toMatchObject({ status: 'ok', lastSeq: 8 })
+  })
+
+  it('S12: data with accessors is read once: a getter valid three times then 42 is validated, written and reopened as its first answer', async () => {
+    const writer = await store.create({ id: 'getter' })
+    let reads = 0
+    const data = {
+      message: {
+        role: 'user',
+        get content(): unknown {
+          reads += 1
+          return reads <= 3 ? 'the valid answer' : 42
+        },
+      },
+    }
+    const logged = writer.append({ type: 'user/message', data } as never)
+    expect(reads).toBe(1)
+    expect(logged.data).toEqual({ message: { role: 'user', content: 'the valid answer' } })
+    await writer.flush()
+    await writer.close()
+    const events = await collect(store.readEvents('getter'))
+    expect(events.map((event) => event.data)).toEqual([{ message: { role: 'user', content: 'the valid answer' } }])
+    expect(await store.verify('getter')).toMatchObject({ status: 'ok', lastSeq: 0 })
+    const again = await store.openWriter('getter')
+    expect(again.durableSeq).toBe(0)
+    await again.close()
+  })
+
+  it('S12: a getter that answers invalid data first is refused, and nothing is buffered', async () => {
+    const writer = await store.create({ id: 'getter2' })
+    let reads = 0
+    const data = {
+      message: {
+        role: 'user',
+        get content(): unknown {
+          reads += 1
+          return reads === 1 ? 42 : 'valid later'
+        },
+      },
+    }
+    expect(() => writer.append({ type: 'user/message', data } as never)).toThrow(JsonlStoreError)
+    expect(writer.bufferedEvents).toBe(0)
+    await writer.close()
+    expect(await store.verify('getter2')).toMatchObject({ status: 'ok', lastSeq: -1 })
+  })
+})

@@ -339,8 +339,9 @@ describe('publishFile', () => {
       faults.addFault({ op: 'link', errno })
       const fs = counting(faults)
       const error = await failure(publishFile(request(dir, { fs })))
+      // A full disk is DISK_FULL wherever it happens (W12), with the publish's details.
       expect(error).toMatchObject({
-        code: 'MIGRATION_FAILED',
+        code: errno === 'ENOSPC' ? 'DISK_FULL' : 'MIGRATION_FAILED',
         details: { step: 'link', cause: errno, published: false, poisoned: false },
       })
       expect(readdirSync(dir)).toEqual([])
@@ -370,7 +371,8 @@ describe('publishFile', () => {
       const faults = createFaultFs()
       faults.addFault({ op, errno })
       const error = await failure(publishFile(request(dir, { fs: faults })))
-      expect(error).toMatchObject({ code: 'MIGRATION_FAILED', details: { step, cause: errno } })
+      const code = errno === 'ENOSPC' ? 'DISK_FULL' : 'MIGRATION_FAILED'
+      expect(error).toMatchObject({ code, details: { step, cause: errno } })
       expect(readdirSync(dir)).toEqual([])
     }
   })
