@@ -19,6 +19,8 @@ export const CliErrorCode = {
   NOT_AVAILABLE: 'NOT_AVAILABLE',
   /** Reading an input or writing an output file failed (the errno is in `details.cause`). */
   IO_ERROR: 'IO_ERROR',
+  /** `export -o FILE` found FILE already there and `--force` was not given; nothing was written. */
+  OUTPUT_EXISTS: 'OUTPUT_EXISTS',
   /** The followed log file disappeared or was replaced by another encoding while `tail -f` ran. */
   FILE_GONE: 'FILE_GONE',
 } as const

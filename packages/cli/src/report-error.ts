@@ -32,7 +32,13 @@ const DAMAGE_OR_REFUSAL: ReadonlySet<string> = new Set([
   'GENERATION_VERSION_MISMATCH',
   'NO_MIGRATION_PATH',
   'MIGRATION_CONFLICT',
+  // Issue 10: a special file where a log or lock should be; quarantine files to inspect first.
+  'NOT_REGULAR_FILE',
+  'QUARANTINE_FULL',
 ])
+
+/** Errnos that mean a full disk: printed as the store's DISK_FULL, never as raw `ENOSPC: ...` text. */
+const DISK_FULL_ERRNOS: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EFBIG'])
 
 /** Where store errors' relative `file` names are rooted, and the working directory for display. */
 export interface ErrorContext {
@@ -121,6 +127,11 @@ function describeError(error: unknown, context: ErrorContext): string {
   if (ProjectionError.is(error)) return `${error.code}: ${error.message}`
   if (isCodedError(error)) {
     const file = typeof error.file === 'string' ? shownFile(error.file, context) : null
+    if (DISK_FULL_ERRNOS.has(error.code)) {
+      const path = (error as { path?: unknown }).path
+      const where = file ?? (typeof path === 'string' ? displayPath(path, context.cwd) : null)
+      return `DISK_FULL${where === null ? '' : ` in ${where}`}: the disk or the file size limit is full (${error.code}); free space and retry`
+    }
     return `${error.code}${file === null ? '' : ` in ${file}`}: ${error.message.replace(/\.$/, '')}`
   }
   if (error instanceof Error) return `INTERNAL_ERROR: ${error.message}`
@@ -168,6 +179,11 @@ export function errorJson(error: unknown, context: ErrorContext): ErrorJson {
       },
     }
   }
-  if (isCodedError(error)) return { code: error.code, message: error.message }
+  if (isCodedError(error)) {
+    if (DISK_FULL_ERRNOS.has(error.code)) {
+      return { code: 'DISK_FULL', message: error.message, details: { cause: error.code } }
+    }
+    return { code: error.code, message: error.message }
+  }
   return { code: 'INTERNAL_ERROR', message: error instanceof Error ? error.message : String(error) }
 }

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto'
-import { open, rename, stat, unlink } from 'node:fs/promises'
+import { link, lstat, open, rename, stat, unlink } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 
-import { NO_PROGRESS_OPTION, text } from '../args.ts'
+import { flag, NO_PROGRESS_OPTION, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
-import { ExitCode, usageError } from '../cli-error.ts'
+import { CliError, CliErrorCode, ExitCode, usageError } from '../cli-error.ts'
 import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine } from '../report-error.ts'
@@ -17,7 +17,7 @@ import { markdownRenderer } from '../transcript/markdown.ts'
 import type { TranscriptRenderer } from '../transcript/render.ts'
 import { viewEvent } from '../transcript/view.ts'
 
-const HELP = `Usage: agent-ledger export <session> --format md|html [-o FILE] [--no-progress]
+const HELP = `Usage: agent-ledger export <session> --format md|html [-o FILE [--force]] [--no-progress]
 
 Writes a readable transcript of a session: every event in seq order, grouped by turn,
 with user, assistant and system messages, each tool call with a link to its result
@@ -38,14 +38,16 @@ render), so memory stays bounded by the pairing tables, not by the log.
 
 Options:
   --format md|html   the output format (required)
-  -o, --output FILE  write to FILE (replaced atomically) instead of stdout
+  -o, --output FILE  write to FILE instead of stdout; an existing FILE is refused
+                     (OUTPUT_EXISTS) unless --force
+  --force            with -o: replace an existing FILE (atomically)
   --no-progress      no progress lines on stderr
   -h, --help         show this help
 
 Exit codes:
   0  exported
   1  the log is damaged: the good prefix is exported with the damage marked at its end
-  2  usage or I/O error
+  2  usage or I/O error, or -o FILE exists without --force (nothing written)
 `
 
 /** Where rendered text goes: stdout, or a temp file renamed over FILE at the end. */
@@ -55,8 +57,29 @@ interface Sink {
   abort(): Promise<void>
 }
 
-async function fileSink(context: CommandContext, target: string): Promise<Sink> {
+function outputExists(shown: string, cause?: unknown): CliError {
+  return new CliError({
+    code: CliErrorCode.OUTPUT_EXISTS,
+    message: `export: refusing to overwrite ${shown}: expected no file there, found one; pass --force to replace it`,
+    path: shown,
+    ...(cause === undefined ? {} : { cause }),
+  })
+}
+
+async function fileSink(
+  context: CommandContext,
+  target: string,
+  options: { readonly force: boolean },
+): Promise<Sink> {
   const shown = displayPath(target, context.cwd)
+  // Refused before any work; the final link() refuses again if the file appears meanwhile.
+  if (!options.force) {
+    const existing = await lstat(target).catch((error: unknown) => {
+      if ((error as { code?: unknown }).code === 'ENOENT') return null
+      throw ioError(error, { path: shown, doing: 'write' })
+    })
+    if (existing !== null) throw outputExists(shown)
+  }
   const temp = join(dirname(target), `.${basename(target)}.tmp-${randomBytes(8).toString('hex')}`)
   let handle: FileHandle
   try {
@@ -84,10 +107,17 @@ async function fileSink(context: CommandContext, target: string): Promise<Sink> 
         await flush()
         await handle.sync()
         await handle.close()
-        await rename(temp, target)
+        if (options.force) {
+          await rename(temp, target)
+        } else {
+          // link() never replaces: a file created since the check is refused, not overwritten.
+          await link(temp, target)
+          await unlink(temp)
+        }
       } catch (error) {
         await handle.close().catch(() => undefined)
         await unlink(temp).catch(() => undefined)
+        if ((error as { code?: unknown }).code === 'EEXIST') throw outputExists(shown, error)
         throw ioError(error, { path: shown, doing: 'write' })
       }
     },
@@ -109,7 +139,7 @@ function stdoutSink(context: CommandContext): Sink {
 async function runExport(
   context: CommandContext,
   location: SessionLocation,
-  options: { readonly format: 'md' | 'html'; readonly output: string | undefined },
+  options: { readonly format: 'md' | 'html'; readonly output: string | undefined; readonly force: boolean },
 ): Promise<number> {
   const scan = new Progress(context.io, {
     label: 'export (scan)',
@@ -134,7 +164,7 @@ async function runExport(
   const sink =
     options.output === undefined
       ? stdoutSink(context)
-      : await fileSink(context, resolve(context.cwd, options.output))
+      : await fileSink(context, resolve(context.cwd, options.output), { force: options.force })
   const renderer: TranscriptRenderer = options.format === 'html' ? new HtmlRenderer() : markdownRenderer
   const render = new Progress(context.io, {
     label: 'export (render)',
@@ -194,6 +224,7 @@ export const exportCommand: CommandSpec = {
   options: {
     format: { type: 'string' },
     output: { type: 'string', short: 'o' },
+    force: { type: 'boolean' },
     'no-progress': NO_PROGRESS_OPTION,
   },
   positionals: ['<session>'],
@@ -204,7 +235,18 @@ export const exportCommand: CommandSpec = {
         `export: expected --format md or --format html, found ${format === undefined ? 'none' : JSON.stringify(format)}`,
       )
     }
+    const output = text(args, 'output')
+    if (flag(args, 'force') && output === undefined) throw usageError('export: --force needs -o FILE')
     const location = await resolveSession(args.positionals[0]!, context.cwd)
-    return runExport(context, location, { format, output: text(args, 'output') })
+    // Checked before reading the log: nothing is scanned for an output that would be refused.
+    if (output !== undefined && !flag(args, 'force')) {
+      const target = resolve(context.cwd, output)
+      const exists = await lstat(target).then(
+        () => true,
+        () => false,
+      )
+      if (exists) throw outputExists(displayPath(target, context.cwd))
+    }
+    return runExport(context, location, { format, output, force: flag(args, 'force') })
   },
 }

@@ -1,4 +1,5 @@
-import { lstat, readdir, readFile } from 'node:fs/promises'
+import { constants } from 'node:fs'
+import { lstat, open, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 
 import type { PendingToolCall } from '@agent-ledger/loop-repair'
@@ -90,7 +91,18 @@ interface LockInfo {
 
 async function readLock(location: SessionLocation): Promise<LockInfo | null> {
   try {
-    const text = await readFile(join(location.directory, 'writer.lock'), { encoding: 'utf8', flag: 'r' })
+    // Never blocks on a FIFO (O_NONBLOCK), never follows a symlink, reads a regular file only.
+    const handle = await open(
+      join(location.directory, 'writer.lock'),
+      constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW,
+    )
+    let text: string
+    try {
+      if (!(await handle.stat()).isFile()) return null
+      text = await handle.readFile({ encoding: 'utf8' })
+    } finally {
+      await handle.close()
+    }
     const value = JSON.parse(text.slice(0, 64 * 1024)) as Record<string, unknown>
     return {
       pid: value['pid'],

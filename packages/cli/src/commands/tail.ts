@@ -1,3 +1,4 @@
+import { constants } from 'node:fs'
 import { open, stat } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -121,11 +122,23 @@ class LogFollower {
   }
 
   async open(): Promise<void> {
+    let stats
     try {
-      this.#handle = await open(this.#location.logFile, 'r')
-      this.#ino = (await this.#handle.stat()).ino
+      // O_NONBLOCK: a FIFO at the log's name never blocks the open; only a regular file is followed.
+      this.#handle = await open(this.#location.logFile, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW)
+      stats = await this.#handle.stat()
+      this.#ino = stats.ino
     } catch (error) {
       throw ioError(error, { path: this.#shownLog, doing: 'open' })
+    }
+    if (!stats.isFile()) {
+      await this.close()
+      throw new CliError({
+        code: CliErrorCode.IO_ERROR,
+        message: `cannot follow ${this.#shownLog}: expected a regular file, found a special file (FIFO, socket or device)`,
+        path: this.#shownLog,
+        details: { cause: 'NOT_REGULAR_FILE' },
+      })
     }
   }
 
