@@ -5,7 +5,16 @@
  * listening unix socket, mknod, a CRLF rewrite, a small tmpfs.
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { createServer } from 'node:net'
 import type { Server } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -108,7 +117,9 @@ describe('S13: export -o never overwrites without --force', () => {
     writeFileSync(output, 'precious notes\n')
     const refused = await cli(['export', join(root, 'a1'), '--format', 'md', '-o', output])
     expect(refused.code).toBe(2)
-    expect(refused.stderr).toMatch(/^agent-ledger: OUTPUT_EXISTS: export: refusing to overwrite .*transcript\.md/)
+    expect(refused.stderr).toMatch(
+      /^agent-ledger: OUTPUT_EXISTS: export: refusing to overwrite .*transcript\.md/,
+    )
     expect(readFileSync(output, 'utf8')).toBe('precious notes\n')
     const forced = await cli(['export', join(root, 'a1'), '--format', 'md', '-o', output, '--force'])
     expect(forced.code).toBe(0)

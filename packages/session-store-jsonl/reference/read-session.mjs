@@ -148,7 +148,9 @@ function onLine(line, offset) {
     if (own(header, 'integrity') !== 'crc32c') fail('unsupported integrity scheme at line 1')
     // The id names the session directory the log sits in (section 3).
     if (own(header, 'id') !== expectedId)
-      fail(`header id ${JSON.stringify(own(header, 'id'))} at line 1 is not the directory's ${JSON.stringify(expectedId)}`)
+      fail(
+        `header id ${JSON.stringify(own(header, 'id'))} at line 1 is not the directory's ${JSON.stringify(expectedId)}`,
+      )
     headerSeen = true
     return
   }

@@ -124,7 +124,8 @@ export const nodeFsOps: FsOps = {
       handle = await fsp.open(path, flags | constants.O_NONBLOCK, mode)
     } catch (error) {
       // ENXIO: a socket, or a FIFO opened for writing with no reader.
-      if ((error as { code?: unknown }).code === 'ENXIO') throw new NotRegularFileError(path, 'fifo-or-socket')
+      if ((error as { code?: unknown }).code === 'ENXIO')
+        throw new NotRegularFileError(path, 'fifo-or-socket')
       throw error
     }
     let kind: string

@@ -299,7 +299,9 @@ export async function peekHeaderVersion(
     // A checksummed header's version is believed only when its line checksum passes (FORMAT.md
     // section 8): a bit flip turning "version":4 into 5 is damage, which the full scan reports.
     if (Object.hasOwn(record, 'version')) {
-      return verifyLineChecksum(first as Buffer) ? { kind: 'version', version: record['version'] } : { kind: 'unreadable' }
+      return verifyLineChecksum(first as Buffer)
+        ? { kind: 'version', version: record['version'] }
+        : { kind: 'unreadable' }
     }
     const data = Object.hasOwn(record, 'data') ? record['data'] : undefined
     if (

@@ -41,11 +41,13 @@ export function snapshotJson(value: unknown, limits: SnapshotLimits): unknown {
   if (typeof value !== 'object' || value === null || !isCopyable(value)) return value
   const ancestors = new Set<object>()
   let entries = 0
-  const root = Array.isArray(value) ? [] : Object.create(Object.getPrototypeOf(value) as object | null)
+  const root: object = Array.isArray(value)
+    ? []
+    : (Object.create(Object.getPrototypeOf(value) as object | null) as object)
   type Frame =
     | { readonly kind: 'enter'; readonly source: object; readonly target: object; readonly depth: number }
     | { readonly kind: 'exit'; readonly source: object }
-  const stack: Frame[] = [{ kind: 'enter', source: value, target: root as object, depth: 1 }]
+  const stack: Frame[] = [{ kind: 'enter', source: value, target: root, depth: 1 }]
   while (stack.length > 0) {
     const frame = stack.pop()!
     if (frame.kind === 'exit') {
@@ -73,7 +75,12 @@ export function snapshotJson(value: unknown, limits: SnapshotLimits): unknown {
         copy = Array.isArray(child) ? [] : Object.create(Object.getPrototypeOf(child) as object | null)
         stack.push({ kind: 'enter', source: child, target: copy as object, depth: depth + 1 })
       }
-      Object.defineProperty(target, key, { value: copy, enumerable: true, writable: true, configurable: true })
+      Object.defineProperty(target, key, {
+        value: copy,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      })
     }
   }
   return root

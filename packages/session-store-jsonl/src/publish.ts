@@ -134,7 +134,9 @@ function failed(
 ): JsonlStoreError {
   const cause = JsonlStoreError.is(error)
     ? error.code === JsonlErrorCode.DISK_FULL
-      ? String(error.details['cause'] ?? 'ENOSPC')
+      ? typeof error.details['cause'] === 'string'
+        ? error.details['cause']
+        : 'ENOSPC'
       : error.code
     : (errnoOf(error) ?? 'unknown')
   // A full disk is DISK_FULL wherever it happens (retryable once space is freed), with the same details.

@@ -1939,25 +1939,37 @@ function assertSeedMatchesHeader(id: string, header: SessionHeader, seed: readon
     })
   }
   if (header.seeded !== true) {
-    if (markers.length > 0) refuse('no session/end-seed event in the seed of a header without "seeded": true', `one at seq ${markers[0]!.seq}`)
+    if (markers.length > 0)
+      refuse(
+        'no session/end-seed event in the seed of a header without "seeded": true',
+        `one at seq ${markers[0]!.seq}`,
+      )
     return
   }
   if (markers.length !== 1 || last?.type !== 'session/end-seed') {
     refuse(
       'a seed ending with its session/end-seed marker (the header says "seeded": true)',
-      markers.length === 0 ? `${seed.length} seed event(s) and no marker` : `${markers.length} marker(s), the last seed event being ${last?.type ?? 'none'}`,
+      markers.length === 0
+        ? `${seed.length} seed event(s) and no marker`
+        : `${markers.length} marker(s), the last seed event being ${last?.type ?? 'none'}`,
     )
   }
   const data = last!.data as { readonly parentSession?: unknown; readonly boundarySeq?: unknown }
   if (header.parentSession !== undefined && data.parentSession !== header.parentSession) {
-    refuse(`the marker to name parentSession ${JSON.stringify(header.parentSession)}`, JSON.stringify(data.parentSession) ?? 'nothing')
+    refuse(
+      `the marker to name parentSession ${JSON.stringify(header.parentSession)}`,
+      JSON.stringify(data.parentSession) ?? 'nothing',
+    )
   }
   if (
     header.inheritedEventCount !== undefined &&
     typeof data.boundarySeq === 'number' &&
     data.boundarySeq + 1 !== header.inheritedEventCount
   ) {
-    refuse(`inheritedEventCount ${header.inheritedEventCount} to match the marker's boundarySeq + 1`, String(data.boundarySeq + 1))
+    refuse(
+      `inheritedEventCount ${header.inheritedEventCount} to match the marker's boundarySeq + 1`,
+      String(data.boundarySeq + 1),
+    )
   }
 }
 
@@ -1965,6 +1977,10 @@ function assertSeedMatchesHeader(id: string, header: SessionHeader, seed: readon
  * `readEvents` bounds: each a non-negative safe integer when given, and `fromSeq <= toSeq`
  * (an inverted range is a caller's mistake, not an empty read).
  */
+function describeOption(value: unknown): string {
+  return typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? typeof value)
+}
+
 function assertSeqRange(id: string, options: { readonly fromSeq?: number; readonly toSeq?: number }): void {
   for (const name of ['fromSeq', 'toSeq'] as const) {
     const value: unknown = options[name]
@@ -1972,9 +1988,9 @@ function assertSeqRange(id: string, options: { readonly fromSeq?: number; readon
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
       throw new JsonlStoreError({
         code: JsonlErrorCode.INVALID_OPTION,
-        message: `Cannot read the events of ${id}: expected ${name} to be a non-negative integer seq, found ${JSON.stringify(value) ?? String(value)}.`,
+        message: `Cannot read the events of ${id}: expected ${name} to be a non-negative integer seq, found ${describeOption(value)}.`,
         file: `${id}/${LOG_FILE_NAME}`,
-        details: { option: name, found: typeof value === 'number' ? value : String(value) },
+        details: { option: name, found: typeof value === 'number' ? value : describeOption(value) },
       })
     }
   }

@@ -318,14 +318,14 @@ export class SessionWriterImpl implements SessionWriter {
   #fileClosed = false
 
   async #closeNow(): Promise<void> {
-    let failure: unknown
+    let failure: Error | undefined
     if (!this.#fileClosed) {
       try {
         if (this.#poison === null) await this.flush()
       } catch (error) {
         // Retryable (rolled back, still buffered): keep the file and the lock for the next close().
         if (this.#poison === null) throw error
-        failure = error
+        failure = error instanceof Error ? error : new Error(String(error))
       }
       // A last checkpoint of what is durable, written under the lock, before the file closes.
       await this.#init.checkpoints?.close(this.projection, this.#poison === null && failure === undefined)
@@ -429,7 +429,10 @@ export class SessionWriterImpl implements SessionWriter {
       })
       .catch((error: unknown) => {
         this.#autoFailures += 1
-        retryInMs = Math.min(AUTO_FLUSH_RETRY_MAX_MS, AUTO_FLUSH_RETRY_BASE_MS * 2 ** (this.#autoFailures - 1))
+        retryInMs = Math.min(
+          AUTO_FLUSH_RETRY_MAX_MS,
+          AUTO_FLUSH_RETRY_BASE_MS * 2 ** (this.#autoFailures - 1),
+        )
         const poisoned = this.#poison !== null
         // The writer's error channel: the store's logger, with the typed error itself.
         this.#init.logger.warn(

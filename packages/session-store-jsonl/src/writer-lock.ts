@@ -695,7 +695,11 @@ async function releaseOwn(context: Context, nonce: string): Promise<void> {
   const claimPath = join(context.directory, `${CLAIM_PREFIX}${nonce}`)
   let claim: Published | null
   try {
-    claim = await publishExclusive(context, claimPath, recordBytes(makeRecord(context.self, options.randomHex(16), '')))
+    claim = await publishExclusive(
+      context,
+      claimPath,
+      recordBytes(makeRecord(context.self, options.randomHex(16), '')),
+    )
   } catch (error) {
     if (!isDiskFull(error)) throw error
     try {
@@ -718,7 +722,8 @@ async function releaseOwn(context: Context, nonce: string): Promise<void> {
     const moved = join(context.directory, `.tmp-lockbreak-${options.randomHex(8)}`)
     await fs.rename(lockPath, moved)
     const check = await readEntry(fs, moved)
-    if (check.kind === 'present' && check.token !== nonce) await fs.link(moved, lockPath).catch(() => undefined)
+    if (check.kind === 'present' && check.token !== nonce)
+      await fs.link(moved, lockPath).catch(() => undefined)
     await fs.unlink(moved)
   } finally {
     if (claim !== null) await fs.unlink(claimPath).catch(() => undefined)

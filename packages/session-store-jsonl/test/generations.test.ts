@@ -248,9 +248,10 @@ describe('peekHeaderVersion', () => {
 
   it('reads the version of a v1+ header line and of a v0 header event, from line 1 only', async () => {
     const checksummed = encodeJsonLine('{"format":"agent-ledger.session","version":99}')
-    expect(
-      await peekHeaderVersion(nodeFsOps, file(`${checksummed.toString('utf8')}{"seq":0}\n`)),
-    ).toEqual({ kind: 'version', version: 99 })
+    expect(await peekHeaderVersion(nodeFsOps, file(`${checksummed.toString('utf8')}{"seq":0}\n`))).toEqual({
+      kind: 'version',
+      version: 99,
+    })
     // V7: a v1+ header failing its line checksum has no version to believe (damage, reported by the scan).
     expect(
       await peekHeaderVersion(

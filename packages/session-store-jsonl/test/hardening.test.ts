@@ -83,14 +83,21 @@ async function expectDamagedHeader(id: string, path: string, code = 'CORRUPT_LIN
 describe('T7: a complete first line that fails is damage, never a torn tail', () => {
   it('T7: a 30-event log converted to CRLF line endings is damage: exit-1 verify, writes refused, nothing moved or deleted', async () => {
     const content = await thirtyEvents('crlf-source')
-    const path = placeSession(temp.path, 'crlf', Buffer.from(content.toString('latin1').replaceAll('\n', '\r\n'), 'latin1'))
+    const path = placeSession(
+      temp.path,
+      'crlf',
+      Buffer.from(content.toString('latin1').replaceAll('\n', '\r\n'), 'latin1'),
+    )
     await expectDamagedHeader('crlf', path)
     expect((await store.verify('crlf')).damage?.details).toMatchObject({ reason: 'checksum', complete: true })
   })
 
   it('T7: upper-cased checksums are damage, not a torn tail', async () => {
     const content = (await thirtyEvents('upper-source')).toString('utf8')
-    const upper = content.replace(/"crc":"([0-9a-f]{8})"/g, (_match, hex: string) => `"crc":"${hex.toUpperCase()}"`)
+    const upper = content.replace(
+      /"crc":"([0-9a-f]{8})"/g,
+      (_match, hex: string) => `"crc":"${hex.toUpperCase()}"`,
+    )
     expect(upper).not.toBe(content)
     const path = placeSession(temp.path, 'upper', upper)
     await expectDamagedHeader('upper', path)
@@ -98,7 +105,10 @@ describe('T7: a complete first line that fails is damage, never a torn tail', ()
 
   it('T7: a pretty-printed JSON file dropped into a session directory is damage; a write open moves nothing', async () => {
     const pretty = JSON.stringify(
-      { name: 'not-a-session', items: Array.from({ length: 400 }, (_, index) => ({ index, text: 'x'.repeat(40) })) },
+      {
+        name: 'not-a-session',
+        items: Array.from({ length: 400 }, (_, index) => ({ index, text: 'x'.repeat(40) })),
+      },
       null,
       2,
     )
@@ -121,7 +131,9 @@ describe('T7: a complete first line that fails is damage, never a torn tail', ()
     const writer = await store.openWriter('torn-header')
     expect(writer.recovery.headerMissing).toBe(true)
     await writer.close()
-    expect(readFileSync(path, 'utf8')).toMatch(/^\{"format":"agent-ledger.session","version":4,"id":"torn-header"/)
+    expect(readFileSync(path, 'utf8')).toMatch(
+      /^\{"format":"agent-ledger.session","version":4,"id":"torn-header"/,
+    )
   })
 
   it('T7: the same for a .zstd log: a complete header frame whose header fails is CORRUPT_FRAME, nothing moved', async () => {
@@ -130,7 +142,14 @@ describe('T7: a complete first line that fails is damage, never a torn tail', ()
       content.toString('latin1').replace('"zstd-crlf-source"', '"zcrlf"').replaceAll('\n', '\r\n'),
       'latin1',
     )
-    const path = placeZstdSession(temp.path, 'zcrlf', Buffer.concat([cliCompress(crlf.subarray(0, crlf.indexOf(0x0a) + 1)), cliCompress(crlf.subarray(crlf.indexOf(0x0a) + 1))]))
+    const path = placeZstdSession(
+      temp.path,
+      'zcrlf',
+      Buffer.concat([
+        cliCompress(crlf.subarray(0, crlf.indexOf(0x0a) + 1)),
+        cliCompress(crlf.subarray(crlf.indexOf(0x0a) + 1)),
+      ]),
+    )
     const before = fileIdentity(path)
     const report = await store.verify('zcrlf')
     expect(report.status).toBe('damaged')
@@ -232,7 +251,9 @@ describe('S11: the header id names the session directory', () => {
     }
     const listed = await store.list()
     expect(listed.sessions.map((session) => session.id)).toEqual(['other'])
-    expect(listed.problems.map((problem) => [problem.id, problem.error.code])).toEqual([['s', 'INVALID_HEADER']])
+    expect(listed.problems.map((problem) => [problem.id, problem.error.code])).toEqual([
+      ['s', 'INVALID_HEADER'],
+    ])
     expect(fileIdentity(path)).toEqual(before)
     expect(readdirSync(directory)).toEqual([LOG_FILE_NAME])
     expect(readdirSync(temp.path).sort()).toEqual(['other', 's'])
@@ -260,7 +281,8 @@ describe('I9: a write open checks the line checksums of the prefix a checkpoint 
     const { store: real, warnings } = testStore(temp.path)
     const writer = await real.create({ id: 'big' })
     for (let turn = 1; statSync(join(temp.path, 'big', LOG_FILE_NAME)).size < 1.2 * 1024 * 1024; turn += 1) {
-      for (const input of turnInputs(turn, { toolOutput: `output ${turn} ${'x'.repeat(2000)}` })) writer.append(input)
+      for (const input of turnInputs(turn, { toolOutput: `output ${turn} ${'x'.repeat(2000)}` }))
+        writer.append(input)
       await writer.flush()
     }
     await writer.close()
@@ -319,10 +341,12 @@ describe('W13/I10/S12: small ones', () => {
       expect([options, JsonlStoreError.is(error) && error.code]).toEqual([options, 'INVALID_OPTION'])
     }
     // Valid bounds still read exactly their range.
-    expect((await collect(store.readEvents('range', { fromSeq: 1, toSeq: 3 }))).map((event) => event.seq)).toEqual([
-      1, 2, 3,
-    ])
-    expect((await collect(store.readEvents('range', { fromSeq: 2, toSeq: 2 }))).map((event) => event.seq)).toEqual([2])
+    expect(
+      (await collect(store.readEvents('range', { fromSeq: 1, toSeq: 3 }))).map((event) => event.seq),
+    ).toEqual([1, 2, 3])
+    expect(
+      (await collect(store.readEvents('range', { fromSeq: 2, toSeq: 2 }))).map((event) => event.seq),
+    ).toEqual([2])
   })
 
   it('I10: create with a seeded header but no session/end-seed marker (or a marker without seeded) is refused; nothing published', async () => {
@@ -381,7 +405,9 @@ describe('W13/I10/S12: small ones', () => {
     await writer.flush()
     await writer.close()
     const events = await collect(store.readEvents('getter'))
-    expect(events.map((event) => event.data)).toEqual([{ message: { role: 'user', content: 'the valid answer' } }])
+    expect(events.map((event) => event.data)).toEqual([
+      { message: { role: 'user', content: 'the valid answer' } },
+    ])
     expect(await store.verify('getter')).toMatchObject({ status: 'ok', lastSeq: 0 })
     const again = await store.openWriter('getter')
     expect(again.durableSeq).toBe(0)

@@ -1,4 +1,12 @@
-import { appendFileSync, existsSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  existsSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs'
 import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -138,7 +146,9 @@ describe('open and recover', () => {
 
   it('T1: the header-only and one-event files, torn at every offset, open as empty or one-event-shorter sessions', async () => {
     const headerOnly = readFileSync(await writeSession(store, 'header-only-fixture-session', []))
-    const oneEvent = readFileSync(await writeSession(store, 'one-event-fixture-session-x', closedSessionInputs(1)))
+    const oneEvent = readFileSync(
+      await writeSession(store, 'one-event-fixture-session-x', closedSessionInputs(1)),
+    )
     const headerEnd = headerOnly.length
     expect(oneEvent.subarray(0, headerEnd).subarray(0, 40).toString()).toBe(
       headerOnly.subarray(0, 40).toString(),

@@ -21,7 +21,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { assertSessionId, encodeEventLine, JsonlStoreError, LOG_FILE_NAME, nodeFsOps } from '../src/index.ts'
 import type { FsOps, SessionStore } from '../src/index.ts'
 import { createFaultFs } from './support/fault-fs.ts'
-import { collect, fileIdentity, makeTempDir, testStore, withHeaderId, writeSession } from './support/sessions.ts'
+import {
+  collect,
+  fileIdentity,
+  makeTempDir,
+  testStore,
+  withHeaderId,
+  writeSession,
+} from './support/sessions.ts'
 
 let temp: { path: string; cleanup: () => void }
 let store: SessionStore

@@ -143,9 +143,9 @@ describe('S10: special files never hang the store', () => {
         if (path === null) return
         const read = await watched.openReader('ckpt')
         expect(read).toMatchObject({ lastSeq: 2, checkpoint: null })
-        expect(warnings.some((warning) => warning.message.includes('Ignored the projection checkpoint'))).toBe(
-          true,
-        )
+        expect(
+          warnings.some((warning) => warning.message.includes('Ignored the projection checkpoint')),
+        ).toBe(true)
         expect(await watched.verify('ckpt')).toMatchObject({ status: 'ok' })
         const writer = await watched.openWriter('ckpt')
         expect(writer.durableSeq).toBe(2)

@@ -96,7 +96,10 @@ const note = {
   data: { message: { role: 'user', content: `on a full disk ${'z'.repeat(9000)}` } },
 } as const
 
-function stores(): { store: SessionStore; warnings: { message: string; details?: Record<string, unknown> }[] } {
+function stores(): {
+  store: SessionStore
+  warnings: { message: string; details?: Record<string, unknown> }[]
+} {
   return testStore(root, { checkpoint: { minLogBytes: 0 } })
 }
 
@@ -139,7 +142,10 @@ describe('W12: a full disk (tmpfs)', () => {
     await writer.close()
     expect(existsSync(join(root, 'release', 'writer.lock'))).toBe(false)
     const checkpointWarning = warnings.find((warning) => warning.message.includes('checkpoint'))
-    expect(checkpointWarning?.details).toMatchObject({ code: 'DISK_FULL', file: 'release/projection.checkpoint.msgpack' })
+    expect(checkpointWarning?.details).toMatchObject({
+      code: 'DISK_FULL',
+      file: 'release/projection.checkpoint.msgpack',
+    })
     fillDisk() // the released lock freed its page
     const error = await caught(store.openWriter('release'))
     expect(error.code).toBe('DISK_FULL')
@@ -195,17 +201,24 @@ describe('W12: a full disk (tmpfs)', () => {
     fillDisk()
     writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'x'.repeat(9000) } } })
     // Wait (bounded) for the first failure report.
-    for (let spin = 0; spin < 500 && warnings.length < 2; spin += 1) await new Promise((resolve) => setTimeout(resolve, 20))
+    for (let spin = 0; spin < 500 && warnings.length < 2; spin += 1)
+      await new Promise((resolve) => setTimeout(resolve, 20))
     const failures = warnings.filter((warning) => warning.message.includes('Automatic flush'))
     expect(failures.length).toBeGreaterThanOrEqual(2)
-    expect(failures[0]!.details).toMatchObject({ code: 'DISK_FULL', file: `auto/${LOG_FILE_NAME}`, attempt: 1, retryInMs: 100 })
+    expect(failures[0]!.details).toMatchObject({
+      code: 'DISK_FULL',
+      file: `auto/${LOG_FILE_NAME}`,
+      attempt: 1,
+      retryInMs: 100,
+    })
     expect(failures[1]!.details).toMatchObject({ attempt: 2, retryInMs: 200 })
     expect(failures[0]!.details?.['error']).toBeInstanceOf(JsonlStoreError)
     // Between attempts the log is back at its durable size: no partial line for a reader.
     expect(statSync(path).size).toBe(durable)
     expect(writer.durableSeq).toBe(-1)
     freeDisk()
-    for (let spin = 0; spin < 500 && writer.durableSeq < 0; spin += 1) await new Promise((resolve) => setTimeout(resolve, 20))
+    for (let spin = 0; spin < 500 && writer.durableSeq < 0; spin += 1)
+      await new Promise((resolve) => setTimeout(resolve, 20))
     expect(writer.durableSeq).toBe(0)
     await writer.close()
     expect((await store.verify('auto')).lastSeq).toBe(0)

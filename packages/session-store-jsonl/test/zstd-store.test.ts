@@ -79,7 +79,11 @@ async function fiveFlushes(
 
 describe('zstd sessions through the store', () => {
   it('writes the header in its own frame and one frame per flush; zstd -t passes and zstd -d gives the plain log, byte for byte', async () => {
-    const zstd = await writeBatches(store, { id: 'same-session-in-both-encodings', encoding: 'zstd', batches: BATCHES })
+    const zstd = await writeBatches(store, {
+      id: 'same-session-in-both-encodings',
+      encoding: 'zstd',
+      batches: BATCHES,
+    })
     // The same inputs through a plain store with the same clock and id give the plain log.
     const other = makeTempDir('al-zstd-plain-')
     try {
@@ -173,7 +177,12 @@ describe('zstd sessions through the store', () => {
     const line = Buffer.from(
       // Checksummed: a header failing its checksum is damage, never an upgrade request (FORMAT.md 8).
       encodeJsonLine(
-        JSON.stringify({ format: 'agent-ledger.session', version: 5, id: 'new', createdAt: '2030-01-01T00:00:00.000Z' }),
+        JSON.stringify({
+          format: 'agent-ledger.session',
+          version: 5,
+          id: 'new',
+          createdAt: '2030-01-01T00:00:00.000Z',
+        }),
       ),
     )
     const path = placeZstdSession(temp.path, 'new', cliCompress(line))

@@ -125,7 +125,10 @@ class LogFollower {
     let stats
     try {
       // O_NONBLOCK: a FIFO at the log's name never blocks the open; only a regular file is followed.
-      this.#handle = await open(this.#location.logFile, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW)
+      this.#handle = await open(
+        this.#location.logFile,
+        constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW,
+      )
       stats = await this.#handle.stat()
       this.#ino = stats.ino
     } catch (error) {

@@ -169,7 +169,8 @@ export class V0LogReader implements LineSink {
     if (!decoded.ok) {
       // A complete first line that fails is damage, never a torn tail: a crash while the
       // header was written leaves it unterminated (FORMAT.md sections 7 and 14.2).
-      if (number === 1) return this.#fail(this.#corrupt({ reason: decoded.reason, line: number, offset }, true))
+      if (number === 1)
+        return this.#fail(this.#corrupt({ reason: decoded.reason, line: number, offset }, true))
       this.#suspect = { reason: decoded.reason, line: number, offset }
       return false
     }
