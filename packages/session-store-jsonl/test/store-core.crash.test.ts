@@ -17,6 +17,7 @@ import {
   placeSession,
   range,
   testStore,
+  withHeaderId,
   writeSession,
 } from './support/sessions.ts'
 
@@ -61,7 +62,7 @@ describe('store core, long runs', () => {
     const { store } = testStore(temp.path)
     const inputs = closedSessionInputs(199)
     inputs.push({ type: 'user/message', data: { message: { role: 'user', content: 'x'.repeat(2000) } } })
-    const content = readFileSync(await writeSession(store, 'fixture', inputs))
+    const content = readFileSync(await writeSession(store, 'fixture-of-two-hundred-events', inputs))
     const lastStart = lineStarts(content).at(-1)!
     let tested = 0
     await forEachConcurrently(range(lastStart, content.length), 8, async (cut) => {
@@ -71,7 +72,11 @@ describe('store core, long runs', () => {
       expect(writer.recovery.tornTail?.bytes ?? 0).toBe(cut - lastStart)
       expect(writer.append({ type: 'turn/start', data: { turn: 99 } }).seq).toBe(199)
       await writer.close()
-      expect(readFileSync(path).subarray(0, lastStart).equals(content.subarray(0, lastStart))).toBe(true)
+      expect(
+        readFileSync(path)
+          .subarray(0, lastStart)
+          .equals(withHeaderId(content.subarray(0, lastStart), id)),
+      ).toBe(true)
       expect(await store.verify(id)).toMatchObject({ status: 'ok', lastSeq: 199 })
       tested += 1
     })
