@@ -17,6 +17,14 @@ export type {
   VerifyReport,
 } from './session-store.ts'
 export type { MigrationReport } from './store-generations.ts'
+export type { FollowOptions } from './follow-session.ts'
+export type {
+  SessionFileEntry,
+  SessionFileKind,
+  SessionFiles,
+  SessionHeaderRead,
+  SessionLockInfo,
+} from './session-files.ts'
 export type { SessionWriter, StoreLogger, WriterRecovery } from './session-writer.ts'
 export { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 export { nodeFsOps } from './fs-ops.ts'

@@ -73,6 +73,10 @@ import type { LogEncoding } from './zstd-log-writer.ts'
 import { locateSessionLog, sessionLog, zstdBatchEncoder, zstdCodecFor } from './zstd-session.ts'
 import type { SessionLog } from './zstd-session.ts'
 import type { ZstdCodec } from './zstd/zstd-codec.ts'
+import { checkFollowOptions, followSession } from './follow-session.ts'
+import type { FollowedLog, FollowOptions } from './follow-session.ts'
+import { listSessionFiles } from './session-files.ts'
+import type { SessionFiles, SessionHeaderRead } from './session-files.ts'
 
 /** Options of {@link createSessionStore}. */
 export interface SessionStoreOptions {
@@ -315,6 +319,35 @@ export interface SessionStore {
    * @throws {@link JsonlStoreError} `INVALID_SESSION_ID`.
    */
   sessionDirectory(id: string): string
+  /**
+   * Reads a session's header line only (bounded; the log is not scanned), from whichever
+   * log the store reads: `session.v4.jsonl`, `session.v4.jsonl.zstd`, or an older generation
+   * (then the v4 header its migration would write, without `migratedFrom`).
+   *
+   * @returns The header (null when the log has no valid header line), and the log's name, version and encoding.
+   * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND`, `VERSION_TOO_NEW`, `INVALID_HEADER`, `MIXED_ENCODINGS`, read errors.
+   */
+  readHeader(id: string): Promise<SessionHeaderRead>
+  /**
+   * Lists a session's directory, read-only, each entry classified (log generations and
+   * encodings, quarantined torn tails, the writer lock, temp files, the projection
+   * checkpoint), with the log the store reads marked `current` and the lock's record.
+   *
+   * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND`, `VERSION_TOO_NEW`, `MIXED_ENCODINGS`, read errors.
+   */
+  sessionFiles(id: string): Promise<SessionFiles>
+  /**
+   * Follows a live session read-only (no lock, no repair): yields its events from
+   * `fromSeq`, then each event appended later as its line lands, until `signal` aborts (the
+   * iteration then ends normally). Works on every encoding and generation; when the log
+   * changes file under the follower (compress, migrate), reading continues in the new file
+   * from the next seq. A torn tail is a write in progress, never an error.
+   *
+   * @param options - `fromSeq` (default 0), `signal`, `intervalMs` (polling, default 250).
+   * @throws {@link JsonlStoreError} `INVALID_OPTION` (at the call), then while iterating: damage codes
+   *   once a damaging line lands, `SESSION_NOT_FOUND` when the log is removed, read errors.
+   */
+  follow(id: string, options?: FollowOptions): AsyncIterable<LoggedEvent>
 }
 
 /** A summary before the version is filled in (internal: v4 logs leave it out). */
@@ -1889,6 +1922,103 @@ class SessionStoreImpl implements SessionStore {
       },
       seed: seed.events,
     })
+  }
+
+  // ---------------------------------------------------------------- encoding-blind views
+
+  /** The log a read opens now: an older generation, or the v4 log in whichever encoding it has. */
+  async #currentLog(
+    id: string,
+  ): Promise<FollowedLog & { readonly directory: string; readonly name: string }> {
+    const older = await this.#olderGeneration(id)
+    if (older !== null) {
+      const name = older.source.file
+      return {
+        directory: older.directory,
+        name,
+        path: join(older.directory, name),
+        file: `${id}/${name}`,
+        encoding: older.source.encoding,
+        version: older.source.version,
+      }
+    }
+    const directory = await this.#checkSessionDirectory(id, { write: false })
+    const log = await locateSessionLog({
+      fs: this.#fs,
+      directory,
+      id,
+      mode: 'read',
+      limits: this.#limits,
+      logger: this.#logger,
+    })
+    return {
+      directory,
+      name: log.name,
+      path: join(directory, log.name),
+      file: log.file,
+      encoding: log.encoding,
+      version: SESSION_FORMAT_VERSION,
+    }
+  }
+
+  async sessionFiles(id: string): Promise<SessionFiles> {
+    assertSessionId(id)
+    const log = await this.#currentLog(id)
+    return listSessionFiles(this.#fs, {
+      directory: log.directory,
+      id,
+      currentName: log.name,
+      version: log.version,
+      encoding: log.encoding,
+    })
+  }
+
+  async readHeader(id: string): Promise<SessionHeaderRead> {
+    assertSessionId(id)
+    const older = await this.#olderGeneration(id)
+    if (older !== null) {
+      const summary = await summarizeOlderGeneration(this.#generationContext(), {
+        directory: older.directory,
+        id,
+        generation: older.source,
+      })
+      return {
+        id,
+        header: summary.header,
+        file: summary.file,
+        version: summary.version,
+        encoding: older.source.encoding,
+      }
+    }
+    const { handle, log } = await this.#openLog(id, { write: false })
+    try {
+      const outcome = await this.#peekHeader(id, handle, log)
+      if (outcome.damage !== null && isRefusal(outcome.damage)) throw outcome.damage
+      return {
+        id,
+        header: outcome.header,
+        file: log.file,
+        version: SESSION_FORMAT_VERSION,
+        encoding: log.encoding,
+      }
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+  }
+
+  follow(id: string, options: FollowOptions = {}): AsyncIterable<LoggedEvent> {
+    assertSessionId(id)
+    const checked = checkFollowOptions(options)
+    return followSession(
+      {
+        fs: this.#fs,
+        limits: this.#limits,
+        registry: this.#registry,
+        locate: () => this.#currentLog(id),
+        readEvents: (fromSeq) => this.readEvents(id, { fromSeq }),
+      },
+      { ...checked, ...(options.signal === undefined ? {} : { signal: options.signal }) },
+    )
   }
 }
 
