@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { open, rename, stat, unlink } from 'node:fs/promises'
+import { open, rename, unlink } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 
@@ -11,7 +11,7 @@ import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine } from '../report-error.ts'
 import { displayPath, ioError, resolveSession } from '../session-path.ts'
 import type { SessionLocation } from '../session-path.ts'
-import { analyze, logFileName, readHeader } from '../transcript/analyze.ts'
+import { analyze } from '../transcript/analyze.ts'
 import { HtmlRenderer } from '../transcript/html.ts'
 import { markdownRenderer } from '../transcript/markdown.ts'
 import type { TranscriptRenderer } from '../transcript/render.ts'
@@ -117,10 +117,7 @@ async function runExport(
     total: null,
     enabled: context.progressEnabled,
   })
-  scan.total = await stat(location.logFile).then(
-    (stats) => stats.size,
-    () => null,
-  )
+  scan.total = location.logBytes
   let scanning = true
   const store = context.store(location.root, {
     path: location.logFile,
@@ -128,7 +125,10 @@ async function runExport(
       if (scanning) scan.update(bytes)
     },
   })
-  const header = await readHeader(location.logFile, logFileName(location.id)).catch(() => null)
+  // The header line only, from whichever log the store reads (plain, zstd, older generation);
+  // a refused header is reported by the scan below as the damage it is.
+  const headerRead = await store.readHeader(location.id).catch(() => null)
+  const header = headerRead?.header ?? null
   const analysis = await analyze(store.readEvents(location.id), header, () => undefined)
   scanning = false
   const sink =
@@ -147,7 +147,10 @@ async function runExport(
       renderer.begin({
         id: location.id,
         header,
-        file: displayPath(location.logFile, context.cwd),
+        file: displayPath(
+          headerRead === null ? location.logFile : join(location.root, headerRead.file),
+          context.cwd,
+        ),
         events: analysis.events,
         pending: analysis.pending.length,
         exportedAt: context.clock(),
@@ -204,7 +207,7 @@ export const exportCommand: CommandSpec = {
         `export: expected --format md or --format html, found ${format === undefined ? 'none' : JSON.stringify(format)}`,
       )
     }
-    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    const location = await resolveSession(args.positionals[0]!, context)
     return runExport(context, location, { format, output: text(args, 'output') })
   },
 }
