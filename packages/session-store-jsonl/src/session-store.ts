@@ -1863,36 +1863,7 @@ class SessionStoreImpl implements SessionStore {
   ): Promise<SessionWriter> {
     assertSessionId(id)
     const to = assertSessionId(request.to)
-    const { handle, log } = await this.#openLog(id, { write: false })
-    let header: SessionHeader | null
-    const prefix: LoggedEvent[] = []
-    try {
-      const file = log.file
-      const scanOptions = {
-        format: V4_FORMAT,
-        limits: this.#limits,
-        registry: this.#registry,
-        file,
-        onEvent: (event: LoggedEvent) => {
-          if (event.seq <= request.atSeq) prefix.push(event)
-        },
-        ...(Number.isSafeInteger(request.atSeq) ? { stopBeforeLine: request.atSeq + 3 } : {}),
-      }
-      const outcome =
-        log.encoding === 'zstd'
-          ? await scanZstdLog(handle, { ...scanOptions, codec: await zstdCodecFor(file) })
-          : await scanLog(readFileChunks(handle, { chunkBytes: this.#limits.readChunkBytes }), scanOptions)
-      if (outcome.damage !== null) throw outcome.damage
-      header = outcome.header
-    } catch (error) {
-      throw toStoreError(error, {
-        op: 'read',
-        file: log.file,
-        fallback: JsonlErrorCode.READ_FAILED,
-      })
-    } finally {
-      await handle.close().catch(() => undefined)
-    }
+    const { header, prefix } = await this.#forkSource(id, request.atSeq)
     let seed: ReturnType<typeof planFork>
     try {
       seed = planFork(prefix, {
@@ -1922,6 +1893,52 @@ class SessionStoreImpl implements SessionStore {
       },
       seed: seed.events,
     })
+  }
+
+  /** The header and events 0..atSeq of a fork's parent, from whichever log a read opens. */
+  async #forkSource(
+    id: string,
+    atSeq: number,
+  ): Promise<{ header: SessionHeader | null; prefix: LoggedEvent[] }> {
+    if ((await this.#olderGeneration(id)) !== null) {
+      // An older generation (v0 session.jsonl) is read through migration, like every read.
+      const prefix: LoggedEvent[] = []
+      if (Number.isSafeInteger(atSeq) && atSeq >= 0) {
+        for await (const event of this.readEvents(id, { toSeq: atSeq })) prefix.push(event)
+      }
+      return { header: (await this.readHeader(id)).header, prefix }
+    }
+    const { handle, log } = await this.#openLog(id, { write: false })
+    let header: SessionHeader | null
+    const prefix: LoggedEvent[] = []
+    try {
+      const file = log.file
+      const scanOptions = {
+        format: V4_FORMAT,
+        limits: this.#limits,
+        registry: this.#registry,
+        file,
+        onEvent: (event: LoggedEvent) => {
+          if (event.seq <= atSeq) prefix.push(event)
+        },
+        ...(Number.isSafeInteger(atSeq) ? { stopBeforeLine: atSeq + 3 } : {}),
+      }
+      const outcome =
+        log.encoding === 'zstd'
+          ? await scanZstdLog(handle, { ...scanOptions, codec: await zstdCodecFor(file) })
+          : await scanLog(readFileChunks(handle, { chunkBytes: this.#limits.readChunkBytes }), scanOptions)
+      if (outcome.damage !== null) throw outcome.damage
+      header = outcome.header
+    } catch (error) {
+      throw toStoreError(error, {
+        op: 'read',
+        file: log.file,
+        fallback: JsonlErrorCode.READ_FAILED,
+      })
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+    return { header, prefix }
   }
 
   // ---------------------------------------------------------------- encoding-blind views

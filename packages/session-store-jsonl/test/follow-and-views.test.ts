@@ -1,4 +1,4 @@
-import { appendFileSync, cpSync, mkdirSync, unlinkSync, writeFileSync } from 'node:fs'
+import { appendFileSync, cpSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -208,5 +208,32 @@ describe('store.readHeader and store.sessionFiles', () => {
     const read = await store.readHeader('t1')
     expect(read.header).toBeNull()
     expect(read.file).toBe('t1/session.v4.jsonl')
+  })
+})
+
+describe('store.fork of an older generation', () => {
+  it('forks a v0 session read through migration (it was SESSION_NOT_FOUND) and leaves session.jsonl untouched', async () => {
+    const { store } = testStore(temp.path)
+    mkdirSync(join(temp.path, 'old'), { mode: 0o700 })
+    cpSync(V0_FIXTURE, join(temp.path, 'old', 'session.jsonl'))
+    const before = readFileSync(join(temp.path, 'old', 'session.jsonl'))
+    const parent: number[] = []
+    for await (const event of store.readEvents('old', { toSeq: 10 })) parent.push(event.seq)
+    const writer = await store.fork('old', { to: 'old-fork', atSeq: 10 })
+    await writer.close()
+    const read = await store.openReader('old-fork')
+    expect(read.header).toMatchObject({
+      parentSession: 'old',
+      cwd: '/home/dev/projects/todo-cli',
+      seeded: true,
+    })
+    expect(read.lastSeq).toBe(11)
+    const forked: unknown[] = []
+    for await (const event of store.readEvents('old-fork', { toSeq: 10 })) forked.push(event)
+    const original: unknown[] = []
+    for await (const event of store.readEvents('old', { toSeq: 10 })) original.push(event)
+    expect(forked).toEqual(original)
+    expect(readFileSync(join(temp.path, 'old', 'session.jsonl')).equals(before)).toBe(true)
+    expect(parent).toHaveLength(11)
   })
 })
