@@ -1776,6 +1776,7 @@ class SessionStoreImpl implements SessionStore {
   async salvage(id: string, request: { readonly to: string }): Promise<SalvageReport> {
     assertSessionId(id)
     const to = assertSessionId(request.to)
+    if ((await this.#olderGeneration(id)) !== null) return this.#salvageOlder(id, to)
     const { handle, log } = await this.#openLog(id, { write: false })
     try {
       const { outcome, zstd } = await this.#scan(id, handle, { log })
@@ -1854,6 +1855,69 @@ class SessionStoreImpl implements SessionStore {
       }
     } finally {
       await handle.close().catch(() => undefined)
+    }
+  }
+
+  /**
+   * Salvage of an older generation (v0 `session.jsonl`), read through migration: its good
+   * prefix is re-encoded as v4 lines (another format: no byte copy), then `session/salvage`.
+   * Offsets and byte counts are the source file's.
+   */
+  async #salvageOlder(id: string, to: string): Promise<SalvageReport> {
+    const report = await this.verify(id)
+    let lastSeq = -1
+    let damage: JsonlStoreError | null = null
+    try {
+      for await (const event of this.readEvents(id)) lastSeq = event.seq
+    } catch (error) {
+      if (!JsonlStoreError.is(error)) throw error
+      damage = error
+    }
+    const { header: source } = await this.readHeader(id)
+    const sourceFile = report.file
+    const droppedFromOffset = report.damage?.offset ?? report.tornTail?.offset ?? report.bytes
+    const reason = damage !== null ? damage.code : report.tornTail !== null ? 'torn-tail' : 'none'
+    const salvageEvent: SessionEvent<'session/salvage'> = {
+      seq: lastSeq + 1,
+      time: this.#clock(),
+      type: 'session/salvage',
+      data: { sourceSession: id, sourceFile, lastGoodSeq: lastSeq, droppedFromOffset, reason },
+    }
+    parseEvent(salvageEvent, this.#registry)
+    const header = this.#buildHeader(to, {
+      ...(source?.cwd === undefined ? {} : { cwd: source.cwd }),
+      ...(source?.delegationDepth === undefined ? {} : { delegationDepth: source.delegationDepth }),
+      ...(source?.metadata === undefined ? {} : { metadata: source.metadata }),
+    })
+    await this.#ensureRoot(true)
+    const directory = await this.#ensureSessionDirectory(to)
+    const target = sessionLog(to, this.#encoding)
+    const events = (): AsyncIterable<LoggedEvent> => this.readEvents(id, { toSeq: lastSeq })
+    const published = await this.#publish({
+      id: to,
+      directory,
+      kind: 'salvage',
+      header,
+      log: target,
+      codec: target.encoding === 'zstd' ? await zstdCodecFor(target.file) : undefined,
+      body: async function* reencodeGoodEvents() {
+        if (lastSeq >= 0) for await (const event of events()) yield encodeEventLine(event)
+        yield encodeEventLine(salvageEvent)
+      },
+    })
+    await published.handle.close().catch(() => undefined)
+    await published.lock.release()
+    return {
+      from: id,
+      to,
+      file: target.file,
+      copiedEvents: lastSeq + 1,
+      lastGoodSeq: lastSeq,
+      salvageSeq: lastSeq + 1,
+      droppedFromOffset,
+      droppedBytes: report.bytes - droppedFromOffset,
+      reason,
+      sourceError: damage,
     }
   }
 

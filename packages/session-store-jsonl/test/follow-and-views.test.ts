@@ -237,3 +237,36 @@ describe('store.fork of an older generation', () => {
     expect(parent).toHaveLength(11)
   })
 })
+
+describe('store.salvage of an older generation', () => {
+  it('salvages a damaged v0 session through migration: the good prefix re-encoded, then session/salvage naming the damage', async () => {
+    const { store } = testStore(temp.path)
+    mkdirSync(join(temp.path, 'old'), { mode: 0o700 })
+    const lines = readFileSync(V0_FIXTURE, 'utf8').split('\n')
+    // Line 12 (v0 seq 11) becomes garbage with valid lines after it: damage in the middle.
+    lines[11] = '{"seq":11,"time":'
+    writeFileSync(join(temp.path, 'old', 'session.jsonl'), lines.join('\n'))
+    const prefix: unknown[] = []
+    await expect(
+      (async () => {
+        for await (const event of store.readEvents('old')) prefix.push(event)
+      })(),
+    ).rejects.toThrow()
+    const report = await store.salvage('old', { to: 'rescued' })
+    expect(report).toMatchObject({
+      from: 'old',
+      to: 'rescued',
+      file: 'rescued/session.v4.jsonl',
+      copiedEvents: prefix.length,
+      lastGoodSeq: prefix.length - 1,
+      salvageSeq: prefix.length,
+    })
+    expect(report.reason).toBe(report.sourceError?.code)
+    expect(report.droppedFromOffset).toBe(lines.slice(0, 11).join('\n').length + 1)
+    const copied: unknown[] = []
+    for await (const event of store.readEvents('rescued', { toSeq: prefix.length - 1 })) copied.push(event)
+    expect(copied).toEqual(prefix)
+    const read = await store.openReader('rescued')
+    expect(read.projection.lastEvent?.type).toBe('session/salvage')
+  })
+})

@@ -60,7 +60,7 @@ async function runTail(
   // or an older generation through migration): a ring of N.
   const last: LoggedEvent[] = []
   let nextSeq = 0
-  let damage: unknown = null
+  let damage: Error | null = null
   try {
     for await (const event of store.readEvents(location.id)) {
       nextSeq = event.seq + 1
@@ -70,7 +70,7 @@ async function runTail(
     }
   } catch (error) {
     // The good prefix is printed first, then the damage (exit 1).
-    damage = error
+    damage = error instanceof Error ? error : new Error(String(error))
   }
   for (const event of last) await context.out.write(format(event))
   await context.out.flush()
