@@ -1,3 +1,4 @@
+import { describeEvent } from '@agent-ledger/cli'
 import { JsonlStoreError } from '@agent-ledger/session-store-jsonl'
 import type { SessionStore, SessionWriter } from '@agent-ledger/session-store-jsonl'
 import { createSessionStore } from '@agent-ledger/session-store-jsonl'
@@ -8,7 +9,6 @@ import { runTurn } from './agent.ts'
 import type { CrashPlan, TurnResult } from './agent.ts'
 import type { Command, CrashSpec, TurnFlags } from './cli-args.ts'
 import { parseCommandLine, USAGE } from './cli-args.ts'
-import { describeEvent } from './describe-event.ts'
 import { MiniAgentError } from './mini-agent-error.ts'
 import type { Provider } from './providers/provider.ts'
 import {
