@@ -3,10 +3,15 @@ import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:pat
 
 import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 import { JsonlErrorCode, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
-import type { SessionFileKind, SessionFiles } from '@agent-ledger/session-store-jsonl'
+import type { SessionFileKind, SessionFiles, SessionStore } from '@agent-ledger/session-store-jsonl'
 
 import { CliError, CliErrorCode } from './cli-error.ts'
-import type { CommandContext } from './context.ts'
+
+/** What resolving a `<session>` needs: the working directory and a store over a root (a `CommandContext`). */
+export interface StoreSource {
+  readonly cwd: string
+  store(root: string): SessionStore
+}
 
 /** Where a `<session>` argument points: the store root, the session id and what the store reads. */
 export interface SessionLocation {
@@ -94,7 +99,7 @@ export function ioError(
  * @throws {@link CliError} `NOT_A_SESSION` (nothing there, a store root, a file that is not a log) or `IO_ERROR`;
  *   the store's own errors (`VERSION_TOO_NEW`, `MIXED_ENCODINGS`, ...).
  */
-export async function resolveSession(argument: string, context: CommandContext): Promise<SessionLocation> {
+export async function resolveSession(argument: string, context: StoreSource): Promise<SessionLocation> {
   const path = resolve(context.cwd, argument)
   const shown = displayPath(path, context.cwd)
   let stats: Awaited<ReturnType<typeof lstat>>
@@ -172,7 +177,7 @@ const NOT_A_SESSION_CODES: ReadonlySet<string> = new Set([
 ])
 
 /** How many sessions the store lists when `directory` is taken as a store root (0 when it is none). */
-async function sessionsIn(context: CommandContext, directory: string): Promise<number> {
+async function sessionsIn(context: StoreSource, directory: string): Promise<number> {
   const listing = await context
     .store(directory)
     .list()

@@ -21,7 +21,7 @@ import type { LogFormat } from './log-format.ts'
 import type { LineLocation, ScanOutcome, ScanResume } from './log-scanner.ts'
 import { readFileChunks, refineRepeatedSeq, scanLog } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
-import type { StoreLogger } from './session-writer.ts'
+import type { StoreLogger } from './store-logger.ts'
 
 /** How an open used a projection checkpoint (reported by `openReader` and on a writer's `recovery`). */
 export interface CheckpointUse {
