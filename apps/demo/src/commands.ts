@@ -41,7 +41,7 @@ export interface CommandIo {
 }
 
 /** Exit code of a turn: 0 completed, 3 max-tokens, 1 error, 130 aborted. */
-export function exitCodeOf(reason: TurnEndReason): number {
+function exitCodeOf(reason: TurnEndReason): number {
   switch (reason) {
     case 'completed':
       return 0
@@ -224,7 +224,7 @@ async function sessions(command: Extract<Command, { kind: 'sessions' }>, io: Com
  * @param error - Anything thrown.
  * @returns The line.
  */
-export function errorLine(error: unknown): string {
+function errorLine(error: unknown): string {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code
     return typeof code === 'string' ? `${error.message} (${code})` : error.message

@@ -66,7 +66,7 @@ async function agentLedger(
  * @param args - Arguments after the script name.
  * @returns The exit code or the signal that killed it, and its output.
  */
-export function spawnSelf(args: readonly string[]): Promise<ChildRun> {
+function spawnSelf(args: readonly string[]): Promise<ChildRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...process.execArgv, MAIN_SCRIPT, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],

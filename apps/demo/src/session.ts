@@ -11,7 +11,7 @@ import type { Provider } from './providers/provider.ts'
 import { createScriptedProvider } from './providers/scripted.ts'
 
 /** The system prompt logged as the first event of every mini-agent session. */
-export const SYSTEM_PROMPT =
+const SYSTEM_PROMPT =
   'You are mini-agent, a small coding agent working in one workspace directory through the tools ' +
   'list_dir, read_file, write_file and run_command; paths outside the workspace are refused. A tool ' +
   'result starting with "Error:" failed. A result marked [TOOL_OUTCOME_UNKNOWN] answers a call that an ' +

@@ -62,7 +62,7 @@ export interface CheckpointContext {
 }
 
 /** A checkpoint whose head (binding and index) matches the open log; its snapshot is not decoded yet. */
-export interface BoundCheckpoint {
+interface BoundCheckpoint {
   readonly head: CheckpointHead
   readonly facts: HeaderFacts
   readonly body: Uint8Array
@@ -70,7 +70,7 @@ export interface BoundCheckpoint {
 }
 
 /** A checkpoint that passed every check, with its projection restored and the log's header facts. */
-export interface LoadedCheckpoint {
+interface LoadedCheckpoint {
   readonly head: CheckpointHead
   readonly facts: HeaderFacts
   readonly projection: Projection
@@ -108,7 +108,7 @@ function warnIgnored(context: CheckpointContext, reason: CheckpointRejection, de
  * @returns The bound checkpoint (snapshot still encoded), or null.
  * @throws {@link JsonlStoreError} `READ_FAILED` when the log itself cannot be read.
  */
-export async function bindCheckpoint(
+async function bindCheckpoint(
   context: CheckpointContext,
   handle: FileHandleOps,
 ): Promise<BoundCheckpoint | null> {
@@ -148,10 +148,7 @@ export async function bindCheckpoint(
  * @param bound - From {@link bindCheckpoint}.
  * @returns The loaded checkpoint, or null.
  */
-export function restoreCheckpoint(
-  context: CheckpointContext,
-  bound: BoundCheckpoint,
-): LoadedCheckpoint | null {
+function restoreCheckpoint(context: CheckpointContext, bound: BoundCheckpoint): LoadedCheckpoint | null {
   const decoded = decodeCheckpointSnapshot(bound.head, bound.body, bound.bodyCrc32c)
   if (!decoded.ok) return warnIgnored(context, decoded.reason, decoded.detail)
   let projection: Projection
@@ -170,7 +167,7 @@ export function restoreCheckpoint(
  * @param handle - The open log.
  * @returns The usable checkpoint, or null.
  */
-export async function loadCheckpoint(
+async function loadCheckpoint(
   context: CheckpointContext,
   handle: FileHandleOps,
 ): Promise<LoadedCheckpoint | null> {
@@ -185,7 +182,7 @@ export async function loadCheckpoint(
  * @param loaded - A checkpoint from {@link loadCheckpoint}.
  * @returns The scanner's resume option.
  */
-export function resumeOf(loaded: LoadedCheckpoint): ScanResume {
+function resumeOf(loaded: LoadedCheckpoint): ScanResume {
   const { binding } = loaded.head
   return {
     header: loaded.facts.header,

@@ -20,7 +20,7 @@ export function makeRoot(prefix = 'al-cli-'): { root: string; cleanup: () => voi
 }
 
 /** A clock ticking one second per call from 2026-01-01, so logs are reproducible. */
-export function steppingClock(start = Date.UTC(2026, 0, 1)): () => string {
+function steppingClock(start = Date.UTC(2026, 0, 1)): () => string {
   let tick = 0
   return () => new Date(start + 1000 * tick++).toISOString()
 }
@@ -98,7 +98,7 @@ export function flipByteInLine(root: string, id: string, lineNumber: number): { 
 }
 
 /** Messages and a tool call in the shape of the seed's mini-agent: one complete turn. */
-export function toolTurn(
+function toolTurn(
   turn: number,
   options: { readonly user?: string; readonly output?: string; readonly reply?: string } = {},
 ): EventInput[] {

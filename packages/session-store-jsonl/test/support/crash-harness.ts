@@ -29,7 +29,7 @@ import type { Damage, PowerLossRecorder } from './fault-fs.ts'
 import { workload, WORKLOAD_HEADER } from './workload.ts'
 
 /** The constant clock every crash workload uses, so event bytes depend on the seed only. */
-export const CRASH_CLOCK = (): string => '2026-01-01T00:00:00.000Z'
+const CRASH_CLOCK = (): string => '2026-01-01T00:00:00.000Z'
 
 /** Store options shared by the crash children, the references and the checks. */
 export const CRASH_STORE_OPTIONS = {

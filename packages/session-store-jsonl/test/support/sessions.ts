@@ -19,7 +19,7 @@ export function makeTempDir(prefix = 'al-store-'): { path: string; cleanup: () =
 }
 
 /** A clock that ticks one second per call from 2026-01-01, so files are byte-for-byte reproducible. */
-export function steppingClock(start = Date.UTC(2026, 0, 1)): () => string {
+function steppingClock(start = Date.UTC(2026, 0, 1)): () => string {
   let tick = 0
   return () => new Date(start + 1000 * tick++).toISOString()
 }
