@@ -15,7 +15,6 @@ import {
   createProvider,
   describeCompress,
   describeRepairs,
-  isCompressedLog,
   newSessionId,
   nextTurnNumber,
   recordedProvider,
@@ -119,7 +118,7 @@ async function run(command: Extract<Command, { kind: 'run' }>, io: CommandIo): P
   } finally {
     await writer.close()
   }
-  await sealWhenCold(store, { id, file: writer.file, io })
+  await sealWhenCold(store, { id, io })
   return code
 }
 
@@ -132,7 +131,7 @@ async function resume(command: Extract<Command, { kind: 'resume' }>, io: Command
   } finally {
     await writer.close()
   }
-  await sealWhenCold(store, { id: command.id, file: writer.file, io })
+  await sealWhenCold(store, { id: command.id, io })
   return code
 }
 
@@ -175,10 +174,11 @@ async function resumeOpen(
  */
 async function sealWhenCold(
   store: SessionStore,
-  session: { readonly id: string; readonly file: string; readonly io: CommandIo },
+  session: { readonly id: string; readonly io: CommandIo },
 ): Promise<void> {
-  if (!isCompressedLog(session.file)) return
   try {
+    // The store says which encoding the session has: the demo knows no file names.
+    if ((await store.readHeader(session.id)).encoding !== 'zstd') return
     session.io.out(describeCompress(await store.compress(session.id)))
   } catch (error) {
     session.io.err(

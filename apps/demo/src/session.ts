@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto'
 import type { RepairAction } from '@agent-ledger/loop-repair'
 import type { WireMessage } from '@agent-ledger/session-events'
 import type { CompressResult, SessionStore, SessionWriter } from '@agent-ledger/session-store-jsonl'
-import { ZSTD_LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl'
 
 import type { ProviderName } from './cli-args.ts'
 import { createOpenAiProvider, openAiConfigFromEnv } from './providers/openai.ts'
@@ -130,16 +129,6 @@ export function describeRepairs(repairs: readonly RepairAction[]): string[] {
         return `seq ${(action as RepairAction).resultSeq}: ${(action as { code: string }).code}`
     }
   })
-}
-
-/**
- * True when a session's log file (as `writer.file` names it) is the Zstandard log.
- *
- * @param file - The log file, relative to the store root.
- * @returns Whether it is `session.v4.jsonl.zstd`.
- */
-export function isCompressedLog(file: string): boolean {
-  return file.endsWith(`/${ZSTD_LOG_FILE_NAME}`) || file === ZSTD_LOG_FILE_NAME
 }
 
 /**
