@@ -5,7 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { encodeEventLine, JsonlStoreError, LOG_FILE_NAME } from '../src/index.ts'
+import { JsonlStoreError } from '../src/index.ts'
+import { encodeEventLine, LOG_FILE_NAME } from '../src/format.ts'
 import type { SessionStore } from '../src/index.ts'
 import { closedSessionInputs, makeTempDir, testStore, writeSession } from './support/sessions.ts'
 

@@ -5,13 +5,8 @@ import { fileURLToPath } from 'node:url'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import {
-  crc32cHex,
-  encodeEventLine,
-  JsonlStoreError,
-  LOG_FILE_NAME,
-  verifyLineChecksum,
-} from '../src/index.ts'
+import { JsonlStoreError } from '../src/index.ts'
+import { crc32cHex, encodeEventLine, LOG_FILE_NAME, verifyLineChecksum } from '../src/format.ts'
 import type { SessionStore } from '../src/index.ts'
 import { seededRandom } from './support/fault-fs.ts'
 import {

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import type { EventInput } from '@agent-ledger/session-events'
-import { createSessionStore, LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl'
+import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl/format'
 import type { SessionStore } from '@agent-ledger/session-store-jsonl'
 
 import { runCli } from '../../src/index.ts'

@@ -28,7 +28,8 @@ import type { EventInput } from '@agent-ledger/session-events'
 import { planCompaction } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
-import { createSessionStore, encodeEventLine, LOG_FILE_NAME } from '../../src/index.ts'
+import { createSessionStore } from '../../src/index.ts'
+import { encodeEventLine, LOG_FILE_NAME } from '../../src/format.ts'
 import { generateSessionEvents, generateSessionHeader } from '../generate-session.ts'
 import type { GeneratedHeader } from '../generate-session.ts'
 

@@ -19,7 +19,8 @@ import {
 import { tmpdir, uptime } from 'node:os'
 import { join } from 'node:path'
 
-import { createSessionStore, LOG_FILE_NAME } from '../../src/index.ts'
+import { createSessionStore } from '../../src/index.ts'
+import { LOG_FILE_NAME } from '../../src/format.ts'
 import type { FsOps } from '../../src/index.ts'
 import { expect } from 'vitest'
 
