@@ -59,6 +59,23 @@ function stripComments(source: string): string {
   return source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:\\])\/\/.*$/gm, '$1')
 }
 
+/**
+ * True when `subpath` is a documented entry point of `@agent-ledger/<target>`: a key of its
+ * package.json `exports` (e.g. `./format`), not a file reached around the map.
+ */
+function isDocumentedSubpath(target: string, subpath: string): boolean {
+  for (const group of ['packages', 'apps']) {
+    const manifestPath = join(root, group, target, 'package.json')
+    try {
+      const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { exports?: Record<string, unknown> }
+      return subpath !== 'package.json' && Object.hasOwn(manifest.exports ?? {}, `./${subpath}`)
+    } catch {
+      // not in this group
+    }
+  }
+  return false
+}
+
 /** Checks one workspace directory; returns every violation found. */
 export function checkPackage(directory: string, name: string): Violation[] {
   const violations: Violation[] = []
@@ -95,10 +112,10 @@ export function checkPackage(directory: string, name: string): Violation[] {
       const specifier = match[1] ?? match[2] ?? match[3] ?? ''
       if (specifier.startsWith('@agent-ledger/')) {
         const [, target = '', ...rest] = specifier.split('/')
-        if (rest.length > 0) {
+        if (rest.length > 0 && !isDocumentedSubpath(target, rest.join('/'))) {
           violations.push({
             file: relative(root, file),
-            message: `deep import "${specifier}": import the package root @agent-ledger/${target} and use its public API`,
+            message: `deep import "${specifier}": import the package root @agent-ledger/${target} (or a subpath its package.json exports) and use its public API`,
           })
         }
         if (!allowed.includes(target)) {

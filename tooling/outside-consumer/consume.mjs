@@ -1,5 +1,5 @@
 // Runs in a fresh project outside the workspace, against the packed tarballs.
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -7,6 +7,7 @@ import { planRepair, RepairCode, validateProviderMessages } from '@agent-ledger/
 import { parseEvent, SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 import { createSessionLog } from '@agent-ledger/session-projection'
 import { createSessionStore, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
+import { decodeLine, LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl/format'
 import * as cli from '@agent-ledger/cli'
 
 function check(condition, message) {
@@ -51,6 +52,16 @@ try {
   const read = await store.openReader('consumer-1')
   check(read.lastSeq === 0, `the store reads back what it wrote (lastSeq ${read.lastSeq})`)
   check(read.projection.deriveMessages()[0]?.content === 'hello', 'the store projects the message')
+  // The /format subpath: the line codec reads the store's own file.
+  const lines = readFileSync(join(root, 'consumer-1', LOG_FILE_NAME))
+    .toString('utf8')
+    .split('\n')
+  check(
+    decodeLine(Buffer.from(lines[1], 'utf8'), { maxLineBytes: 1 << 20, maxDepth: 64 }).ok === true,
+    'the /format line codec decodes an event line',
+  )
+  const files = await store.sessionFiles('consumer-1')
+  check(files.current === `consumer-1/${LOG_FILE_NAME}`, 'sessionFiles names the current log')
   try {
     await store.openReader('../escape')
     check(false, 'a traversal id is refused')

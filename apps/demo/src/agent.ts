@@ -77,7 +77,7 @@ export interface TurnResult {
 }
 
 /** The text logged as the tool result of a call stopped by Ctrl+C. */
-export const ABORTED_RESULT_TEXT = 'Error: aborted by the user'
+const ABORTED_RESULT_TEXT = 'Error: aborted by the user'
 
 /** A function, not an inline check, so TypeScript does not narrow `aborted` across awaits. */
 function isAborted(signal: AbortSignal | undefined): boolean {

@@ -1,3 +1,4 @@
+import { describeEvent } from '@agent-ledger/cli'
 import { JsonlStoreError } from '@agent-ledger/session-store-jsonl'
 import type { SessionStore, SessionWriter } from '@agent-ledger/session-store-jsonl'
 import { createSessionStore } from '@agent-ledger/session-store-jsonl'
@@ -8,14 +9,12 @@ import { runTurn } from './agent.ts'
 import type { CrashPlan, TurnResult } from './agent.ts'
 import type { Command, CrashSpec, TurnFlags } from './cli-args.ts'
 import { parseCommandLine, USAGE } from './cli-args.ts'
-import { describeEvent } from './describe-event.ts'
 import { MiniAgentError } from './mini-agent-error.ts'
 import type { Provider } from './providers/provider.ts'
 import {
   createProvider,
   describeCompress,
   describeRepairs,
-  isCompressedLog,
   newSessionId,
   nextTurnNumber,
   recordedProvider,
@@ -41,7 +40,7 @@ export interface CommandIo {
 }
 
 /** Exit code of a turn: 0 completed, 3 max-tokens, 1 error, 130 aborted. */
-export function exitCodeOf(reason: TurnEndReason): number {
+function exitCodeOf(reason: TurnEndReason): number {
   switch (reason) {
     case 'completed':
       return 0
@@ -119,7 +118,7 @@ async function run(command: Extract<Command, { kind: 'run' }>, io: CommandIo): P
   } finally {
     await writer.close()
   }
-  await sealWhenCold(store, { id, file: writer.file, io })
+  await sealWhenCold(store, { id, io })
   return code
 }
 
@@ -132,7 +131,7 @@ async function resume(command: Extract<Command, { kind: 'resume' }>, io: Command
   } finally {
     await writer.close()
   }
-  await sealWhenCold(store, { id: command.id, file: writer.file, io })
+  await sealWhenCold(store, { id: command.id, io })
   return code
 }
 
@@ -175,10 +174,11 @@ async function resumeOpen(
  */
 async function sealWhenCold(
   store: SessionStore,
-  session: { readonly id: string; readonly file: string; readonly io: CommandIo },
+  session: { readonly id: string; readonly io: CommandIo },
 ): Promise<void> {
-  if (!isCompressedLog(session.file)) return
   try {
+    // The store says which encoding the session has: the demo knows no file names.
+    if ((await store.readHeader(session.id)).encoding !== 'zstd') return
     session.io.out(describeCompress(await store.compress(session.id)))
   } catch (error) {
     session.io.err(
@@ -224,7 +224,7 @@ async function sessions(command: Extract<Command, { kind: 'sessions' }>, io: Com
  * @param error - Anything thrown.
  * @returns The line.
  */
-export function errorLine(error: unknown): string {
+function errorLine(error: unknown): string {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code
     return typeof code === 'string' ? `${error.message} (${code})` : error.message

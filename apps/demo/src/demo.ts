@@ -4,6 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
+import { describeEvent, runCli } from '@agent-ledger/cli'
 import { validateProviderMessages } from '@agent-ledger/loop-repair'
 import type { LoggedEvent } from '@agent-ledger/session-events'
 import { planCompaction } from '@agent-ledger/session-projection'
@@ -11,8 +12,6 @@ import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 import type { SessionStore, SessionWriter } from '@agent-ledger/session-store-jsonl'
 
 import { runTurn } from './agent.ts'
-import { describeEvent } from './describe-event.ts'
-import { exportMarkdown } from './export-markdown.ts'
 import { createScriptedProvider } from './providers/scripted.ts'
 import { describeRepairs, nextTurnNumber, repairPlaceholders, startSession } from './session.ts'
 import { createWorkspaceTools } from './tools.ts'
@@ -39,13 +38,35 @@ export interface DemoOptions {
 const MAIN_SCRIPT = fileURLToPath(new URL('./main.ts', import.meta.url))
 
 /**
+ * Runs an `agent-ledger` command in-process (the CLI's `runCli`), output captured.
+ *
+ * @param argv - The arguments after `agent-ledger`.
+ * @returns Its exit code and output.
+ */
+async function agentLedger(
+  argv: readonly string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = ''
+  let stderr = ''
+  const code = await runCli([...argv, ...(argv[0] === 'export' ? ['--no-progress'] : [])], {
+    stdout: (text) => {
+      stdout += text
+    },
+    stderr: (text) => {
+      stderr += text
+    },
+  })
+  return { code, stdout, stderr }
+}
+
+/**
  * Runs mini-agent as a child process: the same Node binary with the same flags (`process.execArgv`:
  * tsx's loader and the source condition), so it works under `pnpm demo`, `tsx` and the tests.
  *
  * @param args - Arguments after the script name.
  * @returns The exit code or the signal that killed it, and its output.
  */
-export function spawnSelf(args: readonly string[]): Promise<ChildRun> {
+function spawnSelf(args: readonly string[]): Promise<ChildRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...process.execArgv, MAIN_SCRIPT, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -274,10 +295,18 @@ export async function runDemo(options: DemoOptions): Promise<number> {
 
   // 8. Export.
   step('8. Export')
-  const header = (await store.openReader(id)).header ?? undefined
-  const markdown = exportMarkdown(await readAll(store, id), header)
+  // The transcript is the CLI's own `agent-ledger export --format md` (one implementation).
   const exportPath = path.join(base, 'demo.md')
-  await writeFile(exportPath, markdown)
+  const exported = await agentLedger([
+    'export',
+    store.sessionDirectory(id),
+    '--format',
+    'md',
+    '-o',
+    exportPath,
+  ])
+  if (exported.code !== 0) return fail(`agent-ledger export exited ${exported.code}: ${exported.stderr}`)
+  const markdown = await readFile(exportPath, 'utf8')
   out(`markdown transcript of ${id}: ${exportPath} (${markdown.split('\n').length} lines)`)
   const placeholderLine = markdown.split('\n').find((line) => line.includes('Repair placeholder'))
   if (placeholderLine !== undefined) out(`  ${placeholderLine}`)
@@ -293,6 +322,12 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   out(`${id}: ${afterCompress.status}, ${afterCompress.events} events, read back from ${afterCompress.file}`)
   if (afterCompress.status !== 'ok' || afterCompress.events !== eventsBeforeCompress)
     return fail(`${id} after compress: ${afterCompress.status}, ${afterCompress.events} events`)
+  // Every agent-ledger command reads the compressed log as it read the plain one.
+  const tail = await agentLedger(['tail', '-n', '2', store.sessionDirectory(id)])
+  if (tail.code !== 0)
+    return fail(`agent-ledger tail on the compressed session exited ${tail.code}: ${tail.stderr}`)
+  out(`agent-ledger tail -n 2 on the compressed session:`)
+  for (const line of tail.stdout.split('\n').filter((text) => text !== '')) out(`  ${line}`)
 
   step('Where everything is')
   const listing = await store.list()

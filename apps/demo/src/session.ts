@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto'
 import type { RepairAction } from '@agent-ledger/loop-repair'
 import type { WireMessage } from '@agent-ledger/session-events'
 import type { CompressResult, SessionStore, SessionWriter } from '@agent-ledger/session-store-jsonl'
-import { ZSTD_LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl'
 
 import type { ProviderName } from './cli-args.ts'
 import { createOpenAiProvider, openAiConfigFromEnv } from './providers/openai.ts'
@@ -11,7 +10,7 @@ import type { Provider } from './providers/provider.ts'
 import { createScriptedProvider } from './providers/scripted.ts'
 
 /** The system prompt logged as the first event of every mini-agent session. */
-export const SYSTEM_PROMPT =
+const SYSTEM_PROMPT =
   'You are mini-agent, a small coding agent working in one workspace directory through the tools ' +
   'list_dir, read_file, write_file and run_command; paths outside the workspace are refused. A tool ' +
   'result starting with "Error:" failed. A result marked [TOOL_OUTCOME_UNKNOWN] answers a call that an ' +
@@ -130,16 +129,6 @@ export function describeRepairs(repairs: readonly RepairAction[]): string[] {
         return `seq ${(action as RepairAction).resultSeq}: ${(action as { code: string }).code}`
     }
   })
-}
-
-/**
- * True when a session's log file (as `writer.file` names it) is the Zstandard log.
- *
- * @param file - The log file, relative to the store root.
- * @returns Whether it is `session.v4.jsonl.zstd`.
- */
-export function isCompressedLog(file: string): boolean {
-  return file.endsWith(`/${ZSTD_LOG_FILE_NAME}`) || file === ZSTD_LOG_FILE_NAME
 }
 
 /**

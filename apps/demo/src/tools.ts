@@ -16,7 +16,7 @@ export interface ToolDefinition {
 }
 
 /** What running a tool produced: the text the model reads, and whether it is an error. */
-export interface ToolOutcome {
+interface ToolOutcome {
   readonly isError: boolean
   readonly content: string
   /** True when the tool stopped because the abort signal fired (Ctrl+C). */

@@ -2,8 +2,7 @@ import { lstat, realpath } from 'node:fs/promises'
 import path from 'node:path'
 
 /** Why {@link resolveInWorkspace} refused a path. */
-export type PathRefusal =
-  'empty' | 'nul-byte' | 'outside-workspace' | 'dangling-symlink' | 'protected' | 'not-found'
+type PathRefusal = 'empty' | 'nul-byte' | 'outside-workspace' | 'dangling-symlink' | 'protected' | 'not-found'
 
 /** What {@link resolveInWorkspace} found: the real path inside the workspace, or why it refused. */
 export type PathResolution =
@@ -27,7 +26,7 @@ export interface ResolveOptions {
  * @param candidate - An absolute, normalized path.
  * @returns Whether `candidate` is inside `root`.
  */
-export function isInside(root: string, candidate: string): boolean {
+function isInside(root: string, candidate: string): boolean {
   if (candidate === root) return true
   const prefix = root.endsWith(path.sep) ? root : root + path.sep
   return candidate.startsWith(prefix)

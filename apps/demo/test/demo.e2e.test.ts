@@ -41,7 +41,7 @@ describe('mini-agent demo (the pnpm demo story, as a child process)', () => {
       /"content": "Error: the previous run was interrupted after tool call .*\[TOOL_OUTCOME_UNKNOWN\]"/,
     )
     expect(out).toContain('provider check of the derived history: 0 issue(s).')
-    expect(out).toContain('turn 3 ends: completed')
+    expect(out).toContain('turn/end turn 3 completed')
     expect(out).toContain(
       '  - todo.txt.summary.md is missing, so the interrupted write had not happened. Writing it now.',
     )
@@ -58,7 +58,8 @@ describe('mini-agent demo (the pnpm demo story, as a child process)', () => {
     expect(existsSync(path.join(demoDirectory, 'workspace', 'todo.txt.summary.md'))).toBe(true)
     const markdown = await readFile(path.join(demoDirectory, 'demo.md'), 'utf8')
     expect(markdown).toContain('Repair placeholder `TOOL_OUTCOME_UNKNOWN`')
-    expect(markdown).toContain('Compaction summary, shown to the model instead of')
+    expect(markdown).toContain('(compaction summary)')
+    expect(markdown).toMatch(/> \*\*Replaces\*\* messages #\d+\.\.#\d+/)
     expect(markdown).toContain('the interrupted write had not happened')
   })
 })

@@ -15,13 +15,11 @@ export const CliErrorCode = {
   USAGE: 'USAGE',
   /** The `<session>` or `<root>` argument does not name a session directory, a log file or a store root. */
   NOT_A_SESSION: 'NOT_A_SESSION',
-  /** The installed `@agent-ledger/session-store-jsonl` does not provide the operation (migrate, compress). */
-  NOT_AVAILABLE: 'NOT_AVAILABLE',
   /** Reading an input or writing an output file failed (the errno is in `details.cause`). */
   IO_ERROR: 'IO_ERROR',
   /** `export -o FILE` found FILE already there and `--force` was not given; nothing was written. */
   OUTPUT_EXISTS: 'OUTPUT_EXISTS',
-  /** The followed log file disappeared or was replaced by another encoding while `tail -f` ran. */
+  /** The followed session's log was removed while `tail -f` ran. */
   FILE_GONE: 'FILE_GONE',
 } as const
 export type CliErrorCode = (typeof CliErrorCode)[keyof typeof CliErrorCode]

@@ -8,3 +8,4 @@
 export { runCli } from './run-cli.ts'
 export type { CliIo } from './io.ts'
 export { CliError, CliErrorCode, ExitCode } from './cli-error.ts'
+export { describeEvent } from './describe-event.ts'

@@ -3,7 +3,7 @@ import type { CliIo } from './io.ts'
 import { formatBytes } from './terminal-text.ts'
 
 /** How often a progress line is printed at most. */
-export const PROGRESS_INTERVAL_MS = 1000
+const PROGRESS_INTERVAL_MS = 1000
 
 /**
  * Progress lines on stderr for long operations (`verify: 45% (90 MB / 200 MB)`), at most

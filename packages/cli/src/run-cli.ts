@@ -10,7 +10,7 @@ import { forkCommand } from './commands/fork.ts'
 import { inspectCommand } from './commands/inspect.ts'
 import { listCommand } from './commands/list.ts'
 import { messagesCommand } from './commands/messages.ts'
-import { compressCommand, migrateCommand } from './commands/part-two.ts'
+import { compressCommand, migrateCommand } from './commands/convert.ts'
 import { salvageCommand } from './commands/salvage.ts'
 import { tailCommand } from './commands/tail.ts'
 import { verifyCommand } from './commands/verify.ts'
@@ -120,7 +120,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     }
     if (args.values['no-progress'] === true) context.progressEnabled = false
     if (command.positionals[0] === '<session>') {
-      const location = await resolveSession(args.positionals[0]!, context.cwd)
+      const location = await resolveSession(args.positionals[0]!, context)
       for (const note of locationNotes(location)) context.notice('note', note)
     }
     const code = await command.run(context, args)

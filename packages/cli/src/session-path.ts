@@ -1,12 +1,19 @@
-import { lstat, readdir } from 'node:fs/promises'
+import { lstat } from 'node:fs/promises'
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path'
 
-import { SESSION_ID_PATTERN } from '@agent-ledger/session-events'
-import { LOG_FILE_NAME, LOG_FILE_PATTERN } from '@agent-ledger/session-store-jsonl'
+import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
+import { JsonlErrorCode, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
+import type { SessionFileKind, SessionFiles, SessionStore } from '@agent-ledger/session-store-jsonl'
 
 import { CliError, CliErrorCode } from './cli-error.ts'
 
-/** Where a `<session>` argument points: the store root, the session id and the files. */
+/** What resolving a `<session>` needs: the working directory and a store over a root (a `CommandContext`). */
+export interface StoreSource {
+  readonly cwd: string
+  store(root: string): SessionStore
+}
+
+/** Where a `<session>` argument points: the store root, the session id and what the store reads. */
 export interface SessionLocation {
   /** The store root (absolute): the session directory's parent. */
   readonly root: string
@@ -14,11 +21,15 @@ export interface SessionLocation {
   readonly id: string
   /** The session directory (absolute). */
   readonly directory: string
-  /** The log the store reads (absolute): `<directory>/session.v4.jsonl`. */
+  /** The log the store reads (absolute), whatever its encoding or generation. */
   readonly logFile: string
-  /** The canonical log files found in the directory (generations and encodings), by name. */
-  readonly generations: readonly string[]
-  /** The file the user named, when the argument was a file that is not the current log. */
+  /** Format version of that log (4, or older: read through an in-memory migration). */
+  readonly version: number
+  /** Its size in bytes (for progress), or null when unknown. */
+  readonly logBytes: number | null
+  /** The session directory as the store classifies it. */
+  readonly files: SessionFiles
+  /** The file the user named, when the argument was a log file that is not the current log. */
   readonly namedFile: string | null
 }
 
@@ -75,24 +86,22 @@ export function ioError(
   })
 }
 
-async function logNamesIn(directory: string): Promise<string[]> {
-  const names = await readdir(directory)
-  return names.filter((name) => LOG_FILE_PATTERN.test(name)).sort()
-}
-
 /**
  * Resolves a `<session>` argument: a session directory, or a log file inside one.
  *
- * The session directory's parent is the store root and its name the session id.
+ * The session directory's parent is the store root and its name the session id. What the
+ * directory holds (which log is current, in which encoding and generation) is the store's
+ * answer ({@link SessionStore.sessionFiles}): the CLI knows no file names.
  *
  * @param argument - The argument as typed.
- * @param cwd - The working directory.
+ * @param context - The command's context (working directory, store factory).
  * @returns Where the session is.
- * @throws {@link CliError} `NOT_A_SESSION` (nothing there, a store root, a file that is not a log) or `IO_ERROR`.
+ * @throws {@link CliError} `NOT_A_SESSION` (nothing there, a store root, a file that is not a log) or `IO_ERROR`;
+ *   the store's own errors (`VERSION_TOO_NEW`, `MIXED_ENCODINGS`, ...).
  */
-export async function resolveSession(argument: string, cwd: string): Promise<SessionLocation> {
-  const path = resolve(cwd, argument)
-  const shown = displayPath(path, cwd)
+export async function resolveSession(argument: string, context: StoreSource): Promise<SessionLocation> {
+  const path = resolve(context.cwd, argument)
+  const shown = displayPath(path, context.cwd)
   let stats: Awaited<ReturnType<typeof lstat>>
   try {
     stats = await lstat(path)
@@ -106,59 +115,82 @@ export async function resolveSession(argument: string, cwd: string): Promise<Ses
     }
     throw ioError(error, { path: shown, doing: 'read' })
   }
-  let directory: string
-  let namedFile: string | null = null
-  if (stats.isDirectory() || stats.isSymbolicLink()) {
-    directory = path
-  } else {
-    const name = basename(path)
-    if (!LOG_FILE_PATTERN.test(name)) {
-      const hint = /\.torn-[0-9]/.test(name)
-        ? ' (a quarantine file of torn bytes, not a log)'
-        : name.startsWith('.tmp-')
-          ? ' (a temp file of an unfinished publish, not a log)'
-          : ''
-      throw new CliError({
-        code: CliErrorCode.NOT_A_SESSION,
-        message: `${shown} is not a session log${hint}: expected a file named session.v4.jsonl (or another generation: session.jsonl, session.vN.jsonl[.zstd]) or its directory`,
-        path: shown,
-      })
-    }
-    directory = dirname(path)
-    if (name !== LOG_FILE_NAME) namedFile = name
-  }
+  const named = !(stats.isDirectory() || stats.isSymbolicLink())
+  const directory = named ? dirname(path) : path
+  const root = dirname(directory)
   const id = basename(directory)
-  let generations: string[]
+  let files: SessionFiles
   try {
-    generations = await logNamesIn(directory)
+    files = await context.store(root).sessionFiles(id)
   } catch (error) {
-    throw ioError(error, { path: displayPath(directory, cwd), doing: 'list' })
-  }
-  if (generations.length === 0) {
-    const inside = await readdir(directory).catch(() => [] as string[])
-    let sessions = 0
-    for (const name of inside.slice(0, 1000)) {
-      if (!SESSION_ID_PATTERN.test(name)) continue
-      const names = await logNamesIn(join(directory, name)).catch(() => [])
-      if (names.length > 0) sessions += 1
-    }
+    if (!JsonlStoreError.is(error) || !NOT_A_SESSION_CODES.has(error.code)) throw error
+    if (named) throw notALog(shown, null)
+    // A store root named as a session: its parent may be no store root at all (UNSAFE_ROOT).
+    const sessions = await sessionsIn(context, directory)
+    if (sessions > 0) throw storeRootNamed(shown, sessions)
+    if (error.code === JsonlErrorCode.UNSAFE_ROOT) throw error
     throw new CliError({
       code: CliErrorCode.NOT_A_SESSION,
-      message:
-        sessions > 0
-          ? `${shown} is a store root (${sessions} session${sessions === 1 ? '' : 's'} inside), not a session: name one session directory, or run agent-ledger list ${shown}`
-          : `${shown} is not a session directory: expected ${LOG_FILE_NAME} inside it, found no session log`,
+      message: `${shown} is not a session directory: expected a session log inside it, found none`,
       path: shown,
     })
   }
+  let namedFile: string | null = null
+  if (named) {
+    const name = basename(path)
+    const entry = files.files.find((candidate) => candidate.name === name)
+    if (entry?.kind !== 'log') throw notALog(shown, entry?.kind ?? null)
+    if (!entry.current) namedFile = name
+  }
+  const current = files.files.find((entry) => entry.current)
   return {
-    root: dirname(directory),
+    root,
     id,
     directory,
-    logFile: join(directory, LOG_FILE_NAME),
-    generations,
+    logFile: join(root, files.current),
+    version: files.version,
+    logBytes: current?.bytes ?? null,
+    files,
     namedFile,
   }
+}
+
+function notALog(shown: string, kind: SessionFileKind | null): CliError {
+  const hint =
+    kind === 'quarantine'
+      ? ' (a quarantine file of torn bytes, not a log)'
+      : kind === 'temp'
+        ? ' (a temp file of an unfinished publish, not a log)'
+        : ''
+  return new CliError({
+    code: CliErrorCode.NOT_A_SESSION,
+    message: `${shown} is not a session log${hint}: expected a session's log file (session.v4.jsonl, its .zstd encoding, or an older generation such as session.jsonl) or its directory`,
+    path: shown,
+  })
+}
+
+/** Store errors that mean "no session here" when asked about a `<session>` argument. */
+const NOT_A_SESSION_CODES: ReadonlySet<string> = new Set([
+  JsonlErrorCode.SESSION_NOT_FOUND,
+  JsonlErrorCode.INVALID_SESSION_ID,
+  JsonlErrorCode.UNSAFE_ROOT,
+])
+
+/** How many sessions the store lists when `directory` is taken as a store root (0 when it is none). */
+async function sessionsIn(context: StoreSource, directory: string): Promise<number> {
+  const listing = await context
+    .store(directory)
+    .list()
+    .catch(() => ({ sessions: [] }))
+  return listing.sessions.length
+}
+
+function storeRootNamed(shown: string, sessions: number): CliError {
+  return new CliError({
+    code: CliErrorCode.NOT_A_SESSION,
+    message: `${shown} is a store root (${sessions} session${sessions === 1 ? '' : 's'} inside), not a session: name one session directory, or run agent-ledger list ${shown}`,
+    path: shown,
+  })
 }
 
 /**
@@ -197,7 +229,7 @@ export async function resolveRoot(argument: string, cwd: string): Promise<string
 
 /**
  * Notes about what a `<session>` argument resolved to that the user should know (a named
- * file that is not the log this version reads; a directory without the current generation).
+ * log file that is not the one the store reads; a session read through an in-memory migration).
  *
  * @param location - The resolved session.
  * @returns Zero or more one-sentence notes.
@@ -205,9 +237,9 @@ export async function resolveRoot(argument: string, cwd: string): Promise<string
 export function locationNotes(location: SessionLocation): string[] {
   const notes: string[] = []
   const current = basename(location.logFile)
-  if (!location.generations.includes(current) && !location.generations.includes(`${current}.zstd`)) {
+  if (location.version < SESSION_FORMAT_VERSION) {
     notes.push(
-      `${location.id} holds ${location.generations.join(', ')} but no ${current}: it is read through an in-memory migration; run agent-ledger migrate on it to write the current generation`,
+      `${location.id} holds ${current} (format v${location.version}): it is read through an in-memory migration; run agent-ledger migrate on it to write the current generation`,
     )
   } else if (location.namedFile !== null) {
     notes.push(`${location.namedFile} is not the current log of ${location.id}; reading ${current}`)

@@ -12,7 +12,8 @@ import { join } from 'node:path'
 
 import type { EventInput, WireMessage } from '@agent-ledger/session-events'
 import { COMPACTION_SUMMARY_PREFIX } from '@agent-ledger/session-projection'
-import { createSessionStore, LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl'
+import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl/format'
 import type { SessionStore } from '@agent-ledger/session-store-jsonl'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 

@@ -2,7 +2,7 @@ import { appendFileSync, readFileSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 
-import { encodeEventLine } from '@agent-ledger/session-store-jsonl'
+import { encodeEventLine } from '@agent-ledger/session-store-jsonl/format'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { runCli } from '../src/index.ts'

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
-import { encodeJsonLine } from '@agent-ledger/session-store-jsonl'
+import { encodeJsonLine } from '@agent-ledger/session-store-jsonl/format'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import {

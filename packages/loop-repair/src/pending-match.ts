@@ -1,6 +1,6 @@
 import type { LoggedEvent, SessionEvent, SessionEventType } from '@agent-ledger/session-events'
 
-import type { PendingToolCall } from './repair-state.ts'
+import type { PendingToolCall } from './pending-call.ts'
 
 /**
  * Narrows a logged event to one core type. Events reach this package already validated

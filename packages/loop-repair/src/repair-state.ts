@@ -1,22 +1,11 @@
 import { deepFreeze } from '@agent-ledger/session-events'
 import type { LoggedEvent, SessionEvent } from '@agent-ledger/session-events'
 
+import type { PendingToolCall } from './pending-call.ts'
 import { eventOfType, findNotStartedIndex, findPendingIndex } from './pending-match.ts'
 import { placeholderText, RepairCode } from './repair-code.ts'
 
-/** An assistant tool call that has no `tool/result` yet. */
-export interface PendingToolCall {
-  /** The wire tool call id (`tool_calls[i].id`); ids may repeat across assistant messages. */
-  readonly callId: string
-  /** The tool's name. */
-  readonly name: string
-  /** The raw JSON argument text the model produced. */
-  readonly arguments: string
-  /** Seq of the `assistant/message` that requested the call. */
-  readonly assistantSeq: number
-  /** Seq of the `tool/call` that started it, or `null` when the call was never started. */
-  readonly toolCallSeq: number | null
-}
+export type { PendingToolCall } from './pending-call.ts'
 
 /**
  * What repair needs to know about a log, folded event by event.

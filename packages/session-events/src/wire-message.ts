@@ -1,10 +1,10 @@
 import { z } from 'zod'
 
 /** A text part of a multi-part user message (OpenAI chat wire shape). */
-export const textContentPartSchema = z.object({ type: z.literal('text'), text: z.string() })
+const textContentPartSchema = z.object({ type: z.literal('text'), text: z.string() })
 
 /** An image part of a multi-part user message (OpenAI chat wire shape). */
-export const imageContentPartSchema = z.object({
+const imageContentPartSchema = z.object({
   type: z.literal('image_url'),
   image_url: z.object({ url: z.string(), detail: z.enum(['auto', 'low', 'high']).optional() }),
 })

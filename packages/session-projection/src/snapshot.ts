@@ -3,7 +3,7 @@ import { deepFreeze, isSurfaceEventType, parseEvent, wireMessageSchema } from '@
 import type { EventRegistry, LoggedEvent, SurfaceEventType } from '@agent-ledger/session-events'
 
 import { ProjectionError, ProjectionErrorCode } from './projection-error.ts'
-import type { ProjectionStats } from './projection.ts'
+import type { ProjectionStats } from './projection-stats.ts'
 import type { SurfaceNode } from './surface.ts'
 
 /** The snapshot layout this build writes and reads. */

@@ -22,7 +22,8 @@ import { join } from 'node:path'
 
 import type { EventInput } from '@agent-ledger/session-events'
 
-import { createSessionStore, LOG_FILE_NAME } from '../src/index.ts'
+import { createSessionStore } from '../src/index.ts'
+import { LOG_FILE_NAME } from '../src/format.ts'
 import type { SessionStoreOptions } from '../src/index.ts'
 import { ensureDataset, generateAgentSessionHeader } from './support/dataset.ts'
 import type { Dataset, TimedInput } from './support/dataset.ts'

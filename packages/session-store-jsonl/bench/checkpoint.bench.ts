@@ -35,17 +35,10 @@ import type { BenchResult } from '../../../tooling/bench/types.ts'
 import type { CheckpointContext } from '../src/checkpoint-open.ts'
 import { resolveCheckpointOptions } from '../src/checkpoint-options.ts'
 import { CheckpointWriter } from '../src/checkpoint-writer.ts'
-import {
-  CHECKPOINT_FILE_NAME,
-  CHECKPOINT_VERSION,
-  createSessionStore,
-  decodeCheckpointHead,
-  encodeCheckpoint,
-  LOG_FILE_NAME,
-  nodeFsOps,
-  resolveLimits,
-} from '../src/index.ts'
-import type { CheckpointBinding, CheckpointRecord, SessionStore, StoreLogger } from '../src/index.ts'
+import { createSessionStore, nodeFsOps } from '../src/index.ts'
+import { CHECKPOINT_FILE_NAME, CHECKPOINT_VERSION, decodeCheckpointHead, encodeCheckpoint, LOG_FILE_NAME, resolveLimits } from '../src/format.ts'
+import type { SessionStore, StoreLogger } from '../src/index.ts'
+import type { CheckpointBinding, CheckpointRecord } from '../src/format.ts'
 import { canonicalEvent, encodeEventLine } from '../src/line-codec.ts'
 import { V4_FORMAT } from '../src/log-format.ts'
 import { verifyPrefixChecksums } from '../src/prefix-checksums.ts'

@@ -19,7 +19,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import { createSessionStore, LOG_FILE_NAME } from '../src/index.ts'
+import { createSessionStore } from '../src/index.ts'
+import { LOG_FILE_NAME } from '../src/format.ts'
 import { ensureDataset, generateAgentSession } from './support/dataset.ts'
 import { generateSessionHeader } from './generate-session.ts'
 import { progress } from './support/measure.ts'

@@ -11,7 +11,8 @@ import { join } from 'node:path'
 
 import type { LoggedEvent } from '@agent-ledger/session-events'
 
-import { createSessionStore, LOG_FILE_NAME } from '../src/index.ts'
+import { createSessionStore } from '../src/index.ts'
+import { LOG_FILE_NAME } from '../src/format.ts'
 import { cached, generateAgentSessionHeader } from './support/dataset.ts'
 import { bareList } from './support/floors.ts'
 import { interleave, progress, seconds, throughputFigure } from './support/measure.ts'

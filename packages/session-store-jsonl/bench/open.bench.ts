@@ -31,7 +31,8 @@ import {
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { createSessionStore, JsonlStoreError, LOG_FILE_NAME } from '../src/index.ts'
+import { createSessionStore, JsonlStoreError } from '../src/index.ts'
+import { LOG_FILE_NAME } from '../src/format.ts'
 import type { SessionStore } from '../src/index.ts'
 import { encodeFrames } from '../src/zstd/encode-frames.ts'
 import { loadZstdCodec } from '../src/zstd/zstd-codec.ts'

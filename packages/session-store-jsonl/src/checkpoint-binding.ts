@@ -62,7 +62,7 @@ export function registryDigest(registry: EventRegistry): string {
  * @param maxLineBytes - Longest line to read.
  * @returns The line and its length with the `\n`, or null when there is no complete first line.
  */
-export async function readFirstLine(
+async function readFirstLine(
   handle: FileHandleOps,
   maxLineBytes: number,
 ): Promise<{ readonly line: Buffer; readonly endOffset: number } | null> {

@@ -23,7 +23,7 @@ import { verifyPrefixChecksums } from './prefix-checksums.ts'
 import type { PrefixCheck } from './prefix-checksums.ts'
 import { readFileChunks, refineRepeatedSeq, scanLog } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
-import type { StoreLogger } from './session-writer.ts'
+import type { StoreLogger } from './store-logger.ts'
 
 /** How an open used a projection checkpoint (reported by `openReader` and on a writer's `recovery`). */
 export interface CheckpointUse {
@@ -64,7 +64,7 @@ export interface CheckpointContext {
 }
 
 /** A checkpoint whose head (binding and index) matches the open log; its snapshot is not decoded yet. */
-export interface BoundCheckpoint {
+interface BoundCheckpoint {
   readonly head: CheckpointHead
   readonly facts: HeaderFacts
   readonly body: Uint8Array
@@ -72,7 +72,7 @@ export interface BoundCheckpoint {
 }
 
 /** A checkpoint that passed every check, with its projection restored and the log's header facts. */
-export interface LoadedCheckpoint {
+interface LoadedCheckpoint {
   readonly head: CheckpointHead
   readonly facts: HeaderFacts
   readonly projection: Projection
@@ -110,7 +110,7 @@ function warnIgnored(context: CheckpointContext, reason: CheckpointRejection, de
  * @returns The bound checkpoint (snapshot still encoded), or null.
  * @throws {@link JsonlStoreError} `READ_FAILED` when the log itself cannot be read.
  */
-export async function bindCheckpoint(
+async function bindCheckpoint(
   context: CheckpointContext,
   handle: FileHandleOps,
 ): Promise<BoundCheckpoint | null> {
@@ -150,10 +150,7 @@ export async function bindCheckpoint(
  * @param bound - From {@link bindCheckpoint}.
  * @returns The loaded checkpoint, or null.
  */
-export function restoreCheckpoint(
-  context: CheckpointContext,
-  bound: BoundCheckpoint,
-): LoadedCheckpoint | null {
+function restoreCheckpoint(context: CheckpointContext, bound: BoundCheckpoint): LoadedCheckpoint | null {
   const decoded = decodeCheckpointSnapshot(bound.head, bound.body, bound.bodyCrc32c)
   if (!decoded.ok) return warnIgnored(context, decoded.reason, decoded.detail)
   let projection: Projection
@@ -172,7 +169,7 @@ export function restoreCheckpoint(
  * @param handle - The open log.
  * @returns The usable checkpoint, or null.
  */
-export async function loadCheckpoint(
+async function loadCheckpoint(
   context: CheckpointContext,
   handle: FileHandleOps,
 ): Promise<LoadedCheckpoint | null> {
@@ -187,7 +184,7 @@ export async function loadCheckpoint(
  * @param loaded - A checkpoint from {@link loadCheckpoint}.
  * @returns The scanner's resume option.
  */
-export function resumeOf(loaded: LoadedCheckpoint): ScanResume {
+function resumeOf(loaded: LoadedCheckpoint): ScanResume {
   const { binding } = loaded.head
   return {
     header: loaded.facts.header,

@@ -315,7 +315,7 @@ export class CheckpointWriter {
  * @param root - A JSON value.
  * @returns A description, or null when the value round-trips.
  */
-export function findUnencodable(root: unknown): string | null {
+function findUnencodable(root: unknown): string | null {
   const stack: unknown[] = [root]
   while (stack.length > 0) {
     const value = stack.pop()

@@ -5,6 +5,10 @@
  * fdatasync, a cross-process writer lock, torn-tail quarantine and repair on open, typed
  * errors for damage in the middle, salvage and fork into new sessions. The format is
  * specified in FORMAT.md. This is the only agent-ledger package that touches the file system.
+ *
+ * The root exports what an agent builder needs. What a tool author needs to work on the bytes
+ * (line codec, scanner, zstd frame reader, checkpoint codec, generations, publish, migration,
+ * file names) is the documented subpath `@agent-ledger/session-store-jsonl/format`.
  */
 export { createSessionStore } from './session-store.ts'
 export type {
@@ -17,148 +21,29 @@ export type {
   VerifyReport,
 } from './session-store.ts'
 export type { MigrationReport } from './store-generations.ts'
+export type { FollowOptions } from './follow-session.ts'
+export type {
+  SessionFileEntry,
+  SessionFileKind,
+  SessionFiles,
+  SessionHeaderRead,
+  SessionLockInfo,
+} from './session-files.ts'
 export type { SessionWriter, StoreLogger, WriterRecovery } from './session-writer.ts'
 export { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 export { nodeFsOps } from './fs-ops.ts'
 export type { FileHandleOps, FsOps } from './fs-ops.ts'
-export { DEFAULT_FLUSH_POLICY, DEFAULT_STORE_LIMITS, resolveFlushPolicy, resolveLimits } from './limits.ts'
+export { DEFAULT_FLUSH_POLICY, DEFAULT_STORE_LIMITS } from './limits.ts'
 export type { FlushPolicy, StoreLimits } from './limits.ts'
-export type { LockOptions, WriterLock } from './writer-lock.ts'
+export type { LockOptions } from './writer-lock.ts'
 export { assertSessionId } from './session-id.ts'
-export { LOG_FILE_NAME, LOG_FILE_PATTERN } from './layout.ts'
-export {
-  CRC_SUFFIX_BYTES,
-  crc32cHex,
-  decodeLine,
-  encodeEventLine,
-  encodeJsonLine,
-  findEmbeddedValidLine,
-  jsonDepth,
-  verifyLineChecksum,
-} from './line-codec.ts'
-export type { DecodedLine, LineFailureReason, LineLimits } from './line-codec.ts'
-export { LineSplitter } from './line-splitter.ts'
-export type { LineSink, UnterminatedTail } from './line-splitter.ts'
-export { decodeV4Header, INTEGRITY_CRC32C, V4_FORMAT } from './log-format.ts'
-export type { HeaderDecode, LogFormat } from './log-format.ts'
-export { LogScanner } from './log-scanner.ts'
-export type { LineLocation, ScannerOptions, ScanOutcome, ScanStats, TornTail } from './log-scanner.ts'
-export { readFileChunks, scanLog, scanLogChunks } from './read-log.ts'
-export type { ByteSource, ScanLogOptions } from './read-log.ts'
-export { DEFAULT_REDACTION_POLICY, DEFAULT_SECRET_PATTERNS, redactJson } from './redaction.ts'
+export type { TornTail } from './log-scanner.ts'
+export { DEFAULT_REDACTION_POLICY, DEFAULT_SECRET_PATTERNS } from './redaction.ts'
 export type { RedactionPolicy } from './redaction.ts'
-export {
-  CHECKPOINT_FILE_NAME,
-  CHECKPOINT_FORMAT,
-  CHECKPOINT_VERSION,
-  decodeCheckpointHead,
-  decodeCheckpointSnapshot,
-  encodeCheckpoint,
-  SEQ_INDEX_STRIDE,
-} from './checkpoint-format.ts'
-export type {
-  CheckpointBinding,
-  CheckpointHead,
-  CheckpointHeadDecode,
-  CheckpointRecord,
-  CheckpointRejection,
-  CheckpointSnapshotDecode,
-  SeqIndexEntry,
-} from './checkpoint-format.ts'
-export { DEFAULT_CHECKPOINT_OPTIONS, resolveCheckpointOptions } from './checkpoint-options.ts'
+export { DEFAULT_CHECKPOINT_OPTIONS } from './checkpoint-options.ts'
 export type { CheckpointOptions } from './checkpoint-options.ts'
 export type { CheckpointUse } from './checkpoint-open.ts'
-export type { ScanResume } from './log-scanner.ts'
-export {
-  assertGenerationVersion,
-  compareGenerations,
-  generationFileName,
-  listGenerations,
-  parseGenerationFileName,
-  peekHeaderVersion,
-  pickCurrentGeneration,
-} from './generations.ts'
-export type {
-  CurrentGeneration,
-  GenerationEncoding,
-  GenerationFile,
-  HeaderVersionPeek,
-} from './generations.ts'
-export { PUBLISH_POINTS, publishFile, removeStaleTemps } from './publish.ts'
-export type { PublishHooks, PublishPoint, PublishRequest, PublishResult, SourceIdentity } from './publish.ts'
-export { detectGenerationFork, migrateSession } from './migration/migrate-session.ts'
-export type {
-  GenerationForkCheck,
-  MigrateReadOptions,
-  MigrateSessionOptions,
-  MigrateWriteOptions,
-  MigrationProgress,
-  MigrationReadResult,
-  MigrationSource,
-  MigrationWriteResult,
-} from './migration/migrate-session.ts'
-export { applyMigrationPath, findMigrationPath } from './migration/migration-edge.ts'
-export type {
-  EdgeContext,
-  MigrationEdge,
-  RecordOrigin,
-  VersionedRecord,
-  VersionedStream,
-} from './migration/migration-edge.ts'
-export { MIGRATION_EDGES } from './migration/migration-edges.ts'
-export { compressSession } from './compress-session.ts'
-export type {
-  CompressContext,
-  CompressOptions,
-  CompressProgress,
-  CompressResult,
-} from './compress-session.ts'
-export {
-  RETAIN_BYTES,
-  scanZstdLog,
-  scanZstdLogChunks,
-  SEALED_FRAME_MIN_BYTES,
-  zstdPlainRange,
-  zstdPlainSource,
-  zstdStoreError,
-} from './zstd-log-reader.ts'
-export type { ZstdLogStats, ZstdReadLimits, ZstdScanOptions, ZstdScanOutcome } from './zstd-log-reader.ts'
-export {
-  encodeZstdLines,
-  encodeZstdLogStart,
-  encodeZstdStream,
-  ZSTD_FLUSH_LEVEL,
-  ZSTD_FRAME_BYTES,
-  ZSTD_SEAL_LEVEL,
-} from './zstd-log-writer.ts'
+export type { MigrationProgress } from './migration/migrate-session.ts'
+export type { CompressOptions, CompressProgress, CompressResult } from './compress-session.ts'
+export type { ZstdLogStats } from './zstd-log-reader.ts'
 export type { LogEncoding } from './zstd-log-writer.ts'
-export { compareEncodings, locateSessionLog, sessionLog, ZSTD_LOG_FILE_NAME } from './zstd-session.ts'
-export type { LocateRequest, SessionLog } from './zstd-session.ts'
-// The zstd layer (src/zstd): codec, structural frame scanner, bounded decoding, line splitting.
-export { loadZstdCodec } from './zstd/zstd-codec.ts'
-export type { ZstdCodec, ZstdDecompressLimits } from './zstd/zstd-codec.ts'
-export { scanFrames, ZstdFrameScanner } from './zstd/scan-frames.ts'
-export type { ZstdScannedFrame, ZstdScanResult, ZstdScanSummary, ZstdScanTail } from './zstd/scan-frames.ts'
-export { decodeFrameLines } from './zstd/decode-frame-lines.ts'
-export type { DecodeFrameLinesOptions } from './zstd/decode-frame-lines.ts'
-export { DEFAULT_COMPRESSION_LEVEL, encodeFrames } from './zstd/encode-frames.ts'
-export type { EncodedFrame, EncodedFrames, EncodeFramesOptions } from './zstd/encode-frames.ts'
-export { createFrameLineSplitter, splitFrameLines } from './zstd/frame-lines.ts'
-export type { FrameLineOptions, FrameLineSplitter } from './zstd/frame-lines.ts'
-export {
-  findNextFrame,
-  isFrameMagicAt,
-  parseFrameAt,
-  ZSTD_BLOCK_SIZE_MAX,
-  ZSTD_MAGIC_BYTES,
-} from './zstd/frame-format.ts'
-export type { ZstdBlockExtent, ZstdFrameInfo, ZstdFrameParse } from './zstd/frame-format.ts'
-export {
-  DEFAULT_MAX_FRAME_OUTPUT_BYTES,
-  DEFAULT_MAX_WINDOW_BYTES,
-  inspectFrame,
-  planFeeds,
-} from './zstd/inspect-frame.ts'
-export type { ZstdFramePlan } from './zstd/inspect-frame.ts'
-export { withFrameContext, ZstdFrameError, ZstdFrameErrorCode } from './zstd/zstd-frame-error.ts'
-export type { ZstdCorruptReason, ZstdFrameErrorOptions, ZstdTornPart } from './zstd/zstd-frame-error.ts'

@@ -90,7 +90,7 @@ export async function scanLog(source: ByteSource, options: ScanLogOptions): Prom
  * @param source - The log's bytes.
  * @param request - The line number and the longest line to buffer.
  */
-export async function readLineAt(
+async function readLineAt(
   source: ByteSource,
   request: { readonly lineNumber: number; readonly maxLineBytes: number },
 ): Promise<{ readonly bytes: Buffer; readonly offset: number } | null> {

@@ -13,7 +13,7 @@ const DEVICE_NAME = /^(con|prn|aux|nul|com[0-9]|lpt[0-9])(?:$|[._-])/i
  * @param id - Any value passed as a session id.
  * @returns A printable, bounded rendering.
  */
-export function describeSessionId(id: unknown): string {
+function describeSessionId(id: unknown): string {
   const text =
     typeof id === 'string'
       ? JSON.stringify(id).replace(

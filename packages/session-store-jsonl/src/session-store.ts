@@ -74,6 +74,10 @@ import type { LogEncoding } from './zstd-log-writer.ts'
 import { locateSessionLog, sessionLog, zstdBatchEncoder, zstdCodecFor } from './zstd-session.ts'
 import type { SessionLog } from './zstd-session.ts'
 import type { ZstdCodec } from './zstd/zstd-codec.ts'
+import { checkFollowOptions, followSession } from './follow-session.ts'
+import type { FollowedLog, FollowOptions } from './follow-session.ts'
+import { listSessionFiles } from './session-files.ts'
+import type { SessionFiles, SessionHeaderRead } from './session-files.ts'
 
 /** Options of {@link createSessionStore}. */
 export interface SessionStoreOptions {
@@ -316,6 +320,35 @@ export interface SessionStore {
    * @throws {@link JsonlStoreError} `INVALID_SESSION_ID`.
    */
   sessionDirectory(id: string): string
+  /**
+   * Reads a session's header line only (bounded; the log is not scanned), from whichever
+   * log the store reads: `session.v4.jsonl`, `session.v4.jsonl.zstd`, or an older generation
+   * (then the v4 header its migration would write, without `migratedFrom`).
+   *
+   * @returns The header (null when the log has no valid header line), and the log's name, version and encoding.
+   * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND`, `VERSION_TOO_NEW`, `INVALID_HEADER`, `MIXED_ENCODINGS`, read errors.
+   */
+  readHeader(id: string): Promise<SessionHeaderRead>
+  /**
+   * Lists a session's directory, read-only, each entry classified (log generations and
+   * encodings, quarantined torn tails, the writer lock, temp files, the projection
+   * checkpoint), with the log the store reads marked `current` and the lock's record.
+   *
+   * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND`, `VERSION_TOO_NEW`, `MIXED_ENCODINGS`, read errors.
+   */
+  sessionFiles(id: string): Promise<SessionFiles>
+  /**
+   * Follows a live session read-only (no lock, no repair): yields its events from
+   * `fromSeq`, then each event appended later as its line lands, until `signal` aborts (the
+   * iteration then ends normally). Works on every encoding and generation; when the log
+   * changes file under the follower (compress, migrate), reading continues in the new file
+   * from the next seq. A torn tail is a write in progress, never an error.
+   *
+   * @param options - `fromSeq` (default 0), `signal`, `intervalMs` (polling, default 250).
+   * @throws {@link JsonlStoreError} `INVALID_OPTION` (at the call), then while iterating: damage codes
+   *   once a damaging line lands, `SESSION_NOT_FOUND` when the log is removed, read errors.
+   */
+  follow(id: string, options?: FollowOptions): AsyncIterable<LoggedEvent>
 }
 
 /** A summary before the version is filled in (internal: v4 logs leave it out). */
@@ -1761,6 +1794,7 @@ class SessionStoreImpl implements SessionStore {
   async salvage(id: string, request: { readonly to: string }): Promise<SalvageReport> {
     assertSessionId(id)
     const to = assertSessionId(request.to)
+    if ((await this.#olderGeneration(id)) !== null) return this.#salvageOlder(id, to)
     const { handle, log } = await this.#openLog(id, { write: false })
     try {
       const { outcome, zstd } = await this.#scan(id, handle, { log })
@@ -1844,43 +1878,76 @@ class SessionStoreImpl implements SessionStore {
     }
   }
 
+  /**
+   * Salvage of an older generation (v0 `session.jsonl`), read through migration: its good
+   * prefix is re-encoded as v4 lines (another format: no byte copy), then `session/salvage`.
+   * Offsets and byte counts are the source file's.
+   */
+  async #salvageOlder(id: string, to: string): Promise<SalvageReport> {
+    const report = await this.verify(id)
+    let lastSeq = -1
+    let damage: JsonlStoreError | null = null
+    try {
+      for await (const event of this.readEvents(id)) lastSeq = event.seq
+    } catch (error) {
+      if (!JsonlStoreError.is(error)) throw error
+      damage = error
+    }
+    const { header: source } = await this.readHeader(id)
+    const sourceFile = report.file
+    const droppedFromOffset = report.damage?.offset ?? report.tornTail?.offset ?? report.bytes
+    const reason = damage !== null ? damage.code : report.tornTail !== null ? 'torn-tail' : 'none'
+    const salvageEvent: SessionEvent<'session/salvage'> = {
+      seq: lastSeq + 1,
+      time: this.#clock(),
+      type: 'session/salvage',
+      data: { sourceSession: id, sourceFile, lastGoodSeq: lastSeq, droppedFromOffset, reason },
+    }
+    parseEvent(salvageEvent, this.#registry)
+    const header = this.#buildHeader(to, {
+      ...(source?.cwd === undefined ? {} : { cwd: source.cwd }),
+      ...(source?.delegationDepth === undefined ? {} : { delegationDepth: source.delegationDepth }),
+      ...(source?.metadata === undefined ? {} : { metadata: source.metadata }),
+    })
+    await this.#ensureRoot(true)
+    const directory = await this.#ensureSessionDirectory(to)
+    const target = sessionLog(to, this.#encoding)
+    const events = (): AsyncIterable<LoggedEvent> => this.readEvents(id, { toSeq: lastSeq })
+    const published = await this.#publish({
+      id: to,
+      directory,
+      kind: 'salvage',
+      header,
+      log: target,
+      codec: target.encoding === 'zstd' ? await zstdCodecFor(target.file) : undefined,
+      body: async function* reencodeGoodEvents() {
+        if (lastSeq >= 0) for await (const event of events()) yield encodeEventLine(event)
+        yield encodeEventLine(salvageEvent)
+      },
+    })
+    await published.handle.close().catch(() => undefined)
+    await published.lock.release()
+    return {
+      from: id,
+      to,
+      file: target.file,
+      copiedEvents: lastSeq + 1,
+      lastGoodSeq: lastSeq,
+      salvageSeq: lastSeq + 1,
+      droppedFromOffset,
+      droppedBytes: report.bytes - droppedFromOffset,
+      reason,
+      sourceError: damage,
+    }
+  }
+
   async fork(
     id: string,
     request: { readonly to: string; readonly atSeq: number; readonly openTurn?: 'close' | 'refuse' },
   ): Promise<SessionWriter> {
     assertSessionId(id)
     const to = assertSessionId(request.to)
-    const { handle, log } = await this.#openLog(id, { write: false })
-    let header: SessionHeader | null
-    const prefix: LoggedEvent[] = []
-    try {
-      const file = log.file
-      const scanOptions = {
-        format: V4_FORMAT,
-        limits: this.#limits,
-        registry: this.#registry,
-        file,
-        sessionId: id,
-        onEvent: (event: LoggedEvent) => {
-          if (event.seq <= request.atSeq) prefix.push(event)
-        },
-        ...(Number.isSafeInteger(request.atSeq) ? { stopBeforeLine: request.atSeq + 3 } : {}),
-      }
-      const outcome =
-        log.encoding === 'zstd'
-          ? await scanZstdLog(handle, { ...scanOptions, codec: await zstdCodecFor(file) })
-          : await scanLog(readFileChunks(handle, { chunkBytes: this.#limits.readChunkBytes }), scanOptions)
-      if (outcome.damage !== null) throw outcome.damage
-      header = outcome.header
-    } catch (error) {
-      throw toStoreError(error, {
-        op: 'read',
-        file: log.file,
-        fallback: JsonlErrorCode.READ_FAILED,
-      })
-    } finally {
-      await handle.close().catch(() => undefined)
-    }
+    const { header, prefix } = await this.#forkSource(id, request.atSeq)
     let seed: ReturnType<typeof planFork>
     try {
       seed = planFork(prefix, {
@@ -1910,6 +1977,150 @@ class SessionStoreImpl implements SessionStore {
       },
       seed: seed.events,
     })
+  }
+
+  /** The header and events 0..atSeq of a fork's parent, from whichever log a read opens. */
+  async #forkSource(
+    id: string,
+    atSeq: number,
+  ): Promise<{ header: SessionHeader | null; prefix: LoggedEvent[] }> {
+    if ((await this.#olderGeneration(id)) !== null) {
+      // An older generation (v0 session.jsonl) is read through migration, like every read.
+      const prefix: LoggedEvent[] = []
+      if (Number.isSafeInteger(atSeq) && atSeq >= 0) {
+        for await (const event of this.readEvents(id, { toSeq: atSeq })) prefix.push(event)
+      }
+      return { header: (await this.readHeader(id)).header, prefix }
+    }
+    const { handle, log } = await this.#openLog(id, { write: false })
+    let header: SessionHeader | null
+    const prefix: LoggedEvent[] = []
+    try {
+      const file = log.file
+      const scanOptions = {
+        format: V4_FORMAT,
+        limits: this.#limits,
+        registry: this.#registry,
+        file,
+        sessionId: id,
+        onEvent: (event: LoggedEvent) => {
+          if (event.seq <= atSeq) prefix.push(event)
+        },
+        ...(Number.isSafeInteger(atSeq) ? { stopBeforeLine: atSeq + 3 } : {}),
+      }
+      const outcome =
+        log.encoding === 'zstd'
+          ? await scanZstdLog(handle, { ...scanOptions, codec: await zstdCodecFor(file) })
+          : await scanLog(readFileChunks(handle, { chunkBytes: this.#limits.readChunkBytes }), scanOptions)
+      if (outcome.damage !== null) throw outcome.damage
+      header = outcome.header
+    } catch (error) {
+      throw toStoreError(error, {
+        op: 'read',
+        file: log.file,
+        fallback: JsonlErrorCode.READ_FAILED,
+      })
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+    return { header, prefix }
+  }
+
+  // ---------------------------------------------------------------- encoding-blind views
+
+  /** The log a read opens now: an older generation, or the v4 log in whichever encoding it has. */
+  async #currentLog(
+    id: string,
+  ): Promise<FollowedLog & { readonly directory: string; readonly name: string }> {
+    const older = await this.#olderGeneration(id)
+    if (older !== null) {
+      const name = older.source.file
+      return {
+        directory: older.directory,
+        name,
+        path: join(older.directory, name),
+        file: `${id}/${name}`,
+        encoding: older.source.encoding,
+        version: older.source.version,
+      }
+    }
+    const directory = await this.#checkSessionDirectory(id, { write: false })
+    const log = await locateSessionLog({
+      fs: this.#fs,
+      directory,
+      id,
+      mode: 'read',
+      limits: this.#limits,
+      logger: this.#logger,
+    })
+    return {
+      directory,
+      name: log.name,
+      path: join(directory, log.name),
+      file: log.file,
+      encoding: log.encoding,
+      version: SESSION_FORMAT_VERSION,
+    }
+  }
+
+  async sessionFiles(id: string): Promise<SessionFiles> {
+    assertSessionId(id)
+    const log = await this.#currentLog(id)
+    return listSessionFiles(this.#fs, {
+      directory: log.directory,
+      id,
+      currentName: log.name,
+      version: log.version,
+      encoding: log.encoding,
+    })
+  }
+
+  async readHeader(id: string): Promise<SessionHeaderRead> {
+    assertSessionId(id)
+    const older = await this.#olderGeneration(id)
+    if (older !== null) {
+      const summary = await summarizeOlderGeneration(this.#generationContext(), {
+        directory: older.directory,
+        id,
+        generation: older.source,
+      })
+      return {
+        id,
+        header: summary.header,
+        file: summary.file,
+        version: summary.version,
+        encoding: older.source.encoding,
+      }
+    }
+    const { handle, log } = await this.#openLog(id, { write: false })
+    try {
+      const outcome = await this.#peekHeader(id, handle, log)
+      if (outcome.damage !== null && isRefusal(outcome.damage)) throw outcome.damage
+      return {
+        id,
+        header: outcome.header,
+        file: log.file,
+        version: SESSION_FORMAT_VERSION,
+        encoding: log.encoding,
+      }
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+  }
+
+  follow(id: string, options: FollowOptions = {}): AsyncIterable<LoggedEvent> {
+    assertSessionId(id)
+    const checked = checkFollowOptions(options)
+    return followSession(
+      {
+        fs: this.#fs,
+        limits: this.#limits,
+        registry: this.#registry,
+        locate: () => this.#currentLog(id),
+        readEvents: (fromSeq) => this.readEvents(id, { fromSeq }),
+      },
+      { ...checked, ...(options.signal === undefined ? {} : { signal: options.signal }) },
+    )
   }
 }
 

@@ -21,6 +21,7 @@ import { snapshotJson } from './json-snapshot.ts'
 import { redactJson } from './redaction.ts'
 import type { RedactionPolicy } from './redaction.ts'
 import type { WriterLock } from './writer-lock.ts'
+import type { StoreLogger } from './store-logger.ts'
 import type { CheckpointUse } from './checkpoint-open.ts'
 import type { CheckpointWriter } from './checkpoint-writer.ts'
 
@@ -93,10 +94,7 @@ export interface SessionWriter {
   close(): Promise<void>
 }
 
-/** Receives warnings (chmod fixes, failed automatic flushes, missing headers...). */
-export interface StoreLogger {
-  warn(message: string, details?: Record<string, unknown>): void
-}
+export type { StoreLogger } from './store-logger.ts'
 
 /** Everything a writer is built from (internal). */
 export interface WriterInit {

@@ -80,7 +80,7 @@ export interface MigrationReport {
  * @param generation - The generation.
  * @returns `<id>/<file>`, relative to the store root.
  */
-export function generationDisplay(id: string, generation: GenerationFile): string {
+function generationDisplay(id: string, generation: GenerationFile): string {
   return `${id}/${generation.file}`
 }
 

@@ -99,7 +99,7 @@ export interface LockOptions {
 }
 
 /** The JSON record stored in `writer.lock` (and in break claims). */
-export interface LockRecord {
+interface LockRecord {
   readonly pid: number
   readonly host: string
   /** Linux: field 22 (starttime, clock ticks after boot) of /proc/<pid>/stat; null where unavailable. */
@@ -113,7 +113,7 @@ export interface LockRecord {
 }
 
 /** A stale lock that {@link acquireWriterLock} broke before taking the lock. */
-export interface BrokenLock {
+interface BrokenLock {
   /** The previous holder's pid, or null when the file held no valid record. */
   readonly holderPid: number | null
   readonly holderHost: string | null

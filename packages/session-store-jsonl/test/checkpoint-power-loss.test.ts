@@ -9,7 +9,7 @@ import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { CHECKPOINT_FILE_NAME, decodeCheckpointHead, decodeCheckpointSnapshot } from '../src/index.ts'
+import { CHECKPOINT_FILE_NAME, decodeCheckpointHead, decodeCheckpointSnapshot } from '../src/format.ts'
 import type { SessionReadResult } from '../src/index.ts'
 import { createPowerLossRecorder } from './support/fault-fs.ts'
 import type { Damage } from './support/fault-fs.ts'

@@ -23,30 +23,22 @@ import type { Projection } from '@agent-ledger/session-projection'
 import { z } from 'zod'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 
+import { JsonlErrorCode, JsonlStoreError, nodeFsOps } from '../src/index.ts'
 import {
   CHECKPOINT_FILE_NAME,
   CHECKPOINT_FORMAT,
   decodeCheckpointHead,
   decodeCheckpointSnapshot,
   encodeCheckpoint,
-  JsonlErrorCode,
-  JsonlStoreError,
   encodeEventLine,
   LOG_FILE_NAME,
-  nodeFsOps,
   resolveCheckpointOptions,
   resolveLimits,
   V4_FORMAT,
-} from '../src/index.ts'
+} from '../src/format.ts'
 import { CheckpointWriter } from '../src/checkpoint-writer.ts'
-import type {
-  CheckpointBinding,
-  CheckpointRecord,
-  FileHandleOps,
-  FsOps,
-  SessionReadResult,
-  SessionStoreOptions,
-} from '../src/index.ts'
+import type { FileHandleOps, FsOps, SessionReadResult, SessionStoreOptions } from '../src/index.ts'
+import type { CheckpointBinding, CheckpointRecord } from '../src/format.ts'
 import { createFaultFs } from './support/fault-fs.ts'
 import { collect, makeTempDir, testStore, turnInputs } from './support/sessions.ts'
 

@@ -9,7 +9,8 @@ import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { CHECKPOINT_FILE_NAME, JsonlStoreError, LOG_FILE_NAME } from '../src/index.ts'
+import { JsonlStoreError } from '../src/index.ts'
+import { CHECKPOINT_FILE_NAME, LOG_FILE_NAME } from '../src/format.ts'
 import type { SessionStore } from '../src/index.ts'
 import { seededRandom } from './support/fault-fs.ts'
 import {
@@ -220,7 +221,7 @@ describe('V7: header checks in order: the line checksum first', () => {
 
   it('V7: a checksummed header with a newer version is still VERSION_TOO_NEW, before the rest of the header is judged', async () => {
     const line = JSON.stringify({ format: 'agent-ledger.session', version: 5, id: 'other', whatever: true })
-    const { encodeJsonLine } = await import('../src/index.ts')
+    const { encodeJsonLine } = await import('../src/format.ts')
     placeSession(temp.path, 'newer', encodeJsonLine(line))
     expect((await caught(store.verify('newer'))).code).toBe('VERSION_TOO_NEW')
   })

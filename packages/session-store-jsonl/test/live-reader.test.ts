@@ -3,7 +3,7 @@ import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { LOG_FILE_NAME } from '../src/index.ts'
+import { LOG_FILE_NAME } from '../src/format.ts'
 import { spawnTsChild } from './support/children.ts'
 import { collect, makeTempDir, testStore } from './support/sessions.ts'
 

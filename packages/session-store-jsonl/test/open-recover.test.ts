@@ -11,7 +11,8 @@ import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { encodeEventLine, encodeJsonLine, JsonlStoreError, LOG_FILE_NAME } from '../src/index.ts'
+import { JsonlStoreError } from '../src/index.ts'
+import { encodeEventLine, encodeJsonLine, LOG_FILE_NAME } from '../src/format.ts'
 import type { SessionStore } from '../src/index.ts'
 import { recordCrashSection } from './support/crash-summary.ts'
 import { seededRandom } from './support/fault-fs.ts'

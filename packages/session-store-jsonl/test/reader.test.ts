@@ -7,16 +7,17 @@ import type { LoggedEvent } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
+import { JsonlStoreError } from '../src/index.ts'
 import {
   encodeEventLine,
   encodeJsonLine,
-  JsonlStoreError,
   LineSplitter,
   LOG_FILE_NAME,
   scanLog,
   V4_FORMAT,
-} from '../src/index.ts'
-import type { ScanOutcome, SessionStore } from '../src/index.ts'
+} from '../src/format.ts'
+import type { SessionStore } from '../src/index.ts'
+import type { ScanOutcome } from '../src/format.ts'
 import { refineRepeatedSeq } from '../src/read-log.ts'
 import { recordCrashSection } from './support/crash-summary.ts'
 import {

@@ -5,14 +5,14 @@ import { fileURLToPath } from 'node:url'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
+import { JsonlStoreError } from '../src/index.ts'
 import {
   crc32cHex,
   encodeEventLine,
   encodeJsonLine,
-  JsonlStoreError,
   LOG_FILE_NAME,
   verifyLineChecksum,
-} from '../src/index.ts'
+} from '../src/format.ts'
 import type { SessionStore } from '../src/index.ts'
 import { seededRandom } from './support/fault-fs.ts'
 import {

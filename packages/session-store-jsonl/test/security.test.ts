@@ -18,7 +18,8 @@ import { fc, test as propertyTest } from '@fast-check/vitest'
 import type { EventInput } from '@agent-ledger/session-events'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { assertSessionId, encodeEventLine, JsonlStoreError, LOG_FILE_NAME, nodeFsOps } from '../src/index.ts'
+import { assertSessionId, JsonlStoreError, nodeFsOps } from '../src/index.ts'
+import { encodeEventLine, LOG_FILE_NAME } from '../src/format.ts'
 import type { FsOps, SessionStore } from '../src/index.ts'
 import { createFaultFs } from './support/fault-fs.ts'
 import {

@@ -14,7 +14,8 @@ import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { CHECKPOINT_FILE_NAME, JsonlStoreError, LOG_FILE_NAME } from '../src/index.ts'
+import { JsonlStoreError } from '../src/index.ts'
+import { CHECKPOINT_FILE_NAME, LOG_FILE_NAME } from '../src/format.ts'
 import type { SessionStore } from '../src/index.ts'
 import { closedSessionInputs, makeTempDir, testStore, writeSession } from './support/sessions.ts'
 

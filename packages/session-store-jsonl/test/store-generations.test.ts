@@ -18,7 +18,8 @@ import { join } from 'node:path'
 import type { SessionEvent } from '@agent-ledger/session-events'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { encodeJsonLine, JsonlStoreError } from '../src/index.ts'
+import { JsonlStoreError } from '../src/index.ts'
+import { encodeJsonLine } from '../src/format.ts'
 import type { MigrationProgress, SessionStore } from '../src/index.ts'
 import {
   collect,

@@ -23,7 +23,8 @@ import { join } from 'node:path'
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
-import { JsonlStoreError, LOG_FILE_NAME } from '../src/index.ts'
+import { JsonlStoreError } from '../src/index.ts'
+import { LOG_FILE_NAME } from '../src/format.ts'
 import type { SessionStore } from '../src/index.ts'
 import { closedSessionInputs, testStore, turnInputs } from './support/sessions.ts'
 

@@ -4,7 +4,8 @@ import { join } from 'node:path'
 
 import { afterAll, describe, expect, it } from 'vitest'
 
-import { createSessionStore, LOG_FILE_NAME } from '../src/index.ts'
+import { createSessionStore } from '../src/index.ts'
+import { LOG_FILE_NAME } from '../src/format.ts'
 import {
   checkPowerLossImage,
   CRASH_STORE_OPTIONS,

@@ -4,7 +4,8 @@ import { basename, join } from 'node:path'
 
 import { afterAll, describe, expect, it } from 'vitest'
 
-import { createSessionStore, JsonlStoreError, LOG_FILE_NAME } from '../src/index.ts'
+import { createSessionStore, JsonlStoreError } from '../src/index.ts'
+import { LOG_FILE_NAME } from '../src/format.ts'
 import type { SessionWriter } from '../src/index.ts'
 import { CRASH_STORE_OPTIONS, referenceLines, splitLines } from './support/crash-harness.ts'
 import { createFaultFs } from './support/fault-fs.ts'

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 
 import { afterAll, describe, expect, it } from 'vitest'
 
-import { LOG_FILE_NAME } from '../src/index.ts'
+import { LOG_FILE_NAME } from '../src/format.ts'
 import { bundleChild, spawnChild } from './support/children.ts'
 import { checkCrashedSession, createCrashSession, splitLines } from './support/crash-harness.ts'
 

@@ -5,7 +5,8 @@ import { join } from 'node:path'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { createSessionStore, LOG_FILE_NAME } from '../src/index.ts'
+import { createSessionStore } from '../src/index.ts'
+import { LOG_FILE_NAME } from '../src/format.ts'
 import { bundleChild, spawnChild } from './support/children.ts'
 import { createFaultFs } from './support/fault-fs.ts'
 

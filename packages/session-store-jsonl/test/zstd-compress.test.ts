@@ -6,7 +6,8 @@ import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { JsonlStoreError, SEALED_FRAME_MIN_BYTES } from '../src/index.ts'
+import { JsonlStoreError } from '../src/index.ts'
+import { SEALED_FRAME_MIN_BYTES } from '../src/format.ts'
 import type { CompressProgress, SessionStore } from '../src/index.ts'
 import { spawnBundledChild } from './support/children.ts'
 import {

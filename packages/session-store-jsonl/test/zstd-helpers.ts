@@ -108,20 +108,6 @@ export function makeTempDir(): string {
   return mkdtempSync(join(tmpdir(), 'agent-ledger-zstd-'))
 }
 
-/** Splits bytes ending in `\n` into lines without their `\n`. */
-export function splitLines(bytes: Uint8Array): Buffer[] {
-  const lines: Buffer[] = []
-  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  let at = 0
-  while (at < buffer.length) {
-    const newline = buffer.indexOf(0x0a, at)
-    if (newline === -1) throw new Error('content does not end with a newline')
-    lines.push(buffer.subarray(at, newline))
-    at = newline + 1
-  }
-  return lines
-}
-
 /** A hand-made Zstandard frame: `descriptor`, optional window descriptor and FCS bytes, then blocks. */
 export function craftFrame(options: {
   descriptor: number

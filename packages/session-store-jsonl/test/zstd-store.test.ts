@@ -6,7 +6,8 @@ import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { encodeEventLine, encodeJsonLine, JsonlStoreError } from '../src/index.ts'
+import { JsonlStoreError } from '../src/index.ts'
+import { encodeEventLine, encodeJsonLine } from '../src/format.ts'
 import type { SessionStore } from '../src/index.ts'
 import { seededRandom } from './support/fault-fs.ts'
 import {

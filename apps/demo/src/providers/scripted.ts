@@ -5,10 +5,10 @@ import { READ_ONLY_TOOLS } from '../tools.ts'
 import type { ModelRequest, ModelResponse, Provider } from './provider.ts'
 
 /** Suffix of the files the scripted model writes: `notes.md` is summarized into `notes.md.summary.md`. */
-export const SUMMARY_SUFFIX = '.summary.md'
+const SUMMARY_SUFFIX = '.summary.md'
 
 /** Prompts starting with this run the rest of the prompt as one `run_command` call. */
-export const RUN_PREFIX = 'run:'
+const RUN_PREFIX = 'run:'
 
 function textOf(message: WireMessage): string {
   if (typeof message.content === 'string') return message.content

@@ -3,7 +3,7 @@ import type { CommandIo } from '../../src/commands.ts'
 import type { ChildRun } from '../../src/demo.ts'
 
 /** Thrown by the fake `kill` so a `--crash-at` run stops where SIGKILL would have stopped it. */
-export class SimulatedKill extends Error {
+class SimulatedKill extends Error {
   constructor() {
     super('simulated SIGKILL')
   }

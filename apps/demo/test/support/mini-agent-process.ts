@@ -5,12 +5,12 @@ import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 
 /** Absolute path of mini-agent's entry point. */
-export const MAIN_SCRIPT = path.join(import.meta.dirname, '..', '..', 'src', 'main.ts')
+const MAIN_SCRIPT = path.join(import.meta.dirname, '..', '..', 'src', 'main.ts')
 
 const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 
 /** Node arguments that run mini-agent from source, as `pnpm demo` does (tsx loader + source condition). */
-export const NODE_ARGS = ['--conditions=@agent-ledger/source', '--import', tsxLoader, MAIN_SCRIPT]
+const NODE_ARGS = ['--conditions=@agent-ledger/source', '--import', tsxLoader, MAIN_SCRIPT]
 
 /** What a finished mini-agent process did. */
 export interface Finished {

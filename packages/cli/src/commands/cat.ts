@@ -43,7 +43,7 @@ export const catCommand: CommandSpec = {
     if (fromSeq !== undefined && toSeq !== undefined && fromSeq > toSeq) {
       throw usageError(`cat: expected --from <= --to, found --from ${fromSeq} --to ${toSeq}`)
     }
-    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    const location = await resolveSession(args.positionals[0]!, context)
     const store = context.store(location.root)
     const range = {
       ...(fromSeq === undefined ? {} : { fromSeq }),

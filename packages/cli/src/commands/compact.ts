@@ -99,7 +99,7 @@ export const compactCommand: CommandSpec = {
     const summary = await summaryOf(context, args)
     const compactionId = text(args, 'id') ?? `cmp-${randomBytes(4).toString('hex')}`
     if (compactionId === '') throw usageError('compact: expected a non-empty --id, found ""')
-    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    const location = await resolveSession(args.positionals[0]!, context)
     const store = context.store(location.root)
     const writer = await store.openWriter(location.id)
     let appended: number[]

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { link, lstat, open, rename, stat, unlink } from 'node:fs/promises'
+import { link, lstat, open, rename, unlink } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 
@@ -11,7 +11,7 @@ import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine } from '../report-error.ts'
 import { displayPath, ioError, resolveSession } from '../session-path.ts'
 import type { SessionLocation } from '../session-path.ts'
-import { analyze, logFileName, readHeader } from '../transcript/analyze.ts'
+import { analyze } from '../transcript/analyze.ts'
 import { HtmlRenderer } from '../transcript/html.ts'
 import { markdownRenderer } from '../transcript/markdown.ts'
 import type { TranscriptRenderer } from '../transcript/render.ts'
@@ -147,10 +147,7 @@ async function runExport(
     total: null,
     enabled: context.progressEnabled,
   })
-  scan.total = await stat(location.logFile).then(
-    (stats) => stats.size,
-    () => null,
-  )
+  scan.total = location.logBytes
   let scanning = true
   const store = context.store(location.root, {
     path: location.logFile,
@@ -158,7 +155,10 @@ async function runExport(
       if (scanning) scan.update(bytes)
     },
   })
-  const header = await readHeader(location.logFile, logFileName(location.id)).catch(() => null)
+  // The header line only, from whichever log the store reads (plain, zstd, older generation);
+  // a refused header is reported by the scan below as the damage it is.
+  const headerRead = await store.readHeader(location.id).catch(() => null)
+  const header = headerRead?.header ?? null
   const analysis = await analyze(store.readEvents(location.id), header, () => undefined)
   scanning = false
   const sink =
@@ -177,7 +177,10 @@ async function runExport(
       renderer.begin({
         id: location.id,
         header,
-        file: displayPath(location.logFile, context.cwd),
+        file: displayPath(
+          headerRead === null ? location.logFile : join(location.root, headerRead.file),
+          context.cwd,
+        ),
         events: analysis.events,
         pending: analysis.pending.length,
         exportedAt: context.clock(),
@@ -237,7 +240,7 @@ export const exportCommand: CommandSpec = {
     }
     const output = text(args, 'output')
     if (flag(args, 'force') && output === undefined) throw usageError('export: --force needs -o FILE')
-    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    const location = await resolveSession(args.positionals[0]!, context)
     // Checked before reading the log: nothing is scanned for an output that would be refused.
     if (output !== undefined && !flag(args, 'force')) {
       const target = resolve(context.cwd, output)

@@ -50,7 +50,7 @@ export const forkCommand: CommandSpec = {
     if (openTurn !== 'close' && openTurn !== 'refuse') {
       throw usageError(`fork: expected --open-turn close or refuse, found ${JSON.stringify(openTurn)}`)
     }
-    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    const location = await resolveSession(args.positionals[0]!, context)
     const to = text(args, 'id') ?? `${location.id.slice(0, 100)}-fork-${randomBytes(4).toString('hex')}`
     const store = context.store(location.root)
     const writer = await store.fork(location.id, { to, atSeq, openTurn })

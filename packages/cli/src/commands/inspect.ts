@@ -1,7 +1,3 @@
-import { constants } from 'node:fs'
-import { lstat, open, readdir } from 'node:fs/promises'
-import { join } from 'node:path'
-
 import type { PendingToolCall } from '@agent-ledger/loop-repair'
 import type { SessionReadResult } from '@agent-ledger/session-store-jsonl'
 
@@ -39,81 +35,6 @@ Exit codes:
   1  the log is damaged (the good prefix is still described) or its header is refused
   2  usage or I/O error
 `
-
-/** One file of a session directory, classified. */
-interface DirectoryEntry {
-  readonly name: string
-  readonly kind: 'log' | 'quarantine' | 'lock' | 'temp' | 'checkpoint' | 'other'
-  readonly bytes: number
-  readonly current: boolean
-  readonly version?: number
-  readonly encoding?: 'plain' | 'zstd'
-}
-
-function classify(name: string): Pick<DirectoryEntry, 'kind' | 'version' | 'encoding'> {
-  const log = /^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$/.exec(name)
-  if (log !== null) {
-    return {
-      kind: 'log',
-      version: log[1] === undefined ? 0 : Number(log[1]),
-      encoding: log[2] === undefined ? 'plain' : 'zstd',
-    }
-  }
-  if (/\.jsonl(\.zstd)?\.torn-[0-9]+(-[0-9]+)?$/.test(name)) return { kind: 'quarantine' }
-  if (name === 'writer.lock') return { kind: 'lock' }
-  if (name.startsWith('.tmp-')) return { kind: 'temp' }
-  if (name === 'projection.checkpoint.msgpack') return { kind: 'checkpoint' }
-  return { kind: 'other' }
-}
-
-async function listDirectory(location: SessionLocation): Promise<DirectoryEntry[]> {
-  const names = (await readdir(location.directory)).sort()
-  const entries: DirectoryEntry[] = []
-  for (const name of names) {
-    const stats = await lstat(join(location.directory, name)).catch(() => null)
-    if (stats === null) continue
-    entries.push({
-      name,
-      bytes: stats.size,
-      current: join(location.directory, name) === location.logFile,
-      ...classify(name),
-    })
-  }
-  return entries
-}
-
-interface LockInfo {
-  readonly pid: unknown
-  readonly host: unknown
-  readonly acquiredAt: unknown
-  readonly heartbeatAt: unknown
-}
-
-async function readLock(location: SessionLocation): Promise<LockInfo | null> {
-  try {
-    // Never blocks on a FIFO (O_NONBLOCK), never follows a symlink, reads a regular file only.
-    const handle = await open(
-      join(location.directory, 'writer.lock'),
-      constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW,
-    )
-    let text: string
-    try {
-      if (!(await handle.stat()).isFile()) return null
-      text = await handle.readFile({ encoding: 'utf8' })
-    } finally {
-      await handle.close()
-    }
-    const value = JSON.parse(text.slice(0, 64 * 1024)) as Record<string, unknown>
-    return {
-      pid: value['pid'],
-      host: value['host'],
-      acquiredAt: value['acquiredAt'],
-      heartbeatAt: value['heartbeatAt'],
-    }
-  } catch {
-    return null
-  }
-}
 
 function pendingText(call: PendingToolCall): string {
   const state =
@@ -154,14 +75,15 @@ async function runInspect(
     total: null,
     enabled: context.progressEnabled,
   })
-  const entries = await listDirectory(location)
-  progress.total = entries.find((entry) => entry.current)?.bytes ?? null
+  // The store classifies the directory: which log is current, whatever its encoding or generation.
+  const entries = location.files.files
+  progress.total = location.logBytes
   const store = context.store(location.root, {
     path: location.logFile,
     onRead: (bytes) => progress.update(bytes),
   })
   const read = await store.openReader(location.id, { allowDamaged: true })
-  const lock = await readLock(location)
+  const lock = location.files.lock
   const projection = read.projection
   const surface = projection.surface()
   const stats = read.stats
@@ -273,7 +195,7 @@ export const inspectCommand: CommandSpec = {
   options: { json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION },
   positionals: ['<session>'],
   async run(context, args) {
-    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    const location = await resolveSession(args.positionals[0]!, context)
     return runInspect(context, location, { json: flag(args, 'json') })
   },
 }

@@ -1,5 +1,3 @@
-import { stat } from 'node:fs/promises'
-
 import { planRepairFromState } from '@agent-ledger/loop-repair'
 import type { SurfaceNode } from '@agent-ledger/session-projection'
 
@@ -76,10 +74,7 @@ async function runMessages(
     total: null,
     enabled: context.progressEnabled,
   })
-  progress.total = await stat(location.logFile).then(
-    (stats) => stats.size,
-    () => null,
-  )
+  progress.total = location.logBytes
   const store = context.store(location.root, {
     path: location.logFile,
     onRead: (bytes) => progress.update(bytes),
@@ -135,7 +130,7 @@ export const messagesCommand: CommandSpec = {
   options: { json: JSON_OPTION, repaired: { type: 'boolean' }, 'no-progress': NO_PROGRESS_OPTION },
   positionals: ['<session>'],
   async run(context, args) {
-    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    const location = await resolveSession(args.positionals[0]!, context)
     return runMessages(context, location, { json: flag(args, 'json'), repaired: flag(args, 'repaired') })
   },
 }

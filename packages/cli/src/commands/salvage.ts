@@ -34,7 +34,7 @@ export const salvageCommand: CommandSpec = {
   positionals: ['<session>'],
   async run(context, args) {
     const to = requiredText(args, { command: 'salvage', name: 'to' })
-    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    const location = await resolveSession(args.positionals[0]!, context)
     const store = context.store(location.root)
     const report = await store.salvage(location.id, { to })
     const file = shownFile(report.file, context.errorContext)

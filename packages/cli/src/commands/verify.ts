@@ -1,4 +1,4 @@
-import { stat } from 'node:fs/promises'
+import { join } from 'node:path'
 
 import type { TornTail, VerifyReport } from '@agent-ledger/session-store-jsonl'
 
@@ -9,7 +9,7 @@ import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine, shownFile } from '../report-error.ts'
-import { displayPath, ioError, resolveSession } from '../session-path.ts'
+import { displayPath, resolveSession } from '../session-path.ts'
 import type { SessionLocation } from '../session-path.ts'
 import { formatBytes } from '../terminal-text.ts'
 
@@ -20,7 +20,8 @@ terminator, size, UTF-8, JSON, nesting depth, CRC-32C checksum, seq density (den
 0), known event types and the projection rules. Nothing is written, locked or repaired.
 
 <session> is a session directory (its parent is the store root, its name the session id)
-or a log file inside one (session.v4.jsonl).
+or a log file inside one (session.v4.jsonl, session.v4.jsonl.zstd, or an older
+generation such as session.jsonl, read through an in-memory migration).
 
 Outcomes:
   ok          every byte is a good line.
@@ -59,18 +60,10 @@ async function runVerify(
   location: SessionLocation,
   options: { readonly json: boolean; readonly strict: boolean },
 ): Promise<number> {
-  const shownLog = displayPath(location.logFile, context.cwd)
-  let total: number | null = null
-  try {
-    total = (await stat(location.logFile)).size
-  } catch (error) {
-    if ((error as { code?: unknown }).code !== 'ENOENT')
-      throw ioError(error, { path: shownLog, doing: 'read' })
-  }
   const progress = new Progress(context.io, {
     label: 'verify',
     unit: 'bytes',
-    total,
+    total: location.logBytes,
     enabled: context.progressEnabled,
   })
   const store = context.store(location.root, {
@@ -78,6 +71,8 @@ async function runVerify(
     onRead: (bytes) => progress.update(bytes),
   })
   const report: VerifyReport = await store.verify(location.id)
+  // The file the store verified (any encoding or generation), as the user sees paths.
+  const shownLog = displayPath(join(location.root, report.file), context.cwd)
   const torn = report.status === 'torn-tail'
   const failed = report.status === 'damaged' || (torn && options.strict)
   if (options.json) {
@@ -133,7 +128,7 @@ export const verifyCommand: CommandSpec = {
   options: { json: JSON_OPTION, strict: { type: 'boolean' }, 'no-progress': NO_PROGRESS_OPTION },
   positionals: ['<session>'],
   async run(context, args) {
-    const location = await resolveSession(args.positionals[0]!, context.cwd)
+    const location = await resolveSession(args.positionals[0]!, context)
     return runVerify(context, location, { json: flag(args, 'json'), strict: flag(args, 'strict') })
   },
 }

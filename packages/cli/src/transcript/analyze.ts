@@ -1,5 +1,3 @@
-import { constants } from 'node:fs'
-
 import { isRepairCode } from '@agent-ledger/loop-repair'
 import type { PendingToolCall } from '@agent-ledger/loop-repair'
 import { coreEventRegistry } from '@agent-ledger/session-events'
@@ -7,14 +5,6 @@ import type { LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
 
 import { coreEvent } from '../describe-event.ts'
-import {
-  DEFAULT_STORE_LIMITS,
-  LOG_FILE_NAME,
-  nodeFsOps,
-  readFileChunks,
-  scanLog,
-  V4_FORMAT,
-} from '@agent-ledger/session-store-jsonl'
 
 /** Where an assistant tool call got its answer. */
 export interface CallOutcome {
@@ -144,35 +134,6 @@ class Pairing {
 }
 
 /**
- * Reads the header line of a log (bounded), without scanning the rest.
- *
- * @param logFile - The log's absolute path.
- * @param file - Its name for errors (relative to the root).
- * @returns The header, or null when the log has none.
- */
-export async function readHeader(logFile: string, file: string): Promise<SessionHeader | null> {
-  const handle = await nodeFsOps.open(logFile, constants.O_RDONLY | constants.O_NOFOLLOW)
-  try {
-    let header: SessionHeader | null = null
-    await scanLog(readFileChunks(handle, { chunkBytes: 64 * 1024 }), {
-      format: V4_FORMAT,
-      limits: DEFAULT_STORE_LIMITS,
-      registry: coreEventRegistry,
-      file,
-      onEvent: () => undefined,
-      onHeader: (found) => {
-        header = found
-        return true
-      },
-      stopBeforeLine: 2,
-    })
-    return header
-  } finally {
-    await handle.close().catch(() => undefined)
-  }
-}
-
-/**
  * The first pass of an export: folds every event into a projection and pairs calls with results.
  *
  * @param source - The events in seq order (a damaged log's stream throws after its good prefix).
@@ -220,11 +181,6 @@ export async function analyze(
     compactionReplacement,
     damage,
   }
-}
-
-/** The file name errors use for a session's log. */
-export function logFileName(id: string): string {
-  return `${id}/${LOG_FILE_NAME}`
 }
 
 /**

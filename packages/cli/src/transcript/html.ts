@@ -11,7 +11,7 @@ import type { CallView, EventView } from './view.ts'
  * @param text - Untrusted text.
  * @returns HTML-safe text.
  */
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return visibleControls(text)
     .replaceAll('&', '&amp;')
     .replaceAll('<', '&lt;')

@@ -17,7 +17,7 @@ export interface CallView {
 }
 
 /** What a `tool/result` answers and how. */
-export interface ResultView {
+interface ResultView {
   readonly callId: string
   readonly target: ResultTarget | null
   readonly isError: boolean

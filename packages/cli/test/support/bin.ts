@@ -7,7 +7,7 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 /** The built binary, as `npm i @agent-ledger/cli` installs it. */
-export const BIN = fileURLToPath(new URL('../../dist/bin.js', import.meta.url))
+const BIN = fileURLToPath(new URL('../../dist/bin.js', import.meta.url))
 
 /** What a finished child printed, and how it ended. */
 export interface BinRun {

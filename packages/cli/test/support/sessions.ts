@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import type { EventInput } from '@agent-ledger/session-events'
-import { createSessionStore, LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl'
+import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl/format'
 import type { SessionStore } from '@agent-ledger/session-store-jsonl'
 
 import { runCli } from '../../src/index.ts'
@@ -20,7 +21,7 @@ export function makeRoot(prefix = 'al-cli-'): { root: string; cleanup: () => voi
 }
 
 /** A clock ticking one second per call from 2026-01-01, so logs are reproducible. */
-export function steppingClock(start = Date.UTC(2026, 0, 1)): () => string {
+function steppingClock(start = Date.UTC(2026, 0, 1)): () => string {
   let tick = 0
   return () => new Date(start + 1000 * tick++).toISOString()
 }
@@ -98,7 +99,7 @@ export function flipByteInLine(root: string, id: string, lineNumber: number): { 
 }
 
 /** Messages and a tool call in the shape of the seed's mini-agent: one complete turn. */
-export function toolTurn(
+function toolTurn(
   turn: number,
   options: { readonly user?: string; readonly output?: string; readonly reply?: string } = {},
 ): EventInput[] {

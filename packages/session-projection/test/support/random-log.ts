@@ -145,7 +145,7 @@ const replacementType: Record<'system' | 'user' | 'assistant', SurfaceEventType>
  * that no tool result is split from its assistant message, and moved off a leading system
  * message unless the replacement is one.
  */
-export function validRange(
+function validRange(
   nodes: readonly SurfaceNode[],
   from: number,
   span: number,

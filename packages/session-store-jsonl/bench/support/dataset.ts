@@ -28,12 +28,13 @@ import type { EventInput } from '@agent-ledger/session-events'
 import { planCompaction } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
-import { createSessionStore, encodeEventLine, LOG_FILE_NAME } from '../../src/index.ts'
+import { createSessionStore } from '../../src/index.ts'
+import { encodeEventLine, LOG_FILE_NAME } from '../../src/format.ts'
 import { generateSessionEvents, generateSessionHeader } from '../generate-session.ts'
 import type { GeneratedHeader } from '../generate-session.ts'
 
 /** Bump when the generator's output changes (invalidates every cached dataset). */
-export const DATASET_GENERATOR_VERSION = 1
+const DATASET_GENERATOR_VERSION = 1
 
 const MB = 1_000_000
 /** One multi-MB tool result per this many bytes of log. */
@@ -235,7 +236,7 @@ function cacheKey(parts: Record<string, unknown>): string {
 }
 
 /** The cache directory of a dataset kind, `os.tmpdir()/agent-ledger-bench-<hash>`. */
-export function cacheDirectory(parts: Record<string, unknown>): string {
+function cacheDirectory(parts: Record<string, unknown>): string {
   return join(tmpdir(), `agent-ledger-bench-${cacheKey(parts)}`)
 }
 
@@ -272,7 +273,7 @@ export async function cached<TInfo>(
 }
 
 /** Seed of every benchmark session (one seed, several sizes). */
-export const DATASET_SEED = 20250106
+const DATASET_SEED = 20250106
 
 /**
  * The header fields of the benchmark sessions (from the base generator, seed {@link DATASET_SEED}).
@@ -292,7 +293,7 @@ export function generateAgentSessionHeader(): Pick<GeneratedHeader, 'createdAt' 
  * @param request - Session id and generator options.
  * @returns The number of events written.
  */
-export async function writeAgentSession(
+async function writeAgentSession(
   root: string,
   request: AgentSessionOptions & { readonly id: string },
 ): Promise<number> {

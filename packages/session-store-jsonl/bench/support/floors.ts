@@ -7,14 +7,14 @@ import { open, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 
 /** Bytes per read of the bare loops: the store's default `readChunkBytes`. */
-export const FLOOR_CHUNK_BYTES = 1024 * 1024
+const FLOOR_CHUNK_BYTES = 1024 * 1024
 
 /**
  * Splits a stream of chunks on `\n` and `JSON.parse`s every line: the bare part of every
  * open floor. A line inside one chunk is decoded straight from it; a line straddling chunks
  * is concatenated once.
  */
-export class BareLineParser {
+class BareLineParser {
   #pieces: Buffer[] = []
   #pendingBytes = 0
   /** Lines parsed so far. */

@@ -26,7 +26,7 @@ export interface RunOptions {
  * @param values - The samples.
  * @returns Their median.
  */
-export function median(values: readonly number[]): number {
+function median(values: readonly number[]): number {
   if (values.length === 0) throw new Error('median of no samples')
   const sorted = [...values].sort((left, right) => left - right)
   return sorted[Math.floor((sorted.length - 1) / 2)]!

@@ -38,7 +38,7 @@ export interface SourceScan {
 }
 
 /** What a reader needs. */
-export interface GenerationReadOptions {
+interface GenerationReadOptions {
   /** The source file as errors name it. */
   readonly file: string
   readonly limits: LineLimits
@@ -124,7 +124,7 @@ function sourceScan(version: number, outcome: ScanEnd, headerLine: Buffer | null
 }
 
 /** Format v0: `session.jsonl` (see `src/v0`). */
-export const V0_READER: GenerationReader = Object.freeze<GenerationReader>({
+const V0_READER: GenerationReader = Object.freeze<GenerationReader>({
   version: 0,
   async scan(source, options) {
     const chunks = readV0Chunks(source, options)
@@ -178,7 +178,7 @@ export const V0_READER: GenerationReader = Object.freeze<GenerationReader>({
 })
 
 /** Format v4: `session.v4.jsonl` through the store's own scanner (a source for future v4 to v5 edges). */
-export const V4_READER: GenerationReader = Object.freeze<GenerationReader>({
+const V4_READER: GenerationReader = Object.freeze<GenerationReader>({
   version: 4,
   async scan(source, options) {
     let headerLine: Buffer | null = null

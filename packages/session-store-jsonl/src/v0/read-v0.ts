@@ -28,7 +28,7 @@ export interface V0Record {
 }
 
 /** Counters of one v0 scan. */
-export interface V0ScanStats {
+interface V0ScanStats {
   /** Lines that passed every check, header included. */
   goodLines: number
   /** Events after the header (known and ignorable). */
@@ -98,7 +98,7 @@ function mayBeDeeperThan(line: Buffer, limit: number): boolean {
  * @param limits - Length and depth bounds.
  * @returns The parsed object, or the first failed check.
  */
-export function decodeV0Line(line: Buffer, limits: LineLimits): V0LineDecode {
+function decodeV0Line(line: Buffer, limits: LineLimits): V0LineDecode {
   if (line.length > limits.maxLineBytes) return { ok: false, reason: 'too-large' }
   if (!isUtf8(line)) return { ok: false, reason: 'utf8' }
   if (mayBeDeeperThan(line, limits.maxDepth) && jsonDepth(line, limits.maxDepth) > limits.maxDepth) {
@@ -135,7 +135,7 @@ interface Suspect {
  *
  * Memory: keeps only the previous line (to tell a duplicated line from a conflicting one).
  */
-export class V0LogReader implements LineSink {
+class V0LogReader implements LineSink {
   readonly #options: V0ReaderOptions
   #lineNumber = 0
   #header: V0HeaderEvent | null = null
@@ -439,23 +439,4 @@ export async function* readV0Chunks(
   }
   const tail = stopped ? null : splitter.finish()
   return reader.finish(tail, bytesRead)
-}
-
-/**
- * Scans a whole v0 log (all checks, no output): the pre-scan that fixes `lastSeq` and the
- * tail before anything is written.
- *
- * @param source - The log's bytes.
- * @param options - File name, limits and registry.
- * @returns What the scan found; damage is returned, not thrown.
- */
-export async function scanV0(
-  source: ByteSource,
-  options: Omit<V0ReaderOptions, 'onRecord'>,
-): Promise<V0ScanOutcome> {
-  const chunks = readV0Chunks(source, options)
-  for (;;) {
-    const step = await chunks.next()
-    if (step.done === true) return step.value
-  }
 }

@@ -40,7 +40,7 @@ export const V0_EVENT_TYPES: ReadonlySet<string> = new Set([
 ])
 
 /** The header event's `data`, as the mini-agent writes it: `version` plus free fields (cwd, model, delegationDepth...). */
-export interface V0HeaderData {
+interface V0HeaderData {
   readonly version: 0
   readonly [key: string]: unknown
 }
@@ -51,23 +51,5 @@ export interface V0HeaderEvent {
   readonly time: string
   readonly type: typeof V0_HEADER_TYPE
   readonly data: V0HeaderData
-  readonly [key: string]: unknown
-}
-
-/** A v0 `surfaceOp`. */
-export type V0SurfaceOp =
-  | 'append'
-  | { readonly op: 'append' }
-  | { readonly op: 'replace'; readonly startSeq: number; readonly endSeq: number }
-
-/** A v0 event after line 1, as parsed (its `data` is checked by migration, against the v4 schemas). */
-export interface V0Event {
-  readonly seq: number
-  readonly time: string
-  readonly type: string
-  readonly data?: unknown
-  readonly surfaceOp?: V0SurfaceOp
-  readonly sourceEventSeqs?: readonly number[]
-  readonly ignorable?: boolean
   readonly [key: string]: unknown
 }

@@ -26,15 +26,15 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 export const packageRoot = fileURLToPath(new URL('../..', import.meta.url))
 
 /** Absolute path of a child script in test/fixtures/children. */
-export function childScript(name: string): string {
+function childScript(name: string): string {
   return fileURLToPath(new URL(`../fixtures/children/${name}`, import.meta.url))
 }
 
 /** file:// URL of tsx's ESM loader, resolved from this package. */
-export const tsxLoaderUrl = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+const tsxLoaderUrl = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 
 /** `node` arguments that run `script` with TypeScript support and the source condition. */
-export function nodeTsArgs(script: string, args: readonly string[] = []): string[] {
+function nodeTsArgs(script: string, args: readonly string[] = []): string[] {
   return ['--conditions=@agent-ledger/source', '--import', tsxLoaderUrl, script, ...args]
 }
 

@@ -19,7 +19,8 @@ import {
 import { tmpdir, uptime } from 'node:os'
 import { join } from 'node:path'
 
-import { createSessionStore, LOG_FILE_NAME } from '../../src/index.ts'
+import { createSessionStore } from '../../src/index.ts'
+import { LOG_FILE_NAME } from '../../src/format.ts'
 import type { FsOps } from '../../src/index.ts'
 import { expect } from 'vitest'
 
@@ -29,7 +30,7 @@ import type { Damage, PowerLossRecorder } from './fault-fs.ts'
 import { workload, WORKLOAD_HEADER } from './workload.ts'
 
 /** The constant clock every crash workload uses, so event bytes depend on the seed only. */
-export const CRASH_CLOCK = (): string => '2026-01-01T00:00:00.000Z'
+const CRASH_CLOCK = (): string => '2026-01-01T00:00:00.000Z'
 
 /** Store options shared by the crash children, the references and the checks. */
 export const CRASH_STORE_OPTIONS = {

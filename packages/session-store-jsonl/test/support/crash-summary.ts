@@ -24,7 +24,7 @@ export interface CrashSection {
 }
 
 /** Where the summary is written. */
-export const CRASH_SUMMARY_FILE = join(packageRoot, 'crash-summary.json')
+const CRASH_SUMMARY_FILE = join(packageRoot, 'crash-summary.json')
 
 /**
  * Merges `section` under `name` into the crash summary, recomputes the totals, prints the

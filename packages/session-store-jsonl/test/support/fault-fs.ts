@@ -17,7 +17,7 @@ import { nodeFsOps } from '../../src/fs-ops.ts'
 import type { FileHandleOps, FsOps } from '../../src/fs-ops.ts'
 
 /** Every operation a fault can target: the `FsOps` methods and the handle methods (`fstat` = handle.stat, `fchmod` = handle.chmod). */
-export type FsOpName =
+type FsOpName =
   | 'open'
   | 'lstat'
   | 'stat'
@@ -39,7 +39,7 @@ export type FsOpName =
   | 'close'
 
 /** An error shaped like the ones node:fs throws (`code`, `errno`, `syscall`, `path`). */
-export class InjectedFsError extends Error {
+class InjectedFsError extends Error {
   readonly code: string
   readonly errno: number
   readonly syscall: string
@@ -56,7 +56,7 @@ export class InjectedFsError extends Error {
 }
 
 /** One fault to inject. */
-export interface FaultSpec {
+interface FaultSpec {
   readonly op: FsOpName
   /** errno code to fail with, e.g. 'EIO', 'ENOSPC', 'EDQUOT', 'EXDEV', 'EROFS'. */
   readonly errno: string
@@ -73,7 +73,7 @@ export interface FaultSpec {
 }
 
 /** A fault once added: how many calls it has failed so far. */
-export interface ActiveFault {
+interface ActiveFault {
   readonly spec: FaultSpec
   readonly fired: number
   /** Stops the fault (a "forever" fault after space was freed, say). */
@@ -224,7 +224,7 @@ export type Damage =
   | 'as-written'
 
 /** How {@link PowerLossRecorder.materialise} builds the image. */
-export interface MaterialiseOptions {
+interface MaterialiseOptions {
   readonly damage: Damage
   /** Seed of the damage's random choices. */
   readonly seed: number
@@ -233,7 +233,7 @@ export interface MaterialiseOptions {
 }
 
 /** A recorded mutating operation (for debugging failing op indexes). */
-export type RecordedOp =
+type RecordedOp =
   | { readonly type: 'create'; readonly path: string; readonly inode: number }
   | {
       readonly type: 'write'

@@ -9,7 +9,8 @@ import { join } from 'node:path'
 
 import type { EventInput } from '@agent-ledger/session-events'
 
-import { createSessionStore, encodeJsonLine, nodeFsOps, resolveLimits } from '../../src/index.ts'
+import { createSessionStore, nodeFsOps } from '../../src/index.ts'
+import { encodeJsonLine, resolveLimits } from '../../src/format.ts'
 import { decodeV4Header } from '../../src/log-format.ts'
 import type { FsOps, SessionStore, SessionStoreOptions } from '../../src/index.ts'
 
@@ -20,7 +21,7 @@ export function makeTempDir(prefix = 'al-store-'): { path: string; cleanup: () =
 }
 
 /** A clock that ticks one second per call from 2026-01-01, so files are byte-for-byte reproducible. */
-export function steppingClock(start = Date.UTC(2026, 0, 1)): () => string {
+function steppingClock(start = Date.UTC(2026, 0, 1)): () => string {
   let tick = 0
   return () => new Date(start + 1000 * tick++).toISOString()
 }

@@ -5,7 +5,7 @@
  * text with quotes, backslashes, newlines, non-ASCII and raw U+2028/U+2029.
  *
  * The same seed always gives the same events, so a parent can regenerate what a killed
- * child wrote. Times come from {@link workloadClock}, so the bytes are reproducible too.
+ * child wrote. The crash tests use a fixed clock and {@link WORKLOAD_HEADER}, so the bytes are reproducible too.
  */
 import type { EventInput, WireToolCall } from '@agent-ledger/session-events'
 
@@ -127,17 +127,6 @@ export function workload(seed: number, count: number): EventInput[] {
     if (events.length >= count) break
   }
   return events
-}
-
-/**
- * A deterministic clock for the workload: one second per call from 2026-01-01T00:00:00Z.
- *
- * @returns A fresh clock (call n returns the n-th second).
- */
-export function workloadClock(): () => string {
-  let calls = 0
-  const start = Date.UTC(2026, 0, 1)
-  return () => new Date(start + 1000 * calls++).toISOString()
 }
 
 /** The header fields the crash tests create sessions with (a fixed `createdAt`, so bytes are reproducible). */

@@ -6,7 +6,8 @@
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
-import { createSessionStore, encodeEventLine } from '../../src/index.ts'
+import { createSessionStore } from '../../src/index.ts'
+import { encodeEventLine } from '../../src/format.ts'
 import { CRASH_STORE_OPTIONS, referenceLines, runCrashWriter } from './crash-harness.ts'
 import type { KillRound } from './crash-harness.ts'
 import { WORKLOAD_HEADER } from './workload.ts'

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 
 import type { EventInput } from '@agent-ledger/session-events'
 
-import { scanFrames } from '../../src/index.ts'
+import { scanFrames } from '../../src/format.ts'
 import type { SessionStore } from '../../src/index.ts'
 import { withHeaderId } from './sessions.ts'
 

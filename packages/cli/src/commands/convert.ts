@@ -1,46 +1,21 @@
-import type { SessionStore } from '@agent-ledger/session-store-jsonl'
+import type { CompressProgress, MigrationProgress } from '@agent-ledger/session-store-jsonl'
 
 import { flag, JSON_OPTION, NO_PROGRESS_OPTION } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
-import { CliError, CliErrorCode, ExitCode } from '../cli-error.ts'
+import { ExitCode } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { resolveSession } from '../session-path.ts'
 import { terminalSafe } from '../terminal-text.ts'
 
-/** What the store's migration and compression report while they run (part 2 of the store). */
-interface StoreProgress {
-  readonly phase?: string
-  readonly bytesRead?: number
-  readonly bytesTotal?: number
-  readonly eventsDone?: number
-  readonly eventsTotal?: number | null
-}
-
-/** The part-2 store operations, detected at run time: older store builds do not have them. */
-interface PartTwoStore {
-  migrate?: (
-    id: string,
-    options: { readonly dryRun: boolean; readonly onProgress: (progress: StoreProgress) => void },
-  ) => Promise<unknown>
-  compress?: (
-    id: string,
-    options: { readonly onProgress: (progress: StoreProgress) => void },
-  ) => Promise<unknown>
-}
-
-function notAvailable(operation: string): CliError {
-  return new CliError({
-    code: CliErrorCode.NOT_AVAILABLE,
-    message: `${operation} is not available in this version of @agent-ledger/session-store-jsonl: expected store.${operation}(), found none; upgrade the store package`,
-  })
-}
+/** What the store's migration and compression report while they run. */
+type StoreProgress = MigrationProgress | CompressProgress
 
 function progressSink(progress: Progress): (report: StoreProgress) => void {
   return (report) => {
-    if (typeof report.bytesTotal === 'number') progress.total = report.bytesTotal
-    progress.update(report.bytesRead ?? report.eventsDone ?? 0, report.phase)
+    progress.total = report.bytesTotal
+    progress.update(report.bytesRead, report.phase)
   }
 }
 
@@ -77,9 +52,6 @@ fsynced, verified, published with link() (never overwriting), then the directory
 fsynced. The old generation is never modified. --dry-run migrates in memory, checks
 everything and writes nothing.
 
-Needs @agent-ledger/session-store-jsonl with store.migrate() (part 2 of the store); an
-older store makes this command exit 2 with NOT_AVAILABLE.
-
 Options:
   --dry-run       check and migrate in memory only; write nothing
   --json          print the store's result as JSON
@@ -89,10 +61,10 @@ Options:
 Exit codes:
   0  migrated (or nothing to do, or the dry run passed)
   1  refused: the source is damaged, holds an unknown event type, or is too new
-  2  usage or I/O error, or NOT_AVAILABLE
+  2  usage or I/O error
 `
 
-/** `agent-ledger migrate`: write the current-format generation (store part 2). */
+/** `agent-ledger migrate`: write the current-format generation. */
 export const migrateCommand: CommandSpec = {
   name: 'migrate',
   summary: 'migrate an older generation to the current format (new file; the old one is untouched)',
@@ -100,9 +72,8 @@ export const migrateCommand: CommandSpec = {
   options: { 'dry-run': { type: 'boolean' }, json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION },
   positionals: ['<session>'],
   async run(context, args) {
-    const location = await resolveSession(args.positionals[0]!, context.cwd)
-    const store: SessionStore & PartTwoStore = context.store(location.root)
-    if (typeof store.migrate !== 'function') throw notAvailable('migrate')
+    const location = await resolveSession(args.positionals[0]!, context)
+    const store = context.store(location.root)
     const dryRun = flag(args, 'dry-run')
     const progress = new Progress(context.io, {
       label: 'migrate',
@@ -111,7 +82,7 @@ export const migrateCommand: CommandSpec = {
       enabled: context.progressEnabled,
     })
     const result = await store.migrate(location.id, { dryRun, onProgress: progressSink(progress) })
-    const upToDate = (result as { outcome?: unknown } | null)?.outcome === 'up-to-date'
+    const upToDate = result.outcome === 'up-to-date'
     await printResult(context, {
       json: flag(args, 'json'),
       verb: dryRun ? 'dry run passed for' : upToDate ? 'nothing to migrate in' : 'migrated',
@@ -130,9 +101,6 @@ written, verified and published by link(), then the plain file is removed. A rea
 that finds both encodings with the same events reads either; an interrupted conversion
 is finished by the next write open.
 
-Needs @agent-ledger/session-store-jsonl with store.compress() (part 2 of the store); an
-older store makes this command exit 2 with NOT_AVAILABLE.
-
 Options:
   --json          print the store's result as JSON
   --no-progress   no progress lines on stderr
@@ -141,20 +109,19 @@ Options:
 Exit codes:
   0  compressed
   1  refused: the log is damaged, locked by a writer, or too new
-  2  usage or I/O error, or NOT_AVAILABLE
+  2  usage or I/O error
 `
 
-/** `agent-ledger compress`: the zstd encoding of a cold session (store part 2). */
+/** `agent-ledger compress`: the zstd encoding of a cold session. */
 export const compressCommand: CommandSpec = {
   name: 'compress',
-  summary: 'convert a cold session to its zstd encoding (store part 2)',
+  summary: 'convert a cold session to its zstd encoding (new file, verified; the plain log is removed)',
   help: COMPRESS_HELP,
   options: { json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION },
   positionals: ['<session>'],
   async run(context, args) {
-    const location = await resolveSession(args.positionals[0]!, context.cwd)
-    const store: SessionStore & PartTwoStore = context.store(location.root)
-    if (typeof store.compress !== 'function') throw notAvailable('compress')
+    const location = await resolveSession(args.positionals[0]!, context)
+    const store = context.store(location.root)
     const progress = new Progress(context.io, {
       label: 'compress',
       unit: 'bytes',
