@@ -39,6 +39,14 @@ for (const group of ['packages', 'apps']) {
     }
   }
 }
+for (const reportName of reportNames.filter((name) => name === 'test-results.json')) {
+  const file = join(root, 'tooling', reportName)
+  if (!existsSync(file)) continue
+  const report = JSON.parse(readFileSync(file, 'utf8')) as VitestJsonReport
+  passed += report.numPassedTests
+  failed += report.numFailedTests
+  seen.push(`tooling/${reportName}: ${report.numPassedTests} passed, ${report.numFailedTests} failed`)
+}
 for (const line of seen) console.log(`  ${line}`)
 console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`)
 if (seen.length === 0 || passed + failed === 0 || failed > 0) process.exit(1)
