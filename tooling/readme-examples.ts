@@ -177,7 +177,9 @@ function runOne(placed: Placed): Promise<string[]> {
       (error, _stdout, stderr) => {
         const problems: string[] = []
         if (error !== null) {
-          problems.push(`${where(placed, -1)}: the example failed when run: ${stderr.trim() || error.message}`)
+          problems.push(
+            `${where(placed, -1)}: the example failed when run: ${stderr.trim() || error.message}`,
+          )
         }
         const locks = files(cwd, 'writer.lock')
         if (locks.length > 0) {

@@ -23,7 +23,9 @@ function readme(name: string, markdown: string): { readme: string; resolveFrom: 
 
 describe('README examples', () => {
   it('extracts ts blocks with their line, and marks fragments', () => {
-    const blocks = extractBlocks('# x\n\n```sh\nls\n```\n\n```ts\nconst a = 1\n```\n\n```ts fragment\nb()\n```\n')
+    const blocks = extractBlocks(
+      '# x\n\n```sh\nls\n```\n\n```ts\nconst a = 1\n```\n\n```ts fragment\nb()\n```\n',
+    )
     expect(blocks.map(({ line, fragment, code }) => ({ line, fragment, code }))).toEqual([
       { line: 8, fragment: false, code: 'const a = 1' },
       { line: 12, fragment: true, code: 'b()' },
@@ -59,12 +61,21 @@ describe('README examples', () => {
     )
     const { problems, ran } = await checkReadmes([throws, leaks])
     expect(ran).toBe(2)
-    expect(problems.some((line) => /throws\.md:1: the example failed when run: .*BAD_COMPACTION_RANGE here/s.test(line))).toBe(true)
-    expect(problems.some((line) => /leaks\.md:1: the example left .*writer\.lock behind/.test(line))).toBe(true)
+    expect(
+      problems.some((line) =>
+        /throws\.md:1: the example failed when run: .*BAD_COMPACTION_RANGE here/s.test(line),
+      ),
+    ).toBe(true)
+    expect(problems.some((line) => /leaks\.md:1: the example left .*writer\.lock behind/.test(line))).toBe(
+      true,
+    )
   })
 
   it('a syntax error in a fragment is reported; names it leaves undefined are not', async () => {
-    const input = readme('fragment.md', '```ts fragment\nuse(undeclared)\n```\n\n```ts fragment\nconst = 1\n```\n')
+    const input = readme(
+      'fragment.md',
+      '```ts fragment\nuse(undeclared)\n```\n\n```ts fragment\nconst = 1\n```\n',
+    )
     const { problems, fragments } = await checkReadmes([input])
     expect(fragments).toBe(2)
     expect(problems.length).toBeGreaterThan(0)

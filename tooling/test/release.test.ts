@@ -1,5 +1,14 @@
 import { execFile } from 'node:child_process'
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -31,15 +40,22 @@ function publicPackages(): { directory: string; manifest: Record<string, unknown
 function tarball(staging: string, name: string): Promise<string> {
   const file = join(work, name)
   return new Promise((resolve, reject) => {
-    execFile('tar', ['-czf', file, '-C', staging, 'package'], (error) => (error ? reject(error) : resolve(file)))
+    execFile('tar', ['-czf', file, '-C', staging, 'package'], (error) =>
+      error ? reject(error) : resolve(file),
+    )
   })
 }
 
 function dryRunCheck(file: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(tsx, [join(root, 'tooling', 'release-dry-run.ts'), '--check', file], { cwd: root }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? 1), stdout, stderr })
-    })
+    execFile(
+      tsx,
+      [join(root, 'tooling', 'release-dry-run.ts'), '--check', file],
+      { cwd: root },
+      (error, stdout, stderr) => {
+        resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? 1), stdout, stderr })
+      },
+    )
   })
 }
 
