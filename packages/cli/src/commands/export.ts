@@ -109,7 +109,7 @@ function stdoutSink(context: CommandContext): Sink {
 async function runExport(
   context: CommandContext,
   location: SessionLocation,
-  options: { readonly format: 'md' | 'html'; readonly output: string | undefined },
+  options: { readonly format: 'md' | 'html'; readonly output: string | undefined; readonly session: string },
 ): Promise<number> {
   const scan = new Progress(context.io, {
     label: 'export (scan)',
@@ -146,6 +146,7 @@ async function runExport(
     await sink.write(
       renderer.begin({
         id: location.id,
+        session: options.session,
         header,
         file: displayPath(location.logFile, context.cwd),
         events: analysis.events,
@@ -205,6 +206,10 @@ export const exportCommand: CommandSpec = {
       )
     }
     const location = await resolveSession(args.positionals[0]!, context.cwd)
-    return runExport(context, location, { format, output: text(args, 'output') })
+    return runExport(context, location, {
+      format,
+      output: text(args, 'output'),
+      session: args.positionals[0]!,
+    })
   },
 }
