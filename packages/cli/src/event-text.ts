@@ -44,6 +44,9 @@ export function fullEventText(event: LoggedEvent): string {
       parts.push(['data', JSON.stringify(event.data, null, 2) ?? 'null'])
   }
   return parts
-    .map(([label, text]) => `--- ${terminalSafe(label)} ---\n${terminalSafe(text, { multiline: true })}${text.endsWith('\n') ? '' : '\n'}`)
+    .map(
+      ([label, text]) =>
+        `--- ${terminalSafe(label)} ---\n${terminalSafe(text, { multiline: true })}${text.endsWith('\n') ? '' : '\n'}`,
+    )
     .join('')
 }

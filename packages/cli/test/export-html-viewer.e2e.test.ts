@@ -27,8 +27,14 @@ const USER_MARKDOWN = [
   `Hostile: ${HOSTILE} and [a link](javascript:alert(1)) and ![pic](https://example.com/x.png).`,
 ].join('\n')
 /** A 3,000-line tool output (the issue's 57,489 px page). */
-const LONG_OUTPUT = Array.from({ length: 3000 }, (_, index) => `line ${index + 1}: ${'x'.repeat(60)}`).join('\n')
-const LONG_ARGUMENTS = JSON.stringify({ path: 'big.json', rows: Array.from({ length: 40 }, (_, index) => `row ${index + 1}`) }, null, 2)
+const LONG_OUTPUT = Array.from({ length: 3000 }, (_, index) => `line ${index + 1}: ${'x'.repeat(60)}`).join(
+  '\n',
+)
+const LONG_ARGUMENTS = JSON.stringify(
+  { path: 'big.json', rows: Array.from({ length: 40 }, (_, index) => `row ${index + 1}`) },
+  null,
+  2,
+)
 
 let work: string
 let profile: string
@@ -41,7 +47,11 @@ afterAll(() => {
   if (process.env['KEEP_TEST_OUTPUT'] === undefined) rmSync(work, { recursive: true, force: true })
 })
 
-function call(id: string, name: string, args: string): { id: string; type: 'function'; function: { name: string; arguments: string } } {
+function call(
+  id: string,
+  name: string,
+  args: string,
+): { id: string; type: 'function'; function: { name: string; arguments: string } } {
   return { id, type: 'function', function: { name, arguments: args } }
 }
 
@@ -50,7 +60,10 @@ async function writeDemoSession(root: string): Promise<void> {
   const store = createSessionStore({ root, flush: { maxDelayMs: 0 }, logger: { warn: () => undefined } })
   const writer = await store.create({ id: 'demo', header: { cwd: '/srv/demo' } })
   const inputs: EventInput[] = [
-    { type: 'system/message', data: { message: { role: 'system', content: 'You are mini-agent, a careful coding agent.' } } },
+    {
+      type: 'system/message',
+      data: { message: { role: 'system', content: 'You are mini-agent, a careful coding agent.' } },
+    },
     { type: 'turn/start', data: { turn: 1 } },
     { type: 'user/message', data: { message: { role: 'user', content: USER_MARKDOWN } } },
     {
@@ -59,34 +72,70 @@ async function writeDemoSession(root: string): Promise<void> {
         message: {
           role: 'assistant',
           content: 'I will run the **tests** first, then write `big.json`.',
-          tool_calls: [call('call_test', 'run_command', '{"cmd":"pnpm test"}'), call('call_write', 'write_file', LONG_ARGUMENTS)],
+          tool_calls: [
+            call('call_test', 'run_command', '{"cmd":"pnpm test"}'),
+            call('call_write', 'write_file', LONG_ARGUMENTS),
+          ],
         },
       },
     },
-    { type: 'tool/call', data: { callId: 'call_test', name: 'run_command', arguments: '{"cmd":"pnpm test"}' } },
-    { type: 'tool/result', data: { message: { role: 'tool', tool_call_id: 'call_test', content: LONG_OUTPUT } } },
+    {
+      type: 'tool/call',
+      data: { callId: 'call_test', name: 'run_command', arguments: '{"cmd":"pnpm test"}' },
+    },
+    {
+      type: 'tool/result',
+      data: { message: { role: 'tool', tool_call_id: 'call_test', content: LONG_OUTPUT } },
+    },
     { type: 'tool/call', data: { callId: 'call_write', name: 'write_file', arguments: LONG_ARGUMENTS } },
     {
       type: 'tool/result',
-      data: { message: { role: 'tool', tool_call_id: 'call_write', content: 'Error: EACCES: permission denied, open big.json' }, isError: true },
+      data: {
+        message: {
+          role: 'tool',
+          tool_call_id: 'call_write',
+          content: 'Error: EACCES: permission denied, open big.json',
+        },
+        isError: true,
+      },
     },
-    { type: 'assistant/message', data: { message: { role: 'assistant', content: 'The write failed:\n\n1. permissions\n2. retry as *root*?' } } },
+    {
+      type: 'assistant/message',
+      data: {
+        message: { role: 'assistant', content: 'The write failed:\n\n1. permissions\n2. retry as *root*?' },
+      },
+    },
     { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
     { type: 'turn/start', data: { turn: 2 } },
     { type: 'user/message', data: { message: { role: 'user', content: 'Delete tmp/ then.' } } },
     {
       type: 'assistant/message',
-      data: { message: { role: 'assistant', content: 'Deleting.', tool_calls: [call('call_rm', 'run_command', '{"cmd":"rm -rf tmp"}')] } },
+      data: {
+        message: {
+          role: 'assistant',
+          content: 'Deleting.',
+          tool_calls: [call('call_rm', 'run_command', '{"cmd":"rm -rf tmp"}')],
+        },
+      },
     },
-    { type: 'tool/call', data: { callId: 'call_rm', name: 'run_command', arguments: '{"cmd":"rm -rf tmp"}' } },
+    {
+      type: 'tool/call',
+      data: { callId: 'call_rm', name: 'run_command', arguments: '{"cmd":"rm -rf tmp"}' },
+    },
   ]
   for (const input of inputs) writer.append(input)
   await writer.close()
   // The crash left call_rm unanswered: the next write open answers it with a placeholder.
   const resumed = await store.openWriter('demo')
   resumed.append({ type: 'turn/start', data: { turn: 3 } })
-  resumed.append({ type: 'user/message', data: { message: { role: 'user', content: 'Continue where you left off.' } } })
-  resumed.append({ type: 'assistant/message', data: { message: { role: 'assistant', content: 'The `rm` may have run; checking.' } } })
+  resumed.append({
+    type: 'user/message',
+    data: { message: { role: 'user', content: 'Continue where you left off.' } },
+  })
+  resumed.append({
+    type: 'assistant/message',
+    data: { message: { role: 'assistant', content: 'The `rm` may have run; checking.' } },
+  })
   resumed.append({ type: 'turn/end', data: { turn: 3, reason: 'completed' } })
   await resumed.close()
 }
@@ -97,13 +146,30 @@ describe('the HTML transcript as a viewer (headless Chromium)', () => {
     async () => {
       const root = join(work, 'demo-root')
       await writeDemoSession(root)
-      const compact = await runBin(['compact', join(root, 'demo'), '--from', '2', '--to', '8', '--summary', 'The user asked for a **review**.'])
+      const compact = await runBin([
+        'compact',
+        join(root, 'demo'),
+        '--from',
+        '2',
+        '--to',
+        '8',
+        '--summary',
+        'The user asked for a **review**.',
+      ])
       expect(compact.stderr).toBe('')
       expect(compact.code).toBe(0)
       const fork = await runBin(['fork', join(root, 'demo'), '--at', '23', '--id', 'demo-fork'])
       expect(fork.code).toBe(0)
       const file = join(work, 'demo.html')
-      const exported = await runBin(['export', join(root, 'demo-fork'), '--format', 'html', '-o', file, '--no-progress'])
+      const exported = await runBin([
+        'export',
+        join(root, 'demo-fork'),
+        '--format',
+        'html',
+        '-o',
+        file,
+        '--no-progress',
+      ])
       expect(exported.code).toBe(0)
       const html = readFileSync(file, 'utf8')
       const dom = await dumpDom(file, profile)
@@ -124,7 +190,10 @@ describe('the HTML transcript as a viewer (headless Chromium)', () => {
       expect(dom).toMatch(/<ol>\s*<li>permissions<\/li>\s*<li>retry as <em>root<\/em>\?<\/li>/)
       expect(dom).toContain('<strong>tests</strong>')
       // The 3,000-line output: six lines visible, the rest behind a closed <details> with its size.
-      const output = /<div class="collapsible output"><pre class="preview">\n?([\s\S]*?)<\/pre><details><summary>([^<]*)<\/summary>/.exec(dom)
+      const output =
+        /<div class="collapsible output"><pre class="preview">\n?([\s\S]*?)<\/pre><details><summary>([^<]*)<\/summary>/.exec(
+          dom,
+        )
       expect(output).not.toBeNull()
       expect(output![1]).toBe(`${LONG_OUTPUT.split('\n').slice(0, 6).join('\n')}\n`)
       expect(output![2]).toBe('3,000 lines, 215 kB: show more')
@@ -132,7 +201,9 @@ describe('the HTML transcript as a viewer (headless Chromium)', () => {
       expect(dom).toContain('Truncated: this page shows 16.0 kB of 3,000 lines, 215 kB.')
       expect(dom).toMatch(/Full text: <code>agent-ledger cat \S+demo-fork --seq 5<\/code>/)
       // Long arguments are collapsed the same way.
-      expect(dom).toMatch(/<div class="collapsible arguments"><pre class="preview">\n?\{\n {2}"path": "big\.json",/)
+      expect(dom).toMatch(
+        /<div class="collapsible arguments"><pre class="preview">\n?\{\n {2}"path": "big\.json",/,
+      )
       expect(dom).toMatch(/<summary>\d+ lines?, [\d.]+ (B|kB): show the other \d+ lines?<\/summary>/)
       // No "tool started" rows.
       expect(dom).not.toMatch(/tool <strong>[^<]+<\/strong> started/)
@@ -167,19 +238,37 @@ describe('the HTML transcript as a viewer (headless Chromium)', () => {
       const root = join(work, 'large-root')
       const store = createSessionStore({ root, logger: { warn: () => undefined } })
       const writer = await store.create({ id: 'large' })
-      writer.append({ type: 'system/message', data: { message: { role: 'system', content: 'You are a coding agent.' } } })
+      writer.append({
+        type: 'system/message',
+        data: { message: { role: 'system', content: 'You are a coding agent.' } },
+      })
       const chunk = Array.from({ length: 120 }, (_, index) => `${index + 1}: ${'y'.repeat(96)}`).join('\n')
       for (let turn = 1; turn <= 1500; turn += 1) {
         const id = `call_${turn}`
         const output = turn % 100 === 1 ? LONG_OUTPUT : chunk
         writer.append({ type: 'turn/start', data: { turn } })
-        writer.append({ type: 'user/message', data: { message: { role: 'user', content: `Step ${turn}: read part ${turn}.` } } })
+        writer.append({
+          type: 'user/message',
+          data: { message: { role: 'user', content: `Step ${turn}: read part ${turn}.` } },
+        })
         writer.append({
           type: 'assistant/message',
-          data: { message: { role: 'assistant', content: `Reading part **${turn}**.`, tool_calls: [call(id, 'read_file', `{"path":"part${turn}.txt"}`)] } },
+          data: {
+            message: {
+              role: 'assistant',
+              content: `Reading part **${turn}**.`,
+              tool_calls: [call(id, 'read_file', `{"path":"part${turn}.txt"}`)],
+            },
+          },
         })
-        writer.append({ type: 'tool/call', data: { callId: id, name: 'read_file', arguments: `{"path":"part${turn}.txt"}` } })
-        writer.append({ type: 'tool/result', data: { message: { role: 'tool', tool_call_id: id, content: output } } })
+        writer.append({
+          type: 'tool/call',
+          data: { callId: id, name: 'read_file', arguments: `{"path":"part${turn}.txt"}` },
+        })
+        writer.append({
+          type: 'tool/result',
+          data: { message: { role: 'tool', tool_call_id: id, content: output } },
+        })
         writer.append({ type: 'turn/end', data: { turn, reason: 'completed' } })
         if (turn % 100 === 0) await writer.flush()
       }
@@ -195,7 +284,10 @@ describe('the HTML transcript as a viewer (headless Chromium)', () => {
       expect(pageBytes).toBeGreaterThan(3_000_000)
 
       const html = readFileSync(file, 'utf8')
-      const notShown = /<article class="event budget" id="not-shown">[\s\S]*?This page stops at event #(\d+)[\s\S]*?<code>(agent-ledger cat \S+ --from \d+)<\/code>/.exec(html)
+      const notShown =
+        /<article class="event budget" id="not-shown">[\s\S]*?This page stops at event #(\d+)[\s\S]*?<code>(agent-ledger cat \S+ --from \d+)<\/code>/.exec(
+          html,
+        )
       expect(notShown).not.toBeNull()
       const stoppedAt = Number(notShown![1])
       expect(stoppedAt).toBeGreaterThan(1000)

@@ -65,7 +65,9 @@ export const catCommand: CommandSpec = {
     }
     await context.out.flush()
     if (oneSeq !== undefined && !found) {
-      throw usageError(`cat: expected --seq ${oneSeq} to name an event of ${args.positionals[0]!}, found no event with that seq (the log is shorter)`)
+      throw usageError(
+        `cat: expected --seq ${oneSeq} to name an event of ${args.positionals[0]!}, found no event with that seq (the log is shorter)`,
+      )
     }
     return ExitCode.OK
   },

@@ -47,7 +47,12 @@ export function dumpDom(file: string, profile: string): Promise<string> {
 /** Saves a screenshot of the page's first `height` pixels under {@link ARTIFACTS}. */
 export async function screenshot(
   file: string,
-  options: { readonly name: string; readonly profile: string; readonly dark?: boolean; readonly height?: number },
+  options: {
+    readonly name: string
+    readonly profile: string
+    readonly dark?: boolean
+    readonly height?: number
+  },
 ): Promise<string> {
   mkdirSync(ARTIFACTS, { recursive: true })
   const target = join(ARTIFACTS, options.name)
@@ -67,7 +72,10 @@ export async function screenshot(
  * The computed background colour of the page's body, read by a wrapper page (the page
  * itself runs no script) that frames it; `dark` asks for `prefers-color-scheme: dark`.
  */
-export async function bodyBackground(file: string, options: { readonly profile: string; readonly dark: boolean }): Promise<string> {
+export async function bodyBackground(
+  file: string,
+  options: { readonly profile: string; readonly dark: boolean },
+): Promise<string> {
   const wrapper = join(dirname(file), `wrap-${basename(file)}`)
   writeFileSync(
     wrapper,

@@ -90,12 +90,14 @@ export class HtmlRenderer implements TranscriptRenderer {
   #markdown(text: string, seq: number): string {
     const cap = this.#itemCap()
     const shown = cut(text, cap)
-    const notice = shown.length < text.length ? truncationNotice(shown.length, text, this.#catCommand(seq)) : ''
+    const notice =
+      shown.length < text.length ? truncationNotice(shown.length, text, this.#catCommand(seq)) : ''
     return `<div class="markdown">${renderMarkdown(shown)}</div>${notice}`
   }
 
   #callItem(call: CallView, seq: number): string {
-    const started = call.started === null ? 'never started' : `started (<span class="seq">#${call.started}</span>)`
+    const started =
+      call.started === null ? 'never started' : `started (<span class="seq">#${call.started}</span>)`
     let answer: string
     if (call.outcome === null) {
       answer =
@@ -130,7 +132,10 @@ export class HtmlRenderer implements TranscriptRenderer {
       classes.push('summary-message')
       badges.push('<span class="badge summary">compaction summary</span>')
       const sources = view.replaces.sources
-      const listed = sources.slice(0, 20).map((seq) => this.#anchor(seq)).join(', ')
+      const listed = sources
+        .slice(0, 20)
+        .map((seq) => this.#anchor(seq))
+        .join(', ')
       notes.push(
         `<p class="note">Replaces messages ${this.#anchor(view.replaces.startSeq)}..${this.#anchor(view.replaces.endSeq)} (${sources.length} hidden: ${listed}${sources.length > 20 ? ', …' : ''}).</p>`,
       )
@@ -147,23 +152,38 @@ export class HtmlRenderer implements TranscriptRenderer {
           : `<p class="note">Answers <strong>${escapeHtml(result.target.name)}</strong> <code>${escapeHtml(result.callId)}</code> asked at ${this.#anchor(result.target.assistantSeq)}.</p>`,
       )
       if (result.placeholder) {
-        badges.push(`<span class="badge placeholder">repair placeholder ${escapeHtml(result.code ?? '')}</span>`)
+        badges.push(
+          `<span class="badge placeholder">repair placeholder ${escapeHtml(result.code ?? '')}</span>`,
+        )
         notes.push(
           `<div class="placeholder-box"><strong>Repair placeholder ${escapeHtml(result.code ?? '')}</strong>: ${escapeHtml(placeholderMeaning(result.code))}.</div>`,
         )
-        this.#landmarks.add('repairs', id, `#${view.seq} ${result.code ?? 'placeholder'} (${result.target?.name ?? result.callId})`)
+        this.#landmarks.add(
+          'repairs',
+          id,
+          `#${view.seq} ${result.code ?? 'placeholder'} (${result.target?.name ?? result.callId})`,
+        )
       } else {
         if (result.code !== null) badges.push(`<span class="badge">${escapeHtml(result.code)}</span>`)
-        if (result.isError) this.#landmarks.add('errors', id, `#${view.seq} ${result.target?.name ?? result.callId}: ${words(view.text, 40)}`)
+        if (result.isError)
+          this.#landmarks.add(
+            'errors',
+            id,
+            `#${view.seq} ${result.target?.name ?? result.callId}: ${words(view.text, 40)}`,
+          )
       }
     }
     if (view.interrupted) notes.push('<p class="note">The reply was interrupted.</p>')
-    if (view.role === 'user' && view.replaces === null) this.#landmarks.labelLatestTurn(words(view.text.replace(/[*_`#>[\]]+/g, '')))
+    if (view.role === 'user' && view.replaces === null)
+      this.#landmarks.labelLatestTurn(words(view.text.replace(/[*_`#>[\]]+/g, '')))
     let body = ''
     if (view.reasoning !== null && view.reasoning !== '') {
       const cap = this.#itemCap()
       const shown = cut(view.reasoning, cap)
-      const notice = shown.length < view.reasoning.length ? truncationNotice(shown.length, view.reasoning, this.#catCommand(view.seq)) : ''
+      const notice =
+        shown.length < view.reasoning.length
+          ? truncationNotice(shown.length, view.reasoning, this.#catCommand(view.seq))
+          : ''
       body += `<details><summary>Reasoning (${escapeHtml(sizeLabel(view.reasoning))})</summary>${pre(shown, 'reasoning')}${notice}</details>`
     }
     if (view.text !== '' || view.calls.length === 0) {
@@ -192,7 +212,10 @@ export class HtmlRenderer implements TranscriptRenderer {
     }
     rows.push(['events', count(meta.events)])
     if (meta.pending > 0) {
-      rows.push(['pending', `${meta.pending} tool call(s) without a result: the next write open answers them`])
+      rows.push([
+        'pending',
+        `${meta.pending} tool call(s) without a result: the next write open answers them`,
+      ])
     }
     rows.push(['exported', meta.exportedAt])
     return this.#count(
@@ -251,14 +274,22 @@ export class HtmlRenderer implements TranscriptRenderer {
         // The call's own line says it started; a row per start was noise.
         return ''
       case 'compaction-start':
-        this.#landmarks.add('compactions', id, `#${view.seq} ${view.compactionId}: hides ${view.startSeq}..${view.endSeq}`)
+        this.#landmarks.add(
+          'compactions',
+          id,
+          `#${view.seq} ${view.compactionId}: hides ${view.startSeq}..${view.endSeq}`,
+        )
         return `<article class="event compaction" id="${id}"><header><span class="role">compaction ${escapeHtml(view.compactionId)} started</span>${this.#anchor(view.seq)}<time>${escapeHtml(view.time)}</time></header><p class="note">Hides messages ${this.#anchor(view.startSeq)}..${this.#anchor(view.endSeq)}${view.reason === null ? '' : ` (reason: ${escapeHtml(view.reason)})`}. ${view.replacementSeq === null ? '<strong>It never finished</strong> (a crash mid-compaction: harmless, nothing was hidden).' : `Summary at ${this.#anchor(view.replacementSeq)}.`}</p></article>\n`
       case 'compaction-summary':
         return `<article class="event compaction" id="${id}"><header><span class="role">compaction ${escapeHtml(view.compactionId)} summary</span>${this.#anchor(view.seq)}<time>${escapeHtml(view.time)}</time></header>${this.#markdown(view.summary, view.seq)}</article>\n`
       case 'compaction-end':
         return `<article class="event compaction" id="${id}"><header><span class="role">compaction ${escapeHtml(view.compactionId)} ended</span>${this.#anchor(view.seq)}<time>${escapeHtml(view.time)}</time></header><p class="note">${view.hiddenCount} message(s) replaced by ${this.#anchor(view.replacementSeq)}; the originals stay in the log (shown greyed).</p></article>\n`
       case 'seed-end':
-        this.#landmarks.add('forks', id, `#${view.seq} fork point${view.parent === null ? '' : ` from ${view.parent}`}`)
+        this.#landmarks.add(
+          'forks',
+          id,
+          `#${view.seq} fork point${view.parent === null ? '' : ` from ${view.parent}`}`,
+        )
         return `<article class="event fork" id="${id}"><header><span class="role">fork point</span>${this.#anchor(view.seq)}</header><p class="note">The events above were inherited${view.parent === null ? '' : ` from <code>${escapeHtml(view.parent)}</code>`}${view.boundarySeq === null ? '' : ` (cut at its seq ${view.boundarySeq})`}.</p></article>\n`
       case 'salvage':
         this.#landmarks.add('forks', id, `#${view.seq} salvaged from ${view.sourceSession}`)
@@ -280,7 +311,11 @@ export class HtmlRenderer implements TranscriptRenderer {
     }
     if (this.#stoppedAt !== null) {
       const session = shellWord(this.#session)
-      this.#landmarks.add('limit', 'not-shown', `#${this.#stoppedAt}..#${this.#lastSeq ?? this.#stoppedAt} (${count(this.#skipped)} events)`)
+      this.#landmarks.add(
+        'limit',
+        'not-shown',
+        `#${this.#stoppedAt}..#${this.#lastSeq ?? this.#stoppedAt} (${count(this.#skipped)} events)`,
+      )
       // Links made to events the page left out land on this notice.
       const targets = [...this.#forward].filter((seq) => seq >= this.#stoppedAt!)
       const landings = targets.map((seq) => `<span id="e${seq}"></span>`).join('')

@@ -115,7 +115,9 @@ export function collapsible(text: string, options: CollapseOptions): string {
   const rest = text.slice(head.length)
   const shownRest = cut(rest, Math.max(0, options.cap - head.length))
   const truncated = shownRest.length < rest.length
-  const notice = truncated ? truncationNotice(head.length + shownRest.length, text, options.fullTextCommand) : ''
+  const notice = truncated
+    ? truncationNotice(head.length + shownRest.length, text, options.fullTextCommand)
+    : ''
   const body =
     shownRest === ''
       ? ''
