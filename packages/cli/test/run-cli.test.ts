@@ -112,7 +112,7 @@ async function runJsonWith(
   return { code, json: JSON.parse(stdout), stderr }
 }
 
-describe('migrate and compress (store part 2, feature-detected)', () => {
+describe('migrate and compress (feature-detected)', () => {
   let root: string
   let cleanup: () => void
   beforeEach(async () => {
@@ -196,7 +196,7 @@ function filesIn(directory: string): [string, string, number, number][] {
     })
 }
 
-describe('migrate (store part 2)', () => {
+describe('migrate', () => {
   let root: string
   let cleanup: () => void
   beforeEach(() => {

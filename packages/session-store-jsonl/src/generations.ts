@@ -16,6 +16,7 @@ import type { FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { LineSplitter } from './line-splitter.ts'
 import { readFileChunks } from './read-log.ts'
+import { describeFound } from './found.ts'
 
 /** How a generation's bytes are stored. */
 export type GenerationEncoding = 'plain' | 'zstd'
@@ -212,7 +213,7 @@ export function assertGenerationVersion(
   const file = display === '' ? generation.file : `${display}/${generation.file}`
   throw new JsonlStoreError({
     code: JsonlErrorCode.GENERATION_VERSION_MISMATCH,
-    message: `The header of ${file} has the wrong format version: expected ${generation.version} (from the file name), found ${JSON.stringify(headerVersion) ?? 'nothing'}.`,
+    message: `The header of ${file} has the wrong format version: expected ${generation.version} (from the file name), found ${describeFound(headerVersion, 'version')}.`,
     file,
     line: 1,
     offset: 0,

@@ -8,6 +8,7 @@ import type { SessionHeader } from '@agent-ledger/session-events'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { decodeLine } from './line-codec.ts'
 import type { DecodedLine, LineFailureReason, LineLimits } from './line-codec.ts'
+import { describeFound } from './found.ts'
 
 /** The integrity scheme v4 headers declare: a CRC-32C suffix on every line. */
 export const INTEGRITY_CRC32C = 'crc32c'
@@ -62,10 +63,6 @@ function refuse(
   }
 }
 
-function describeValue(value: unknown): string {
-  return value === undefined ? 'nothing' : JSON.stringify(value).slice(0, 80)
-}
-
 /**
  * Decodes a v4 header line. Checks, in order: the per-line checks up to "a JSON object";
  * the own `format` member; the own `version` member (newer than
@@ -98,7 +95,7 @@ export function decodeV4Header(
   const { file } = context
   if (format !== SESSION_FORMAT_NAME) {
     return refuse(file, JsonlErrorCode.INVALID_HEADER, {
-      message: `The header of ${file} is not an agent-ledger header: expected "format": "${SESSION_FORMAT_NAME}", found ${describeValue(format)}.`,
+      message: `The header of ${file} is not an agent-ledger header: expected "format": "${SESSION_FORMAT_NAME}", found ${describeFound(format, 'format')}.`,
       details: { field: 'format', expected: SESSION_FORMAT_NAME, found: format ?? null },
     })
   }
@@ -110,7 +107,7 @@ export function decodeV4Header(
   }
   if (version !== SESSION_FORMAT_VERSION) {
     return refuse(file, JsonlErrorCode.INVALID_HEADER, {
-      message: `The header of ${file} has the wrong version for a v${SESSION_FORMAT_VERSION} file: expected ${SESSION_FORMAT_VERSION}, found ${describeValue(version)}.`,
+      message: `The header of ${file} has the wrong version for a v${SESSION_FORMAT_VERSION} file: expected ${SESSION_FORMAT_VERSION}, found ${describeFound(version, 'version')}.`,
       details: { field: 'version', expected: SESSION_FORMAT_VERSION, found: version ?? null },
     })
   }
@@ -118,7 +115,7 @@ export function decodeV4Header(
   const integrity = Object.hasOwn(value, 'integrity') ? value['integrity'] : undefined
   if (integrity !== INTEGRITY_CRC32C) {
     return refuse(file, JsonlErrorCode.INVALID_HEADER, {
-      message: `The header of ${file} declares an unsupported integrity scheme: expected "${INTEGRITY_CRC32C}", found ${describeValue(integrity)}.`,
+      message: `The header of ${file} declares an unsupported integrity scheme: expected "${INTEGRITY_CRC32C}", found ${describeFound(integrity, 'integrity')}.`,
       details: { field: 'integrity', expected: INTEGRITY_CRC32C, found: integrity ?? null },
     })
   }

@@ -38,7 +38,10 @@ render), so memory stays bounded by the pairing tables, not by the log.
 
 Options:
   --format md|html   the output format (required)
-  -o, --output FILE  write to FILE (replaced atomically) instead of stdout
+  -o, --output FILE  write to FILE (replaced atomically) instead of stdout; - is stdout.
+                     FILE is created with mode 0600 (owner only), like the session log
+                     it comes from: a transcript holds everything the session saw. chmod
+                     it to share it.
   --no-progress      no progress lines on stderr
   -h, --help         show this help
 
@@ -131,8 +134,9 @@ async function runExport(
   const header = await readHeader(location.logFile, logFileName(location.id)).catch(() => null)
   const analysis = await analyze(store.readEvents(location.id), header, () => undefined)
   scanning = false
+  const toStdout = options.output === undefined || options.output === '-'
   const sink =
-    options.output === undefined
+    toStdout || options.output === undefined
       ? stdoutSink(context)
       : await fileSink(context, resolve(context.cwd, options.output))
   const renderer: TranscriptRenderer = options.format === 'html' ? new HtmlRenderer() : markdownRenderer
@@ -173,7 +177,7 @@ async function runExport(
     await sink.abort()
     throw error
   }
-  if (options.output !== undefined) {
+  if (!toStdout && options.output !== undefined) {
     context.notice(
       'note',
       `wrote ${displayPath(resolve(context.cwd, options.output), context.cwd)} (${analysis.events} events)`,

@@ -7,9 +7,9 @@ import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { resolveSession } from '../session-path.ts'
-import { terminalSafe } from '../terminal-text.ts'
+import { formatBytes, terminalSafe } from '../terminal-text.ts'
 
-/** What the store's migration and compression report while they run (part 2 of the store). */
+/** What the store's migration and compression report while they run. */
 interface StoreProgress {
   readonly phase?: string
   readonly bytesRead?: number
@@ -18,7 +18,7 @@ interface StoreProgress {
   readonly eventsTotal?: number | null
 }
 
-/** The part-2 store operations, detected at run time: older store builds do not have them. */
+/** The store's generation operations, detected at run time: older store builds do not have them. */
 interface PartTwoStore {
   migrate?: (
     id: string,
@@ -55,6 +55,39 @@ function describeResult(result: unknown): string {
   return parts.join(' ')
 }
 
+/** The fields of the store's compress result this summary reads (checked at run time). */
+interface CompressFields {
+  readonly outcome?: unknown
+  readonly file?: unknown
+  readonly removedFile?: unknown
+  readonly plainBytes?: unknown
+  readonly compressedBytes?: unknown
+  readonly frames?: unknown
+}
+
+/**
+ * One sentence about a compression, for people: sizes in kB/MB, how many times smaller, the
+ * file written and the one removed.
+ *
+ * @param id - The session.
+ * @param result - The store's result.
+ */
+export function compressSummary(id: string, result: unknown): string {
+  const fields = (typeof result === 'object' && result !== null ? result : {}) as CompressFields
+  const name = terminalSafe(id)
+  const file = typeof fields.file === 'string' ? terminalSafe(fields.file) : 'the .zstd log'
+  const plain = typeof fields.plainBytes === 'number' ? fields.plainBytes : null
+  const packed = typeof fields.compressedBytes === 'number' ? fields.compressedBytes : null
+  if (fields.outcome === 'up-to-date') return `${name} is already compressed (${file}): nothing to do`
+  const sizes =
+    plain === null || packed === null
+      ? ''
+      : `: ${formatBytes(plain)} -> ${formatBytes(packed)} (${packed === 0 ? 'empty' : `${(plain / packed).toFixed(1)} times smaller`}${typeof fields.frames === 'number' ? `, ${fields.frames} frame${fields.frames === 1 ? '' : 's'}` : ''})`
+  const removed = typeof fields.removedFile === 'string' ? `; removed ${terminalSafe(fields.removedFile)}` : ''
+  const verb = fields.outcome === 'resealed' ? 'resealed' : 'compressed'
+  return `${verb} ${name}${sizes} into ${file}${removed}`
+}
+
 async function printResult(
   context: CommandContext,
   request: { readonly json: boolean; readonly verb: string; readonly id: string; readonly result: unknown },
@@ -77,8 +110,8 @@ fsynced, verified, published with link() (never overwriting), then the directory
 fsynced. The old generation is never modified. --dry-run migrates in memory, checks
 everything and writes nothing.
 
-Needs @agent-ledger/session-store-jsonl with store.migrate() (part 2 of the store); an
-older store makes this command exit 2 with NOT_AVAILABLE.
+Needs @agent-ledger/session-store-jsonl with store.migrate(); an older store makes this
+command exit 2 with NOT_AVAILABLE.
 
 Options:
   --dry-run       check and migrate in memory only; write nothing
@@ -92,7 +125,7 @@ Exit codes:
   2  usage or I/O error, or NOT_AVAILABLE
 `
 
-/** `agent-ledger migrate`: write the current-format generation (store part 2). */
+/** `agent-ledger migrate`: write the current-format generation. */
 export const migrateCommand: CommandSpec = {
   name: 'migrate',
   summary: 'migrate an older generation to the current format (new file; the old one is untouched)',
@@ -130,11 +163,14 @@ written, verified and published by link(), then the plain file is removed. A rea
 that finds both encodings with the same events reads either; an interrupted conversion
 is finished by the next write open.
 
-Needs @agent-ledger/session-store-jsonl with store.compress() (part 2 of the store); an
-older store makes this command exit 2 with NOT_AVAILABLE.
+Needs @agent-ledger/session-store-jsonl with store.compress(); an older store makes this
+command exit 2 with NOT_AVAILABLE.
+
+Output: one sentence, e.g.
+  compressed demo: 11.4 kB -> 2.6 kB (4.3 times smaller, 2 frames) into demo/session.v4.jsonl.zstd; removed demo/session.v4.jsonl
 
 Options:
-  --json          print the store's result as JSON
+  --json          {"session", "result": the store's CompressResult}
   --no-progress   no progress lines on stderr
   -h, --help      show this help
 
@@ -144,10 +180,10 @@ Exit codes:
   2  usage or I/O error, or NOT_AVAILABLE
 `
 
-/** `agent-ledger compress`: the zstd encoding of a cold session (store part 2). */
+/** `agent-ledger compress`: the zstd encoding of a cold session. */
 export const compressCommand: CommandSpec = {
   name: 'compress',
-  summary: 'convert a cold session to its zstd encoding (store part 2)',
+  summary: 'convert a cold session to its zstd encoding',
   help: COMPRESS_HELP,
   options: { json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION },
   positionals: ['<session>'],
@@ -162,7 +198,11 @@ export const compressCommand: CommandSpec = {
       enabled: context.progressEnabled,
     })
     const result = await store.compress(location.id, { onProgress: progressSink(progress) })
-    await printResult(context, { json: flag(args, 'json'), verb: 'compressed', id: location.id, result })
+    if (flag(args, 'json')) {
+      await printResult(context, { json: true, verb: 'compressed', id: location.id, result })
+    } else {
+      await context.out.write(`${compressSummary(location.id, result)}\n`)
+    }
     return ExitCode.OK
   },
 }
