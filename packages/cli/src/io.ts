@@ -30,7 +30,8 @@ export interface CliIo {
  */
 export async function readProcessStdin(): Promise<string> {
   const chunks: Buffer[] = []
-  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer))
+  for await (const chunk of process.stdin)
+    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer))
   return Buffer.concat(chunks).toString('utf8')
 }
 

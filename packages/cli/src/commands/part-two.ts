@@ -83,7 +83,8 @@ export function compressSummary(id: string, result: unknown): string {
     plain === null || packed === null
       ? ''
       : `: ${formatBytes(plain)} -> ${formatBytes(packed)} (${packed === 0 ? 'empty' : `${(plain / packed).toFixed(1)} times smaller`}${typeof fields.frames === 'number' ? `, ${fields.frames} frame${fields.frames === 1 ? '' : 's'}` : ''})`
-  const removed = typeof fields.removedFile === 'string' ? `; removed ${terminalSafe(fields.removedFile)}` : ''
+  const removed =
+    typeof fields.removedFile === 'string' ? `; removed ${terminalSafe(fields.removedFile)}` : ''
   const verb = fields.outcome === 'resealed' ? 'resealed' : 'compressed'
   return `${verb} ${name}${sizes} into ${file}${removed}`
 }
