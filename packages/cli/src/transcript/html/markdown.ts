@@ -12,13 +12,14 @@ import { visibleControls } from '../../terminal-text.ts'
 const markdown = new MarkdownIt({ html: false, linkify: false, typographer: false, breaks: false })
 markdown.disable(['image'])
 
-const defaultLinkOpen =
-  markdown.renderer.rules.link_open ??
-  ((tokens, index, options, _env, self) => self.renderToken(tokens, index, options))
-markdown.renderer.rules.link_open = (tokens, index, options, env, self) => {
-  tokens[index]!.attrSet('rel', 'noopener noreferrer nofollow')
-  return defaultLinkOpen(tokens, index, options, env, self)
-}
+// Links from a session open nothing by themselves and tell the target nothing.
+markdown.core.ruler.push('agent_ledger_link_rel', (state) => {
+  for (const block of state.tokens) {
+    for (const token of block.children ?? []) {
+      if (token.type === 'link_open') token.attrSet('rel', 'noopener noreferrer nofollow')
+    }
+  }
+})
 
 /**
  * Renders untrusted Markdown to safe HTML (control and bidi characters made visible first).
