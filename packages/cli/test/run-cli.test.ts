@@ -52,7 +52,7 @@ describe('runCli', () => {
     const unknown = await cli(['verify', '--frobnicate', 'x'])
     expect(unknown.code).toBe(2)
     expect(unknown.stderr).toMatch(
-      /^agent-ledger: USAGE: verify: Unknown option '--frobnicate'.*; run agent-ledger verify --help\n$/,
+      /^agent-ledger: USAGE: verify: unknown option --frobnicate: expected one of --json, --strict, --no-progress, -h\/--help; run agent-ledger verify --help\n$/,
     )
     const missing = await cli(['inspect'])
     expect(missing.code).toBe(2)
