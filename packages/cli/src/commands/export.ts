@@ -28,8 +28,12 @@ log keeps them) shown greyed; fork points and salvage markers; unknown ignorable
 as JSON.
 
 --format html gives ONE self-contained file: inline CSS, no scripts, no network (a
-Content-Security-Policy forbids both), every piece of text from the log escaped (a tool
-output holding <script> shows as text). --format md gives Markdown with untrusted text
+Content-Security-Policy forbids both). User and assistant text is rendered as Markdown
+with raw HTML off; every other text is escaped (a tool output holding <script> shows as
+text). Long tool outputs and arguments are collapsed behind their first lines; an index
+lists turns, repairs, errors, compactions and forks; light and dark themes. The page
+keeps under 4.5 MB: a text cut short, or the events left out at the end, come with the
+command that prints them (agent-ledger cat <session> --seq N, or --from N). --format md gives Markdown with untrusted text
 only inside fenced blocks and code spans. Both make terminal control and bidi characters
 visible as \\uXXXX.
 
