@@ -1,7 +1,7 @@
 /**
  * Prints one plain closing line, `N passed, N failed`, summed over every package's vitest
  * JSON reports (`test-results.json` for unit tests, `e2e-results.json` for end-to-end
- * tests), so a run that executed no test is visible in CI. `--crash` reads the crash suite's
+ * tests, and `tooling-test-results.json` at the root for the tests of `tooling/`), so a run that executed no test is visible in CI. `--crash` reads the crash suite's
  * `crash-results.json` instead.
  * Exits 1 when no report exists or nothing ran.
  */
@@ -38,6 +38,14 @@ for (const group of ['packages', 'apps']) {
       )
     }
   }
+}
+// The tests of tooling/ (pnpm test:tooling) report beside the root package.json.
+const toolingReport = join(root, 'tooling-test-results.json')
+if (!process.argv.includes('--crash') && existsSync(toolingReport)) {
+  const report = JSON.parse(readFileSync(toolingReport, 'utf8')) as VitestJsonReport
+  passed += report.numPassedTests
+  failed += report.numFailedTests
+  seen.push(`tooling-test-results.json: ${report.numPassedTests} passed, ${report.numFailedTests} failed`)
 }
 for (const line of seen) console.log(`  ${line}`)
 console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`)

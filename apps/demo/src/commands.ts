@@ -22,6 +22,7 @@ import {
   startSession,
 } from './session.ts'
 import { createWorkspaceTools } from './tools.ts'
+import { MINI_AGENT } from './invocation.ts'
 
 /** Where a command writes, and what it reads from its surroundings. */
 export interface CommandIo {
@@ -194,7 +195,7 @@ async function openForResume(store: SessionStore, id: string): Promise<SessionWr
     if (JsonlStoreError.is(error) && error.code === 'SESSION_NOT_FOUND') {
       throw new MiniAgentError({
         code: 'SESSION_NOT_FOUND',
-        message: `There is no session ${JSON.stringify(id)} under ${store.root}; list them with mini-agent sessions.`,
+        message: `There is no session ${JSON.stringify(id)} under ${store.root}; list them with ${MINI_AGENT} sessions --root ${store.root}.`,
         cause: error,
       })
     }
@@ -259,7 +260,7 @@ export async function runCommandLine(argv: readonly string[], io: CommandIo): Pr
   } catch (error) {
     io.err(`mini-agent: ${errorLine(error)}`)
     if (MiniAgentError.is(error) && error.code === 'USAGE') {
-      io.err('run mini-agent --help for usage.')
+      io.err(`run ${MINI_AGENT} --help for usage.`)
       return 2
     }
     return 1

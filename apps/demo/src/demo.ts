@@ -16,6 +16,7 @@ import { createScriptedProvider } from './providers/scripted.ts'
 import { describeRepairs, nextTurnNumber, repairPlaceholders, startSession } from './session.ts'
 import { createWorkspaceTools } from './tools.ts'
 import type { WorkspaceTools } from './tools.ts'
+import { AGENT_LEDGER, MINI_AGENT } from './invocation.ts'
 
 /** What a child run of mini-agent did. */
 export interface ChildRun {
@@ -335,7 +336,8 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   out(`  ${path.join(workspace, 'notes.md.summary.md')}`)
   out(`  ${path.join(workspace, 'todo.txt.summary.md')}`)
   out(`  ${exportPath}`)
-  out(`try: mini-agent sessions --root ${root}`)
+  out(`try: ${MINI_AGENT} sessions --root ${root}`)
+  out(`try: ${AGENT_LEDGER} export ${path.join(root, id)} --format html -o ${path.join(base, 'demo.html')}`)
   out(`remove it all with: rm -rf ${base}`)
   return 0
 }

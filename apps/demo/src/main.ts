@@ -6,12 +6,15 @@
  */
 import { runCommandLine } from './commands.ts'
 import { runDemo } from './demo.ts'
+import { MINI_AGENT } from './invocation.ts'
 
 async function withInterrupt<TResult>(fn: (signal: AbortSignal) => Promise<TResult>): Promise<TResult> {
   const controller = new AbortController()
   const onInterrupt = (): void => {
     if (controller.signal.aborted) {
-      process.stderr.write('mini-agent: second Ctrl+C, exiting now; `mini-agent resume` repairs the log.\n')
+      process.stderr.write(
+        `mini-agent: second Ctrl+C, exiting now; \`${MINI_AGENT} resume <id>\` repairs the log.\n`,
+      )
       process.exit(130)
     }
     process.stderr.write('mini-agent: Ctrl+C, aborting the turn (press again to exit at once).\n')

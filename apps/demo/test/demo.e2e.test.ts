@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import os from 'node:os'
@@ -7,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { childEnv, runMiniAgent } from './support/mini-agent-process.ts'
 
+const REPOSITORY_ROOT = path.join(import.meta.dirname, '..', '..', '..')
 let tmp: string
 
 beforeAll(async () => {
@@ -61,5 +63,40 @@ describe('mini-agent demo (the pnpm demo story, as a child process)', () => {
     expect(markdown).toContain('(compaction summary)')
     expect(markdown).toMatch(/> \*\*Replaces\*\* messages #\d+\.\.#\d+/)
     expect(markdown).toContain('the interrupted write had not happened')
+
+    // Every hint works as printed, pasted into a shell at the repository root.
+    const hints = out
+      .split('\n')
+      .filter((line) => line.startsWith('try: '))
+      .map((line) => line.slice('try: '.length))
+    expect(hints).toEqual([
+      `pnpm mini-agent sessions --root ${path.join(demoDirectory, 'sessions')}`,
+      `pnpm agent-ledger export ${path.join(demoDirectory, 'sessions', 'demo')} --format html -o ${path.join(demoDirectory, 'demo.html')}`,
+    ])
+    const sessions = await shell(hints[0]!)
+    expect(sessions.code, sessions.stderr).toBe(0)
+    expect(sessions.stdout).toMatch(/^demo {2}created /m)
+    expect(sessions.stdout).toMatch(/^demo-fork {2}created .*forked from demo$/m)
+    const exported = await shell(hints[1]!)
+    expect(exported.code, exported.stderr).toBe(0)
+    expect(await readFile(path.join(demoDirectory, 'demo.html'), 'utf8')).toContain('<h1>Session demo</h1>')
   })
 })
+
+/** Runs a command line as a person would paste it, in a shell at the repository root. */
+function shell(line: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      'sh',
+      ['-c', line],
+      { cwd: REPOSITORY_ROOT, encoding: 'utf8', timeout: 120_000 },
+      (error, stdout, stderr) => {
+        resolve({
+          code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1,
+          stdout,
+          stderr,
+        })
+      },
+    )
+  })
+}

@@ -42,6 +42,33 @@ export const JSON_OPTION: OptionSpec = { type: 'boolean' }
 /** `--no-progress`: no progress lines on stderr. */
 export const NO_PROGRESS_OPTION: OptionSpec = { type: 'boolean' }
 
+/** `--a, --b, -o/--output`: the options a command accepts, for messages. */
+function optionList(spec: CommandSpec): string {
+  return [...Object.entries(spec.options), ['help', { type: 'boolean', short: 'h' }] as const]
+    .map(([name, option]) => (option.short === undefined ? `--${name}` : `-${option.short}/--${name}`))
+    .join(', ')
+}
+
+/**
+ * Node's parseArgs errors in our own words: which option, what was expected, what was found.
+ * Node's text (with its advice about \`--\` and an unbalanced quote) never reaches the user.
+ */
+function describeParseError(spec: CommandSpec, error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code
+  const message = error instanceof Error ? error.message : String(error)
+  const option = /'(-{1,2}[^' ]+)/.exec(message)?.[1] ?? 'an option'
+  switch (code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return `unknown option ${option}: expected one of ${optionList(spec)}`
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      return /does not take an argument/.test(message)
+        ? `${option} takes no value, found one`
+        : `expected a value after ${option}, found none`
+    default:
+      return `could not read the arguments (${message.split('\n')[0]!.replace(/\.$/, '')})`
+  }
+}
+
 /**
  * Parses a command's arguments strictly (unknown options and missing values are usage errors).
  *
@@ -61,8 +88,7 @@ export function parseCommandArgs(spec: CommandSpec, argv: readonly string[]): Pa
     })
     parsed = { values: result.values, positionals: result.positionals }
   } catch (error) {
-    const message = error instanceof Error ? error.message.split('\n')[0]!.replace(/\.$/, '') : String(error)
-    throw usageError(`${spec.name}: ${message}; run agent-ledger ${spec.name} --help`)
+    throw usageError(`${spec.name}: ${describeParseError(spec, error)}; run agent-ledger ${spec.name} --help`)
   }
   if (parsed.values['help'] === true) return 'help'
   const { positionals } = parsed

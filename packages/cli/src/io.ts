@@ -19,6 +19,20 @@ export interface CliIo {
   now?(): number
   /** Wall-clock time as ISO-8601, stamped on events the CLI plans in memory. Default `new Date().toISOString()`. */
   clock?(): string
+  /** All of standard input as UTF-8, for a file argument given as `-`. Default: the process's stdin. */
+  readStdin?(): Promise<string>
+}
+
+/**
+ * Reads the process's standard input to its end, as UTF-8.
+ *
+ * @returns The text.
+ */
+export async function readProcessStdin(): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin)
+    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer))
+  return Buffer.concat(chunks).toString('utf8')
 }
 
 /** The process's own streams, with backpressure on stdout. */

@@ -23,7 +23,7 @@ const DAMAGE_OR_REFUSAL: ReadonlySet<string> = new Set([
   JsonlErrorCode.FORK_REFUSED,
   JsonlErrorCode.HARDLINK_REFUSED,
   JsonlErrorCode.SYMLINK_REFUSED,
-  // Part 2 of the store (generations, zstd): matched by name so this build needs no new export.
+  // Generation and zstd errors: matched by name so this build needs no new export.
   'GENERATION_FORK',
   'CORRUPT_FRAME',
   'DECOMPRESSION_LIMIT',

@@ -199,7 +199,8 @@ function storeRootNamed(shown: string, sessions: number): CliError {
  * @param argument - The argument as typed.
  * @param cwd - The working directory.
  * @returns The absolute root.
- * @throws {@link CliError} `NOT_A_SESSION` when it does not exist or is not a directory.
+ * @throws {@link CliError} `NOT_A_SESSION` when it does not exist, is not a directory, or is a
+ *   session directory rather than a root.
  */
 export async function resolveRoot(argument: string, cwd: string): Promise<string> {
   const path = resolve(cwd, argument)
@@ -223,6 +224,15 @@ export async function resolveRoot(argument: string, cwd: string): Promise<string
       })
     }
     throw ioError(error, { path: shown, doing: 'read' })
+  }
+  const logs = await logNamesIn(path).catch(() => [] as string[])
+  if (logs.length > 0) {
+    const parent = displayPath(dirname(path), cwd)
+    throw new CliError({
+      code: CliErrorCode.NOT_A_SESSION,
+      message: `${shown} is a session directory (it holds ${logs.join(', ')}), not a store root: expected a directory of session directories; list its root with agent-ledger list ${parent}, or look at this session with agent-ledger inspect ${shown}`,
+      path: shown,
+    })
   }
   return path
 }

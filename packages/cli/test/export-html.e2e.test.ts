@@ -148,8 +148,17 @@ describe('export --format html in headless Chromium', () => {
         const data = event.data as {
           message?: { content?: unknown; tool_calls?: { function: { arguments: string } }[] }
         }
+        // User and assistant text is Markdown: a paragraph drops leading and trailing blank space.
+        const markdown = event.type === 'user/message' || event.type === 'assistant/message'
         if (typeof data.message?.content === 'string' && data.message.content !== '')
-          texts.push(data.message.content)
+          texts.push(
+            ...(markdown
+              ? data.message.content
+                  .split('\n')
+                  .map((line) => line.trim())
+                  .filter((line) => line !== '')
+              : [data.message.content]),
+          )
         for (const call of data.message?.tool_calls ?? []) texts.push(call.function.arguments)
       }
       expect(texts.length).toBeGreaterThanOrEqual(10)

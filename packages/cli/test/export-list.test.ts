@@ -72,7 +72,7 @@ describe('export --format html', () => {
     expect(html).toContain('It has a script tag: &lt;script&gt;.')
     expect(html).toContain('<section class="turn" id="e1">')
     expect(html).toMatch(
-      /<strong>read_file<\/strong> <code>call_x<\/code>: started at <a class="seq" href="#e\d+">#\d+<\/a>; result at <a class="seq" href="#e(\d+)">/,
+      /<strong>read_file<\/strong> <code>call_x<\/code>: started \(<span class="seq">#\d+<\/span>\); result at <a class="seq" href="#e(\d+)">/,
     )
   })
 

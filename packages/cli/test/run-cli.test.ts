@@ -52,7 +52,7 @@ describe('runCli', () => {
     const unknown = await cli(['verify', '--frobnicate', 'x'])
     expect(unknown.code).toBe(2)
     expect(unknown.stderr).toMatch(
-      /^agent-ledger: USAGE: verify: Unknown option '--frobnicate'.*; run agent-ledger verify --help\n$/,
+      /^agent-ledger: USAGE: verify: unknown option --frobnicate: expected one of --json, --strict, --no-progress, -h\/--help; run agent-ledger verify --help\n$/,
     )
     const missing = await cli(['inspect'])
     expect(missing.code).toBe(2)
@@ -112,7 +112,7 @@ async function runJsonWith(
   return { code, json: JSON.parse(stdout), stderr }
 }
 
-describe('migrate and compress (store part 2, feature-detected)', () => {
+describe('migrate and compress (feature-detected)', () => {
   let root: string
   let cleanup: () => void
   beforeEach(async () => {
@@ -196,7 +196,7 @@ function filesIn(directory: string): [string, string, number, number][] {
     })
 }
 
-describe('migrate (store part 2)', () => {
+describe('migrate', () => {
   let root: string
   let cleanup: () => void
   beforeEach(() => {

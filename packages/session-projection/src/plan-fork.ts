@@ -85,7 +85,10 @@ export function planFork(prefix: Iterable<LoggedEvent>, request: ForkRequest): F
       field: 'boundarySeq',
       expected: inherited.length - 1,
       found: boundarySeq,
-      message: `Fork boundary ${boundarySeq} is beyond the log: expected a seq from 0 to ${inherited.length - 1}, found ${boundarySeq}`,
+      message:
+        inherited.length === 0
+          ? `Fork boundary ${boundarySeq} is beyond the log: expected a seq of an event, found an empty log (no event to fork at)`
+          : `Fork boundary ${boundarySeq} is beyond the log: expected a seq from 0 to ${inherited.length - 1}, found ${boundarySeq}`,
     })
   }
   const closers = planRepair(inherited).events

@@ -104,7 +104,10 @@ describe('planFork', () => {
       const error = errorOf(() => planFork(log.events, { boundarySeq, parentSession: 'p' }))
       expect(error.code).toBe('BAD_BOUNDARY')
     }
-    expect(errorOf(() => planFork([], { boundarySeq: 0, parentSession: 'p' })).code).toBe('BAD_BOUNDARY')
+    const empty = errorOf(() => planFork([], { boundarySeq: 0, parentSession: 'p' }))
+    expect(empty.code).toBe('BAD_BOUNDARY')
+    expect(empty.message).toContain('found an empty log')
+    expect(empty.message).not.toContain('0 to -1')
   })
 
   it('refuses a prefix that is not dense from 0', () => {

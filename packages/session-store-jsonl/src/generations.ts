@@ -17,6 +17,7 @@ import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { verifyLineChecksum } from './line-codec.ts'
 import { LineSplitter } from './line-splitter.ts'
 import { readFileChunks } from './read-log.ts'
+import { describeFound } from './found.ts'
 
 /** How a generation's bytes are stored. */
 export type GenerationEncoding = 'plain' | 'zstd'
@@ -213,7 +214,7 @@ export function assertGenerationVersion(
   const file = display === '' ? generation.file : `${display}/${generation.file}`
   throw new JsonlStoreError({
     code: JsonlErrorCode.GENERATION_VERSION_MISMATCH,
-    message: `The header of ${file} has the wrong format version: expected ${generation.version} (from the file name), found ${JSON.stringify(headerVersion) ?? 'nothing'}.`,
+    message: `The header of ${file} has the wrong format version: expected ${generation.version} (from the file name), found ${describeFound(headerVersion, 'version')}.`,
     file,
     line: 1,
     offset: 0,

@@ -8,6 +8,7 @@ import type { SessionHeader } from '@agent-ledger/session-events'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { decodeLine } from './line-codec.ts'
 import type { DecodedLine, LineFailureReason, LineLimits } from './line-codec.ts'
+import { describeFound } from './found.ts'
 
 /** The integrity scheme v4 headers declare: a CRC-32C suffix on every line. */
 export const INTEGRITY_CRC32C = 'crc32c'
@@ -37,7 +38,7 @@ export function checkHeaderId(id: unknown, context: HeaderContext): JsonlStoreEr
   if (expected === undefined || id === expected) return null
   return new JsonlStoreError({
     code: JsonlErrorCode.INVALID_HEADER,
-    message: `The header of ${context.file} names another session: expected "id": ${JSON.stringify(expected)} (the session directory's name), found ${describeValue(id)}; a log copied or renamed into this directory is never read as this session.`,
+    message: `The header of ${context.file} names another session: expected "id": ${JSON.stringify(expected)} (the session directory's name), found ${describeFound(id, 'id')}; a log copied or renamed into this directory is never read as this session.`,
     file: context.file,
     line: 1,
     offset: 0,
@@ -95,10 +96,6 @@ function refuse(
   }
 }
 
-function describeValue(value: unknown): string {
-  return value === undefined ? 'nothing' : JSON.stringify(value).slice(0, 80)
-}
-
 /**
  * Decodes a v4 header line. Checks, in order (FORMAT.md section 8): the per-line checks of
  * section 6, **checksum included** (a header line failing any of them is `failed`: the
@@ -124,7 +121,7 @@ export function decodeV4Header(line: Buffer, context: HeaderContext): HeaderDeco
   const { file } = context
   if (format !== SESSION_FORMAT_NAME) {
     return refuse(file, JsonlErrorCode.INVALID_HEADER, {
-      message: `The header of ${file} is not an agent-ledger header: expected "format": "${SESSION_FORMAT_NAME}", found ${describeValue(format)}.`,
+      message: `The header of ${file} is not an agent-ledger header: expected "format": "${SESSION_FORMAT_NAME}", found ${describeFound(format, 'format')}.`,
       details: { field: 'format', expected: SESSION_FORMAT_NAME, found: format ?? null },
     })
   }
@@ -136,14 +133,14 @@ export function decodeV4Header(line: Buffer, context: HeaderContext): HeaderDeco
   }
   if (version !== SESSION_FORMAT_VERSION) {
     return refuse(file, JsonlErrorCode.INVALID_HEADER, {
-      message: `The header of ${file} has the wrong version for a v${SESSION_FORMAT_VERSION} file: expected ${SESSION_FORMAT_VERSION}, found ${describeValue(version)}.`,
+      message: `The header of ${file} has the wrong version for a v${SESSION_FORMAT_VERSION} file: expected ${SESSION_FORMAT_VERSION}, found ${describeFound(version, 'version')}.`,
       details: { field: 'version', expected: SESSION_FORMAT_VERSION, found: version ?? null },
     })
   }
   const integrity = Object.hasOwn(value, 'integrity') ? value['integrity'] : undefined
   if (integrity !== INTEGRITY_CRC32C) {
     return refuse(file, JsonlErrorCode.INVALID_HEADER, {
-      message: `The header of ${file} declares an unsupported integrity scheme: expected "${INTEGRITY_CRC32C}", found ${describeValue(integrity)}.`,
+      message: `The header of ${file} declares an unsupported integrity scheme: expected "${INTEGRITY_CRC32C}", found ${describeFound(integrity, 'integrity')}.`,
       details: { field: 'integrity', expected: INTEGRITY_CRC32C, found: integrity ?? null },
     })
   }

@@ -6,6 +6,7 @@ import { findEmbeddedValidLine } from './line-codec.ts'
 import type { LineFailureReason, LineLimits } from './line-codec.ts'
 import type { LineSink, UnterminatedTail } from './line-splitter.ts'
 import type { LogFormat } from './log-format.ts'
+import { describeFound } from './found.ts'
 
 /** Where a line is: its 1-based number, the byte offset of its first byte and its bytes (without `\n`). */
 export interface LineLocation {
@@ -401,7 +402,7 @@ export class LogScanner implements LineSink {
       return this.#fail(
         new JsonlStoreError({
           code: JsonlErrorCode.INVALID_EVENT,
-          message: `Line ${location.line} of ${file} is not a valid event: expected "seq" to be a non-negative integer, found ${JSON.stringify(seq) ?? 'nothing'}.`,
+          message: `Line ${location.line} of ${file} is not a valid event: expected "seq" to be a non-negative integer, found ${describeFound(seq, 'seq')}.`,
           ...where,
           details: { field: 'seq' },
         }),

@@ -356,44 +356,55 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       throw conflict
     }
   }
-  await at('linked')
-
-  // 7. The new name is durable.
   try {
-    await fs.fsyncDirectory(directory)
+    return await afterLink()
   } catch (error) {
-    // Nothing may be acked in a name that is not durable: withdraw it (if it is still ours) and poison.
-    await withdrawTarget(fs, targetPath, tempIno)
-    await removeTemp()
-    throw failed('fsync-dir', error, { file, details: { poisoned: true } })
-  }
-  await at('dir-synced')
-
-  // 8. Drop the temp name (it shares the target's inode: nlink 2 until now).
-  try {
-    await fs.unlink(tempPath)
-    tempPresent = false
-  } catch (error) {
+    // Whatever fails after the link (a step below, or an injected fault at a point) must not
+    // leave the temp's handle for the garbage collector (DEP0137).
     await closeHandle()
-    throw failed('unlink-temp', error, { file, details: { published: true, tempFile: display(tempName) } })
+    throw error
   }
-  try {
-    await fs.fsyncDirectory(directory)
-  } catch (error) {
-    await closeHandle()
-    throw failed('fsync-dir-after-unlink', error, { file, details: { published: true, poisoned: true } })
-  }
-  await at('temp-unlinked')
-  if (request.keepHandle !== true) await closeHandle()
-  return {
-    outcome: 'published',
-    file: target,
-    path: targetPath,
-    size,
-    sha256,
-    ino: tempIno,
-    handle: request.keepHandle === true ? temp : null,
-    tempFile: tempName,
+
+  async function afterLink(): Promise<PublishResult> {
+    await at('linked')
+
+    // 7. The new name is durable.
+    try {
+      await fs.fsyncDirectory(directory)
+    } catch (error) {
+      // Nothing may be acked in a name that is not durable: withdraw it (if it is still ours) and poison.
+      await withdrawTarget(fs, targetPath, tempIno)
+      await removeTemp()
+      throw failed('fsync-dir', error, { file, details: { poisoned: true } })
+    }
+    await at('dir-synced')
+
+    // 8. Drop the temp name (it shares the target's inode: nlink 2 until now).
+    try {
+      await fs.unlink(tempPath)
+      tempPresent = false
+    } catch (error) {
+      await closeHandle()
+      throw failed('unlink-temp', error, { file, details: { published: true, tempFile: display(tempName) } })
+    }
+    try {
+      await fs.fsyncDirectory(directory)
+    } catch (error) {
+      await closeHandle()
+      throw failed('fsync-dir-after-unlink', error, { file, details: { published: true, poisoned: true } })
+    }
+    await at('temp-unlinked')
+    if (request.keepHandle !== true) await closeHandle()
+    return {
+      outcome: 'published',
+      file: target,
+      path: targetPath,
+      size,
+      sha256,
+      ino: tempIno,
+      handle: request.keepHandle === true ? temp : null,
+      tempFile: tempName,
+    }
   }
 }
 

@@ -10,6 +10,51 @@ const SUMMARY_SUFFIX = '.summary.md'
 /** Prompts starting with this run the rest of the prompt as one `run_command` call. */
 const RUN_PREFIX = 'run:'
 
+/**
+ * What the scripted model answers a prompt it has no script for: what it can do offline,
+ * and how to use a real model.
+ */
+export const OFFLINE_CAPABILITIES = [
+  'I am the offline scripted model of mini-agent, so I only follow three scripts:',
+  '- "Summarize notes.md": read a file and write notes.md.summary.md;',
+  '- "Create hello.txt containing hello, then read it back.": write a file (and read it back);',
+  '- "run: ls": run one command.',
+  'For anything else, use a real model: set OPENAI_API_KEY and MODEL (and OPENAI_BASE_URL for any OpenAI-compatible server), then run the same prompt with --provider openai.',
+].join('\n')
+
+/** A request to create a file: `Create hello.txt containing hello, then read it back.` */
+interface CreateRequest {
+  readonly path: string
+  readonly content: string
+  readonly readBack: boolean
+}
+
+const CREATE_PATTERN =
+  /^(?:please\s+)?(?:create|write|make)\s+(?:a\s+file\s+(?:named\s+|called\s+)?)?[`"']?([\w./-]+)[`"']?\s+(?:containing|with(?:\s+the\s+(?:text|content))?)\s+([\s\S]*?)(?:,?\s*(?:then|and)\s+read\s+it\s+back)?\s*\.?$/i
+
+/**
+ * Reads a create request out of a prompt.
+ *
+ * @param prompt - The user's prompt.
+ * @returns The file, its content (quotes around it dropped, a final newline added) and whether to read it back; undefined for other prompts.
+ */
+export function parseCreateRequest(prompt: string): CreateRequest | undefined {
+  const match = CREATE_PATTERN.exec(prompt.trim())
+  if (match === null) return undefined
+  const raw = match[2]!.trim()
+  const unquoted = /^(["'`])([\s\S]*)\1$/.exec(raw)?.[2] ?? raw
+  return {
+    path: match[1]!,
+    content: `${unquoted}\n`,
+    readBack: /(?:then|and)\s+read\s+it\s+back\s*\.?$/i.test(prompt.trim()),
+  }
+}
+
+/** True for a prompt the summary script serves. */
+function isSummaryRequest(prompt: string): boolean {
+  return /\bsummar(?:y|ise|ize|ising|izing)\b/i.test(prompt)
+}
+
 function textOf(message: WireMessage): string {
   if (typeof message.content === 'string') return message.content
   if (message.content === null) return ''
@@ -179,11 +224,24 @@ function recover(
 function nextAfterListing(prompt: string, listing: string): Reply {
   const files = listing
     .split('\n')
-    .filter((entry) => entry !== '' && !entry.endsWith('/') && !entry.endsWith('@') && !entry.startsWith('['))
+    .filter(
+      (entry) =>
+        entry !== '' &&
+        !entry.endsWith('/') &&
+        !entry.endsWith('@') &&
+        !entry.startsWith('[') &&
+        // list_dir's "(empty directory)" and "(N more ...)" lines are notes, not files.
+        !entry.startsWith('('),
+    )
     .filter((entry) => !entry.endsWith(SUMMARY_SUFFIX))
   const mentioned = files.find((file) => prompt.includes(file))
   const target = mentioned ?? files[0]
-  if (target === undefined) return { content: 'The workspace has no file I could summarize.' }
+  if (target === undefined) {
+    return {
+      content:
+        'The workspace has no file I could summarize (it is empty, or holds only summaries and directories). Add a file, or ask me to create one: "Create hello.txt containing hello, then read it back."',
+    }
+  }
   return { content: `I will read ${target}.`, call: { name: 'read_file', arguments: { path: target } } }
 }
 
@@ -242,13 +300,42 @@ function decide(messages: readonly WireMessage[]): Reply {
     return { content: `The command finished:\n${lastResult.content}` }
   }
 
+  const create = parseCreateRequest(prompt)
   if (after.length === 0 || lastCall === undefined || lastResult === undefined) {
     const placeholder = findPlaceholderBefore(messages, lastUser)
     const recovery = placeholder === undefined ? undefined : recover(messages, placeholder)
     if (recovery !== undefined) return recovery
+    if (create !== undefined) {
+      return {
+        content: `I will create ${create.path}.`,
+        call: { name: 'write_file', arguments: { path: create.path, content: create.content } },
+      }
+    }
+    if (!isSummaryRequest(prompt)) return { content: OFFLINE_CAPABILITIES }
     return {
       content: 'I will look at the workspace first.',
       call: { name: 'list_dir', arguments: { path: '.' } },
+    }
+  }
+
+  if (create !== undefined && stringArgument(lastCall, 'path') === create.path) {
+    const createdTarget = create.path
+    if (lastCall.function.name === 'write_file') {
+      if (isErrorResult(lastResult))
+        return { content: `I could not create ${createdTarget}: ${lastResult.content}` }
+      if (!create.readBack) return { content: `Done: created ${createdTarget}.` }
+      return {
+        content: `Created ${createdTarget}; reading it back.`,
+        call: { name: 'read_file', arguments: { path: createdTarget } },
+      }
+    }
+    if (lastCall.function.name === 'read_file') {
+      if (isErrorResult(lastResult))
+        return { content: `I could not read ${createdTarget} back: ${lastResult.content}` }
+      const same = lastResult.content === create.content
+      return {
+        content: `${createdTarget} contains:\n${lastResult.content}${same ? '\nThat is what I wrote.' : '\nThat is NOT what I wrote.'}`,
+      }
     }
   }
 
@@ -271,8 +358,11 @@ function decide(messages: readonly WireMessage[]): Reply {
 /**
  * The scripted model's answer to a conversation: a pure function of the messages.
  *
- * The script: list the workspace; read the file the prompt names (else the first file); write
- * `<file>.summary.md`; answer. A prompt starting with `run:` runs the rest as one command.
+ * The scripts: a prompt asking for a summary lists the workspace, reads the file the prompt
+ * names (else the first file), writes `<file>.summary.md` and answers; "Create F containing
+ * T[, then read it back]" writes F (and reads it back); a prompt starting with `run:` runs the
+ * rest as one command. Any other prompt gets {@link OFFLINE_CAPABILITIES}: what it can do
+ * offline and how to use `--provider openai`.
  * After a resume it reads the loop-repair placeholder honestly: a call that never started
  * (`TOOL_NOT_STARTED`) or a read-only one is retried; an interrupted `write_file`
  * (`TOOL_OUTCOME_UNKNOWN`) is checked by reading the file before anything is rewritten; an

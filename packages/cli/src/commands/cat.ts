@@ -1,11 +1,12 @@
-import { flag, JSON_OPTION, seqOption } from '../args.ts'
+import { flag, JSON_OPTION, seqOption, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import { describeEvent } from '../describe-event.ts'
+import { fullEventText } from '../event-text.ts'
 import { resolveSession } from '../session-path.ts'
 
-const HELP = `Usage: agent-ledger cat <session> [--from N] [--to N] [--json]
+const HELP = `Usage: agent-ledger cat <session> [--from N] [--to N | --seq N] [--json]
 
 Prints the events of a session in seq order, read-only, checked like an open (checksum,
 seq, types). Default: one readable line per event,
@@ -15,6 +16,9 @@ with untrusted text quoted and terminal control characters escaped.
 Options:
   --from N      first seq to print (inclusive, default 0)
   --to N        last seq to print (inclusive, default: the end)
+  --seq N       one event, in full: its line, then every text it holds (message content,
+                reasoning, tool call arguments, summary) whole; what a transcript that cut
+                a long text short tells you to run
   --json        JSON Lines: one event object per line, exactly as logged (without the
                 per-line "crc" member), for jq and other tools
   -h, --help    show this help
@@ -34,12 +38,16 @@ export const catCommand: CommandSpec = {
   summary: 'print events (readable lines, or JSONL with --json), optionally a seq range',
   help: HELP,
   streams: true,
-  options: { json: JSON_OPTION, from: { type: 'string' }, to: { type: 'string' } },
+  options: { json: JSON_OPTION, from: { type: 'string' }, to: { type: 'string' }, seq: { type: 'string' } },
   positionals: ['<session>'],
   async run(context, args) {
     const json = flag(args, 'json')
-    const fromSeq = seqOption(args, { command: 'cat', name: 'from' })
-    const toSeq = seqOption(args, { command: 'cat', name: 'to' })
+    const oneSeq = seqOption(args, { command: 'cat', name: 'seq' })
+    if (oneSeq !== undefined && (text(args, 'from') !== undefined || text(args, 'to') !== undefined)) {
+      throw usageError('cat: expected --seq N alone or --from/--to, found both')
+    }
+    const fromSeq = oneSeq ?? seqOption(args, { command: 'cat', name: 'from' })
+    const toSeq = oneSeq ?? seqOption(args, { command: 'cat', name: 'to' })
     if (fromSeq !== undefined && toSeq !== undefined && fromSeq > toSeq) {
       throw usageError(`cat: expected --from <= --to, found --from ${fromSeq} --to ${toSeq}`)
     }
@@ -49,10 +57,18 @@ export const catCommand: CommandSpec = {
       ...(fromSeq === undefined ? {} : { fromSeq }),
       ...(toSeq === undefined ? {} : { toSeq }),
     }
+    let found = false
     for await (const event of store.readEvents(location.id, range)) {
+      found = true
       await context.out.write(`${json ? stringifyJson(event) : describeEvent(event)}\n`)
+      if (oneSeq !== undefined && !json) await context.out.write(fullEventText(event))
     }
     await context.out.flush()
+    if (oneSeq !== undefined && !found) {
+      throw usageError(
+        `cat: expected --seq ${oneSeq} to name an event of ${args.positionals[0]!}, found no event with that seq (the log is shorter)`,
+      )
+    }
     return ExitCode.OK
   },
 }

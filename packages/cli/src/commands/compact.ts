@@ -11,6 +11,7 @@ import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import { coreEvent } from '../describe-event.ts'
 import type { CommandContext } from '../context.ts'
+import { readProcessStdin } from '../io.ts'
 import { displayPath, ioError, resolveSession } from '../session-path.ts'
 import { terminalSafe } from '../terminal-text.ts'
 
@@ -32,7 +33,7 @@ Options:
   --from <seq>            seq of the first message to hide (required)
   --to <seq>              seq of the last message to hide (required)
   --summary <text>        the summary the model will read instead
-  --summary-file <file>   read the summary from a UTF-8 file instead
+  --summary-file <file>   read the summary from a UTF-8 file instead (- reads standard input)
   --reason <text>         why (recorded on compaction/start; default "manual")
   --id <compaction-id>    the compaction id (default cmp-<8 hex>)
   --json                  print the result as JSON
@@ -53,6 +54,7 @@ async function summaryOf(context: CommandContext, args: Parameters<CommandSpec['
     throw usageError('compact: expected exactly one of --summary <text> or --summary-file <file>')
   }
   if (inline !== undefined) return inline
+  if (file === '-') return context.io.readStdin !== undefined ? context.io.readStdin() : readProcessStdin()
   const path = resolve(context.cwd, file!)
   try {
     return await readFile(path, 'utf8')

@@ -7,7 +7,7 @@ import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { resolveSession } from '../session-path.ts'
-import { terminalSafe } from '../terminal-text.ts'
+import { formatBytes, terminalSafe } from '../terminal-text.ts'
 
 /** What the store's migration and compression report while they run. */
 type StoreProgress = MigrationProgress | CompressProgress
@@ -28,6 +28,40 @@ function describeResult(result: unknown): string {
     }
   }
   return parts.join(' ')
+}
+
+/** The fields of the store's compress result this summary reads (checked at run time). */
+interface CompressFields {
+  readonly outcome?: unknown
+  readonly file?: unknown
+  readonly removedFile?: unknown
+  readonly plainBytes?: unknown
+  readonly compressedBytes?: unknown
+  readonly frames?: unknown
+}
+
+/**
+ * One sentence about a compression, for people: sizes in kB/MB, how many times smaller, the
+ * file written and the one removed.
+ *
+ * @param id - The session.
+ * @param result - The store's result.
+ */
+export function compressSummary(id: string, result: unknown): string {
+  const fields = (typeof result === 'object' && result !== null ? result : {}) as CompressFields
+  const name = terminalSafe(id)
+  const file = typeof fields.file === 'string' ? terminalSafe(fields.file) : 'the .zstd log'
+  const plain = typeof fields.plainBytes === 'number' ? fields.plainBytes : null
+  const packed = typeof fields.compressedBytes === 'number' ? fields.compressedBytes : null
+  if (fields.outcome === 'up-to-date') return `${name} is already compressed (${file}): nothing to do`
+  const sizes =
+    plain === null || packed === null
+      ? ''
+      : `: ${formatBytes(plain)} -> ${formatBytes(packed)} (${packed === 0 ? 'empty' : `${(plain / packed).toFixed(1)} times smaller`}${typeof fields.frames === 'number' ? `, ${fields.frames} frame${fields.frames === 1 ? '' : 's'}` : ''})`
+  const removed =
+    typeof fields.removedFile === 'string' ? `; removed ${terminalSafe(fields.removedFile)}` : ''
+  const verb = fields.outcome === 'resealed' ? 'resealed' : 'compressed'
+  return `${verb} ${name}${sizes} into ${file}${removed}`
 }
 
 async function printResult(
@@ -101,8 +135,11 @@ written, verified and published by link(), then the plain file is removed. A rea
 that finds both encodings with the same events reads either; an interrupted conversion
 is finished by the next write open.
 
+Output: one sentence, e.g.
+  compressed demo: 11.4 kB -> 2.6 kB (4.3 times smaller, 2 frames) into demo/session.v4.jsonl.zstd; removed demo/session.v4.jsonl
+
 Options:
-  --json          print the store's result as JSON
+  --json          {"session", "result": the store's CompressResult}
   --no-progress   no progress lines on stderr
   -h, --help      show this help
 
@@ -129,7 +166,11 @@ export const compressCommand: CommandSpec = {
       enabled: context.progressEnabled,
     })
     const result = await store.compress(location.id, { onProgress: progressSink(progress) })
-    await printResult(context, { json: flag(args, 'json'), verb: 'compressed', id: location.id, result })
+    if (flag(args, 'json')) {
+      await printResult(context, { json: true, verb: 'compressed', id: location.id, result })
+    } else {
+      await context.out.write(`${compressSummary(location.id, result)}\n`)
+    }
     return ExitCode.OK
   },
 }

@@ -28,8 +28,12 @@ log keeps them) shown greyed; fork points and salvage markers; unknown ignorable
 as JSON.
 
 --format html gives ONE self-contained file: inline CSS, no scripts, no network (a
-Content-Security-Policy forbids both), every piece of text from the log escaped (a tool
-output holding <script> shows as text). --format md gives Markdown with untrusted text
+Content-Security-Policy forbids both). User and assistant text is rendered as Markdown
+with raw HTML off; every other text is escaped (a tool output holding <script> shows as
+text). Long tool outputs and arguments are collapsed behind their first lines; an index
+lists turns, repairs, errors, compactions and forks; light and dark themes. The page
+keeps under 4.5 MB: a text cut short, or the events left out at the end, come with the
+command that prints them (agent-ledger cat <session> --seq N, or --from N). --format md gives Markdown with untrusted text
 only inside fenced blocks and code spans. Both make terminal control and bidi characters
 visible as \\uXXXX.
 
@@ -41,6 +45,9 @@ Options:
   -o, --output FILE  write to FILE instead of stdout; an existing FILE is refused
                      (OUTPUT_EXISTS) unless --force
   --force            with -o: replace an existing FILE (atomically)
+                     - is stdout. FILE is created with mode 0600 (owner only), like
+                     the session log it comes from: a transcript holds everything
+                     the session saw. chmod it to share it.
   --no-progress      no progress lines on stderr
   -h, --help         show this help
 
@@ -139,7 +146,12 @@ function stdoutSink(context: CommandContext): Sink {
 async function runExport(
   context: CommandContext,
   location: SessionLocation,
-  options: { readonly format: 'md' | 'html'; readonly output: string | undefined; readonly force: boolean },
+  options: {
+    readonly format: 'md' | 'html'
+    readonly output: string | undefined
+    readonly force: boolean
+    readonly session: string
+  },
 ): Promise<number> {
   const scan = new Progress(context.io, {
     label: 'export (scan)',
@@ -161,8 +173,9 @@ async function runExport(
   const header = headerRead?.header ?? null
   const analysis = await analyze(store.readEvents(location.id), header, () => undefined)
   scanning = false
+  const toStdout = options.output === undefined || options.output === '-'
   const sink =
-    options.output === undefined
+    toStdout || options.output === undefined
       ? stdoutSink(context)
       : await fileSink(context, resolve(context.cwd, options.output), { force: options.force })
   const renderer: TranscriptRenderer = options.format === 'html' ? new HtmlRenderer() : markdownRenderer
@@ -176,6 +189,7 @@ async function runExport(
     await sink.write(
       renderer.begin({
         id: location.id,
+        session: options.session,
         header,
         file: displayPath(
           headerRead === null ? location.logFile : join(location.root, headerRead.file),
@@ -205,7 +219,7 @@ async function runExport(
     await sink.abort()
     throw error
   }
-  if (options.output !== undefined) {
+  if (!toStdout && options.output !== undefined) {
     context.notice(
       'note',
       `wrote ${displayPath(resolve(context.cwd, options.output), context.cwd)} (${analysis.events} events)`,
@@ -242,7 +256,7 @@ export const exportCommand: CommandSpec = {
     if (flag(args, 'force') && output === undefined) throw usageError('export: --force needs -o FILE')
     const location = await resolveSession(args.positionals[0]!, context)
     // Checked before reading the log: nothing is scanned for an output that would be refused.
-    if (output !== undefined && !flag(args, 'force')) {
+    if (output !== undefined && output !== '-' && !flag(args, 'force')) {
       const target = resolve(context.cwd, output)
       const exists = await lstat(target).then(
         () => true,
@@ -250,6 +264,11 @@ export const exportCommand: CommandSpec = {
       )
       if (exists) throw outputExists(displayPath(target, context.cwd))
     }
-    return runExport(context, location, { format, output, force: flag(args, 'force') })
+    return runExport(context, location, {
+      format,
+      output,
+      force: flag(args, 'force'),
+      session: args.positionals[0]!,
+    })
   },
 }

@@ -6,6 +6,8 @@ import type { EventView } from './view.ts'
 /** What a transcript shows above the events. */
 export interface TranscriptMeta {
   readonly id: string
+  /** The session as the user named it on the command line (for commands the page prints). */
+  readonly session: string
   readonly header: SessionHeader | null
   /** The log file, as displayed. */
   readonly file: string

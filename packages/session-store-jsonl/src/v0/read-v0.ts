@@ -12,6 +12,7 @@ import type { TornTail } from '../log-scanner.ts'
 import type { ByteSource } from '../read-log.ts'
 import { V0_EVENT_TYPES, V0_FILE_NAME, V0_FORMAT_VERSION, V0_HEADER_TYPE } from './v0-format.ts'
 import type { V0HeaderEvent } from './v0-format.ts'
+import { describeFound } from '../found.ts'
 
 /** One good line of a v0 log. */
 export interface V0Record {
@@ -285,14 +286,14 @@ class V0LogReader implements LineSink {
       if (version !== undefined) return this.#mismatch(version, where.offset)
       return this.#invalid(location, {
         code: JsonlErrorCode.INVALID_HEADER,
-        message: `The header line of ${file} is not a v0 header: expected a "${V0_HEADER_TYPE}" event, found type ${JSON.stringify(type) ?? 'nothing'}.`,
+        message: `The header line of ${file} is not a v0 header: expected a "${V0_HEADER_TYPE}" event, found ${type === undefined ? 'no "type" member' : `type ${JSON.stringify(type)}`}.`,
         details: { field: 'type', expected: V0_HEADER_TYPE, found: type ?? null },
       })
     }
     if (typeof data !== 'object' || data === null || Array.isArray(data)) {
       return this.#invalid(location, {
         code: JsonlErrorCode.INVALID_HEADER,
-        message: `The header line of ${file} is invalid: expected "data" to be an object, found ${JSON.stringify(data) ?? 'nothing'}.`,
+        message: `The header line of ${file} is invalid: expected "data" to be an object, found ${describeFound(data, 'data')}.`,
         details: { field: 'data' },
       })
     }
@@ -302,14 +303,14 @@ class V0LogReader implements LineSink {
     if (seq !== 0) {
       return this.#invalid(location, {
         code: JsonlErrorCode.INVALID_HEADER,
-        message: `The header line of ${file} is invalid: expected "seq" to be 0, found ${JSON.stringify(seq) ?? 'nothing'}.`,
+        message: `The header line of ${file} is invalid: expected "seq" to be 0, found ${describeFound(seq, 'seq')}.`,
         details: { field: 'seq', expected: 0, found: seq ?? null },
       })
     }
     if (typeof own(value, 'time') !== 'string') {
       return this.#invalid(location, {
         code: JsonlErrorCode.INVALID_HEADER,
-        message: `The header line of ${file} is invalid: expected "time" to be a string, found ${JSON.stringify(own(value, 'time')) ?? 'nothing'}.`,
+        message: `The header line of ${file} is invalid: expected "time" to be a string, found ${describeFound(own(value, 'time'), 'time')}.`,
         details: { field: 'time' },
       })
     }
@@ -323,7 +324,7 @@ class V0LogReader implements LineSink {
     return this.#fail(
       new JsonlStoreError({
         code: JsonlErrorCode.GENERATION_VERSION_MISMATCH,
-        message: `The header of ${file} has the wrong format version: expected ${V0_FORMAT_VERSION} (from the file name ${V0_FILE_NAME}), found ${JSON.stringify(headerVersion) ?? 'nothing'}.`,
+        message: `The header of ${file} has the wrong format version: expected ${V0_FORMAT_VERSION} (from the file name ${V0_FILE_NAME}), found ${describeFound(headerVersion, 'version')}.`,
         file,
         line: 1,
         offset,
@@ -341,7 +342,7 @@ class V0LogReader implements LineSink {
     if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) {
       return this.#invalid(where, {
         code: JsonlErrorCode.INVALID_EVENT,
-        message: `Line ${where.line} of ${file} is not a valid event: expected "seq" to be a non-negative integer, found ${JSON.stringify(seq) ?? 'nothing'}.`,
+        message: `Line ${where.line} of ${file} is not a valid event: expected "seq" to be a non-negative integer, found ${describeFound(seq, 'seq')}.`,
         details: { field: 'seq' },
       })
     }
@@ -368,7 +369,7 @@ class V0LogReader implements LineSink {
     if (typeof type !== 'string' || type.length === 0) {
       return this.#invalid(at, {
         code: JsonlErrorCode.INVALID_EVENT,
-        message: `Line ${where.line} of ${file} is not a valid event: expected "type" to be a non-empty string, found ${JSON.stringify(type) ?? 'nothing'}.`,
+        message: `Line ${where.line} of ${file} is not a valid event: expected "type" to be a non-empty string, found ${describeFound(type, 'type')}.`,
         details: { field: 'type' },
       })
     }

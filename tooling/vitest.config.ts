@@ -1,0 +1,19 @@
+import { fileURLToPath } from 'node:url'
+
+import { defineConfig } from 'vitest/config'
+
+/**
+ * Tests of the repository tooling itself (release dry run, README examples, links), run
+ * by the gate as `pnpm test:tooling`; their report joins the closing `N passed` line.
+ */
+export default defineConfig({
+  root: fileURLToPath(new URL('.', import.meta.url)),
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 120_000,
+    reporters: ['default', 'json'],
+    // Outside tooling/: turbo hashes tooling/** into every task, and a report there would
+    // change that hash on every run.
+    outputFile: { json: fileURLToPath(new URL('../tooling-test-results.json', import.meta.url)) },
+  },
+})
