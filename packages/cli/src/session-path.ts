@@ -1,9 +1,10 @@
-import { lstat } from 'node:fs/promises'
+import { lstat, readdir } from 'node:fs/promises'
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path'
 
 import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 import { JsonlErrorCode, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
 import type { SessionFileKind, SessionFiles, SessionStore } from '@agent-ledger/session-store-jsonl'
+import { parseGenerationFileName } from '@agent-ledger/session-store-jsonl/format'
 
 import { CliError, CliErrorCode } from './cli-error.ts'
 
@@ -202,6 +203,12 @@ function storeRootNamed(shown: string, sessions: number): CliError {
  * @throws {@link CliError} `NOT_A_SESSION` when it does not exist, is not a directory, or is a
  *   session directory rather than a root.
  */
+/** The names of the session logs (any generation, either encoding) directly inside a directory. */
+async function logNamesIn(directory: string): Promise<string[]> {
+  const names = await readdir(directory)
+  return names.filter((name) => parseGenerationFileName(name) !== null).sort()
+}
+
 export async function resolveRoot(argument: string, cwd: string): Promise<string> {
   const path = resolve(cwd, argument)
   const shown = displayPath(path, cwd)
