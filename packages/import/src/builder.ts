@@ -103,6 +103,11 @@ export class SessionBuilder {
     this.#line = line
   }
 
+  /** The time the next events get (undefined before the first timestamp). */
+  get time(): string | undefined {
+    return this.#time
+  }
+
   /** True while a turn is open. */
   get turnOpen(): boolean {
     return this.#turnOpen

@@ -82,6 +82,8 @@ interface PendingAssistant {
   readonly reasoning: string[]
   readonly toolCalls: ImportedToolCall[]
   usage: Usage | undefined
+  /** Time of its last record: the message gets it, not the time of the record that ends it. */
+  time: unknown
 }
 
 interface PendingResult {
@@ -90,6 +92,7 @@ interface PendingResult {
   readonly content: string
   readonly isError: boolean
   readonly rejected: boolean
+  readonly time: unknown
 }
 
 /** Maps the records of one path, in order, into a builder. */
@@ -98,6 +101,7 @@ class ClaudeMapper {
   #assistant: PendingAssistant | null = null
   #results: PendingResult[] = []
   #compactPending = false
+  #line = 0
 
   constructor(builder: SessionBuilder) {
     this.#builder = builder
@@ -107,6 +111,7 @@ class ClaudeMapper {
     const b = this.#builder
     const value = record.value
     b.line = record.line
+    this.#line = record.line
     b.setTime(value['timestamp'])
     const type = str(value['type'])
     if (type === 'assistant') return this.#assistantRecord(value)
@@ -134,9 +139,10 @@ class ClaudeMapper {
     }
     if (this.#assistant !== null && this.#assistant.messageId !== messageId) this.#flush()
     if (this.#assistant === null) {
-      this.#assistant = { messageId, text: [], reasoning: [], toolCalls: [], usage: undefined }
+      this.#assistant = { messageId, text: [], reasoning: [], toolCalls: [], usage: undefined, time: undefined }
     }
     const pending = this.#assistant
+    pending.time = value['timestamp']
     const content = message['content']
     const blocks = typeof content === 'string' ? [{ type: 'text', text: content }] : arr(content)
     for (const raw of blocks) {
@@ -199,6 +205,7 @@ class ClaudeMapper {
           content: text,
           isError: block!['is_error'] === true,
           rejected,
+          time: value['timestamp'],
         })
       }
       if (value['toolUseResult'] !== undefined) b.lossy('claude.toolUseResult')
@@ -246,17 +253,26 @@ class ClaudeMapper {
   #flush(): void {
     const b = this.#builder
     const pending = this.#assistant
+    if (pending === null && this.#results.length === 0) return
+    const now = b.time
+    const line = this.#line
     this.#assistant = null
-    if (pending !== null) b.assistant(pending)
+    if (pending !== null) {
+      b.setTime(pending.time)
+      b.assistant(pending)
+    }
     const results = this.#results
     this.#results = []
     for (const result of results) {
       b.line = result.line
+      b.setTime(result.time)
       b.toolResult(result.callId, result.content, {
         isError: result.isError,
         ...(result.rejected ? { code: USER_REJECTED } : {}),
       })
     }
+    b.setTime(now)
+    b.line = line
   }
 
   finish(): void {
@@ -331,75 +347,67 @@ export async function importClaudeCode(input: FormatInput): Promise<FormatOutput
 
   const sessions: FormatSession[] = []
   const mainPlan = planTree(mainNodes, attachable)
-  const mainLines = new Set<number>()
-  const mainBuilder = input.newBuilder()
-  const mapper = new ClaudeMapper(mainBuilder)
-  // Records without a uuid (snapshots, queue operations) and lines that were not JSON ride
-  // in file order along the main path; repeated uuids (a second /compact re-appending
-  // records) and the broken chains are kept verbatim and reported.
-  const extras = [
-    ...loose.map((record) => ({ line: record.line, run: () => mapper.handle(record) })),
+  // Records without a uuid (snapshots, queue operations), repeated uuids (a second /compact
+  // re-appending records) and lines that were not JSON ride in file order along every path
+  // (so a fork still shares its prefix with the main session); they are counted once.
+  const extras: { line: number; run: (builder: SessionBuilder, mapper: ClaudeMapper) => void }[] = [
+    ...loose.map((record) => ({ line: record.line, run: (_: SessionBuilder, m: ClaudeMapper) => m.handle(record) })),
     ...duplicates.map((record) => ({
       line: record.line,
-      run: () => {
-        mainBuilder.line = record.line
-        mainBuilder.setTime(record.value['timestamp'])
-        mainBuilder.diagnostic('DUPLICATE_UUID', `record uuid ${String(record.value['uuid'])} appears again; kept verbatim only`)
-        mainBuilder.record(record.value, 'log-only:claude.duplicate-uuid')
+      run: (builder: SessionBuilder) => {
+        builder.line = record.line
+        builder.setTime(record.value['timestamp'])
+        builder.diagnostic('DUPLICATE_UUID', `record uuid ${String(record.value['uuid'])} appears again; kept verbatim only`)
+        builder.record(record.value, 'log-only:claude.duplicate-uuid')
       },
     })),
     ...malformed.map((bad) => ({
       line: bad.line,
-      run: () => {
-        mainBuilder.line = bad.line
-        mainBuilder.malformed(bad.text)
+      run: (builder: SessionBuilder) => {
+        builder.line = bad.line
+        builder.malformed(bad.text)
       },
     })),
   ].sort((left, right) => left.line - right.line)
-  let next = 0
-  for (const node of mainPlan.main) {
-    while (next < extras.length && extras[next]!.line < node.line) extras[next++]!.run()
-    mainLines.add(node.line)
-    mapper.handle(node.item)
+  const counted = new Set<number>()
+  const build = (sequence: readonly TreeNode<ClaudeRecord>[], withExtras: boolean): SessionBuilder => {
+    const builder = input.newBuilder((line) => !counted.has(line))
+    const mapper = new ClaudeMapper(builder)
+    let next = 0
+    for (const node of sequence) {
+      while (withExtras && next < extras.length && extras[next]!.line < node.line) extras[next++]!.run(builder, mapper)
+      mapper.handle(node.item)
+    }
+    while (withExtras && next < extras.length) extras[next++]!.run(builder, mapper)
+    mapper.finish()
+    for (const node of sequence) counted.add(node.line)
+    if (withExtras) for (const extra of extras) counted.add(extra.line)
+    return builder
   }
-  while (next < extras.length) extras[next++]!.run()
+  const mainBuilder = build(mainPlan.main, true)
   for (const id of mainPlan.brokenParents) {
     mainBuilder.line = nodes.find((node) => node.id === id)?.line ?? 0
     mainBuilder.diagnostic('BROKEN_PARENT', `record ${id}: its parentUuid is not in the file; treated as a root`)
   }
-  mapper.finish()
   sessions.push({ key: '', role: 'main', builder: mainBuilder })
-
-  const counted = new Set(mainLines)
-  for (const record of [...loose, ...duplicates]) counted.add(record.line)
-  const addBranches = (plan: typeof mainPlan, forkOf: string): void => {
+  const addBranches = (plan: typeof mainPlan, forkOf: string, withExtras: boolean): void => {
     for (const branch of plan.branches) {
-      const builder = input.newBuilder((line) => !counted.has(line))
-      const branchMapper = new ClaudeMapper(builder)
-      for (const node of branch.sequence) branchMapper.handle(node.item)
-      branchMapper.finish()
-      for (const node of branch.sequence) counted.add(node.line)
       sessions.push({
         key: `${forkOf === '' ? '' : `${forkOf}-`}fork-${shortId(branch.branchId)}`,
         role: 'fork',
-        builder,
+        builder: build(branch.sequence, withExtras),
         forkOf,
         metadata: { branchUuid: branch.branchId, leafUuid: branch.leafId },
       })
     }
   }
-  addBranches(mainPlan, '')
+  addBranches(mainPlan, '', true)
   if (sideNodes.length > 0) {
     const sidePlan = planTree(sideNodes, attachable)
     const agentId = str(sidePlan.main[0]?.item.value['agentId']) ?? shortId(sidePlan.main[0]?.id ?? 'sidechain')
-    const builder = input.newBuilder((line) => !counted.has(line))
-    const sideMapper = new ClaudeMapper(builder)
-    for (const node of sidePlan.main) sideMapper.handle(node.item)
-    sideMapper.finish()
-    for (const node of sidePlan.main) counted.add(node.line)
     const key = `agent-${shortId(agentId)}`
-    sessions.push({ key, role: 'sidechain', builder, metadata: { agentId } })
-    addBranches(sidePlan, key)
+    sessions.push({ key, role: 'sidechain', builder: build(sidePlan.main, false), metadata: { agentId } })
+    addBranches(sidePlan, key, false)
   }
   const agentId = onlySidechain ? str(nodes[0]?.item.value['agentId']) : undefined
   return {

@@ -61,6 +61,8 @@ interface Group {
   readonly reasoning: string[]
   readonly toolCalls: ImportedToolCall[]
   usage: Usage | undefined
+  /** Time of its last item: the message gets it, not the time of the line that ends the group. */
+  time: string | undefined
 }
 
 /** Maps rollout lines, in order, into a builder. */
@@ -76,14 +78,19 @@ class CodexMapper {
   }
 
   #open(): Group {
-    this.#group ??= { text: [], reasoning: [], toolCalls: [], usage: undefined }
+    this.#group ??= { text: [], reasoning: [], toolCalls: [], usage: undefined, time: undefined }
+    this.#group.time = this.#b.time
     return this.#group
   }
 
   #flush(): void {
     const group = this.#group
     this.#group = null
-    if (group !== null) this.#b.assistant(group)
+    if (group === null) return
+    const now = this.#b.time
+    this.#b.setTime(group.time)
+    this.#b.assistant(group)
+    this.#b.setTime(now)
   }
 
   handle(line: number, value: Record<string, unknown>): void {
