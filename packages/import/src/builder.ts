@@ -1,4 +1,9 @@
-import { placeholderText, planRepairFromState, RepairCode, validateProviderMessages } from '@agent-ledger/loop-repair'
+import {
+  placeholderText,
+  planRepairFromState,
+  RepairCode,
+  validateProviderMessages,
+} from '@agent-ledger/loop-repair'
 import { parseEvent } from '@agent-ledger/session-events'
 import type {
   EventRegistry,

@@ -72,9 +72,14 @@ export interface ImportResult {
  *
  * @param record - The first JSON object of the source (or the first element of a JSON array).
  */
-export function detectFormat(record: Record<string, unknown>): { format: SourceFormat; reason: string } | undefined {
+export function detectFormat(
+  record: Record<string, unknown>,
+): { format: SourceFormat; reason: string } | undefined {
   if (looksLikeCodex(record)) {
-    return { format: 'codex', reason: `a {timestamp, type, payload} line of type "${String(record['type'])}"` }
+    return {
+      format: 'codex',
+      reason: `a {timestamp, type, payload} line of type "${String(record['type'])}"`,
+    }
   }
   if (looksLikePi(record)) {
     return {
@@ -82,8 +87,10 @@ export function detectFormat(record: Record<string, unknown>): { format: SourceF
       reason: `a {type: "session"} header${typeof record['version'] === 'number' ? ` of version ${record['version']}` : ' without version (v1)'}`,
     }
   }
-  if (looksLikeOpenHandsV1(record)) return { format: 'openhands', reason: `a V1 SDK event of kind "${String(record['kind'])}"` }
-  if (looksLikeOpenHandsV0(record)) return { format: 'openhands', reason: 'a V0 event with "source" and "action"/"observation"' }
+  if (looksLikeOpenHandsV1(record))
+    return { format: 'openhands', reason: `a V1 SDK event of kind "${String(record['kind'])}"` }
+  if (looksLikeOpenHandsV0(record))
+    return { format: 'openhands', reason: 'a V0 event with "source" and "action"/"observation"' }
   if (looksLikeClaudeCode(record)) {
     return { format: 'claude-code', reason: `a transcript line of type "${String(record['type'])}"` }
   }
@@ -98,7 +105,10 @@ const ID_PREFIX: Readonly<Record<SourceFormat, string>> = {
 }
 
 function idPart(value: string): string {
-  return value.replace(/[^A-Za-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 90)
+  return value
+    .replace(/[^A-Za-z0-9_-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 90)
 }
 
 /**
@@ -186,7 +196,10 @@ function refuse(file: string, message: string, line?: number): ImportError {
  * @throws {@link ImportError} `UNRECOGNIZED_FORMAT`, `EMPTY_SOURCE`, `MALFORMED_LINE`, `TORN_LINE` (strict),
  *   `INVALID_RECORD`, `INVALID_OPTIONS`, `INVALID_IMPORT`.
  */
-export async function importSource(lines: AsyncIterable<string>, options: ImportOptions): Promise<ImportResult> {
+export async function importSource(
+  lines: AsyncIterable<string>,
+  options: ImportOptions,
+): Promise<ImportResult> {
   const { file } = options
   if (!/^[0-9a-f]{64}$/.test(options.sha256)) {
     throw new ImportError({
@@ -231,7 +244,8 @@ export async function importSource(lines: AsyncIterable<string>, options: Import
     const restored = (async function* (): AsyncGenerator<string> {
       for (let index = 1; index < skipped; index += 1) yield ''
       yield firstLine
-      for (let next = await lineIterator.next(); next.done !== true; next = await lineIterator.next()) yield next.value
+      for (let next = await lineIterator.next(); next.done !== true; next = await lineIterator.next())
+        yield next.value
     })()
     records = parseLines(restored, { file, lenient, report })[Symbol.asyncIterator]()
   }
@@ -316,7 +330,8 @@ function assemble(
     if (output.cwd !== undefined) header['cwd'] = output.cwd
     const metadata: Record<string, unknown> = { source: { ...sourceMetadata, ...session.metadata } }
     if (session.role === 'main') {
-      if (output.parentSourceId !== undefined) header['parentSession'] = importedSessionId(format, output.parentSourceId)
+      if (output.parentSourceId !== undefined)
+        header['parentSession'] = importedSessionId(format, output.parentSourceId)
       if (output.delegationDepth !== undefined) header['delegationDepth'] = output.delegationDepth
     } else if (session.role === 'sidechain') {
       header['parentSession'] = mainId
@@ -361,7 +376,9 @@ function assemble(
     format,
     formatVersion: output.formatVersion,
     detection:
-      context.from === 'auto' ? `detected ${format}: ${context.detected.reason}` : `given ${format} (content agrees: ${context.detected.reason})`,
+      context.from === 'auto'
+        ? `detected ${format}: ${context.detected.reason}`
+        : `given ${format} (content agrees: ${context.detected.reason})`,
     sessions,
     report: finalReport,
   }
@@ -371,9 +388,17 @@ function assemble(
  * A fork's log: the events it shares with its parent (same bytes, from the same records),
  * then `session/end-seed`, then its own events moved one seq up.
  */
-function seedFork(parent: readonly LoggedEvent[], own: readonly LoggedEvent[], parentSession: string): LoggedEvent[] {
+function seedFork(
+  parent: readonly LoggedEvent[],
+  own: readonly LoggedEvent[],
+  parentSession: string,
+): LoggedEvent[] {
   let shared = 0
-  while (shared < parent.length && shared < own.length && eventKey(parent[shared]!) === eventKey(own[shared]!)) {
+  while (
+    shared < parent.length &&
+    shared < own.length &&
+    eventKey(parent[shared]!) === eventKey(own[shared]!)
+  ) {
     shared += 1
   }
   if (shared === 0) return [...own]
@@ -384,5 +409,9 @@ function seedFork(parent: readonly LoggedEvent[], own: readonly LoggedEvent[], p
     type: 'session/end-seed',
     data: { inherited: true, parentSession, boundarySeq: shared - 1 },
   } as LoggedEvent
-  return [...parent.slice(0, shared), endSeed, ...own.slice(shared).map((event) => shiftEvent(event, shared, 1))]
+  return [
+    ...parent.slice(0, shared),
+    endSeed,
+    ...own.slice(shared).map((event) => shiftEvent(event, shared, 1)),
+  ]
 }

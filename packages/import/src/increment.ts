@@ -1,5 +1,5 @@
 import { isRepairCode } from '@agent-ledger/loop-repair'
-import type { LoggedEvent } from '@agent-ledger/session-events'
+import type { LoggedEvent, SessionEvent } from '@agent-ledger/session-events'
 
 import { ImportError, ImportErrorCode } from './import-error.ts'
 import { eventKey, shiftEvent } from './shift.ts'
@@ -60,6 +60,34 @@ export function planIncrement(
   while (next < fresh.length && isCloser(fresh[next]!) && next - shared < storedTail.length) next += 1
   if (next >= fresh.length) return { kind: 'unchanged' }
   const delta = stored.length - next
-  const events = fresh.slice(next).map((event) => (delta === 0 ? event : shiftEvent(event, next, delta)))
+  // Placeholders kept from the earlier import are surface nodes the fresh import never had: a
+  // later compaction whose range spans them must cite them too (and count them as hidden).
+  const placeholders = storedTail.filter((event) => event.type === 'tool/result').map((event) => event.seq)
+  const extraHidden = new Map<string, number>()
+  const events = fresh.slice(next).map((original) => {
+    const event = delta === 0 ? original : shiftEvent(original, next, delta)
+    if (typeof event.surfaceOp === 'object' && placeholders.length > 0) {
+      const { startSeq, endSeq } = event.surfaceOp
+      const spanned = placeholders.filter((seq) => seq > startSeq && seq < endSeq)
+      if (spanned.length === 0) return event
+      const cited = [...new Set([...(event.sourceEventSeqs ?? []), ...spanned])].sort((a, b) => a - b)
+      const compaction = fresh
+        .slice(next)
+        .find(
+          (candidate) =>
+            candidate.type === 'compaction/end' &&
+            (candidate as SessionEvent<'compaction/end'>).data.replacementSeq === original.seq,
+        ) as SessionEvent<'compaction/end'> | undefined
+      if (compaction !== undefined) extraHidden.set(compaction.data.compactionId, spanned.length)
+      return { ...event, sourceEventSeqs: cited } as LoggedEvent
+    }
+    if (event.type === 'compaction/end') {
+      const end = event as SessionEvent<'compaction/end'>
+      const extra = extraHidden.get(end.data.compactionId)
+      if (extra !== undefined)
+        return { ...end, data: { ...end.data, hiddenCount: end.data.hiddenCount + extra } }
+    }
+    return event
+  })
   return { kind: 'append', events, closersKept: storedTail.length }
 }

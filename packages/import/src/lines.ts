@@ -62,7 +62,11 @@ export async function* parseLines(
       })
     }
     context.report.malformedLines += 1
-    addDiagnostic(context.report, { code, line: bad.line, message: `${context.file} line ${bad.line}: ${what}; skipped` })
+    addDiagnostic(context.report, {
+      code,
+      line: bad.line,
+      message: `${context.file} line ${bad.line}: ${what}; skipped`,
+    })
     return { line: bad.line, malformed: bad.text }
   }
   for await (const raw of lines) {

@@ -12,7 +12,11 @@ export function shiftEvent(event: LoggedEvent, from: number, delta: number): Log
   let data: unknown = event.data
   const fields = event.data as Record<string, unknown>
   if (event.type === 'compaction/start') {
-    data = { ...fields, startSeq: move(fields['startSeq'] as number), endSeq: move(fields['endSeq'] as number) }
+    data = {
+      ...fields,
+      startSeq: move(fields['startSeq'] as number),
+      endSeq: move(fields['endSeq'] as number),
+    }
   } else if (event.type === 'compaction/end') {
     data = { ...fields, replacementSeq: move(fields['replacementSeq'] as number) }
   } else if (event.type === 'session/end-seed' && typeof fields['boundarySeq'] === 'number') {

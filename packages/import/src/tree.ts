@@ -27,7 +27,7 @@ export interface TreePlan<T> {
 function pathTo<T>(leaf: TreeNode<T>, byId: ReadonlyMap<string, TreeNode<T>>): TreeNode<T>[] {
   const path: TreeNode<T>[] = []
   const seen = new Set<string>()
-  for (let node: TreeNode<T> | undefined = leaf; node !== undefined && !seen.has(node.id); ) {
+  for (let node: TreeNode<T> | undefined = leaf; node !== undefined && !seen.has(node.id);) {
     seen.add(node.id)
     path.push(node)
     node = node.parent === null ? undefined : byId.get(node.parent)
@@ -66,7 +66,8 @@ function withAttached<T>(
     }
     segment.reverse()
     for (const item of segment) taken.add(item.id)
-    const anchor = node !== undefined && onPath.has(node.id) ? node.id : node !== undefined ? `@${node.id}` : null
+    const anchor =
+      node !== undefined && onPath.has(node.id) ? node.id : node !== undefined ? `@${node.id}` : null
     const list = after.get(anchor) ?? []
     list.push(segment)
     after.set(anchor, list)
@@ -95,7 +96,10 @@ function withAttached<T>(
  * @param nodes - The records in file order; a repeated id keeps its first record (the caller decides what the repeat is).
  * @param attachable - True for records that may ride along a path they are not on (tool results, progress).
  */
-export function planTree<T>(nodes: readonly TreeNode<T>[], attachable: (node: TreeNode<T>) => boolean): TreePlan<T> {
+export function planTree<T>(
+  nodes: readonly TreeNode<T>[],
+  attachable: (node: TreeNode<T>) => boolean,
+): TreePlan<T> {
   const byId = new Map<string, TreeNode<T>>()
   for (const node of nodes) if (!byId.has(node.id)) byId.set(node.id, node)
   const parents = new Set<string>()

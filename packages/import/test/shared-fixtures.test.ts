@@ -5,13 +5,22 @@ import { RepairCode } from '@agent-ledger/loop-repair'
 import { describe, expect, it } from 'vitest'
 
 import { USER_REJECTED } from '../src/index.ts'
-import { importFile, replay, SHARED_FIXTURES, sharedFixturesAvailable, verbatimLines } from './support/import.ts'
+import {
+  importFile,
+  replay,
+  SHARED_FIXTURES,
+  sharedFixturesAvailable,
+  verbatimLines,
+} from './support/import.ts'
 
 const available = sharedFixturesAvailable()
 const claudeFile = join(SHARED_FIXTURES, 'claude-code', 'short.jsonl')
 const codexFile = (): string => {
   const directory = join(SHARED_FIXTURES, 'codex')
-  return join(directory, readdirSync(directory).find((name) => name.endsWith('.jsonl'))!)
+  return join(
+    directory,
+    readdirSync(directory).find((name) => name.endsWith('.jsonl'))!,
+  )
 }
 const openhandsFile = join(SHARED_FIXTURES, 'openhands', 'basic.json')
 
@@ -48,9 +57,14 @@ describe.skipIf(!available)('the shared recordings import', () => {
       importer: { name: '@agent-ledger/import', version: 1 },
     })
     // Nothing lost: every one of the 15 lines is kept verbatim, once.
-    expect(verbatimLines(session.events).sort((a, b) => a - b)).toEqual(Array.from({ length: 15 }, (_, i) => i + 1))
+    expect(verbatimLines(session.events).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 15 }, (_, i) => i + 1),
+    )
     const results = session.events.filter((event) => event.type === 'tool/result')
-    expect(results.map((event) => (event.data as { code?: string }).code)).toEqual([USER_REJECTED, USER_REJECTED])
+    expect(results.map((event) => (event.data as { code?: string }).code)).toEqual([
+      USER_REJECTED,
+      USER_REJECTED,
+    ])
     const lastTurnEnd = session.events.findLast((event) => event.type === 'turn/end')
     expect(lastTurnEnd?.data).toEqual({ turn: 1, reason: 'interrupted' })
     // Import -> openai messages, compared with the source's own messages (written from lines 4-13).
@@ -68,12 +82,18 @@ describe.skipIf(!available)('the shared recordings import', () => {
           {
             id: 'toolu_0116Hyi5v8ut7Ffb7d8qV1Sc',
             type: 'function',
-            function: { name: 'Bash', arguments: '{"command":"mix phx.server 2>&1 | head -80","timeout":30000}' },
+            function: {
+              name: 'Bash',
+              arguments: '{"command":"mix phx.server 2>&1 | head -80","timeout":30000}',
+            },
           },
           {
             id: 'toolu_01FdQ8qTyVyZjE3Kw4dguQGx',
             type: 'function',
-            function: { name: 'Glob', arguments: '{"pattern":"mix.exs","path":"/home/marco/projects/spotter"}' },
+            function: {
+              name: 'Glob',
+              arguments: '{"pattern":"mix.exs","path":"/home/marco/projects/spotter"}',
+            },
           },
         ],
       },
@@ -104,7 +124,11 @@ describe.skipIf(!available)('the shared recordings import', () => {
     expect(result.report.toolCalls).toBe(1)
     expect(result.report.turns).toBe(1)
     expect(result.report.repairs).toEqual({ [RepairCode.TOOL_OUTCOME_UNKNOWN]: 1, CLOSE_TURN: 1 })
-    expect(result.report.lossy).toMatchObject({ 'codex.encrypted_content': 1, 'codex.phase': 1, 'codex.developer-role': 4 })
+    expect(result.report.lossy).toMatchObject({
+      'codex.encrypted_content': 1,
+      'codex.phase': 1,
+      'codex.developer-role': 4,
+    })
     const session = result.sessions[0]!
     expect(session.id).toBe('codex-019c8a70-dda7-7f33-98ea-f30553347322')
     expect(verbatimLines(session.events)).toHaveLength(19)
@@ -158,7 +182,13 @@ describe.skipIf(!available)('the shared recordings import', () => {
     expect(session.id).toBe('openhands-basic')
     expect(verbatimLines(session.events)).toEqual([1, 2, 3, 4])
     const messages = replay(session.events)
-    expect(messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool'])
+    expect(messages.map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+    ])
     expect(messages[1]).toMatchObject({ tool_calls: [{ id: 'toolu_017nBp7UfiGqyrA7j77HgtFP' }] })
     expect(messages[4]).toMatchObject({ tool_call_id: 'toolu_01BUKu3B7nY574atNECkBiFk' })
   })

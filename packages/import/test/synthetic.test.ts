@@ -43,7 +43,10 @@ describe('Claude Code (synthetic)', () => {
     expect(fork!.header).toMatchObject({ parentSession: main!.id, seeded: true })
     const inherited = fork!.header.inheritedEventCount!
     expect(fork!.events.slice(0, inherited)).toEqual(main!.events.slice(0, inherited))
-    expect(fork!.events[inherited]).toMatchObject({ type: 'session/end-seed', data: { parentSession: main!.id } })
+    expect(fork!.events[inherited]).toMatchObject({
+      type: 'session/end-seed',
+      data: { parentSession: main!.id },
+    })
     expect(replay(fork!.events).map((message) => message.content)).toContain('now delete a.txt')
     expect(side!.header).toMatchObject({ parentSession: main!.id, delegationDepth: 1 })
     expect(replay(side!.events)).toHaveLength(2)
@@ -74,7 +77,10 @@ describe('Codex (synthetic)', () => {
     expect(result.report.turns).toBe(3)
     // call_2 had no output when the turn was aborted: a placeholder mid-file.
     expect(result.report.repairs).toEqual({ [RepairCode.TOOL_OUTCOME_UNKNOWN]: 1 })
-    expect(result.report.diagnostics.map((finding) => finding.code)).toEqual(['ORPHAN_TOOL_RESULT', 'UNANSWERED_TOOL_CALL'])
+    expect(result.report.diagnostics.map((finding) => finding.code)).toEqual([
+      'ORPHAN_TOOL_RESULT',
+      'UNANSWERED_TOOL_CALL',
+    ])
     const turnEnds = session.events.filter((event) => event.type === 'turn/end').map((event) => event.data)
     expect(turnEnds).toEqual([
       { turn: 1, reason: 'completed' },
@@ -98,7 +104,12 @@ describe('pi-mono (synthetic)', () => {
     expect(result.sessions.map((session) => session.role)).toEqual(['main', 'fork'])
     const [main, fork] = result.sessions
     const messages = replay(main!.events)
-    expect(messages.map((message) => [message.role, typeof message.content === 'string' ? message.content : 'parts'])).toEqual([
+    expect(
+      messages.map((message) => [
+        message.role,
+        typeof message.content === 'string' ? message.content : 'parts',
+      ]),
+    ).toEqual([
       ['user', 'Earlier: a cat picture, a file saying meow.'],
       ['user', 'now summarise'],
       ['assistant', 'A cat that says meow.'],
@@ -108,7 +119,10 @@ describe('pi-mono (synthetic)', () => {
     const turnEnds = main!.events.filter((event) => event.type === 'turn/end').map((event) => event.data)
     expect(turnEnds.at(-1)).toEqual({ turn: 3, reason: 'aborted' })
     const forkMessages = replay(fork!.events)
-    expect(forkMessages[0]).toMatchObject({ role: 'user', content: [{ type: 'text' }, { type: 'image_url' }] })
+    expect(forkMessages[0]).toMatchObject({
+      role: 'user',
+      content: [{ type: 'text' }, { type: 'image_url' }],
+    })
     expect(forkMessages.at(-1)).toEqual({ role: 'assistant', content: 'miaou' })
     expect(fork!.header.inheritedEventCount).toBeGreaterThan(0)
   })
@@ -118,7 +132,14 @@ describe('pi-mono (synthetic)', () => {
     expect(result.formatVersion).toBe('1')
     expect(result.report.repairs).toEqual({ [RepairCode.TOOL_OUTCOME_UNKNOWN]: 1, CLOSE_TURN: 1 })
     const messages = replay(result.sessions[0]!.events)
-    expect(messages.map((message) => message.role)).toEqual(['user', 'user', 'assistant', 'user', 'assistant', 'tool'])
+    expect(messages.map((message) => message.role)).toEqual([
+      'user',
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'tool',
+    ])
     expect(messages[0]).toEqual({ role: 'user', content: 'Greetings were exchanged.' })
     expect(messages[1]).toEqual({ role: 'user', content: 'again' })
   })
@@ -131,7 +152,10 @@ describe('pi-mono (synthetic)', () => {
       'branch main, clean',
       'hi, the tree is clean',
     ])
-    expect(session.events.findLast((event) => event.type === 'turn/end')?.data).toEqual({ turn: 1, reason: 'error' })
+    expect(session.events.findLast((event) => event.type === 'turn/end')?.data).toEqual({
+      turn: 1,
+      reason: 'error',
+    })
   })
 })
 
@@ -139,13 +163,20 @@ describe('OpenHands V1 SDK (synthetic)', () => {
   it('v1-events.jsonl: parallel actions grouped by llm_response_id, results reordered, orphan dropped, think tags stripped', async () => {
     const result = await importFile(fixture('openhands', 'v1-events.jsonl'), { sourceName: 'conv-1' })
     expect(result.formatVersion).toBe('v1')
-    expect(result.report.diagnostics.map((finding) => [finding.code, finding.line])).toEqual([['ORPHAN_TOOL_RESULT', 7]])
+    expect(result.report.diagnostics.map((finding) => [finding.code, finding.line])).toEqual([
+      ['ORPHAN_TOOL_RESULT', 7],
+    ])
     expect(result.report.lossy['openhands.think-tags-stripped']).toBe(1)
     const messages = replay(result.sessions[0]!.events)
     expect(messages).toMatchObject([
       { role: 'system', content: 'You are OpenHands.' },
       { role: 'user', content: 'count the files' },
-      { role: 'assistant', content: 'I will count them.', reasoning_content: 'ls and wc', tool_calls: [{ id: 'call_a' }, { id: 'call_b' }] },
+      {
+        role: 'assistant',
+        content: 'I will count them.',
+        reasoning_content: 'ls and wc',
+        tool_calls: [{ id: 'call_a' }, { id: 'call_b' }],
+      },
       { role: 'tool', tool_call_id: 'call_a', content: 'a.txt\nb.txt' },
       { role: 'tool', tool_call_id: 'call_b', content: '2' },
       { role: 'assistant', content: 'Check the disk.', tool_calls: [{ id: 'call_c' }] },
@@ -168,7 +199,9 @@ describe('bad input', () => {
     const lenient = await importText(text, { lenient: true })
     expect(lenient.report.malformedLines).toBe(1)
     expect(lenient.report.diagnostics[0]).toMatchObject({ code: 'MALFORMED_LINE', line: 5 })
-    const kept = lenient.sessions[0]!.events.find((event) => (event.data as { disposition?: string }).disposition === 'malformed')
+    const kept = lenient.sessions[0]!.events.find(
+      (event) => (event.data as { disposition?: string }).disposition === 'malformed',
+    )
     expect(kept?.data).toMatchObject({ line: 5, text: lines[4] })
   })
 
@@ -179,7 +212,10 @@ describe('bad input', () => {
   })
 
   it('refuses content it does not recognise, and a format that disagrees with the content', async () => {
-    await expect(importText('{"hello": "world"}\n')).rejects.toMatchObject({ code: 'UNRECOGNIZED_FORMAT', line: 1 })
+    await expect(importText('{"hello": "world"}\n')).rejects.toMatchObject({
+      code: 'UNRECOGNIZED_FORMAT',
+      line: 1,
+    })
     await expect(importText(codex(), { from: 'claude-code' })).rejects.toMatchObject({
       code: 'UNRECOGNIZED_FORMAT',
       message: expect.stringMatching(/expected claude-code content .* found codex content/) as unknown,
@@ -207,7 +243,9 @@ describe('incremental import', () => {
     // The appended log is a valid session (the late real result is a duplicate the projection hides).
     const messages = replay([...stored, ...plan.events])
     expect(messages.at(-1)).toEqual({ role: 'assistant', content: 'You are welcome.' })
-    expect(planIncrement(full.sessions[0]!.events, full.sessions[0]!.events, { file: 'r' })).toEqual({ kind: 'unchanged' })
+    expect(planIncrement(full.sessions[0]!.events, full.sessions[0]!.events, { file: 'r' })).toEqual({
+      kind: 'unchanged',
+    })
   })
 
   it('a rewritten source diverges', async () => {

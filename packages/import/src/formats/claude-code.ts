@@ -27,7 +27,9 @@ export function looksLikeClaudeCode(record: Record<string, unknown>): boolean {
   if (type === 'file-history-snapshot') return 'snapshot' in record || 'messageId' in record
   if (type === 'summary') return typeof record['leafUuid'] === 'string'
   if (type === 'queue-operation') return typeof record['sessionId'] === 'string'
-  return typeof record['uuid'] === 'string' && 'parentUuid' in record && typeof record['sessionId'] === 'string'
+  return (
+    typeof record['uuid'] === 'string' && 'parentUuid' in record && typeof record['sessionId'] === 'string'
+  )
 }
 
 interface ClaudeRecord {
@@ -37,7 +39,12 @@ interface ClaudeRecord {
 
 const INTERRUPT_PREFIX = '[Request interrupted by user'
 const REJECTED_PREFIX = "The user doesn't want to proceed with this tool use"
-const COMMAND_PREFIXES = ['<command-name>', '<command-message>', '<local-command-stdout>', '<local-command-caveat>']
+const COMMAND_PREFIXES = [
+  '<command-name>',
+  '<command-message>',
+  '<local-command-stdout>',
+  '<local-command-caveat>',
+]
 
 function usageOf(raw: unknown): Usage | undefined {
   const usage = obj(raw)
@@ -48,7 +55,11 @@ function usageOf(raw: unknown): Usage | undefined {
   const cacheWrite = count(usage['cache_creation_input_tokens'])
   if (input === undefined && output === undefined) return undefined
   const prompt = (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0)
-  const result: Usage = { prompt_tokens: prompt, completion_tokens: output ?? 0, total_tokens: prompt + (output ?? 0) }
+  const result: Usage = {
+    prompt_tokens: prompt,
+    completion_tokens: output ?? 0,
+    total_tokens: prompt + (output ?? 0),
+  }
   return cacheRead === undefined ? result : { ...result, cached_tokens: cacheRead }
 }
 
@@ -139,7 +150,14 @@ class ClaudeMapper {
     }
     if (this.#assistant !== null && this.#assistant.messageId !== messageId) this.#flush()
     if (this.#assistant === null) {
-      this.#assistant = { messageId, text: [], reasoning: [], toolCalls: [], usage: undefined, time: undefined }
+      this.#assistant = {
+        messageId,
+        text: [],
+        reasoning: [],
+        toolCalls: [],
+        usage: undefined,
+        time: undefined,
+      }
     }
     const pending = this.#assistant
     pending.time = value['timestamp']
@@ -326,7 +344,9 @@ export async function importClaudeCode(input: FormatInput): Promise<FormatOutput
   const model = records
     .map((record) => str(obj(record.value['message'])?.['model']))
     .find((found) => found !== undefined && found !== '<synthetic>')
-  const gitBranch = records.map((record) => str(record.value['gitBranch'])).find((found) => found !== undefined)
+  const gitBranch = records
+    .map((record) => str(record.value['gitBranch']))
+    .find((found) => found !== undefined)
 
   const nodes: TreeNode<ClaudeRecord>[] = []
   const loose: ClaudeRecord[] = []
@@ -351,13 +371,19 @@ export async function importClaudeCode(input: FormatInput): Promise<FormatOutput
   // re-appending records) and lines that were not JSON ride in file order along every path
   // (so a fork still shares its prefix with the main session); they are counted once.
   const extras: { line: number; run: (builder: SessionBuilder, mapper: ClaudeMapper) => void }[] = [
-    ...loose.map((record) => ({ line: record.line, run: (_: SessionBuilder, m: ClaudeMapper) => m.handle(record) })),
+    ...loose.map((record) => ({
+      line: record.line,
+      run: (_: SessionBuilder, m: ClaudeMapper) => m.handle(record),
+    })),
     ...duplicates.map((record) => ({
       line: record.line,
       run: (builder: SessionBuilder) => {
         builder.line = record.line
         builder.setTime(record.value['timestamp'])
-        builder.diagnostic('DUPLICATE_UUID', `record uuid ${String(record.value['uuid'])} appears again; kept verbatim only`)
+        builder.diagnostic(
+          'DUPLICATE_UUID',
+          `record uuid ${String(record.value['uuid'])} appears again; kept verbatim only`,
+        )
         builder.record(record.value, 'log-only:claude.duplicate-uuid')
       },
     })),
@@ -375,7 +401,8 @@ export async function importClaudeCode(input: FormatInput): Promise<FormatOutput
     const mapper = new ClaudeMapper(builder)
     let next = 0
     for (const node of sequence) {
-      while (withExtras && next < extras.length && extras[next]!.line < node.line) extras[next++]!.run(builder, mapper)
+      while (withExtras && next < extras.length && extras[next]!.line < node.line)
+        extras[next++]!.run(builder, mapper)
       mapper.handle(node.item)
     }
     while (withExtras && next < extras.length) extras[next++]!.run(builder, mapper)
@@ -387,7 +414,10 @@ export async function importClaudeCode(input: FormatInput): Promise<FormatOutput
   const mainBuilder = build(mainPlan.main, true)
   for (const id of mainPlan.brokenParents) {
     mainBuilder.line = nodes.find((node) => node.id === id)?.line ?? 0
-    mainBuilder.diagnostic('BROKEN_PARENT', `record ${id}: its parentUuid is not in the file; treated as a root`)
+    mainBuilder.diagnostic(
+      'BROKEN_PARENT',
+      `record ${id}: its parentUuid is not in the file; treated as a root`,
+    )
   }
   sessions.push({ key: '', role: 'main', builder: mainBuilder })
   const addBranches = (plan: typeof mainPlan, forkOf: string, withExtras: boolean): void => {
@@ -404,7 +434,8 @@ export async function importClaudeCode(input: FormatInput): Promise<FormatOutput
   addBranches(mainPlan, '', true)
   if (sideNodes.length > 0) {
     const sidePlan = planTree(sideNodes, attachable)
-    const agentId = str(sidePlan.main[0]?.item.value['agentId']) ?? shortId(sidePlan.main[0]?.id ?? 'sidechain')
+    const agentId =
+      str(sidePlan.main[0]?.item.value['agentId']) ?? shortId(sidePlan.main[0]?.id ?? 'sidechain')
     const key = `agent-${shortId(agentId)}`
     sessions.push({ key, role: 'sidechain', builder: build(sidePlan.main, false), metadata: { agentId } })
     addBranches(sidePlan, key, false)

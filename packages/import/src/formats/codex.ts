@@ -15,7 +15,9 @@ const CODEX_LINE_TYPES: ReadonlySet<string> = new Set([
 /** True when a first record looks like a Codex CLI rollout line (`{timestamp, type, payload}`). */
 export function looksLikeCodex(record: Record<string, unknown>): boolean {
   return (
-    typeof record['type'] === 'string' && CODEX_LINE_TYPES.has(record['type']) && obj(record['payload']) !== undefined
+    typeof record['type'] === 'string' &&
+    CODEX_LINE_TYPES.has(record['type']) &&
+    obj(record['payload']) !== undefined
   )
 }
 

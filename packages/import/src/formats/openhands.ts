@@ -8,9 +8,7 @@ import type { FormatInput, FormatOutput } from './types.ts'
 /** True when a record is an OpenHands V0 event (`action` or `observation`, `source`). */
 export function looksLikeOpenHandsV0(record: Record<string, unknown>): boolean {
   return (
-    ('action' in record || 'observation' in record) &&
-    typeof record['source'] === 'string' &&
-    'id' in record
+    ('action' in record || 'observation' in record) && typeof record['source'] === 'string' && 'id' in record
   )
 }
 
@@ -134,7 +132,8 @@ class OpenHandsMapper {
         b.lossy('openhands.model_response')
         b.assistant({
           text: content === undefined ? [] : [content],
-          reasoning: str(message['reasoning_content']) === undefined ? [] : [str(message['reasoning_content'])!],
+          reasoning:
+            str(message['reasoning_content']) === undefined ? [] : [str(message['reasoning_content'])!],
           toolCalls: toolCallsOf(message['tool_calls']),
           usage: usageOf(response?.['usage']),
         })

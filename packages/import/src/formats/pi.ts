@@ -131,7 +131,8 @@ class PiMapper {
         } else if (block['type'] === 'toolCall') {
           const id = str(block['id'])
           const name = str(block['name'])
-          if (id === undefined || id === '' || name === undefined || name === '') b.lossy('pi.toolCall-without-id')
+          if (id === undefined || id === '' || name === undefined || name === '')
+            b.lossy('pi.toolCall-without-id')
           else toolCalls.push({ id, name, arguments: JSON.stringify(block['arguments'] ?? {}) })
         } else b.lossy(`pi.block.${str(block['type']) ?? 'unknown'}`)
       }
@@ -203,7 +204,8 @@ export async function importPi(input: FormatInput): Promise<FormatOutput> {
     previous = id
     nodes.push({ id, parent, line: entry.line, item })
   })
-  const attachable = (node: TreeNode<PiEntry>): boolean => CONTEXT_FREE.has(str(node.item.value['type']) ?? '')
+  const attachable = (node: TreeNode<PiEntry>): boolean =>
+    CONTEXT_FREE.has(str(node.item.value['type']) ?? '')
   const plan = planTree(nodes, attachable)
   const sessions: FormatSession[] = []
   const builder = input.newBuilder()
@@ -259,7 +261,9 @@ export async function importPi(input: FormatInput): Promise<FormatOutput> {
     metadata: {
       ...(model === undefined ? {} : { model }),
       // pi records the parent's file path, not an id: kept as data.
-      ...(str(header?.['parentSession']) === undefined ? {} : { parentSessionFile: header!['parentSession'] }),
+      ...(str(header?.['parentSession']) === undefined
+        ? {}
+        : { parentSessionFile: header!['parentSession'] }),
     },
     sessions,
   }

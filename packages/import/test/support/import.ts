@@ -20,17 +20,23 @@ export const SYNTHETIC = join(here, '..', 'fixtures')
 export function sharedFixturesAvailable(): boolean {
   if (existsSync(SHARED_FIXTURES)) return true
   if (process.env['CI'] === 'true') throw new Error(`shared import fixtures missing at ${SHARED_FIXTURES}`)
-  console.log(`skipping shared-fixture tests: ${SHARED_FIXTURES} does not exist (it sits beside the repository in CI)`)
+  console.log(
+    `skipping shared-fixture tests: ${SHARED_FIXTURES} does not exist (it sits beside the repository in CI)`,
+  )
   return false
 }
 
 async function* once(text: string): AsyncGenerator<string> {
+  await Promise.resolve()
   // Cut the text into odd-sized chunks so line splitting across chunks is exercised.
   for (let index = 0; index < text.length; index += 997) yield text.slice(index, index + 997)
 }
 
 /** Imports text as a file would be imported (chunks → lines → importSource). */
-export function importText(text: string, options: Partial<ImportOptions> & { file?: string } = {}): Promise<ImportResult> {
+export function importText(
+  text: string,
+  options: Partial<ImportOptions> & { file?: string } = {},
+): Promise<ImportResult> {
   return importSource(splitLines(once(text)), {
     file: options.file ?? 'source.jsonl',
     sha256: createHash('sha256').update(text).digest('hex'),
@@ -45,7 +51,11 @@ export function importFile(path: string, options: Partial<ImportOptions> = {}): 
 
 /** Replays a session's events through a fresh in-memory log (every check of an append) and returns its messages. */
 export function replay(events: readonly LoggedEvent[]): readonly WireMessage[] {
-  const log = createSessionLog({ clock: { now: () => '2026-01-01T00:00:00.000Z' }, registry: importEventRegistry, events })
+  const log = createSessionLog({
+    clock: { now: () => '2026-01-01T00:00:00.000Z' },
+    registry: importEventRegistry,
+    events,
+  })
   const messages = log.deriveMessages()
   const issues = validateProviderMessages(messages)
   if (issues.length > 0) throw new Error(`provider issues: ${JSON.stringify(issues)}`)
