@@ -79,7 +79,7 @@ export function planIncrement(
             (candidate as SessionEvent<'compaction/end'>).data.replacementSeq === original.seq,
         ) as SessionEvent<'compaction/end'> | undefined
       if (compaction !== undefined) extraHidden.set(compaction.data.compactionId, spanned.length)
-      return { ...event, sourceEventSeqs: cited } as LoggedEvent
+      return { ...event, sourceEventSeqs: cited }
     }
     if (event.type === 'compaction/end') {
       const end = event as SessionEvent<'compaction/end'>
