@@ -32,6 +32,14 @@ const DAMAGE_OR_REFUSAL: ReadonlySet<string> = new Set([
   'GENERATION_VERSION_MISMATCH',
   'NO_MIGRATION_PATH',
   'MIGRATION_CONFLICT',
+  // @agent-ledger/import: the source refuses the import.
+  'UNRECOGNIZED_FORMAT',
+  'MALFORMED_LINE',
+  'TORN_LINE',
+  'INVALID_RECORD',
+  'EMPTY_SOURCE',
+  'DIVERGED',
+  'INVALID_IMPORT',
 ])
 
 /** Where store errors' relative `file` names are rooted, and the working directory for display. */

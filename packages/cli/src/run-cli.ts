@@ -7,6 +7,7 @@ import { catCommand } from './commands/cat.ts'
 import { compactCommand } from './commands/compact.ts'
 import { exportCommand } from './commands/export.ts'
 import { forkCommand } from './commands/fork.ts'
+import { importCommand } from './commands/import.ts'
 import { inspectCommand } from './commands/inspect.ts'
 import { listCommand } from './commands/list.ts'
 import { messagesCommand } from './commands/messages.ts'
@@ -34,6 +35,7 @@ const COMMANDS: readonly CommandSpec[] = [
   compressCommand,
   exportCommand,
   listCommand,
+  importCommand,
 ]
 
 function version(): string {

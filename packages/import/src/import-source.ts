@@ -33,8 +33,11 @@ export const importEventRegistry: EventRegistry = createEventRegistry([sourceRec
 export interface ImportOptions {
   /** The source as the user named it (messages, `header.metadata.source.file`). */
   readonly file: string
-  /** SHA-256 (hex) of the source bytes, computed by the caller (recorded in the header). */
-  readonly sha256: string
+  /**
+   * SHA-256 (hex) of the source bytes, computed by the caller and recorded in the header; a
+   * function is called once every line was read (a caller hashing while it streams).
+   */
+  readonly sha256: string | (() => string)
   /** The format, or `auto` (default): detected from the first record. */
   readonly from?: SourceFormat | 'auto'
   /** Skip and count lines that are not JSON instead of refusing the source. */
@@ -201,13 +204,7 @@ export async function importSource(
   options: ImportOptions,
 ): Promise<ImportResult> {
   const { file } = options
-  if (!/^[0-9a-f]{64}$/.test(options.sha256)) {
-    throw new ImportError({
-      code: ImportErrorCode.INVALID_OPTIONS,
-      file,
-      message: `Import of ${file}: expected sha256 to be 64 lower-case hex digits, found ${JSON.stringify(options.sha256)}`,
-    })
-  }
+  if (typeof options.sha256 === 'string') checkDigest(file, options.sha256)
   const from = options.from ?? 'auto'
   if (from !== 'auto' && !(SOURCE_FORMATS as readonly string[]).includes(from)) {
     throw new ImportError({
@@ -299,6 +296,17 @@ export async function importSource(
   return assemble(output, { format, detected, from, options, report })
 }
 
+function checkDigest(file: string, sha256: unknown): string {
+  if (typeof sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(sha256)) {
+    throw new ImportError({
+      code: ImportErrorCode.INVALID_OPTIONS,
+      file,
+      message: `Import of ${file}: expected sha256 to be 64 lower-case hex digits, found ${JSON.stringify(sha256)}`,
+    })
+  }
+  return sha256
+}
+
 function assemble(
   output: FormatOutput,
   context: {
@@ -310,13 +318,17 @@ function assemble(
   },
 ): ImportResult {
   const { format, report, options } = context
-  const sourceId = output.sourceId ?? options.sourceName ?? options.sha256.slice(0, 16)
+  const sha256 = checkDigest(
+    options.file,
+    typeof options.sha256 === 'string' ? options.sha256 : options.sha256(),
+  )
+  const sourceId = output.sourceId ?? options.sourceName ?? sha256.slice(0, 16)
   const mainId = importedSessionId(format, sourceId)
   const sourceMetadata = {
     format,
     formatVersion: output.formatVersion,
     file: options.file,
-    sha256: options.sha256,
+    sha256,
     ...(output.sourceId === undefined ? {} : { id: output.sourceId }),
     importer: { name: '@agent-ledger/import', version: IMPORTER_VERSION },
     ...output.metadata,
