@@ -13,6 +13,7 @@ import { listCommand } from './commands/list.ts'
 import { messagesCommand } from './commands/messages.ts'
 import { compressCommand, migrateCommand } from './commands/part-two.ts'
 import { salvageCommand } from './commands/salvage.ts'
+import { statsCommand } from './commands/stats.ts'
 import { tailCommand } from './commands/tail.ts'
 import { verifyCommand } from './commands/verify.ts'
 import { CommandContext } from './context.ts'
@@ -36,6 +37,7 @@ const COMMANDS: readonly CommandSpec[] = [
   exportCommand,
   listCommand,
   importCommand,
+  statsCommand,
 ]
 
 function version(): string {
