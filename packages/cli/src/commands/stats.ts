@@ -350,7 +350,8 @@ export const statsCommand: CommandSpec = {
     rows.sort((left, right) => {
       const a = columnValue(left, sort)
       const b = columnValue(right, sort)
-      return typeof a === 'string' || typeof b === 'string' ? String(a).localeCompare(String(b)) : b - a
+      if (typeof a === 'string' || typeof b === 'string') return String(a).localeCompare(String(b))
+      return b - a || left.id.localeCompare(right.id)
     })
     const totals = total(rows)
     if (json) {
