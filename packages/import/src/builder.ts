@@ -407,7 +407,12 @@ export class SessionBuilder {
     if (pending.sourceEventSeqs !== undefined) event['sourceEventSeqs'] = pending.sourceEventSeqs
     if (pending.ignorable === true) event['ignorable'] = true
     try {
-      const parsed = parseEvent(event, this.#context.registry)
+      // Verbatim records have one fixed shape built above (the store checks them again on
+      // create); the schema check is kept for every mapped event, where mapping bugs live.
+      const parsed =
+        pending.type === SOURCE_RECORD_EVENT_TYPE
+          ? (event as unknown as LoggedEvent)
+          : parseEvent(event, this.#context.registry)
       this.projection.apply(parsed)
       this.events.push(parsed)
     } catch (error) {
