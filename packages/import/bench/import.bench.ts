@@ -38,7 +38,6 @@ export interface BenchResult {
 const CHILD_ENV = 'AGENT_LEDGER_IMPORT_BENCH_CHILD'
 
 // A benchmark reads the clock by definition; this file is not shipped (not in `files`).
-// eslint-disable-next-line no-restricted-properties
 const now = (): number => performance.now()
 
 function rollout(turns: number): string {
