@@ -1,12 +1,13 @@
-import { readdirSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import { RepairCode } from '@agent-ledger/loop-repair'
 import { describe, expect, it } from 'vitest'
 
-import { USER_REJECTED } from '../src/index.ts'
+import { planIncrement, USER_REJECTED } from '../src/index.ts'
 import {
   importFile,
+  importText,
   replay,
   SHARED_FIXTURES,
   sharedFixturesAvailable,
@@ -191,6 +192,22 @@ describe.skipIf(!available)('the shared recordings import', () => {
     ])
     expect(messages[1]).toMatchObject({ tool_calls: [{ id: 'toolu_017nBp7UfiGqyrA7j77HgtFP' }] })
     expect(messages[4]).toMatchObject({ tool_call_id: 'toolu_01BUKu3B7nY574atNECkBiFk' })
+  })
+
+  it('claude-code/short.jsonl read while the calls ran (lines 1-10), then whole: the rest is appended after the closers', async () => {
+    const text = readFileSync(claudeFile, 'utf8')
+    const early = await importText(text.split('\n').slice(0, 10).join('\n') + '\n', { file: 'short.jsonl' })
+    const stored = early.sessions[0]!.events
+    // Both calls were open when line 10 was written: two TOOL_OUTCOME_UNKNOWN placeholders and the turn closed.
+    expect(early.report.repairs).toEqual({ [RepairCode.TOOL_OUTCOME_UNKNOWN]: 2, CLOSE_TURN: 1 })
+    const full = await importText(text, { file: 'short.jsonl' })
+    const plan = planIncrement(stored, full.sessions[0]!.events, { file: 'short.jsonl' })
+    expect(plan).toMatchObject({ kind: 'append', closersKept: 3 })
+    if (plan.kind !== 'append') return
+    const messages = replay([...stored, ...plan.events])
+    // The placeholders stay what the model sees; the real (rejected) results are in the log, not projected.
+    expect(messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'user'])
+    expect(messages.at(-1)).toEqual({ role: 'user', content: '[Request interrupted by user for tool use]' })
   })
 
   it('is deterministic: the same source gives the same events, byte for byte', async () => {

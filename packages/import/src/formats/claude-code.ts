@@ -104,6 +104,8 @@ interface PendingResult {
   readonly isError: boolean
   readonly rejected: boolean
   readonly time: unknown
+  /** The record, on its first result: kept verbatim when the result is placed, so a source read mid-call stays a prefix. */
+  readonly record: Record<string, unknown> | undefined
 }
 
 /** Maps the records of one path, in order, into a builder. */
@@ -210,6 +212,7 @@ class ClaudeMapper {
     const blocks = typeof content === 'string' ? [{ type: 'text', text: content }] : arr(content)
     const results = blocks.map(obj).filter((block) => block?.['type'] === 'tool_result')
     if (results.length > 0) {
+      let first = true
       for (const block of results) {
         const raw = block!['content']
         const { text, images } = typeof raw === 'string' ? { text: raw, images: 0 } : textOfBlocks(arr(raw))
@@ -224,12 +227,13 @@ class ClaudeMapper {
           isError: block!['is_error'] === true,
           rejected,
           time: value['timestamp'],
+          record: first ? value : undefined,
         })
+        first = false
       }
       if (value['toolUseResult'] !== undefined) b.lossy('claude.toolUseResult')
       const others = blocks.length - results.length
       if (others > 0) b.lossy('claude.user-blocks-beside-tool_result', others)
-      b.record(value, 'mapped')
       return
     }
     const texts = blocks.map(obj).filter((block) => block?.['type'] === 'text')
@@ -284,6 +288,7 @@ class ClaudeMapper {
     for (const result of results) {
       b.line = result.line
       b.setTime(result.time)
+      if (result.record !== undefined) b.record(result.record, 'mapped')
       b.toolResult(result.callId, result.content, {
         isError: result.isError,
         ...(result.rejected ? { code: USER_REJECTED } : {}),
