@@ -7,6 +7,7 @@ const purePackages = [
   'packages/session-events/**',
   'packages/session-projection/**',
   'packages/loop-repair/**',
+  'packages/import/src/**',
 ]
 
 export default tseslint.config(

@@ -9,6 +9,7 @@ import { createSessionLog } from '@agent-ledger/session-projection'
 import { createSessionStore, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
 import { decodeLine, LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl/format'
 import * as cli from '@agent-ledger/cli'
+import { importSource } from '@agent-ledger/import'
 
 function check(condition, message) {
   if (!condition) throw new Error(`outside-consumer: ${message}`)
@@ -75,4 +76,24 @@ try {
   rmSync(root, { recursive: true, force: true })
 }
 check(typeof cli.runCli === 'function', 'the cli exports runCli')
+
+const rollout = [
+  {
+    timestamp: '2026-01-01T00:00:00.000Z',
+    type: 'session_meta',
+    payload: { id: 'r-1', cli_version: '0.1.0' },
+  },
+  {
+    timestamp: '2026-01-01T00:00:01.000Z',
+    type: 'response_item',
+    payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] },
+  },
+].map((line) => JSON.stringify(line))
+const imported = await importSource(
+  (async function* () {
+    yield* rollout
+  })(),
+  { file: 'rollout.jsonl', sha256: '0'.repeat(64) },
+)
+check(imported.sessions[0]?.id === 'codex-r-1', 'importSource imports a Codex rollout')
 console.log('outside-consumer: ok')

@@ -27,8 +27,10 @@ export interface CommandSpec {
   readonly options: Readonly<Record<string, OptionSpec>>
   /** True for commands whose stdout is a stream of records (cat, tail): no JSON error document is appended to it. */
   readonly streams?: boolean
-  /** Names of the positional arguments, in order (`<session>`); all are required. */
+  /** Names of the positional arguments, in order (`<session>`); all are required unless `positionalsOptional`. */
   readonly positionals: readonly string[]
+  /** True when the positionals may also be left out altogether (`import --scan`). */
+  readonly positionalsOptional?: boolean
   /**
    * Runs the command.
    *
@@ -92,7 +94,10 @@ export function parseCommandArgs(spec: CommandSpec, argv: readonly string[]): Pa
   }
   if (parsed.values['help'] === true) return 'help'
   const { positionals } = parsed
-  if (positionals.length !== spec.positionals.length) {
+  if (
+    positionals.length !== spec.positionals.length &&
+    !(spec.positionalsOptional === true && positionals.length === 0)
+  ) {
     const expected = spec.positionals.length === 0 ? 'no arguments' : spec.positionals.join(' ')
     const found =
       positionals.length === 0 ? 'none' : positionals.map((value) => JSON.stringify(value)).join(' ')

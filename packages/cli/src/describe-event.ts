@@ -1,5 +1,5 @@
 import { isCoreEventType } from '@agent-ledger/session-events'
-import type { LoggedEvent, SessionEvent, WireMessage } from '@agent-ledger/session-events'
+import type { CoreEventType, LoggedEvent, SessionEvent, WireMessage } from '@agent-ledger/session-events'
 
 import { preview, terminalSafe, truncate } from './terminal-text.ts'
 
@@ -106,6 +106,6 @@ export function describeEvent(event: LoggedEvent): string {
  * @param event - A logged event.
  * @returns The typed event, or null.
  */
-export function coreEvent(event: LoggedEvent): SessionEvent | null {
-  return isCoreEventType(event.type) ? (event as SessionEvent) : null
+export function coreEvent(event: LoggedEvent): SessionEvent<CoreEventType> | null {
+  return isCoreEventType(event.type) ? (event as SessionEvent<CoreEventType>) : null
 }

@@ -35,6 +35,14 @@ const DAMAGE_OR_REFUSAL: ReadonlySet<string> = new Set([
   // Issue 10: a special file where a log or lock should be; quarantine files to inspect first.
   'NOT_REGULAR_FILE',
   'QUARANTINE_FULL',
+  // @agent-ledger/import: the source refuses the import.
+  'UNRECOGNIZED_FORMAT',
+  'MALFORMED_LINE',
+  'TORN_LINE',
+  'INVALID_RECORD',
+  'EMPTY_SOURCE',
+  'DIVERGED',
+  'INVALID_IMPORT',
 ])
 
 /** Errnos that mean a full disk: printed as the store's DISK_FULL, never as raw `ENOSPC: ...` text. */

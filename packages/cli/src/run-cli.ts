@@ -7,11 +7,13 @@ import { catCommand } from './commands/cat.ts'
 import { compactCommand } from './commands/compact.ts'
 import { exportCommand } from './commands/export.ts'
 import { forkCommand } from './commands/fork.ts'
+import { importCommand } from './commands/import.ts'
 import { inspectCommand } from './commands/inspect.ts'
 import { listCommand } from './commands/list.ts'
 import { messagesCommand } from './commands/messages.ts'
 import { compressCommand, migrateCommand } from './commands/convert.ts'
 import { salvageCommand } from './commands/salvage.ts'
+import { statsCommand } from './commands/stats.ts'
 import { tailCommand } from './commands/tail.ts'
 import { verifyCommand } from './commands/verify.ts'
 import { CommandContext } from './context.ts'
@@ -34,6 +36,8 @@ const COMMANDS: readonly CommandSpec[] = [
   compressCommand,
   exportCommand,
   listCommand,
+  importCommand,
+  statsCommand,
 ]
 
 function version(): string {

@@ -16,8 +16,16 @@ import { HtmlRenderer } from '../transcript/html.ts'
 import { markdownRenderer } from '../transcript/markdown.ts'
 import type { TranscriptRenderer } from '../transcript/render.ts'
 import { viewEvent } from '../transcript/view.ts'
+import { runProviderExport } from './export-provider.ts'
 
-const HELP = `Usage: agent-ledger export <session> --format md|html [-o FILE [--force]] [--no-progress]
+const HELP = `Usage: agent-ledger export <session> --format md|html|openai|anthropic [-o FILE [--force]] [--no-progress]
+
+
+--format openai|anthropic writes the repaired projection (after compaction, with the
+closers a resume would add applied in memory) as a provider request: the OpenAI chat
+message array (reasoning_content dropped), or an Anthropic Messages API body (system
+separate, tool_use / tool_result blocks, roles alternating); what could not be carried
+over is counted in a note on stderr.
 
 Writes a readable transcript of a session: every event in seq order, grouped by turn,
 with user, assistant and system messages, each tool call with a link to its result
@@ -247,9 +255,13 @@ export const exportCommand: CommandSpec = {
   positionals: ['<session>'],
   async run(context, args) {
     const format = text(args, 'format')
+    if (format === 'openai' || format === 'anthropic') {
+      const location = await resolveSession(args.positionals[0]!, context)
+      return runProviderExport(context, location, { format, output: text(args, 'output') })
+    }
     if (format !== 'md' && format !== 'html') {
       throw usageError(
-        `export: expected --format md or --format html, found ${format === undefined ? 'none' : JSON.stringify(format)}`,
+        `export: expected --format md or --format html (or openai, anthropic), found ${format === undefined ? 'none' : JSON.stringify(format)}`,
       )
     }
     const output = text(args, 'output')

@@ -1,0 +1,376 @@
+import { readdir } from 'node:fs/promises'
+import { resolve } from 'node:path'
+
+import { isRepairCode } from '@agent-ledger/loop-repair'
+import type { LoggedEvent, SessionEvent } from '@agent-ledger/session-events'
+import { LOG_FILE_PATTERN } from '@agent-ledger/session-store-jsonl/format'
+import type { SessionStore } from '@agent-ledger/session-store-jsonl'
+
+import { flag, JSON_OPTION, text } from '../args.ts'
+import type { CommandSpec } from '../args.ts'
+import { ExitCode, usageError } from '../cli-error.ts'
+import { stringifyJson } from '../context.ts'
+import { errorJson, formatErrorLine } from '../report-error.ts'
+import { displayPath, resolveRoot, resolveSession } from '../session-path.ts'
+import { terminalSafe } from '../terminal-text.ts'
+
+const HELP = `Usage: agent-ledger stats <session|root> [--json] [--sort <column>]
+
+Counts what happened in a session, read-only: turns (and how they ended), messages by
+role, tool calls by tool name with their error rate, repairs by code (placeholders
+TOOL_OUTCOME_UNKNOWN / TOOL_NOT_STARTED and turns closed "interrupted"), compactions,
+tokens (input, output, cached: the usage of every assistant message, summed) and
+durations (per turn: turn/start to turn/end; total: first to last event).
+
+Given a store root (a directory of sessions), prints one row per session and a totals
+row; --sort orders the rows by a column, largest first (id: alphabetical).
+
+Options:
+  --json            one JSON document on stdout (a session, or {sessions, totals})
+  --sort <column>   id, turns, messages, toolCalls, toolErrors, repairs, compactions,
+                    inputTokens, outputTokens, cachedTokens, durationMs (default id)
+  -h, --help        show this help
+
+Exit codes:
+  0  counted
+  1  a session is damaged (counted up to the damage; the error is printed)
+  2  usage or I/O error
+`
+
+/** What `stats` counts for one session. */
+export interface SessionStats {
+  id: string
+  events: number
+  turns: number
+  turnEnds: Record<string, number>
+  messages: { system: number; user: number; assistant: number; tool: number }
+  toolCalls: number
+  toolErrors: number
+  tools: Record<string, { calls: number; errors: number; errorRate: number }>
+  repairs: Record<string, number>
+  compactions: number
+  inputTokens: number
+  outputTokens: number
+  cachedTokens: number
+  /** Per turn: its number, duration (null when it never ended) and output tokens. */
+  perTurn: { turn: number; durationMs: number | null; inputTokens: number; outputTokens: number }[]
+  durationMs: number
+}
+
+const SORT_COLUMNS = [
+  'id',
+  'turns',
+  'messages',
+  'toolCalls',
+  'toolErrors',
+  'repairs',
+  'compactions',
+  'inputTokens',
+  'outputTokens',
+  'cachedTokens',
+  'durationMs',
+] as const
+type SortColumn = (typeof SORT_COLUMNS)[number]
+
+function emptyStats(id: string): SessionStats {
+  return {
+    id,
+    events: 0,
+    turns: 0,
+    turnEnds: {},
+    messages: { system: 0, user: 0, assistant: 0, tool: 0 },
+    toolCalls: 0,
+    toolErrors: 0,
+    tools: {},
+    repairs: {},
+    compactions: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedTokens: 0,
+    perTurn: [],
+    durationMs: 0,
+  }
+}
+
+/** Folds events into {@link SessionStats}, one at a time (memory: the open calls' names). */
+export class StatsCounter {
+  readonly stats: SessionStats
+  readonly #callNames = new Map<string, string>()
+  readonly #turnStarts = new Map<number, number>()
+  #first: number | null = null
+  #last: number | null = null
+  #currentTurn: SessionStats['perTurn'][number] | null = null
+
+  constructor(id: string) {
+    this.stats = emptyStats(id)
+  }
+
+  add(event: LoggedEvent): void {
+    const stats = this.stats
+    stats.events += 1
+    const time = Date.parse(event.time)
+    if (!Number.isNaN(time)) {
+      this.#first ??= time
+      this.#last = time
+    }
+    switch (event.type) {
+      case 'turn/start': {
+        const { turn } = (event as SessionEvent<'turn/start'>).data
+        stats.turns += 1
+        this.#turnStarts.set(turn, time)
+        this.#currentTurn = { turn, durationMs: null, inputTokens: 0, outputTokens: 0 }
+        stats.perTurn.push(this.#currentTurn)
+        break
+      }
+      case 'turn/end': {
+        const { turn, reason } = (event as SessionEvent<'turn/end'>).data
+        stats.turnEnds[reason] = (stats.turnEnds[reason] ?? 0) + 1
+        if (reason === 'interrupted') stats.repairs['CLOSE_TURN'] = (stats.repairs['CLOSE_TURN'] ?? 0) + 1
+        const started = this.#turnStarts.get(turn)
+        const entry = stats.perTurn.findLast((item) => item.turn === turn)
+        if (started !== undefined && entry !== undefined && entry.durationMs === null) {
+          entry.durationMs = Math.max(0, time - started)
+        }
+        break
+      }
+      case 'system/message':
+        stats.messages.system += 1
+        break
+      case 'user/message':
+        stats.messages.user += 1
+        break
+      case 'assistant/message': {
+        const data = (event as SessionEvent<'assistant/message'>).data
+        stats.messages.assistant += 1
+        for (const call of data.message.tool_calls ?? []) {
+          stats.toolCalls += 1
+          this.#callNames.set(call.id, call.function.name)
+          const tool = (stats.tools[call.function.name] ??= { calls: 0, errors: 0, errorRate: 0 })
+          tool.calls += 1
+        }
+        const usage = data.usage
+        if (usage !== undefined) {
+          stats.inputTokens += usage.prompt_tokens ?? 0
+          stats.outputTokens += usage.completion_tokens ?? 0
+          stats.cachedTokens += usage.cached_tokens ?? 0
+          if (this.#currentTurn !== null) {
+            this.#currentTurn.inputTokens += usage.prompt_tokens ?? 0
+            this.#currentTurn.outputTokens += usage.completion_tokens ?? 0
+          }
+        }
+        break
+      }
+      case 'tool/result': {
+        const data = (event as SessionEvent<'tool/result'>).data
+        stats.messages.tool += 1
+        if (isRepairCode(data.code)) stats.repairs[data.code] = (stats.repairs[data.code] ?? 0) + 1
+        if (data.isError === true) {
+          stats.toolErrors += 1
+          const name = this.#callNames.get(data.message.tool_call_id)
+          const tool = name === undefined ? undefined : stats.tools[name]
+          if (tool !== undefined) tool.errors += 1
+        }
+        break
+      }
+      case 'compaction/end':
+        stats.compactions += 1
+        break
+      default:
+        break
+    }
+  }
+
+  finish(): SessionStats {
+    for (const tool of Object.values(this.stats.tools))
+      tool.errorRate = tool.calls === 0 ? 0 : tool.errors / tool.calls
+    this.stats.durationMs =
+      this.#first === null || this.#last === null ? 0 : Math.max(0, this.#last - this.#first)
+    return this.stats
+  }
+}
+
+async function sessionStats(store: SessionStore, id: string): Promise<SessionStats> {
+  const counter = new StatsCounter(id)
+  for await (const event of store.readEvents(id)) counter.add(event)
+  return counter.finish()
+}
+
+function total(rows: readonly SessionStats[]): SessionStats {
+  const sum = emptyStats('TOTAL')
+  for (const row of rows) {
+    sum.events += row.events
+    sum.turns += row.turns
+    for (const [key, value] of Object.entries(row.turnEnds))
+      sum.turnEnds[key] = (sum.turnEnds[key] ?? 0) + value
+    for (const role of ['system', 'user', 'assistant', 'tool'] as const)
+      sum.messages[role] += row.messages[role]
+    sum.toolCalls += row.toolCalls
+    sum.toolErrors += row.toolErrors
+    for (const [name, tool] of Object.entries(row.tools)) {
+      const into = (sum.tools[name] ??= { calls: 0, errors: 0, errorRate: 0 })
+      into.calls += tool.calls
+      into.errors += tool.errors
+    }
+    for (const [key, value] of Object.entries(row.repairs)) sum.repairs[key] = (sum.repairs[key] ?? 0) + value
+    sum.compactions += row.compactions
+    sum.inputTokens += row.inputTokens
+    sum.outputTokens += row.outputTokens
+    sum.cachedTokens += row.cachedTokens
+    sum.durationMs += row.durationMs
+  }
+  for (const tool of Object.values(sum.tools))
+    tool.errorRate = tool.calls === 0 ? 0 : tool.errors / tool.calls
+  return sum
+}
+
+function columnValue(row: SessionStats, column: SortColumn): number | string {
+  if (column === 'id') return row.id
+  if (column === 'messages')
+    return row.messages.system + row.messages.user + row.messages.assistant + row.messages.tool
+  if (column === 'repairs') return Object.values(row.repairs).reduce((a, b) => a + b, 0)
+  return row[column]
+}
+
+function duration(ms: number): string {
+  if (ms < 1000) return `${ms} ms`
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`
+  return `${(ms / 60_000).toFixed(1)} min`
+}
+
+function sessionText(stats: SessionStats): string {
+  const counts = (record: Record<string, number>): string =>
+    Object.entries(record).length === 0
+      ? 'none'
+      : Object.entries(record)
+          .map(([key, value]) => `${key} ${value}`)
+          .join(', ')
+  const lines = [
+    `session ${stats.id}: ${stats.events} events over ${duration(stats.durationMs)}`,
+    `  turns: ${stats.turns} (${counts(stats.turnEnds)})`,
+    `  messages: ${stats.messages.system} system, ${stats.messages.user} user, ${stats.messages.assistant} assistant, ${stats.messages.tool} tool`,
+    `  tool calls: ${stats.toolCalls}, ${stats.toolErrors} errors`,
+    ...Object.entries(stats.tools)
+      .sort((a, b) => b[1].calls - a[1].calls)
+      .map(
+        ([name, tool]) =>
+          `    ${name}: ${tool.calls} calls, ${tool.errors} errors (${(tool.errorRate * 100).toFixed(0)}%)`,
+      ),
+    `  repairs: ${counts(stats.repairs)}`,
+    `  compactions: ${stats.compactions}`,
+    `  tokens: ${stats.inputTokens} input (${stats.cachedTokens} cached), ${stats.outputTokens} output`,
+    ...stats.perTurn.map(
+      (turn) =>
+        `    turn ${turn.turn}: ${turn.durationMs === null ? 'not ended' : duration(turn.durationMs)}, ${turn.inputTokens} in / ${turn.outputTokens} out`,
+    ),
+  ]
+  return `${lines.map((line) => terminalSafe(line)).join('\n')}\n`
+}
+
+function tableText(rows: readonly SessionStats[], totals: SessionStats): string {
+  const header = [
+    'id',
+    'turns',
+    'messages',
+    'calls',
+    'errors',
+    'repairs',
+    'compact',
+    'in',
+    'out',
+    'cached',
+    'duration',
+  ]
+  const cells = [...rows, totals].map((row) => [
+    terminalSafe(row.id),
+    String(row.turns),
+    String(columnValue(row, 'messages')),
+    String(row.toolCalls),
+    String(row.toolErrors),
+    String(columnValue(row, 'repairs')),
+    String(row.compactions),
+    String(row.inputTokens),
+    String(row.outputTokens),
+    String(row.cachedTokens),
+    duration(row.durationMs),
+  ])
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...cells.map((row) => row[column]!.length)),
+  )
+  const line = (row: readonly string[]): string =>
+    row
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
+      .join('  ')
+  return `${[line(header), ...cells.map(line)].join('\n')}\n`
+}
+
+async function isSessionDirectory(path: string): Promise<boolean> {
+  try {
+    return (await readdir(path)).some((name) => LOG_FILE_PATTERN.test(name))
+  } catch {
+    return false
+  }
+}
+
+/** `agent-ledger stats`: counts per session, or per session of a root with totals. */
+export const statsCommand: CommandSpec = {
+  name: 'stats',
+  summary: 'turns, messages, tool calls and errors, repairs, compactions, tokens and durations',
+  help: HELP,
+  options: { json: JSON_OPTION, sort: { type: 'string' } },
+  positionals: ['<session|root>'],
+  async run(context, args) {
+    const json = flag(args, 'json')
+    const sort = (text(args, 'sort') ?? 'id') as SortColumn
+    if (!SORT_COLUMNS.includes(sort)) {
+      throw usageError(`stats: expected --sort ${SORT_COLUMNS.join('|')}, found ${JSON.stringify(sort)}`)
+    }
+    const argument = args.positionals[0]!
+    const path = resolve(context.cwd, argument)
+    if (await isSessionDirectory(path)) {
+      const location = await resolveSession(argument, context)
+      const stats = await sessionStats(context.store(location.root), location.id)
+      await context.out.write(json ? `${stringifyJson(stats)}\n` : sessionText(stats))
+      return ExitCode.OK
+    }
+    const root = await resolveRoot(argument, context.cwd)
+    const store = context.store(root)
+    const { sessions, problems } = await store.list()
+    const rows: SessionStats[] = []
+    const failures: { id: string; error: unknown }[] = problems.map((problem) => ({
+      id: problem.id,
+      error: problem.error,
+    }))
+    for (const session of sessions) {
+      try {
+        rows.push(await sessionStats(store, session.id))
+      } catch (error) {
+        failures.push({ id: session.id, error })
+      }
+    }
+    rows.sort((left, right) => {
+      const a = columnValue(left, sort)
+      const b = columnValue(right, sort)
+      if (typeof a === 'string' || typeof b === 'string') return String(a).localeCompare(String(b))
+      return b - a || left.id.localeCompare(right.id)
+    })
+    const totals = total(rows)
+    if (json) {
+      await context.out.write(
+        `${stringifyJson({
+          root: displayPath(root, context.cwd),
+          sort,
+          sessions: rows,
+          totals,
+          problems: failures.map((failure) => ({
+            id: failure.id,
+            error: errorJson(failure.error, context.errorContext),
+          })),
+        })}\n`,
+      )
+    } else {
+      await context.out.write(tableText(rows, totals))
+      for (const failure of failures) context.io.stderr(formatErrorLine(failure.error, context.errorContext))
+    }
+    return failures.length > 0 ? ExitCode.DAMAGE : ExitCode.OK
+  },
+}

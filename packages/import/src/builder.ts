@@ -1,0 +1,429 @@
+import {
+  placeholderText,
+  planRepairFromState,
+  RepairCode,
+  validateProviderMessages,
+} from '@agent-ledger/loop-repair'
+import { parseEvent } from '@agent-ledger/session-events'
+import type {
+  EventRegistry,
+  LoggedEvent,
+  SurfaceOp,
+  Usage,
+  UserMessage,
+  WireToolCall,
+} from '@agent-ledger/session-events'
+import { createProjection } from '@agent-ledger/session-projection'
+import type { Projection } from '@agent-ledger/session-projection'
+
+import { ImportError, ImportErrorCode } from './import-error.ts'
+import { addDiagnostic, bump } from './report.ts'
+import type { ImportReport } from './report.ts'
+import { SOURCE_RECORD_EVENT_TYPE } from './source-record.ts'
+import { EPOCH, normalizeTime } from './time.ts'
+
+/** `tool/result` code of a call the user refused to run (the source says so; not a repair). */
+export const USER_REJECTED = 'USER_REJECTED'
+
+/** One assistant tool call as an importer reads it from the source. */
+export interface ImportedToolCall {
+  readonly id: string
+  readonly name: string
+  /** The raw JSON argument text. */
+  readonly arguments: string
+}
+
+/** An assistant message as an importer assembled it (split records already merged). */
+export interface ImportedAssistant {
+  readonly text: readonly string[]
+  readonly reasoning: readonly string[]
+  readonly toolCalls: readonly ImportedToolCall[]
+  readonly usage?: Usage | undefined
+  readonly interrupted?: boolean
+}
+
+interface PendingEvent {
+  readonly type: string
+  readonly data: unknown
+  readonly ignorable?: boolean
+  readonly surfaceOp?: SurfaceOp
+  readonly sourceEventSeqs?: readonly number[]
+}
+
+interface ResultInput {
+  readonly content: string
+  readonly isError: boolean
+  readonly code: string | undefined
+}
+
+interface OpenBlock {
+  readonly assistantSeq: number
+  readonly calls: readonly { readonly id: string; readonly name: string; readonly toolCallSeq: number }[]
+  readonly answered: Map<string, ResultInput>
+}
+
+/** What {@link SessionBuilder} needs from the import it is part of. */
+export interface BuilderContext {
+  readonly format: string
+  readonly file: string
+  readonly registry: EventRegistry
+  readonly report: ImportReport
+  /** `all`: every record kept verbatim; `unmapped`: only records that produced no other event. */
+  readonly verbatim: 'all' | 'unmapped'
+  /** False for records already counted by another session of the same import (a fork's inherited path). */
+  readonly counts: (line: number) => boolean
+}
+
+/**
+ * Builds the v4 events of one imported session, in order, from normalized operations
+ * (a user prompt, an assistant message, a tool result...). Shared by every format module.
+ *
+ * Every event is validated (`parseEvent`) and folded into a projection as it is built, so an
+ * importer bug surfaces as `INVALID_IMPORT` at the event that breaks a rule, never as a
+ * session the store or a provider would refuse. Tool results are placed in call order
+ * directly after their assistant message; a result answering no open call is dropped with a
+ * diagnostic; a call the source never answered gets loop-repair's placeholder.
+ */
+export class SessionBuilder {
+  readonly events: LoggedEvent[] = []
+  readonly projection: Projection
+  /** Repair events built, by code (`TOOL_OUTCOME_UNKNOWN`, `TOOL_NOT_STARTED`, `CLOSE_TURN`). */
+  readonly repairs: Record<string, number> = {}
+  readonly #context: BuilderContext
+  #time: string | undefined
+  #untimed: PendingEvent[] = []
+  #turn = 0
+  #turnOpen = false
+  #block: OpenBlock | null = null
+  readonly #requested = new Set<string>()
+  #line = 0
+
+  constructor(context: BuilderContext) {
+    this.#context = context
+    this.projection = createProjection({ registry: context.registry })
+  }
+
+  /** The line of the record being mapped (for diagnostics). */
+  set line(line: number) {
+    this.#line = line
+  }
+
+  /** The time the next events get (undefined before the first timestamp). */
+  get time(): string | undefined {
+    return this.#time
+  }
+
+  /** True while a turn is open. */
+  get turnOpen(): boolean {
+    return this.#turnOpen
+  }
+
+  /** Time of the next events: the record's timestamp when it has a usable one, else the previous time. */
+  setTime(raw: unknown): void {
+    const normalized = normalizeTime(raw)
+    if (normalized === undefined) return
+    if (normalized.assumedUtc) this.lossy('time.no-zone-assumed-utc')
+    this.#time = normalized.time
+    if (this.#untimed.length > 0) {
+      const queued = this.#untimed
+      this.#untimed = []
+      for (const pending of queued) this.#push(pending)
+    }
+  }
+
+  /** Counts one lossy mapping of the current record (once per record over forks). */
+  lossy(key: string, by = 1): void {
+    if (this.#context.counts(this.#line)) bump(this.#context.report.lossy, key, by)
+  }
+
+  /** Reports a finding about the current record (once per record over forks). */
+  diagnostic(code: string, message: string): void {
+    if (this.#context.counts(this.#line)) {
+      addDiagnostic(this.#context.report, { code, line: this.#line, message })
+    }
+  }
+
+  /**
+   * Keeps one source record verbatim as an ignorable `import/source-record` event.
+   *
+   * @param disposition - `mapped` when the record also produced events; otherwise why it is only kept.
+   */
+  record(record: unknown, disposition: string): void {
+    if (disposition !== 'mapped' && this.#context.counts(this.#line)) {
+      bump(this.#context.report.logOnly, disposition)
+    }
+    if (this.#context.verbatim === 'unmapped' && disposition === 'mapped') return
+    const data: Record<string, unknown> = { format: this.#context.format, line: this.#line, disposition }
+    data['record'] = record
+    this.#push({ type: SOURCE_RECORD_EVENT_TYPE, data, ignorable: true })
+  }
+
+  /** Keeps a line that was not JSON (lenient mode) verbatim. */
+  malformed(text: string): void {
+    this.#push({
+      type: SOURCE_RECORD_EVENT_TYPE,
+      data: { format: this.#context.format, line: this.#line, text, disposition: 'malformed' },
+      ignorable: true,
+    })
+  }
+
+  /** A system message (`name` e.g. `developer` for Codex developer messages). */
+  system(content: string, name?: string): void {
+    this.#closeBlock()
+    const message: Record<string, unknown> = { role: 'system', content }
+    if (name !== undefined) message['name'] = name
+    this.#push({ type: 'system/message', data: { message } })
+  }
+
+  /**
+   * A user message. A `prompt` starts a turn (closing an open one as completed); injected
+   * context, summaries and interrupt notices do not.
+   */
+  user(content: UserMessage['content'], options: { readonly prompt: boolean }): number {
+    this.#closeBlock()
+    if (options.prompt) {
+      if (this.#turnOpen) this.endTurn('completed')
+      this.startTurn()
+    }
+    return this.#push({ type: 'user/message', data: { message: { role: 'user', content } } })
+  }
+
+  /** An assistant message, then one `tool/call` per tool call (the source ran them, or may have). */
+  assistant(input: ImportedAssistant): void {
+    this.#closeBlock()
+    const text = input.text.join('\n')
+    const reasoning = input.reasoning.join('\n')
+    if (text === '' && reasoning === '' && input.toolCalls.length === 0) {
+      this.lossy('empty-assistant-message')
+      return
+    }
+    if (!this.#turnOpen) this.startTurn()
+    const toolCalls: WireToolCall[] = input.toolCalls.map((call) => ({
+      id: call.id,
+      type: 'function',
+      function: { name: call.name, arguments: call.arguments },
+    }))
+    const message: Record<string, unknown> = { role: 'assistant', content: text === '' ? null : text }
+    if (toolCalls.length > 0) message['tool_calls'] = toolCalls
+    if (reasoning !== '') message['reasoning_content'] = reasoning
+    const data: Record<string, unknown> = { message }
+    if (input.usage !== undefined) data['usage'] = input.usage
+    if (input.interrupted === true) data['interrupted'] = true
+    const assistantSeq = this.#push({ type: 'assistant/message', data })
+    if (toolCalls.length === 0) return
+    const calls = input.toolCalls.map((call) => {
+      this.#requested.add(call.id)
+      const toolCallSeq = this.#push({
+        type: 'tool/call',
+        data: { callId: call.id, name: call.name, arguments: call.arguments },
+      })
+      return { id: call.id, name: call.name, toolCallSeq }
+    })
+    this.#block = { assistantSeq, calls, answered: new Map() }
+  }
+
+  /**
+   * A tool result. Kept until every call of its assistant message is answered, then placed in
+   * call order. A result for no open call is dropped with a diagnostic (`ORPHAN_TOOL_RESULT`,
+   * or `DUPLICATE_TOOL_RESULT` when the call was answered already).
+   */
+  toolResult(callId: string, content: string, options: { isError?: boolean; code?: string } = {}): void {
+    const block = this.#block
+    const open = block?.calls.some((call) => call.id === callId) === true
+    if (block === null || !open) {
+      const duplicate = this.#requested.has(callId)
+      this.diagnostic(
+        duplicate ? 'DUPLICATE_TOOL_RESULT' : 'ORPHAN_TOOL_RESULT',
+        duplicate
+          ? `tool result for ${JSON.stringify(callId)}: expected the call to be open, found it answered already (or closed by a later message); dropped`
+          : `tool result for ${JSON.stringify(callId)}: expected an assistant tool call with that id, found none; dropped`,
+      )
+      this.lossy(duplicate ? 'duplicate-tool-result' : 'orphan-tool-result')
+      return
+    }
+    if (block.answered.has(callId)) {
+      this.diagnostic(
+        'DUPLICATE_TOOL_RESULT',
+        `tool result for ${JSON.stringify(callId)}: expected one result per call, found a second one; dropped`,
+      )
+      this.lossy('duplicate-tool-result')
+      return
+    }
+    block.answered.set(callId, { content, isError: options.isError === true, code: options.code })
+    if (block.answered.size === block.calls.length) this.#closeBlock()
+  }
+
+  /** Opens turn n+1 (an open turn is first ended as `interrupted`: it never finished). */
+  startTurn(): void {
+    if (this.#turnOpen) this.endTurn('interrupted')
+    this.#turn += 1
+    this.#turnOpen = true
+    this.#push({ type: 'turn/start', data: { turn: this.#turn } })
+  }
+
+  /** Ends the open turn, if any, for `reason`. */
+  endTurn(reason: 'completed' | 'aborted' | 'error' | 'max-tokens' | 'interrupted'): void {
+    this.#closeBlock()
+    if (!this.#turnOpen) return
+    this.#turnOpen = false
+    this.#push({ type: 'turn/end', data: { turn: this.#turn, reason } })
+  }
+
+  /**
+   * A compaction: the four events of the event model, hiding the surface nodes after the
+   * leading system messages and before `keepFromSeq` (all of them without it), replaced by a
+   * user message with `content`.
+   */
+  compact(request: {
+    readonly summary: string
+    readonly content: string
+    readonly keepFromSeq?: number | undefined
+    readonly reason: string
+  }): void {
+    this.#closeBlock()
+    const nodes = this.projection.surface()
+    let start = 0
+    while (start < nodes.length && nodes[start]!.type === 'system/message') start += 1
+    let end = nodes.length - 1
+    if (request.keepFromSeq !== undefined) {
+      const keep = request.keepFromSeq
+      while (end >= start && nodes[end]!.seq >= keep) end -= 1
+    }
+    if (end < start) {
+      this.lossy('compaction-with-nothing-to-hide')
+      this.user(request.content, { prompt: false })
+      return
+    }
+    const startSeq = nodes[start]!.seq
+    const endSeq = nodes[end]!.seq
+    const hidden = nodes.slice(start, end + 1).map((node) => node.seq)
+    const compactionId = `import-${this.events.length + this.#untimed.length}`
+    this.#push({
+      type: 'compaction/start',
+      data: { compactionId, startSeq, endSeq, reason: request.reason },
+    })
+    this.#push({ type: 'compaction/summary', data: { compactionId, summary: request.summary } })
+    const replacementSeq = this.#push({
+      type: 'user/message',
+      data: { message: { role: 'user', content: request.content } },
+      surfaceOp: { op: 'replace', startSeq, endSeq },
+      sourceEventSeqs: hidden,
+    })
+    this.#push({
+      type: 'compaction/end',
+      data: { compactionId, replacementSeq, hiddenCount: hidden.length },
+    })
+  }
+
+  /**
+   * Ends the session: places the answered results of the last block, then plans loop-repair's
+   * closers for what the source left open (a placeholder per unanswered call, `turn/end
+   * interrupted`). With `openTurn: 'complete'`, a turn left open with nothing pending is ended
+   * `completed` (formats without turn markers); with `'interrupt'` it is ended `interrupted`.
+   * Then checks the projection against `validateProviderMessages`.
+   */
+  finish(openTurn: 'complete' | 'interrupt'): void {
+    if (this.#time === undefined) this.setTime(EPOCH)
+    const block = this.#block
+    this.#block = null
+    if (block !== null) {
+      for (const call of block.calls) {
+        const result = block.answered.get(call.id)
+        if (result !== undefined) this.#pushResult(call, result)
+      }
+    }
+    const state = this.projection.repairState
+    if (state.pendingCalls.length === 0 && this.#turnOpen && openTurn === 'complete') {
+      this.endTurn('completed')
+    }
+    const plan = planRepairFromState(this.projection.repairState, {
+      nextSeq: this.events.length,
+      time: this.#time!,
+    })
+    for (const action of plan.actions) bump(this.repairs, action.code)
+    for (const event of plan.events) this.#push(event)
+    if (plan.events.some((event) => event.type === 'turn/end')) this.#turnOpen = false
+    const issues = validateProviderMessages(this.projection.deriveMessages())
+    if (issues.length > 0) {
+      throw new ImportError({
+        code: ImportErrorCode.INVALID_IMPORT,
+        file: this.#context.file,
+        message: `Import of ${this.#context.file} (${this.#context.format}) built messages a provider would refuse: ${issues[0]!.message} (${issues.length} issue(s)); this is an importer bug, please report it with the source`,
+      })
+    }
+  }
+
+  #closeBlock(): void {
+    const block = this.#block
+    if (block === null) return
+    this.#block = null
+    for (const call of block.calls) {
+      const result = block.answered.get(call.id)
+      if (result !== undefined) {
+        this.#pushResult(call, result)
+        continue
+      }
+      // The conversation went on without this result (a crash scar mid-file): the same
+      // placeholder a resume gives, since the tool/call was logged.
+      bump(this.repairs, RepairCode.TOOL_OUTCOME_UNKNOWN)
+      this.diagnostic(
+        'UNANSWERED_TOOL_CALL',
+        `tool call ${JSON.stringify(call.id)} (${JSON.stringify(call.name)}) got no result before the conversation went on; answered with a ${RepairCode.TOOL_OUTCOME_UNKNOWN} placeholder`,
+      )
+      this.#push({
+        type: 'tool/result',
+        data: {
+          message: {
+            role: 'tool',
+            tool_call_id: call.id,
+            content: placeholderText(RepairCode.TOOL_OUTCOME_UNKNOWN, { callId: call.id, name: call.name }),
+          },
+          isError: true,
+          code: RepairCode.TOOL_OUTCOME_UNKNOWN,
+        },
+        sourceEventSeqs: [call.toolCallSeq],
+      })
+    }
+  }
+
+  #pushResult(call: { readonly id: string; readonly toolCallSeq: number }, result: ResultInput): void {
+    const data: Record<string, unknown> = {
+      message: { role: 'tool', tool_call_id: call.id, content: result.content },
+    }
+    if (result.isError) data['isError'] = true
+    if (result.code !== undefined) data['code'] = result.code
+    this.#push({ type: 'tool/result', data, sourceEventSeqs: [call.toolCallSeq] })
+  }
+
+  #push(pending: PendingEvent): number {
+    const time = this.#time
+    if (time === undefined) {
+      this.#untimed.push(pending)
+      return this.events.length + this.#untimed.length - 1
+    }
+    const event: Record<string, unknown> = { seq: this.events.length, time, type: pending.type }
+    event['data'] = pending.data
+    if (pending.surfaceOp !== undefined) event['surfaceOp'] = pending.surfaceOp
+    if (pending.sourceEventSeqs !== undefined) event['sourceEventSeqs'] = pending.sourceEventSeqs
+    if (pending.ignorable === true) event['ignorable'] = true
+    try {
+      // Verbatim records have one fixed shape built above (the store checks them again on
+      // create); the schema check is kept for every mapped event, where mapping bugs live.
+      const parsed =
+        pending.type === SOURCE_RECORD_EVENT_TYPE
+          ? (event as unknown as LoggedEvent)
+          : parseEvent(event, this.#context.registry)
+      this.projection.apply(parsed)
+      this.events.push(parsed)
+    } catch (error) {
+      throw new ImportError({
+        code: ImportErrorCode.INVALID_IMPORT,
+        file: this.#context.file,
+        line: this.#line,
+        message: `Import of ${this.#context.file} line ${this.#line} (${this.#context.format}) built an invalid ${pending.type} event: ${error instanceof Error ? error.message : String(error)}; this is an importer bug, please report it with the source`,
+        cause: error,
+      })
+    }
+    return this.events.length - 1
+  }
+}

@@ -1,0 +1,461 @@
+import type { ContentPart, Usage } from '@agent-ledger/session-events'
+
+import { USER_REJECTED } from '../builder.ts'
+import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
+import { planTree } from '../tree.ts'
+import type { TreeNode } from '../tree.ts'
+import { arr, count, obj, str } from './types.ts'
+import type { FormatInput, FormatOutput, FormatSession } from './types.ts'
+
+/** The `type` values a Claude Code transcript line may have (for detection). */
+export const CLAUDE_RECORD_TYPES: ReadonlySet<string> = new Set([
+  'user',
+  'assistant',
+  'system',
+  'progress',
+  'file-history-snapshot',
+  'queue-operation',
+  'summary',
+  'attachment',
+  'custom-title',
+])
+
+/** True when a first record looks like a Claude Code transcript line. */
+export function looksLikeClaudeCode(record: Record<string, unknown>): boolean {
+  const type = str(record['type'])
+  if (type === undefined || !CLAUDE_RECORD_TYPES.has(type)) return false
+  if (type === 'file-history-snapshot') return 'snapshot' in record || 'messageId' in record
+  if (type === 'summary') return typeof record['leafUuid'] === 'string'
+  if (type === 'queue-operation') return typeof record['sessionId'] === 'string'
+  return (
+    typeof record['uuid'] === 'string' && 'parentUuid' in record && typeof record['sessionId'] === 'string'
+  )
+}
+
+interface ClaudeRecord {
+  readonly line: number
+  readonly value: Record<string, unknown>
+}
+
+const INTERRUPT_PREFIX = '[Request interrupted by user'
+const REJECTED_PREFIX = "The user doesn't want to proceed with this tool use"
+const COMMAND_PREFIXES = [
+  '<command-name>',
+  '<command-message>',
+  '<local-command-stdout>',
+  '<local-command-caveat>',
+]
+
+function usageOf(raw: unknown): Usage | undefined {
+  const usage = obj(raw)
+  if (usage === undefined) return undefined
+  const input = count(usage['input_tokens'])
+  const output = count(usage['output_tokens'])
+  const cacheRead = count(usage['cache_read_input_tokens'])
+  const cacheWrite = count(usage['cache_creation_input_tokens'])
+  if (input === undefined && output === undefined) return undefined
+  const prompt = (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0)
+  const result: Usage = {
+    prompt_tokens: prompt,
+    completion_tokens: output ?? 0,
+    total_tokens: prompt + (output ?? 0),
+  }
+  return cacheRead === undefined ? result : { ...result, cached_tokens: cacheRead }
+}
+
+function textOfBlocks(blocks: readonly unknown[]): { text: string; images: number } {
+  const texts: string[] = []
+  let images = 0
+  for (const block of blocks) {
+    const part = obj(block)
+    if (part?.['type'] === 'text' && typeof part['text'] === 'string') texts.push(part['text'])
+    else if (part?.['type'] === 'image') images += 1
+  }
+  return { text: texts.join('\n'), images }
+}
+
+function imagePart(block: Record<string, unknown>): ContentPart | undefined {
+  const source = obj(block['source'])
+  if (source === undefined) return undefined
+  if (source['type'] === 'base64' && typeof source['data'] === 'string') {
+    const mediaType = str(source['media_type']) ?? 'image/png'
+    return { type: 'image_url', image_url: { url: `data:${mediaType};base64,${source['data']}` } }
+  }
+  if (source['type'] === 'url' && typeof source['url'] === 'string') {
+    return { type: 'image_url', image_url: { url: source['url'] } }
+  }
+  return undefined
+}
+
+interface PendingAssistant {
+  readonly messageId: string
+  readonly text: string[]
+  readonly reasoning: string[]
+  readonly toolCalls: ImportedToolCall[]
+  usage: Usage | undefined
+  /** Time of its last record: the message gets it, not the time of the record that ends it. */
+  time: unknown
+}
+
+interface PendingResult {
+  readonly line: number
+  readonly callId: string
+  readonly content: string
+  readonly isError: boolean
+  readonly rejected: boolean
+  readonly time: unknown
+  /** The record, on its first result: kept verbatim when the result is placed, so a source read mid-call stays a prefix. */
+  readonly record: Record<string, unknown> | undefined
+}
+
+/** Maps the records of one path, in order, into a builder. */
+class ClaudeMapper {
+  readonly #builder: SessionBuilder
+  #assistant: PendingAssistant | null = null
+  #results: PendingResult[] = []
+  #compactPending = false
+  #line = 0
+
+  constructor(builder: SessionBuilder) {
+    this.#builder = builder
+  }
+
+  handle(record: ClaudeRecord): void {
+    const b = this.#builder
+    const value = record.value
+    b.line = record.line
+    this.#line = record.line
+    b.setTime(value['timestamp'])
+    const type = str(value['type'])
+    if (type === 'assistant') return this.#assistantRecord(value)
+    if (type === 'user') return this.#userRecord(record)
+    if (type === 'system' && value['subtype'] === 'compact_boundary') {
+      this.#flush()
+      this.#compactPending = true
+      const metadata = obj(value['compactMetadata'])
+      if (metadata?.['preTokens'] !== undefined) b.lossy('claude.compact.preTokens')
+      if (metadata?.['preservedSegment'] !== undefined) b.lossy('claude.compact.preservedSegment')
+      b.record(value, 'log-only:claude.compact_boundary')
+      return
+    }
+    const kind = type === 'system' ? `system.${str(value['subtype']) ?? 'unknown'}` : (type ?? 'unknown')
+    b.record(value, `log-only:claude.${kind}`)
+  }
+
+  #assistantRecord(value: Record<string, unknown>): void {
+    const b = this.#builder
+    const message = obj(value['message'])
+    const messageId = str(message?.['id']) ?? `line-${String(value['uuid'])}`
+    if (message === undefined || message['model'] === '<synthetic>' || value['isApiErrorMessage'] === true) {
+      b.record(value, 'log-only:claude.synthetic-assistant')
+      return
+    }
+    if (this.#assistant !== null && this.#assistant.messageId !== messageId) this.#flush()
+    if (this.#assistant === null) {
+      this.#assistant = {
+        messageId,
+        text: [],
+        reasoning: [],
+        toolCalls: [],
+        usage: undefined,
+        time: undefined,
+      }
+    }
+    const pending = this.#assistant
+    pending.time = value['timestamp']
+    const content = message['content']
+    const blocks = typeof content === 'string' ? [{ type: 'text', text: content }] : arr(content)
+    for (const raw of blocks) {
+      const block = obj(raw) ?? {}
+      const blockType = str(block['type'])
+      if (blockType === 'text') {
+        const text = str(block['text']) ?? ''
+        if (text.trim() === '') b.lossy('claude.whitespace-text')
+        else pending.text.push(text)
+      } else if (blockType === 'thinking') {
+        pending.reasoning.push(str(block['thinking']) ?? '')
+        if (block['signature'] !== undefined) b.lossy('claude.signature')
+      } else if (blockType === 'redacted_thinking') {
+        b.lossy('claude.redacted_thinking')
+      } else if (blockType === 'tool_use') {
+        const id = str(block['id'])
+        const name = str(block['name'])
+        if (id === undefined || id === '' || name === undefined || name === '') {
+          b.lossy('claude.tool_use-without-id')
+          continue
+        }
+        pending.toolCalls.push({ id, name, arguments: JSON.stringify(block['input'] ?? {}) })
+        if (block['caller'] !== undefined) b.lossy('claude.caller')
+      } else {
+        b.lossy(`claude.block.${blockType ?? 'unknown'}`)
+      }
+    }
+    // Every split record repeats the usage of the whole response: take the last, never sum.
+    const usage = usageOf(message['usage'])
+    if (usage !== undefined) pending.usage = usage
+    b.record(value, 'mapped')
+  }
+
+  #userRecord(record: ClaudeRecord): void {
+    const b = this.#builder
+    const value = record.value
+    const message = obj(value['message'])
+    const content = message?.['content']
+    if (value['isCompactSummary'] === true) {
+      this.#flush()
+      const text = typeof content === 'string' ? content : textOfBlocks(arr(content)).text
+      b.compact({ summary: text, content: text, reason: 'claude-code compact' })
+      this.#compactPending = false
+      b.record(value, 'mapped')
+      return
+    }
+    const blocks = typeof content === 'string' ? [{ type: 'text', text: content }] : arr(content)
+    const results = blocks.map(obj).filter((block) => block?.['type'] === 'tool_result')
+    if (results.length > 0) {
+      let first = true
+      for (const block of results) {
+        const raw = block!['content']
+        const { text, images } = typeof raw === 'string' ? { text: raw, images: 0 } : textOfBlocks(arr(raw))
+        if (images > 0) b.lossy('claude.tool_result-image', images)
+        const rejected =
+          value['toolUseResult'] === 'User rejected tool use' ||
+          (block!['is_error'] === true && text.startsWith(REJECTED_PREFIX))
+        this.#results.push({
+          line: record.line,
+          callId: str(block!['tool_use_id']) ?? '',
+          content: text,
+          isError: block!['is_error'] === true,
+          rejected,
+          time: value['timestamp'],
+          record: first ? value : undefined,
+        })
+        first = false
+      }
+      if (value['toolUseResult'] !== undefined) b.lossy('claude.toolUseResult')
+      const others = blocks.length - results.length
+      if (others > 0) b.lossy('claude.user-blocks-beside-tool_result', others)
+      return
+    }
+    const texts = blocks.map(obj).filter((block) => block?.['type'] === 'text')
+    const firstText = str(texts[0]?.['text']) ?? ''
+    if (value['isMeta'] === true || COMMAND_PREFIXES.some((prefix) => firstText.startsWith(prefix))) {
+      b.record(value, 'log-only:claude.local-command')
+      return
+    }
+    this.#flush()
+    const parts: ContentPart[] = []
+    let images = 0
+    for (const raw of blocks) {
+      const block = obj(raw) ?? {}
+      if (block['type'] === 'text') parts.push({ type: 'text', text: str(block['text']) ?? '' })
+      else if (block['type'] === 'image') {
+        const part = imagePart(block)
+        if (part === undefined) images += 1
+        else parts.push(part)
+      } else b.lossy(`claude.user-block.${str(block['type']) ?? 'unknown'}`)
+    }
+    if (images > 0) b.lossy('claude.image-unreadable', images)
+    if (value['todos'] !== undefined) b.lossy('claude.todos')
+    const single = parts.length === 1 ? parts[0] : undefined
+    const userContent = single?.type === 'text' ? single.text : parts
+    if (parts.length === 0) {
+      b.record(value, 'log-only:claude.empty-user')
+      return
+    }
+    b.record(value, 'mapped')
+    if (firstText.startsWith(INTERRUPT_PREFIX)) {
+      b.user(userContent, { prompt: false })
+      b.endTurn('interrupted')
+      return
+    }
+    b.user(userContent, { prompt: true })
+  }
+
+  /** Emits the merged assistant message, then the results gathered for it. */
+  #flush(): void {
+    const b = this.#builder
+    const pending = this.#assistant
+    if (pending === null && this.#results.length === 0) return
+    const now = b.time
+    const line = this.#line
+    this.#assistant = null
+    if (pending !== null) {
+      b.setTime(pending.time)
+      b.assistant(pending)
+    }
+    const results = this.#results
+    this.#results = []
+    for (const result of results) {
+      b.line = result.line
+      b.setTime(result.time)
+      if (result.record !== undefined) b.record(result.record, 'mapped')
+      b.toolResult(result.callId, result.content, {
+        isError: result.isError,
+        ...(result.rejected ? { code: USER_REJECTED } : {}),
+      })
+    }
+    b.setTime(now)
+    b.line = line
+  }
+
+  finish(): void {
+    this.#flush()
+    if (this.#compactPending) this.#builder.lossy('claude.compact_boundary-without-summary')
+    this.#builder.finish('complete')
+  }
+}
+
+/** A record's place in the tree: `uuid` and `parentUuid` (`logicalParentUuid` across a compaction). */
+function treeNodeOf(record: ClaudeRecord): TreeNode<ClaudeRecord> | undefined {
+  const id = str(record.value['uuid'])
+  if (id === undefined) return undefined
+  const parent = str(record.value['parentUuid']) ?? str(record.value['logicalParentUuid']) ?? null
+  return { id, parent, line: record.line, item: record }
+}
+
+/** Side records that may ride along a path they are not on: tool results, progress, system notes. */
+function attachable(node: TreeNode<ClaudeRecord>): boolean {
+  const value = node.item.value
+  const type = value['type']
+  if (type === 'assistant') return false
+  if (type === 'system') return value['subtype'] !== 'compact_boundary'
+  if (type !== 'user') return true
+  const content = obj(value['message'])?.['content']
+  if (typeof content === 'string') return false
+  const blocks = arr(content)
+  return blocks.length > 0 && blocks.every((block) => obj(block)?.['type'] === 'tool_result')
+}
+
+function shortId(id: string): string {
+  return id.replace(/[^A-Za-z0-9]/g, '').slice(0, 12)
+}
+
+/**
+ * Imports a Claude Code transcript (`~/.claude/projects/<cwd>/<session>.jsonl`, or a
+ * sub-agent file `<session>/subagents/agent-*.jsonl`). The records are held in memory: the
+ * main path is known only at the end (the last leaf of the `parentUuid` tree).
+ */
+export async function importClaudeCode(input: FormatInput): Promise<FormatOutput> {
+  const records: ClaudeRecord[] = []
+  const malformed: { line: number; text: string }[] = []
+  for await (const parsed of input.records) {
+    if ('malformed' in parsed) malformed.push({ line: parsed.line, text: parsed.malformed })
+    else records.push({ line: parsed.line, value: parsed.value })
+  }
+  const first = records.find((record) => typeof record.value['sessionId'] === 'string')?.value
+  const sourceId = str(first?.['sessionId'])
+  const version = records.map((record) => str(record.value['version'])).find((found) => found !== undefined)
+  const cwd = records.map((record) => str(record.value['cwd'])).find((found) => found !== undefined)
+  const model = records
+    .map((record) => str(obj(record.value['message'])?.['model']))
+    .find((found) => found !== undefined && found !== '<synthetic>')
+  const gitBranch = records
+    .map((record) => str(record.value['gitBranch']))
+    .find((found) => found !== undefined)
+
+  const nodes: TreeNode<ClaudeRecord>[] = []
+  const loose: ClaudeRecord[] = []
+  const seenIds = new Set<string>()
+  const duplicates: ClaudeRecord[] = []
+  for (const record of records) {
+    const node = treeNodeOf(record)
+    if (node === undefined) loose.push(record)
+    else if (seenIds.has(node.id)) duplicates.push(record)
+    else {
+      seenIds.add(node.id)
+      nodes.push(node)
+    }
+  }
+  const onlySidechain = nodes.length > 0 && nodes.every((node) => node.item.value['isSidechain'] === true)
+  const mainNodes = onlySidechain ? nodes : nodes.filter((node) => node.item.value['isSidechain'] !== true)
+  const sideNodes = onlySidechain ? [] : nodes.filter((node) => node.item.value['isSidechain'] === true)
+
+  const sessions: FormatSession[] = []
+  const mainPlan = planTree(mainNodes, attachable)
+  // Records without a uuid (snapshots, queue operations), repeated uuids (a second /compact
+  // re-appending records) and lines that were not JSON ride in file order along every path
+  // (so a fork still shares its prefix with the main session); they are counted once.
+  const extras: { line: number; run: (builder: SessionBuilder, mapper: ClaudeMapper) => void }[] = [
+    ...loose.map((record) => ({
+      line: record.line,
+      run: (_: SessionBuilder, m: ClaudeMapper) => m.handle(record),
+    })),
+    ...duplicates.map((record) => ({
+      line: record.line,
+      run: (builder: SessionBuilder) => {
+        builder.line = record.line
+        builder.setTime(record.value['timestamp'])
+        builder.diagnostic(
+          'DUPLICATE_UUID',
+          `record uuid ${String(record.value['uuid'])} appears again; kept verbatim only`,
+        )
+        builder.record(record.value, 'log-only:claude.duplicate-uuid')
+      },
+    })),
+    ...malformed.map((bad) => ({
+      line: bad.line,
+      run: (builder: SessionBuilder) => {
+        builder.line = bad.line
+        builder.malformed(bad.text)
+      },
+    })),
+  ].sort((left, right) => left.line - right.line)
+  const counted = new Set<number>()
+  const build = (sequence: readonly TreeNode<ClaudeRecord>[], withExtras: boolean): SessionBuilder => {
+    const builder = input.newBuilder((line) => !counted.has(line))
+    const mapper = new ClaudeMapper(builder)
+    let next = 0
+    for (const node of sequence) {
+      while (withExtras && next < extras.length && extras[next]!.line < node.line)
+        extras[next++]!.run(builder, mapper)
+      mapper.handle(node.item)
+    }
+    while (withExtras && next < extras.length) extras[next++]!.run(builder, mapper)
+    mapper.finish()
+    for (const node of sequence) counted.add(node.line)
+    if (withExtras) for (const extra of extras) counted.add(extra.line)
+    return builder
+  }
+  const mainBuilder = build(mainPlan.main, true)
+  for (const id of mainPlan.brokenParents) {
+    mainBuilder.line = nodes.find((node) => node.id === id)?.line ?? 0
+    mainBuilder.diagnostic(
+      'BROKEN_PARENT',
+      `record ${id}: its parentUuid is not in the file; treated as a root`,
+    )
+  }
+  sessions.push({ key: '', role: 'main', builder: mainBuilder })
+  const addBranches = (plan: typeof mainPlan, forkOf: string, withExtras: boolean): void => {
+    for (const branch of plan.branches) {
+      sessions.push({
+        key: `${forkOf === '' ? '' : `${forkOf}-`}fork-${shortId(branch.branchId)}`,
+        role: 'fork',
+        builder: build(branch.sequence, withExtras),
+        forkOf,
+        metadata: { branchUuid: branch.branchId, leafUuid: branch.leafId },
+      })
+    }
+  }
+  addBranches(mainPlan, '', true)
+  if (sideNodes.length > 0) {
+    const sidePlan = planTree(sideNodes, attachable)
+    const agentId =
+      str(sidePlan.main[0]?.item.value['agentId']) ?? shortId(sidePlan.main[0]?.id ?? 'sidechain')
+    const key = `agent-${shortId(agentId)}`
+    sessions.push({ key, role: 'sidechain', builder: build(sidePlan.main, false), metadata: { agentId } })
+    addBranches(sidePlan, key, false)
+  }
+  const agentId = onlySidechain ? str(nodes[0]?.item.value['agentId']) : undefined
+  return {
+    formatVersion: version ?? 'unknown',
+    sourceId: agentId === undefined ? sourceId : `${sourceId ?? 'unknown'}-agent-${shortId(agentId)}`,
+    cwd,
+    ...(onlySidechain ? { delegationDepth: 1, parentSourceId: sourceId } : {}),
+    metadata: {
+      ...(model === undefined ? {} : { model }),
+      ...(gitBranch === undefined ? {} : { gitBranch }),
+      ...(agentId === undefined ? {} : { agentId }),
+    },
+    sessions,
+  }
+}

@@ -1,0 +1,263 @@
+import type { ContentPart, Usage } from '@agent-ledger/session-events'
+
+import { USER_REJECTED } from '../builder.ts'
+import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
+import { arr, count, obj, str } from './types.ts'
+import type { FormatInput, FormatOutput } from './types.ts'
+
+/** True when a record is an OpenHands V0 event (`action` or `observation`, `source`). */
+export function looksLikeOpenHandsV0(record: Record<string, unknown>): boolean {
+  return (
+    ('action' in record || 'observation' in record) && typeof record['source'] === 'string' && 'id' in record
+  )
+}
+
+/** True when a record is an OpenHands V1 SDK event (`kind` naming an event class, string `id`). */
+export function looksLikeOpenHandsV1(record: Record<string, unknown>): boolean {
+  const kind = str(record['kind'])
+  return (
+    kind !== undefined &&
+    /^[A-Z][A-Za-z]*(Event|Observation|Condensation|Request)$/.test(kind) &&
+    typeof record['id'] === 'string'
+  )
+}
+
+function usageOf(raw: unknown): Usage | undefined {
+  const usage = obj(raw)
+  if (usage === undefined) return undefined
+  const prompt = count(usage['prompt_tokens'])
+  const completion = count(usage['completion_tokens'])
+  if (prompt === undefined && completion === undefined) return undefined
+  const result: Usage = {
+    prompt_tokens: prompt ?? 0,
+    completion_tokens: completion ?? 0,
+    total_tokens: count(usage['total_tokens']) ?? (prompt ?? 0) + (completion ?? 0),
+  }
+  const cached = count(obj(usage['prompt_tokens_details'])?.['cached_tokens'])
+  return cached === undefined ? result : { ...result, cached_tokens: cached }
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content
+  return arr(content)
+    .map((item) => str(obj(item)?.['text']))
+    .filter((text): text is string => text !== undefined)
+    .join('\n')
+}
+
+function toolCallsOf(raw: unknown): ImportedToolCall[] {
+  const calls: ImportedToolCall[] = []
+  for (const item of arr(raw)) {
+    const call = obj(item) ?? {}
+    const fn = obj(call['function'])
+    const id = str(call['id'])
+    const name = str(fn?.['name']) ?? str(call['name'])
+    const args = fn?.['arguments'] ?? call['arguments']
+    if (id === undefined || id === '' || name === undefined || name === '') continue
+    calls.push({ id, name, arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) })
+  }
+  return calls
+}
+
+const THINK = /<think>[\s\S]*?<\/think>\s*/g
+
+class OpenHandsMapper {
+  readonly #b: SessionBuilder
+  /** V0: `model_response.id`s already turned into an assistant message. V1: the open `llm_response_id` group. */
+  readonly #responses = new Set<string>()
+  #group: { id: string; text: string[]; reasoning: string[]; toolCalls: ImportedToolCall[] } | null = null
+  version: 'v0' | 'v1' | undefined
+
+  constructor(builder: SessionBuilder) {
+    this.#b = builder
+  }
+
+  #flush(): void {
+    const group = this.#group
+    this.#group = null
+    if (group !== null) this.#b.assistant(group)
+  }
+
+  handle(line: number, value: Record<string, unknown>): void {
+    const b = this.#b
+    b.line = line
+    b.setTime(value['timestamp'])
+    if (typeof value['kind'] === 'string') {
+      this.version ??= 'v1'
+      return this.#v1(value)
+    }
+    this.version ??= 'v0'
+    this.#v0(value)
+  }
+
+  #v0(value: Record<string, unknown>): void {
+    const b = this.#b
+    const action = str(value['action'])
+    const observation = str(value['observation'])
+    const args = obj(value['args']) ?? {}
+    const metadata = obj(value['tool_call_metadata'])
+    if (typeof value['id'] === 'number' && value['id'] !== 0) b.lossy('openhands.event-id')
+    if (action === 'message' && metadata === undefined) {
+      const content = str(args['content']) ?? str(value['message']) ?? ''
+      b.record(value, 'mapped')
+      if (value['source'] === 'user') {
+        const images = arr(args['image_urls']).filter((url): url is string => typeof url === 'string')
+        const parts: ContentPart[] = [
+          { type: 'text', text: content },
+          ...images.map((url): ContentPart => ({ type: 'image_url', image_url: { url } })),
+        ]
+        b.user(images.length === 0 ? content : parts, { prompt: true })
+      } else b.assistant({ text: [content], reasoning: [], toolCalls: [] })
+      return
+    }
+    if (action === 'system') {
+      b.record(value, 'mapped')
+      b.system(str(args['content']) ?? '')
+      if (args['tools'] !== undefined) b.lossy('openhands.tool-specs')
+      return
+    }
+    if (action !== undefined && metadata !== undefined) {
+      const response = obj(metadata['model_response'])
+      const responseId = str(response?.['id']) ?? `call-${String(metadata['tool_call_id'])}`
+      if (this.#responses.has(responseId)) {
+        b.record(value, 'mapped')
+        return
+      }
+      this.#responses.add(responseId)
+      const choice = obj(arr(response?.['choices'])[0])
+      const message = obj(choice?.['message'])
+      b.record(value, 'mapped')
+      if (message !== undefined) {
+        const content = str(message['content'])
+        b.lossy('openhands.model_response')
+        b.assistant({
+          text: content === undefined ? [] : [content],
+          reasoning:
+            str(message['reasoning_content']) === undefined ? [] : [str(message['reasoning_content'])!],
+          toolCalls: toolCallsOf(message['tool_calls']),
+          usage: usageOf(response?.['usage']),
+        })
+      } else {
+        // A trajectory without model_response: the call is rebuilt from the metadata and args.
+        b.lossy('openhands.call-rebuilt-from-args')
+        const { thought, ...rest } = args
+        b.assistant({
+          text: typeof thought === 'string' && thought !== '' ? [thought] : [],
+          reasoning: [],
+          toolCalls: [
+            {
+              id: str(metadata['tool_call_id']) ?? `call-${String(value['id'])}`,
+              name: str(metadata['function_name']) ?? action,
+              arguments: JSON.stringify(rest),
+            },
+          ],
+        })
+      }
+      return
+    }
+    if (observation !== undefined && metadata !== undefined) {
+      b.record(value, 'mapped')
+      if (value['extras'] !== undefined) b.lossy('openhands.extras')
+      b.toolResult(str(metadata['tool_call_id']) ?? '', str(value['content']) ?? '', {
+        isError: observation === 'error',
+        ...(observation === 'user_rejected' ? { code: USER_REJECTED } : {}),
+      })
+      return
+    }
+    b.record(value, `log-only:openhands.${action ?? observation ?? 'unknown'}`)
+  }
+
+  #v1(value: Record<string, unknown>): void {
+    const b = this.#b
+    const kind = str(value['kind'])!
+    if (kind === 'ActionEvent') {
+      const responseId = str(value['llm_response_id']) ?? str(value['id'])!
+      if (this.#group !== null && this.#group.id !== responseId) this.#flush()
+      const fresh = this.#group === null
+      this.#group ??= { id: responseId, text: [], reasoning: [], toolCalls: [] }
+      const reasoning = str(value['reasoning_content'])
+      if (fresh) {
+        let thought = textOf(value['thought'])
+        if (reasoning !== undefined && reasoning !== '') {
+          const stripped = thought.replace(THINK, '')
+          if (stripped !== thought) b.lossy('openhands.think-tags-stripped')
+          thought = stripped
+          this.#group.reasoning.push(reasoning)
+        }
+        if (thought !== '') this.#group.text.push(thought)
+      }
+      this.#group.toolCalls.push(...toolCallsOf([value['tool_call']]))
+      if (arr(value['thinking_blocks']).length > 0) b.lossy('openhands.thinking_blocks')
+      if (value['security_risk'] !== undefined) b.lossy('openhands.security_risk')
+      b.record(value, 'mapped')
+      return
+    }
+    this.#flush()
+    if (kind === 'SystemPromptEvent') {
+      b.record(value, 'mapped')
+      b.system(textOf([value['system_prompt']]))
+      if (value['tools'] !== undefined) b.lossy('openhands.tool-specs')
+      return
+    }
+    if (kind === 'MessageEvent') {
+      const message = obj(value['llm_message']) ?? {}
+      const text = textOf(message['content'])
+      b.record(value, 'mapped')
+      if (message['role'] === 'assistant') b.assistant({ text: [text], reasoning: [], toolCalls: [] })
+      else b.user(text, { prompt: value['source'] === 'user' })
+      return
+    }
+    if (kind === 'ObservationEvent' || kind === 'UserRejectObservation' || kind === 'AgentErrorEvent') {
+      const observation = obj(value['observation'])
+      const content =
+        kind === 'UserRejectObservation'
+          ? (str(value['rejection_reason']) ?? 'rejected by the user')
+          : kind === 'AgentErrorEvent'
+            ? (str(value['error']) ?? '')
+            : textOf(observation?.['content'])
+      const isError = kind !== 'ObservationEvent' || observation?.['is_error'] === true
+      b.record(value, 'mapped')
+      b.toolResult(str(value['tool_call_id']) ?? '', content, {
+        isError,
+        ...(kind === 'UserRejectObservation' ? { code: USER_REJECTED } : {}),
+      })
+      return
+    }
+    if (kind === 'CondensationSummaryEvent') {
+      b.record(value, 'mapped')
+      b.user(str(value['summary']) ?? '', { prompt: false })
+      return
+    }
+    if (kind === 'Condensation') b.lossy('openhands.condensation-not-applied')
+    b.record(value, `log-only:openhands.${kind}`)
+  }
+
+  finish(): void {
+    this.#flush()
+    this.#b.finish('complete')
+  }
+}
+
+/**
+ * Imports OpenHands events: a V0 trajectory (a JSON array of events, or one event per line,
+ * e.g. the files of `sessions/<sid>/events/` in id order) or V1 SDK events (one per line, e.g.
+ * `events/event-*.json` in index order). Streaming.
+ */
+export async function importOpenHands(input: FormatInput): Promise<FormatOutput> {
+  const builder = input.newBuilder()
+  const mapper = new OpenHandsMapper(builder)
+  for await (const parsed of input.records) {
+    if ('malformed' in parsed) {
+      builder.line = parsed.line
+      builder.malformed(parsed.malformed)
+    } else mapper.handle(parsed.line, parsed.value)
+  }
+  mapper.finish()
+  return {
+    formatVersion: mapper.version ?? 'unknown',
+    sourceId: undefined,
+    cwd: undefined,
+    metadata: {},
+    sessions: [{ key: '', role: 'main', builder }],
+  }
+}

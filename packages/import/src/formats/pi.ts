@@ -1,0 +1,270 @@
+import type { ContentPart, Usage } from '@agent-ledger/session-events'
+
+import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
+import { planTree } from '../tree.ts'
+import type { TreeNode } from '../tree.ts'
+import { arr, count, obj, str } from './types.ts'
+import type { FormatInput, FormatOutput, FormatSession } from './types.ts'
+
+/** True when a first record is a pi-mono session header (`{type: "session", id, timestamp, cwd}`). */
+export function looksLikePi(record: Record<string, unknown>): boolean {
+  return record['type'] === 'session' && typeof record['id'] === 'string' && typeof record['cwd'] === 'string'
+}
+
+interface PiEntry {
+  readonly line: number
+  readonly value: Record<string, unknown>
+}
+
+/** Entries that never reach the model: they may ride along a path they are not on. */
+const CONTEXT_FREE: ReadonlySet<string> = new Set([
+  'label',
+  'session_info',
+  'custom',
+  'model_change',
+  'thinking_level_change',
+])
+
+function partsOf(content: unknown, onImage: () => void): { text: string; parts: ContentPart[] } {
+  if (typeof content === 'string') return { text: content, parts: [{ type: 'text', text: content }] }
+  const parts: ContentPart[] = []
+  const texts: string[] = []
+  for (const raw of arr(content)) {
+    const block = obj(raw) ?? {}
+    if (block['type'] === 'text' && typeof block['text'] === 'string') {
+      parts.push({ type: 'text', text: block['text'] })
+      texts.push(block['text'])
+    } else if (block['type'] === 'image' && typeof block['data'] === 'string') {
+      const mime = str(block['mimeType']) ?? 'image/png'
+      parts.push({ type: 'image_url', image_url: { url: `data:${mime};base64,${block['data']}` } })
+      onImage()
+    }
+  }
+  return { text: texts.join('\n'), parts }
+}
+
+function usageOf(raw: unknown): Usage | undefined {
+  const usage = obj(raw)
+  if (usage === undefined) return undefined
+  const input = count(usage['input'])
+  const output = count(usage['output'])
+  if (input === undefined && output === undefined) return undefined
+  const cacheRead = count(usage['cacheRead']) ?? 0
+  const prompt = (input ?? 0) + cacheRead + (count(usage['cacheWrite']) ?? 0)
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: output ?? 0,
+    total_tokens: count(usage['totalTokens']) ?? prompt + (output ?? 0),
+    cached_tokens: cacheRead,
+  }
+}
+
+class PiMapper {
+  readonly #b: SessionBuilder
+  /** Seq of the first event each entry produced, for `firstKeptEntryId`. */
+  readonly #firstSeq = new Map<string, number>()
+
+  constructor(builder: SessionBuilder) {
+    this.#b = builder
+  }
+
+  handle(node: TreeNode<PiEntry>): void {
+    const b = this.#b
+    const value = node.item.value
+    b.line = node.line
+    b.setTime(value['timestamp'])
+    this.#firstSeq.set(node.id, b.events.length)
+    const type = str(value['type']) ?? 'unknown'
+    if (type === 'message') return this.#message(value)
+    if (type === 'custom_message') {
+      const { parts, text } = partsOf(value['content'], () => b.lossy('pi.image'))
+      b.record(value, 'mapped')
+      if (value['details'] !== undefined) b.lossy('pi.details')
+      b.lossy('pi.display')
+      b.user(parts.length === 1 ? text : parts, { prompt: false })
+      return
+    }
+    if (type === 'branch_summary') {
+      b.record(value, 'mapped')
+      const summary = str(value['summary']) ?? ''
+      if (summary !== '') b.user(summary, { prompt: false })
+      return
+    }
+    if (type === 'compaction') {
+      b.record(value, 'mapped')
+      const summary = str(value['summary']) ?? ''
+      const kept = str(value['firstKeptEntryId'])
+      if (value['tokensBefore'] !== undefined) b.lossy('pi.compaction.tokensBefore')
+      b.compact({
+        summary,
+        content: summary,
+        keepFromSeq: kept === undefined ? undefined : this.#firstSeq.get(kept),
+        reason: 'pi compaction',
+      })
+      return
+    }
+    b.record(value, `log-only:pi.${type}`)
+  }
+
+  #message(value: Record<string, unknown>): void {
+    const b = this.#b
+    const message = obj(value['message']) ?? {}
+    const role = str(message['role'])
+    if (role === 'user') {
+      const { parts, text } = partsOf(message['content'], () => undefined)
+      b.record(value, 'mapped')
+      b.user(parts.length === 1 && parts[0]!.type === 'text' ? text : parts, { prompt: true })
+      return
+    }
+    if (role === 'assistant') {
+      const text: string[] = []
+      const reasoning: string[] = []
+      const toolCalls: ImportedToolCall[] = []
+      for (const raw of arr(message['content'])) {
+        const block = obj(raw) ?? {}
+        if (block['type'] === 'text') {
+          text.push(str(block['text']) ?? '')
+          if (block['textSignature'] !== undefined) b.lossy('pi.signature')
+        } else if (block['type'] === 'thinking') {
+          reasoning.push(str(block['thinking']) ?? '')
+          if (block['thinkingSignature'] !== undefined) b.lossy('pi.signature')
+        } else if (block['type'] === 'toolCall') {
+          const id = str(block['id'])
+          const name = str(block['name'])
+          if (id === undefined || id === '' || name === undefined || name === '')
+            b.lossy('pi.toolCall-without-id')
+          else toolCalls.push({ id, name, arguments: JSON.stringify(block['arguments'] ?? {}) })
+        } else b.lossy(`pi.block.${str(block['type']) ?? 'unknown'}`)
+      }
+      if (message['provider'] !== undefined) b.lossy('pi.provider')
+      if (obj(message['usage'])?.['cost'] !== undefined) b.lossy('pi.cost')
+      b.record(value, 'mapped')
+      b.assistant({ text, reasoning, toolCalls, usage: usageOf(message['usage']) })
+      const stop = message['stopReason']
+      if (stop === 'error' || stop === 'aborted') b.endTurn(stop)
+      else if (stop === 'length') b.endTurn('max-tokens')
+      return
+    }
+    if (role === 'toolResult') {
+      const { text } = partsOf(message['content'], () => b.lossy('pi.tool-result-image'))
+      if (message['details'] !== undefined) b.lossy('pi.details')
+      b.record(value, 'mapped')
+      b.toolResult(str(message['toolCallId']) ?? '', text, { isError: message['isError'] === true })
+      return
+    }
+    if (role === 'custom' || role === 'hookMessage') {
+      const { parts, text } = partsOf(message['content'], () => b.lossy('pi.image'))
+      b.record(value, 'mapped')
+      b.user(parts.length === 1 ? text : parts, { prompt: false })
+      return
+    }
+    b.lossy(`pi.role.${role ?? 'unknown'}`)
+    b.record(value, `log-only:pi.role.${role ?? 'unknown'}`)
+  }
+
+  finish(): void {
+    this.#b.finish('complete')
+  }
+}
+
+/**
+ * Imports a pi-mono session (`~/.pi/agent/sessions/--<cwd>--/<ts>_<uuid>.jsonl`), versions 1
+ * to 3. pi's own migrations are applied on the fly: v1 entries (no ids) get ids in file
+ * order and chain to the previous entry, `firstKeptEntryIndex` becomes the entry at that
+ * index; v2's `hookMessage` role is read as v3's `custom`. Held in memory (a tree).
+ */
+export async function importPi(input: FormatInput): Promise<FormatOutput> {
+  let header: Record<string, unknown> | undefined
+  const entries: PiEntry[] = []
+  const malformed: { line: number; text: string }[] = []
+  for await (const parsed of input.records) {
+    if ('malformed' in parsed) malformed.push({ line: parsed.line, text: parsed.malformed })
+    else if (header === undefined && parsed.value['type'] === 'session') header = parsed.value
+    else entries.push({ line: parsed.line, value: parsed.value })
+  }
+  const version = count(header?.['version']) ?? 1
+  const nodes: TreeNode<PiEntry>[] = []
+  let previous: string | null = null
+  entries.forEach((entry) => {
+    const value = entry.value
+    let id = str(value['id'])
+    let parent = value['parentId'] === null ? null : (str(value['parentId']) ?? null)
+    if (version < 2 || id === undefined) {
+      id = `v1-${entry.line}`
+      parent = previous
+    }
+    let item = entry
+    if (version < 2 && value['type'] === 'compaction' && typeof value['firstKeptEntryIndex'] === 'number') {
+      // The index counts file entries with the header at 0.
+      const target = entries[value['firstKeptEntryIndex'] - 1]
+      const migrated: Record<string, unknown> = { ...value }
+      if (target !== undefined) migrated['firstKeptEntryId'] = `v1-${target.line}`
+      item = { line: entry.line, value: migrated }
+    }
+    previous = id
+    nodes.push({ id, parent, line: entry.line, item })
+  })
+  const attachable = (node: TreeNode<PiEntry>): boolean =>
+    CONTEXT_FREE.has(str(node.item.value['type']) ?? '')
+  const plan = planTree(nodes, attachable)
+  const sessions: FormatSession[] = []
+  const builder = input.newBuilder()
+  if (header !== undefined) {
+    builder.line = malformed.length > 0 && malformed[0]!.line < 2 ? 2 : 1
+    builder.setTime(header['timestamp'])
+    builder.record(header, 'log-only:pi.session-header')
+  }
+  const mapper = new PiMapper(builder)
+  const main = new Set<number>()
+  let next = 0
+  for (const node of plan.main) {
+    while (next < malformed.length && malformed[next]!.line < node.line) {
+      builder.line = malformed[next]!.line
+      builder.malformed(malformed[next++]!.text)
+    }
+    main.add(node.line)
+    mapper.handle(node)
+  }
+  for (; next < malformed.length; next += 1) {
+    builder.line = malformed[next]!.line
+    builder.malformed(malformed[next]!.text)
+  }
+  mapper.finish()
+  sessions.push({ key: '', role: 'main', builder })
+  for (const branch of plan.branches) {
+    const forkBuilder = input.newBuilder((line) => !main.has(line))
+    if (header !== undefined) {
+      forkBuilder.line = 1
+      forkBuilder.setTime(header['timestamp'])
+      forkBuilder.record(header, 'log-only:pi.session-header')
+    }
+    const forkMapper = new PiMapper(forkBuilder)
+    for (const node of branch.sequence) forkMapper.handle(node)
+    forkMapper.finish()
+    for (const node of branch.sequence) main.add(node.line)
+    sessions.push({
+      key: `fork-${branch.branchId.replace(/[^A-Za-z0-9]/g, '').slice(0, 12)}`,
+      role: 'fork',
+      builder: forkBuilder,
+      forkOf: '',
+      metadata: { branchEntryId: branch.branchId, leafEntryId: branch.leafId },
+    })
+  }
+  const model = entries
+    .map((entry) => obj(entry.value['message']))
+    .map((message) => (message?.['role'] === 'assistant' ? str(message['model']) : undefined))
+    .find((found) => found !== undefined)
+  return {
+    formatVersion: String(version),
+    sourceId: str(header?.['id']),
+    cwd: str(header?.['cwd']),
+    metadata: {
+      ...(model === undefined ? {} : { model }),
+      // pi records the parent's file path, not an id: kept as data.
+      ...(str(header?.['parentSession']) === undefined
+        ? {}
+        : { parentSessionFile: header!['parentSession'] }),
+    },
+    sessions,
+  }
+}

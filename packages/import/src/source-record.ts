@@ -1,0 +1,38 @@
+import { defineEventType } from '@agent-ledger/session-events'
+import type { EventTypeDefinition } from '@agent-ledger/session-events'
+import { z } from 'zod'
+
+/** The type of the log-only event that keeps one source record verbatim. */
+export const SOURCE_RECORD_EVENT_TYPE = 'import/source-record'
+
+/**
+ * `import/source-record`: one record of the imported source, kept verbatim so nothing of the
+ * user's history is lost and a re-export to the source format stays possible. Always written
+ * with `ignorable: true`: a reader that does not register this type keeps it as is, and it
+ * never affects the surface.
+ */
+export const sourceRecordSchema = z.object({
+  /** The source format (`claude-code`, `codex`, `pi`, `openhands`). */
+  format: z.string().min(1),
+  /** 1-based line of the record in the source (the element number for a JSON array source). */
+  line: z.number().int().positive(),
+  /** The record as parsed from the line; absent for a line that was not JSON. */
+  record: z.unknown().optional(),
+  /** The raw text of a line that was not JSON (lenient mode). */
+  text: z.string().optional(),
+  /** Why the record is only kept here: `mapped` (it also produced events), `log-only`, `malformed`, `off-path`... */
+  disposition: z.string().min(1),
+})
+export type SourceRecord = z.infer<typeof sourceRecordSchema>
+
+declare module '@agent-ledger/session-events' {
+  interface SessionEventMap {
+    'import/source-record': SourceRecord
+  }
+}
+
+/** The plugin definition of `import/source-record`, for `createEventRegistry([...])`. */
+export const sourceRecordEventType: EventTypeDefinition<'import/source-record'> = defineEventType(
+  'import/source-record',
+  sourceRecordSchema as z.ZodType<SourceRecord>,
+)
