@@ -5,7 +5,7 @@ import type { LoggedEvent } from '@agent-ledger/session-events'
 
 import type { AbortSignalLike, SessionBackend } from '../port.ts'
 import { createSessionStore } from '../store.ts'
-import type { SessionStore } from '../store.ts'
+import type { SessionStore } from '../store-api.ts'
 import { checkError, deepEqual, equal, ok, rejects, throws } from './assert.ts'
 
 /** What `makeBackend` returns for one test. */
