@@ -482,6 +482,7 @@ const CASES: readonly Case[] = [
         },
       }
       const returned = writer.append({ type: 'user/message', data: { message } } as never)
+      equal(reads, 1, 'getter calls during append (the input is read once)')
       let flips = 0
       const sneaky = {
         role: 'user',
@@ -490,15 +491,29 @@ const CASES: readonly Case[] = [
           return flips === 1 ? 'valid first' : 42
         },
       }
+      // Valid at its one read: accepted with that value, whatever the getter says later.
+      const second = writer.append({ type: 'user/message', data: { message: sneaky } } as never)
+      equal(flips, 1, 'getter calls of the second input')
+      const invalid = {
+        role: 'user',
+        get content(): unknown {
+          return 42
+        },
+      }
       throws(
-        () => writer.append({ type: 'user/message', data: { message: sneaky } } as never),
+        () => writer.append({ type: 'user/message', data: { message: invalid } } as never),
         'INVALID_EVENT',
-        'an accessor that turns invalid after the first read',
+        'an accessor that is invalid at its read',
       )
       await writer.close()
-      const [stored] = await events(store('reader'), sid)
-      deepEqual(stored, returned, 'the event read back equals the one append returned')
-      equal(writer.durableSeq, 0, 'only the first event was written')
+      const stored = await events(store('reader'), sid)
+      deepEqual(stored, [returned, second], 'the events read back equal the ones append returned')
+      equal(
+        (stored[1]?.data as { message: { content: unknown } }).message.content,
+        'valid first',
+        'the stored content is the value that was validated',
+      )
+      equal(writer.durableSeq, 1, 'the refused event was not written')
     },
   },
   {
