@@ -15,6 +15,7 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
   'session-events': [],
   'loop-repair': ['session-events'],
   'session-projection': ['session-events', 'loop-repair'],
+  'session-store': ['session-events', 'session-projection', 'loop-repair'],
   'session-store-jsonl': ['session-events', 'session-projection', 'loop-repair'],
   import: ['session-events', 'loop-repair', 'session-projection'],
   cli: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'import'],
@@ -27,6 +28,7 @@ export const PURE_PACKAGES: readonly string[] = [
   'session-projection',
   'loop-repair',
   'import',
+  'session-store',
 ]
 
 const IMPURE_PATTERNS: readonly { pattern: RegExp; instead: string }[] = [

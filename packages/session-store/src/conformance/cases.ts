@@ -1,0 +1,53 @@
+/**
+ * Registers the conformance cases (issue 11 item 5), each run against a fresh harness.
+ */
+import type { SessionBackend } from '../port.ts'
+import { createSessionStore } from '../store.ts'
+import { LEASE_CASES } from './cases-leases.ts'
+import { SESSION_CASES } from './cases-sessions.ts'
+import { makeClock, pollSleep, wait } from './harness.ts'
+import type { CaseContext, ConformanceOptions } from './harness.ts'
+
+const CASES = [...LEASE_CASES, ...SESSION_CASES]
+
+/**
+ * Registers every case under one `describe` block.
+ *
+ * @param options - The harness factory and the framework functions.
+ */
+export function registerCases(options: ConformanceOptions): void {
+  const prefix = options.idPrefix ?? 'conf'
+  const timeout = options.timeoutMs ?? 30_000
+  options.describe(`session backend conformance: ${options.name}`, () => {
+    for (const [index, testCase] of CASES.entries()) {
+      options.it(
+        testCase.title,
+        async () => {
+          const harness = await options.makeBackend()
+          const instances: SessionBackend[] = []
+          const context: CaseContext = {
+            harness,
+            backend: harness.backend,
+            options,
+            id: (name) => `${prefix}-${index}-${name}`,
+            store: (owner = 'conformance', backend = harness.backend, leaseMs = 60_000) =>
+              createSessionStore({ backend, clock: makeClock(), owner, leaseMs, sleep: pollSleep }),
+            second: async () => {
+              if (harness.reopen === undefined) return harness.backend
+              const instance = await harness.reopen()
+              instances.push(instance)
+              return instance
+            },
+            advance: (ms) => harness.advanceTime?.(ms) ?? wait(ms),
+          }
+          try {
+            await testCase.run(context)
+          } finally {
+            await harness.cleanup()
+          }
+        },
+        timeout,
+      )
+    }
+  })
+}

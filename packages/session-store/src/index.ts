@@ -1,0 +1,67 @@
+/**
+ * @packageDocumentation
+ * The agent-ledger session core: the store API written once over a small backend port
+ * ({@link SessionBackend}), an in-memory backend, and (from the `/conformance` subpath)
+ * the backend conformance suite. No I/O of its own, no clock, no randomness.
+ */
+export { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
+export type { LineLocation, SessionStoreErrorOptions } from './session-store-error.ts'
+export type {
+  AbortSignalLike,
+  AcquireOptions,
+  AcquireRepair,
+  AcquireResult,
+  AppendBatch,
+  BackendCapabilities,
+  BackendProgress,
+  CheckpointCapability,
+  CheckpointRecord,
+  CompressCapability,
+  CreateRequest,
+  FollowCapability,
+  ForkCapability,
+  ListEntry,
+  ListFilter,
+  ListPage,
+  ListQuery,
+  MaintenanceOptions,
+  MigrateCapability,
+  QuarantineCapability,
+  QuarantineRecord,
+  ReadOptions,
+  ServerForkRequest,
+  SessionBackend,
+  SessionHead,
+  SessionStoreErrorLike,
+  SignalOptions,
+  StoredHeader,
+  StoredLine,
+  TornTailInfo,
+  WriterLease,
+} from './port.ts'
+export { createSessionStore } from './store.ts'
+export type {
+  CreateSessionRequest,
+  FollowOptions,
+  ForkOptions,
+  ListOptions,
+  ListResult,
+  OpenWriterOptions,
+  ReadEventsOptions,
+  SalvageReport,
+  SessionReadResult,
+  SessionStore,
+  SessionStoreOptions,
+  SessionSummary,
+  VerifyReport,
+} from './store-api.ts'
+export type { CloseOptions, SessionWriter, WriterRecovery, WriterState } from './writer.ts'
+export { createMemoryBackend, createMemoryStorage } from './memory-backend.ts'
+export type { MemoryBackend, MemoryBackendOptions, MemoryStorage, MemoryTestHooks } from './memory-backend.ts'
+export { DEFAULT_LIMITS } from './event-codec.ts'
+export type { StoreLimits } from './event-codec.ts'
+export { crc32c } from './crc32c.ts'
+export type { Crc32c } from './crc32c.ts'
+export { lineCrc, verifyLineChecksum } from './line-codec.ts'
+export { DEFAULT_REDACTION_POLICY, DEFAULT_SECRET_PATTERNS } from './redaction.ts'
+export type { RedactionPolicy } from './redaction.ts'
