@@ -162,3 +162,5 @@ export {
 export type { ZstdFramePlan } from './zstd/inspect-frame.ts'
 export { withFrameContext, ZstdFrameError, ZstdFrameErrorCode } from './zstd/zstd-frame-error.ts'
 export type { ZstdCorruptReason, ZstdFrameErrorOptions, ZstdTornPart } from './zstd/zstd-frame-error.ts'
+export { createJsonlBackend } from './backend/jsonl-backend.ts'
+export type { JsonlBackend, JsonlBackendOptions } from './backend/jsonl-backend.ts'
