@@ -98,8 +98,17 @@ export interface MemoryBackendOptions {
    * the returned backend, so leases never expire by themselves.
    */
   readonly now?: (() => number) | undefined
-  /** Offer the server-side `fork` capability. Default true. */
-  readonly serverFork?: boolean | undefined
+  /**
+   * Which optional capabilities to offer (all by default): turn some off to exercise the
+   * core's fallbacks (client-side fork, polling follow).
+   */
+  readonly offer?:
+    | {
+        readonly follow?: boolean | undefined
+        readonly fork?: boolean | undefined
+        readonly checkpoints?: boolean | undefined
+      }
+    | undefined
 }
 
 /** The memory backend: a {@link SessionBackend} plus its storage and test hooks. */
@@ -197,19 +206,33 @@ class MemoryBackendImpl implements MemoryBackend {
       },
     }
     this.testHooks = hooks
+    const offer = options.offer ?? {}
     this.capabilities = {
-      follow: { waitForAppend: (id, waitOptions) => this.#waitForAppend(id, waitOptions) },
-      checkpoints: {
-        getCheckpoint: (id) => Promise.resolve(this.#session(id).checkpoint),
-        putCheckpoint: (lease, record) => {
-          this.#open()
-          this.#assertSpace('store a checkpoint')
-          this.#assertLease(lease)
-          this.#session(lease.sessionId).checkpoint = record
-          return Promise.resolve()
-        },
-      },
-      ...(options.serverFork === false
+      ...(offer.follow === false
+        ? {}
+        : {
+            follow: {
+              waitForAppend: (id: string, waitOptions: { readonly nextSeq: number } & SignalOptions) =>
+                this.#waitForAppend(id, waitOptions),
+            },
+          }),
+      ...(offer.checkpoints === false
+        ? {}
+        : {
+            checkpoints: {
+              getCheckpoint: (id: string) => {
+                this.#open()
+                return Promise.resolve(this.#session(id).checkpoint)
+              },
+              putCheckpoint: (lease: WriterLease, record: CheckpointRecord) => {
+                this.#open()
+                this.#assertSpace('store a checkpoint')
+                this.#assertLease(lease).checkpoint = record
+                return Promise.resolve()
+              },
+            },
+          }),
+      ...(offer.fork === false
         ? {}
         : { fork: { fork: (request: ServerForkRequest) => this.#fork(request) } }),
     }
