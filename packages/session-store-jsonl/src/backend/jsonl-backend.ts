@@ -94,6 +94,7 @@ interface Held {
   record: LeaseRecord
   offset: number
   nextSeq: number
+  lastCrc: string | null
   /** Set when a failure left the log in a state no retry on this lease can fix. */
   failed: SessionStoreError | null
 }
@@ -441,6 +442,7 @@ class JsonlBackendImpl implements JsonlBackend {
       record,
       offset: outcome.goodEndOffset,
       nextSeq: scanned.nextSeq,
+      lastCrc: scanned.lastCrc,
       failed,
     }
     this.#lastBatch.delete(id)
@@ -552,6 +554,7 @@ class JsonlBackendImpl implements JsonlBackend {
       throw await this.#appendFailure(held, { error, poisoned, end: held.offset + bytes.length })
     }
     held.nextSeq += batch.lines.length
+    held.lastCrc = batch.lastCrc
     this.#lastBatch.set(id, { batchId: batch.batchId, nextSeq: held.nextSeq, epoch: held.epoch })
     this.#heads.delete(id)
   }
@@ -606,8 +609,15 @@ class JsonlBackendImpl implements JsonlBackend {
     if (held === undefined) return
     this.#held.delete(key)
     await held.handle.close().catch(() => undefined)
-    // Removes writer.lock only while it carries our nonce; writes nothing else (a full disk cannot block it).
-    await held.lock.release().catch(() => undefined)
+    // The lock's own release claims its token first (a new file); on a full disk that fails, so
+    // fall back to removing writer.lock while it still carries our nonce: a release needs no space.
+    const released = await held.lock.release().then(
+      () => true,
+      () => false,
+    )
+    if (!released && (await this.#lockNonce(held.directory)) === held.lock.nonce) {
+      await this.#fs.unlink(join(held.directory, WRITER_LOCK_FILE_NAME)).catch(() => undefined)
+    }
   }
 
   // ------------------------------------------------------------------ reads
@@ -627,9 +637,8 @@ class JsonlBackendImpl implements JsonlBackend {
     const id = held?.id ?? known!.id
     const directory = held?.directory ?? known!.directory
     const lease = held?.record ?? (await readLease(this.#fs, directory, id))
-    const cached = this.#heads.get(id)
     const nextSeq = held?.nextSeq ?? known!.nextSeq
-    const lastCrc = held === null ? known!.lastCrc : (cached?.lastCrc ?? null)
+    const lastCrc = held === null ? known!.lastCrc : held.lastCrc
     const mtimeMs = held === null ? known!.mtimeMs : (await held.handle.stat()).mtimeMs
     const live =
       lease !== null && lease.expiresAt > this.#now() && (await this.#lockNonce(directory)) === lease.nonce
@@ -734,9 +743,18 @@ class JsonlBackendImpl implements JsonlBackend {
     return listSessions({ fs: this.#fs, root: this.root, limits: this.#limits }, query)
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    if (this.#closed) return
     this.#closed = true
-    return Promise.resolve()
+    // Leases are not released (the port's rule): their locks stay until released, expired or
+    // their process is gone; only the open logs are closed, so no append can follow.
+    for (const held of this.#held.values()) {
+      held.failed = portError(SessionStoreErrorCode.BACKEND_CLOSED, {
+        sessionId: held.id,
+        message: `The JSONL backend over ${this.root} was closed: expected an open backend, found it closed.`,
+      })
+      await held.handle.close().catch(() => undefined)
+    }
   }
 }
 
