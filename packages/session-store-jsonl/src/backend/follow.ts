@@ -39,10 +39,10 @@ export async function waitForAppend(
   if (head.nextSeq > options.nextSeq) return
   await new Promise<void>((resolve, reject) => {
     let watcher: FSWatcher | undefined
-    let timer: ReturnType<typeof setTimeout> | undefined
+    const pending: { timer?: ReturnType<typeof setTimeout> } = {}
     const finish = (error?: SessionStoreError): void => {
       watcher?.close()
-      if (timer !== undefined) clearTimeout(timer)
+      if (pending.timer !== undefined) clearTimeout(pending.timer)
       signal?.removeEventListener('abort', onAbort)
       if (error === undefined) resolve()
       else reject(error)
@@ -74,7 +74,7 @@ export async function waitForAppend(
       watcher = undefined
     }
     // Not unref'd: a follower (`tail -f`) keeps the process alive while it waits.
-    timer = setTimeout(() => {
+    pending.timer = setTimeout(() => {
       finish()
     }, context.pollMs)
     // An append between the first head and the watcher's start: look once more.

@@ -14,7 +14,6 @@ import type { EventRegistry } from '@agent-ledger/session-events'
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type {
   AcquireOptions,
-  AcquireRepair,
   AcquireResult,
   AppendBatch,
   BackendCapabilities,
@@ -30,26 +29,25 @@ import type {
   WriterLease,
 } from '@agent-ledger/session-store'
 
-import { appendDurably } from '../durable-append.ts'
 import { nodeFsOps } from '../fs-ops.ts'
-import type { FileHandleOps, FsOps } from '../fs-ops.ts'
+import type { FsOps } from '../fs-ops.ts'
 import { listGenerations } from '../generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { resolveLimits } from '../limits.ts'
 import type { StoreLimits } from '../limits.ts'
 import { publishFile, removeStaleTemps } from '../publish.ts'
-import { quarantineTail } from '../quarantine.ts'
 import { assertSessionId } from '../session-id.ts'
 import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions, WriterLock } from '../writer-lock.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
+import { appendToHeld, assertFence, lockNonce, recoverLog, takeLock } from './held-lease.ts'
+import type { Held, LeaseContext } from './held-lease.ts'
 import { maintenanceCapabilities } from './maintenance.ts'
 import { waitForAppend } from './follow.ts'
 import { readLease, writeLease } from './lease-file.ts'
 import type { LeaseRecord } from './lease-file.ts'
 import { logAdapter } from './log-adapter.ts'
-import type { LogAdapter } from './log-adapter.ts'
-import { readHeaderLine, readLines, scanHead, tornTailInfo } from './line-scan.ts'
+import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
 import { listSessions } from './list.ts'
 import { openLog } from './open-log.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
@@ -82,23 +80,6 @@ export interface JsonlBackend extends SessionBackend {
   readonly encoding: LogEncoding
 }
 
-/** A lease this backend instance granted and still holds: the lock, the open log and its durable end. */
-interface Held {
-  readonly id: string
-  readonly directory: string
-  readonly path: string
-  readonly adapter: LogAdapter
-  readonly handle: FileHandleOps
-  readonly lock: WriterLock
-  readonly epoch: number
-  record: LeaseRecord
-  offset: number
-  nextSeq: number
-  lastCrc: string | null
-  /** Set when a failure left the log in a state no retry on this lease can fix. */
-  failed: SessionStoreError | null
-}
-
 interface CachedHead {
   readonly key: string
   readonly nextSeq: number
@@ -126,6 +107,7 @@ class JsonlBackendImpl implements JsonlBackend {
   readonly #held = new Map<string, Held>()
   readonly #heads = new Map<string, CachedHead>()
   readonly #lastBatch = new Map<string, { batchId: string; nextSeq: number; epoch: number }>()
+  readonly #leaseContext: LeaseContext
   #closed = false
 
   constructor(options: JsonlBackendOptions) {
@@ -160,6 +142,7 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#randomHex = options.lock?.randomHex ?? defaultRandomHex
     this.#lock = { ...options.lock, timeoutMs: 0, randomHex: this.#randomHex }
     this.#now = options.now ?? Date.now
+    this.#leaseContext = { fs: this.#fs, limits: this.#limits, lock: this.#lock }
     const context = { fs: this.#fs, root: this.root, limits: this.#limits }
     this.capabilities = {
       follow: {
@@ -241,9 +224,7 @@ class JsonlBackendImpl implements JsonlBackend {
         directory,
         target: adapter.log.name,
         kind: 'create',
-        content: async function* content() {
-          yield start
-        },
+        content: () => once(start),
         // Read back from disk and checked before the link: the header, every seed line, nothing torn.
         verify: async (staged) => {
           const scanned = await scanHead(adapter, staged)
@@ -307,7 +288,7 @@ class JsonlBackendImpl implements JsonlBackend {
     const directory = await sessionDirectory(this.#fs, this.root, checked)
     const before = await readLease(this.#fs, directory, checked)
     const now = this.#now()
-    const lock = await this.#takeLock(checked, { directory, before, now, options })
+    const lock = await takeLock(this.#leaseContext, checked, { directory, before, now, options })
     let opened: Awaited<ReturnType<typeof openLog>> | undefined
     try {
       // Under the lock: the epoch that fences every earlier lease, durably, before anything else.
@@ -323,8 +304,9 @@ class JsonlBackendImpl implements JsonlBackend {
       await writeLease(this.#fs, { directory, id: checked, randomHex: this.#randomHex }, record)
       await removeStaleTemps(this.#fs, directory)
       opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked, 'write')
-      const held = await this.#recover(checked, { opened, lock, record })
+      const held = await recoverLog(this.#leaseContext, checked, { opened, lock, record })
       this.#held.set(heldKey(checked, record.epoch), held.held)
+      this.#lastBatch.delete(checked)
       this.#heads.delete(checked)
       const lease: WriterLease = {
         sessionId: checked,
@@ -338,139 +320,6 @@ class JsonlBackendImpl implements JsonlBackend {
       await opened?.handle.close().catch(() => undefined)
       await lock.release().catch(() => undefined)
       throw toPortError(error, { sessionId: checked, action: `acquire session ${checked}` })
-    }
-  }
-
-  /** The writer lock; a live holder is broken only for a takeover, the same owner, or an expired lease. */
-  async #takeLock(
-    id: string,
-    state: {
-      readonly directory: string
-      readonly before: LeaseRecord | null
-      readonly now: number
-      readonly options: AcquireOptions
-    },
-  ): Promise<WriterLock> {
-    const { before, now, options } = state
-    try {
-      return await acquireWriterLock(this.#fs, state.directory, {
-        ...this.#lock,
-        breakLive: ({ token }) => {
-          if (options.takeover === true) return `taken over by ${options.owner}`
-          if (before === null || before.nonce !== token) return null
-          if (before.owner === options.owner) return `the same owner ${options.owner} acquired again`
-          if (before.expiresAt <= now)
-            return `the lease of ${before.owner} expired at ${new Date(before.expiresAt).toISOString()}`
-          return null
-        },
-      })
-    } catch (error) {
-      if (!(JsonlStoreError.is(error) && error.code === JsonlErrorCode.SESSION_LOCKED)) {
-        throw toPortError(error, { sessionId: id, action: `acquire session ${id}` })
-      }
-      const holder =
-        before?.owner ?? `pid ${String(error.details['holderPid'])} on ${String(error.details['holderHost'])}`
-      const expiresAt = before === null ? null : new Date(before.expiresAt).toISOString()
-      throw portError(SessionStoreErrorCode.SESSION_LOCKED, {
-        sessionId: id,
-        message: `Session ${id} is being written by ${holder}${expiresAt === null ? '' : ` (lease until ${expiresAt})`}: expected no live lease; wait, or take over if that writer is dead.`,
-        details: { holder, expiresAt, lock: error.details },
-        cause: error,
-      })
-    }
-  }
-
-  /** Scans the log under the new lease and repairs a torn tail (quarantined, truncated, durable). */
-  async #recover(
-    id: string,
-    state: {
-      readonly opened: Awaited<ReturnType<typeof openLog>>
-      readonly lock: WriterLock
-      readonly record: LeaseRecord
-    },
-  ): Promise<{ held: Held; repaired: AcquireRepair[] }> {
-    const { opened, lock, record } = state
-    const { handle } = opened
-    const stats = await handle.stat()
-    if (stats.nlink !== 1) {
-      throw portError(SessionStoreErrorCode.BACKEND_FAILED, {
-        sessionId: id,
-        message: `${opened.log.file} has ${stats.nlink} hard links: expected exactly one (another name could be a victim file); nothing was written.`,
-        details: { jsonlCode: JsonlErrorCode.HARDLINK_REFUSED, nlink: stats.nlink },
-      })
-    }
-    const adapter = await logAdapter(id, opened.log.encoding, this.#limits)
-    const scanned = await scanHead(adapter, handle)
-    const { outcome } = scanned
-    const repaired: AcquireRepair[] = []
-    let failed: SessionStoreError | null = null
-    if (outcome.damage !== null) {
-      // Damage in the middle is the core's to report; this lease may not append after it.
-      failed = toPortError(outcome.damage, { sessionId: id, action: `append to session ${id}` })
-    } else if (outcome.tornTail !== null || (outcome.headerMissing && stats.size > 0)) {
-      const tail = outcome.tornTail
-      const quarantined = await quarantineTail({
-        fs: this.#fs,
-        directory: opened.directory,
-        id,
-        logName: opened.log.name,
-        log: handle,
-        offset: outcome.goodEndOffset,
-        chunkBytes: this.#limits.readChunkBytes,
-        keep: this.#limits.maxQuarantineFiles,
-      })
-      const dropped = stats.size - outcome.goodEndOffset
-      repaired.push({
-        kind: 'torn-tail',
-        description: `Dropped ${dropped} unacknowledged bytes (${tail?.reason ?? 'tailGarbage'}) at the end of ${opened.log.file}, after ${scanned.nextSeq} events; kept in ${id}/${quarantined}.`,
-        ...(tail === null ? {} : { location: tornTailInfo(adapter, tail).location }),
-        droppedBytes: dropped,
-        quarantinedTo: `${id}/${quarantined}`,
-      })
-    } else {
-      // What a crashed writer left in the page cache becomes durable before anything builds on it.
-      await handle.datasync()
-    }
-    const held: Held = {
-      id,
-      directory: opened.directory,
-      path: opened.path,
-      adapter,
-      handle,
-      lock,
-      epoch: record.epoch,
-      record,
-      offset: outcome.goodEndOffset,
-      nextSeq: scanned.nextSeq,
-      lastCrc: scanned.lastCrc,
-      failed,
-    }
-    this.#lastBatch.delete(id)
-    this.#cacheHead(id, await handle.stat(), { nextSeq: scanned.nextSeq, lastCrc: scanned.lastCrc })
-    return { held, repaired }
-  }
-
-  /**
-   * The lease is still this one: `writer.lease` holds its epoch and `writer.lock` its nonce.
-   *
-   * @throws {@link SessionStoreError} `FENCED`.
-   */
-  async #assertFence(held: Held): Promise<void> {
-    const current = await readLease(this.#fs, held.directory, held.id)
-    if (current === null || current.epoch !== held.epoch) {
-      throw portError(SessionStoreErrorCode.FENCED, {
-        sessionId: held.id,
-        message: `The lease of ${held.record.owner} on session ${held.id} was fenced: expected epoch ${held.epoch}, found ${current?.epoch ?? 'none'} (held by ${current?.owner ?? 'nobody'}); nothing was written.`,
-        details: { expected: held.epoch, found: current?.epoch ?? null, holder: current?.owner ?? null },
-      })
-    }
-    try {
-      await held.lock.assertHeld()
-    } catch (error) {
-      throw toPortError(error, {
-        sessionId: held.id,
-        action: `write session ${held.id} (epoch ${held.epoch})`,
-      })
     }
   }
 
@@ -490,10 +339,11 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#open()
     const id = lease.sessionId
     throwIfAborted(batch.signal, `Appending to session ${id}`, id)
+    const lines: readonly unknown[] = batch.lines
     if (
-      !Array.isArray(batch.lines) ||
-      batch.lines.length === 0 ||
-      batch.lines.some((line) => line.includes('\n'))
+      !Array.isArray(lines) ||
+      lines.length === 0 ||
+      lines.some((line) => typeof line !== 'string' || line.includes('\n'))
     ) {
       throw portError(SessionStoreErrorCode.INVALID_OPTION, {
         sessionId: id,
@@ -503,100 +353,19 @@ class JsonlBackendImpl implements JsonlBackend {
     }
     this.#id(id)
     const held = this.#heldFor(lease)
-    await this.#append(held, batch)
-  }
-
-  async #append(held: Held, batch: AppendBatch): Promise<void> {
-    const { id } = held
-    if (held.failed !== null) throw held.failed
-    await this.#assertFence(held)
-    if (batch.expectedSeq !== held.nextSeq) {
-      throw portError(SessionStoreErrorCode.CONFLICT, {
-        sessionId: id,
-        message: `Cannot append to session ${id}: expected the next seq to be ${batch.expectedSeq}, found ${held.nextSeq}; nothing was written.`,
-        details: { expected: batch.expectedSeq, found: held.nextSeq },
-      })
-    }
-    const size = (await held.handle.stat()).size
-    if (size !== held.offset) {
-      throw portError(SessionStoreErrorCode.CONFLICT, {
-        sessionId: id,
-        message: `Cannot append to session ${id}: expected ${held.adapter.log.file} to end at byte ${held.offset}, found ${size} bytes (written outside this lease); nothing was written.`,
-        details: { expectedSize: held.offset, foundSize: size },
-      })
-    }
-    const action = `append to session ${id}`
-    let bytes: Buffer
     try {
-      bytes = held.adapter.batch(Buffer.from(batch.lines.map((line) => `${line}\n`).join(''), 'utf8'))
-    } catch (error) {
-      throw toPortError(error, { sessionId: id, action })
+      await appendToHeld(this.#leaseContext, held, batch)
+    } finally {
+      this.#heads.delete(id)
     }
-    throwIfAborted(batch.signal, `Appending to session ${id}`, id)
-    let poisoned: JsonlStoreError | null = null
-    try {
-      held.offset = await appendDurably({
-        fs: this.#fs,
-        handle: held.handle,
-        path: held.path,
-        file: held.adapter.log.file,
-        offset: held.offset,
-        bytes,
-        count: batch.lines.length,
-        lastSeq: batch.expectedSeq + batch.lines.length - 1,
-        lock: { assertHeld: () => this.#assertFence(held) },
-        poison: (error) => {
-          poisoned = error
-          return error
-        },
-      })
-    } catch (error) {
-      throw await this.#appendFailure(held, { error, poisoned, end: held.offset + bytes.length })
-    }
-    held.nextSeq += batch.lines.length
-    held.lastCrc = batch.lastCrc
     this.#lastBatch.set(id, { batchId: batch.batchId, nextSeq: held.nextSeq, epoch: held.epoch })
-    this.#heads.delete(id)
-  }
-
-  /** A failed append: rolled back (retryable), fenced after the write (withdrawn when still ours), or fatal for this lease. */
-  async #appendFailure(
-    held: Held,
-    failure: { readonly error: unknown; readonly poisoned: JsonlStoreError | null; readonly end: number },
-  ): Promise<SessionStoreError> {
-    const action = `append to session ${held.id}`
-    const mapped = toPortError(failure.error, { sessionId: held.id, action })
-    if (failure.poisoned === null) return mapped
-    this.#heads.delete(held.id)
-    if (mapped.code === SessionStoreErrorCode.FENCED) {
-      // Fenced between the write and the ack: withdraw our bytes if nobody wrote after them.
-      const size = await held.handle.stat().then(
-        (stats) => stats.size,
-        () => -1,
-      )
-      if (size === failure.end) {
-        await held.handle
-          .truncate(held.offset)
-          .then(() => held.handle.datasync())
-          .catch(() => undefined)
-      }
-      held.failed = mapped
-      return mapped
-    }
-    held.failed = portError(SessionStoreErrorCode.BACKEND_FAILED, {
-      sessionId: held.id,
-      message: `${mapped.message} This lease can no longer append (the next acquire repairs the log); acquire again.`,
-      details: { ...mapped.details, poisoned: true },
-      cause: failure.error,
-    })
-    return held.failed
   }
 
   async renew(lease: WriterLease, options: SignalOptions = {}): Promise<WriterLease> {
     this.#open()
     throwIfAborted(options.signal, `Renewing the lease on session ${lease.sessionId}`, lease.sessionId)
     const held = this.#heldFor(lease)
-    await this.#assertFence(held)
+    await assertFence(this.#leaseContext, held)
     const record = { ...held.record, expiresAt: this.#now() + held.record.leaseMs }
     await writeLease(this.#fs, { directory: held.directory, id: held.id, randomHex: this.#randomHex }, record)
     held.record = record
@@ -615,7 +384,7 @@ class JsonlBackendImpl implements JsonlBackend {
       () => true,
       () => false,
     )
-    if (!released && (await this.#lockNonce(held.directory)) === held.lock.nonce) {
+    if (!released && (await lockNonce(this.#fs, held.directory)) === held.lock.nonce) {
       await this.#fs.unlink(join(held.directory, WRITER_LOCK_FILE_NAME)).catch(() => undefined)
     }
   }
@@ -641,7 +410,9 @@ class JsonlBackendImpl implements JsonlBackend {
     const lastCrc = held === null ? known!.lastCrc : held.lastCrc
     const mtimeMs = held === null ? known!.mtimeMs : (await held.handle.stat()).mtimeMs
     const live =
-      lease !== null && lease.expiresAt > this.#now() && (await this.#lockNonce(directory)) === lease.nonce
+      lease !== null &&
+      lease.expiresAt > this.#now() &&
+      (await lockNonce(this.#fs, directory)) === lease.nonce
     const last = this.#lastBatch.get(id)
     return {
       nextSeq,
@@ -651,23 +422,6 @@ class JsonlBackendImpl implements JsonlBackend {
       epoch: lease?.epoch ?? 0,
       owner: live ? lease.owner : null,
       updatedAt: new Date(mtimeMs).toISOString(),
-    }
-  }
-
-  /** The nonce in `writer.lock`, or null when there is no readable lock. */
-  async #lockNonce(directory: string): Promise<string | null> {
-    try {
-      const handle = await this.#fs.open(join(directory, WRITER_LOCK_FILE_NAME), 0)
-      try {
-        const buffer = Buffer.alloc(4096)
-        const count = await handle.read(buffer, 0, buffer.length, 0)
-        const value = JSON.parse(buffer.toString('utf8', 0, count)) as { nonce?: unknown }
-        return typeof value.nonce === 'string' ? value.nonce : null
-      } finally {
-        await handle.close().catch(() => undefined)
-      }
-    } catch {
-      return null
     }
   }
 
@@ -756,6 +510,11 @@ class JsonlBackendImpl implements JsonlBackend {
       await held.handle.close().catch(() => undefined)
     }
   }
+}
+
+/** One chunk as the async iterable `publishFile` reads its content from. */
+async function* once(chunk: Buffer): AsyncGenerator<Buffer, void, undefined> {
+  yield await Promise.resolve(chunk)
 }
 
 function seqOption(value: unknown, option: string): number {

@@ -16,9 +16,9 @@ import { nodeFsOps } from '../../src/fs-ops.ts'
 import type { FileHandleOps, FsOps } from '../../src/fs-ops.ts'
 
 function enospc(op: string): Error {
-  return Object.assign(new Error(`ENOSPC: no space left on device, ${op} (test: full disk)`), {
-    code: 'ENOSPC',
-  })
+  const error = new Error(`ENOSPC: no space left on device, ${op} (test: full disk)`)
+  Object.defineProperty(error, 'code', { value: 'ENOSPC', enumerable: true })
+  return error
 }
 
 /** A file system that fails every space-needing call with ENOSPC while `state.full`. */
