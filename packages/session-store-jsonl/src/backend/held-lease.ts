@@ -120,7 +120,7 @@ export async function recoverLog(
   if (outcome.damage !== null) {
     // Damage in the middle is the core's to report; this lease may not append after it.
     failed = toPortError(outcome.damage, { sessionId: id, action: `append to session ${id}` })
-  } else if (outcome.tornTail !== null || (outcome.headerMissing && stats.size > 0)) {
+  } else if (stats.size > outcome.goodEndOffset && (outcome.tornTail !== null || outcome.headerMissing)) {
     const tail = outcome.tornTail
     const quarantined = await quarantineTail({
       fs: context.fs,
