@@ -75,12 +75,11 @@ describe.each(['plain', 'zstd'] as const)('core over the JSONL backend (%s)', (e
   it('a child writer SIGKILLed mid-stream: every acknowledged event survives the reopen, seqs dense', async () => {
     const root = await newRoot()
     const child = spawnTsChild('backend-writer-child.ts', [root, 'crash', encoding])
-    let acked = -1
     // Let it acknowledge a few dozen flushes, then kill it between (or inside) writes.
     const line = await child.waitForLine((text) => text.startsWith('ACK ') && Number(text.slice(4)) >= 60, {
       timeoutMs: 60_000,
     })
-    acked = Number(line.slice(4))
+    let acked = Number(line.slice(4))
     child.process.kill('SIGKILL')
     const exit = await child.exited
     expect(exit.signal).toBe('SIGKILL')
