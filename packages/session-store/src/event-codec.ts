@@ -10,6 +10,8 @@ import type { Crc32c } from './crc32c.ts'
 import { canonicalEvent, checksumJson, decodeLine } from './line-codec.ts'
 import type { EncodedLine } from './line-codec.ts'
 import type { StoredLine } from './port.ts'
+import { redactInPlace } from './redaction.ts'
+import type { RedactionPolicy } from './redaction.ts'
 import { snapshotInput } from './snapshot.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 
@@ -46,6 +48,8 @@ export interface EncodeContext {
   readonly projection?: Projection | undefined
   /** What the event is, for messages (`event`, `seed event`, `repair event`). */
   readonly role?: string | undefined
+  /** Applied to every string of the event's data before anything else is checked; null for none. */
+  readonly redaction?: RedactionPolicy | null | undefined
 }
 
 /** An event ready to buffer: the validated event and its exact line. */
@@ -96,7 +100,8 @@ function eventError(
  * @param position - The seq and time the event gets.
  * @param context - Registry, limits, CRC function and (optionally) the projection to check against.
  * @returns The event (a fresh plain object) and its line.
- * @throws {@link SessionStoreError} `INVALID_EVENT`, `UNKNOWN_EVENT_TYPE`, `TOO_DEEP`, `EVENT_TOO_LARGE`, `UNSERIALIZABLE_EVENT`.
+ * @throws {@link SessionStoreError} `INVALID_EVENT`, `UNKNOWN_EVENT_TYPE`, `TOO_DEEP`, `EVENT_TOO_LARGE`,
+ *   `UNSERIALIZABLE_EVENT`, `REDACTION_FAILED`.
  */
 export function encodeEvent(
   input: unknown,
@@ -133,6 +138,28 @@ export function encodeEvent(
   try {
     // Precise refusals (cycles, BigInt, NaN, class instances, depth) without recursion.
     assertJsonValue(candidate, jsonLimits, 'event')
+  } catch (error) {
+    throw fail(error)
+  }
+  // Plain data from here on (our own copy): redaction may rewrite it in place.
+  const redaction = context.redaction
+  if (redaction !== undefined && redaction !== null && typeof candidate === 'object' && candidate !== null) {
+    const record = candidate as Record<string, unknown>
+    try {
+      // The snapshot is our own copy: redact it in place (a string `data` is replaced).
+      record['data'] = redactInPlace(record['data'], (text) => redaction.redact(text))
+    } catch (error) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.REDACTION_FAILED,
+        sessionId: context.sessionId,
+        seq,
+        message: `Cannot accept ${what} seq ${seq} for session ${context.sessionId}: expected the redaction hook (policy ${redaction.policyVersion}) to return a string for every string, found ${messageOf(error)}; nothing was buffered.`,
+        details: { policyVersion: redaction.policyVersion },
+        cause: error,
+      })
+    }
+  }
+  try {
     json = JSON.stringify(candidate)
   } catch (error) {
     if (error instanceof RangeError) {

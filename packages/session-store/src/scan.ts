@@ -13,6 +13,7 @@ import type { StoreLimits } from './event-codec.ts'
 import { parseHeaderLine } from './header.ts'
 import { lineCrc } from './line-codec.ts'
 import type { SessionBackend, SignalOptions, StoredLine, TornTailInfo } from './port.ts'
+import type { RedactionPolicy } from './redaction.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 
 /** What every reading operation needs (internal). */
@@ -21,6 +22,8 @@ export interface CoreContext {
   readonly registry: EventRegistry
   readonly limits: StoreLimits
   readonly crc32c: Crc32c
+  /** Applied to every string of new events' data; null for none. */
+  readonly redaction: RedactionPolicy | null
 }
 
 /** The outcome of {@link scanSession}. */

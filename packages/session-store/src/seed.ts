@@ -9,6 +9,7 @@ import type { ForkSeed, Projection } from '@agent-ledger/session-projection'
 
 import { encodeEvent } from './event-codec.ts'
 import { buildHeader } from './header.ts'
+import { redactionHeader } from './redaction.ts'
 import type { SignalOptions, StoredLine } from './port.ts'
 import { scanSession } from './scan.ts'
 import type { CoreContext } from './scan.ts'
@@ -170,7 +171,13 @@ export async function planForkedSession(context: CoreContext, request: ForkPlanR
       seeded: seed.header.seeded,
       inheritedEventCount: seed.header.inheritedEventCount,
     },
-    { id: to, createdAt: request.createdAt, limits: context.limits, crc32c: context.crc32c },
+    {
+      id: to,
+      createdAt: request.createdAt,
+      limits: context.limits,
+      crc32c: context.crc32c,
+      extra: redactionHeader(context.redaction),
+    },
   )
   // The inherited prefix keeps its exact lines; closers and the marker are encoded here.
   const projection = createProjection({ registry: context.registry })

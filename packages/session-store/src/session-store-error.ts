@@ -82,6 +82,8 @@ export const SessionStoreErrorCode = {
   EVENT_TOO_LARGE: 'EVENT_TOO_LARGE',
   /** An appended event cannot be written as JSON (cycle, BigInt, function, non-finite number). */
   UNSERIALIZABLE_EVENT: 'UNSERIALIZABLE_EVENT',
+  /** The redaction hook threw or returned a non-string; nothing was buffered (fail closed). */
+  REDACTION_FAILED: 'REDACTION_FAILED',
   /** The writer's buffer already holds `maxBufferedBytes`; flush first. */
   BUFFER_FULL: 'BUFFER_FULL',
   /** The writer was closed; open the session again to write. */

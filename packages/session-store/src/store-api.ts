@@ -13,6 +13,7 @@ import type { Projection } from '@agent-ledger/session-projection'
 import type { Crc32c } from './crc32c.ts'
 import type { StoreLimits } from './event-codec.ts'
 import type { AbortSignalLike, ListFilter, SessionBackend, SignalOptions, TornTailInfo } from './port.ts'
+import type { RedactionPolicy } from './redaction.ts'
 import type { SessionStoreError } from './session-store-error.ts'
 import type { SessionWriter } from './writer.ts'
 
@@ -38,6 +39,12 @@ export interface SessionStoreOptions {
   readonly leaseMs?: number | undefined
   /** A faster CRC-32C (e.g. `@node-rs/crc32`'s `crc32c`, `>>> 0`); default the pure one in this package. */
   readonly crc32c?: Crc32c | undefined
+  /**
+   * Secret redaction applied to every string of appended and seed event data before it is
+   * checked and written (RELIABILITY S8), recorded in new headers as `redaction`. Default
+   * `DEFAULT_REDACTION_POLICY` (the JSONL store's); `null` turns it off.
+   */
+  readonly redaction?: RedactionPolicy | null | undefined
   /** Resource limits; see {@link StoreLimits} for the defaults. */
   readonly limits?: Partial<StoreLimits> | undefined
   /**

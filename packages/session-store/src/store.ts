@@ -18,6 +18,7 @@ import type { AbortSignalLike, SessionBackend, SignalOptions, StoredLine } from 
 import { isLineDamage, readHeader, scanSession } from './scan.ts'
 import type { CoreContext } from './scan.ts'
 import { encodeSeed, planForkedSession } from './seed.ts'
+import { DEFAULT_REDACTION_POLICY, redactionHeader } from './redaction.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 import type {
   CreateSessionRequest,
@@ -92,6 +93,8 @@ class SessionStoreImpl implements SessionStore {
   readonly #leaseMs: number
   readonly #sleep: SessionStoreOptions['sleep']
   readonly #writers = new Set<SessionWriterImpl>()
+  /** Header members the store adds to every new session (the redaction policy). */
+  readonly #headerExtra: Readonly<Record<string, unknown>> | undefined
   #closed = false
   #closing: Promise<void> | null = null
 
@@ -115,7 +118,9 @@ class SessionStoreImpl implements SessionStore {
       registry: options.registry ?? coreEventRegistry,
       limits: resolveLimits(options.limits),
       crc32c: options.crc32c ?? defaultCrc32c,
+      redaction: options.redaction === undefined ? DEFAULT_REDACTION_POLICY : options.redaction,
     }
+    this.#headerExtra = redactionHeader(this.#context.redaction)
   }
 
   #assertOpen(): void {
@@ -137,6 +142,7 @@ class SessionStoreImpl implements SessionStore {
       createdAt: this.#clock(),
       limits: this.#context.limits,
       crc32c: this.#context.crc32c,
+      extra: this.#headerExtra,
     })
     const projection = createProjection({ registry: this.#context.registry })
     const lines = encodeSeed(this.#context, { id, header, seed: request.seed ?? [], projection })
@@ -437,7 +443,13 @@ class SessionStoreImpl implements SessionStore {
           : { delegationDepth: scan.header.delegationDepth }),
         ...(scan.header.metadata === undefined ? {} : { metadata: scan.header.metadata }),
       },
-      { id: to, createdAt: this.#clock(), limits: this.#context.limits, crc32c: this.#context.crc32c },
+      {
+        id: to,
+        createdAt: this.#clock(),
+        limits: this.#context.limits,
+        crc32c: this.#context.crc32c,
+        extra: this.#headerExtra,
+      },
     )
     const salvageSeq = scan.lastSeq + 1
     const prepared = encodeEvent(

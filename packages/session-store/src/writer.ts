@@ -19,6 +19,7 @@ import type { Crc32c } from './crc32c.ts'
 import { encodeEvent } from './event-codec.ts'
 import type { StoreLimits } from './event-codec.ts'
 import type { AcquireRepair, SessionBackend, WriterLease } from './port.ts'
+import type { RedactionPolicy } from './redaction.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 
 /** What opening a session for write found and repaired before the writer was returned. */
@@ -68,7 +69,7 @@ export interface SessionWriter {
    * @param input - The event's type, data and optional envelope fields.
    * @returns The logged event.
    * @throws {@link SessionStoreError} `INVALID_EVENT`, `UNKNOWN_EVENT_TYPE`, `TOO_DEEP`, `UNSERIALIZABLE_EVENT`,
-   *   `EVENT_TOO_LARGE`, `BUFFER_FULL`, `FENCED`, `WRITER_FAILED`, `WRITER_CLOSED`.
+   *   `EVENT_TOO_LARGE`, `REDACTION_FAILED`, `BUFFER_FULL`, `FENCED`, `WRITER_FAILED`, `WRITER_CLOSED`.
    */
   append<TType extends SessionEventType>(input: EventInput<TType>): SessionEvent<TType>
   /**
@@ -107,6 +108,7 @@ export interface WriterInit {
   readonly registry: EventRegistry
   readonly limits: StoreLimits
   readonly crc32c: Crc32c
+  readonly redaction: RedactionPolicy | null
   readonly clock: () => string
   readonly leaseMs: number
   readonly backendRepairs: readonly AcquireRepair[]
@@ -262,6 +264,7 @@ export class SessionWriterImpl implements SessionWriter {
         registry: init.registry,
         limits: init.limits,
         crc32c: init.crc32c,
+        redaction: init.redaction,
         projection: this.projection,
         role,
       },

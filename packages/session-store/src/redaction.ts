@@ -1,0 +1,112 @@
+/**
+ * Secret redaction (RELIABILITY S8), once for every backend: every string of an appended
+ * (or seed) event's `data` goes through the policy before the event is checked, encoded and
+ * checksummed, so the redacted text is what is stored, projected and returned. Fails
+ * closed: a hook that throws or returns a non-string refuses the append.
+ */
+
+/** A redaction policy: a version recorded in the header, and the function applied to each string. */
+export interface RedactionPolicy {
+  /** Recorded in each new session's header as `redaction: {policyVersion}`. */
+  readonly policyVersion: string
+  /** Returns the text to store for one string value; must return a string. */
+  redact(text: string): string
+}
+
+/** The secret shapes the default policy replaces, each with the label it leaves behind. */
+export const DEFAULT_SECRET_PATTERNS: readonly { readonly label: string; readonly pattern: RegExp }[] = [
+  {
+    label: 'private-key',
+    pattern: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)/g,
+  },
+  { label: 'anthropic-key', pattern: /\bsk-ant-[A-Za-z0-9_-]{8,}/g },
+  { label: 'openai-key', pattern: /\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}/g },
+  { label: 'aws-access-key-id', pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b/g },
+  { label: 'github-token', pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g },
+  { label: 'slack-token', pattern: /\bxox[abprs]-[A-Za-z0-9-]{10,}/g },
+  { label: 'bearer-token', pattern: /(\bBearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi },
+]
+
+/**
+ * The default policy (the same as `@agent-ledger/session-store-jsonl`'s, so headers agree):
+ * {@link DEFAULT_SECRET_PATTERNS}, each match replaced by `[REDACTED:<label>]`.
+ */
+export const DEFAULT_REDACTION_POLICY: RedactionPolicy = Object.freeze({
+  policyVersion: 'agent-ledger.default-secrets.1',
+  redact(text: string): string {
+    let result = text
+    for (const { label, pattern } of DEFAULT_SECRET_PATTERNS) {
+      pattern.lastIndex = 0
+      if (!pattern.test(result)) continue
+      pattern.lastIndex = 0
+      result = result.replace(pattern, (_match: string, prefix: unknown) =>
+        label === 'bearer-token' && typeof prefix === 'string'
+          ? `${prefix}[REDACTED:${label}]`
+          : `[REDACTED:${label}]`,
+      )
+    }
+    return result
+  },
+})
+
+/**
+ * Applies `redact` to every string inside `value`, IN PLACE, iteratively. Only for a fresh
+ * copy the caller owns (the append pipeline's snapshot). Each object is visited once, so a
+ * shared subtree is redacted once. Object keys are not redacted.
+ *
+ * @param value - The snapshot's `data`.
+ * @param redact - Called once per string; must return a string.
+ * @returns The value to store (a new string when `value` itself is a string).
+ * @throws The hook's error, or a TypeError when it returns a non-string.
+ */
+export function redactInPlace(value: unknown, redact: (text: string) => string): unknown {
+  const apply = (text: string): string => {
+    const result: unknown = redact(text)
+    if (typeof result !== 'string') {
+      throw new TypeError(
+        `the redaction hook returned ${result === null ? 'null' : typeof result}, expected a string`,
+      )
+    }
+    return result
+  }
+  if (typeof value === 'string') return apply(value)
+  if (typeof value !== 'object' || value === null) return value
+  const seen = new Set<object>([value])
+  const stack: object[] = [value]
+  while (stack.length > 0) {
+    const target = stack.pop() as Record<string | number, unknown>
+    const keys: (string | number)[] = Array.isArray(target)
+      ? Array.from({ length: target.length }, (_, index) => index)
+      : Object.keys(target)
+    for (const key of keys) {
+      const child = target[key]
+      if (typeof child === 'string') {
+        const redacted = apply(child)
+        if (redacted !== child) {
+          Object.defineProperty(target, key, {
+            value: redacted,
+            writable: true,
+            enumerable: true,
+            configurable: true,
+          })
+        }
+      } else if (typeof child === 'object' && child !== null && !seen.has(child)) {
+        seen.add(child)
+        stack.push(child)
+      }
+    }
+  }
+  return value
+}
+
+/**
+ * The header members that record a policy (`redaction: {policyVersion}`), or undefined for none.
+ *
+ * @param policy - The store's policy, or null.
+ * @returns Extra header members.
+ */
+export function redactionHeader(
+  policy: RedactionPolicy | null,
+): Readonly<Record<string, unknown>> | undefined {
+  return policy === null ? undefined : { redaction: { policyVersion: policy.policyVersion } }
+}
