@@ -16,7 +16,7 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
   'loop-repair': ['session-events'],
   'session-projection': ['session-events', 'loop-repair'],
   'session-store': ['session-events', 'session-projection', 'loop-repair'],
-  'session-store-jsonl': ['session-events', 'session-projection', 'loop-repair'],
+  'session-store-jsonl': ['session-events', 'session-projection', 'loop-repair', 'session-store'],
   import: ['session-events', 'loop-repair', 'session-projection'],
   cli: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'import'],
   demo: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'cli'],

@@ -90,6 +90,15 @@ export interface ScannerOptions {
    * from there. Every check of the lines read is unchanged.
    */
   readonly resume?: ScanResume
+  /**
+   * Lines mode, for the backend port's reader (`src/backend`): only the per-line checks and
+   * the torn-tail rule run. Every good line is handed here (the header as line 1, also one
+   * this library would refuse, such as a newer version) and each event line counts as the
+   * next position (`lastSeq` is then the last position); no `seq`, type or projection check
+   * runs (the session core makes those) and `onEvent`/`onHeader` are not called. Returns
+   * true to stop the scan.
+   */
+  readonly onLine?: (location: LineLocation) => boolean
 }
 
 /** Where a scan resumes: the prefix's header and the state after its last event (see {@link ScannerOptions.resume}). */
@@ -180,6 +189,8 @@ export class LogScanner implements LineSink {
   #suspect: Suspect | null = null
   #damage: JsonlStoreError | null = null
   #repeated: { seq: number; bytes: Buffer } | null = null
+  /** Lines mode: a header line passed the per-line checks (it may still be one the core refuses). */
+  #rawHeader = false
   #done = false
   readonly #stats: ScanStats = { goodLines: 0, events: 0, ignoredUnknown: 0 }
 
@@ -271,7 +282,7 @@ export class LogScanner implements LineSink {
         : null
     return {
       header: this.#header,
-      headerMissing: this.#header === null && this.#damage === null,
+      headerMissing: this.#header === null && !this.#rawHeader && this.#damage === null,
       lastSeq: this.#lastSeq,
       goodEndOffset: this.#goodEnd,
       headerEndOffset: this.#headerEnd,
@@ -289,6 +300,18 @@ export class LogScanner implements LineSink {
 
   #headerLine(location: LineLocation): boolean {
     const decoded = this.#options.format.decodeHeader(location.bytes, this.#options)
+    if (this.#options.onLine !== undefined && decoded.kind !== 'failed') {
+      // Lines mode: a whole header line, refused or not, is the core's to judge.
+      this.#rawHeader = true
+      this.#goodEnd = location.offset + location.bytes.length + 1
+      this.#headerEnd = this.#goodEnd
+      this.#stats.goodLines += 1
+      if (this.#options.onLine(location)) {
+        this.#done = true
+        return true
+      }
+      return false
+    }
     if (decoded.kind === 'refused') return this.#fail(decoded.error)
     // A complete first line failing its checks is never a torn tail: the header is durable
     // before a log becomes visible, so no crash leaves one (CRLF line endings, upper-case
@@ -390,10 +413,24 @@ export class LogScanner implements LineSink {
     return true
   }
 
+  /** Lines mode: a line that passed the per-line checks is the next position. */
+  #rawEventLine(location: LineLocation, onLine: (location: LineLocation) => boolean): boolean {
+    this.#lastSeq += 1
+    this.#goodEnd = location.offset + location.bytes.length + 1
+    this.#stats.goodLines += 1
+    this.#stats.events += 1
+    if (onLine(location)) {
+      this.#done = true
+      return true
+    }
+    return false
+  }
+
   #eventLine(location: LineLocation): boolean {
     const options = this.#options
     const decoded = options.format.decodeEvent(location.bytes, options.limits)
     if (!decoded.ok) return this.#failedLine(location, decoded)
+    if (options.onLine !== undefined) return this.#rawEventLine(location, options.onLine)
     const value = decoded.value
     const seq = Object.hasOwn(value, 'seq') ? value['seq'] : undefined
     const { file } = options

@@ -11,6 +11,7 @@ import type {
 import type { RepairAction } from '@agent-ledger/loop-repair'
 import type { Projection } from '@agent-ledger/session-projection'
 
+import { appendDurably } from './durable-append.ts'
 import { errnoOf, toStoreError } from './fs-errors.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
@@ -478,112 +479,23 @@ export class SessionWriterImpl implements SessionWriter {
       this.#init.encodeBatch === undefined
         ? this.#init.checkpoints?.prepare(batch, this.projection, offset)
         : undefined
-    try {
-      await handle.write(bytes, offset)
-    } catch (error) {
-      const failure = toStoreError(error, { op: 'write', file, fallback: JsonlErrorCode.WRITE_FAILED })
-      try {
-        await handle.truncate(offset)
-        await handle.datasync()
-      } catch (rollbackError) {
-        throw this.#poisonWith(
-          new JsonlStoreError({
-            code: failure.code,
-            message: `${failure.message} Rolling ${file} back to ${offset} bytes failed too (${errnoOf(rollbackError) ?? 'unknown'}); the writer is poisoned and the next open repairs the tail.`,
-            file,
-            offset,
-            details: {
-              ...failure.details,
-              bytesAttempted: bytes.length,
-              rollback: errnoOf(rollbackError) ?? 'unknown',
-            },
-            cause: error,
-          }),
-        )
-      }
-      throw new JsonlStoreError({
-        code: failure.code,
-        message: `${failure.message} ${file} was rolled back to ${offset} bytes; the ${count} events stay buffered with the same seqs.`,
-        file,
-        offset,
-        details: { ...failure.details, bytesAttempted: bytes.length },
-        cause: error,
-      })
-    }
-    try {
-      await handle.datasync()
-    } catch (error) {
-      throw this.#poisonWith(
-        new JsonlStoreError({
-          code: JsonlErrorCode.FSYNC_FAILED,
-          message: `fdatasync of ${file} failed (${errnoOf(error) ?? 'unknown'}): the batch up to seq ${lastSeq} is not durable and can never be acknowledged; reopen the session.`,
-          file,
-          offset,
-          details: { cause: errnoOf(error) ?? 'unknown', lastSeq },
-          cause: error,
-        }),
-      )
-    }
-    await this.#assertSameFile(lastSeq, offset + bytes.length)
-    try {
-      await this.#init.lock.assertHeld()
-    } catch (error) {
-      throw this.#poisonWith(
-        JsonlStoreError.is(error)
-          ? error
-          : toStoreError(error, { op: 'check the lock of', file, fallback: JsonlErrorCode.LOCK_LOST }),
-      )
-    }
-    this.#durableOffset = offset + bytes.length
+    const durableOffset = await appendDurably({
+      fs: this.#init.fs,
+      handle,
+      path: this.#init.path,
+      file,
+      offset,
+      bytes,
+      count,
+      lastSeq,
+      lock: this.#init.lock,
+      poison: (error) => this.#poisonWith(error),
+    })
+    this.#durableOffset = durableOffset
     this.#durableSeq = lastSeq
     this.#buffered.splice(0, count)
     this.#bufferedBytes -= lines.length
     if (checkpoint !== undefined) this.#init.checkpoints?.committed(checkpoint)
     return { durableSeq: lastSeq }
-  }
-
-  /**
-   * W5: the inode we write must still be the one at the path, with no other name; and it
-   * must end where our batch ends (a longer file means another writer appended too).
-   */
-  async #assertSameFile(lastSeq: number, expectedSize: number): Promise<void> {
-    const { fs, handle, path, file } = this.#init
-    let expectedIno: number | null = null
-    let foundIno: number | null = null
-    let nlink = 0
-    let size = expectedSize
-    try {
-      const opened = await handle.stat()
-      expectedIno = opened.ino
-      nlink = opened.nlink
-      size = opened.size
-      const named = await fs.lstat(path)
-      foundIno = named.isFile() && named.dev === opened.dev ? named.ino : null
-    } catch (error) {
-      if (errnoOf(error) !== 'ENOENT') {
-        throw this.#poisonWith(
-          toStoreError(error, { op: 'stat', file, fallback: JsonlErrorCode.FILE_REPLACED }),
-        )
-      }
-    }
-    if (expectedIno !== null && foundIno === expectedIno && nlink === 1) {
-      if (size === expectedSize) return
-      throw this.#poisonWith(
-        new JsonlStoreError({
-          code: JsonlErrorCode.CONCURRENT_WRITE,
-          message: `${file} was appended to by someone else: expected it to end at byte ${expectedSize} after this batch, found ${size} bytes; the batch up to seq ${lastSeq} is not acknowledged.`,
-          file,
-          details: { expectedSize, foundSize: size, lastSeq },
-        }),
-      )
-    }
-    throw this.#poisonWith(
-      new JsonlStoreError({
-        code: JsonlErrorCode.FILE_REPLACED,
-        message: `${file} changed under its writer: expected inode ${String(expectedIno)} with one link at the path, found ${foundIno === null ? 'no such file' : `inode ${foundIno}`} and ${nlink} link(s); the batch up to seq ${lastSeq} is not acknowledged.`,
-        file,
-        details: { expectedIno, foundIno, nlink, lastSeq },
-      }),
-    )
   }
 }

@@ -98,6 +98,22 @@ export interface LockOptions {
   randomHex: (byteCount: number) => string
 }
 
+/**
+ * What {@link acquireWriterLock} takes: the lock settings, plus (for the backend port's
+ * leases) a judge of live holders.
+ */
+export interface AcquireLockOptions extends Partial<LockOptions> {
+  /**
+   * Called for a lock whose holder looks alive: returns why it may be broken anyway (an
+   * operator's takeover, a lease that expired, the same owner restarting), or null to leave
+   * it. `token` is the holder's nonce (or a hash of an unreadable file). The break itself
+   * follows the claim protocol, and the old holder's next `assertHeld()` fails with `LOCK_LOST`.
+   */
+  readonly breakLive?:
+    | ((holder: { readonly token: string; readonly record: LockRecord | undefined }) => string | null)
+    | undefined
+}
+
 /** The JSON record stored in `writer.lock` (and in break claims). */
 interface LockRecord {
   readonly pid: number
@@ -366,6 +382,15 @@ interface Context {
   readonly displayFile: string
   readonly self: Self
   readonly options: LockOptions
+  readonly breakLive?: AcquireLockOptions['breakLive']
+}
+
+/** {@link judge}, then the caller's `breakLive` for a lock whose holder looks alive. */
+async function judgeLock(context: Context, entry: Extract<Entry, { kind: 'present' }>): Promise<Verdict> {
+  const verdict = await judge(entry, context.self, context.options.staleMs)
+  if (verdict.stale || context.breakLive === undefined) return verdict
+  const reason = context.breakLive({ token: entry.token, record: entry.record })
+  return reason === null ? verdict : { stale: true, reason }
 }
 
 function recordBytes(record: LockRecord): Buffer {
@@ -506,7 +531,7 @@ async function breakStale(
     // Under the claim: is the same file still there, and still stale?
     const fresh = await readEntry(fs, target)
     if (fresh.kind === 'missing' || fresh.token !== judged.token) return { kind: 'retry' }
-    const verdict = await judge(fresh, self, options.staleMs)
+    const verdict = depth === 0 ? await judgeLock(context, fresh) : await judge(fresh, self, options.staleMs)
     if (!verdict.stale) return { kind: 'live', entry: fresh }
     const moved = join(directory, `.tmp-lockbreak-${options.randomHex(8)}`)
     await fs.rename(target, moved)
@@ -755,7 +780,7 @@ async function releaseOwn(context: Context, nonce: string): Promise<void> {
 export async function acquireWriterLock(
   fs: FsOps,
   sessionDirectory: string,
-  options: Partial<LockOptions> = {},
+  options: AcquireLockOptions = {},
 ): Promise<WriterLock> {
   const settings: LockOptions = {
     timeoutMs: options.timeoutMs ?? DEFAULT_OPTIONS.timeoutMs,
@@ -773,6 +798,7 @@ export async function acquireWriterLock(
     displayFile: `${basename(sessionDirectory)}/${WRITER_LOCK_FILE_NAME}`,
     self,
     options: settings,
+    breakLive: options.breakLive,
   }
   const nonce = settings.randomHex(16)
   const deadline = performance.now() + Math.max(0, settings.timeoutMs)
@@ -803,7 +829,7 @@ export async function acquireWriterLock(
         op: 'take the writer lock',
       })
     } else {
-      const verdict = await judge(entry, self, settings.staleMs)
+      const verdict = await judgeLock(context, entry)
       holder = entry
       reason = verdict.reason
       if (verdict.stale) {

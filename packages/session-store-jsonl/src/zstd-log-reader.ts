@@ -470,7 +470,7 @@ export async function* scanZstdLogChunks(
   const finalDamage = damage ?? (stopped ? null : plain.damage)
   return {
     ...plain,
-    headerMissing: plain.header === null && finalDamage === null,
+    headerMissing: plain.headerMissing && finalDamage === null,
     goodEndOffset: goodEnd,
     headerEndOffset: headerEnd,
     bytesRead,

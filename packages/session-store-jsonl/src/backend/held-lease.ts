@@ -1,0 +1,292 @@
+/**
+ * The leases of the JSONL backend: the writer lock taken (breaking a live holder only for a
+ * takeover, the same owner or an expired lease), the log recovered under it (torn tail
+ * quarantined and truncated), the fence checked around every append.
+ */
+import { join } from 'node:path'
+
+import { SessionStoreErrorCode } from '@agent-ledger/session-store'
+import type {
+  AcquireOptions,
+  AcquireRepair,
+  AppendBatch,
+  SessionStoreError,
+} from '@agent-ledger/session-store'
+
+import { appendDurably } from '../durable-append.ts'
+import type { FileHandleOps, FsOps } from '../fs-ops.ts'
+import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
+import type { StoreLimits } from '../limits.ts'
+import { quarantineTail } from '../quarantine.ts'
+import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
+import type { LockOptions, WriterLock } from '../writer-lock.ts'
+import { readLease } from './lease-file.ts'
+import type { LeaseRecord } from './lease-file.ts'
+import { logAdapter } from './log-adapter.ts'
+import type { LogAdapter } from './log-adapter.ts'
+import { scanHead, tornTailInfo } from './line-scan.ts'
+import type { OpenedLog } from './open-log.ts'
+import { portError, throwIfAborted, toPortError } from './port-errors.ts'
+
+/** What the lease functions need from the backend. */
+export interface LeaseContext {
+  readonly fs: FsOps
+  readonly limits: StoreLimits
+  readonly lock: Partial<LockOptions>
+}
+
+/** A lease this backend instance granted and still holds: the lock, the open log and its durable end. */
+export interface Held {
+  readonly id: string
+  readonly directory: string
+  readonly path: string
+  readonly adapter: LogAdapter
+  readonly handle: FileHandleOps
+  readonly lock: WriterLock
+  readonly epoch: number
+  record: LeaseRecord
+  offset: number
+  nextSeq: number
+  lastCrc: string | null
+  /** Set when a failure left the log in a state no retry on this lease can fix. */
+  failed: SessionStoreError | null
+}
+
+/** The writer lock; a live holder is broken only for a takeover, the same owner, or an expired lease. */
+export async function takeLock(
+  context: LeaseContext,
+  id: string,
+  state: {
+    readonly directory: string
+    readonly before: LeaseRecord | null
+    readonly now: number
+    readonly options: AcquireOptions
+  },
+): Promise<WriterLock> {
+  const { before, now, options } = state
+  try {
+    return await acquireWriterLock(context.fs, state.directory, {
+      ...context.lock,
+      breakLive: ({ token }) => {
+        if (options.takeover === true) return `taken over by ${options.owner}`
+        if (before === null || before.nonce !== token) return null
+        if (before.owner === options.owner) return `the same owner ${options.owner} acquired again`
+        if (before.expiresAt <= now)
+          return `the lease of ${before.owner} expired at ${new Date(before.expiresAt).toISOString()}`
+        return null
+      },
+    })
+  } catch (error) {
+    if (!(JsonlStoreError.is(error) && error.code === JsonlErrorCode.SESSION_LOCKED)) {
+      throw toPortError(error, { sessionId: id, action: `acquire session ${id}` })
+    }
+    const holder =
+      before?.owner ?? `pid ${String(error.details['holderPid'])} on ${String(error.details['holderHost'])}`
+    const expiresAt = before === null ? null : new Date(before.expiresAt).toISOString()
+    throw portError(SessionStoreErrorCode.SESSION_LOCKED, {
+      sessionId: id,
+      message: `Session ${id} is being written by ${holder}${expiresAt === null ? '' : ` (lease until ${expiresAt})`}: expected no live lease; wait, or take over if that writer is dead.`,
+      details: { holder, expiresAt, lock: error.details },
+      cause: error,
+    })
+  }
+}
+
+/** Scans the log under the new lease and repairs a torn tail (quarantined, truncated, durable). */
+export async function recoverLog(
+  context: LeaseContext,
+  id: string,
+  state: {
+    readonly opened: OpenedLog
+    readonly lock: WriterLock
+    readonly record: LeaseRecord
+  },
+): Promise<{ held: Held; repaired: AcquireRepair[] }> {
+  const { opened, lock, record } = state
+  const { handle } = opened
+  const stats = await handle.stat()
+  if (stats.nlink !== 1) {
+    throw portError(SessionStoreErrorCode.BACKEND_FAILED, {
+      sessionId: id,
+      message: `${opened.log.file} has ${stats.nlink} hard links: expected exactly one (another name could be a victim file); nothing was written.`,
+      details: { jsonlCode: JsonlErrorCode.HARDLINK_REFUSED, nlink: stats.nlink },
+    })
+  }
+  const adapter = await logAdapter(id, opened.log.encoding, context.limits)
+  const scanned = await scanHead(adapter, handle)
+  const { outcome } = scanned
+  const repaired: AcquireRepair[] = []
+  let failed: SessionStoreError | null = null
+  if (outcome.damage !== null) {
+    // Damage in the middle is the core's to report; this lease may not append after it.
+    failed = toPortError(outcome.damage, { sessionId: id, action: `append to session ${id}` })
+  } else if (stats.size > outcome.goodEndOffset && (outcome.tornTail !== null || outcome.headerMissing)) {
+    const tail = outcome.tornTail
+    const quarantined = await quarantineTail({
+      fs: context.fs,
+      directory: opened.directory,
+      id,
+      logName: opened.log.name,
+      log: handle,
+      offset: outcome.goodEndOffset,
+      chunkBytes: context.limits.readChunkBytes,
+      keep: context.limits.maxQuarantineFiles,
+    })
+    const dropped = stats.size - outcome.goodEndOffset
+    repaired.push({
+      kind: 'torn-tail',
+      description: `Dropped ${dropped} unacknowledged bytes (${tail?.reason ?? 'tailGarbage'}) at the end of ${opened.log.file}, after ${scanned.nextSeq} events; kept in ${id}/${quarantined}.`,
+      ...(tail === null ? {} : { location: tornTailInfo(adapter, tail).location }),
+      droppedBytes: dropped,
+      quarantinedTo: `${id}/${quarantined}`,
+    })
+  } else {
+    // What a crashed writer left in the page cache becomes durable before anything builds on it.
+    await handle.datasync()
+  }
+  const held: Held = {
+    id,
+    directory: opened.directory,
+    path: opened.path,
+    adapter,
+    handle,
+    lock,
+    epoch: record.epoch,
+    record,
+    offset: outcome.goodEndOffset,
+    nextSeq: scanned.nextSeq,
+    lastCrc: scanned.lastCrc,
+    failed,
+  }
+  return { held, repaired }
+}
+
+/**
+ * The lease is still this one: `writer.lease` holds its epoch and `writer.lock` its nonce.
+ *
+ * @throws {@link SessionStoreError} `FENCED`.
+ */
+export async function assertFence(context: LeaseContext, held: Held): Promise<void> {
+  const current = await readLease(context.fs, held.directory, held.id)
+  if (current === null || current.epoch !== held.epoch) {
+    throw portError(SessionStoreErrorCode.FENCED, {
+      sessionId: held.id,
+      message: `The lease of ${held.record.owner} on session ${held.id} was fenced: expected epoch ${held.epoch}, found ${current?.epoch ?? 'none'} (held by ${current?.owner ?? 'nobody'}); nothing was written.`,
+      details: { expected: held.epoch, found: current?.epoch ?? null, holder: current?.owner ?? null },
+    })
+  }
+  try {
+    await held.lock.assertHeld()
+  } catch (error) {
+    throw toPortError(error, {
+      sessionId: held.id,
+      action: `write session ${held.id} (epoch ${held.epoch})`,
+    })
+  }
+}
+
+/**
+ * Appends one batch under a held lease: fence check, expected seq and size, the adapter's
+ * bytes, `appendDurably` (rechecking the fence before the ack).
+ *
+ * @throws {@link SessionStoreError} `FENCED`, `CONFLICT`, `DISK_FULL`, `ABORTED`, `BACKEND_FAILED`.
+ */
+export async function appendToHeld(context: LeaseContext, held: Held, batch: AppendBatch): Promise<void> {
+  const { id } = held
+  if (held.failed !== null) throw held.failed
+  await assertFence(context, held)
+  if (batch.expectedSeq !== held.nextSeq) {
+    throw portError(SessionStoreErrorCode.CONFLICT, {
+      sessionId: id,
+      message: `Cannot append to session ${id}: expected the next seq to be ${batch.expectedSeq}, found ${held.nextSeq}; nothing was written.`,
+      details: { expected: batch.expectedSeq, found: held.nextSeq },
+    })
+  }
+  const size = (await held.handle.stat()).size
+  if (size !== held.offset) {
+    throw portError(SessionStoreErrorCode.CONFLICT, {
+      sessionId: id,
+      message: `Cannot append to session ${id}: expected ${held.adapter.log.file} to end at byte ${held.offset}, found ${size} bytes (written outside this lease); nothing was written.`,
+      details: { expectedSize: held.offset, foundSize: size },
+    })
+  }
+  const action = `append to session ${id}`
+  let bytes: Buffer
+  try {
+    bytes = held.adapter.batch(Buffer.from(batch.lines.map((line) => `${line}\n`).join(''), 'utf8'))
+  } catch (error) {
+    throw toPortError(error, { sessionId: id, action })
+  }
+  throwIfAborted(batch.signal, `Appending to session ${id}`, id)
+  let poisoned: JsonlStoreError | null = null
+  try {
+    held.offset = await appendDurably({
+      fs: context.fs,
+      handle: held.handle,
+      path: held.path,
+      file: held.adapter.log.file,
+      offset: held.offset,
+      bytes,
+      count: batch.lines.length,
+      lastSeq: batch.expectedSeq + batch.lines.length - 1,
+      lock: { assertHeld: () => assertFence(context, held) },
+      poison: (error) => {
+        poisoned = error
+        return error
+      },
+    })
+  } catch (error) {
+    throw await appendFailure(held, { error, poisoned, end: held.offset + bytes.length })
+  }
+  held.nextSeq += batch.lines.length
+  held.lastCrc = batch.lastCrc
+}
+
+/** A failed append: rolled back (retryable), fenced after the write (withdrawn when still ours), or fatal for this lease. */
+async function appendFailure(
+  held: Held,
+  failure: { readonly error: unknown; readonly poisoned: JsonlStoreError | null; readonly end: number },
+): Promise<SessionStoreError> {
+  const action = `append to session ${held.id}`
+  const mapped = toPortError(failure.error, { sessionId: held.id, action })
+  if (failure.poisoned === null) return mapped
+  if (mapped.code === SessionStoreErrorCode.FENCED) {
+    // Fenced between the write and the ack: withdraw our bytes if nobody wrote after them.
+    const size = await held.handle.stat().then(
+      (stats) => stats.size,
+      () => -1,
+    )
+    if (size === failure.end) {
+      await held.handle
+        .truncate(held.offset)
+        .then(() => held.handle.datasync())
+        .catch(() => undefined)
+    }
+    held.failed = mapped
+    return mapped
+  }
+  held.failed = portError(SessionStoreErrorCode.BACKEND_FAILED, {
+    sessionId: held.id,
+    message: `${mapped.message} This lease can no longer append (the next acquire repairs the log); acquire again.`,
+    details: { ...mapped.details, poisoned: true },
+    cause: failure.error,
+  })
+  return held.failed
+}
+
+/** The nonce in `writer.lock`, or null when there is no readable lock. */
+export async function lockNonce(fs: FsOps, directory: string): Promise<string | null> {
+  try {
+    const handle = await fs.open(join(directory, WRITER_LOCK_FILE_NAME), 0)
+    try {
+      const buffer = Buffer.alloc(4096)
+      const count = await handle.read(buffer, 0, buffer.length, 0)
+      const value = JSON.parse(buffer.toString('utf8', 0, count)) as { nonce?: unknown }
+      return typeof value.nonce === 'string' ? value.nonce : null
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+  } catch {
+    return null
+  }
+}

@@ -1,0 +1,537 @@
+/**
+ * `createJsonlBackend`: the JSONL store as the `@agent-ledger/session-store` backend port's
+ * file implementation, built from the store's own parts: create is `publishFile` (temp,
+ * fsync, read back and verify, `link()`, directory fsync); the lease is the writer lock plus
+ * a durable epoch (`lease-file.ts`); acquire repairs a torn tail with `quarantineTail`;
+ * append is `appendDurably` (one write, one fdatasync, rollback); reads are the streaming
+ * scanner in lines mode; plain or zstd is chosen once, by a `LogAdapter`.
+ */
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+
+import { coreEventRegistry } from '@agent-ledger/session-events'
+import type { EventRegistry } from '@agent-ledger/session-events'
+import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
+import type {
+  AcquireOptions,
+  AcquireResult,
+  AppendBatch,
+  BackendCapabilities,
+  CreateRequest,
+  ListPage,
+  ListQuery,
+  ReadOptions,
+  SessionBackend,
+  SessionHead,
+  SignalOptions,
+  StoredHeader,
+  StoredLine,
+  WriterLease,
+} from '@agent-ledger/session-store'
+
+import { nodeFsOps } from '../fs-ops.ts'
+import type { FsOps } from '../fs-ops.ts'
+import { listGenerations } from '../generations.ts'
+import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
+import { resolveLimits } from '../limits.ts'
+import type { StoreLimits } from '../limits.ts'
+import { publishFile, removeStaleTemps } from '../publish.ts'
+import { assertSessionId } from '../session-id.ts'
+import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
+import type { LockOptions, WriterLock } from '../writer-lock.ts'
+import type { LogEncoding } from '../zstd-log-writer.ts'
+import { appendToHeld, assertFence, lockNonce, recoverLog, takeLock } from './held-lease.ts'
+import type { Held, LeaseContext } from './held-lease.ts'
+import { maintenanceCapabilities } from './maintenance.ts'
+import { waitForAppend } from './follow.ts'
+import { readLease, writeLease } from './lease-file.ts'
+import type { LeaseRecord } from './lease-file.ts'
+import { logAdapter } from './log-adapter.ts'
+import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
+import { listSessions } from './list.ts'
+import { openLog } from './open-log.ts'
+import { portError, throwIfAborted, toPortError } from './port-errors.ts'
+import { checkRoot, ensureSessionDirectory, sessionDirectory } from './session-dirs.ts'
+
+/** Options of {@link createJsonlBackend}. */
+export interface JsonlBackendOptions {
+  /** The store root: one directory per session (created 0700 on the first create). */
+  readonly root: string
+  /** The encoding of sessions this backend creates (`plain` default, or `zstd`); existing sessions are read and written in the encoding they have. */
+  readonly encoding?: LogEncoding | undefined
+  /** The file-system seam (fault injection); default the real one. */
+  readonly fs?: FsOps | undefined
+  /** Read limits (line length, depth, chunk size, zstd bounds, quarantine files kept). */
+  readonly limits?: Partial<StoreLimits> | undefined
+  /** Writer-lock settings (`staleMs`, `heartbeatMs`, `randomHex`); `timeoutMs` is ignored: acquire never waits. */
+  readonly lock?: Partial<LockOptions> | undefined
+  /** The backend's clock in ms since the epoch (lease expiry); default `Date.now`. */
+  readonly now?: (() => number) | undefined
+  /** Longest wait of a follower between checks when no watcher event arrives; default 1000 ms. */
+  readonly followPollMs?: number | undefined
+  /** Event types known to `compress` and `migrate` (which read events); default the core types. */
+  readonly registry?: EventRegistry | undefined
+}
+
+/** The JSONL backend: a {@link SessionBackend} over a directory of sessions. */
+export interface JsonlBackend extends SessionBackend {
+  readonly root: string
+  /** The encoding of new sessions. */
+  readonly encoding: LogEncoding
+}
+
+interface CachedHead {
+  readonly key: string
+  readonly nextSeq: number
+  readonly lastCrc: string | null
+}
+
+function heldKey(id: string, epoch: number): string {
+  return `${id}\u0000${epoch}`
+}
+
+function defaultRandomHex(byteCount: number): string {
+  return randomBytes(byteCount).toString('hex')
+}
+
+class JsonlBackendImpl implements JsonlBackend {
+  readonly name = 'jsonl'
+  readonly root: string
+  readonly encoding: LogEncoding
+  readonly capabilities: BackendCapabilities
+  readonly #fs: FsOps
+  readonly #limits: StoreLimits
+  readonly #lock: Partial<LockOptions>
+  readonly #randomHex: (byteCount: number) => string
+  readonly #now: () => number
+  readonly #held = new Map<string, Held>()
+  readonly #heads = new Map<string, CachedHead>()
+  readonly #lastBatch = new Map<string, { batchId: string; nextSeq: number; epoch: number }>()
+  readonly #leaseContext: LeaseContext
+  #closed = false
+
+  constructor(options: JsonlBackendOptions) {
+    if (typeof options.root !== 'string' || !options.root.startsWith('/')) {
+      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
+        message: `JSONL backend option root must be an absolute path, found ${JSON.stringify(options.root) ?? String(options.root)}.`,
+        details: { option: 'root' },
+      })
+    }
+    const encoding = options.encoding ?? 'plain'
+    if (encoding !== 'plain' && encoding !== 'zstd') {
+      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
+        message: `JSONL backend option encoding must be 'plain' or 'zstd', found ${JSON.stringify(encoding)}.`,
+        details: { option: 'encoding' },
+      })
+    }
+    const followPollMs = options.followPollMs ?? 1000
+    if (!Number.isSafeInteger(followPollMs) || followPollMs <= 0) {
+      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
+        message: `JSONL backend option followPollMs must be a positive integer, found ${String(followPollMs)}.`,
+        details: { option: 'followPollMs' },
+      })
+    }
+    this.root = options.root
+    this.encoding = encoding
+    this.#fs = options.fs ?? nodeFsOps
+    try {
+      this.#limits = resolveLimits(options.limits)
+    } catch (error) {
+      throw toPortError(error, { action: 'create the JSONL backend' })
+    }
+    this.#randomHex = options.lock?.randomHex ?? defaultRandomHex
+    this.#lock = { ...options.lock, timeoutMs: 0, randomHex: this.#randomHex }
+    this.#now = options.now ?? Date.now
+    this.#leaseContext = { fs: this.#fs, limits: this.#limits, lock: this.#lock }
+    const context = { fs: this.#fs, root: this.root, limits: this.#limits }
+    this.capabilities = {
+      follow: {
+        waitForAppend: (id, waitOptions) =>
+          waitForAppend(
+            {
+              head: (sessionId, signalOptions) => this.head(sessionId, signalOptions),
+              directory: (sessionId) => join(this.root, this.#id(sessionId)),
+              pollMs: followPollMs,
+            },
+            id,
+            waitOptions,
+          ),
+      },
+      ...maintenanceCapabilities({
+        ...context,
+        lock: this.#lock,
+        registry: options.registry ?? coreEventRegistry,
+        assertOpen: () => this.#open(),
+      }),
+    }
+  }
+
+  #open(): void {
+    if (this.#closed) {
+      throw portError(SessionStoreErrorCode.BACKEND_CLOSED, {
+        message: `The JSONL backend over ${this.root} was closed: expected an open backend, found it closed.`,
+      })
+    }
+  }
+
+  #id(id: string): string {
+    try {
+      return assertSessionId(id)
+    } catch (error) {
+      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
+        message: JsonlStoreError.is(error) ? error.message : `Invalid session id ${JSON.stringify(id)}.`,
+        details: { option: 'id' },
+        cause: error,
+      })
+    }
+  }
+
+  // ------------------------------------------------------------------ create
+
+  async create(request: CreateRequest): Promise<void> {
+    this.#open()
+    const id = this.#id(request.id)
+    throwIfAborted(request.signal, `Creating session ${id}`, id)
+    const action = `create session ${id}`
+    const adapter = await logAdapter(id, this.encoding, this.#limits).catch((error: unknown) => {
+      throw toPortError(error, { sessionId: id, action })
+    })
+    const start = adapter.start(
+      Buffer.from(`${request.headerLine}\n`, 'utf8'),
+      Buffer.from(request.lines.map((line) => `${line}\n`).join(''), 'utf8'),
+    )
+    await checkRoot(this.#fs, this.root, true)
+    const directory = await ensureSessionDirectory(this.#fs, this.root, id)
+    await this.#assertNoLog(id, directory)
+    let lock: WriterLock
+    try {
+      lock = await acquireWriterLock(this.#fs, directory, this.#lock)
+    } catch (error) {
+      if (JsonlStoreError.is(error) && error.code === JsonlErrorCode.SESSION_LOCKED) {
+        throw portError(SessionStoreErrorCode.SESSION_EXISTS, {
+          sessionId: id,
+          message: `Cannot create session ${id}: expected no session with that id, found its directory locked by another writer (${error.message}).`,
+          cause: error,
+        })
+      }
+      throw toPortError(error, { sessionId: id, action })
+    }
+    try {
+      await this.#assertNoLog(id, directory)
+      await removeStaleTemps(this.#fs, directory)
+      await publishFile({
+        fs: this.#fs,
+        directory,
+        target: adapter.log.name,
+        kind: 'create',
+        content: () => once(start),
+        // Read back from disk and checked before the link: the header, every seed line, nothing torn.
+        verify: async (staged) => {
+          const scanned = await scanHead(adapter, staged)
+          throwIfAborted(request.signal, `Creating session ${id}`, id)
+          const { outcome } = scanned
+          if (
+            outcome.damage !== null ||
+            outcome.tornTail !== null ||
+            scanned.headerLine !== request.headerLine ||
+            scanned.nextSeq !== request.lines.length ||
+            scanned.lastCrc !== request.lastCrc
+          ) {
+            throw portError(SessionStoreErrorCode.BACKEND_FAILED, {
+              sessionId: id,
+              message: `Creating session ${id}: the staged ${adapter.log.name} does not read back as written: expected the header and ${request.lines.length} lines ending with crc ${request.lastCrc ?? 'none'}, found ${scanned.nextSeq} lines ending with crc ${scanned.lastCrc ?? 'none'}${outcome.damage === null ? '' : ` and damage (${outcome.damage.message})`}; nothing was published.`,
+            })
+          }
+        },
+        ifExists: 'refuse',
+        randomHex: this.#randomHex,
+        display: id,
+        lock,
+      })
+    } catch (error) {
+      const cause = (error as { cause?: unknown }).cause
+      throw toPortError(JsonlStoreError.is(error) && SessionStoreError.is(cause) ? cause : error, {
+        sessionId: id,
+        action,
+      })
+    } finally {
+      await lock.release().catch(() => undefined)
+    }
+  }
+
+  /** A session has one log: no generation of any version or encoding may exist yet. */
+  async #assertNoLog(id: string, directory: string): Promise<void> {
+    const existing = await listGenerations(this.#fs, directory).catch((error: unknown) => {
+      throw toPortError(error, { sessionId: id, action: `create session ${id}` })
+    })
+    if (existing.length === 0) return
+    throw portError(SessionStoreErrorCode.SESSION_EXISTS, {
+      sessionId: id,
+      message: `Cannot create session ${id}: expected no session with that id, found ${id}/${existing[0]!.file}; it was left untouched.`,
+      details: { file: `${id}/${existing[0]!.file}` },
+    })
+  }
+
+  // ------------------------------------------------------------------ leases
+
+  async acquire(id: string, options: AcquireOptions): Promise<AcquireResult> {
+    this.#open()
+    const checked = this.#id(id)
+    throwIfAborted(options.signal, `Acquiring session ${checked}`, checked)
+    if (!Number.isSafeInteger(options.leaseMs) || options.leaseMs <= 0) {
+      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
+        sessionId: checked,
+        message: `Lease length must be a positive integer of milliseconds, found ${String(options.leaseMs)}.`,
+        details: { option: 'leaseMs' },
+      })
+    }
+    const directory = await sessionDirectory(this.#fs, this.root, checked)
+    const before = await readLease(this.#fs, directory, checked)
+    const now = this.#now()
+    const lock = await takeLock(this.#leaseContext, checked, { directory, before, now, options })
+    let opened: Awaited<ReturnType<typeof openLog>> | undefined
+    try {
+      // Under the lock: the epoch that fences every earlier lease, durably, before anything else.
+      const prior = await readLease(this.#fs, directory, checked)
+      const record: LeaseRecord = {
+        epoch: (prior?.epoch ?? 0) + 1,
+        owner: options.owner,
+        nonce: lock.nonce,
+        leaseMs: options.leaseMs,
+        expiresAt: now + options.leaseMs,
+      }
+      throwIfAborted(options.signal, `Acquiring session ${checked}`, checked)
+      await writeLease(this.#fs, { directory, id: checked, randomHex: this.#randomHex }, record)
+      await removeStaleTemps(this.#fs, directory)
+      opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked, 'write')
+      const held = await recoverLog(this.#leaseContext, checked, { opened, lock, record })
+      this.#held.set(heldKey(checked, record.epoch), held.held)
+      this.#lastBatch.delete(checked)
+      this.#heads.delete(checked)
+      const lease: WriterLease = {
+        sessionId: checked,
+        owner: options.owner,
+        epoch: record.epoch,
+        expiresAt: new Date(record.expiresAt).toISOString(),
+        token: lock.nonce,
+      }
+      return { lease, head: await this.#headOf(held.held, null), repaired: held.repaired }
+    } catch (error) {
+      await opened?.handle.close().catch(() => undefined)
+      await lock.release().catch(() => undefined)
+      throw toPortError(error, { sessionId: checked, action: `acquire session ${checked}` })
+    }
+  }
+
+  #heldFor(lease: WriterLease): Held {
+    const held = this.#held.get(heldKey(lease.sessionId, lease.epoch))
+    if (held === undefined) {
+      throw portError(SessionStoreErrorCode.FENCED, {
+        sessionId: lease.sessionId,
+        message: `The lease of ${lease.owner} on session ${lease.sessionId} (epoch ${lease.epoch}) is not held by this JSONL backend instance (released, or granted by another instance); nothing was written.`,
+        details: { expected: lease.epoch },
+      })
+    }
+    return held
+  }
+
+  async append(lease: WriterLease, batch: AppendBatch): Promise<void> {
+    this.#open()
+    const id = lease.sessionId
+    throwIfAborted(batch.signal, `Appending to session ${id}`, id)
+    const lines: readonly unknown[] = batch.lines
+    if (
+      !Array.isArray(lines) ||
+      lines.length === 0 ||
+      lines.some((line) => typeof line !== 'string' || line.includes('\n'))
+    ) {
+      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
+        sessionId: id,
+        message: `Cannot append to session ${id}: expected at least one line and no line containing a newline, found ${Array.isArray(batch.lines) ? `${batch.lines.length} lines` : 'no array'}.`,
+        details: { option: 'lines' },
+      })
+    }
+    this.#id(id)
+    const held = this.#heldFor(lease)
+    try {
+      await appendToHeld(this.#leaseContext, held, batch)
+    } finally {
+      this.#heads.delete(id)
+    }
+    this.#lastBatch.set(id, { batchId: batch.batchId, nextSeq: held.nextSeq, epoch: held.epoch })
+  }
+
+  async renew(lease: WriterLease, options: SignalOptions = {}): Promise<WriterLease> {
+    this.#open()
+    throwIfAborted(options.signal, `Renewing the lease on session ${lease.sessionId}`, lease.sessionId)
+    const held = this.#heldFor(lease)
+    await assertFence(this.#leaseContext, held)
+    const record = { ...held.record, expiresAt: this.#now() + held.record.leaseMs }
+    await writeLease(this.#fs, { directory: held.directory, id: held.id, randomHex: this.#randomHex }, record)
+    held.record = record
+    return { ...lease, expiresAt: new Date(record.expiresAt).toISOString() }
+  }
+
+  async release(lease: WriterLease): Promise<void> {
+    const key = heldKey(lease.sessionId, lease.epoch)
+    const held = this.#held.get(key)
+    if (held === undefined) return
+    this.#held.delete(key)
+    await held.handle.close().catch(() => undefined)
+    // The lock's own release claims its token first (a new file); on a full disk that fails, so
+    // fall back to removing writer.lock while it still carries our nonce: a release needs no space.
+    const released = await held.lock.release().then(
+      () => true,
+      () => false,
+    )
+    if (!released && (await lockNonce(this.#fs, held.directory)) === held.lock.nonce) {
+      await this.#fs.unlink(join(held.directory, WRITER_LOCK_FILE_NAME)).catch(() => undefined)
+    }
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  #cacheHead(
+    id: string,
+    stats: { ino: number; size: number; mtimeMs: number; ctimeMs: number },
+    head: { nextSeq: number; lastCrc: string | null },
+  ): void {
+    this.#heads.set(id, { key: `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`, ...head })
+  }
+
+  async #headOf(
+    held: Held | null,
+    known: { id: string; directory: string; mtimeMs: number; nextSeq: number; lastCrc: string | null } | null,
+  ): Promise<SessionHead> {
+    const id = held?.id ?? known!.id
+    const directory = held?.directory ?? known!.directory
+    const lease = held?.record ?? (await readLease(this.#fs, directory, id))
+    const nextSeq = held?.nextSeq ?? known!.nextSeq
+    const lastCrc = held === null ? known!.lastCrc : held.lastCrc
+    const mtimeMs = held === null ? known!.mtimeMs : (await held.handle.stat()).mtimeMs
+    const live =
+      lease !== null &&
+      lease.expiresAt > this.#now() &&
+      (await lockNonce(this.#fs, directory)) === lease.nonce
+    const last = this.#lastBatch.get(id)
+    return {
+      nextSeq,
+      lastCrc,
+      lastBatchId:
+        last !== undefined && last.nextSeq === nextSeq && last.epoch === lease?.epoch ? last.batchId : null,
+      epoch: lease?.epoch ?? 0,
+      owner: live ? lease.owner : null,
+      updatedAt: new Date(mtimeMs).toISOString(),
+    }
+  }
+
+  async head(id: string, options: SignalOptions = {}): Promise<SessionHead> {
+    this.#open()
+    const checked = this.#id(id)
+    throwIfAborted(options.signal, `Reading the head of session ${checked}`, checked)
+    const opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked)
+    try {
+      const stats = await opened.handle.stat()
+      const key = `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`
+      let cached = this.#heads.get(checked)
+      if (cached?.key !== key) {
+        const adapter = await logAdapter(checked, opened.log.encoding, this.#limits)
+        const scanned = await scanHead(adapter, opened.handle)
+        this.#cacheHead(checked, stats, scanned)
+        cached = this.#heads.get(checked)!
+      }
+      return await this.#headOf(null, {
+        id: checked,
+        directory: opened.directory,
+        mtimeMs: stats.mtimeMs,
+        nextSeq: cached.nextSeq,
+        lastCrc: cached.lastCrc,
+      })
+    } catch (error) {
+      throw toPortError(error, { sessionId: checked, action: `read the head of session ${checked}` })
+    } finally {
+      await opened.handle.close().catch(() => undefined)
+    }
+  }
+
+  async readHeader(id: string, options: SignalOptions = {}): Promise<StoredHeader> {
+    this.#open()
+    const checked = this.#id(id)
+    throwIfAborted(options.signal, `Reading the header of session ${checked}`, checked)
+    const opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked)
+    try {
+      const adapter = await logAdapter(checked, opened.log.encoding, this.#limits)
+      const { line, location } = await readHeaderLine(adapter, opened.handle, checked)
+      return { line, location }
+    } catch (error) {
+      throw toPortError(error, { sessionId: checked, action: `read the header of session ${checked}` })
+    } finally {
+      await opened.handle.close().catch(() => undefined)
+    }
+  }
+
+  async *read(id: string, options: ReadOptions): AsyncGenerator<StoredLine, void, undefined> {
+    this.#open()
+    const checked = this.#id(id)
+    const fromSeq = seqOption(options.fromSeq, 'fromSeq')
+    const toSeq = options.toSeq === undefined ? undefined : seqOption(options.toSeq, 'toSeq')
+    const opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked)
+    try {
+      const adapter = await logAdapter(checked, opened.log.encoding, this.#limits).catch((error: unknown) => {
+        throw toPortError(error, { sessionId: checked, action: `read session ${checked}` })
+      })
+      yield* readLines(adapter, opened.handle, {
+        sessionId: checked,
+        fromSeq,
+        toSeq,
+        signal: options.signal,
+        onTornTail: options.onTornTail,
+      })
+    } finally {
+      await opened.handle.close().catch(() => undefined)
+    }
+  }
+
+  list(query: ListQuery): Promise<ListPage> {
+    this.#open()
+    return listSessions({ fs: this.#fs, root: this.root, limits: this.#limits }, query)
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    // Leases are not released (the port's rule): their locks stay until released, expired or
+    // their process is gone; only the open logs are closed, so no append can follow.
+    for (const held of this.#held.values()) {
+      held.failed = portError(SessionStoreErrorCode.BACKEND_CLOSED, {
+        sessionId: held.id,
+        message: `The JSONL backend over ${this.root} was closed: expected an open backend, found it closed.`,
+      })
+      await held.handle.close().catch(() => undefined)
+    }
+  }
+}
+
+/** One chunk as the async iterable `publishFile` reads its content from. */
+async function* once(chunk: Buffer): AsyncGenerator<Buffer, void, undefined> {
+  yield await Promise.resolve(chunk)
+}
+
+function seqOption(value: unknown, option: string): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value
+  throw portError(SessionStoreErrorCode.INVALID_OPTION, {
+    message: `Read option ${option} must be a non-negative integer, found ${JSON.stringify(value) ?? String(value)}.`,
+    details: { option },
+  })
+}
+
+/**
+ * Creates the JSONL backend over a store root.
+ *
+ * @param options - The root, the encoding of new sessions, and optional seams and limits.
+ * @returns The backend; pass it to `createSessionStore({ backend })`.
+ * @throws {@link SessionStoreError} `INVALID_OPTION` (a relative root, an unknown encoding, bad limits).
+ */
+export function createJsonlBackend(options: JsonlBackendOptions): JsonlBackend {
+  return new JsonlBackendImpl(options)
+}

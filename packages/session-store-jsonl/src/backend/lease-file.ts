@@ -1,0 +1,160 @@
+/*
+ * The fencing epoch of a JSONL session: `writer.lease` beside `writer.lock`.
+ *
+ * The writer lock (`../writer-lock.ts`) says who may write now; it is never fsynced and dies
+ * with its process. The port also needs a fencing token that only grows, across restarts and
+ * power loss: `writer.lease` holds `{ epoch, owner, nonce, leaseMs, expiresAt }`, where
+ * `nonce` is the nonce of the lock taken with that epoch. It is only written by the lock
+ * holder: temp file (O_EXCL, 0600), write, fsync, rename over `writer.lease`, directory
+ * fsync, so after any crash it holds the old or the new record, whole. Every acquire writes
+ * epoch + 1 durably before the lease is granted; every append checks, before the write and
+ * again before the ack, that the lock still carries our nonce and the file still our epoch.
+ */
+import { constants } from 'node:fs'
+import { join } from 'node:path'
+
+import { SessionStoreErrorCode } from '@agent-ledger/session-store'
+
+import { errnoOf } from '../fs-errors.ts'
+import type { FileHandleOps, FsOps } from '../fs-ops.ts'
+import { portError, toPortError } from './port-errors.ts'
+
+/** Name of the lease file inside a session directory. */
+export const LEASE_FILE_NAME = 'writer.lease'
+
+/** What `writer.lease` holds. */
+export interface LeaseRecord {
+  /** The session's epoch: the number of leases ever granted. */
+  readonly epoch: number
+  /** The owner the last lease was granted to. */
+  readonly owner: string
+  /** Nonce of the writer lock taken with this epoch (the lease is live only while `writer.lock` carries it). */
+  readonly nonce: string
+  readonly leaseMs: number
+  /** When the lease expires unless renewed, in ms since the epoch (the backend's clock). */
+  readonly expiresAt: number
+}
+
+const MAX_LEASE_BYTES = 4096
+const MAX_TEMP_ATTEMPTS = 16
+
+function isRecord(value: unknown): value is LeaseRecord {
+  if (typeof value !== 'object' || value === null) return false
+  const record = value as Record<string, unknown>
+  return (
+    Number.isSafeInteger(record['epoch']) &&
+    (record['epoch'] as number) >= 0 &&
+    typeof record['owner'] === 'string' &&
+    typeof record['nonce'] === 'string' &&
+    Number.isSafeInteger(record['leaseMs']) &&
+    typeof record['expiresAt'] === 'number' &&
+    Number.isFinite(record['expiresAt'])
+  )
+}
+
+/**
+ * Reads `writer.lease`.
+ *
+ * @param fs - The file-system seam.
+ * @param directory - The session directory.
+ * @param id - The session id (for messages).
+ * @returns The record, or null when there is none (epoch 0: never acquired).
+ * @throws {@link SessionStoreError} `BACKEND_FAILED` when the file is unreadable or not a lease record
+ *   (an epoch is never guessed: a lower one could un-fence an old writer).
+ */
+export async function readLease(fs: FsOps, directory: string, id: string): Promise<LeaseRecord | null> {
+  const file = `${id}/${LEASE_FILE_NAME}`
+  let handle: FileHandleOps
+  try {
+    handle = await fs.open(join(directory, LEASE_FILE_NAME), constants.O_RDONLY | constants.O_NOFOLLOW)
+  } catch (error) {
+    if (errnoOf(error) === 'ENOENT') return null
+    throw toPortError(error, { sessionId: id, action: `read ${file}` })
+  }
+  let text: string
+  try {
+    const buffer = Buffer.alloc(MAX_LEASE_BYTES + 1)
+    let length = 0
+    for (;;) {
+      const count = await handle.read(buffer, length, buffer.length - length, length)
+      if (count === 0 || length + count >= buffer.length) {
+        length += count
+        break
+      }
+      length += count
+    }
+    text = buffer.toString('utf8', 0, length)
+  } catch (error) {
+    throw toPortError(error, { sessionId: id, action: `read ${file}` })
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    value = undefined
+  }
+  if (!isRecord(value)) {
+    throw portError(SessionStoreErrorCode.BACKEND_FAILED, {
+      sessionId: id,
+      message: `${file} is not a lease record: expected {"epoch","owner","nonce","leaseMs","expiresAt"}, found ${JSON.stringify(text.slice(0, 80))}; the epoch is never guessed, so writes are refused until it is repaired.`,
+      location: { file },
+      details: { file },
+    })
+  }
+  return value
+}
+
+/**
+ * Replaces `writer.lease` durably (temp, fsync, rename, directory fsync). Call it only while
+ * holding the session's writer lock.
+ *
+ * @param fs - The file-system seam.
+ * @param target - Directory, session id and the random-hex source for the temp name.
+ * @param record - The new record.
+ * @throws {@link SessionStoreError} `DISK_FULL`, `BACKEND_FAILED`; the old record stays in place.
+ */
+export async function writeLease(
+  fs: FsOps,
+  target: { readonly directory: string; readonly id: string; readonly randomHex: (bytes: number) => string },
+  record: LeaseRecord,
+): Promise<void> {
+  const { directory, id } = target
+  const action = `write ${id}/${LEASE_FILE_NAME}`
+  const bytes = Buffer.from(`${JSON.stringify(record)}\n`, 'utf8')
+  let tempPath = ''
+  let handle: FileHandleOps | undefined
+  for (let attempt = 0; attempt < MAX_TEMP_ATTEMPTS && handle === undefined; attempt += 1) {
+    tempPath = join(directory, `.tmp-lease-${target.randomHex(8)}`)
+    try {
+      handle = await fs.open(
+        tempPath,
+        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+        0o600,
+      )
+    } catch (error) {
+      if (errnoOf(error) === 'EEXIST') continue
+      throw toPortError(error, { sessionId: id, action })
+    }
+  }
+  if (handle === undefined) {
+    throw portError(SessionStoreErrorCode.BACKEND_FAILED, {
+      sessionId: id,
+      message: `Cannot ${action}: expected a free random temp name, found ${MAX_TEMP_ATTEMPTS} taken.`,
+    })
+  }
+  let renamed = false
+  try {
+    await handle.write(bytes, 0)
+    await handle.sync()
+    await handle.close()
+    await fs.rename(tempPath, join(directory, LEASE_FILE_NAME))
+    renamed = true
+    await fs.fsyncDirectory(directory)
+  } catch (error) {
+    await handle.close().catch(() => undefined)
+    if (!renamed) await fs.unlink(tempPath).catch(() => undefined)
+    throw toPortError(error, { sessionId: id, action })
+  }
+}

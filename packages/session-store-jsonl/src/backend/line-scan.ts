@@ -1,0 +1,176 @@
+/**
+ * Reading a log through the port: the store's streaming scanner in lines mode (per-line
+ * checks and the torn-tail rule, nothing about events), over either encoding's adapter.
+ */
+import { SessionStoreErrorCode } from '@agent-ledger/session-store'
+import type { AbortSignalLike, StoredLine, TornTailInfo } from '@agent-ledger/session-store'
+
+import type { FileHandleOps } from '../fs-ops.ts'
+import type { ScanOutcome, TornTail } from '../log-scanner.ts'
+import type { LogAdapter } from './log-adapter.ts'
+import { portError, throwIfAborted, toPortError } from './port-errors.ts'
+
+/** The durable head a scan found. */
+export interface ScannedHead {
+  /** Event lines that passed the per-line checks, up to damage or a torn tail. */
+  readonly nextSeq: number
+  /** Checksum of the last of them, or null when there is none. */
+  readonly lastCrc: string | null
+  /** The header line (line 1) as text, or null when there is no whole one. */
+  readonly headerLine: string | null
+  readonly outcome: ScanOutcome
+}
+
+/** The 8 hex digits of a line's `,"crc":"xxxxxxxx"}` suffix (the line passed its checksum). */
+function crcOf(bytes: Buffer): string | null {
+  return bytes.length < 18 ? null : bytes.toString('latin1', bytes.length - 10, bytes.length - 2)
+}
+
+async function drain(scan: AsyncGenerator<void, ScanOutcome, undefined>): Promise<ScanOutcome> {
+  for (;;) {
+    const step = await scan.next()
+    if (step.done === true) return step.value
+  }
+}
+
+/**
+ * Scans a whole log (or a staged copy of one) for its head.
+ *
+ * @param adapter - The log's encoding.
+ * @param source - The open log, or its bytes.
+ * @returns The head and the scan outcome (damage and torn tail returned, not thrown).
+ */
+export async function scanHead(
+  adapter: LogAdapter,
+  source: FileHandleOps | AsyncIterable<Buffer>,
+): Promise<ScannedHead> {
+  let lastCrc: string | null = null
+  let headerLine: string | null = null
+  const outcome = await drain(
+    adapter.scan(source, {
+      onLine: (location) => {
+        if (location.line > 1) lastCrc = crcOf(location.bytes)
+        else headerLine = location.bytes.toString('utf8')
+        return false
+      },
+    }),
+  )
+  return { nextSeq: outcome.lastSeq + 1, lastCrc, headerLine, outcome }
+}
+
+/**
+ * The torn tail of a scan as the port reports it.
+ *
+ * @param adapter - The log's encoding (names the file).
+ * @param tail - The scanner's torn tail.
+ * @returns The port's view.
+ */
+export function tornTailInfo(adapter: LogAdapter, tail: TornTail): TornTailInfo {
+  return {
+    reason: tail.reason,
+    bytes: tail.bytes,
+    location: { file: adapter.log.file, line: tail.line, offset: tail.offset },
+  }
+}
+
+/**
+ * Reads the header line (line 1) without reading further.
+ *
+ * @param adapter - The log's encoding.
+ * @param handle - The open log.
+ * @param sessionId - For messages.
+ * @returns The exact header line.
+ * @throws {@link SessionStoreError} `CORRUPT_LINE` (no whole header line), `LINE_TOO_LARGE`, `BACKEND_FAILED`.
+ */
+export async function readHeaderLine(
+  adapter: LogAdapter,
+  handle: FileHandleOps,
+  sessionId: string,
+): Promise<StoredLine & { readonly seq: -1 }> {
+  let header: string | null = null
+  let outcome: ScanOutcome
+  try {
+    outcome = await drain(
+      adapter.scan(handle, {
+        onLine: (location) => {
+          header = location.bytes.toString('utf8')
+          return true
+        },
+        stopBeforeLine: 2,
+      }),
+    )
+  } catch (error) {
+    throw toPortError(error, { sessionId, action: `read the header of session ${sessionId}` })
+  }
+  if (header !== null)
+    return { seq: -1, line: header, location: { file: adapter.log.file, line: 1, offset: 0 } }
+  if (outcome.damage !== null) {
+    throw toPortError(outcome.damage, { sessionId, action: `read the header of session ${sessionId}` })
+  }
+  const tail = outcome.tornTail
+  throw portError(SessionStoreErrorCode.CORRUPT_LINE, {
+    sessionId,
+    message: `Session ${sessionId} has no header line: expected a whole checksummed first line in ${adapter.log.file}, found ${tail === null ? 'an empty log' : `${tail.bytes} unacknowledged bytes (${tail.reason})`}.`,
+    location: { file: adapter.log.file, line: 1, offset: 0 },
+    details: { reason: tail?.reason ?? 'empty' },
+  })
+}
+
+/** What {@link readLines} reads. */
+export interface LineRange {
+  readonly sessionId: string
+  readonly fromSeq: number
+  readonly toSeq?: number | undefined
+  readonly signal?: AbortSignalLike | undefined
+  readonly onTornTail?: ((tail: TornTailInfo) => void) | undefined
+}
+
+/**
+ * Streams event lines `fromSeq..toSeq`: the lines of each chunk are yielded as soon as the
+ * chunk is scanned (a `.zstd` frame's only after the whole frame passed its checks). Damage
+ * is thrown after every good line before it; a torn tail ends the read and is reported.
+ *
+ * @param adapter - The log's encoding.
+ * @param handle - The open log (closed by the caller).
+ * @param range - Seqs, signal and the torn-tail callback.
+ * @returns The lines.
+ */
+export async function* readLines(
+  adapter: LogAdapter,
+  handle: FileHandleOps,
+  range: LineRange,
+): AsyncGenerator<StoredLine, void, undefined> {
+  const { sessionId, fromSeq, toSeq } = range
+  const file = adapter.log.file
+  const queue: StoredLine[] = []
+  const scan = adapter.scan(handle, {
+    onLine: (location) => {
+      if (location.line === 1) return false
+      const seq = location.line - 2
+      if (seq >= fromSeq && (toSeq === undefined || seq <= toSeq)) {
+        queue.push({
+          seq,
+          line: location.bytes.toString('utf8'),
+          location: { file, line: location.line, offset: location.offset },
+        })
+      }
+      return toSeq !== undefined && seq >= toSeq
+    },
+  })
+  const action = `read session ${sessionId}`
+  for (;;) {
+    throwIfAborted(range.signal, `Reading session ${sessionId}`, sessionId)
+    let step
+    try {
+      step = await scan.next()
+    } catch (error) {
+      throw toPortError(error, { sessionId, action })
+    }
+    while (queue.length > 0) yield queue.shift()!
+    if (step.done !== true) continue
+    const outcome = step.value
+    if (outcome.damage !== null) throw toPortError(outcome.damage, { sessionId, action })
+    if (outcome.tornTail !== null) range.onTornTail?.(tornTailInfo(adapter, outcome.tornTail))
+    return
+  }
+}

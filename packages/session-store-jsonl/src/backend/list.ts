@@ -1,0 +1,205 @@
+/**
+ * Listing sessions of a JSONL root: a directory listing, one `stat` per session for the
+ * order, and a header read only for the sessions of the page. Keyset pagination on
+ * (log mtime desc, id asc); one broken session is an entry with `problem`, never a failed listing.
+ */
+import { join } from 'node:path'
+
+import { SessionStoreErrorCode } from '@agent-ledger/session-store'
+import type { ListEntry, ListPage, ListQuery, SessionStoreErrorLike } from '@agent-ledger/session-store'
+
+import type { FsOps } from '../fs-ops.ts'
+import { listGenerations } from '../generations.ts'
+import type { StoreLimits } from '../limits.ts'
+import { assertSessionId } from '../session-id.ts'
+import { locateSessionLog } from '../zstd-session.ts'
+import { logAdapter } from './log-adapter.ts'
+import { readHeaderLine } from './line-scan.ts'
+import { portError, throwIfAborted, toPortError } from './port-errors.ts'
+import { checkRoot } from './session-dirs.ts'
+import { openLog } from './open-log.ts'
+
+/** What {@link listSessions} needs. */
+export interface ListContext {
+  readonly fs: FsOps
+  readonly root: string
+  readonly limits: StoreLimits
+}
+
+interface Cursor {
+  readonly u: number
+  readonly i: string
+}
+
+interface Candidate {
+  readonly id: string
+  /** Log mtime in ms (the order key); 0 when unknown (listed last). */
+  readonly u: number
+  readonly problem?: SessionStoreErrorLike
+}
+
+function parseCursor(cursor: string): Cursor {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown
+    if (
+      typeof value === 'object' &&
+      value !== null &&
+      typeof (value as Cursor).u === 'number' &&
+      typeof (value as Cursor).i === 'string'
+    ) {
+      return value as Cursor
+    }
+  } catch {
+    // fall through
+  }
+  throw portError(SessionStoreErrorCode.INVALID_OPTION, {
+    message: `List cursor ${JSON.stringify(cursor)} was not made by the JSONL backend: expected the cursor of a previous page.`,
+    details: { option: 'cursor' },
+  })
+}
+
+function makeCursor(candidate: Candidate): string {
+  return Buffer.from(JSON.stringify({ u: candidate.u, i: candidate.id }), 'utf8').toString('base64url')
+}
+
+/** Most recently updated first, then by id. */
+function compare(a: Candidate, b: Candidate): number {
+  if (a.u !== b.u) return a.u > b.u ? -1 : 1
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+}
+
+function isSessionId(name: string): boolean {
+  try {
+    assertSessionId(name)
+    return true
+  } catch {
+    return false
+  }
+}
+
+function problemOf(error: unknown, id: string): SessionStoreErrorLike {
+  const mapped = toPortError(error, { sessionId: id, action: `list session ${id}` })
+  return mapped
+}
+
+async function candidateOf(context: ListContext, id: string): Promise<Candidate | null> {
+  const { fs, root } = context
+  const directory = join(root, id)
+  try {
+    const stats = await fs.lstat(directory)
+    if (stats.isSymbolicLink()) {
+      return {
+        id,
+        u: 0,
+        problem: portError(SessionStoreErrorCode.BACKEND_FAILED, {
+          sessionId: id,
+          message: `The directory of session ${id} is a symbolic link: expected a real directory (never followed).`,
+        }),
+      }
+    }
+    if (!stats.isDirectory()) return null
+    const generations = await listGenerations(fs, directory)
+    if (generations.length === 0) return null
+    if (!generations.some((generation) => generation.version === 4)) {
+      return {
+        id,
+        u: stats.mtimeMs,
+        problem: portError(SessionStoreErrorCode.UNSUPPORTED, {
+          sessionId: id,
+          message: `Session ${id} is stored in an older format (${generations.map((g) => g.file).join(', ')}): expected a v4 log; migrate it first (capabilities.migrate).`,
+          details: { capability: 'migrate' },
+        }),
+      }
+    }
+    const log = await locateSessionLog({ fs, directory, id, mode: 'read', limits: context.limits })
+    const logStats = await fs.lstat(join(directory, log.name))
+    return { id, u: logStats.mtimeMs }
+  } catch (error) {
+    return { id, u: 0, problem: problemOf(error, id) }
+  }
+}
+
+async function entryOf(
+  context: ListContext,
+  candidate: Candidate,
+): Promise<ListEntry & { cwd?: unknown; parent?: unknown }> {
+  const updatedAt = Number.isFinite(candidate.u) ? new Date(candidate.u).toISOString() : undefined
+  const base = { id: candidate.id, ...(updatedAt === undefined ? {} : { updatedAt }) }
+  if (candidate.problem !== undefined) return { ...base, problem: candidate.problem }
+  try {
+    const opened = await openLog(context, candidate.id)
+    try {
+      const adapter = await logAdapter(candidate.id, opened.log.encoding, context.limits)
+      const header = await readHeaderLine(adapter, opened.handle, candidate.id)
+      let parsed: Record<string, unknown> = {}
+      try {
+        const value = JSON.parse(header.line) as unknown
+        if (typeof value === 'object' && value !== null) parsed = value as Record<string, unknown>
+      } catch {
+        // The core reports a header it cannot parse; the filters see no fields.
+      }
+      return {
+        ...base,
+        headerLine: header.line,
+        location: header.location,
+        cwd: Object.hasOwn(parsed, 'cwd') ? parsed['cwd'] : undefined,
+        parent: Object.hasOwn(parsed, 'parentSession') ? parsed['parentSession'] : undefined,
+      }
+    } finally {
+      await opened.handle.close().catch(() => undefined)
+    }
+  } catch (error) {
+    return { ...base, problem: problemOf(error, candidate.id) }
+  }
+}
+
+/**
+ * One page of the sessions under the root.
+ *
+ * @param context - File system, root and limits.
+ * @param query - Cursor, limit, filters and signal.
+ * @returns The page.
+ * @throws {@link SessionStoreError} `INVALID_OPTION` (limit, cursor), `ABORTED`, `BACKEND_FAILED` (an unreadable root).
+ */
+export async function listSessions(context: ListContext, query: ListQuery): Promise<ListPage> {
+  throwIfAborted(query.signal, 'Listing sessions')
+  if (!Number.isSafeInteger(query.limit) || query.limit <= 0) {
+    throw portError(SessionStoreErrorCode.INVALID_OPTION, {
+      message: `List limit must be a positive integer, found ${String(query.limit)}.`,
+      details: { option: 'limit' },
+    })
+  }
+  const cursor = query.cursor === undefined ? undefined : parseCursor(query.cursor)
+  if (!(await checkRoot(context.fs, context.root, false))) return { entries: [], cursor: null }
+  let names: string[]
+  try {
+    names = await context.fs.readdir(context.root)
+  } catch (error) {
+    throw toPortError(error, { action: `list the store root ${context.root}` })
+  }
+  const filter = query.filter ?? {}
+  const since = filter.updatedSince === undefined ? undefined : Date.parse(filter.updatedSince)
+  const candidates: Candidate[] = []
+  for (const name of names) {
+    if (!isSessionId(name)) continue
+    throwIfAborted(query.signal, 'Listing sessions')
+    const candidate = await candidateOf(context, name)
+    if (candidate === null) continue
+    if (since !== undefined && !(candidate.u >= since)) continue
+    if (cursor !== undefined && compare(candidate, { id: cursor.i, u: cursor.u }) <= 0) continue
+    candidates.push(candidate)
+  }
+  candidates.sort(compare)
+  const entries: ListEntry[] = []
+  let last: Candidate | undefined
+  for (const candidate of candidates) {
+    throwIfAborted(query.signal, 'Listing sessions')
+    const { cwd, parent, ...entry } = await entryOf(context, candidate)
+    if (filter.cwd !== undefined && cwd !== filter.cwd) continue
+    if (filter.parentSession !== undefined && parent !== filter.parentSession) continue
+    if (entries.length === query.limit) return { entries, cursor: makeCursor(last!) }
+    entries.push(entry)
+    last = candidate
+  }
+  return { entries, cursor: null }
+}

@@ -1,0 +1,145 @@
+/*
+ * The durable write of one flush, shared by the store's `SessionWriter` and the backend
+ * port's `append` (`src/backend`): one `write` + one `fdatasync`, a rollback (truncate +
+ * fdatasync) on a failed write, then the W5 checks (same inode at the path, one link, the file
+ * ends where the batch ends) and the lock check, before anything may be acknowledged.
+ */
+import { errnoOf, toStoreError } from './fs-errors.ts'
+import type { FileHandleOps, FsOps } from './fs-ops.ts'
+import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
+
+/** One batch to make durable (internal). */
+export interface DurableAppendRequest {
+  readonly fs: FsOps
+  /** The open log (read-write, `O_APPEND`). */
+  readonly handle: FileHandleOps
+  /** Absolute path of the log (for the same-file check). */
+  readonly path: string
+  /** The log relative to the store root (for messages). */
+  readonly file: string
+  /** Size known durable: where the batch starts. */
+  readonly offset: number
+  /** The bytes to write (plain lines, or whole zstd frames). */
+  readonly bytes: Buffer
+  /** Events in the batch, and the seq of its last one (for messages). */
+  readonly count: number
+  readonly lastSeq: number
+  /** The writer lock (or a lease check), asserted after the fdatasync and before the ack. */
+  readonly lock: { assertHeld(): Promise<void> }
+  /** Marks the writer poisoned and returns the error to throw (a failure no retry can fix). */
+  readonly poison: (error: JsonlStoreError) => JsonlStoreError
+}
+
+/**
+ * Writes one batch durably. A failed write is rolled back to `offset` (retryable: nothing
+ * was acknowledged); a failed rollback, a failed fdatasync, a replaced file, a concurrent
+ * appender or a lost lock go through `poison`.
+ *
+ * @param request - The log, the batch and the checks.
+ * @returns The new durable size.
+ * @throws {@link JsonlStoreError} `DISK_FULL` / `WRITE_FAILED` (rolled back), or a poisoned failure
+ *   (`FSYNC_FAILED`, `FILE_REPLACED`, `CONCURRENT_WRITE`, `LOCK_LOST`, a failed rollback).
+ */
+export async function appendDurably(request: DurableAppendRequest): Promise<number> {
+  const { handle, file, offset, bytes, count, lastSeq } = request
+  try {
+    await handle.write(bytes, offset)
+  } catch (error) {
+    const failure = toStoreError(error, { op: 'write', file, fallback: JsonlErrorCode.WRITE_FAILED })
+    try {
+      await handle.truncate(offset)
+      await handle.datasync()
+    } catch (rollbackError) {
+      throw request.poison(
+        new JsonlStoreError({
+          code: failure.code,
+          message: `${failure.message} Rolling ${file} back to ${offset} bytes failed too (${errnoOf(rollbackError) ?? 'unknown'}); the writer is poisoned and the next open repairs the tail.`,
+          file,
+          offset,
+          details: {
+            ...failure.details,
+            bytesAttempted: bytes.length,
+            rollback: errnoOf(rollbackError) ?? 'unknown',
+          },
+          cause: error,
+        }),
+      )
+    }
+    throw new JsonlStoreError({
+      code: failure.code,
+      message: `${failure.message} ${file} was rolled back to ${offset} bytes; the ${count} events stay buffered with the same seqs.`,
+      file,
+      offset,
+      details: { ...failure.details, bytesAttempted: bytes.length },
+      cause: error,
+    })
+  }
+  try {
+    await handle.datasync()
+  } catch (error) {
+    throw request.poison(
+      new JsonlStoreError({
+        code: JsonlErrorCode.FSYNC_FAILED,
+        message: `fdatasync of ${file} failed (${errnoOf(error) ?? 'unknown'}): the batch up to seq ${lastSeq} is not durable and can never be acknowledged; reopen the session.`,
+        file,
+        offset,
+        details: { cause: errnoOf(error) ?? 'unknown', lastSeq },
+        cause: error,
+      }),
+    )
+  }
+  await assertSameFile(request, offset + bytes.length)
+  try {
+    await request.lock.assertHeld()
+  } catch (error) {
+    throw request.poison(
+      JsonlStoreError.is(error)
+        ? error
+        : toStoreError(error, { op: 'check the lock of', file, fallback: JsonlErrorCode.LOCK_LOST }),
+    )
+  }
+  return offset + bytes.length
+}
+
+/**
+ * W5: the inode we write must still be the one at the path, with no other name; and it
+ * must end where our batch ends (a longer file means another writer appended too).
+ */
+async function assertSameFile(request: DurableAppendRequest, expectedSize: number): Promise<void> {
+  const { fs, handle, path, file, lastSeq } = request
+  let expectedIno: number | null = null
+  let foundIno: number | null = null
+  let nlink = 0
+  let size = expectedSize
+  try {
+    const opened = await handle.stat()
+    expectedIno = opened.ino
+    nlink = opened.nlink
+    size = opened.size
+    const named = await fs.lstat(path)
+    foundIno = named.isFile() && named.dev === opened.dev ? named.ino : null
+  } catch (error) {
+    if (errnoOf(error) !== 'ENOENT') {
+      throw request.poison(toStoreError(error, { op: 'stat', file, fallback: JsonlErrorCode.FILE_REPLACED }))
+    }
+  }
+  if (expectedIno !== null && foundIno === expectedIno && nlink === 1) {
+    if (size === expectedSize) return
+    throw request.poison(
+      new JsonlStoreError({
+        code: JsonlErrorCode.CONCURRENT_WRITE,
+        message: `${file} was appended to by someone else: expected it to end at byte ${expectedSize} after this batch, found ${size} bytes; the batch up to seq ${lastSeq} is not acknowledged.`,
+        file,
+        details: { expectedSize, foundSize: size, lastSeq },
+      }),
+    )
+  }
+  throw request.poison(
+    new JsonlStoreError({
+      code: JsonlErrorCode.FILE_REPLACED,
+      message: `${file} changed under its writer: expected inode ${String(expectedIno)} with one link at the path, found ${foundIno === null ? 'no such file' : `inode ${foundIno}`} and ${nlink} link(s); the batch up to seq ${lastSeq} is not acknowledged.`,
+      file,
+      details: { expectedIno, foundIno, nlink, lastSeq },
+    }),
+  )
+}
