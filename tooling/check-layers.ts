@@ -15,13 +15,19 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
   'session-events': [],
   'loop-repair': ['session-events'],
   'session-projection': ['session-events', 'loop-repair'],
+  'session-store': ['session-events', 'session-projection', 'loop-repair'],
   'session-store-jsonl': ['session-events', 'session-projection', 'loop-repair'],
   cli: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl'],
   demo: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'cli'],
 }
 
 /** Packages that do no I/O, read no clock and use no randomness. */
-export const PURE_PACKAGES: readonly string[] = ['session-events', 'session-projection', 'loop-repair']
+export const PURE_PACKAGES: readonly string[] = [
+  'session-events',
+  'session-projection',
+  'loop-repair',
+  'session-store',
+]
 
 const IMPURE_PATTERNS: readonly { pattern: RegExp; instead: string }[] = [
   { pattern: /\bDate\.now\s*\(/, instead: 'take the time as data (an injected clock) from the caller' },

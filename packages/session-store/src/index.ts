@@ -1,0 +1,41 @@
+/**
+ * @packageDocumentation
+ * The agent-ledger session core: the store API written once over a small backend port
+ * ({@link SessionBackend}), an in-memory backend, and (from the `/conformance` subpath)
+ * the backend conformance suite. No I/O of its own, no clock, no randomness.
+ */
+export { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
+export type { LineLocation, SessionStoreErrorOptions } from './session-store-error.ts'
+export type {
+  AbortSignalLike,
+  AcquireOptions,
+  AcquireRepair,
+  AcquireResult,
+  AppendBatch,
+  BackendCapabilities,
+  BackendProgress,
+  CheckpointCapability,
+  CheckpointRecord,
+  CompressCapability,
+  CreateRequest,
+  FollowCapability,
+  ForkCapability,
+  ListEntry,
+  ListFilter,
+  ListPage,
+  ListQuery,
+  MaintenanceOptions,
+  MigrateCapability,
+  QuarantineCapability,
+  QuarantineRecord,
+  ReadOptions,
+  ServerForkRequest,
+  SessionBackend,
+  SessionHead,
+  SessionStoreErrorLike,
+  SignalOptions,
+  StoredHeader,
+  StoredLine,
+  TornTailInfo,
+  WriterLease,
+} from './port.ts'

@@ -1,0 +1,440 @@
+/**
+ * The backend port: the small interface the session core drives. A backend only stores
+ * and fences; every rule (validation, seq checks, repair, fork planning, salvage) lives in
+ * the core, once.
+ *
+ * **Lines are exact text.** Every stored item is one v4 line as a string without its
+ * `\n`, checksum suffix included (`...,"crc":"xxxxxxxx"}`). A backend stores and returns
+ * that text byte for byte (no re-serialization, no `jsonb`, no key reordering, `\u0000`
+ * escapes kept as written), so a session moved between backends keeps identical bytes.
+ * The core encodes and checks lines; a backend never needs to parse one (it may, e.g. to
+ * find a torn tail).
+ *
+ * **Errors.** A backend throws only {@link SessionStoreError}, with one of the codes marked
+ * *backend* in {@link SessionStoreErrorCode}: `SESSION_EXISTS`, `SESSION_NOT_FOUND`,
+ * `SESSION_LOCKED`, `FENCED`, `CONFLICT`, `UNKNOWN_OUTCOME`, `DISK_FULL`, `CORRUPT_LINE`,
+ * `LINE_TOO_LARGE`, `ABORTED`, `BACKEND_FAILED`, `BACKEND_CLOSED`, `UNSUPPORTED`,
+ * `INVALID_OPTION`. Messages name the session, what was expected and what was found.
+ *
+ * **Seqs.** Event seqs are dense from 0. The header is not an event and has no seq. A
+ * session's *head* is the seq the next event gets (`nextSeq`, 0 for a session holding
+ * only its header).
+ *
+ * **Conformance.** `@agent-ledger/session-store/conformance` runs the contract below
+ * against a backend factory; a backend is done when it passes.
+ *
+ * @packageDocumentation
+ */
+import type { SessionHeader } from '@agent-ledger/session-events'
+
+import type { LineLocation } from './session-store-error.ts'
+
+export type { LineLocation } from './session-store-error.ts'
+
+/**
+ * The part of an `AbortSignal` the port uses (a real `AbortSignal` fits; declared here so
+ * the pure core needs no DOM or Node typings).
+ */
+export interface AbortSignalLike {
+  readonly aborted: boolean
+  readonly reason?: unknown
+  addEventListener(type: 'abort', listener: () => void, options?: { readonly once?: boolean }): void
+  removeEventListener(type: 'abort', listener: () => void): void
+}
+
+/** Options every long backend operation takes. */
+export interface SignalOptions {
+  /**
+   * Stops the operation: the backend throws `ABORTED` (its `cause` the signal's reason) and
+   * publishes nothing of a create, fork or append that had not committed when it noticed.
+   */
+  readonly signal?: AbortSignalLike | undefined
+}
+
+/** What {@link SessionBackend.create} publishes, atomically. */
+export interface CreateRequest extends SignalOptions {
+  /** The session id (already checked against `SESSION_ID_PATTERN` by the core). */
+  readonly id: string
+  /** The exact header line (v4, checksummed, no `\n`). */
+  readonly headerLine: string
+  /**
+   * The header as parsed from `headerLine`, for the backend's own index columns
+   * (`cwd`, `parentSession`, `createdAt`, `metadata`); the line stays the source of truth.
+   */
+  readonly header: SessionHeader
+  /** Seed event lines with seqs 0..n-1, in order (empty for a fresh session). */
+  readonly lines: readonly string[]
+  /** Checksum (8 hex digits) of the last seed line, or null when there is none: the head's `lastCrc`. */
+  readonly lastCrc: string | null
+}
+
+/**
+ * A writer's lease: proof that `owner` may append to `sessionId` while `epoch` is the
+ * session's current epoch. Plain data; the core keeps it and passes it back.
+ */
+export interface WriterLease {
+  readonly sessionId: string
+  /** Who holds it (a process or host name chosen by the caller); shown in `SESSION_LOCKED`. */
+  readonly owner: string
+  /**
+   * The fencing token: strictly greater than every epoch handed out before for this session
+   * (including leases that were released). Every `append`, `renew` and checkpoint write
+   * checks it; a lower one is `FENCED`.
+   */
+  readonly epoch: number
+  /** When the lease expires unless renewed (ISO-8601), by the backend's clock. */
+  readonly expiresAt: string
+  /** Backend-private proof of the lease (a lock-file nonce...), or undefined. The core never reads it. */
+  readonly token?: string | undefined
+}
+
+/** The durable head of a session: what a resolved append, create or fork left behind. */
+export interface SessionHead {
+  /** The seq the next appended event gets (the number of durable events). */
+  readonly nextSeq: number
+  /** Checksum (8 lowercase hex digits) of event `nextSeq - 1`, or null when there is none. */
+  readonly lastCrc: string | null
+  /** The `batchId` of the last committed append, or null when none (create and fork set null). */
+  readonly lastBatchId: string | null
+  /** The session's current epoch (0 before the first acquire). */
+  readonly epoch: number
+  /** The live lease's owner, or null when no live lease is held. */
+  readonly owner: string | null
+  /** When the session last changed (ISO-8601), by the backend's clock. */
+  readonly updatedAt: string
+}
+
+/** Options of {@link SessionBackend.acquire}. */
+export interface AcquireOptions extends SignalOptions {
+  /** Who asks; a lease held by the same owner is taken over (a restarted process). */
+  readonly owner: string
+  /** How long the lease lives without a renew, in milliseconds (a positive integer). */
+  readonly leaseMs: number
+  /**
+   * Take the lease even when another owner's lease is live (the operator's "I know it is
+   * dead"). The old holder is fenced: its next append fails with `FENCED`.
+   */
+  readonly takeover?: boolean | undefined
+}
+
+/** Something the backend repaired while acquiring (e.g. a file backend's torn tail). */
+export interface AcquireRepair {
+  /** What was repaired: `torn-tail` (unacknowledged bytes dropped), or a backend-specific kind. */
+  readonly kind: 'torn-tail' | (string & {})
+  /** A sentence for humans: what was found and what was done. */
+  readonly description: string
+  /** Where the dropped bytes started. */
+  readonly location?: LineLocation | undefined
+  /** How many bytes were dropped from the log. */
+  readonly droppedBytes?: number | undefined
+  /** Where the dropped bytes were kept (a quarantine file name), when they were. */
+  readonly quarantinedTo?: string | undefined
+}
+
+/** What {@link SessionBackend.acquire} returns. */
+export interface AcquireResult {
+  readonly lease: WriterLease
+  /** The durable head after any repair; the writer's first append goes at `head.nextSeq`. */
+  readonly head: SessionHead
+  /** What the backend repaired before granting the lease (empty when nothing). */
+  readonly repaired: readonly AcquireRepair[]
+}
+
+/** One flush: what {@link SessionBackend.append} writes. */
+export interface AppendBatch extends SignalOptions {
+  /** The seq of `lines[0]`; the session's head must equal it, or the append is `CONFLICT`. */
+  readonly expectedSeq: number
+  /** Event lines with seqs `expectedSeq`, `expectedSeq + 1`, ...; at least one. */
+  readonly lines: readonly string[]
+  /** Checksum of the last line: the new head's `lastCrc`. */
+  readonly lastCrc: string
+  /**
+   * Unique id of this flush (`<owner>:<epoch>:<counter>`): stored as the head's
+   * `lastBatchId` in the same commit, so an `UNKNOWN_OUTCOME` can be resolved by `head()`.
+   */
+  readonly batchId: string
+}
+
+/** A stored line, as {@link SessionBackend.read} yields it. */
+export interface StoredLine {
+  /** The position the backend stored the line at (the core checks it against the line's own `seq`). */
+  readonly seq: number
+  /** The exact line text, without `\n`. */
+  readonly line: string
+  /** Where it is stored, when the backend knows (used in error messages). */
+  readonly location?: LineLocation | undefined
+}
+
+/** The stored header line. */
+export interface StoredHeader {
+  readonly line: string
+  readonly location?: LineLocation | undefined
+}
+
+/** Bytes at the end of a log that were never acknowledged (a crash mid-write), seen by a read. */
+export interface TornTailInfo {
+  readonly reason: 'unterminated' | 'tailGarbage' | (string & {})
+  readonly bytes: number
+  readonly location?: LineLocation | undefined
+}
+
+/** Options of {@link SessionBackend.read}. */
+export interface ReadOptions extends SignalOptions {
+  /** First seq to yield (a non-negative integer; the core validates it before calling). */
+  readonly fromSeq: number
+  /** Last seq to yield, inclusive; absent: up to the durable head. */
+  readonly toSeq?: number | undefined
+  /**
+   * Called at most once, when the read ends at unacknowledged bytes (a file backend's torn
+   * tail, or a live writer's line in progress). A read-only call: nothing is repaired.
+   */
+  readonly onTornTail?: ((tail: TornTailInfo) => void) | undefined
+}
+
+/** Filters of {@link SessionBackend.list}; every given one must match. */
+export interface ListFilter {
+  /** Only sessions whose header `cwd` equals this. */
+  readonly cwd?: string | undefined
+  /** Only sessions forked from this session id. */
+  readonly parentSession?: string | undefined
+  /** Only sessions updated at or after this time (ISO-8601). */
+  readonly updatedSince?: string | undefined
+}
+
+/** Options of {@link SessionBackend.list}. */
+export interface ListQuery extends SignalOptions {
+  /** The `cursor` of the previous page; absent for the first page. Opaque. */
+  readonly cursor?: string | undefined
+  /** Most entries in the page (a positive integer); the backend may return fewer. */
+  readonly limit: number
+  readonly filter?: ListFilter | undefined
+}
+
+/**
+ * One session in a listing. Either `headerLine` is set, or `problem` says why the session
+ * could not be summarized (a damaged header, an unreadable directory): one bad session
+ * never fails a listing.
+ */
+export interface ListEntry {
+  readonly id: string
+  readonly headerLine?: string | undefined
+  /** Durable event count, when the backend knows it cheaply. */
+  readonly nextSeq?: number | undefined
+  readonly updatedAt?: string | undefined
+  readonly location?: LineLocation | undefined
+  readonly problem?: SessionStoreErrorLike | undefined
+}
+
+/** A structural view of a {@link SessionStoreError} (so the port file imports types only). */
+export interface SessionStoreErrorLike {
+  readonly code: string
+  readonly message: string
+}
+
+/** A page of {@link SessionBackend.list}. */
+export interface ListPage {
+  /**
+   * Sessions in a stable order: most recently updated first, then by id (keyset
+   * pagination: a session updated between pages may appear twice or move; none is skipped
+   * that was unchanged).
+   */
+  readonly entries: readonly ListEntry[]
+  /** Pass it back for the next page; null when this was the last page. */
+  readonly cursor: string | null
+}
+
+/** Live-tail support: wake a follower when a session's head moves. */
+export interface FollowCapability {
+  /**
+   * Resolves once the session's head may have moved past `nextSeq` (spurious wake-ups are
+   * allowed: the core reads `head` again), or when `signal` aborts (then rejects `ABORTED`).
+   * PostgreSQL: `LISTEN`/`NOTIFY`; files: a watcher.
+   */
+  waitForAppend(id: string, options: { readonly nextSeq: number } & SignalOptions): Promise<void>
+}
+
+/** What {@link ForkCapability.fork} publishes, atomically. */
+export interface ServerForkRequest extends SignalOptions {
+  readonly parentId: string
+  /** Copy parent lines `0..boundarySeq` verbatim, server-side. */
+  readonly boundarySeq: number
+  /** Checksum of the parent's line `boundarySeq` as the core read it; a different one is `CONFLICT`. */
+  readonly boundaryCrc: string
+  /** The child: its id, header, and the lines that follow the copied prefix (closers, `session/end-seed`), seqs from `boundarySeq + 1`. */
+  readonly child: CreateRequest
+}
+
+/** Server-side fork: the prefix is copied without travelling through the core. */
+export interface ForkCapability {
+  /** Publishes the child atomically (`SESSION_EXISTS`, `SESSION_NOT_FOUND` for the parent, `CONFLICT`). */
+  fork(request: ServerForkRequest): Promise<void>
+}
+
+/** A projection checkpoint, bound to the log by `(seq, eventCrc)` (FORMAT.md section 15.2). */
+export interface CheckpointRecord {
+  /** The last event the snapshot covers. */
+  readonly seq: number
+  /** Checksum of event `seq`'s line: a checkpoint whose event no longer matches is ignored. */
+  readonly eventCrc: string
+  /** Checksum of the header line. */
+  readonly headerCrc: string
+  /** Digest of the registry the projection was built with. */
+  readonly registryDigest: string
+  /** The encoded snapshot (the backend stores it as opaque bytes). */
+  readonly body: Uint8Array
+}
+
+/** Projection checkpoints: a cache (stale is fine, wrong is never). */
+export interface CheckpointCapability {
+  /** The stored checkpoint, or null. Never throws for a damaged one: returns null. */
+  getCheckpoint(id: string, options?: SignalOptions): Promise<CheckpointRecord | null>
+  /** Stores a checkpoint under a live lease (`FENCED` otherwise). Replaces the previous one. */
+  putCheckpoint(lease: WriterLease, record: CheckpointRecord, options?: SignalOptions): Promise<void>
+}
+
+/** Progress of a long backend-specific operation (compress, migrate). */
+export interface BackendProgress {
+  readonly phase: string
+  readonly done: number
+  readonly total?: number | undefined
+}
+
+/** Options of the maintenance capabilities. */
+export interface MaintenanceOptions extends SignalOptions {
+  readonly onProgress?: ((progress: BackendProgress) => void) | undefined
+}
+
+/** Compress a cold session's storage (a file backend: zstd frames; a database: sealed segments). */
+export interface CompressCapability {
+  /** Compresses in place under the writer lease rules (`SESSION_LOCKED` when a writer holds it); lines stay identical. */
+  compress(
+    id: string,
+    options?: MaintenanceOptions,
+  ): Promise<{ readonly changed: boolean; readonly details?: Readonly<Record<string, unknown>> }>
+}
+
+/** Bring older stored formats to the current one. */
+export interface MigrateCapability {
+  /** Whether the session is stored in an older format (a v0 `session.jsonl`). */
+  needsMigration(id: string, options?: SignalOptions): Promise<boolean>
+  /** Migrates, never modifying the old generation; with `dryRun`, writes nothing. */
+  migrate(
+    id: string,
+    options?: MaintenanceOptions & { readonly dryRun?: boolean | undefined },
+  ): Promise<{ readonly changed: boolean; readonly details?: Readonly<Record<string, unknown>> }>
+}
+
+/** A kept copy of dropped bytes (a torn tail). */
+export interface QuarantineRecord {
+  readonly name: string
+  readonly bytes: number
+  readonly createdAt?: string | undefined
+}
+
+/** List what repairs set aside. */
+export interface QuarantineCapability {
+  listQuarantine(id: string, options?: SignalOptions): Promise<readonly QuarantineRecord[]>
+}
+
+/** Optional capabilities; the core checks for each and never assumes one. */
+export interface BackendCapabilities {
+  readonly follow?: FollowCapability | undefined
+  readonly fork?: ForkCapability | undefined
+  readonly checkpoints?: CheckpointCapability | undefined
+  readonly compress?: CompressCapability | undefined
+  readonly migrate?: MigrateCapability | undefined
+  readonly quarantine?: QuarantineCapability | undefined
+}
+
+/**
+ * A session storage: files, a database, memory. Implement this, pass the conformance
+ * suite, and `createSessionStore({ backend })` gives the full store API over it.
+ */
+export interface SessionBackend {
+  /** A short name for messages (`memory`, `jsonl`, `postgres`). */
+  readonly name: string
+  /** Optional capabilities, discovered by the core. */
+  readonly capabilities: BackendCapabilities
+
+  /**
+   * Publishes a new session, header and seed lines, atomically: afterwards `readHeader` and
+   * `read` see all of it, or (on any failure, crash or abort) nothing. The head is
+   * `{ nextSeq: lines.length, lastCrc, lastBatchId: null, epoch: 0, owner: null }`.
+   *
+   * @throws `SESSION_EXISTS` (the existing session untouched), `DISK_FULL`, `ABORTED`, `BACKEND_FAILED`.
+   */
+  create(request: CreateRequest): Promise<void>
+
+  /**
+   * Takes the writer lease: granted when no live lease is held, when the holder is `owner`,
+   * when the holder's lease expired, or with `takeover`. Each grant increments the
+   * session's epoch, which fences every earlier lease. A file backend repairs here (torn
+   * tail quarantined and truncated, durably) and reports it in `repaired`.
+   *
+   * @throws `SESSION_NOT_FOUND`, `SESSION_LOCKED` (`details.holder`, `details.expiresAt`), `DISK_FULL`
+   *   (a repair that cannot be made durable), `ABORTED`, `BACKEND_FAILED`.
+   */
+  acquire(id: string, options: AcquireOptions): Promise<AcquireResult>
+
+  /**
+   * Appends one batch, all or nothing, at `batch.expectedSeq`, only while `lease.epoch` is
+   * the session's epoch; resolves only when the lines are durable (they survive a crash,
+   * power loss and a new backend instance over the same storage). On success the head is
+   * `{ nextSeq: expectedSeq + lines.length, lastCrc: batch.lastCrc, lastBatchId: batch.batchId }`.
+   *
+   * @throws `FENCED` (epoch moved; nothing written), `CONFLICT` (head is not `expectedSeq`;
+   *   nothing written), `UNKNOWN_OUTCOME` (may or may not have landed), `DISK_FULL` (nothing
+   *   written, retryable), `SESSION_NOT_FOUND`, `ABORTED` (nothing written), `BACKEND_FAILED`.
+   */
+  append(lease: WriterLease, batch: AppendBatch): Promise<void>
+
+  /**
+   * Extends a live lease by its `leaseMs`; an expired one is extended too if nobody took over.
+   *
+   * @returns The lease with its new `expiresAt`.
+   * @throws `FENCED` when another lease was granted since.
+   */
+  renew(lease: WriterLease, options?: SignalOptions): Promise<WriterLease>
+
+  /**
+   * Gives the lease up. Idempotent: a second call, or a call with a fenced lease, does
+   * nothing and does not throw. Must need no free space (a full disk cannot block it).
+   */
+  release(lease: WriterLease): Promise<void>
+
+  /**
+   * The durable head.
+   *
+   * @throws `SESSION_NOT_FOUND`, `BACKEND_FAILED`.
+   */
+  head(id: string, options?: SignalOptions): Promise<SessionHead>
+
+  /**
+   * The stored header line (a file backend: line 1).
+   *
+   * @throws `SESSION_NOT_FOUND`, `CORRUPT_LINE` (the bytes are not a whole UTF-8 line), `BACKEND_FAILED`.
+   */
+  readHeader(id: string, options?: SignalOptions): Promise<StoredHeader>
+
+  /**
+   * Yields durable event lines `fromSeq..toSeq` in seq order, streaming (memory stays
+   * bounded). Stops at the durable head as of some point during the call. Damage the
+   * backend finds itself (bytes that are not a whole UTF-8 line, a frame that will not
+   * decode) is thrown as `CORRUPT_LINE`/`LINE_TOO_LARGE` with `location` and `lastGoodSeq`
+   * AFTER every good line before it was yielded. Unacknowledged bytes at the end are not
+   * damage: the read ends and `onTornTail` is told.
+   *
+   * @throws `SESSION_NOT_FOUND`, `CORRUPT_LINE`, `LINE_TOO_LARGE`, `ABORTED`, `BACKEND_FAILED`.
+   */
+  read(id: string, options: ReadOptions): AsyncIterable<StoredLine>
+
+  /**
+   * One page of sessions. A session that cannot be summarized is an entry with `problem`.
+   *
+   * @throws `INVALID_OPTION` (a cursor this backend did not make), `ABORTED`, `BACKEND_FAILED`.
+   */
+  list(query: ListQuery): Promise<ListPage>
+
+  /** Releases the backend's resources (connections, watchers). Idempotent. Leases are not released. */
+  close(): Promise<void>
+}
