@@ -17,6 +17,7 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
   'session-projection': ['session-events', 'loop-repair'],
   'session-store': ['session-events', 'session-projection', 'loop-repair'],
   'session-store-jsonl': ['session-events', 'session-projection', 'loop-repair'],
+  'session-store-postgres': ['session-events', 'session-projection', 'loop-repair', 'session-store'],
   cli: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl'],
   demo: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'cli'],
 }
