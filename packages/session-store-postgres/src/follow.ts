@@ -84,7 +84,9 @@ export class AppendListener {
       this.waiters.add(waiter)
       if (signal !== undefined) {
         onAbort = () => reject(aborted(id, signal.reason))
-        signal.addEventListener('abort', onAbort, { once: true })
+        // An abort while LISTEN was being set up fired no listener: honour it now.
+        if (signal.aborted) onAbort()
+        else signal.addEventListener('abort', onAbort, { once: true })
       }
     })
     woken.catch(() => undefined) // an abort during check() is rethrown by `await woken` or dropped after return

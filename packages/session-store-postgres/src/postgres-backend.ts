@@ -611,7 +611,7 @@ export class PostgresBackend implements SessionBackend {
     }
     const text = `SELECT ${sql.LIST_COLUMNS} FROM ledger_sessions
       ${conditions.length === 0 ? '' : `WHERE ${conditions.join(' AND ')}`}
-      ORDER BY updated_at DESC, session_id DESC LIMIT $${values.push(limit + 1)}`
+      ORDER BY ledger_sessions.updated_at DESC, ledger_sessions.session_id DESC LIMIT $${values.push(limit + 1)}`
     const rows = (
       await this.query<{ session_id: string; header_line: string; next_seq: string; updated_at: string; updated_us: string }>(
         this.context(action),

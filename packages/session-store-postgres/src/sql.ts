@@ -38,8 +38,8 @@ SELECT (SELECT count(*) FROM s)::int AS created, (SELECT count(*) FROM e)::int A
  */
 export const ACQUIRE_SQL = `
 UPDATE ledger_sessions
-   SET writer_epoch = writer_epoch + 1, writer_owner = $2, lease_ms = $3,
-       lease_until = clock_timestamp() + $3 * interval '1 millisecond'
+   SET writer_epoch = writer_epoch + 1, writer_owner = $2, lease_ms = $3::integer,
+       lease_until = clock_timestamp() + $3::integer * interval '1 millisecond'
  WHERE session_id = $1
    AND (writer_owner IS NULL OR lease_until <= clock_timestamp() OR writer_owner = $2 OR $4::boolean)
 RETURNING writer_epoch::text AS epoch, next_seq::text AS next_seq, last_crc, last_batch,
@@ -102,7 +102,7 @@ export const HEADER_SQL = `SELECT header_line, next_seq::text AS next_seq FROM l
 export const READ_PAGE_SQL = `
 SELECT seq::text AS seq, line FROM ledger_events
  WHERE session_id = $1 AND seq >= $2 AND seq <= $3
- ORDER BY seq LIMIT $4`
+ ORDER BY ledger_events.seq LIMIT $4`
 
 /**
  * Fork, server-side, in one statement: the child row, the parent's lines `0..boundary`
