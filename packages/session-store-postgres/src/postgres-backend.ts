@@ -60,6 +60,8 @@ const DEFAULTS = {
   readPageSize: 1000,
 }
 
+const ignore = (): void => undefined
+
 function positiveInteger(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback
   if (!Number.isSafeInteger(value) || value <= 0) {
@@ -151,11 +153,22 @@ export class PostgresBackend implements SessionBackend {
   }
 
   private async connect(context: FailureContext): Promise<PoolClient> {
+    let client: PoolClient
     try {
-      return await this.pool.connect()
+      client = await this.pool.connect()
     } catch (error) {
       throw toStoreError(error, { ...context, connecting: true })
     }
+    // A checked-out client whose connection drops emits 'error' besides failing its query;
+    // the query's rejection is what we act on, so the event is only kept from crashing the process.
+    client.on('error', ignore)
+    const release = client.release.bind(client)
+    client.release = (error?: Error | boolean) => {
+      client.off('error', ignore)
+      if (error !== undefined && error !== false) client.on('error', ignore)
+      release(error)
+    }
+    return client
   }
 
   /** Runs one statement on a pooled connection; errors become SessionStoreErrors. */
@@ -468,7 +481,7 @@ export class PostgresBackend implements SessionBackend {
   ): Promise<'landed' | 'absent'> {
     let client: PoolClient
     try {
-      client = await this.pool.connect()
+      client = await this.connect(this.context(action, lease.sessionId))
     } catch (error) {
       throw this.unknown(action, lease, batch, failure, error)
     }
