@@ -39,3 +39,27 @@ export type {
   TornTailInfo,
   WriterLease,
 } from './port.ts'
+export { createSessionStore } from './store.ts'
+export type {
+  CreateSessionRequest,
+  FollowOptions,
+  ForkOptions,
+  ListOptions,
+  ListResult,
+  OpenWriterOptions,
+  ReadEventsOptions,
+  SalvageReport,
+  SessionReadResult,
+  SessionStore,
+  SessionStoreOptions,
+  SessionSummary,
+  VerifyReport,
+} from './store.ts'
+export type { CloseOptions, SessionWriter, WriterRecovery, WriterState } from './writer.ts'
+export { createMemoryBackend, createMemoryStorage } from './memory-backend.ts'
+export type { MemoryBackend, MemoryBackendOptions, MemoryStorage, MemoryTestHooks } from './memory-backend.ts'
+export { DEFAULT_LIMITS } from './event-codec.ts'
+export type { StoreLimits } from './event-codec.ts'
+export { crc32c } from './crc32c.ts'
+export type { Crc32c } from './crc32c.ts'
+export { lineCrc, verifyLineChecksum } from './line-codec.ts'

@@ -1,0 +1,283 @@
+/**
+ * The append pipeline and the read checks, once for every backend: an event input becomes
+ * exactly one validated event and its line; a stored line becomes a checked event.
+ */
+import { assertJsonValue, parseEvent } from '@agent-ledger/session-events'
+import type { EventRegistry, LoggedEvent } from '@agent-ledger/session-events'
+import type { Projection } from '@agent-ledger/session-projection'
+
+import type { Crc32c } from './crc32c.ts'
+import { canonicalEvent, checksumJson, decodeLine } from './line-codec.ts'
+import type { EncodedLine } from './line-codec.ts'
+import type { StoredLine } from './port.ts'
+import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
+
+/** Resource limits of the core; see `createSessionStore`'s `limits` option for the defaults. */
+export interface StoreLimits {
+  /** Deepest nesting of an event (the event object is level 1). Default 256. */
+  readonly maxDepth: number
+  /** Most JSON values (nodes) in one event. Default 5,000,000. */
+  readonly maxEntries: number
+  /** Largest encoded event line, in UTF-8 bytes without `\n`. Default 16 MiB. */
+  readonly maxEventBytes: number
+  /** Most bytes a writer buffers before `append` refuses with `BUFFER_FULL`. Default 64 MiB. */
+  readonly maxBufferedBytes: number
+  /** Longest stored line a reader accepts, in UTF-16 code units. Default 64 Mi. */
+  readonly maxLineLength: number
+}
+
+/** The default {@link StoreLimits}. */
+export const DEFAULT_LIMITS: StoreLimits = Object.freeze({
+  maxDepth: 256,
+  maxEntries: 5_000_000,
+  maxEventBytes: 16 * 1024 * 1024,
+  maxBufferedBytes: 64 * 1024 * 1024,
+  maxLineLength: 64 * 1024 * 1024,
+})
+
+/** What encoding an event needs. */
+export interface EncodeContext {
+  readonly sessionId: string
+  readonly registry: EventRegistry
+  readonly limits: StoreLimits
+  readonly crc32c: Crc32c
+  /** When given, the event must also pass the projection's history rules (`check`, not `apply`). */
+  readonly projection?: Projection | undefined
+  /** What the event is, for messages (`event`, `seed event`, `repair event`). */
+  readonly role?: string | undefined
+}
+
+/** An event ready to buffer: the validated event and its exact line. */
+export interface PreparedEvent extends EncodedLine {
+  readonly event: LoggedEvent
+}
+
+const PASSTHROUGH_CODES: ReadonlySet<string> = new Set([
+  SessionStoreErrorCode.INVALID_EVENT,
+  SessionStoreErrorCode.UNKNOWN_EVENT_TYPE,
+  SessionStoreErrorCode.TOO_DEEP,
+  SessionStoreErrorCode.EVENT_TOO_LARGE,
+  SessionStoreErrorCode.UNSERIALIZABLE_EVENT,
+])
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** Maps a session-events or projection error to a store code (`details.projectionCode` keeps the original). */
+function eventError(
+  error: unknown,
+  context: { readonly sessionId: string; readonly seq: number; readonly what: string },
+): SessionStoreError {
+  const original =
+    typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
+  const code =
+    typeof original === 'string' && PASSTHROUGH_CODES.has(original)
+      ? (original as SessionStoreErrorCode)
+      : SessionStoreErrorCode.INVALID_EVENT
+  return new SessionStoreError({
+    code,
+    sessionId: context.sessionId,
+    seq: context.seq,
+    message: `Cannot accept ${context.what} seq ${context.seq} for session ${context.sessionId}: ${messageOf(error)}; nothing was buffered.`,
+    details: { projectionCode: typeof original === 'string' ? original : null },
+    cause: error,
+  })
+}
+
+/**
+ * Validates and encodes one new event at `position`. The input is read once: its fields
+ * are read once and its data is serialized once, and the event that is validated, returned
+ * and folded is parsed back from that one serialization, so accessor properties cannot make
+ * the written line differ from what was checked.
+ *
+ * @param input - `{ type, data, surfaceOp?, sourceEventSeqs?, ignorable? }` from the caller.
+ * @param position - The seq and time the event gets.
+ * @param context - Registry, limits, CRC function and (optionally) the projection to check against.
+ * @returns The event (a fresh plain object) and its line.
+ * @throws {@link SessionStoreError} `INVALID_EVENT`, `UNKNOWN_EVENT_TYPE`, `TOO_DEEP`, `EVENT_TOO_LARGE`, `UNSERIALIZABLE_EVENT`.
+ */
+export function encodeEvent(
+  input: unknown,
+  position: { readonly seq: number; readonly time: string },
+  context: EncodeContext,
+): PreparedEvent {
+  const { seq } = position
+  const what = context.role ?? 'event'
+  const fail = (error: unknown): SessionStoreError =>
+    eventError(error, { sessionId: context.sessionId, seq, what })
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw fail(
+      new Error(
+        `expected an object with "type" and "data", found ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}`,
+      ),
+    )
+  }
+  const fields = input as Record<string, unknown>
+  const candidate = canonicalEvent({
+    seq,
+    time: position.time,
+    type: fields['type'] as string,
+    data: fields['data'],
+    surfaceOp: fields['surfaceOp'],
+    sourceEventSeqs: fields['sourceEventSeqs'],
+    ignorable: fields['ignorable'],
+  })
+  const jsonLimits = { maxDepth: context.limits.maxDepth, maxEntries: context.limits.maxEntries }
+  let json: string
+  try {
+    // Early, precise refusals (cycles, BigInt, NaN, class instances) without recursion.
+    assertJsonValue(candidate, jsonLimits, 'event')
+    json = JSON.stringify(candidate)
+  } catch (error) {
+    if (error instanceof RangeError) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.TOO_DEEP,
+        sessionId: context.sessionId,
+        seq,
+        message: `Cannot accept ${what} seq ${seq} for session ${context.sessionId}: expected at most ${jsonLimits.maxDepth} levels of nesting, found deeper data while serializing; nothing was buffered.`,
+        cause: error,
+      })
+    }
+    if (error instanceof TypeError) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.UNSERIALIZABLE_EVENT,
+        sessionId: context.sessionId,
+        seq,
+        message: `Cannot accept ${what} seq ${seq} for session ${context.sessionId}: expected JSON data, found a value JSON cannot hold (${messageOf(error)}); nothing was buffered.`,
+        cause: error,
+      })
+    }
+    throw fail(error)
+  }
+  // The one snapshot: everything below checks and keeps exactly what will be written.
+  const event = JSON.parse(json) as LoggedEvent
+  try {
+    assertJsonValue(event, jsonLimits, 'event')
+    parseEvent(event, context.registry)
+    context.projection?.check(event)
+  } catch (error) {
+    throw fail(error)
+  }
+  const encoded = checksumJson(json, context.crc32c)
+  if (encoded.byteLength > context.limits.maxEventBytes) {
+    throw new SessionStoreError({
+      code: SessionStoreErrorCode.EVENT_TOO_LARGE,
+      sessionId: context.sessionId,
+      seq,
+      message: `Cannot accept ${what} seq ${seq} (${event.type}) for session ${context.sessionId}: expected at most ${context.limits.maxEventBytes} bytes, found ${encoded.byteLength}; nothing was buffered.`,
+      details: { bytes: encoded.byteLength, limit: context.limits.maxEventBytes },
+    })
+  }
+  return { event, ...encoded }
+}
+
+/** What checking a stored line needs. */
+export interface DecodeContext {
+  readonly sessionId: string
+  readonly registry: EventRegistry
+  readonly limits: StoreLimits
+  readonly crc32c: Crc32c
+  /** The seq the line must have (dense from the read's `fromSeq`). */
+  readonly expectedSeq: number
+  /** The last seq that passed, for error context (-1 when none). */
+  readonly lastGoodSeq: number
+}
+
+/**
+ * Checks one stored line: the per-line checks (FORMAT.md section 6, 2-7), the dense seq
+ * (8), the type and payload (9-10). History rules are the caller's projection's.
+ *
+ * @param stored - The line as the backend yielded it.
+ * @param context - Registry, limits, CRC and the expected seq.
+ * @returns The event (without `crc`).
+ * @throws {@link SessionStoreError} `CORRUPT_LINE`, `LINE_TOO_LARGE`, `TOO_DEEP`, `SEQ_GAP`, `SEQ_DUPLICATE`,
+ *   `SEQ_CONFLICT`, `INVALID_EVENT`, `UNKNOWN_EVENT_TYPE`, each with the location and `lastGoodSeq`.
+ */
+export function decodeEventLine(stored: StoredLine, context: DecodeContext): LoggedEvent {
+  const { sessionId, expectedSeq, lastGoodSeq } = context
+  const location = stored.location
+  const where = locationText(stored)
+  const decoded = decodeLine(stored.line, {
+    maxLineLength: context.limits.maxLineLength,
+    maxDepth: context.limits.maxDepth,
+    crc32c: context.crc32c,
+  })
+  if (!decoded.ok) {
+    const code =
+      decoded.reason === 'too-large'
+        ? SessionStoreErrorCode.LINE_TOO_LARGE
+        : decoded.reason === 'too-deep'
+          ? SessionStoreErrorCode.TOO_DEEP
+          : SessionStoreErrorCode.CORRUPT_LINE
+    throw new SessionStoreError({
+      code,
+      sessionId,
+      seq: decoded.seq ?? expectedSeq,
+      lastGoodSeq,
+      location,
+      message: `Session ${sessionId} is damaged at ${where}: expected a whole checksummed v4 line for seq ${expectedSeq}, found one that fails the ${decoded.reason} check.`,
+      details: { reason: decoded.reason },
+    })
+  }
+  const value = decoded.value
+  const ownSeq = Object.hasOwn(value, 'seq') ? value['seq'] : undefined
+  if (typeof ownSeq === 'number' && Number.isSafeInteger(ownSeq) && ownSeq !== expectedSeq) {
+    throw new SessionStoreError({
+      code: ownSeq > expectedSeq ? SessionStoreErrorCode.SEQ_GAP : SessionStoreErrorCode.SEQ_DUPLICATE,
+      sessionId,
+      seq: ownSeq,
+      lastGoodSeq,
+      location,
+      message: `Session ${sessionId} is damaged at ${where}: expected seq ${expectedSeq}, found ${ownSeq}.`,
+      details: { expected: expectedSeq, found: ownSeq },
+    })
+  }
+  if (stored.seq !== expectedSeq) {
+    throw new SessionStoreError({
+      code: SessionStoreErrorCode.SEQ_CONFLICT,
+      sessionId,
+      seq: expectedSeq,
+      lastGoodSeq,
+      location,
+      message: `Session ${sessionId} is damaged at ${where}: the backend stored a line for seq ${expectedSeq} at position ${stored.seq}; expected the two to agree.`,
+      details: { expected: expectedSeq, found: stored.seq },
+    })
+  }
+  try {
+    return parseEvent(value, context.registry)
+  } catch (error) {
+    const original = (error as { code?: unknown }).code
+    throw new SessionStoreError({
+      code:
+        original === SessionStoreErrorCode.UNKNOWN_EVENT_TYPE
+          ? SessionStoreErrorCode.UNKNOWN_EVENT_TYPE
+          : SessionStoreErrorCode.INVALID_EVENT,
+      sessionId,
+      seq: expectedSeq,
+      lastGoodSeq,
+      location,
+      message: `Session ${sessionId} has an invalid event at ${where}: ${messageOf(error)}.`,
+      details: { projectionCode: typeof original === 'string' ? original : null },
+      cause: error,
+    })
+  }
+}
+
+/**
+ * A location as text for messages: `file line L (offset O)`, or `seq N`.
+ *
+ * @param stored - A stored line's seq and location.
+ * @returns The text.
+ */
+export function locationText(stored: {
+  readonly seq: number
+  readonly location?: StoredLine['location']
+}): string {
+  const location = stored.location
+  if (location === undefined) return `seq ${stored.seq}`
+  const parts = [location.file ?? `seq ${stored.seq}`]
+  if (location.line !== undefined) parts.push(`line ${location.line}`)
+  if (location.offset !== undefined) parts.push(`(byte offset ${location.offset})`)
+  return parts.join(' ')
+}

@@ -1,0 +1,184 @@
+/**
+ * The v4 line codec over strings (FORMAT.md sections 4-6): one line is the JSON text of an
+ * object whose last member is `"crc":"xxxxxxxx"`, the CRC-32C of the UTF-8 bytes before the
+ * 18-byte suffix `,"crc":"xxxxxxxx"}`. Lines here never carry their `\n`.
+ */
+import type { Crc32c } from './crc32c.ts'
+
+/** `TextEncoder` is a global in every runtime the core targets; declared here so the core needs no DOM or Node typings. */
+declare const TextEncoder: new () => { encode(input: string): Uint8Array }
+
+/** The fixed suffix length: `,"crc":"` + 8 hex digits + `"}`. */
+export const CRC_SUFFIX_LENGTH = 18
+const SUFFIX_HEAD = ',"crc":"'
+const HEX_DIGITS = /^[0-9a-f]{8}$/
+
+const encoder = new TextEncoder()
+
+/**
+ * UTF-8 bytes of a string.
+ *
+ * @param text - Any string (lone surrogates become U+FFFD, as in every UTF-8 encoder).
+ * @returns Its UTF-8 encoding.
+ */
+export function utf8(text: string): Uint8Array {
+  return encoder.encode(text)
+}
+
+function hex8(value: number): string {
+  return (value >>> 0).toString(16).padStart(8, '0')
+}
+
+/**
+ * Turns the JSON text of an object without a `crc` member into its checksummed line.
+ *
+ * @param json - `JSON.stringify` of a non-empty object without `crc` (ends with `}`).
+ * @param crc32c - The CRC-32C function.
+ * @returns The line (without `\n`), its checksum and its byte length.
+ */
+export function checksumJson(json: string, crc32c: Crc32c): EncodedLine {
+  const body = json.slice(0, -1)
+  const bytes = utf8(body)
+  const crc = hex8(crc32c(bytes))
+  return { line: `${body}${SUFFIX_HEAD}${crc}"}`, crc, byteLength: bytes.length + CRC_SUFFIX_LENGTH }
+}
+
+/** One encoded line and its facts. */
+export interface EncodedLine {
+  /** The line, without `\n`. */
+  readonly line: string
+  /** Its checksum (8 lowercase hex digits). */
+  readonly crc: string
+  /** Its UTF-8 length in bytes, without `\n`. */
+  readonly byteLength: number
+}
+
+/**
+ * The checksum a well-formed line carries in its suffix (the head's `lastCrc`), without verifying it.
+ *
+ * @param line - A line without `\n`.
+ * @returns The 8 hex digits, or null when the line does not end with a well-formed suffix.
+ */
+export function lineCrc(line: string): string | null {
+  if (line.length <= CRC_SUFFIX_LENGTH) return null
+  const start = line.length - CRC_SUFFIX_LENGTH
+  if (!line.startsWith(SUFFIX_HEAD, start) || !line.endsWith('"}')) return null
+  const digits = line.slice(start + SUFFIX_HEAD.length, -2)
+  return HEX_DIGITS.test(digits) ? digits : null
+}
+
+/**
+ * Checks a line's suffix and its CRC-32C.
+ *
+ * @param line - A line without `\n`.
+ * @param crc32c - The CRC-32C function.
+ * @returns True when the suffix is well formed and matches the bytes before it.
+ */
+export function verifyLineChecksum(line: string, crc32c: Crc32c): boolean {
+  const expected = lineCrc(line)
+  if (expected === null) return false
+  return hex8(crc32c(utf8(line.slice(0, line.length - CRC_SUFFIX_LENGTH)))) === expected
+}
+
+/**
+ * Deepest nesting of `[`/`{` outside strings, counted without parsing; stops past `limit`.
+ *
+ * @param text - JSON text.
+ * @param limit - Depth past which counting stops.
+ * @returns The depth, or `limit + 1` when deeper than `limit`.
+ */
+export function jsonDepth(text: string, limit: number): number {
+  let depth = 0
+  let deepest = 0
+  let inString = false
+  for (let index = 0; index < text.length; index += 1) {
+    const code = text.charCodeAt(index)
+    if (inString) {
+      if (code === 0x5c) index += 1
+      else if (code === 0x22) inString = false
+      continue
+    }
+    if (code === 0x22) inString = true
+    else if (code === 0x7b || code === 0x5b) {
+      depth += 1
+      if (depth > deepest) {
+        deepest = depth
+        if (deepest > limit) return limit + 1
+      }
+    } else if (code === 0x7d || code === 0x5d) depth -= 1
+  }
+  return deepest
+}
+
+/** Why a line failed the per-line checks, in the order they run. */
+export type LineFailure = 'too-large' | 'too-deep' | 'json' | 'not-object' | 'checksum'
+
+/** The outcome of {@link decodeLine}. */
+export type DecodedLine =
+  | { readonly ok: true; readonly value: Record<string, unknown> }
+  | { readonly ok: false; readonly reason: LineFailure; readonly seq: number | undefined }
+
+/** Limits of {@link decodeLine}. */
+export interface LineLimits {
+  /** Longest line, in UTF-16 code units (a bound on bytes / 3 at worst; the byte bound is the backend's). */
+  readonly maxLineLength: number
+  readonly maxDepth: number
+}
+
+/**
+ * The per-line checks on a line as text: length, depth (before parsing), JSON, an object,
+ * then the checksum. On success the `crc` member is removed (own `__proto__` keys stay data).
+ *
+ * @param line - A line without `\n`.
+ * @param options - Limits and the CRC-32C function.
+ * @returns The object, or the first failed check.
+ */
+export function decodeLine(line: string, options: LineLimits & { readonly crc32c: Crc32c }): DecodedLine {
+  if (line.length > options.maxLineLength) return { ok: false, reason: 'too-large', seq: undefined }
+  if (jsonDepth(line, options.maxDepth) > options.maxDepth) {
+    return { ok: false, reason: 'too-deep', seq: undefined }
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(line)
+  } catch {
+    return { ok: false, reason: 'json', seq: undefined }
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, reason: 'not-object', seq: undefined }
+  }
+  if (!verifyLineChecksum(line, options.crc32c)) {
+    const seq = (value as { seq?: unknown }).seq
+    return { ok: false, reason: 'checksum', seq: typeof seq === 'number' ? seq : undefined }
+  }
+  delete (value as { crc?: unknown }).crc
+  return { ok: true, value: value as Record<string, unknown> }
+}
+
+/**
+ * The event as a fresh object with members in the canonical order `seq`, `time`, `type`,
+ * `data`, then `surfaceOp`, `sourceEventSeqs`, `ignorable` when present (FORMAT.md section 4).
+ *
+ * @param event - The event fields.
+ * @returns A new plain object (never built by merging: an own `__proto__` in `data` stays data).
+ */
+export function canonicalEvent(event: {
+  readonly seq: number
+  readonly time: string
+  readonly type: string
+  readonly data: unknown
+  readonly surfaceOp?: unknown
+  readonly sourceEventSeqs?: unknown
+  readonly ignorable?: unknown
+}): Record<string, unknown> {
+  const copy: Record<string, unknown> = {
+    seq: event.seq,
+    time: event.time,
+    type: event.type,
+    data: event.data,
+  }
+  if (event.surfaceOp !== undefined) copy['surfaceOp'] = event.surfaceOp
+  if (event.sourceEventSeqs !== undefined) copy['sourceEventSeqs'] = event.sourceEventSeqs
+  if (event.ignorable !== undefined) copy['ignorable'] = event.ignorable
+  return copy
+}

@@ -1,0 +1,147 @@
+/**
+ * Reading a session through the port with every check (header, per-line, dense seq, type,
+ * payload, history rules), once for every operation that reads: open for write, open for
+ * read, verify, fork, salvage.
+ */
+import type { EventRegistry, LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
+import { createProjection } from '@agent-ledger/session-projection'
+import type { Projection } from '@agent-ledger/session-projection'
+
+import type { Crc32c } from './crc32c.ts'
+import { decodeEventLine, locationText } from './event-codec.ts'
+import type { StoreLimits } from './event-codec.ts'
+import { parseHeaderLine } from './header.ts'
+import { lineCrc } from './line-codec.ts'
+import type { SessionBackend, SignalOptions, StoredLine, TornTailInfo } from './port.ts'
+import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
+
+/** What every reading operation needs (internal). */
+export interface CoreContext {
+  readonly backend: SessionBackend
+  readonly registry: EventRegistry
+  readonly limits: StoreLimits
+  readonly crc32c: Crc32c
+}
+
+/** The outcome of {@link scanSession}. */
+export interface ScanResult {
+  readonly header: SessionHeader
+  readonly headerLine: string
+  /** The projection of the good prefix. */
+  readonly projection: Projection
+  /** Seq of the last good event (-1 when none). */
+  readonly lastSeq: number
+  /** Checksum of the last good event's line, or null. */
+  readonly lastCrc: string | null
+  /** Location of the first line not read (for salvage reports), when the backend gave one. */
+  readonly damage: SessionStoreError | null
+  readonly tornTail: TornTailInfo | null
+}
+
+/** Options of {@link scanSession}. */
+export interface ScanOptions extends SignalOptions {
+  /** Stop after this seq (inclusive). */
+  readonly toSeq?: number | undefined
+  /** Called with each good line and its event, in order. */
+  readonly onEvent?: ((stored: StoredLine, event: LoggedEvent) => void) | undefined
+}
+
+/** True for the codes that say a stored line (not the call) is bad: a scan records them as damage. */
+export function isLineDamage(error: unknown): error is SessionStoreError {
+  return SessionStoreError.is(
+    error,
+    SessionStoreErrorCode.CORRUPT_LINE,
+    SessionStoreErrorCode.LINE_TOO_LARGE,
+    SessionStoreErrorCode.TOO_DEEP,
+    SessionStoreErrorCode.SEQ_GAP,
+    SessionStoreErrorCode.SEQ_DUPLICATE,
+    SessionStoreErrorCode.SEQ_CONFLICT,
+    SessionStoreErrorCode.INVALID_EVENT,
+    SessionStoreErrorCode.UNKNOWN_EVENT_TYPE,
+  )
+}
+
+/**
+ * Reads and checks a session's header.
+ *
+ * @param context - Backend and checks.
+ * @param id - The session.
+ * @param options - The abort signal.
+ * @returns The header and its exact line.
+ * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, `VERSION_TOO_NEW`, `INVALID_HEADER`, `HEADER_ID_MISMATCH`...
+ */
+export async function readHeader(
+  context: CoreContext,
+  id: string,
+  options: SignalOptions = {},
+): Promise<{ readonly header: SessionHeader; readonly line: string }> {
+  const stored = await context.backend.readHeader(id, options)
+  const header = parseHeaderLine(stored.line, {
+    expectedId: id,
+    location: stored.location,
+    maxDepth: context.limits.maxDepth,
+    crc32c: context.crc32c,
+  })
+  return { header, line: stored.line }
+}
+
+/**
+ * Reads a whole session (or up to `toSeq`) with every check, folding a projection. Damage
+ * in a line ends the scan and is returned (the good prefix stays usable); a refusal of the
+ * session as a whole (header, version, not found, abort, backend failure) is thrown.
+ *
+ * @param context - Backend and checks.
+ * @param id - The session.
+ * @param options - `toSeq`, `onEvent`, the abort signal.
+ * @returns The header, the projection of the good prefix, and any damage or torn tail.
+ */
+export async function scanSession(
+  context: CoreContext,
+  id: string,
+  options: ScanOptions = {},
+): Promise<ScanResult> {
+  const { header, line: headerLine } = await readHeader(context, id, options)
+  const projection = createProjection({ registry: context.registry })
+  let lastSeq = -1
+  let lastCrc: string | null = null
+  let damage: SessionStoreError | null = null
+  let tornTail: TornTailInfo | null = null
+  try {
+    for await (const stored of context.backend.read(id, {
+      fromSeq: 0,
+      toSeq: options.toSeq,
+      signal: options.signal,
+      onTornTail: (tail) => {
+        tornTail = tail
+      },
+    })) {
+      const event = decodeEventLine(stored, {
+        ...context,
+        sessionId: id,
+        expectedSeq: lastSeq + 1,
+        lastGoodSeq: lastSeq,
+      })
+      try {
+        projection.apply(event)
+      } catch (error) {
+        throw new SessionStoreError({
+          code: SessionStoreErrorCode.INVALID_EVENT,
+          sessionId: id,
+          seq: event.seq,
+          lastGoodSeq: lastSeq,
+          location: stored.location,
+          message: `Session ${id} has an event that breaks the history rules at ${locationText(stored)}: ${error instanceof Error ? error.message : String(error)}.`,
+          details: { projectionCode: (error as { code?: unknown }).code ?? null },
+          cause: error,
+        })
+      }
+      lastSeq = event.seq
+      lastCrc = lineCrc(stored.line)
+      options.onEvent?.(stored, event)
+    }
+  } catch (error) {
+    if (!isLineDamage(error)) throw error
+    damage = error
+  }
+  return { header, headerLine, projection, lastSeq, lastCrc, damage, tornTail }
+}

@@ -1,0 +1,919 @@
+/**
+ * The session store: the API an agent builder calls, written once over a
+ * {@link SessionBackend}. Pure: time comes from the injected clock, ids from the caller.
+ */
+import { coreEventRegistry } from '@agent-ledger/session-events'
+import type {
+  EventRegistry,
+  LoggedEvent,
+  SessionHeader,
+  SessionHeaderInput,
+} from '@agent-ledger/session-events'
+import { planRepairFromState } from '@agent-ledger/loop-repair'
+import type { PendingToolCall, RepairAction } from '@agent-ledger/loop-repair'
+import { createProjection, planFork } from '@agent-ledger/session-projection'
+import type { ForkSeed, Projection } from '@agent-ledger/session-projection'
+
+import { crc32c as defaultCrc32c } from './crc32c.ts'
+import type { Crc32c } from './crc32c.ts'
+import { decodeEventLine, DEFAULT_LIMITS, encodeEvent } from './event-codec.ts'
+import type { StoreLimits } from './event-codec.ts'
+import { assertSessionId, buildHeader, parseHeaderLine } from './header.ts'
+import { lineCrc } from './line-codec.ts'
+import type {
+  AbortSignalLike,
+  ListFilter,
+  SessionBackend,
+  SignalOptions,
+  StoredLine,
+  TornTailInfo,
+} from './port.ts'
+import { isLineDamage, readHeader, scanSession } from './scan.ts'
+import type { CoreContext } from './scan.ts'
+import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
+import { SessionWriterImpl } from './writer.ts'
+import type { SessionWriter } from './writer.ts'
+
+/** Options of {@link createSessionStore}. */
+export interface SessionStoreOptions {
+  /** Where sessions live. The store owns it from now on: `store.close()` closes it. */
+  readonly backend: SessionBackend
+  /**
+   * The clock: the current time as an ISO-8601 string (`() => new Date().toISOString()`
+   * in an application; a fixed sequence in tests). Event times, header `createdAt` and
+   * lease renewal use it. Required: the core reads no clock of its own.
+   */
+  readonly clock: () => string
+  /** The known event types. Default: the core types only. */
+  readonly registry?: EventRegistry | undefined
+  /**
+   * Who this store writes as (a host/process name, unique among concurrent writers):
+   * the lease owner and the prefix of batch ids. Default `agent-ledger`. A lease held by
+   * the same owner is taken over on open (a restarted process).
+   */
+  readonly owner?: string | undefined
+  /** Lease length in milliseconds; the writer renews on flush when half has passed. Default 30,000. */
+  readonly leaseMs?: number | undefined
+  /** A faster CRC-32C (e.g. `@node-rs/crc32`'s `crc32c`, `>>> 0`); default the pure one in this package. */
+  readonly crc32c?: Crc32c | undefined
+  /** Resource limits; see {@link StoreLimits} for the defaults. */
+  readonly limits?: Partial<StoreLimits> | undefined
+  /**
+   * Waits `ms` milliseconds (rejecting or resolving early when `signal` aborts): `follow`
+   * polls with it when the backend has no `follow` capability. Default: none (then such a
+   * follow is `UNSUPPORTED`).
+   */
+  readonly sleep?: ((ms: number, signal?: AbortSignalLike) => Promise<void>) | undefined
+}
+
+/** What {@link SessionStore.create} publishes. */
+export interface CreateSessionRequest extends SignalOptions {
+  readonly id: string
+  /** Header fields (`cwd`, `metadata`, `parentSession`, `seeded`...); `format`, `version`, `integrity` are the store's. */
+  readonly header?: Partial<SessionHeaderInput> | undefined
+  /**
+   * Seed events with seqs 0..n-1 (a fork's prefix, a salvaged prefix). A `seeded: true`
+   * header needs a seed that ends with `session/end-seed`.
+   */
+  readonly seed?: readonly LoggedEvent[] | undefined
+}
+
+/** Options of {@link SessionStore.openWriter}. */
+export interface OpenWriterOptions extends SignalOptions {
+  /** Take the lease even if another owner holds a live one (it is fenced). */
+  readonly takeover?: boolean | undefined
+}
+
+/** A session read without writing (no lease, no repair). */
+export interface SessionReadResult {
+  readonly header: SessionHeader
+  /** The projection of the good prefix. */
+  readonly projection: Projection
+  /** Seq of the last good event (-1 when none). */
+  readonly lastSeq: number
+  /** Unacknowledged bytes at the end (a file backend), reported, never repaired. */
+  readonly tornTail: TornTailInfo | null
+  /** Damage (only with `allowDamaged`): the projection holds the good prefix before it. */
+  readonly error: SessionStoreError | null
+  /** Assistant tool calls with no result yet (what a write open would repair). */
+  readonly pendingToolCalls: readonly PendingToolCall[]
+}
+
+/** Options of {@link SessionStore.readEvents}. */
+export interface ReadEventsOptions extends SignalOptions {
+  /** First seq to yield (a non-negative integer); default 0. */
+  readonly fromSeq?: number | undefined
+  /** Last seq to yield, inclusive (an integer >= `fromSeq`); default the durable head. */
+  readonly toSeq?: number | undefined
+}
+
+/** Options of {@link SessionStore.follow}. */
+export interface FollowOptions extends SignalOptions {
+  /** First seq to yield; default 0 (the whole session, then new events). */
+  readonly fromSeq?: number | undefined
+  /** Poll interval in milliseconds when the backend cannot notify. Default 250. */
+  readonly pollMs?: number | undefined
+}
+
+/** Options of {@link SessionStore.fork}. */
+export interface ForkOptions extends SignalOptions {
+  /** The new session's id. */
+  readonly to: string
+  /** Seq of the last inherited event. */
+  readonly atSeq: number
+  /** A cut inside an open turn: `close` (default: the same closers as a crash) or `refuse`. */
+  readonly openTurn?: 'close' | 'refuse' | undefined
+}
+
+/** The outcome of {@link SessionStore.verify}. */
+export interface VerifyReport {
+  readonly id: string
+  /** `ok`; `torn-tail`: good lines then an unacknowledged tail; `damaged`: a bad line or a broken rule. */
+  readonly status: 'ok' | 'torn-tail' | 'damaged'
+  readonly header: SessionHeader | null
+  readonly events: number
+  readonly lastSeq: number
+  readonly tornTail: TornTailInfo | null
+  /** The damage (code, location, seq, lastGoodSeq), or null. A header refusal is reported here too. */
+  readonly damage: SessionStoreError | null
+}
+
+/** The outcome of {@link SessionStore.salvage}. */
+export interface SalvageReport {
+  readonly from: string
+  readonly to: string
+  /** Events copied line for line (seqs 0..lastGoodSeq). */
+  readonly copiedEvents: number
+  readonly lastGoodSeq: number
+  /** Seq of the `session/salvage` event appended after the copy. */
+  readonly salvageSeq: number
+  /** Why lines were dropped: the damage code, `torn-tail`, or `none`. */
+  readonly reason: string
+  readonly sourceError: SessionStoreError | null
+}
+
+/** One session of a listing. */
+export interface SessionSummary {
+  readonly id: string
+  readonly header: SessionHeader
+  /** Durable event count, when the backend reports it. */
+  readonly events: number | undefined
+  readonly updatedAt: string | undefined
+}
+
+/** Options of {@link SessionStore.list}. */
+export interface ListOptions extends SignalOptions {
+  /** The previous page's `cursor`. */
+  readonly cursor?: string | undefined
+  /** Page size, 1-1000; default 100. */
+  readonly limit?: number | undefined
+  readonly filter?: ListFilter | undefined
+}
+
+/** A page of {@link SessionStore.list}. */
+export interface ListResult {
+  readonly sessions: readonly SessionSummary[]
+  /** Sessions that could not be summarized; a broken session never fails a listing. */
+  readonly problems: readonly { readonly id: string; readonly error: SessionStoreError }[]
+  /** Pass to the next call; null after the last page. */
+  readonly cursor: string | null
+}
+
+/** Sessions over one backend. Create it with {@link createSessionStore}. */
+export interface SessionStore {
+  readonly backend: SessionBackend
+  /**
+   * Publishes a new session (header plus optional seed, atomically) and opens it for write.
+   *
+   * @throws {@link SessionStoreError} `INVALID_SESSION_ID`, `INVALID_HEADER`, `INVALID_SEED`, event codes for a
+   *   bad seed event, `SESSION_EXISTS`, `DISK_FULL`, `ABORTED` (nothing published).
+   */
+  create(request: CreateSessionRequest): Promise<SessionWriter>
+  /**
+   * Opens a session for appending: takes the lease (the backend repairs a torn tail),
+   * reads and checks every line, folds the projection, appends and flushes loop-repair's
+   * closing events, then returns.
+   *
+   * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, `SESSION_LOCKED`, `VERSION_TOO_NEW`, `INVALID_HEADER`,
+   *   `HEADER_ID_MISMATCH`, damage codes (`CORRUPT_LINE`, `SEQ_GAP`...: writes refused), `ABORTED`.
+   */
+  openWriter(id: string, options?: OpenWriterOptions): Promise<SessionWriter>
+  /**
+   * Reads a session without writing.
+   *
+   * @param options - `allowDamaged`: return the good prefix with the damage instead of throwing.
+   */
+  openReader(
+    id: string,
+    options?: SignalOptions & { readonly allowDamaged?: boolean },
+  ): Promise<SessionReadResult>
+  /**
+   * Streams events `fromSeq..toSeq`, each checked (line, seq, type, payload). Damage throws
+   * after the good events before it; a torn tail ends the stream quietly.
+   *
+   * @throws {@link SessionStoreError} `INVALID_OPTION` (negative, fractional or non-number seqs, `fromSeq > toSeq`).
+   */
+  readEvents(id: string, options?: ReadEventsOptions): AsyncIterable<LoggedEvent>
+  /**
+   * Yields the session's events from `fromSeq`, then each new durable event as it lands,
+   * until `signal` aborts (the iteration then ends quietly) or the consumer stops.
+   */
+  follow(id: string, options?: FollowOptions): AsyncIterable<LoggedEvent>
+  /** Forks at `atSeq` into a new session (prefix, closers, `session/end-seed`) and opens it for write. */
+  fork(id: string, options: ForkOptions): Promise<SessionWriter>
+  /** Copies the good prefix of a damaged session into a new one, plus a `session/salvage` event. */
+  salvage(id: string, options: SignalOptions & { readonly to: string }): Promise<SalvageReport>
+  /** One page of sessions, most recently updated first. */
+  list(options?: ListOptions): Promise<ListResult>
+  /** Reads a whole session and reports its state instead of throwing on damage. */
+  verify(id: string, options?: SignalOptions): Promise<VerifyReport>
+  /** Closes every writer this store opened (flushing them), then the backend. Idempotent. */
+  close(): Promise<void>
+}
+
+function describe(value: unknown): string {
+  return JSON.stringify(value) ?? String(value)
+}
+
+function invalidOption(option: string, expected: string, found: unknown): SessionStoreError {
+  return new SessionStoreError({
+    code: SessionStoreErrorCode.INVALID_OPTION,
+    message: `Option ${option} must be ${expected}, found ${describe(found)}.`,
+    details: {
+      option,
+      expected,
+      found: typeof found === 'number' || typeof found === 'string' ? found : typeof found,
+    },
+  })
+}
+
+function seqOption(value: unknown, option: string): number | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw invalidOption(option, 'a non-negative integer seq', value)
+  }
+  return value
+}
+
+function resolveLimits(partial: Partial<StoreLimits> | undefined): StoreLimits {
+  const limits = { ...DEFAULT_LIMITS, ...partial }
+  for (const [key, value] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(value) || value <= 0)
+      throw invalidOption(`limits.${key}`, 'a positive integer', value)
+  }
+  return Object.freeze(limits)
+}
+
+function isAborted(signal: AbortSignalLike | undefined): boolean {
+  return signal?.aborted === true
+}
+
+function throwIfAborted(signal: AbortSignalLike | undefined, what: string): void {
+  if (signal?.aborted === true) {
+    throw new SessionStoreError({
+      code: SessionStoreErrorCode.ABORTED,
+      message: `${what} was aborted; nothing was published.`,
+      cause: signal.reason,
+    })
+  }
+}
+
+class SessionStoreImpl implements SessionStore {
+  readonly backend: SessionBackend
+  readonly #context: CoreContext
+  readonly #clock: () => string
+  readonly #owner: string
+  readonly #leaseMs: number
+  readonly #sleep: SessionStoreOptions['sleep']
+  readonly #writers = new Set<SessionWriterImpl>()
+  #closed = false
+  #closing: Promise<void> | null = null
+
+  constructor(options: SessionStoreOptions) {
+    if (typeof options.clock !== 'function')
+      throw invalidOption('clock', 'a function returning an ISO-8601 time', options.clock)
+    const owner = options.owner ?? 'agent-ledger'
+    if (typeof owner !== 'string' || owner.length === 0 || owner.length > 200) {
+      throw invalidOption('owner', 'a string of 1-200 characters', owner)
+    }
+    const leaseMs = options.leaseMs ?? 30_000
+    if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0)
+      throw invalidOption('leaseMs', 'a positive integer', leaseMs)
+    this.backend = options.backend
+    this.#clock = options.clock
+    this.#owner = owner
+    this.#leaseMs = leaseMs
+    this.#sleep = options.sleep
+    this.#context = {
+      backend: options.backend,
+      registry: options.registry ?? coreEventRegistry,
+      limits: resolveLimits(options.limits),
+      crc32c: options.crc32c ?? defaultCrc32c,
+    }
+  }
+
+  #assertOpen(): void {
+    if (this.#closed || this.#closing !== null) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.STORE_CLOSED,
+        message: 'The session store was closed: expected an open store, found it closed; create a new one.',
+      })
+    }
+  }
+
+  // ------------------------------------------------------------------ create
+
+  async create(request: CreateSessionRequest): Promise<SessionWriter> {
+    this.#assertOpen()
+    const id = assertSessionId(request.id)
+    const { header, line: headerLine } = buildHeader(request.header ?? {}, {
+      id,
+      createdAt: this.#clock(),
+      limits: this.#context.limits,
+      crc32c: this.#context.crc32c,
+    })
+    const projection = createProjection({ registry: this.#context.registry })
+    const lines = this.#encodeSeed({ id, header, seed: request.seed ?? [], projection })
+    throwIfAborted(request.signal, `Creating session ${id}`)
+    await this.backend.create({
+      id,
+      headerLine,
+      header,
+      lines,
+      lastCrc: lines.length === 0 ? null : lineCrc(lines.at(-1)!),
+      signal: request.signal,
+    })
+    return this.#openCreated(id, { header, projection, count: lines.length, signal: request.signal })
+  }
+
+  /** Checks and encodes seed events (seqs dense from 0), folding them into `projection`. */
+  #encodeSeed(request: {
+    readonly id: string
+    readonly header: SessionHeader
+    readonly seed: readonly LoggedEvent[]
+    readonly projection: Projection
+  }): string[] {
+    const { id, header, seed, projection } = request
+    if (!Array.isArray(seed)) throw invalidOption('seed', 'an array of events', seed)
+    const lines: string[] = []
+    for (const [index, event] of seed.entries()) {
+      const found = (event as { seq?: unknown } | null)?.seq
+      if (found !== index) {
+        throw new SessionStoreError({
+          code: SessionStoreErrorCode.INVALID_SEED,
+          sessionId: id,
+          seq: index,
+          message: `Cannot create session ${id}: seed event ${index} must have seq ${index} (dense from 0), found ${describe(found)}.`,
+          details: { expected: index, found: typeof found === 'number' ? found : null },
+        })
+      }
+      const time = (event as { time?: unknown }).time
+      const prepared = encodeEvent(
+        event,
+        { seq: index, time: time as string },
+        { ...this.#context, sessionId: id, projection, role: 'seed event' },
+      )
+      projection.apply(prepared.event)
+      lines.push(prepared.line)
+    }
+    this.#checkSeedMarker(id, header, projection)
+    return lines
+  }
+
+  /** A seeded header needs a seed ending with `session/end-seed` that agrees with it. */
+  #checkSeedMarker(id: string, header: SessionHeader, projection: Projection): void {
+    if (header.seeded !== true) return
+    const last = projection.lastEvent
+    if (last?.type !== 'session/end-seed') {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.INVALID_SEED,
+        sessionId: id,
+        message: `Cannot create session ${id}: a seeded header needs a seed ending with a session/end-seed event, found ${last === null ? 'no seed events' : `a last seed event of type ${last.type}`}.`,
+        details: { expected: 'session/end-seed', found: last?.type ?? null },
+      })
+    }
+    const data = last.data as { parentSession?: string; boundarySeq?: number }
+    if (
+      header.parentSession !== undefined &&
+      data.parentSession !== undefined &&
+      data.parentSession !== header.parentSession
+    ) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.INVALID_SEED,
+        sessionId: id,
+        message: `Cannot create session ${id}: the header's parentSession is ${describe(header.parentSession)} but the seed's session/end-seed names ${describe(data.parentSession)}.`,
+        details: { expected: header.parentSession, found: data.parentSession },
+      })
+    }
+    if (
+      header.inheritedEventCount !== undefined &&
+      data.boundarySeq !== undefined &&
+      data.boundarySeq + 1 !== header.inheritedEventCount
+    ) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.INVALID_SEED,
+        sessionId: id,
+        message: `Cannot create session ${id}: the header's inheritedEventCount is ${header.inheritedEventCount} but the seed's session/end-seed has boundarySeq ${data.boundarySeq} (expected ${header.inheritedEventCount - 1}).`,
+        details: { expected: header.inheritedEventCount - 1, found: data.boundarySeq },
+      })
+    }
+  }
+
+  /** Opens a session this store just published, reusing its projection when nobody wrote in between. */
+  async #openCreated(
+    id: string,
+    created: {
+      readonly header: SessionHeader
+      readonly projection: Projection
+      readonly count: number
+    } & SignalOptions,
+  ): Promise<SessionWriter> {
+    const acquired = await this.backend.acquire(id, {
+      owner: this.#owner,
+      leaseMs: this.#leaseMs,
+      signal: created.signal,
+    })
+    if (acquired.head.nextSeq !== created.count || acquired.head.lastBatchId !== null) {
+      // Someone wrote between create and acquire: read it all like any open.
+      await this.backend.release(acquired.lease)
+      return this.openWriter(id, { signal: created.signal })
+    }
+    return this.#repairAndReturn(
+      new SessionWriterImpl({
+        ...this.#context,
+        lease: acquired.lease,
+        header: created.header,
+        projection: created.projection,
+        clock: this.#clock,
+        leaseMs: this.#leaseMs,
+        backendRepairs: acquired.repaired,
+        onClosed: (writer) => this.#writers.delete(writer),
+      }),
+    )
+  }
+
+  // ------------------------------------------------------------------ open for write
+
+  async openWriter(id: string, options: OpenWriterOptions = {}): Promise<SessionWriter> {
+    this.#assertOpen()
+    assertSessionId(id)
+    const acquired = await this.backend.acquire(id, {
+      owner: this.#owner,
+      leaseMs: this.#leaseMs,
+      takeover: options.takeover,
+      signal: options.signal,
+    })
+    let writer: SessionWriterImpl
+    try {
+      const scan = await scanSession(this.#context, id, { signal: options.signal })
+      if (scan.damage !== null) throw scan.damage
+      const found = scan.lastSeq + 1
+      if (found !== acquired.head.nextSeq || scan.lastCrc !== acquired.head.lastCrc) {
+        throw new SessionStoreError({
+          code: SessionStoreErrorCode.CORRUPT_LINE,
+          sessionId: id,
+          lastGoodSeq: scan.lastSeq,
+          message: `Session ${id} disagrees with its head: expected ${acquired.head.nextSeq} events ending with crc ${acquired.head.lastCrc ?? 'none'}, found ${found} ending with crc ${scan.lastCrc ?? 'none'}; writes refused.`,
+          details: {
+            expected: acquired.head.nextSeq,
+            found,
+            expectedCrc: acquired.head.lastCrc,
+            foundCrc: scan.lastCrc,
+          },
+        })
+      }
+      writer = new SessionWriterImpl({
+        ...this.#context,
+        lease: acquired.lease,
+        header: scan.header,
+        projection: scan.projection,
+        clock: this.#clock,
+        leaseMs: this.#leaseMs,
+        backendRepairs: acquired.repaired,
+        onClosed: (closed) => this.#writers.delete(closed),
+      })
+    } catch (error) {
+      await this.backend.release(acquired.lease).catch(() => undefined)
+      throw error
+    }
+    return this.#repairAndReturn(writer)
+  }
+
+  /** Appends loop-repair's closers (if any) and makes them durable before handing the writer out. */
+  async #repairAndReturn(writer: SessionWriterImpl): Promise<SessionWriter> {
+    this.#writers.add(writer)
+    try {
+      const plan = planRepairFromState(writer.projection.repairState, {
+        nextSeq: writer.projection.nextSeq,
+        time: this.#clock(),
+      })
+      const repairs: RepairAction[] = []
+      for (const [index, planned] of plan.events.entries()) {
+        writer.appendChecked(
+          {
+            type: planned.type,
+            data: planned.data,
+            ...(planned.sourceEventSeqs === undefined ? {} : { sourceEventSeqs: planned.sourceEventSeqs }),
+          },
+          'repair event',
+        )
+        repairs.push(plan.actions[index]!)
+      }
+      if (repairs.length > 0) {
+        await writer.flush()
+        writer.recordRepairs(repairs)
+      }
+      return writer
+    } catch (error) {
+      await writer.close({ discardUnflushed: true }).catch(() => undefined)
+      throw error
+    }
+  }
+
+  // ------------------------------------------------------------------ read
+
+  async openReader(
+    id: string,
+    options: SignalOptions & { readonly allowDamaged?: boolean } = {},
+  ): Promise<SessionReadResult> {
+    this.#assertOpen()
+    assertSessionId(id)
+    const scan = await scanSession(this.#context, id, { signal: options.signal })
+    if (scan.damage !== null && options.allowDamaged !== true) throw scan.damage
+    return {
+      header: scan.header,
+      projection: scan.projection,
+      lastSeq: scan.lastSeq,
+      tornTail: scan.tornTail,
+      error: scan.damage,
+      pendingToolCalls: scan.projection.repairState.pendingCalls,
+    }
+  }
+
+  readEvents(id: string, options: ReadEventsOptions = {}): AsyncIterable<LoggedEvent> {
+    this.#assertOpen()
+    assertSessionId(id)
+    if (typeof options !== 'object' || options === null) throw invalidOption('options', 'an object', options)
+    const fromSeq = seqOption(options.fromSeq, 'fromSeq') ?? 0
+    const toSeq = seqOption(options.toSeq, 'toSeq')
+    if (toSeq !== undefined && fromSeq > toSeq) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.INVALID_OPTION,
+        sessionId: id,
+        message: `Option fromSeq (${fromSeq}) must not be greater than toSeq (${toSeq}).`,
+        details: { option: 'fromSeq', expected: `<= ${toSeq}`, found: fromSeq },
+      })
+    }
+    return this.#readRange(id, { fromSeq, toSeq, signal: options.signal })
+  }
+
+  async *#readRange(
+    id: string,
+    range: { readonly fromSeq: number; readonly toSeq: number | undefined } & SignalOptions,
+  ): AsyncGenerator<LoggedEvent> {
+    await readHeader(this.#context, id, range)
+    let expected = range.fromSeq
+    for await (const stored of this.backend.read(id, range)) {
+      const event = decodeEventLine(stored, {
+        ...this.#context,
+        sessionId: id,
+        expectedSeq: expected,
+        lastGoodSeq: expected - 1,
+      })
+      expected += 1
+      yield event
+    }
+  }
+
+  follow(id: string, options: FollowOptions = {}): AsyncIterable<LoggedEvent> {
+    this.#assertOpen()
+    assertSessionId(id)
+    const fromSeq = seqOption(options.fromSeq, 'fromSeq') ?? 0
+    const pollMs = options.pollMs ?? 250
+    if (!Number.isSafeInteger(pollMs) || pollMs <= 0)
+      throw invalidOption('pollMs', 'a positive integer', pollMs)
+    const capability = this.backend.capabilities.follow
+    const sleep = this.#sleep
+    if (capability === undefined && sleep === undefined) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.UNSUPPORTED,
+        sessionId: id,
+        message: `Cannot follow session ${id}: the ${this.backend.name} backend has no follow capability and the store has no sleep option to poll with; pass createSessionStore({ sleep }).`,
+        details: { capability: 'follow' },
+      })
+    }
+    return this.#follow(id, { fromSeq, pollMs, signal: options.signal, sleep })
+  }
+
+  async *#follow(
+    id: string,
+    options: {
+      readonly fromSeq: number
+      readonly pollMs: number
+      readonly sleep: SessionStoreOptions['sleep']
+    } & SignalOptions,
+  ): AsyncGenerator<LoggedEvent> {
+    const { signal } = options
+    const capability = this.backend.capabilities.follow
+    let next = options.fromSeq
+    try {
+      while (signal?.aborted !== true) {
+        for await (const event of this.#readRange(id, { fromSeq: next, toSeq: undefined, signal })) {
+          yield event
+          next = event.seq + 1
+        }
+        if (isAborted(signal)) return
+        const head = await this.backend.head(id, { signal })
+        if (head.nextSeq > next) continue
+        if (capability !== undefined) await capability.waitForAppend(id, { nextSeq: next, signal })
+        else await options.sleep!(options.pollMs, signal)
+      }
+    } catch (error) {
+      if (
+        isAborted(signal) &&
+        (SessionStoreError.is(error, SessionStoreErrorCode.ABORTED) || !SessionStoreError.is(error))
+      ) {
+        return
+      }
+      throw error
+    }
+  }
+
+  // ------------------------------------------------------------------ fork and salvage
+
+  async fork(id: string, options: ForkOptions): Promise<SessionWriter> {
+    this.#assertOpen()
+    assertSessionId(id)
+    const to = assertSessionId(options.to, 'fork target id')
+    const { atSeq } = options
+    if (typeof atSeq !== 'number' || !Number.isSafeInteger(atSeq) || atSeq < 0) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.FORK_REFUSED,
+        sessionId: id,
+        message: `Cannot fork ${id}: atSeq must be a non-negative integer seq, found ${describe(atSeq)}.`,
+        details: { option: 'atSeq', found: typeof atSeq === 'number' ? atSeq : typeof atSeq },
+      })
+    }
+    const prefix: LoggedEvent[] = []
+    const prefixLines: string[] = []
+    const scan = await scanSession(this.#context, id, {
+      toSeq: atSeq,
+      signal: options.signal,
+      onEvent: (stored: StoredLine, event: LoggedEvent) => {
+        prefix.push(event)
+        prefixLines.push(stored.line)
+      },
+    })
+    if (scan.damage !== null) throw scan.damage
+    let seed: ForkSeed
+    try {
+      seed = planFork(prefix, {
+        boundarySeq: atSeq,
+        parentSession: id,
+        ...(options.openTurn === undefined ? {} : { openTurn: options.openTurn }),
+      })
+    } catch (error) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.FORK_REFUSED,
+        sessionId: id,
+        seq: atSeq,
+        message: `Cannot fork ${id} at seq ${atSeq}: ${error instanceof Error ? error.message : String(error)} (the session has ${scan.lastSeq + 1} events).`,
+        details: { projectionCode: (error as { code?: unknown }).code ?? null, lastSeq: scan.lastSeq },
+        cause: error,
+      })
+    }
+    const parent = scan.header
+    const { header, line: headerLine } = buildHeader(
+      {
+        ...(parent.cwd === undefined ? {} : { cwd: parent.cwd }),
+        ...(parent.delegationDepth === undefined ? {} : { delegationDepth: parent.delegationDepth }),
+        ...(parent.metadata === undefined ? {} : { metadata: parent.metadata }),
+        parentSession: seed.header.parentSession,
+        seeded: seed.header.seeded,
+        inheritedEventCount: seed.header.inheritedEventCount,
+      },
+      { id: to, createdAt: this.#clock(), limits: this.#context.limits, crc32c: this.#context.crc32c },
+    )
+    // The inherited prefix keeps its exact lines; closers and the marker are encoded here.
+    const projection = createProjection({ registry: this.#context.registry })
+    for (const event of prefix) projection.apply(event)
+    const tailLines: string[] = []
+    for (const event of seed.events.slice(prefix.length)) {
+      const prepared = encodeEvent(
+        event,
+        { seq: event.seq, time: event.time },
+        {
+          ...this.#context,
+          sessionId: to,
+          projection,
+          role: 'fork seed event',
+        },
+      )
+      projection.apply(prepared.event)
+      tailLines.push(prepared.line)
+    }
+    this.#checkSeedMarker(to, header, projection)
+    const lastLine = tailLines.at(-1) ?? prefixLines.at(-1)!
+    throwIfAborted(options.signal, `Forking ${id} into ${to}`)
+    const serverFork = this.backend.capabilities.fork
+    const child = { id: to, headerLine, header, lastCrc: lineCrc(lastLine), signal: options.signal }
+    if (serverFork !== undefined) {
+      await serverFork.fork({
+        parentId: id,
+        boundarySeq: atSeq,
+        boundaryCrc: lineCrc(prefixLines.at(-1)!)!,
+        child: { ...child, lines: tailLines },
+        signal: options.signal,
+      })
+    } else {
+      await this.backend.create({ ...child, lines: [...prefixLines, ...tailLines] })
+    }
+    return this.#openCreated(to, { header, projection, count: projection.nextSeq, signal: options.signal })
+  }
+
+  async salvage(id: string, options: SignalOptions & { readonly to: string }): Promise<SalvageReport> {
+    this.#assertOpen()
+    assertSessionId(id)
+    const to = assertSessionId(options.to, 'salvage target id')
+    const lines: string[] = []
+    const scan = await scanSession(this.#context, id, {
+      signal: options.signal,
+      onEvent: (stored: StoredLine) => {
+        lines.push(stored.line)
+      },
+    })
+    const reason = scan.damage !== null ? scan.damage.code : scan.tornTail !== null ? 'torn-tail' : 'none'
+    const droppedAt = scan.damage?.location ?? scan.tornTail?.location
+    const { header, line: headerLine } = buildHeader(
+      {
+        ...(scan.header.cwd === undefined ? {} : { cwd: scan.header.cwd }),
+        ...(scan.header.delegationDepth === undefined
+          ? {}
+          : { delegationDepth: scan.header.delegationDepth }),
+        ...(scan.header.metadata === undefined ? {} : { metadata: scan.header.metadata }),
+      },
+      { id: to, createdAt: this.#clock(), limits: this.#context.limits, crc32c: this.#context.crc32c },
+    )
+    const salvageSeq = scan.lastSeq + 1
+    const prepared = encodeEvent(
+      {
+        type: 'session/salvage',
+        data: {
+          sourceSession: id,
+          sourceFile: droppedAt?.file ?? `${this.backend.name}:${id}`,
+          lastGoodSeq: scan.lastSeq,
+          droppedFromOffset: droppedAt?.offset ?? 0,
+          reason,
+        },
+      },
+      { seq: salvageSeq, time: this.#clock() },
+      { ...this.#context, sessionId: to, projection: scan.projection, role: 'salvage event' },
+    )
+    lines.push(prepared.line)
+    throwIfAborted(options.signal, `Salvaging ${id} into ${to}`)
+    await this.backend.create({
+      id: to,
+      headerLine,
+      header,
+      lines,
+      lastCrc: prepared.crc,
+      signal: options.signal,
+    })
+    return {
+      from: id,
+      to,
+      copiedEvents: scan.lastSeq + 1,
+      lastGoodSeq: scan.lastSeq,
+      salvageSeq,
+      reason,
+      sourceError: scan.damage,
+    }
+  }
+
+  // ------------------------------------------------------------------ list and verify
+
+  async list(options: ListOptions = {}): Promise<ListResult> {
+    this.#assertOpen()
+    const limit = options.limit ?? 100
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000)
+      throw invalidOption('limit', 'an integer from 1 to 1000', limit)
+    const filter = options.filter
+    if (filter?.updatedSince !== undefined && !Number.isFinite(Date.parse(filter.updatedSince))) {
+      throw invalidOption('filter.updatedSince', 'an ISO-8601 time', filter.updatedSince)
+    }
+    const page = await this.backend.list({ cursor: options.cursor, limit, filter, signal: options.signal })
+    const sessions: SessionSummary[] = []
+    const problems: { id: string; error: SessionStoreError }[] = []
+    for (const entry of page.entries) {
+      if (entry.problem !== undefined || entry.headerLine === undefined) {
+        const problem = entry.problem
+        problems.push({
+          id: entry.id,
+          error: SessionStoreError.is(problem)
+            ? problem
+            : new SessionStoreError({
+                code: SessionStoreErrorCode.INVALID_HEADER,
+                sessionId: entry.id,
+                location: entry.location,
+                message: `Session ${entry.id} could not be listed: ${problem?.message ?? 'the backend returned no header line'}.`,
+                details: { backendCode: problem?.code ?? null },
+              }),
+        })
+        continue
+      }
+      try {
+        const header = parseHeaderLine(entry.headerLine, {
+          expectedId: entry.id,
+          location: entry.location,
+          maxDepth: this.#context.limits.maxDepth,
+          crc32c: this.#context.crc32c,
+        })
+        sessions.push({ id: entry.id, header, events: entry.nextSeq, updatedAt: entry.updatedAt })
+      } catch (error) {
+        if (!SessionStoreError.is(error)) throw error
+        problems.push({ id: entry.id, error })
+      }
+    }
+    return { sessions, problems, cursor: page.cursor }
+  }
+
+  async verify(id: string, options: SignalOptions = {}): Promise<VerifyReport> {
+    this.#assertOpen()
+    assertSessionId(id)
+    let scan
+    let sawEndSeed = false as boolean
+    try {
+      scan = await scanSession(this.#context, id, {
+        ...options,
+        onEvent: (_stored, event) => {
+          if (event.type === 'session/end-seed') sawEndSeed = true
+        },
+      })
+    } catch (error) {
+      if (
+        !SessionStoreError.is(
+          error,
+          SessionStoreErrorCode.INVALID_HEADER,
+          SessionStoreErrorCode.HEADER_ID_MISMATCH,
+          SessionStoreErrorCode.VERSION_TOO_NEW,
+        ) &&
+        !isLineDamage(error)
+      ) {
+        throw error
+      }
+      return { id, status: 'damaged', header: null, events: 0, lastSeq: -1, tornTail: null, damage: error }
+    }
+    let damage = scan.damage
+    if (damage === null && scan.header.seeded === true && !sawEndSeed) {
+      damage = new SessionStoreError({
+        code: SessionStoreErrorCode.INVALID_SEED,
+        sessionId: id,
+        message: `Session ${id} has a seeded header but no session/end-seed event among its ${scan.lastSeq + 1} events.`,
+      })
+    }
+    return {
+      id,
+      status: damage !== null ? 'damaged' : scan.tornTail !== null ? 'torn-tail' : 'ok',
+      header: scan.header,
+      events: scan.lastSeq + 1,
+      lastSeq: scan.lastSeq,
+      tornTail: scan.tornTail,
+      damage,
+    }
+  }
+
+  // ------------------------------------------------------------------ close
+
+  close(): Promise<void> {
+    if (this.#closed) return Promise.resolve()
+    this.#closing ??= this.#closeNow()
+    return this.#closing
+  }
+
+  async #closeNow(): Promise<void> {
+    const results = await Promise.allSettled([...this.#writers].map((writer) => writer.close()))
+    const failures = results.filter((result) => result.status === 'rejected')
+    if (failures.length > 0) {
+      this.#closing = null
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.WRITER_FAILED,
+        message: `Closing the store: ${failures.length} of ${results.length} writers failed to close (their leases are kept, their events still buffered); call close() again to retry.`,
+        details: { failed: failures.length },
+        cause: failures[0]!.reason,
+      })
+    }
+    await this.backend.close()
+    this.#closed = true
+  }
+}
+
+/**
+ * Creates a session store over a backend.
+ *
+ * @param options - The backend, the clock, and optional registry, owner, lease length, CRC, limits and sleep.
+ * @returns The store.
+ * @throws {@link SessionStoreError} `INVALID_OPTION`.
+ */
+export function createSessionStore(options: SessionStoreOptions): SessionStore {
+  return new SessionStoreImpl(options)
+}

@@ -1,0 +1,446 @@
+/**
+ * The session writer, written once over the port: synchronous validated appends into a
+ * buffer, `flush` = one `backend.append` under the lease, fencing and unknown outcomes
+ * handled, idempotent and retryable close.
+ */
+import type {
+  EventInput,
+  EventRegistry,
+  LoggedEvent,
+  SessionEvent,
+  SessionEventType,
+  SessionHeader,
+  WireMessage,
+} from '@agent-ledger/session-events'
+import type { RepairAction } from '@agent-ledger/loop-repair'
+import type { Projection } from '@agent-ledger/session-projection'
+
+import type { Crc32c } from './crc32c.ts'
+import { encodeEvent } from './event-codec.ts'
+import type { StoreLimits } from './event-codec.ts'
+import type { AcquireRepair, SessionBackend, WriterLease } from './port.ts'
+import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
+
+/** What opening a session for write found and repaired before the writer was returned. */
+export interface WriterRecovery {
+  /** What the backend repaired while granting the lease (a file backend's quarantined torn tail). */
+  readonly backendRepairs: readonly AcquireRepair[]
+  /** The closing events loop-repair planned (already durable), one action per event. */
+  readonly repairs: readonly RepairAction[]
+}
+
+/**
+ * The writer's state: `open`; `fenced` (another writer took the lease: nothing more can be
+ * written, reopen); `failed` (an append's outcome could not be settled, or the backend
+ * broke the contract: reopen); `closed`.
+ */
+export type WriterState = 'open' | 'fenced' | 'failed' | 'closed'
+
+/** Options of {@link SessionWriter.close}. */
+export interface CloseOptions {
+  /**
+   * Release the lease without flushing what is buffered (those events were never
+   * acknowledged and are dropped). For giving up after a flush keeps failing (a full disk).
+   */
+  readonly discardUnflushed?: boolean | undefined
+}
+
+/** An open session, for appending: the only writer of its session while its lease holds. */
+export interface SessionWriter {
+  readonly id: string
+  readonly header: SessionHeader
+  /** The projection of every appended event, including buffered (not yet durable) ones. */
+  readonly projection: Projection
+  readonly recovery: WriterRecovery
+  /** Seq of the last durable event (-1 when none). */
+  readonly durableSeq: number
+  /** Events appended but not yet durable. */
+  readonly bufferedEvents: number
+  readonly state: WriterState
+  /** The lease's fencing epoch. */
+  readonly epoch: number
+  /**
+   * Validates, serializes and buffers one event, and returns it with its `seq` and `time`:
+   * the returned event is exactly what the log will hold (the input is read once).
+   * Synchronous: either the event is buffered and folded into the projection, or an error
+   * is thrown and nothing changed. Durable only after a flush.
+   *
+   * @param input - The event's type, data and optional envelope fields.
+   * @returns The logged event.
+   * @throws {@link SessionStoreError} `INVALID_EVENT`, `UNKNOWN_EVENT_TYPE`, `TOO_DEEP`, `UNSERIALIZABLE_EVENT`,
+   *   `EVENT_TOO_LARGE`, `BUFFER_FULL`, `FENCED`, `WRITER_FAILED`, `WRITER_CLOSED`.
+   */
+  append<TType extends SessionEventType>(input: EventInput<TType>): SessionEvent<TType>
+  /**
+   * Writes every buffered event with one `backend.append`; resolves when they are durable.
+   * An unknown outcome is settled with `head()` (the batch id); a refused batch stays
+   * buffered with the same seqs, so a retry is safe.
+   *
+   * @returns The new durable seq.
+   * @throws {@link SessionStoreError} `DISK_FULL`, `BACKEND_FAILED`, `ABORTED`, `UNKNOWN_OUTCOME` (retryable:
+   *   still buffered), `FENCED` (the writer is fenced), `WRITER_FAILED`, `WRITER_CLOSED`.
+   */
+  flush(): Promise<{ readonly durableSeq: number }>
+  /**
+   * Extends the lease now (the writer also renews on flush when half the lease has passed).
+   *
+   * @throws {@link SessionStoreError} `FENCED` (the writer becomes fenced).
+   */
+  renew(): Promise<void>
+  /** The model-visible history ({@link Projection.deriveMessages}). */
+  deriveMessages(): readonly WireMessage[]
+  /**
+   * Flushes what is buffered, then releases the lease. Idempotent. When the flush fails
+   * (a full disk), the lease is kept, the events stay buffered and the error is thrown: call
+   * `close()` again to retry, or `close({ discardUnflushed: true })` to give up. A fenced or
+   * failed writer just releases.
+   */
+  close(options?: CloseOptions): Promise<void>
+}
+
+/** Everything a writer is built from (internal). */
+export interface WriterInit {
+  readonly backend: SessionBackend
+  readonly lease: WriterLease
+  readonly header: SessionHeader
+  readonly projection: Projection
+  readonly registry: EventRegistry
+  readonly limits: StoreLimits
+  readonly crc32c: Crc32c
+  readonly clock: () => string
+  readonly leaseMs: number
+  readonly backendRepairs: readonly AcquireRepair[]
+  /** Called once the writer is closed (the store forgets it). */
+  readonly onClosed: (writer: SessionWriterImpl) => void
+}
+
+interface Buffered {
+  readonly line: string
+  readonly crc: string
+  readonly bytes: number
+}
+
+function timeOf(clock: () => string): number {
+  return Date.parse(clock())
+}
+
+/** The {@link SessionWriter} implementation (internal; built by the store). */
+export class SessionWriterImpl implements SessionWriter {
+  readonly id: string
+  readonly header: SessionHeader
+  readonly projection: Projection
+  readonly #init: WriterInit
+  #lease: WriterLease
+  #leaseRenewedAt: number
+  #recovery: WriterRecovery
+  #buffered: Buffered[] = []
+  #bufferedBytes = 0
+  #durableSeq: number
+  #batchCounter = 0
+  /** A batch whose outcome is not known yet: settled before the next append. */
+  #unsettled: { readonly batchId: string; readonly count: number } | null = null
+  #state: WriterState = 'open'
+  #failure: SessionStoreError | null = null
+  #closing = false
+  #closeRun: Promise<void> | null = null
+  #chain: Promise<unknown> = Promise.resolve()
+
+  /** @param init - The lease, the recovered projection and the options. */
+  constructor(init: WriterInit) {
+    this.#init = init
+    this.id = init.lease.sessionId
+    this.header = init.header
+    this.projection = init.projection
+    this.#lease = init.lease
+    this.#leaseRenewedAt = timeOf(init.clock)
+    this.#durableSeq = init.projection.nextSeq - 1
+    this.#recovery = Object.freeze({ backendRepairs: init.backendRepairs, repairs: Object.freeze([]) })
+  }
+
+  get durableSeq(): number {
+    return this.#durableSeq
+  }
+
+  get bufferedEvents(): number {
+    return this.#buffered.length
+  }
+
+  get state(): WriterState {
+    return this.#state
+  }
+
+  get epoch(): number {
+    return this.#lease.epoch
+  }
+
+  get recovery(): WriterRecovery {
+    return this.#recovery
+  }
+
+  /**
+   * Records the repair events the open appended and made durable (internal, once).
+   *
+   * @param repairs - One action per repair event.
+   */
+  recordRepairs(repairs: readonly RepairAction[]): void {
+    this.#recovery = Object.freeze({ ...this.#recovery, repairs: Object.freeze([...repairs]) })
+  }
+
+  #refusal(action: string): SessionStoreError | null {
+    if (this.#state === 'closed' || this.#closing) {
+      return new SessionStoreError({
+        code: SessionStoreErrorCode.WRITER_CLOSED,
+        sessionId: this.id,
+        message: `Cannot ${action} session ${this.id}: expected an open writer, found it ${this.#state === 'closed' ? 'closed' : 'closing'}; open the session again to write.`,
+      })
+    }
+    return this.#stateRefusal(action)
+  }
+
+  #stateRefusal(action: string): SessionStoreError | null {
+    if (this.#state === 'closed') {
+      return new SessionStoreError({
+        code: SessionStoreErrorCode.WRITER_CLOSED,
+        sessionId: this.id,
+        message: `Cannot ${action} session ${this.id}: expected an open writer, found it closed; open the session again to write.`,
+      })
+    }
+    if (this.#state === 'fenced') {
+      return new SessionStoreError({
+        code: SessionStoreErrorCode.FENCED,
+        sessionId: this.id,
+        message: `Cannot ${action} session ${this.id}: this writer (epoch ${this.#lease.epoch}) was fenced by a newer writer; reopen the session to continue.`,
+        details: { epoch: this.#lease.epoch },
+        cause: this.#failure,
+      })
+    }
+    if (this.#state === 'failed') {
+      return new SessionStoreError({
+        code: SessionStoreErrorCode.WRITER_FAILED,
+        sessionId: this.id,
+        message: `Cannot ${action} session ${this.id}: the writer failed earlier (${this.#failure?.message ?? 'unknown'}); reopen the session to continue.`,
+        cause: this.#failure,
+      })
+    }
+    return null
+  }
+
+  append<TType extends SessionEventType>(input: EventInput<TType>): SessionEvent<TType> {
+    const refusal = this.#refusal('append to')
+    if (refusal !== null) throw refusal
+    return this.appendChecked(input, 'event') as SessionEvent<TType>
+  }
+
+  /**
+   * Appends without the public type (internal: repair events).
+   *
+   * @param input - The event input.
+   * @param role - What the event is, for messages.
+   * @returns The logged event.
+   */
+  appendChecked(input: unknown, role: string): LoggedEvent {
+    const init = this.#init
+    const seq = this.projection.nextSeq
+    let time: string
+    try {
+      time = init.clock()
+    } catch (error) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.INVALID_EVENT,
+        sessionId: this.id,
+        seq,
+        message: `Cannot append event seq ${seq} to session ${this.id}: the clock threw (${error instanceof Error ? error.message : String(error)}); nothing was buffered.`,
+        details: { field: 'time' },
+        cause: error,
+      })
+    }
+    const prepared = encodeEvent(
+      input,
+      { seq, time },
+      {
+        sessionId: this.id,
+        registry: init.registry,
+        limits: init.limits,
+        crc32c: init.crc32c,
+        projection: this.projection,
+        role,
+      },
+    )
+    if (
+      this.#buffered.length > 0 &&
+      this.#bufferedBytes + prepared.byteLength > init.limits.maxBufferedBytes
+    ) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.BUFFER_FULL,
+        sessionId: this.id,
+        seq,
+        message: `Cannot buffer event seq ${seq} for session ${this.id}: expected at most ${init.limits.maxBufferedBytes} buffered bytes, found ${this.#bufferedBytes} already buffered; await flush() first.`,
+        details: {
+          bufferedBytes: this.#bufferedBytes,
+          bytes: prepared.byteLength,
+          limit: init.limits.maxBufferedBytes,
+        },
+      })
+    }
+    this.projection.apply(prepared.event)
+    this.#buffered.push({ line: prepared.line, crc: prepared.crc, bytes: prepared.byteLength })
+    this.#bufferedBytes += prepared.byteLength
+    return prepared.event
+  }
+
+  flush(): Promise<{ readonly durableSeq: number }> {
+    const run = this.#chain.then(() => this.#flushNow())
+    this.#chain = run.catch(() => undefined)
+    return run
+  }
+
+  deriveMessages(): readonly WireMessage[] {
+    return this.projection.deriveMessages()
+  }
+
+  renew(): Promise<void> {
+    const run = this.#chain.then(() => this.#renewNow())
+    this.#chain = run.catch(() => undefined)
+    return run
+  }
+
+  async #renewNow(): Promise<void> {
+    const refusal = this.#stateRefusal('renew the lease of')
+    if (refusal !== null) throw refusal
+    try {
+      this.#lease = await this.#init.backend.renew(this.#lease)
+      this.#leaseRenewedAt = timeOf(this.#init.clock)
+    } catch (error) {
+      throw this.#settleFailure(error)
+    }
+  }
+
+  /** Turns a backend failure into the writer's state; returns what to throw. */
+  #settleFailure(error: unknown): unknown {
+    if (SessionStoreError.is(error, SessionStoreErrorCode.FENCED)) {
+      this.#state = 'fenced'
+      this.#failure = error
+    } else if (
+      SessionStoreError.is(error, SessionStoreErrorCode.CONFLICT, SessionStoreErrorCode.SESSION_NOT_FOUND)
+    ) {
+      this.#state = 'failed'
+      this.#failure = error
+    }
+    return error
+  }
+
+  #markDurable(count: number): void {
+    const written = this.#buffered.splice(0, count)
+    for (const entry of written) this.#bufferedBytes -= entry.bytes
+    this.#durableSeq += count
+  }
+
+  /** Settles a batch whose append outcome was unknown, with the head's batch id. */
+  async #settle(): Promise<void> {
+    const unsettled = this.#unsettled
+    if (unsettled === null) return
+    const head = await this.#init.backend.head(this.id)
+    if (head.epoch !== this.#lease.epoch) {
+      throw this.#settleFailure(
+        new SessionStoreError({
+          code: SessionStoreErrorCode.FENCED,
+          sessionId: this.id,
+          message: `Session ${this.id} was taken over (epoch ${head.epoch}, this writer ${this.#lease.epoch}) while batch ${unsettled.batchId} had an unknown outcome; reopen the session.`,
+          details: { expected: this.#lease.epoch, found: head.epoch, batchId: unsettled.batchId },
+        }),
+      )
+    }
+    this.#unsettled = null
+    if (head.lastBatchId === unsettled.batchId && head.nextSeq === this.#durableSeq + 1 + unsettled.count) {
+      this.#markDurable(unsettled.count)
+    } else if (head.nextSeq !== this.#durableSeq + 1) {
+      this.#state = 'failed'
+      this.#failure = new SessionStoreError({
+        code: SessionStoreErrorCode.WRITER_FAILED,
+        sessionId: this.id,
+        message: `Session ${this.id}: expected the head at seq ${this.#durableSeq + 1} (or after batch ${unsettled.batchId}), found ${head.nextSeq} with batch ${head.lastBatchId ?? 'none'}.`,
+        details: { expected: this.#durableSeq + 1, found: head.nextSeq },
+      })
+      throw this.#failure
+    }
+  }
+
+  async #maybeRenew(): Promise<void> {
+    const now = timeOf(this.#init.clock)
+    if (Number.isFinite(now) && now - this.#leaseRenewedAt >= this.#init.leaseMs / 2) await this.#renewNow()
+  }
+
+  async #flushNow(): Promise<{ readonly durableSeq: number }> {
+    const refusal = this.#stateRefusal('flush')
+    if (refusal !== null) throw refusal
+    try {
+      await this.#settle()
+    } catch (error) {
+      throw this.#settleFailure(error)
+    }
+    if (this.#buffered.length === 0) return { durableSeq: this.#durableSeq }
+    await this.#maybeRenew()
+    const batch = this.#buffered.slice()
+    const lastCrc = batch.at(-1)!.crc
+    this.#batchCounter += 1
+    const batchId = `${this.#lease.owner}:${this.#lease.epoch}:${this.#batchCounter}`
+    try {
+      await this.#init.backend.append(this.#lease, {
+        expectedSeq: this.#durableSeq + 1,
+        lines: batch.map((entry) => entry.line),
+        lastCrc,
+        batchId,
+      })
+    } catch (error) {
+      if (SessionStoreError.is(error, SessionStoreErrorCode.UNKNOWN_OUTCOME)) {
+        this.#unsettled = { batchId, count: batch.length }
+        const before = this.#durableSeq
+        try {
+          await this.#settle()
+        } catch (settleError) {
+          // The head is unreachable: stay unsettled, retry on the next flush.
+          if (this.#state !== 'open') throw this.#settleFailure(settleError)
+          throw error
+        }
+        if (this.#durableSeq === before + batch.length) return { durableSeq: this.#durableSeq }
+        throw new SessionStoreError({
+          code: SessionStoreErrorCode.UNKNOWN_OUTCOME,
+          sessionId: this.id,
+          message: `Batch ${batchId} (${batch.length} events) of session ${this.id} did not land (settled with head()); the events stay buffered with the same seqs: flush again.`,
+          details: { batchId, landed: false },
+          cause: error,
+        })
+      }
+      throw this.#settleFailure(error)
+    }
+    this.#markDurable(batch.length)
+    return { durableSeq: this.#durableSeq }
+  }
+
+  close(options: CloseOptions = {}): Promise<void> {
+    if (this.#state === 'closed') return Promise.resolve()
+    this.#closeRun ??= this.#closeNow(options).finally(() => {
+      this.#closeRun = null
+    })
+    return this.#closeRun
+  }
+
+  async #closeNow(options: CloseOptions): Promise<void> {
+    this.#closing = true
+    if (this.#state === 'open' && options.discardUnflushed !== true) {
+      // Throws (keeping the lease and the buffer) when the flush fails: close() again retries.
+      const run = this.#chain.then(() => this.#flushNow())
+      this.#chain = run.catch(() => undefined)
+      try {
+        await run
+      } catch (error) {
+        if (this.#state === 'open') throw error
+      }
+    } else {
+      await this.#chain
+    }
+    await this.#init.backend.release(this.#lease)
+    this.#state = 'closed'
+    this.#init.onClosed(this)
+  }
+}
