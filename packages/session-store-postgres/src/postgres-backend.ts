@@ -80,6 +80,20 @@ interface Settings {
   readonly readPageSize: number
 }
 
+interface HeadRow {
+  next_seq: string
+  last_crc: string | null
+  last_batch: string | null
+  epoch: string
+  owner: string | null
+  updated_at: string
+}
+
+interface LockedHeadRow extends HeadRow {
+  /** The owner column whether or not the lease is live. */
+  holder: string | null
+}
+
 interface RefusalRow {
   epoch: string
   owner: string | null
@@ -97,6 +111,8 @@ export class PostgresBackend implements SessionBackend {
   private readonly listener: AppendListener
   private readonly settings: Settings
   private closed = false
+  /** Sessions with an append whose outcome this instance could not settle: their head is read under the row lock. */
+  private readonly unsettled = new Set<string>()
 
   /** Use {@link openPostgresBackend}, which also checks or migrates the schema. */
   constructor(options: PostgresBackendOptions) {
@@ -479,31 +495,43 @@ export class PostgresBackend implements SessionBackend {
     batch: AppendBatch,
     failure: SessionStoreError | undefined,
   ): Promise<'landed' | 'absent'> {
-    let client: PoolClient
+    let row: LockedHeadRow | undefined
     try {
-      client = await this.connect(this.context(action, lease.sessionId))
+      row = await this.lockedHead(this.context(action, lease.sessionId))
     } catch (error) {
+      this.unsettled.add(lease.sessionId)
       throw this.unknown(action, lease, batch, failure, error)
     }
-    let row: RefusalRow | undefined
+    this.unsettled.delete(lease.sessionId)
+    if (row === undefined) throw this.notFound(action, lease.sessionId)
+    if (row.last_batch === batch.batchId && Number(row.next_seq) === batch.expectedSeq + batch.lines.length) return 'landed'
+    const refusal: RefusalRow = { epoch: row.epoch, owner: row.holder, next_seq: row.next_seq, last_batch: row.last_batch }
+    if (Number(row.epoch) !== lease.epoch || row.holder !== lease.owner || Number(row.next_seq) !== batch.expectedSeq) {
+      throw this.refusal(action, lease, refusal, batch.expectedSeq)
+    }
+    return 'absent'
+  }
+
+  /**
+   * Reads the head after waiting (at most `commitTimeoutMs`) for the row lock of any
+   * in-flight or orphaned append on the session: what it returns is final. Throws the raw
+   * error (a lock timeout is SQLSTATE 55P03).
+   */
+  private async lockedHead(context: FailureContext): Promise<LockedHeadRow | undefined> {
+    const client = await this.connect(context)
     let broken: Error | undefined
     try {
       await client.query('BEGIN')
       await client.query(`SET LOCAL lock_timeout = ${this.settings.commitTimeoutMs}`)
-      row = (await client.query<RefusalRow>(sql.HEAD_LOCKED_SQL, [lease.sessionId])).rows[0]
+      const row = (await client.query<LockedHeadRow>(sql.HEAD_LOCKED_SQL, [context.sessionId])).rows[0]
       await client.query('COMMIT')
+      return row
     } catch (error) {
       broken = error instanceof Error ? error : new Error(String(error))
-      throw this.unknown(action, lease, batch, failure, error)
+      throw error
     } finally {
       client.release(broken)
     }
-    if (row === undefined) throw this.notFound(action, lease.sessionId)
-    if (row.last_batch === batch.batchId && Number(row.next_seq) === batch.expectedSeq + batch.lines.length) return 'landed'
-    if (Number(row.epoch) !== lease.epoch || row.owner !== lease.owner || Number(row.next_seq) !== batch.expectedSeq) {
-      throw this.refusal(action, lease, row, batch.expectedSeq)
-    }
-    return 'absent'
   }
 
   private unknown(
@@ -527,15 +555,29 @@ export class PostgresBackend implements SessionBackend {
   async head(id: string, options?: SignalOptions): Promise<SessionHead> {
     const action = `read the head of session ${id}`
     this.checkOpen(action, options?.signal)
-    const result = await this.query<{
-      next_seq: string
-      last_crc: string | null
-      last_batch: string | null
-      epoch: string
-      owner: string | null
-      updated_at: string
-    }>(this.context(action, id), sql.HEAD_SQL, [id])
-    const row = result.rows[0]
+    const context = this.context(action, id)
+    let row: HeadRow | undefined
+    if (this.unsettled.has(id)) {
+      // An append of this backend ended UNKNOWN_OUTCOME without a final answer: its orphaned
+      // commit may still hold the row (waiting for a synchronous standby). A plain read could
+      // show the head from before that commit; wait for the lock so the answer is final.
+      try {
+        row = await this.lockedHead(context)
+      } catch (error) {
+        const state = (error as { code?: unknown }).code
+        if (state !== '55P03') throw toStoreError(error, context)
+        throw new SessionStoreError({
+          code: SessionStoreErrorCode.BACKEND_FAILED,
+          message: `${action}: an earlier append's commit still holds the session after ${this.settings.commitTimeoutMs} ms (a synchronous standby down?); the head is not final yet, try again later`,
+          sessionId: id,
+          details: { reason: PostgresFailureReason.TIMEOUT, sqlstate: state },
+          cause: error,
+        })
+      }
+      this.unsettled.delete(id)
+    } else {
+      row = (await this.query<HeadRow>(context, sql.HEAD_SQL, [id])).rows[0]
+    }
     if (row === undefined) throw this.notFound(action, id)
     return {
       nextSeq: Number(row.next_seq),

@@ -70,11 +70,14 @@ SELECT writer_epoch::text AS epoch, writer_owner AS owner, next_seq::text AS nex
   FROM ledger_sessions WHERE session_id = $1`
 
 /**
- * The head, read after waiting for any in-flight append's row lock (used to resolve an
- * unknown outcome; run inside a transaction with a `lock_timeout`). $1 id.
+ * The head, read after waiting for any in-flight append's row lock, so an orphaned commit
+ * (a dropped connection, a commit waiting for a synchronous standby) is final before it is
+ * read. Run inside a transaction with a `lock_timeout`. $1 id.
  */
 export const HEAD_LOCKED_SQL = `
-SELECT writer_epoch::text AS epoch, writer_owner AS owner, next_seq::text AS next_seq, last_batch
+SELECT next_seq::text AS next_seq, last_crc, last_batch, writer_epoch::text AS epoch,
+       CASE WHEN lease_until > clock_timestamp() THEN writer_owner END AS owner,
+       writer_owner AS holder, ${iso('updated_at')} AS updated_at
   FROM ledger_sessions WHERE session_id = $1 FOR SHARE`
 
 /** Renew: extend by the lease's own duration while the epoch and owner are still ours. $1 id, $2 epoch, $3 owner. */

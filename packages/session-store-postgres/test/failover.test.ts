@@ -43,7 +43,7 @@ describe.skipIf(reason !== null)(`PostgreSQL synchronous standby${reason === nul
     await primary?.destroy()
   })
 
-  it('standby down: the append ends UNKNOWN_OUTCOME after commitTimeoutMs (never success); once the standby is back, acquire finds the orphaned commit by its batch id', async () => {
+  it('standby down: the append ends UNKNOWN_OUTCOME after commitTimeoutMs (never success), head() refuses to answer before the orphaned commit is final; once the standby is back, head() and acquire name it by its batch id', async () => {
     const backend = await openPostgresBackend({ connectionString: primary.url(), commitTimeoutMs: 1_500 })
     try {
       const id = sessionId('sync')
@@ -60,8 +60,14 @@ describe.skipIf(reason !== null)(`PostgreSQL synchronous standby${reason === nul
       expect((outcome as SessionStoreError).details).toMatchObject({ reason: PostgresFailureReason.TIMEOUT, batchId: 'sync:1:1', resolved: false })
       // Committed locally but not visible: the orphan waits for the standby.
       expect((await storedRows(primary.url(), id)).length).toBe(2)
+      // head() of this backend does not answer from before the orphan's commit (the core
+      // settles an unknown outcome with head()): it says the head is not final yet.
+      const early = await backend.head(id).catch((error: unknown) => error)
+      expect(SessionStoreError.is(early, SessionStoreErrorCode.BACKEND_FAILED)).toBe(true)
+      expect((early as SessionStoreError).details).toMatchObject({ reason: PostgresFailureReason.TIMEOUT })
       await standby.start()
       await waitForSyncStandby(primary)
+      expect(await backend.head(id)).toMatchObject({ nextSeq: 4, lastBatchId: 'sync:1:1' })
       const again = await backend.acquire(id, { owner: 'sync-writer', leaseMs: 600_000 })
       expect(again.head).toMatchObject({ nextSeq: 4, lastBatchId: 'sync:1:1' })
       expect((await storedRows(primary.url(), id)).map((row) => row.line)).toEqual([...first, ...second])
