@@ -12,7 +12,16 @@
  * runs as root the server runs as the `postgres` user (PostgreSQL refuses to run as root).
  */
 import { execFile } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { appendFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -43,7 +52,8 @@ export function findPgBinDir(): string | undefined {
   for (const directory of (process.env.PATH ?? '').split(delimiter)) {
     // Distributions link a few binaries onto PATH (Debian: /usr/local/bin/initdb -> ...):
     // the real directory holds the rest (pg_basebackup).
-    if (directory !== '' && hasServerBinaries(directory)) return dirname(realpathSync(join(directory, 'initdb')))
+    if (directory !== '' && hasServerBinaries(directory))
+      return dirname(realpathSync(join(directory, 'initdb')))
   }
   let versions: string[] = []
   try {
@@ -122,7 +132,13 @@ export class PgCluster {
   readonly binDir: string
   private readonly account: RunAs | undefined
 
-  constructor(init: { dir: string; dataDir: string; port: number; binDir: string; account: RunAs | undefined }) {
+  constructor(init: {
+    dir: string
+    dataDir: string
+    port: number
+    binDir: string
+    account: RunAs | undefined
+  }) {
     this.dir = init.dir
     this.dataDir = init.dataDir
     this.port = init.port
@@ -162,7 +178,18 @@ export class PgCluster {
     let lastError: unknown
     for (let attempt = 0; attempt < 20; attempt++) {
       try {
-        await this.exec('pg_ctl', ['-D', this.dataDir, '-l', join(this.dir, 'server.log'), '-w', '-t', '60', '-o', options, 'start'])
+        await this.exec('pg_ctl', [
+          '-D',
+          this.dataDir,
+          '-l',
+          join(this.dir, 'server.log'),
+          '-w',
+          '-t',
+          '60',
+          '-o',
+          options,
+          'start',
+        ])
         return
       } catch (error) {
         lastError = error
@@ -214,8 +241,19 @@ export class PgCluster {
   async createStandby(applicationName: string): Promise<PgCluster> {
     const standby = await allocate(this.binDir, this.account)
     await this.exec('pg_basebackup', [
-      '-h', '127.0.0.1', '-p', String(this.port), '-U', TEST_USER,
-      '-D', standby.dataDir, '-R', '-X', 'stream', '-c', 'fast',
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(this.port),
+      '-U',
+      TEST_USER,
+      '-D',
+      standby.dataDir,
+      '-R',
+      '-X',
+      'stream',
+      '-c',
+      'fast',
     ])
     await appendFile(
       join(standby.dataDir, 'postgresql.auto.conf'),
@@ -248,8 +286,16 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<P
   if (binDir === undefined) throw new Error(pgUnavailableReason())
   const cluster = await allocate(binDir, await serverAccount())
   await cluster.exec('initdb', [
-    '-D', cluster.dataDir, '-U', TEST_USER, '--auth=trust', '-E', 'UTF8', '--locale=C',
-    '--no-sync', '--no-instructions',
+    '-D',
+    cluster.dataDir,
+    '-U',
+    TEST_USER,
+    '--auth=trust',
+    '-E',
+    'UTF8',
+    '--locale=C',
+    '--no-sync',
+    '--no-instructions',
   ])
   writeFileSync(
     join(cluster.dataDir, 'pg_hba.conf'),

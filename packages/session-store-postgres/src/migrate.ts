@@ -50,7 +50,10 @@ function problemError(problem: SchemaProblem, target: ConnectionTarget): Session
  * Applies every pending migration in ONE transaction under a transaction-scoped advisory
  * lock: concurrent runs serialize, and a failure leaves the schema as it was.
  */
-export async function migrateWithClient(client: PoolClient, target: ConnectionTarget): Promise<MigrationReport> {
+export async function migrateWithClient(
+  client: PoolClient,
+  target: ConnectionTarget,
+): Promise<MigrationReport> {
   await client.query('BEGIN')
   try {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY])
@@ -59,11 +62,10 @@ export async function migrateWithClient(client: PoolClient, target: ConnectionTa
     if ('problem' in plan) throw problemError(plan.problem, target)
     for (const migration of plan.pending) {
       await client.query(migration.sql)
-      await client.query('INSERT INTO ledger_schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [
-        migration.version,
-        migration.name,
-        migrationChecksum(migration),
-      ])
+      await client.query(
+        'INSERT INTO ledger_schema_migrations (version, name, checksum) VALUES ($1, $2, $3)',
+        [migration.version, migration.name, migrationChecksum(migration)],
+      )
     }
     await client.query('COMMIT')
     return { applied: plan.pending.map((migration) => migration.version), version: SCHEMA_VERSION }

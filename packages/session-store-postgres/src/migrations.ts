@@ -83,7 +83,12 @@ export interface AppliedMigration {
 /** Why `migrate` or `open` refused a database. */
 export type SchemaProblem =
   | { readonly kind: 'too-new'; readonly found: number; readonly known: number }
-  | { readonly kind: 'edited'; readonly version: number; readonly recorded: string; readonly expected: string }
+  | {
+      readonly kind: 'edited'
+      readonly version: number
+      readonly recorded: string
+      readonly expected: string
+    }
   | { readonly kind: 'behind'; readonly found: number; readonly known: number }
 
 /**
@@ -98,7 +103,13 @@ export function planMigrations(
   for (const row of applied) {
     const migration = known.get(row.version)
     if (migration === undefined) {
-      return { problem: { kind: 'too-new', found: Math.max(...applied.map((a) => a.version)), known: SCHEMA_VERSION } }
+      return {
+        problem: {
+          kind: 'too-new',
+          found: Math.max(...applied.map((a) => a.version)),
+          known: SCHEMA_VERSION,
+        },
+      }
     }
     const expected = migrationChecksum(migration)
     if (row.checksum !== expected) {

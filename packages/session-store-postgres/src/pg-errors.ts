@@ -95,9 +95,13 @@ export function isConnectionLoss(error: unknown): boolean {
 /** Whether the error happened before the server ever answered (refused, DNS, login failure). */
 function isConnectFailure(error: unknown): boolean {
   const state = sqlstate(error)
-  if (state !== undefined) return state.startsWith('08') || state.startsWith('28') || state === '3D000' || state === '57P03'
+  if (state !== undefined)
+    return state.startsWith('08') || state.startsWith('28') || state === '3D000' || state === '57P03'
   const code = (error as { code?: unknown } | null)?.code
-  return typeof code === 'string' && ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code)
+  return (
+    typeof code === 'string' &&
+    ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code)
+  )
 }
 
 /** Context of one failing call, for the message. */
@@ -131,7 +135,11 @@ export function toStoreError(error: unknown, context: FailureContext): SessionSt
       ...base,
       code: SessionStoreErrorCode.BACKEND_FAILED,
       message: `${context.action}: cannot connect to PostgreSQL at ${context.target.host}:${context.target.port}, database "${context.target.database}" as "${context.target.user}": ${messageOf(error)}`,
-      details: { reason: PostgresFailureReason.CONNECTION_FAILED, ...context.target, ...(state === undefined ? {} : { sqlstate: state }) },
+      details: {
+        reason: PostgresFailureReason.CONNECTION_FAILED,
+        ...context.target,
+        ...(state === undefined ? {} : { sqlstate: state }),
+      },
     })
   }
   if (state === '57014') {
@@ -147,10 +155,14 @@ export function toStoreError(error: unknown, context: FailureContext): SessionSt
       ...base,
       code: SessionStoreErrorCode.BACKEND_FAILED,
       message: `${context.action}: the connection to PostgreSQL at ${where} was lost: ${messageOf(error)}`,
-      details: { reason: PostgresFailureReason.CONNECTION_LOST, ...(state === undefined ? {} : { sqlstate: state }) },
+      details: {
+        reason: PostgresFailureReason.CONNECTION_LOST,
+        ...(state === undefined ? {} : { sqlstate: state }),
+      },
     })
   }
-  const hint = state === '42P01' ? ' (the schema is missing: run `agent-ledger db migrate --store <url>`)' : ''
+  const hint =
+    state === '42P01' ? ' (the schema is missing: run `agent-ledger db migrate --store <url>`)' : ''
   return new SessionStoreError({
     ...base,
     code: SessionStoreErrorCode.BACKEND_FAILED,

@@ -28,7 +28,8 @@ export async function setup(project: TestProject): Promise<void> {
   }
   const reason = pgUnavailableReason()
   if (reason !== undefined) {
-    if (process.env.CI === 'true') throw new Error(`PostgreSQL tests cannot be skipped under CI=true: ${reason}`)
+    if (process.env.CI === 'true')
+      throw new Error(`PostgreSQL tests cannot be skipped under CI=true: ${reason}`)
     console.warn(`session-store-postgres: skipping the PostgreSQL suites: ${reason}`)
     project.provide('pgUrl', null)
     project.provide('pgSkipReason', reason)

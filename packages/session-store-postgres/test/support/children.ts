@@ -21,9 +21,13 @@ const script = fileURLToPath(new URL('../fixtures/worker.ts', import.meta.url))
 
 /** Starts a worker with `args` (see test/fixtures/worker.ts). */
 export function startWorker(args: readonly string[]): Worker {
-  const child = spawn(process.execPath, ['--conditions=@agent-ledger/source', '--import', tsxLoader, script, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  const child = spawn(
+    process.execPath,
+    ['--conditions=@agent-ledger/source', '--import', tsxLoader, script, ...args],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
   const lines: string[] = []
   const listeners = new Set<() => void>()
   let stderr = ''
@@ -58,7 +62,11 @@ export function startWorker(args: readonly string[]): Worker {
             resolve(found)
           } else if (child.exitCode !== null || child.signalCode !== null) {
             listeners.delete(check)
-            reject(new Error(`worker exited (${String(child.exitCode)}) before the expected line; stderr: ${stderr}`))
+            reject(
+              new Error(
+                `worker exited (${String(child.exitCode)}) before the expected line; stderr: ${stderr}`,
+              ),
+            )
           }
         }
         listeners.add(check)

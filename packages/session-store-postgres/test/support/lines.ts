@@ -62,4 +62,3 @@ export function createRequest(
 export function sessionId(prefix = 's'): string {
   return `${prefix}-${randomBytes(5).toString('hex')}`
 }
-

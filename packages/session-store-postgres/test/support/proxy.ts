@@ -65,6 +65,8 @@ export class ReplyDroppingProxy {
 
   async stop(): Promise<void> {
     for (const socket of this.sockets) socket.destroy()
-    await new Promise<void>((resolve) => (this.server === undefined ? resolve() : this.server.close(() => resolve())))
+    await new Promise<void>((resolve) =>
+      this.server === undefined ? resolve() : this.server.close(() => resolve()),
+    )
   }
 }

@@ -20,7 +20,11 @@ export class FlushStream {
   readonly stopped: Promise<unknown>
   private readonly waiters: { count: number; resolve: () => void }[] = []
 
-  constructor(backend: PostgresBackend, lease: WriterLease, start: { nextSeq: number; linesPerFlush: number }) {
+  constructor(
+    backend: PostgresBackend,
+    lease: WriterLease,
+    start: { nextSeq: number; linesPerFlush: number },
+  ) {
     this.stopped = (async () => {
       let nextSeq = start.nextSeq
       for (let counter = 0; ; counter++) {
