@@ -84,7 +84,7 @@ export interface MemoryTestHooks {
   failNextAppend(outcome: { readonly landed: boolean }): void
   /** Replaces the stored line of event `seq` (to simulate damage), or the header when `seq` is -1. */
   corruptLine(id: string, seq: number, line: string): void
-  /** Removes stored event lines from `fromSeq` on, keeping the head unchanged (a backend that lost data). */
+  /** Removes stored event lines from `fromSeq` on, keeping the head's `lastCrc` and batch id (a backend that lost data). */
   dropLinesFrom(id: string, fromSeq: number): void
 }
 
@@ -98,8 +98,17 @@ export interface MemoryBackendOptions {
    * the returned backend, so leases never expire by themselves.
    */
   readonly now?: (() => number) | undefined
-  /** Offer the server-side `fork` capability. Default true. */
-  readonly serverFork?: boolean | undefined
+  /**
+   * Which optional capabilities to offer (all by default): turn some off to exercise the
+   * core's fallbacks (client-side fork, polling follow).
+   */
+  readonly offer?:
+    | {
+        readonly follow?: boolean | undefined
+        readonly fork?: boolean | undefined
+        readonly checkpoints?: boolean | undefined
+      }
+    | undefined
 }
 
 /** The memory backend: a {@link SessionBackend} plus its storage and test hooks. */
@@ -108,6 +117,15 @@ export interface MemoryBackend extends SessionBackend {
   readonly testHooks: MemoryTestHooks
   /** Moves the default logical clock forward (no effect with an injected `now`). */
   advance(ms: number): void
+}
+
+/** Runs `run`, turning a synchronous throw into a rejection (the port's methods never throw synchronously). */
+function attempt<T>(run: () => T): Promise<T> {
+  try {
+    return Promise.resolve(run())
+  } catch (error) {
+    return Promise.reject(error instanceof Error ? error : new Error(String(error)))
+  }
 }
 
 function isoOf(ms: number): string {
@@ -197,19 +215,33 @@ class MemoryBackendImpl implements MemoryBackend {
       },
     }
     this.testHooks = hooks
+    const offer = options.offer ?? {}
     this.capabilities = {
-      follow: { waitForAppend: (id, waitOptions) => this.#waitForAppend(id, waitOptions) },
-      checkpoints: {
-        getCheckpoint: (id) => Promise.resolve(this.#session(id).checkpoint),
-        putCheckpoint: (lease, record) => {
-          this.#open()
-          this.#assertSpace('store a checkpoint')
-          this.#assertLease(lease)
-          this.#session(lease.sessionId).checkpoint = record
-          return Promise.resolve()
-        },
-      },
-      ...(options.serverFork === false
+      ...(offer.follow === false
+        ? {}
+        : {
+            follow: {
+              waitForAppend: (id: string, waitOptions: { readonly nextSeq: number } & SignalOptions) =>
+                this.#waitForAppend(id, waitOptions),
+            },
+          }),
+      ...(offer.checkpoints === false
+        ? {}
+        : {
+            checkpoints: {
+              getCheckpoint: (id: string) => {
+                this.#open()
+                return Promise.resolve(this.#session(id).checkpoint)
+              },
+              putCheckpoint: (lease: WriterLease, record: CheckpointRecord) => {
+                this.#open()
+                this.#assertSpace('store a checkpoint')
+                this.#assertLease(lease).checkpoint = record
+                return Promise.resolve()
+              },
+            },
+          }),
+      ...(offer.fork === false
         ? {}
         : { fork: { fork: (request: ServerForkRequest) => this.#fork(request) } }),
     }
@@ -293,118 +325,128 @@ class MemoryBackendImpl implements MemoryBackend {
   }
 
   create(request: CreateRequest): Promise<void> {
-    this.#open()
-    throwIfAborted(request.signal, `Creating session ${request.id}`)
-    this.#assertAbsent(request.id)
-    this.#assertSpace(`create session ${request.id}`)
-    this.#insert(request, request.lines)
-    return Promise.resolve()
+    return attempt(() => {
+      this.#open()
+      throwIfAborted(request.signal, `Creating session ${request.id}`)
+      this.#assertAbsent(request.id)
+      this.#assertSpace(`create session ${request.id}`)
+      this.#insert(request, request.lines)
+      return undefined
+    })
   }
 
   #fork(request: ServerForkRequest): Promise<void> {
-    this.#open()
-    const { child } = request
-    throwIfAborted(request.signal, `Forking session ${request.parentId} into ${child.id}`)
-    const parent = this.#session(request.parentId)
-    this.#assertAbsent(child.id)
-    const boundary = parent.lines[request.boundarySeq]
-    if (boundary === undefined || !boundary.endsWith(`,"crc":"${request.boundaryCrc}"}`)) {
-      throw new SessionStoreError({
-        code: SessionStoreErrorCode.CONFLICT,
-        sessionId: request.parentId,
-        message: `Cannot fork ${request.parentId} at seq ${request.boundarySeq}: expected its line to carry crc ${request.boundaryCrc}, found ${boundary === undefined ? 'no such line' : 'another line'}.`,
-        details: { expected: request.boundaryCrc },
-      })
-    }
-    this.#assertSpace(`fork session ${request.parentId}`)
-    this.#insert(child, [...parent.lines.slice(0, request.boundarySeq + 1), ...child.lines])
-    return Promise.resolve()
+    return attempt(() => {
+      this.#open()
+      const { child } = request
+      throwIfAborted(request.signal, `Forking session ${request.parentId} into ${child.id}`)
+      const parent = this.#session(request.parentId)
+      this.#assertAbsent(child.id)
+      const boundary = parent.lines[request.boundarySeq]
+      if (boundary === undefined || !boundary.endsWith(`,"crc":"${request.boundaryCrc}"}`)) {
+        throw new SessionStoreError({
+          code: SessionStoreErrorCode.CONFLICT,
+          sessionId: request.parentId,
+          message: `Cannot fork ${request.parentId} at seq ${request.boundarySeq}: expected its line to carry crc ${request.boundaryCrc}, found ${boundary === undefined ? 'no such line' : 'another line'}.`,
+          details: { expected: request.boundaryCrc },
+        })
+      }
+      this.#assertSpace(`fork session ${request.parentId}`)
+      this.#insert(child, [...parent.lines.slice(0, request.boundarySeq + 1), ...child.lines])
+      return undefined
+    })
   }
 
   acquire(id: string, options: AcquireOptions): Promise<AcquireResult> {
-    this.#open()
-    throwIfAborted(options.signal, `Acquiring session ${id}`)
-    const session = this.#session(id)
-    if (!Number.isSafeInteger(options.leaseMs) || options.leaseMs <= 0) {
-      throw new SessionStoreError({
-        code: SessionStoreErrorCode.INVALID_OPTION,
+    return attempt(() => {
+      this.#open()
+      throwIfAborted(options.signal, `Acquiring session ${id}`)
+      const session = this.#session(id)
+      if (!Number.isSafeInteger(options.leaseMs) || options.leaseMs <= 0) {
+        throw new SessionStoreError({
+          code: SessionStoreErrorCode.INVALID_OPTION,
+          sessionId: id,
+          message: `Lease length must be a positive integer of milliseconds, found ${String(options.leaseMs)}.`,
+          details: { option: 'leaseMs' },
+        })
+      }
+      const now = this.#now()
+      const live = session.owner !== null && session.leaseUntil > now
+      if (live && session.owner !== options.owner && options.takeover !== true) {
+        throw new SessionStoreError({
+          code: SessionStoreErrorCode.SESSION_LOCKED,
+          sessionId: id,
+          message: `Session ${id} is being written by ${session.owner ?? 'unknown'} until ${isoOf(session.leaseUntil)}: expected no live lease; wait, or take over if that writer is dead.`,
+          details: { holder: session.owner, expiresAt: isoOf(session.leaseUntil) },
+        })
+      }
+      this.#assertSpace(`acquire session ${id}`)
+      session.epoch += 1
+      session.owner = options.owner
+      session.leaseMs = options.leaseMs
+      session.leaseUntil = now + options.leaseMs
+      const lease: WriterLease = {
         sessionId: id,
-        message: `Lease length must be a positive integer of milliseconds, found ${String(options.leaseMs)}.`,
-        details: { option: 'leaseMs' },
-      })
-    }
-    const now = this.#now()
-    const live = session.owner !== null && session.leaseUntil > now
-    if (live && session.owner !== options.owner && options.takeover !== true) {
-      throw new SessionStoreError({
-        code: SessionStoreErrorCode.SESSION_LOCKED,
-        sessionId: id,
-        message: `Session ${id} is being written by ${session.owner ?? 'unknown'} until ${isoOf(session.leaseUntil)}: expected no live lease; wait, or take over if that writer is dead.`,
-        details: { holder: session.owner, expiresAt: isoOf(session.leaseUntil) },
-      })
-    }
-    this.#assertSpace(`acquire session ${id}`)
-    session.epoch += 1
-    session.owner = options.owner
-    session.leaseMs = options.leaseMs
-    session.leaseUntil = now + options.leaseMs
-    const lease: WriterLease = {
-      sessionId: id,
-      owner: options.owner,
-      epoch: session.epoch,
-      expiresAt: isoOf(session.leaseUntil),
-    }
-    return Promise.resolve({ lease, head: this.#head(session), repaired: [] })
+        owner: options.owner,
+        epoch: session.epoch,
+        expiresAt: isoOf(session.leaseUntil),
+      }
+      return { lease, head: this.#head(session), repaired: [] }
+    })
   }
 
   append(lease: WriterLease, batch: AppendBatch): Promise<void> {
-    this.#open()
-    throwIfAborted(batch.signal, `Appending to session ${lease.sessionId}`)
-    const session = this.#assertLease(lease)
-    const found = session.lines.length
-    if (found !== batch.expectedSeq) {
-      throw new SessionStoreError({
-        code: SessionStoreErrorCode.CONFLICT,
-        sessionId: lease.sessionId,
-        message: `Cannot append to session ${lease.sessionId}: expected the next seq to be ${batch.expectedSeq}, found ${found}; nothing was written.`,
-        details: { expected: batch.expectedSeq, found },
-      })
-    }
-    if (batch.lines.length === 0) {
-      throw new SessionStoreError({
-        code: SessionStoreErrorCode.INVALID_OPTION,
-        sessionId: lease.sessionId,
-        message: `Cannot append to session ${lease.sessionId}: expected at least one line, found none.`,
-        details: { option: 'lines' },
-      })
-    }
-    this.#assertSpace(`append to session ${lease.sessionId}`)
-    const fault = this.#nextAppendFault
-    this.#nextAppendFault = null
-    if (fault === null || fault.landed) {
-      session.lines.push(...batch.lines)
-      session.lastCrc = batch.lastCrc
-      session.lastBatchId = batch.batchId
-      session.updatedAt = this.#now()
-      this.#wake(lease.sessionId)
-    }
-    if (fault !== null) {
-      throw new SessionStoreError({
-        code: SessionStoreErrorCode.UNKNOWN_OUTCOME,
-        sessionId: lease.sessionId,
-        message: `Append of batch ${batch.batchId} to session ${lease.sessionId} has an unknown outcome (test hook); resolve it with head().lastBatchId.`,
-        details: { batchId: batch.batchId },
-      })
-    }
-    return Promise.resolve()
+    return attempt(() => {
+      this.#open()
+      throwIfAborted(batch.signal, `Appending to session ${lease.sessionId}`)
+      const session = this.#assertLease(lease)
+      const found = session.lines.length
+      if (found !== batch.expectedSeq) {
+        throw new SessionStoreError({
+          code: SessionStoreErrorCode.CONFLICT,
+          sessionId: lease.sessionId,
+          message: `Cannot append to session ${lease.sessionId}: expected the next seq to be ${batch.expectedSeq}, found ${found}; nothing was written.`,
+          details: { expected: batch.expectedSeq, found },
+        })
+      }
+      if (batch.lines.length === 0) {
+        throw new SessionStoreError({
+          code: SessionStoreErrorCode.INVALID_OPTION,
+          sessionId: lease.sessionId,
+          message: `Cannot append to session ${lease.sessionId}: expected at least one line, found none.`,
+          details: { option: 'lines' },
+        })
+      }
+      this.#assertSpace(`append to session ${lease.sessionId}`)
+      const fault = this.#nextAppendFault
+      this.#nextAppendFault = null
+      if (fault === null || fault.landed) {
+        session.lines.push(...batch.lines)
+        session.lastCrc = batch.lastCrc
+        session.lastBatchId = batch.batchId
+        session.updatedAt = this.#now()
+        this.#wake(lease.sessionId)
+      }
+      if (fault !== null) {
+        throw new SessionStoreError({
+          code: SessionStoreErrorCode.UNKNOWN_OUTCOME,
+          sessionId: lease.sessionId,
+          message: `Append of batch ${batch.batchId} to session ${lease.sessionId} has an unknown outcome (test hook); resolve it with head().lastBatchId.`,
+          details: { batchId: batch.batchId },
+        })
+      }
+      return undefined
+    })
   }
 
   renew(lease: WriterLease): Promise<WriterLease> {
-    this.#open()
-    const session = this.#assertLease(lease)
-    session.leaseUntil = this.#now() + session.leaseMs
-    session.owner = lease.owner
-    return Promise.resolve({ ...lease, expiresAt: isoOf(session.leaseUntil) })
+    return attempt(() => {
+      this.#open()
+      const session = this.#assertLease(lease)
+      session.leaseUntil = this.#now() + session.leaseMs
+      session.owner = lease.owner
+      return { ...lease, expiresAt: isoOf(session.leaseUntil) }
+    })
   }
 
   release(lease: WriterLease): Promise<void> {
@@ -429,15 +471,19 @@ class MemoryBackendImpl implements MemoryBackend {
   }
 
   head(id: string, options?: SignalOptions): Promise<SessionHead> {
-    this.#open()
-    throwIfAborted(options?.signal, `Reading the head of session ${id}`)
-    return Promise.resolve(this.#head(this.#session(id)))
+    return attempt(() => {
+      this.#open()
+      throwIfAborted(options?.signal, `Reading the head of session ${id}`)
+      return this.#head(this.#session(id))
+    })
   }
 
   readHeader(id: string, options?: SignalOptions): Promise<StoredHeader> {
-    this.#open()
-    throwIfAborted(options?.signal, `Reading the header of session ${id}`)
-    return Promise.resolve({ line: this.#session(id).headerLine })
+    return attempt(() => {
+      this.#open()
+      throwIfAborted(options?.signal, `Reading the header of session ${id}`)
+      return { line: this.#session(id).headerLine }
+    })
   }
 
   // Memory needs no await; the port's read is async for every other backend.
@@ -457,42 +503,44 @@ class MemoryBackendImpl implements MemoryBackend {
   }
 
   list(query: ListQuery): Promise<ListPage> {
-    this.#open()
-    throwIfAborted(query.signal, 'Listing sessions')
-    if (!Number.isSafeInteger(query.limit) || query.limit <= 0) {
-      throw new SessionStoreError({
-        code: SessionStoreErrorCode.INVALID_OPTION,
-        message: `List limit must be a positive integer, found ${String(query.limit)}.`,
-        details: { option: 'limit' },
-      })
-    }
-    const cursor = query.cursor === undefined ? undefined : parseCursor(query.cursor)
-    const filter = query.filter ?? {}
-    const since = filter.updatedSince === undefined ? undefined : Date.parse(filter.updatedSince)
-    const matching = [...this.#sessions.values()]
-      .filter(
-        (session) =>
-          (filter.cwd === undefined || session.cwd === filter.cwd) &&
-          (filter.parentSession === undefined || session.parentSession === filter.parentSession) &&
-          (since === undefined || session.updatedAt >= since) &&
-          (cursor === undefined ||
-            (!before(session, cursor) && !(session.updatedAt === cursor.u && session.id === cursor.i))),
-      )
-      .sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-    const page = matching.slice(0, query.limit)
-    const entries: ListEntry[] = page.map((session) => ({
-      id: session.id,
-      headerLine: session.headerLine,
-      nextSeq: session.lines.length,
-      updatedAt: isoOf(session.updatedAt),
-    }))
-    const last = page.at(-1)
-    return Promise.resolve({
-      entries,
-      cursor:
-        matching.length > page.length && last !== undefined
-          ? JSON.stringify({ u: last.updatedAt, i: last.id })
-          : null,
+    return attempt(() => {
+      this.#open()
+      throwIfAborted(query.signal, 'Listing sessions')
+      if (!Number.isSafeInteger(query.limit) || query.limit <= 0) {
+        throw new SessionStoreError({
+          code: SessionStoreErrorCode.INVALID_OPTION,
+          message: `List limit must be a positive integer, found ${String(query.limit)}.`,
+          details: { option: 'limit' },
+        })
+      }
+      const cursor = query.cursor === undefined ? undefined : parseCursor(query.cursor)
+      const filter = query.filter ?? {}
+      const since = filter.updatedSince === undefined ? undefined : Date.parse(filter.updatedSince)
+      const matching = [...this.#sessions.values()]
+        .filter(
+          (session) =>
+            (filter.cwd === undefined || session.cwd === filter.cwd) &&
+            (filter.parentSession === undefined || session.parentSession === filter.parentSession) &&
+            (since === undefined || session.updatedAt >= since) &&
+            (cursor === undefined ||
+              (!before(session, cursor) && !(session.updatedAt === cursor.u && session.id === cursor.i))),
+        )
+        .sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      const page = matching.slice(0, query.limit)
+      const entries: ListEntry[] = page.map((session) => ({
+        id: session.id,
+        headerLine: session.headerLine,
+        nextSeq: session.lines.length,
+        updatedAt: isoOf(session.updatedAt),
+      }))
+      const last = page.at(-1)
+      return {
+        entries,
+        cursor:
+          matching.length > page.length && last !== undefined
+            ? JSON.stringify({ u: last.updatedAt, i: last.id })
+            : null,
+      }
     })
   }
 

@@ -1,0 +1,152 @@
+import { describe, expect, it } from 'vitest'
+
+import { crc32c, lineCrc, verifyLineChecksum } from '../src/index.ts'
+import { encodeEvent, DEFAULT_LIMITS } from '../src/event-codec.ts'
+import { buildHeader, parseHeaderLine } from '../src/header.ts'
+import { checksumJson, decodeLine, utf8 } from '../src/line-codec.ts'
+import { coreEventRegistry } from '@agent-ledger/session-events'
+
+const bytes = utf8
+
+// Lines copied from packages/session-store-jsonl/FORMAT.md (sections 3-5): the spec's own bytes.
+const FORMAT_HEADER =
+  '{"format":"agent-ledger.session","version":4,"id":"demo-1","createdAt":"2026-01-01T00:00:00.000Z","cwd":"/home/me/project","integrity":"crc32c","crc":"645ca330"}'
+const FORMAT_WORKED =
+  '{"seq":0,"time":"2026-01-01T00:00:00.000Z","type":"turn/start","data":{"turn":1},"crc":"79ea275d"}'
+const FORMAT_TOOL_RESULT =
+  '{"seq":4,"time":"2026-01-01T00:00:05.000Z","type":"tool/result","data":{"message":{"role":"tool","tool_call_id":"call_1","content":"README.md\\nsrc/"}},"sourceEventSeqs":[3],"crc":"8ea84ff7"}'
+
+describe('crc32c (pure, slicing-by-8)', () => {
+  it('gives the CRC-32C check value e3069283 for "123456789" (FORMAT.md section 5)', () => {
+    expect(crc32c(bytes('123456789')).toString(16)).toBe('e3069283')
+  })
+
+  it('agrees with the bit-by-bit definition on every length 0..300 and every alignment', () => {
+    const slow = (input: Uint8Array): number => {
+      let crc = 0xffffffff
+      for (const byte of input) {
+        crc ^= byte
+        for (let bit = 0; bit < 8; bit += 1) crc = crc & 1 ? (crc >>> 1) ^ 0x82f63b78 : crc >>> 1
+      }
+      return (crc ^ 0xffffffff) >>> 0
+    }
+    const buffer = new Uint8Array(310)
+    for (let index = 0; index < buffer.length; index += 1) buffer[index] = (index * 151 + 7) & 0xff
+    for (let length = 0; length <= 300; length += 1) {
+      const slice = buffer.subarray(length % 8, (length % 8) + length)
+      expect(crc32c(slice)).toBe(slow(slice))
+    }
+  })
+})
+
+describe('line codec: the exact bytes of FORMAT.md', () => {
+  it('checks the spec lines and reads their crc', () => {
+    for (const line of [FORMAT_HEADER, FORMAT_WORKED, FORMAT_TOOL_RESULT]) {
+      expect(verifyLineChecksum(line, crc32c)).toBe(true)
+    }
+    expect(lineCrc(FORMAT_WORKED)).toBe('79ea275d')
+    expect(lineCrc('{"seq":0}')).toBeNull()
+  })
+
+  it('encodes events to the spec bytes, canonical member order whatever the input order', () => {
+    const encoded = encodeEvent(
+      { data: { turn: 1 }, type: 'turn/start' },
+      { seq: 0, time: '2026-01-01T00:00:00.000Z' },
+      { sessionId: 'demo-1', registry: coreEventRegistry, limits: DEFAULT_LIMITS, crc32c },
+    )
+    expect(encoded.line).toBe(FORMAT_WORKED)
+    expect(encoded.crc).toBe('79ea275d')
+    expect(encoded.byteLength).toBe(bytes(FORMAT_WORKED).length)
+    const toolResult = encodeEvent(
+      {
+        sourceEventSeqs: [3],
+        type: 'tool/result',
+        data: { message: { role: 'tool', tool_call_id: 'call_1', content: 'README.md\nsrc/' } },
+      },
+      { seq: 4, time: '2026-01-01T00:00:05.000Z' },
+      { sessionId: 'demo-1', registry: coreEventRegistry, limits: DEFAULT_LIMITS, crc32c },
+    )
+    expect(toolResult.line).toBe(FORMAT_TOOL_RESULT)
+  })
+
+  it('builds the spec header and parses it back', () => {
+    const built = buildHeader(
+      { cwd: '/home/me/project' },
+      { id: 'demo-1', createdAt: '2026-01-01T00:00:00.000Z', limits: DEFAULT_LIMITS, crc32c },
+    )
+    expect(built.line).toBe(FORMAT_HEADER)
+    const parsed = parseHeaderLine(FORMAT_HEADER, { expectedId: 'demo-1', maxDepth: 256, crc32c })
+    expect(parsed.cwd).toBe('/home/me/project')
+    expect(Object.hasOwn(parsed, 'crc')).toBe(false)
+  })
+
+  it('hashes non-ASCII text as UTF-8 (byte length, not UTF-16 length)', () => {
+    const encoded = checksumJson('{"text":"héllo ✓ 𝄞"}', crc32c)
+    expect(encoded.byteLength).toBe(bytes(encoded.line).length)
+    expect(verifyLineChecksum(encoded.line, crc32c)).toBe(true)
+    expect(verifyLineChecksum(encoded.line.replace('é', 'e'), crc32c)).toBe(false)
+  })
+
+  it('keeps an own __proto__ member as data', () => {
+    const line = checksumJson('{"seq":0,"data":{"__proto__":{"x":1}}}', crc32c).line
+    const decoded = decodeLine(line, { maxLineLength: 1000, maxDepth: 10, crc32c })
+    expect(decoded.ok).toBe(true)
+    if (!decoded.ok) return
+    const data = decoded.value['data'] as Record<string, unknown>
+    expect(Object.hasOwn(data, '__proto__')).toBe(true)
+    expect(Object.getPrototypeOf(data)).toBe(Object.prototype)
+  })
+
+  it('reports each failed per-line check in order', () => {
+    const limits = { maxLineLength: 200, maxDepth: 3, crc32c }
+    expect(decodeLine('x'.repeat(201), limits)).toMatchObject({ ok: false, reason: 'too-large' })
+    expect(decodeLine('{"a":[[[[1]]]]}', limits)).toMatchObject({ ok: false, reason: 'too-deep' })
+    expect(decodeLine('{"a":', limits)).toMatchObject({ ok: false, reason: 'json' })
+    expect(decodeLine('[1]', limits)).toMatchObject({ ok: false, reason: 'not-object' })
+    expect(decodeLine(FORMAT_WORKED.replace('"turn":1', '"turn":2'), limits)).toMatchObject({
+      ok: false,
+      reason: 'checksum',
+      seq: 0,
+    })
+  })
+})
+
+describe('header checks', () => {
+  const options = { expectedId: 'demo-1', maxDepth: 256, crc32c }
+
+  it('refuses a newer version before the checksum, naming both versions', () => {
+    const newer = FORMAT_HEADER.replace('"version":4', '"version":5')
+    expect(() => parseHeaderLine(newer, options)).toThrow(
+      expect.objectContaining({ code: 'VERSION_TOO_NEW', details: { expected: 4, found: 5 } }),
+    )
+  })
+
+  it('refuses a damaged header, another id, and a missing integrity scheme', () => {
+    expect(() => parseHeaderLine(FORMAT_HEADER.replace('demo-1', 'demo-2'), options)).toThrow(
+      expect.objectContaining({ code: 'INVALID_HEADER', details: { reason: 'checksum' } }),
+    )
+    expect(() => parseHeaderLine(FORMAT_HEADER, { ...options, expectedId: 'demo-9' })).toThrow(
+      expect.objectContaining({
+        code: 'HEADER_ID_MISMATCH',
+        details: { expected: 'demo-9', found: 'demo-1' },
+      }),
+    )
+    const noIntegrity = checksumJson(
+      '{"format":"agent-ledger.session","version":4,"id":"demo-1","createdAt":"2026-01-01T00:00:00.000Z"}',
+      crc32c,
+    ).line
+    expect(() => parseHeaderLine(noIntegrity, options)).toThrow(
+      expect.objectContaining({ code: 'INVALID_HEADER' }),
+    )
+  })
+
+  it('refuses header input naming another id or a bad field, naming the field', () => {
+    const context = { id: 'demo-1', createdAt: '2026-01-01T00:00:00.000Z', limits: DEFAULT_LIMITS, crc32c }
+    expect(() => buildHeader({ id: 'other' }, context)).toThrow(
+      expect.objectContaining({ code: 'INVALID_HEADER', details: { field: 'id' } }),
+    )
+    expect(() => buildHeader({ delegationDepth: -1 }, context)).toThrow(
+      expect.objectContaining({ code: 'INVALID_HEADER', details: { field: 'delegationDepth' } }),
+    )
+  })
+})
