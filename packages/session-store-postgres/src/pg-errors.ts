@@ -55,6 +55,16 @@ export function describeTarget(connectionString: string): ConnectionTarget {
   }
 }
 
+/**
+ * `user@host:port/database` of a connection string, for messages and logs: never the password.
+ *
+ * @param connectionString - A `postgres://` URL.
+ * @returns The printable target.
+ */
+export function describeConnection(connectionString: string): string {
+  return targetText(describeTarget(connectionString))
+}
+
 /** `user@host:port/database`, for messages. */
 export function targetText(target: ConnectionTarget): string {
   return `${target.user === '' ? '' : `${target.user}@`}${target.host}:${target.port}/${target.database}`
