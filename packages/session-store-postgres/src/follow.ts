@@ -72,7 +72,12 @@ export class AppendListener {
    */
   async wait(
     id: string,
-    options: { readonly nextSeq: number; readonly check: () => Promise<boolean> } & SignalOptions,
+    options: {
+      readonly nextSeq: number
+      readonly check: () => Promise<boolean>
+      /** Wake up after this long anyway (a missed notification costs at most this much latency). */
+      readonly pollMs: number
+    } & SignalOptions,
   ): Promise<void> {
     const signal = options.signal
     if (signal?.aborted === true) throw aborted(id, signal.reason)
@@ -90,10 +95,12 @@ export class AppendListener {
       }
     })
     woken.catch(() => undefined) // an abort during check() is rethrown by `await woken` or dropped after return
+    const poll = setTimeout(() => waiter?.wake(), options.pollMs)
     try {
       if (await options.check()) return
       await woken
     } finally {
+      clearTimeout(poll)
       if (waiter !== undefined) this.waiters.delete(waiter)
       if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort)
     }

@@ -39,11 +39,21 @@ CREATE INDEX ledger_sessions_cwd ON ledger_sessions (cwd, updated_at DESC, sessi
 CREATE INDEX ledger_sessions_parent ON ledger_sessions (parent_session, updated_at DESC, session_id DESC);
 
 CREATE TABLE ledger_events (
-  session_id   text   NOT NULL REFERENCES ledger_sessions (session_id) ON DELETE CASCADE,
+  session_id   text   NOT NULL,
   seq          bigint NOT NULL CHECK (seq >= 0),
   line         text   NOT NULL CHECK (line LIKE '{%,"crc":"________"}'),
   writer_epoch bigint NOT NULL,
   PRIMARY KEY (session_id, seq)
+);
+
+-- Live followers (LISTEN) announce themselves per session: an append sends NOTIFY only when
+-- the session has one, because NOTIFY takes a database-wide lock across commit and would
+-- serialize the commits of every writer.
+CREATE TABLE ledger_followers (
+  session_id text NOT NULL,
+  follower   text NOT NULL,
+  until      timestamptz NOT NULL,
+  PRIMARY KEY (session_id, follower)
 );
 
 CREATE TABLE ledger_checkpoints (

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto'
+
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type {
   AcquireOptions,
@@ -49,6 +51,13 @@ export interface PostgresBackendOptions {
   readonly connectTimeoutMs?: number | undefined
   /** Rows per page when reading a session (default 1000): memory stays bounded by one page. */
   readonly readPageSize?: number | undefined
+  /**
+   * A follower (`capabilities.follow.waitForAppend`) re-reads the head at least this often,
+   * in ms (default 2000), besides waking on NOTIFY: a notification that could not be sent or
+   * received (a follower that joined during an append, a dropped LISTEN connection) costs
+   * at most this much latency.
+   */
+  readonly followPollMs?: number | undefined
   /** Apply pending schema migrations on open (default true); with false, an older schema is refused. */
   readonly migrate?: boolean | undefined
   /** `application_name` shown in `pg_stat_activity` (default `agent-ledger`). */
@@ -61,7 +70,11 @@ const DEFAULTS = {
   commitTimeoutMs: 30_000,
   connectTimeoutMs: 10_000,
   readPageSize: 1000,
+  followPollMs: 2000,
 }
+
+/** How long a follower's announcement lives without a refresh, in seconds (refreshed at half). */
+const FOLLOWER_TTL_SECONDS = 60
 
 function positiveInteger(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback
@@ -86,6 +99,10 @@ export class PostgresBackend implements SessionBackend {
   private closed = false
   /** Sessions with an append whose outcome this instance could not settle: their head is read under the row lock. */
   private readonly unsettled = new Set<string>()
+  private readonly followPollMs: number
+  /** This instance's follower id (ledger_followers) and when each session's announcement was last refreshed (ms). */
+  private readonly followerId = `${process.pid}-${randomBytes(6).toString('hex')}`
+  private readonly announced = new Map<string, number>()
 
   /** Use {@link openPostgresBackend}, which also checks or migrates the schema. */
   constructor(options: PostgresBackendOptions) {
@@ -99,6 +116,7 @@ export class PostgresBackend implements SessionBackend {
       commitTimeoutMs: positiveInteger('commitTimeoutMs', options.commitTimeoutMs, DEFAULTS.commitTimeoutMs),
       readPageSize: positiveInteger('readPageSize', options.readPageSize, DEFAULTS.readPageSize),
     }
+    this.followPollMs = positiveInteger('followPollMs', options.followPollMs, DEFAULTS.followPollMs)
     const connectTimeoutMs = positiveInteger(
       'connectTimeoutMs',
       options.connectTimeoutMs,
@@ -370,10 +388,11 @@ export class PostgresBackend implements SessionBackend {
     let next = options.fromSeq
     while (next <= last) {
       this.checkOpen(action, options.signal)
+      const pageEnd = Math.min(last, next + this.db.settings.readPageSize - 1)
       const page = await this.db.query<{ seq: string; line: string }>(
         this.db.context(action, id),
         sql.READ_PAGE_SQL,
-        [id, next, last, this.db.settings.readPageSize],
+        [id, next, pageEnd],
       )
       for (const row of page.rows) {
         const seq = Number(row.seq)
@@ -381,7 +400,7 @@ export class PostgresBackend implements SessionBackend {
         yield { seq, line: row.line, location: { file: 'ledger_events' } }
         next++
       }
-      if (page.rows.length === 0) throw this.missingRows(id, next, undefined)
+      if (next <= pageEnd) throw this.missingRows(id, next, undefined)
     }
   }
 
@@ -465,15 +484,30 @@ export class PostgresBackend implements SessionBackend {
   ): Promise<void> {
     const action = `wait for appends to session ${id}`
     this.checkOpen(action, options.signal)
+    await this.announceFollower(id, action)
     try {
       await this.listener.wait(id, {
         nextSeq: options.nextSeq,
         signal: options.signal,
+        pollMs: this.followPollMs,
         check: async () => (await this.head(id, options)).nextSeq > options.nextSeq,
       })
     } catch (error) {
       throw toStoreError(error, { ...this.db.context(action, id), connecting: !SessionStoreError.is(error) })
     }
+  }
+
+  /** Announces this instance as a follower of `id` (appends then NOTIFY it); refreshed at half its lifetime. */
+  private async announceFollower(id: string, action: string): Promise<void> {
+    const now = performance.now()
+    const last = this.announced.get(id)
+    if (last !== undefined && now - last < (FOLLOWER_TTL_SECONDS * 1000) / 2) return
+    await this.db.query(this.db.context(action, id), sql.FOLLOWER_SQL, [
+      id,
+      this.followerId,
+      FOLLOWER_TTL_SECONDS,
+    ])
+    this.announced.set(id, now)
   }
 
   private async fork(request: ServerForkRequest): Promise<void> {
@@ -499,6 +533,12 @@ export class PostgresBackend implements SessionBackend {
     if (this.closed) return
     this.closed = true
     await this.listener.close()
+    if (this.announced.size > 0) {
+      // Best effort: a follower that cannot say goodbye expires after FOLLOWER_TTL_SECONDS.
+      await this.db
+        .query(this.db.context('remove this follower'), sql.FOLLOWER_GONE_SQL, [this.followerId])
+        .catch(() => undefined)
+    }
     await this.db.pool.end()
   }
 }

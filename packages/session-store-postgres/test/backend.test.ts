@@ -1,8 +1,9 @@
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type { StoredLine, WriterLease } from '@agent-ledger/session-store'
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { openPostgresBackend, PostgresBackend, PostgresFailureReason } from '../src/index.ts'
+import { APPEND_CHANNEL, openPostgresBackend, PostgresBackend, PostgresFailureReason } from '../src/index.ts'
 import {
   adminUrl,
   createDatabase,
@@ -333,6 +334,55 @@ describe.skipIf(adminUrl === null)(
         expect(await codeOf(pending)).toBe(SessionStoreErrorCode.ABORTED)
       } finally {
         await follower.close()
+      }
+    })
+
+    it('NOTIFY is sent only for a followed session (it serializes commits database-wide); a missed one is caught by the poll', async () => {
+      const followed = sessionId('fol')
+      const quiet = sessionId('quiet')
+      await backend.create(createRequest(followed))
+      await backend.create(createRequest(quiet))
+      const listener = new pg.Client({ connectionString: url })
+      await listener.connect()
+      const heard: string[] = []
+      listener.on('notification', (message) => heard.push(message.payload ?? ''))
+      await listener.query(`LISTEN ${APPEND_CHANNEL}`)
+      const follower = await openPostgresBackend({ connectionString: url, followPollMs: 200 })
+      try {
+        const follow = follower.capabilities.follow
+        if (follow === undefined) throw new Error('follow capability missing')
+        const waiting = follow.waitForAppend(followed, { nextSeq: 0 })
+        for (const id of [quiet, followed]) {
+          const lease = await openWriter(id)
+          const lines = eventLines(0, 2)
+          await backend.append(lease, {
+            expectedSeq: 0,
+            lines,
+            lastCrc: crcOf(lines[1] as string),
+            batchId: `${id}:1`,
+          })
+        }
+        await waiting
+        await follower.head(followed) // a round trip: the notification of the followed append has arrived by now
+        await listener.query('SELECT 1')
+        expect(heard).toEqual([`${followed} 2`])
+        // A follower whose announcement vanished (no NOTIFY) still wakes, by the poll.
+        await sqlOnce(url, 'DELETE FROM ledger_followers')
+        const polled = follow.waitForAppend(quiet, { nextSeq: 2 })
+        await sqlOnce(url, 'DELETE FROM ledger_followers')
+        const lease = await openWriter(quiet)
+        const more = eventLines(2, 1)
+        await backend.append(lease, {
+          expectedSeq: 2,
+          lines: more,
+          lastCrc: crcOf(more[0] as string),
+          batchId: 'q:2',
+        })
+        await polled
+        expect(heard).toEqual([`${followed} 2`])
+      } finally {
+        await follower.close()
+        await listener.end()
       }
     })
 
