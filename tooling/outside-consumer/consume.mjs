@@ -8,6 +8,7 @@ import { parseEvent, SESSION_FORMAT_VERSION } from '@agent-ledger/session-events
 import { createSessionLog } from '@agent-ledger/session-projection'
 import { createSessionStore, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
 import * as cli from '@agent-ledger/cli'
+import { describeConnection, openPostgresBackend, SCHEMA_VERSION } from '@agent-ledger/session-store-postgres'
 
 function check(condition, message) {
   if (!condition) throw new Error(`outside-consumer: ${message}`)
@@ -64,4 +65,15 @@ try {
   rmSync(root, { recursive: true, force: true })
 }
 check(typeof cli.runCli === 'function', 'the cli exports runCli')
+check(SCHEMA_VERSION >= 1, 'the postgres backend has a schema version')
+check(describeConnection('postgres://u:pw@h:5/db') === 'u@h:5/db', 'describeConnection drops the password')
+try {
+  await openPostgresBackend({ connectionString: 'postgres://u:pw@127.0.0.1:1/db', connectTimeoutMs: 2000 })
+  check(false, 'an unreachable postgres server is refused')
+} catch (error) {
+  check(
+    error?.code === 'BACKEND_FAILED' && error.details?.reason === 'CONNECTION_FAILED',
+    `an unreachable postgres server gives CONNECTION_FAILED (${error?.message})`,
+  )
+}
 console.log('outside-consumer: ok')

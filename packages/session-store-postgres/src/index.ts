@@ -10,7 +10,7 @@
 export { openPostgresBackend, PostgresBackend } from './postgres-backend.ts'
 export type { PostgresBackendOptions } from './postgres-backend.ts'
 export { migratePostgres } from './migrate-command.ts'
-export type { MigrationReport } from './migrate.ts'
+export type { MigrationReport } from './migration-report.ts'
 export { SCHEMA_VERSION } from './migrations.ts'
 export { describeConnection, PostgresFailureReason } from './pg-errors.ts'
 export { APPEND_CHANNEL } from './sql.ts'

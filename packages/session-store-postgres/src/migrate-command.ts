@@ -1,5 +1,5 @@
 import { PostgresBackend } from './postgres-backend.ts'
-import type { MigrationReport } from './migrate.ts'
+import type { MigrationReport } from './migration-report.ts'
 
 /**
  * Applies the pending schema migrations to the database at `connectionString` and returns

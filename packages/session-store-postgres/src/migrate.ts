@@ -11,16 +11,9 @@ import {
   SCHEMA_VERSION,
 } from './migrations.ts'
 import type { SchemaProblem } from './migrations.ts'
+import type { MigrationReport } from './migration-report.ts'
 import { PostgresFailureReason, targetText } from './pg-errors.ts'
 import type { ConnectionTarget } from './pg-errors.ts'
-
-/** What a migration run did. */
-export interface MigrationReport {
-  /** Versions applied by this run, oldest first (empty when the schema was current). */
-  readonly applied: readonly number[]
-  /** The schema version after the run. */
-  readonly version: number
-}
 
 function problemError(problem: SchemaProblem, target: ConnectionTarget): SessionStoreError {
   const where = targetText(target)
