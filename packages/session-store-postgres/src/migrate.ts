@@ -2,18 +2,32 @@ import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-
 import type { PoolClient } from 'pg'
 
 import {
-  hasMigrationsTable,
   MIGRATION_LOCK_KEY,
   MIGRATIONS_TABLE_SQL,
   migrationChecksum,
   planMigrations,
-  readApplied,
   SCHEMA_VERSION,
 } from './migrations.ts'
-import type { SchemaProblem } from './migrations.ts'
+import type { AppliedMigration, SchemaProblem } from './migrations.ts'
 import type { MigrationReport } from './migration-report.ts'
 import { PostgresFailureReason, targetText } from './pg-errors.ts'
 import type { ConnectionTarget } from './pg-errors.ts'
+
+/** Reads the applied migrations inside the caller's transaction (the table must exist). */
+export async function readApplied(client: PoolClient): Promise<AppliedMigration[]> {
+  const result = await client.query<{ version: number; checksum: string }>(
+    'SELECT version, checksum FROM ledger_schema_migrations ORDER BY version',
+  )
+  return result.rows
+}
+
+/** Whether the migrations table exists (without creating it). */
+export async function hasMigrationsTable(client: PoolClient): Promise<boolean> {
+  const result = await client.query<{ present: boolean }>(
+    "SELECT to_regclass('ledger_schema_migrations') IS NOT NULL AS present",
+  )
+  return result.rows[0]?.present === true
+}
 
 function problemError(problem: SchemaProblem, target: ConnectionTarget): SessionStoreError {
   const where = targetText(target)

@@ -1,7 +1,5 @@
 import { createHash } from 'node:crypto'
 
-import type { PoolClient } from 'pg'
-
 /** One schema change, applied once, in its own transaction, recorded in `ledger_schema_migrations`. */
 export interface Migration {
   readonly version: number
@@ -138,19 +136,3 @@ CREATE TABLE IF NOT EXISTS ledger_schema_migrations (
   checksum   text NOT NULL,
   applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
 )`
-
-/** Reads the applied migrations inside the caller's transaction (the table must exist). */
-export async function readApplied(client: PoolClient): Promise<AppliedMigration[]> {
-  const result = await client.query<{ version: number; checksum: string }>(
-    'SELECT version, checksum FROM ledger_schema_migrations ORDER BY version',
-  )
-  return result.rows
-}
-
-/** Whether the migrations table exists (without creating it). */
-export async function hasMigrationsTable(client: PoolClient): Promise<boolean> {
-  const result = await client.query<{ present: boolean }>(
-    "SELECT to_regclass('ledger_schema_migrations') IS NOT NULL AS present",
-  )
-  return result.rows[0]?.present === true
-}
