@@ -18,7 +18,13 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
   'session-store': ['session-events', 'session-projection', 'loop-repair'],
   'session-store-jsonl': ['session-events', 'session-projection', 'loop-repair'],
   'session-store-postgres': ['session-events', 'session-projection', 'loop-repair', 'session-store'],
-  cli: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'session-store-postgres'],
+  cli: [
+    'session-events',
+    'session-projection',
+    'loop-repair',
+    'session-store-jsonl',
+    'session-store-postgres',
+  ],
   demo: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'cli'],
 }
 
