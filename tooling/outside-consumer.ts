@@ -2,7 +2,8 @@
  * The outside-consumer test: packs every publishable package exactly as `pnpm publish`
  * would (`pnpm -r pack`, which rewrites `workspace:^` to real versions), installs the
  * tarballs with npm into a fresh project in the OS temp directory (outside the workspace),
- * runs an ESM program that imports every package and uses it, and type-checks a
+ * runs an ESM program that imports every package and uses it, runs the session-store
+ * backend conformance suite from its tarball (`conformance.mjs`), and type-checks a
  * TypeScript file against the published declarations.
  *
  * Fails (exit 1) when an export, a type, a file in `files` or a dependency is wrong.
@@ -51,6 +52,12 @@ try {
   const output = run('node', ['consume.mjs'], project)
   process.stdout.write(output)
   if (!output.includes('outside-consumer: ok')) throw new Error('consume.mjs did not report ok')
+  // A third-party backend author's view: the conformance suite from the packed tarball.
+  const conformance = run('node', ['conformance.mjs'], project)
+  process.stdout.write(conformance)
+  if (!/outside-consumer: conformance \d+ passed/.test(conformance)) {
+    throw new Error('conformance.mjs did not report its cases passed')
+  }
   const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
   run('node', [tsc, '-p', 'tsconfig.json'], project)
   const bin = run('npx', ['--no-install', 'agent-ledger', '--help'], project)
@@ -59,7 +66,7 @@ try {
     dependencies: Record<string, string>
   }
   console.log(
-    `outside-consumer: installed ${Object.keys(manifest.dependencies).length} packages from tarballs, ran consume.mjs, type-checked consume-types.ts, ran the agent-ledger bin`,
+    `outside-consumer: installed ${Object.keys(manifest.dependencies).length} packages from tarballs, ran consume.mjs and conformance.mjs, type-checked consume-types.ts, ran the agent-ledger bin`,
   )
 } finally {
   if (keep) console.log(`outside-consumer: kept ${work}`)

@@ -10,6 +10,7 @@ import type { Crc32c } from './crc32c.ts'
 import { canonicalEvent, checksumJson, decodeLine } from './line-codec.ts'
 import type { EncodedLine } from './line-codec.ts'
 import type { StoredLine } from './port.ts'
+import { snapshotInput } from './snapshot.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 
 /** Resource limits of the core; see `createSessionStore`'s `limits` option for the defaults. */
@@ -86,10 +87,10 @@ function eventError(
 }
 
 /**
- * Validates and encodes one new event at `position`. The input is read once: its fields
- * are read once and its data is serialized once, and the event that is validated, returned
- * and folded is parsed back from that one serialization, so accessor properties cannot make
- * the written line differ from what was checked.
+ * Validates and encodes one new event at `position`. The input is read once (a structural
+ * copy calls every getter one time), the copy is validated and serialized, and the event
+ * that is checked, returned and folded is parsed back from that serialization: accessor
+ * properties cannot make the written line differ from what was checked.
  *
  * @param input - `{ type, data, surfaceOp?, sourceEventSeqs?, ignorable? }` from the caller.
  * @param position - The seq and time the event gets.
@@ -114,19 +115,23 @@ export function encodeEvent(
     )
   }
   const fields = input as Record<string, unknown>
-  const candidate = canonicalEvent({
-    seq,
-    time: position.time,
-    type: fields['type'] as string,
-    data: fields['data'],
-    surfaceOp: fields['surfaceOp'],
-    sourceEventSeqs: fields['sourceEventSeqs'],
-    ignorable: fields['ignorable'],
-  })
   const jsonLimits = { maxDepth: context.limits.maxDepth, maxEntries: context.limits.maxEntries }
+  // The one read of the caller's input: every field and every getter below it, once.
+  const candidate = snapshotInput(
+    canonicalEvent({
+      seq,
+      time: position.time,
+      type: fields['type'] as string,
+      data: fields['data'],
+      surfaceOp: fields['surfaceOp'],
+      sourceEventSeqs: fields['sourceEventSeqs'],
+      ignorable: fields['ignorable'],
+    }),
+    jsonLimits,
+  )
   let json: string
   try {
-    // Early, precise refusals (cycles, BigInt, NaN, class instances) without recursion.
+    // Precise refusals (cycles, BigInt, NaN, class instances, depth) without recursion.
     assertJsonValue(candidate, jsonLimits, 'event')
     json = JSON.stringify(candidate)
   } catch (error) {
@@ -150,10 +155,9 @@ export function encodeEvent(
     }
     throw fail(error)
   }
-  // The one snapshot: everything below checks and keeps exactly what will be written.
+  // What is checked, kept and returned is exactly what will be written (parsed back from it).
   const event = JSON.parse(json) as LoggedEvent
   try {
-    assertJsonValue(event, jsonLimits, 'event')
     parseEvent(event, context.registry)
     context.projection?.check(event)
   } catch (error) {

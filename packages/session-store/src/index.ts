@@ -54,7 +54,7 @@ export type {
   SessionStoreOptions,
   SessionSummary,
   VerifyReport,
-} from './store.ts'
+} from './store-api.ts'
 export type { CloseOptions, SessionWriter, WriterRecovery, WriterState } from './writer.ts'
 export { createMemoryBackend, createMemoryStorage } from './memory-backend.ts'
 export type { MemoryBackend, MemoryBackendOptions, MemoryStorage, MemoryTestHooks } from './memory-backend.ts'

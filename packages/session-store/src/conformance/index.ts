@@ -20,9 +20,9 @@
  * ```
  */
 import { registerCases } from './cases.ts'
-import type { ConformanceOptions } from './cases.ts'
+import type { ConformanceOptions } from './harness.ts'
 
-export type { ConformanceHarness, ConformanceOptions } from './cases.ts'
+export type { ConformanceHarness, ConformanceOptions } from './harness.ts'
 export { ConformanceError } from './assert.ts'
 
 /**

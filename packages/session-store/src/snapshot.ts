@@ -1,0 +1,81 @@
+/**
+ * Reading a caller's event input exactly once: a structural copy that calls every getter
+ * (and every Proxy trap) one time, so what is validated, written and returned cannot
+ * differ because an accessor answered differently the second time.
+ */
+
+/** Bounds of {@link snapshotInput}: past them the copy stops and the validator reports the excess. */
+export interface SnapshotLimits {
+  readonly maxDepth: number
+  readonly maxEntries: number
+}
+
+function isPlainObject(value: object): boolean {
+  const prototype = Object.getPrototypeOf(value) as unknown
+  return prototype === Object.prototype || prototype === null
+}
+
+function define(target: Record<string, unknown> | unknown[], key: string | number, value: unknown): void {
+  if (key === '__proto__') {
+    // An own "__proto__" key is data (RELIABILITY S3), never the prototype.
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+  } else {
+    ;(target as Record<string | number, unknown>)[key] = value
+  }
+}
+
+/**
+ * Copies plain arrays and plain objects (own enumerable string keys, each read once),
+ * iteratively. Everything else (primitives, class instances, functions, BigInt) is kept as
+ * is, for the JSON validator to refuse with its precise code. A repeated object maps to the
+ * same copy, so a cycle stays a cycle (and is refused as one). Past `maxDepth` levels or
+ * `maxEntries` values, the original is kept and the validator reports the excess.
+ *
+ * @param value - The caller's input.
+ * @param limits - Depth and size bounds.
+ * @returns The copy.
+ */
+export function snapshotInput(value: unknown, limits: SnapshotLimits): unknown {
+  if (typeof value !== 'object' || value === null) return value
+  const copies = new Map<object, unknown>()
+  let entries = 0
+  const copyOf = (original: object): object => {
+    const made: object = Array.isArray(original) ? [] : {}
+    copies.set(original, made)
+    return made
+  }
+  if (!Array.isArray(value) && !isPlainObject(value)) return value
+  const root = copyOf(value)
+  const stack: { readonly original: object; readonly copy: object; readonly depth: number }[] = [
+    { original: value, copy: root, depth: 1 },
+  ]
+  while (stack.length > 0) {
+    const { original, copy, depth } = stack.pop()!
+    const keys: (string | number)[] = Array.isArray(original)
+      ? Array.from({ length: original.length }, (_, index) => index)
+      : Object.keys(original)
+    for (const key of keys) {
+      entries += 1
+      const child = (original as Record<string | number, unknown>)[key]
+      if (
+        typeof child !== 'object' ||
+        child === null ||
+        (!Array.isArray(child) && !isPlainObject(child)) ||
+        depth >= limits.maxDepth ||
+        entries > limits.maxEntries
+      ) {
+        define(copy as Record<string, unknown>, key, child)
+        continue
+      }
+      const seen = copies.get(child)
+      if (seen !== undefined) {
+        define(copy as Record<string, unknown>, key, seen)
+        continue
+      }
+      const childCopy = copyOf(child)
+      define(copy as Record<string, unknown>, key, childCopy)
+      stack.push({ original: child, copy: childCopy, depth: depth + 1 })
+    }
+  }
+  return root
+}

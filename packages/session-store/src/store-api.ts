@@ -1,0 +1,214 @@
+/**
+ * The store's public types: options, requests, reports and the {@link SessionStore} interface.
+ */
+import type {
+  EventRegistry,
+  LoggedEvent,
+  SessionHeader,
+  SessionHeaderInput,
+} from '@agent-ledger/session-events'
+import type { PendingToolCall } from '@agent-ledger/loop-repair'
+import type { Projection } from '@agent-ledger/session-projection'
+
+import type { Crc32c } from './crc32c.ts'
+import type { StoreLimits } from './event-codec.ts'
+import type { AbortSignalLike, ListFilter, SessionBackend, SignalOptions, TornTailInfo } from './port.ts'
+import type { SessionStoreError } from './session-store-error.ts'
+import type { SessionWriter } from './writer.ts'
+
+/** Options of {@link createSessionStore}. */
+export interface SessionStoreOptions {
+  /** Where sessions live. The store owns it from now on: `store.close()` closes it. */
+  readonly backend: SessionBackend
+  /**
+   * The clock: the current time as an ISO-8601 string (`() => new Date().toISOString()`
+   * in an application; a fixed sequence in tests). Event times, header `createdAt` and
+   * lease renewal use it. Required: the core reads no clock of its own.
+   */
+  readonly clock: () => string
+  /** The known event types. Default: the core types only. */
+  readonly registry?: EventRegistry | undefined
+  /**
+   * Who this store writes as (a host/process name, unique among concurrent writers):
+   * the lease owner and the prefix of batch ids. Default `agent-ledger`. A lease held by
+   * the same owner is taken over on open (a restarted process).
+   */
+  readonly owner?: string | undefined
+  /** Lease length in milliseconds; the writer renews on flush when half has passed. Default 30,000. */
+  readonly leaseMs?: number | undefined
+  /** A faster CRC-32C (e.g. `@node-rs/crc32`'s `crc32c`, `>>> 0`); default the pure one in this package. */
+  readonly crc32c?: Crc32c | undefined
+  /** Resource limits; see {@link StoreLimits} for the defaults. */
+  readonly limits?: Partial<StoreLimits> | undefined
+  /**
+   * Waits `ms` milliseconds (rejecting or resolving early when `signal` aborts): `follow`
+   * polls with it when the backend has no `follow` capability. Default: none (then such a
+   * follow is `UNSUPPORTED`).
+   */
+  readonly sleep?: ((ms: number, signal?: AbortSignalLike) => Promise<void>) | undefined
+}
+
+/** What {@link SessionStore.create} publishes. */
+export interface CreateSessionRequest extends SignalOptions {
+  readonly id: string
+  /** Header fields (`cwd`, `metadata`, `parentSession`, `seeded`...); `format`, `version`, `integrity` are the store's. */
+  readonly header?: Partial<SessionHeaderInput> | undefined
+  /**
+   * Seed events with seqs 0..n-1 (a fork's prefix, a salvaged prefix). A `seeded: true`
+   * header needs a seed that ends with `session/end-seed`.
+   */
+  readonly seed?: readonly LoggedEvent[] | undefined
+}
+
+/** Options of {@link SessionStore.openWriter}. */
+export interface OpenWriterOptions extends SignalOptions {
+  /** Take the lease even if another owner holds a live one (it is fenced). */
+  readonly takeover?: boolean | undefined
+}
+
+/** A session read without writing (no lease, no repair). */
+export interface SessionReadResult {
+  readonly header: SessionHeader
+  /** The projection of the good prefix. */
+  readonly projection: Projection
+  /** Seq of the last good event (-1 when none). */
+  readonly lastSeq: number
+  /** Unacknowledged bytes at the end (a file backend), reported, never repaired. */
+  readonly tornTail: TornTailInfo | null
+  /** Damage (only with `allowDamaged`): the projection holds the good prefix before it. */
+  readonly error: SessionStoreError | null
+  /** Assistant tool calls with no result yet (what a write open would repair). */
+  readonly pendingToolCalls: readonly PendingToolCall[]
+}
+
+/** Options of {@link SessionStore.readEvents}. */
+export interface ReadEventsOptions extends SignalOptions {
+  /** First seq to yield (a non-negative integer); default 0. */
+  readonly fromSeq?: number | undefined
+  /** Last seq to yield, inclusive (an integer >= `fromSeq`); default the durable head. */
+  readonly toSeq?: number | undefined
+}
+
+/** Options of {@link SessionStore.follow}. */
+export interface FollowOptions extends SignalOptions {
+  /** First seq to yield; default 0 (the whole session, then new events). */
+  readonly fromSeq?: number | undefined
+  /** Poll interval in milliseconds when the backend cannot notify. Default 250. */
+  readonly pollMs?: number | undefined
+}
+
+/** Options of {@link SessionStore.fork}. */
+export interface ForkOptions extends SignalOptions {
+  /** The new session's id. */
+  readonly to: string
+  /** Seq of the last inherited event. */
+  readonly atSeq: number
+  /** A cut inside an open turn: `close` (default: the same closers as a crash) or `refuse`. */
+  readonly openTurn?: 'close' | 'refuse' | undefined
+}
+
+/** The outcome of {@link SessionStore.verify}. */
+export interface VerifyReport {
+  readonly id: string
+  /** `ok`; `torn-tail`: good lines then an unacknowledged tail; `damaged`: a bad line or a broken rule. */
+  readonly status: 'ok' | 'torn-tail' | 'damaged'
+  readonly header: SessionHeader | null
+  readonly events: number
+  readonly lastSeq: number
+  readonly tornTail: TornTailInfo | null
+  /** The damage (code, location, seq, lastGoodSeq), or null. A header refusal is reported here too. */
+  readonly damage: SessionStoreError | null
+}
+
+/** The outcome of {@link SessionStore.salvage}. */
+export interface SalvageReport {
+  readonly from: string
+  readonly to: string
+  /** Events copied line for line (seqs 0..lastGoodSeq). */
+  readonly copiedEvents: number
+  readonly lastGoodSeq: number
+  /** Seq of the `session/salvage` event appended after the copy. */
+  readonly salvageSeq: number
+  /** Why lines were dropped: the damage code, `torn-tail`, or `none`. */
+  readonly reason: string
+  readonly sourceError: SessionStoreError | null
+}
+
+/** One session of a listing. */
+export interface SessionSummary {
+  readonly id: string
+  readonly header: SessionHeader
+  /** Durable event count, when the backend reports it. */
+  readonly events: number | undefined
+  readonly updatedAt: string | undefined
+}
+
+/** Options of {@link SessionStore.list}. */
+export interface ListOptions extends SignalOptions {
+  /** The previous page's `cursor`. */
+  readonly cursor?: string | undefined
+  /** Page size, 1-1000; default 100. */
+  readonly limit?: number | undefined
+  readonly filter?: ListFilter | undefined
+}
+
+/** A page of {@link SessionStore.list}. */
+export interface ListResult {
+  readonly sessions: readonly SessionSummary[]
+  /** Sessions that could not be summarized; a broken session never fails a listing. */
+  readonly problems: readonly { readonly id: string; readonly error: SessionStoreError }[]
+  /** Pass to the next call; null after the last page. */
+  readonly cursor: string | null
+}
+
+/** Sessions over one backend. Create it with {@link createSessionStore}. */
+export interface SessionStore {
+  readonly backend: SessionBackend
+  /**
+   * Publishes a new session (header plus optional seed, atomically) and opens it for write.
+   *
+   * @throws {@link SessionStoreError} `INVALID_SESSION_ID`, `INVALID_HEADER`, `INVALID_SEED`, event codes for a
+   *   bad seed event, `SESSION_EXISTS`, `DISK_FULL`, `ABORTED` (nothing published).
+   */
+  create(request: CreateSessionRequest): Promise<SessionWriter>
+  /**
+   * Opens a session for appending: takes the lease (the backend repairs a torn tail),
+   * reads and checks every line, folds the projection, appends and flushes loop-repair's
+   * closing events, then returns.
+   *
+   * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, `SESSION_LOCKED`, `VERSION_TOO_NEW`, `INVALID_HEADER`,
+   *   `HEADER_ID_MISMATCH`, damage codes (`CORRUPT_LINE`, `SEQ_GAP`...: writes refused), `ABORTED`.
+   */
+  openWriter(id: string, options?: OpenWriterOptions): Promise<SessionWriter>
+  /**
+   * Reads a session without writing.
+   *
+   * @param options - `allowDamaged`: return the good prefix with the damage instead of throwing.
+   */
+  openReader(
+    id: string,
+    options?: SignalOptions & { readonly allowDamaged?: boolean },
+  ): Promise<SessionReadResult>
+  /**
+   * Streams events `fromSeq..toSeq`, each checked (line, seq, type, payload). Damage throws
+   * after the good events before it; a torn tail ends the stream quietly.
+   *
+   * @throws {@link SessionStoreError} `INVALID_OPTION` (negative, fractional or non-number seqs, `fromSeq > toSeq`).
+   */
+  readEvents(id: string, options?: ReadEventsOptions): AsyncIterable<LoggedEvent>
+  /**
+   * Yields the session's events from `fromSeq`, then each new durable event as it lands,
+   * until `signal` aborts (the iteration then ends quietly) or the consumer stops.
+   */
+  follow(id: string, options?: FollowOptions): AsyncIterable<LoggedEvent>
+  /** Forks at `atSeq` into a new session (prefix, closers, `session/end-seed`) and opens it for write. */
+  fork(id: string, options: ForkOptions): Promise<SessionWriter>
+  /** Copies the good prefix of a damaged session into a new one, plus a `session/salvage` event. */
+  salvage(id: string, options: SignalOptions & { readonly to: string }): Promise<SalvageReport>
+  /** One page of sessions, most recently updated first. */
+  list(options?: ListOptions): Promise<ListResult>
+  /** Reads a whole session and reports its state instead of throwing on damage. */
+  verify(id: string, options?: SignalOptions): Promise<VerifyReport>
+  /** Closes every writer this store opened (flushing them), then the backend. Idempotent. */
+  close(): Promise<void>
+}

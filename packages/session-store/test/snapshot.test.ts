@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest'
+
+import { createMemoryBackend, createSessionStore } from '../src/index.ts'
+import { snapshotInput } from '../src/snapshot.ts'
+
+const limits = { maxDepth: 8, maxEntries: 1000 }
+
+describe('snapshotInput: the input is read once', () => {
+  it('calls every getter exactly once and copies plain data', () => {
+    let calls = 0
+    const input = {
+      get value(): number {
+        calls += 1
+        return calls
+      },
+      list: [
+        1,
+        {
+          get inner(): string {
+            calls += 1
+            return 'x'
+          },
+        },
+      ],
+    }
+    const copy = snapshotInput(input, limits) as { value: number; list: [number, { inner: string }] }
+    expect(calls).toBe(2)
+    expect(copy).toEqual({ value: 1, list: [1, { inner: 'x' }] })
+    expect('get' in (Object.getOwnPropertyDescriptor(copy, 'value') ?? {})).toBe(false)
+    expect(copy.value).toBe(1)
+    expect(calls).toBe(2)
+  })
+
+  it('keeps an own __proto__ key as data, never as the prototype', () => {
+    const input = JSON.parse('{"__proto__":{"polluted":true},"a":1}') as Record<string, unknown>
+    const copy = snapshotInput(input, limits) as Record<string, unknown>
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype)
+    expect(Object.hasOwn(copy, '__proto__')).toBe(true)
+    expect(JSON.stringify(copy)).toBe('{"__proto__":{"polluted":true},"a":1}')
+    expect(({} as { polluted?: boolean }).polluted).toBeUndefined()
+  })
+
+  it('keeps class instances and cycles for the validator to refuse', () => {
+    const date = new Date(0)
+    expect((snapshotInput({ date }, limits) as { date: Date }).date).toBe(date)
+    const cyclic: Record<string, unknown> = { a: 1 }
+    cyclic['self'] = cyclic
+    const copy = snapshotInput(cyclic, limits) as Record<string, unknown>
+    expect(copy['self']).toBe(copy)
+  })
+})
+
+describe('append refuses what JSON cannot hold, reading the input once', () => {
+  it('refuses NaN, BigInt, class instances, cycles, undefined in arrays and too deep data', async () => {
+    const store = createSessionStore({
+      backend: createMemoryBackend(),
+      clock: () => '2026-01-01T00:00:00.000Z',
+      limits: { maxDepth: 6 },
+    })
+    const writer = await store.create({ id: 'json' })
+    const cyclic: Record<string, unknown> = {}
+    cyclic['self'] = cyclic
+    const deep = { a: { b: { c: { d: { e: { f: 1 } } } } } }
+    const cases: [unknown, string][] = [
+      [{ turn: Number.NaN }, 'UNSERIALIZABLE_EVENT'],
+      [{ turn: 1n }, 'UNSERIALIZABLE_EVENT'],
+      [{ turn: new Date(0) }, 'UNSERIALIZABLE_EVENT'],
+      [cyclic, 'UNSERIALIZABLE_EVENT'],
+      [{ turn: 1, list: [undefined] }, 'UNSERIALIZABLE_EVENT'],
+      [{ turn: 1, deep }, 'TOO_DEEP'],
+    ]
+    for (const [data, code] of cases) {
+      expect(() => writer.append({ type: 'turn/start', data } as never)).toThrow(
+        expect.objectContaining({ code }),
+      )
+    }
+    expect(writer.projection.nextSeq).toBe(0)
+    await writer.close()
+  })
+})
