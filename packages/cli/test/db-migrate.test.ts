@@ -57,6 +57,7 @@ describe.skipIf(unavailable !== undefined)(
       expect(await tables(url)).toEqual([
         'ledger_checkpoints',
         'ledger_events',
+        'ledger_followers',
         'ledger_schema_migrations',
         'ledger_sessions',
       ])
