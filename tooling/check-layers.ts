@@ -17,8 +17,16 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
   'session-projection': ['session-events', 'loop-repair'],
   'session-store': ['session-events', 'session-projection', 'loop-repair'],
   'session-store-jsonl': ['session-events', 'session-projection', 'loop-repair', 'session-store'],
+  'session-store-postgres': ['session-events', 'session-projection', 'loop-repair', 'session-store'],
   import: ['session-events', 'loop-repair', 'session-projection'],
-  cli: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'import'],
+  cli: [
+    'session-events',
+    'session-projection',
+    'loop-repair',
+    'session-store-jsonl',
+    'session-store-postgres',
+    'import',
+  ],
   demo: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'cli'],
 }
 

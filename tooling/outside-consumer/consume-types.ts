@@ -3,6 +3,11 @@ import type { SessionEvent, SessionEventType, WireMessage } from '@agent-ledger/
 import { planRepair, type RepairPlan } from '@agent-ledger/loop-repair'
 import { createSessionLog, type SessionLog } from '@agent-ledger/session-projection'
 import { createSessionStore, type SessionStore } from '@agent-ledger/session-store-jsonl'
+import {
+  openPostgresBackend,
+  type PostgresBackend,
+  type PostgresBackendOptions,
+} from '@agent-ledger/session-store-postgres'
 
 declare module '@agent-ledger/session-events' {
   interface SessionEventMap {
@@ -31,4 +36,9 @@ const plan: RepairPlan = planRepair(log.events)
 const messages: readonly WireMessage[] = log.deriveMessages()
 const store: SessionStore = createSessionStore({ root: '/nonexistent' })
 const kind: SessionEventType = 'turn/start'
-export { describe, kind, messages, plan, store, text }
+const pgOptions: PostgresBackendOptions = {
+  connectionString: 'postgres://ledger@localhost/ledger',
+  poolSize: 4,
+}
+const openBackend: (options: PostgresBackendOptions) => Promise<PostgresBackend> = openPostgresBackend
+export { describe, kind, messages, openBackend, pgOptions, plan, store, text }

@@ -10,6 +10,7 @@ import { createSessionStore, JsonlStoreError } from '@agent-ledger/session-store
 import { decodeLine, LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl/format'
 import * as cli from '@agent-ledger/cli'
 import { importSource } from '@agent-ledger/import'
+import { describeConnection, openPostgresBackend, SCHEMA_VERSION } from '@agent-ledger/session-store-postgres'
 
 function check(condition, message) {
   if (!condition) throw new Error(`outside-consumer: ${message}`)
@@ -96,4 +97,15 @@ const imported = await importSource(
   { file: 'rollout.jsonl', sha256: '0'.repeat(64) },
 )
 check(imported.sessions[0]?.id === 'codex-r-1', 'importSource imports a Codex rollout')
+check(SCHEMA_VERSION >= 1, 'the postgres backend has a schema version')
+check(describeConnection('postgres://u:pw@h:5/db') === 'u@h:5/db', 'describeConnection drops the password')
+try {
+  await openPostgresBackend({ connectionString: 'postgres://u:pw@127.0.0.1:1/db', connectTimeoutMs: 2000 })
+  check(false, 'an unreachable postgres server is refused')
+} catch (error) {
+  check(
+    error?.code === 'BACKEND_FAILED' && error.details?.reason === 'CONNECTION_FAILED',
+    `an unreachable postgres server gives CONNECTION_FAILED (${error?.message})`,
+  )
+}
 console.log('outside-consumer: ok')

@@ -5,6 +5,7 @@ import type { CommandSpec } from './args.ts'
 import { CliError, CliErrorCode, ExitCode } from './cli-error.ts'
 import { catCommand } from './commands/cat.ts'
 import { compactCommand } from './commands/compact.ts'
+import { dbCommand } from './commands/db.ts'
 import { exportCommand } from './commands/export.ts'
 import { forkCommand } from './commands/fork.ts'
 import { importCommand } from './commands/import.ts'
@@ -38,6 +39,7 @@ const COMMANDS: readonly CommandSpec[] = [
   listCommand,
   importCommand,
   statsCommand,
+  dbCommand,
 ]
 
 function version(): string {

@@ -19,6 +19,7 @@ const COMMANDS = [
   'compress',
   'export',
   'list',
+  'db',
 ]
 
 describe('runCli', () => {
@@ -44,7 +45,7 @@ describe('runCli', () => {
     const run = await cli(['frobnicate'])
     expect(run.code).toBe(2)
     expect(run.stderr).toBe(
-      'agent-ledger: USAGE: unknown command "frobnicate": expected one of verify, inspect, cat, tail, messages, fork, compact, salvage, migrate, compress, export, list, import, stats; run agent-ledger --help\n',
+      'agent-ledger: USAGE: unknown command "frobnicate": expected one of verify, inspect, cat, tail, messages, fork, compact, salvage, migrate, compress, export, list, import, stats, db; run agent-ledger --help\n',
     )
   })
 

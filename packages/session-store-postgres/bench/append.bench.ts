@@ -1,0 +1,247 @@
+/**
+ * PostgreSQL backend benchmark (`pnpm bench --only session-store-postgres`), every figure
+ * beside a floor measured in the same run on the same server (fsync on, loopback):
+ *
+ * - durable append at batch 1 and 100: events/s through `backend.append` (one statement:
+ *   fencing check, head update, lines, NOTIFY) vs a bare `INSERT ... SELECT unnest($1::text[])`
+ *   of the same lines into a plain table with the same primary key, on one connection.
+ *   ratio = ours / floor (target >= 0.8 at batch 100);
+ * - full read: lines/s through `backend.read` (paged by primary key) + `JSON.parse` vs one
+ *   bare `SELECT line ... ORDER BY seq` + `JSON.parse` (target >= 0.7);
+ * - 8 writers on 8 sessions at once, batch 10: events/s vs 8 bare INSERT streams (no target).
+ *
+ * Rounds alternate floor and ours; medians. Uses AGENT_LEDGER_PG_URL, else a throwaway
+ * cluster (tooling/pg/cluster.ts); without PostgreSQL binaries it prints why and reports nothing.
+ */
+import { randomBytes } from 'node:crypto'
+
+import pg from 'pg'
+
+import { pgUnavailableReason, startCluster } from '../../../tooling/pg/cluster.ts'
+import type { PgCluster } from '../../../tooling/pg/cluster.ts'
+import type { BenchResult } from '../../../tooling/bench/types.ts'
+import { openPostgresBackend } from '../src/index.ts'
+import type { PostgresBackend } from '../src/index.ts'
+import { createRequest, crcOf, seal } from '../test/support/lines.ts'
+
+const ROUNDS = 5
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
+}
+
+/** A realistic-looking event line (~350 bytes: an assistant message with a tool call). */
+function benchLine(seq: number): string {
+  return seal(
+    JSON.stringify({
+      seq,
+      time: '2026-01-01T00:00:00.000Z',
+      type: 'assistant/message',
+      data: {
+        message: {
+          role: 'assistant',
+          content: `Reading the file to find where the flush policy is applied (step ${seq}).`,
+          tool_calls: [{ id: `call_${seq}`, type: 'function', function: { name: 'read_file', arguments: '{"path":"src/writer.ts"}' } }],
+        },
+      },
+    }),
+  )
+}
+
+function lines(from: number, count: number): string[] {
+  return Array.from({ length: count }, (_, index) => benchLine(from + index))
+}
+
+async function timed(run: () => Promise<void>): Promise<number> {
+  const start = performance.now()
+  await run()
+  return (performance.now() - start) / 1000
+}
+
+interface Fixture {
+  readonly url: string
+  readonly backend: PostgresBackend
+  readonly bare: pg.Client
+}
+
+async function newSession(fixture: Fixture): Promise<{ id: string; write: (batch: string[]) => Promise<void> }> {
+  const id = `bench-${randomBytes(5).toString('hex')}`
+  await fixture.backend.create(createRequest(id))
+  const { lease } = await fixture.backend.acquire(id, { owner: 'bench', leaseMs: 600_000 })
+  let next = 0
+  let counter = 0
+  return {
+    id,
+    write: async (batch) => {
+      await fixture.backend.append(lease, {
+        expectedSeq: next,
+        lines: batch,
+        lastCrc: crcOf(batch[batch.length - 1] as string),
+        batchId: `bench:${lease.epoch}:${counter++}`,
+      })
+      next += batch.length
+    },
+  }
+}
+
+function bareWriter(client: pg.Client): (batch: string[]) => Promise<void> {
+  const id = `floor-${randomBytes(5).toString('hex')}`
+  let next = 0
+  return async (batch) => {
+    await client.query(
+      'INSERT INTO bench_floor (session_id, seq, line) SELECT $1, $2::bigint + o - 1, l FROM unnest($3::text[]) WITH ORDINALITY AS t(l, o)',
+      [id, next, batch],
+    )
+    next += batch.length
+  }
+}
+
+async function appendFigure(fixture: Fixture, batch: number, batches: number): Promise<BenchResult> {
+  const ours: number[] = []
+  const floor: number[] = []
+  const ratios: number[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    const write = bareWriter(fixture.bare)
+    const floorSeconds = await timed(async () => {
+      for (let index = 0; index < batches; index++) await write(lines(index * batch, batch))
+    })
+    const session = await newSession(fixture)
+    const ourSeconds = await timed(async () => {
+      for (let index = 0; index < batches; index++) await session.write(lines(index * batch, batch))
+    })
+    const events = batch * batches
+    floor.push(events / floorSeconds)
+    ours.push(events / ourSeconds)
+    ratios.push(floorSeconds / ourSeconds)
+  }
+  const ratio = median(ratios)
+  return {
+    name: `postgres durable append, batch ${batch}`,
+    value: median(ours),
+    unit: 'events/s',
+    floor: { name: 'bare INSERT unnest, same lines, same server', value: median(floor) },
+    ratio,
+    ...(batch === 100 ? { target: '>= 0.8', met: ratio >= 0.8 } : {}),
+  }
+}
+
+async function readFigure(fixture: Fixture, count: number): Promise<BenchResult> {
+  const session = await newSession(fixture)
+  for (let start = 0; start < count; start += 1000) await session.write(lines(start, Math.min(1000, count - start)))
+  const ours: number[] = []
+  const floor: number[] = []
+  const ratios: number[] = []
+  let sink = 0
+  for (let round = 0; round < ROUNDS; round++) {
+    const floorSeconds = await timed(async () => {
+      const result = await fixture.bare.query<{ line: string }>(
+        'SELECT line FROM ledger_events WHERE session_id = $1 ORDER BY seq',
+        [session.id],
+      )
+      for (const row of result.rows) sink += (JSON.parse(row.line) as { seq: number }).seq
+    })
+    const ourSeconds = await timed(async () => {
+      for await (const stored of fixture.backend.read(session.id, { fromSeq: 0 })) {
+        sink += (JSON.parse(stored.line) as { seq: number }).seq
+      }
+    })
+    floor.push(count / floorSeconds)
+    ours.push(count / ourSeconds)
+    ratios.push(floorSeconds / ourSeconds)
+  }
+  if (sink < 0) console.error(sink)
+  const ratio = median(ratios)
+  return {
+    name: `postgres full read ${count} events (+ JSON.parse)`,
+    value: median(ours),
+    unit: 'lines/s',
+    floor: { name: 'one bare SELECT line ORDER BY seq + JSON.parse', value: median(floor) },
+    ratio,
+    target: '>= 0.7',
+    met: ratio >= 0.7,
+  }
+}
+
+async function concurrentFigure(fixture: Fixture): Promise<BenchResult> {
+  const writers = 8
+  const batches = 40
+  const batch = 10
+  const bareClients = await Promise.all(
+    Array.from({ length: writers }, async () => {
+      const client = new pg.Client({ connectionString: fixture.url })
+      await client.connect()
+      return client
+    }),
+  )
+  const ours: number[] = []
+  const floor: number[] = []
+  try {
+    for (let round = 0; round < 3; round++) {
+      const bare = bareClients.map((client) => bareWriter(client))
+      const floorSeconds = await timed(async () => {
+        await Promise.all(
+          bare.map(async (write) => {
+            for (let index = 0; index < batches; index++) await write(lines(index * batch, batch))
+          }),
+        )
+      })
+      const sessions = await Promise.all(Array.from({ length: writers }, () => newSession(fixture)))
+      const ourSeconds = await timed(async () => {
+        await Promise.all(
+          sessions.map(async (session) => {
+            for (let index = 0; index < batches; index++) await session.write(lines(index * batch, batch))
+          }),
+        )
+      })
+      floor.push((writers * batches * batch) / floorSeconds)
+      ours.push((writers * batches * batch) / ourSeconds)
+    }
+  } finally {
+    await Promise.all(bareClients.map((client) => client.end()))
+  }
+  return {
+    name: `postgres ${writers} writers on ${writers} sessions, batch ${batch}`,
+    value: median(ours),
+    unit: 'events/s',
+    floor: { name: `${writers} bare INSERT streams`, value: median(floor) },
+    ratio: median(ours) / median(floor),
+  }
+}
+
+/** Runs the figures (see the module comment). */
+export async function run(): Promise<BenchResult[]> {
+  const fromEnv = process.env.AGENT_LEDGER_PG_URL
+  let cluster: PgCluster | undefined
+  let url: string
+  if (fromEnv !== undefined && fromEnv !== '') url = fromEnv
+  else {
+    const reason = pgUnavailableReason()
+    if (reason !== undefined) {
+      console.error(`bench: session-store-postgres skipped: ${reason}`)
+      return []
+    }
+    cluster = await startCluster()
+    url = cluster.url()
+  }
+  const backend = await openPostgresBackend({ connectionString: url, poolSize: 10 })
+  const bare = new pg.Client({ connectionString: url })
+  await bare.connect()
+  try {
+    await bare.query(
+      'CREATE TABLE IF NOT EXISTS bench_floor (session_id text NOT NULL, seq bigint NOT NULL, line text NOT NULL, PRIMARY KEY (session_id, seq))',
+    )
+    const fixture: Fixture = { url, backend, bare }
+    const results: BenchResult[] = []
+    results.push(await appendFigure(fixture, 1, 100))
+    results.push(await appendFigure(fixture, 100, 20))
+    results.push(await readFigure(fixture, 20_000))
+    results.push(await concurrentFigure(fixture))
+    return results
+  } finally {
+    await bare.query('DROP TABLE IF EXISTS bench_floor').catch(() => undefined)
+    await bare.end()
+    await backend.close()
+    await cluster?.destroy()
+  }
+}

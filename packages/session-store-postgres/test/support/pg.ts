@@ -1,0 +1,70 @@
+import { randomBytes } from 'node:crypto'
+
+import pg from 'pg'
+import { inject } from 'vitest'
+
+import { pgUnavailableReason } from '../../../../tooling/pg/cluster.ts'
+
+export { createRequest, crcOf, eventLine, eventLines, seal, sessionId } from './lines.ts'
+
+/** The admin URL from the global setup, or null (then suites skip; CI already failed in setup). */
+export const adminUrl: string | null = inject('pgUrl')
+/** Why PostgreSQL suites skip here, or null. */
+export const skipReason: string | null = inject('pgSkipReason')
+
+/** Why suites that start their own clusters (kill, failover) skip here, or null. */
+export function ownClusterSkipReason(): string | null {
+  const reason = pgUnavailableReason()
+  if (reason !== undefined && process.env.CI === 'true') {
+    throw new Error(`PostgreSQL fault tests cannot be skipped under CI=true: ${reason}`)
+  }
+  return reason ?? null
+}
+
+/** Replaces the database of a postgres URL. */
+export function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url)
+  parsed.pathname = `/${database}`
+  return parsed.toString()
+}
+
+/** Creates an empty database on the server of `url` and returns its URL (one per test file: a fresh schema). */
+export async function createDatabase(url: string): Promise<string> {
+  const name = `t_${randomBytes(6).toString('hex')}`
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query(`CREATE DATABASE ${name}`)
+  } finally {
+    await client.end()
+  }
+  return withDatabase(url, name)
+}
+
+/** Runs one statement on a fresh connection (the test's own view of the database). */
+export async function sqlOnce<TRow extends pg.QueryResultRow>(
+  url: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<TRow[]> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    return (await client.query<TRow>(text, values)).rows
+  } finally {
+    await client.end()
+  }
+}
+
+/** Every stored (seq, line, epoch) of a session, in seq order, read directly. */
+export async function storedRows(
+  url: string,
+  id: string,
+): Promise<{ seq: number; line: string; epoch: number }[]> {
+  const rows = await sqlOnce<{ seq: string; line: string; writer_epoch: string }>(
+    url,
+    'SELECT seq, line, writer_epoch FROM ledger_events WHERE session_id = $1 ORDER BY seq',
+    [id],
+  )
+  return rows.map((row) => ({ seq: Number(row.seq), line: row.line, epoch: Number(row.writer_epoch) }))
+}
