@@ -20,7 +20,7 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
   // session-store-jsonl is a devDependency only: their tests run the frameworks against a real
   // JSONL store in a temp dir. Their src/ never imports it.
   'ai-sdk': ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl'],
-  'openai-agents': ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl'],
+  'openai-agents': ['session-events', 'session-projection', 'session-store-jsonl'],
   cli: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl'],
   demo: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'cli'],
 }

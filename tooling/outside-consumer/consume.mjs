@@ -8,6 +8,8 @@ import { parseEvent, SESSION_FORMAT_VERSION } from '@agent-ledger/session-events
 import { createSessionLog } from '@agent-ledger/session-projection'
 import { createSessionStore, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
 import * as cli from '@agent-ledger/cli'
+import { fromModelMessages, openAiSdkSession, toModelMessages } from '@agent-ledger/ai-sdk'
+import { openAgentsSession } from '@agent-ledger/openai-agents'
 
 function check(condition, message) {
   if (!condition) throw new Error(`outside-consumer: ${message}`)
@@ -60,6 +62,20 @@ try {
       'a traversal id gives INVALID_SESSION_ID',
     )
   }
+
+  // The adapters, over the same store, beside their frameworks installed from the registry.
+  const wire = fromModelMessages([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }])
+  check(toModelMessages(wire.map((entry) => entry.message))[0]?.role === 'user', 'ai-sdk converts messages')
+  const chat = await openAiSdkSession(store, 'consumer-ai-sdk', { system: 'be brief' })
+  chat.beginTurn('hello')
+  await chat.endTurn()
+  check(chat.prompt().system === 'be brief' && chat.prompt().messages.length === 1, 'ai-sdk derives the prompt')
+  await chat.close()
+  const agents = await openAgentsSession(store, 'consumer-agents')
+  await agents.addItems([{ type: 'message', role: 'user', content: 'hi' }])
+  check((await agents.popItem())?.content === 'hi', 'openai-agents pops the item')
+  check((await agents.getItems()).length === 0, 'openai-agents hides the popped item')
+  await agents.close()
 } finally {
   rmSync(root, { recursive: true, force: true })
 }
