@@ -69,7 +69,10 @@ try {
   const chat = await openAiSdkSession(store, 'consumer-ai-sdk', { system: 'be brief' })
   chat.beginTurn('hello')
   await chat.endTurn()
-  check(chat.prompt().system === 'be brief' && chat.prompt().messages.length === 1, 'ai-sdk derives the prompt')
+  check(
+    chat.prompt().system === 'be brief' && chat.prompt().messages.length === 1,
+    'ai-sdk derives the prompt',
+  )
   await chat.close()
   const agents = await openAgentsSession(store, 'consumer-agents')
   await agents.addItems([{ type: 'message', role: 'user', content: 'hi' }])
