@@ -86,6 +86,46 @@ describe('AgentLedgerSession with the SDK runner', () => {
     await reopened.close()
   })
 
+  it('logs a streamed run (run with stream: true) once, with the same items as MemorySession', async () => {
+    const store = createSessionStore({ root })
+    const session = await openAgentsSession(store, 'streamed')
+    const agent = new Agent({
+      name: 'weather',
+      model: session.wrapModel(new ScriptedModel(script())),
+      tools: session.wrapTools([weather([])]),
+    })
+    const streamed = await run(agent, 'Weather in Paris and Oslo?', { session, stream: true })
+    let text = ''
+    for await (const chunk of streamed.toTextStream()) text += chunk
+    await streamed.completed
+    expect(text).toContain('Both are sunny.')
+
+    const memory = new MemorySession()
+    const reference = new Agent({ name: 'weather', model: new ScriptedModel(script()), tools: [weather([])] })
+    const referenceRun = await run(reference, 'Weather in Paris and Oslo?', { session: memory, stream: true })
+    await referenceRun.completed
+    expect(await session.getItems()).toEqual(await memory.getItems())
+    await session.close()
+    const types = (await allEvents(store, 'streamed'))
+      .map((event) => event.type)
+      .filter((type) => type !== ITEMS_EVENT_TYPE)
+    expect(types).toEqual([
+      'user/message',
+      'assistant/message',
+      'assistant/message',
+      'tool/call',
+      'tool/result',
+      'assistant/message',
+      'tool/call',
+      'tool/result',
+      'assistant/message',
+    ])
+    const answers = (await allEvents(store, 'streamed')).filter((event) => event.type === 'assistant/message')
+    expect(answers.at(-1)!.data).toMatchObject({
+      usage: { prompt_tokens: 10, completion_tokens: 4, total_tokens: 14 },
+    })
+  })
+
   it('logs the function call durably before the tool runs', async () => {
     const store = createSessionStore({ root })
     const session = await openAgentsSession(store, 'durable-call')

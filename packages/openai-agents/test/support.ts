@@ -8,7 +8,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { LoggedEvent } from '@agent-ledger/session-events'
 import type { SessionStore } from '@agent-ledger/session-store-jsonl'
 import { Usage } from '@openai/agents-core'
-import type { AgentOutputItem, Model, ModelRequest, ModelResponse } from '@openai/agents-core'
+import type { AgentOutputItem, Model, ModelRequest, ModelResponse, StreamEvent } from '@openai/agents-core'
 
 /** A fresh store root in the OS temp directory. */
 export function tempRoot(): string {
@@ -42,10 +42,25 @@ export class ScriptedModel implements Model {
     })
   }
 
-  // eslint-disable-next-line require-yield
-  async *getStreamedResponse(): AsyncIterable<never> {
-    await Promise.resolve()
-    throw new Error('ScriptedModel does not stream')
+  /** Streams the next response: `response_started`, a text delta per output text, `response_done`. */
+  async *getStreamedResponse(request: ModelRequest): AsyncIterable<StreamEvent> {
+    const response = await this.getResponse(request)
+    yield { type: 'response_started' }
+    for (const item of response.output) {
+      if (item.type === 'message' && item.role === 'assistant') {
+        for (const part of item.content)
+          if (part.type === 'output_text') yield { type: 'output_text_delta', delta: part.text }
+      }
+    }
+    yield {
+      type: 'response_done',
+      response: {
+        id: `response-${this.requests.length}`,
+        usage: { requests: 1, inputTokens: 10, outputTokens: 4, totalTokens: 14 },
+        // The stream event's output type is narrower than AgentOutputItem; the scripted items fit it.
+        output: response.output as Extract<StreamEvent, { type: 'response_done' }>['response']['output'],
+      },
+    }
   }
 }
 
