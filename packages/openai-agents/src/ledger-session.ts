@@ -163,16 +163,15 @@ export class AgentLedgerSession implements Session {
     if (index < 0) return undefined
     const { node, items } = entries[index]!
     const popped = items.at(-1)!
-    if (items.length > 1) {
-      // One event stood for several items (a message from another writer): keep the others.
-      this.#replace(entries.slice(index, index + 1), { keep: items.slice(0, -1), by: 'popItem' })
-    } else if (node.type === 'tool/result') {
+    if (node.type === 'tool/result') {
       this.#replace(entries.slice(index, index + 1), { keep: [], by: 'popItem' })
     } else {
-      // Hide the node and the (already hidden) results after it, so no result is split from its call.
+      // The range takes the (already hidden) results after the node along, so no result is split
+      // from its call. One event may stand for several items (an assistant message written by
+      // another adapter): the replacement then keeps the others.
       let end = index
       while (entries[end + 1]?.node.type === 'tool/result') end += 1
-      this.#replace(entries.slice(index, end + 1), { keep: [], by: 'popItem' })
+      this.#replace(entries.slice(index, end + 1), { keep: items.slice(0, -1), by: 'popItem' })
     }
     await this.writer.flush()
     return structuredClone(popped) as AgentInputItem

@@ -330,6 +330,42 @@ describe('popItem and clearSession', () => {
   })
 })
 
+describe('popItem on events written by another adapter', () => {
+  it('pops one item of an assistant message that stands for several, keeping the rest visible', async () => {
+    const store = createSessionStore({ root })
+    const writer = await store.create({ id: 'foreign' })
+    writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'Go' } } })
+    writer.append({
+      type: 'assistant/message',
+      data: {
+        message: {
+          role: 'assistant',
+          content: 'On it.',
+          tool_calls: [{ id: 'x1', type: 'function', function: { name: 'run', arguments: '{}' } }],
+        },
+      },
+    })
+    await writer.close()
+    const session = await openAgentsSession(store, 'foreign')
+    // Reopening repaired the unanswered call: its placeholder is the last item.
+    const before = await session.getItems()
+    expect(before.map((item) => item.type)).toEqual([
+      'message',
+      'message',
+      'function_call',
+      'function_call_result',
+    ])
+    expect(await session.popItem()).toMatchObject({ type: 'function_call_result', callId: 'x1' })
+    expect(await session.popItem()).toEqual(before[2])
+    expect(await session.getItems()).toEqual(before.slice(0, 2))
+    expect(session.writer.deriveMessages().slice(0, 2)).toEqual([
+      { role: 'user', content: 'Go' },
+      { role: 'assistant', content: 'On it.' },
+    ])
+    await session.close()
+  })
+})
+
 describe('crash and resume', () => {
   it('a run SIGKILLed inside a tool resumes with TOOL_OUTCOME_UNKNOWN, which the next model request carries', async () => {
     const child = spawnTsChild('./fixtures/crash-mid-tool.ts', [root, 'killed-run', 'run'])
