@@ -27,6 +27,11 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
     'session-store-postgres',
     'import',
   ],
+  // The adapters sit on the core API, typed structurally (any store/writer with the shape works).
+  // session-store-jsonl is a devDependency only: their tests run the frameworks against a real
+  // JSONL store in a temp dir. Their src/ never imports it.
+  'ai-sdk': ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl'],
+  'openai-agents': ['session-events', 'session-projection', 'session-store-jsonl'],
   demo: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'cli'],
 }
 

@@ -11,6 +11,8 @@ import { decodeLine, LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl/for
 import * as cli from '@agent-ledger/cli'
 import { importSource } from '@agent-ledger/import'
 import { describeConnection, openPostgresBackend, SCHEMA_VERSION } from '@agent-ledger/session-store-postgres'
+import { fromModelMessages, openAiSdkSession, toModelMessages } from '@agent-ledger/ai-sdk'
+import { openAgentsSession } from '@agent-ledger/openai-agents'
 
 function check(condition, message) {
   if (!condition) throw new Error(`outside-consumer: ${message}`)
@@ -73,6 +75,23 @@ try {
       'a traversal id gives INVALID_SESSION_ID',
     )
   }
+
+  // The adapters, over the same store, beside their frameworks installed from the registry.
+  const wire = fromModelMessages([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }])
+  check(toModelMessages(wire.map((entry) => entry.message))[0]?.role === 'user', 'ai-sdk converts messages')
+  const chat = await openAiSdkSession(store, 'consumer-ai-sdk', { system: 'be brief' })
+  chat.beginTurn('hello')
+  await chat.endTurn()
+  check(
+    chat.prompt().system === 'be brief' && chat.prompt().messages.length === 1,
+    'ai-sdk derives the prompt',
+  )
+  await chat.close()
+  const agents = await openAgentsSession(store, 'consumer-agents')
+  await agents.addItems([{ type: 'message', role: 'user', content: 'hi' }])
+  check((await agents.popItem())?.content === 'hi', 'openai-agents pops the item')
+  check((await agents.getItems()).length === 0, 'openai-agents hides the popped item')
+  await agents.close()
 } finally {
   rmSync(root, { recursive: true, force: true })
 }

@@ -1,0 +1,38 @@
+/** Why the AI SDK adapter refused an input or an operation. Branch on these, never on `message`. */
+export const AiSdkErrorCode = {
+  /** A message part has no place in the OpenAI chat wire shape (a non-image file, a provider-executed tool result...): `details.part`. */
+  UNSUPPORTED_CONTENT: 'UNSUPPORTED_CONTENT',
+  /** A message is not a valid `ModelMessage` or wire message (`details.index`). */
+  INVALID_MESSAGE: 'INVALID_MESSAGE',
+  /** `beginTurn` was called while a turn was open, or `endTurn` with none open. */
+  TURN_STATE: 'TURN_STATE',
+  /** The session is closed. */
+  SESSION_CLOSED: 'SESSION_CLOSED',
+} as const
+export type AiSdkErrorCode = (typeof AiSdkErrorCode)[keyof typeof AiSdkErrorCode]
+
+const brand = Symbol.for('@agent-ledger/ai-sdk/AiSdkAdapterError')
+
+/** Thrown by `@agent-ledger/ai-sdk`. Carries the offending input's position in `details`. */
+export class AiSdkAdapterError extends Error {
+  override readonly name = 'AiSdkAdapterError'
+  readonly code: AiSdkErrorCode
+  readonly details: Readonly<Record<string, unknown>>
+  readonly [brand] = true
+
+  constructor(options: {
+    code: AiSdkErrorCode
+    message: string
+    details?: Record<string, unknown>
+    cause?: unknown
+  }) {
+    super(options.message, { cause: options.cause })
+    this.code = options.code
+    this.details = Object.freeze({ ...options.details })
+  }
+
+  /** True for an `AiSdkAdapterError` from any copy of this package. */
+  static is(value: unknown): value is AiSdkAdapterError {
+    return typeof value === 'object' && value !== null && brand in value
+  }
+}

@@ -1,0 +1,290 @@
+import { isRepairCode } from '@agent-ledger/loop-repair'
+import type { TurnEndReason } from '@agent-ledger/session-events'
+import { wrapLanguageModel } from 'ai'
+import type { ModelMessage, ToolSet } from 'ai'
+
+import { AiSdkAdapterError, AiSdkErrorCode } from './ai-sdk-error.ts'
+import { fromModelMessages, toModelMessages } from './convert.ts'
+import type { FromModelMessagesOptions, WireEntry } from './convert.ts'
+import type { LedgerStore, LedgerWriter } from './ledger-port.ts'
+import { ledgerRecorderMiddleware } from './record-model.ts'
+import { wrapTools } from './wrap-tools.ts'
+
+/** A tool call that the open repaired: its placeholder result and why. */
+export interface RepairedCall {
+  /** The wire tool call id. */
+  readonly callId: string
+  /** `TOOL_OUTCOME_UNKNOWN` (the tool may have run) or `TOOL_NOT_STARTED` (it never started). */
+  readonly code: string
+  /** Seq of the placeholder `tool/result`. */
+  readonly seq: number
+}
+
+/** Options of {@link openAiSdkSession}. */
+export interface OpenAiSdkSessionOptions {
+  /**
+   * The system prompt. Logged as the leading `system/message` when the session has none;
+   * when it differs from the logged one, a `replace` of that message is logged (the old
+   * prompt stays in the log). Omit it to keep whatever the log holds.
+   */
+  readonly system?: string
+  /** Create the session when it does not exist (default true). */
+  readonly create?: boolean
+}
+
+/** The model type `wrapLanguageModel` accepts (a provider model object, not a gateway id string). */
+type WrappableModel = Parameters<typeof wrapLanguageModel>[0]['model']
+
+interface TurnState {
+  number: number
+  open: boolean
+}
+
+/**
+ * One agent-ledger session seen through the AI SDK: the history as `ModelMessage[]`, a
+ * model wrapper that logs responses, tools that log durably before they run, and turns.
+ * Create it with {@link openAiSdkSession}.
+ */
+export class AiSdkSession {
+  /** The open writer (the session's single writer until {@link AiSdkSession.close}). */
+  readonly writer: LedgerWriter
+  /** Tool calls that were answered by a repair placeholder, oldest first (from this open and earlier ones). */
+  readonly repairs: readonly RepairedCall[]
+  readonly #errorSeqs: Set<number>
+  readonly #turn: TurnState
+  #closed = false
+
+  /** Built by {@link openAiSdkSession}; not meant to be called directly. */
+  constructor(init: {
+    writer: LedgerWriter
+    errorSeqs: Set<number>
+    repairs: readonly RepairedCall[]
+    turn: TurnState
+  }) {
+    this.writer = init.writer
+    this.#errorSeqs = init.errorSeqs
+    this.repairs = init.repairs
+    this.#turn = init.turn
+  }
+
+  /** Whether a turn is open (begun and not ended). */
+  get turnOpen(): boolean {
+    return this.#turn.open
+  }
+
+  /**
+   * The history derived from the log, as AI SDK messages (system messages included).
+   *
+   * @returns Fresh model messages; error results (including repair placeholders) are `error-text`.
+   */
+  messages(): ModelMessage[] {
+    const surface = this.writer.projection.surface()
+    const errorResults = new Set<number>()
+    surface.forEach((node, index) => {
+      if (node.type === 'tool/result' && this.#errorSeqs.has(node.seq)) errorResults.add(index)
+    })
+    return toModelMessages(
+      surface.map((node) => node.message),
+      { errorResults },
+    )
+  }
+
+  /**
+   * The history split for `generateText`/`streamText`: the leading system messages as
+   * `system`, the rest as `messages`. Spread it into the call: `generateText({ model, ...session.prompt() })`.
+   */
+  prompt(): { system?: string; messages: ModelMessage[] } {
+    const messages = this.messages()
+    const system: string[] = []
+    while (messages[0]?.role === 'system') system.push((messages.shift() as { content: string }).content)
+    return system.length === 0 ? { messages } : { system: system.join('\n\n'), messages }
+  }
+
+  /**
+   * Starts a turn: logs `turn/start` and the user input (a string, or model messages).
+   *
+   * @throws {@link AiSdkAdapterError} `TURN_STATE` when a turn is already open; `UNSUPPORTED_CONTENT` from the conversion.
+   */
+  beginTurn(input: string | readonly ModelMessage[], options: FromModelMessagesOptions = {}): number {
+    this.#assertOpen()
+    if (this.#turn.open) {
+      throw new AiSdkAdapterError({
+        code: AiSdkErrorCode.TURN_STATE,
+        message: `Cannot begin a turn in session ${JSON.stringify(this.writer.id)}: expected no open turn, found turn ${this.#turn.number} open; call endTurn() first`,
+        details: { turn: this.#turn.number },
+      })
+    }
+    const entries = fromModelMessages(
+      typeof input === 'string' ? [{ role: 'user', content: input }] : input,
+      options,
+    )
+    const turn = this.#turn.number + 1
+    this.writer.append({ type: 'turn/start', data: { turn } })
+    this.#turn.number = turn
+    this.#turn.open = true
+    for (const entry of entries) this.#appendEntry(entry)
+    return turn
+  }
+
+  /**
+   * Logs messages the SDK produced without the model wrapper (e.g. `result.response.messages`
+   * of a call made with an unwrapped model). Tool results are logged as answers to their calls.
+   */
+  appendMessages(messages: readonly ModelMessage[], options: FromModelMessagesOptions = {}): void {
+    this.#assertOpen()
+    for (const entry of fromModelMessages(messages, options)) this.#appendEntry(entry)
+  }
+
+  /**
+   * Ends the open turn (`turn/end` with `reason`) and flushes.
+   *
+   * @throws {@link AiSdkAdapterError} `TURN_STATE` when no turn is open.
+   */
+  async endTurn(reason: Exclude<TurnEndReason, 'interrupted'> = 'completed'): Promise<void> {
+    this.#assertOpen()
+    if (!this.#turn.open) {
+      throw new AiSdkAdapterError({
+        code: AiSdkErrorCode.TURN_STATE,
+        message: `Cannot end a turn in session ${JSON.stringify(this.writer.id)}: expected an open turn, found none`,
+      })
+    }
+    this.writer.append({ type: 'turn/end', data: { turn: this.#turn.number, reason } })
+    this.#turn.open = false
+    await this.writer.flush()
+  }
+
+  /**
+   * Wraps a language model so that every response is logged before the SDK acts on it
+   * (see {@link ledgerRecorderMiddleware}).
+   */
+  wrapModel(model: WrappableModel): WrappableModel {
+    return wrapLanguageModel({ model, middleware: ledgerRecorderMiddleware(this.writer) })
+  }
+
+  /** Wraps tools so each call is durable before it runs (see {@link wrapTools}). */
+  wrapTools<TTools extends ToolSet>(tools: TTools): TTools {
+    return wrapTools(tools, this.writer, { onErrorResult: (seq) => this.#errorSeqs.add(seq) })
+  }
+
+  /** Flushes and releases the session. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true
+    await this.writer.close()
+  }
+
+  #appendEntry(entry: WireEntry): void {
+    const { message } = entry
+    switch (message.role) {
+      case 'system':
+        this.writer.append({ type: 'system/message', data: { message } })
+        break
+      case 'user':
+        this.writer.append({ type: 'user/message', data: { message } })
+        break
+      case 'assistant':
+        this.writer.append({ type: 'assistant/message', data: { message } })
+        break
+      case 'tool': {
+        const event = this.writer.append({
+          type: 'tool/result',
+          data: { message, ...(entry.isError === true ? { isError: true } : {}) },
+        })
+        if (entry.isError === true) this.#errorSeqs.add(event.seq)
+        break
+      }
+    }
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) {
+      throw new AiSdkAdapterError({
+        code: AiSdkErrorCode.SESSION_CLOSED,
+        message: `Session ${JSON.stringify(this.writer.id)} is closed: expected an open session`,
+      })
+    }
+  }
+}
+
+function isNotFound(error: unknown): boolean {
+  return (
+    typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'SESSION_NOT_FOUND'
+  )
+}
+
+function applySystem(writer: LedgerWriter, system: string): void {
+  const first = writer.projection.surface()[0]
+  if (first?.type === 'system/message') {
+    if (first.message.content === system) return
+    writer.append({
+      type: 'system/message',
+      data: { message: { role: 'system', content: system } },
+      surfaceOp: { op: 'replace', startSeq: first.seq, endSeq: first.seq },
+      sourceEventSeqs: [first.seq],
+    })
+    return
+  }
+  if (first === undefined) {
+    writer.append({ type: 'system/message', data: { message: { role: 'system', content: system } } })
+    return
+  }
+  throw new AiSdkAdapterError({
+    code: AiSdkErrorCode.INVALID_MESSAGE,
+    message: `Cannot set the system prompt of session ${JSON.stringify(writer.id)}: expected the history to start with a system message or be empty, found a ${first.message.role} message`,
+  })
+}
+
+/**
+ * Opens (or creates) a session for the AI SDK. Opening an existing session goes through the
+ * store's `openWriter`, which repairs what a crash left open (a placeholder result for every
+ * unanswered tool call, `turn/end` `interrupted`) before anything else is written; the
+ * session's `messages()` then hold those placeholders, ready for the next call.
+ *
+ * Reads the session's events once (to know error results, repairs and the turn count).
+ *
+ * @param store - Any agent-ledger store (the JSONL store, the core store over any backend).
+ * @param id - The session id.
+ * @param options - `system` prompt, `create` when missing (default true).
+ * @returns The session; close it when done.
+ * @throws whatever the store throws (`SESSION_LOCKED`, damage codes...), and {@link AiSdkAdapterError}.
+ */
+export async function openAiSdkSession(
+  store: LedgerStore,
+  id: string,
+  options: OpenAiSdkSessionOptions = {},
+): Promise<AiSdkSession> {
+  let writer: LedgerWriter
+  let created = false
+  try {
+    writer = await store.openWriter(id)
+  } catch (error) {
+    if (!isNotFound(error) || options.create === false) throw error
+    writer = await store.create({ id })
+    created = true
+  }
+  const errorSeqs = new Set<number>()
+  const repairs: RepairedCall[] = []
+  const turn: TurnState = { number: 0, open: false }
+  try {
+    if (!created) {
+      for await (const event of store.readEvents(id)) {
+        if (event.type === 'turn/start') {
+          turn.number = Math.max(turn.number, (event.data as { turn: number }).turn)
+          turn.open = true
+        } else if (event.type === 'turn/end') {
+          turn.open = false
+        } else if (event.type === 'tool/result') {
+          const data = event.data as { isError?: boolean; code?: string; message: { tool_call_id: string } }
+          if (data.isError === true) errorSeqs.add(event.seq)
+          if (isRepairCode(data.code))
+            repairs.push({ callId: data.message.tool_call_id, code: data.code, seq: event.seq })
+        }
+      }
+    }
+    if (options.system !== undefined) applySystem(writer, options.system)
+    await writer.flush()
+  } catch (error) {
+    await writer.close().catch(() => undefined)
+    throw error
+  }
+  return new AiSdkSession({ writer, errorSeqs, repairs, turn })
+}

@@ -1,0 +1,166 @@
+import type { AssistantMessage, Usage, WireToolCall } from '@agent-ledger/session-events'
+import type { LanguageModelMiddleware } from 'ai'
+
+import type { LedgerWriter } from './ledger-port.ts'
+
+type GenerateResult = Awaited<ReturnType<NonNullable<LanguageModelMiddleware['wrapGenerate']>>>
+type StreamResult = Awaited<ReturnType<NonNullable<LanguageModelMiddleware['wrapStream']>>>
+type StreamPart = StreamResult['stream'] extends ReadableStream<infer TPart> ? TPart : never
+type ModelUsage = GenerateResult['usage']
+
+/** Collects one model response into the wire assistant message. */
+class ResponseCollector {
+  text: string | null = null
+  reasoning: string | undefined
+  readonly toolCalls: WireToolCall[] = []
+  omitted: string[] = []
+
+  addText(text: string): void {
+    this.text = (this.text ?? '') + text
+  }
+
+  addReasoning(text: string): void {
+    this.reasoning = (this.reasoning ?? '') + text
+  }
+
+  addToolCall(call: {
+    toolCallId: string
+    toolName: string
+    input: string
+    providerExecuted?: boolean
+  }): void {
+    if (call.providerExecuted === true) {
+      this.omitted.push(`provider-executed tool-call ${JSON.stringify(call.toolName)}`)
+      return
+    }
+    this.toolCalls.push({
+      id: call.toolCallId,
+      type: 'function',
+      function: { name: call.toolName, arguments: call.input },
+    })
+  }
+
+  get empty(): boolean {
+    return this.text === null && this.reasoning === undefined && this.toolCalls.length === 0
+  }
+
+  message(): AssistantMessage {
+    const notes = this.omitted.map(
+      (what) => `[${what} omitted: the session log's message shape cannot hold it]`,
+    )
+    const text = notes.length === 0 ? this.text : (this.text ?? '') + notes.join('')
+    return {
+      role: 'assistant',
+      content: text,
+      ...(this.toolCalls.length > 0 ? { tool_calls: [...this.toolCalls] } : {}),
+      ...(this.reasoning === undefined ? {} : { reasoning_content: this.reasoning }),
+    }
+  }
+}
+
+/** The provider's usage in the log's (OpenAI) terms; absent counts stay absent. */
+export function toLedgerUsage(usage: ModelUsage | undefined): Usage | undefined {
+  if (usage === undefined) return undefined
+  const prompt = usage.inputTokens.total
+  const completion = usage.outputTokens.total
+  const result: { -readonly [TKey in keyof Usage]: Usage[TKey] } = {}
+  if (prompt !== undefined) result.prompt_tokens = prompt
+  if (completion !== undefined) result.completion_tokens = completion
+  if (prompt !== undefined && completion !== undefined) result.total_tokens = prompt + completion
+  if (usage.inputTokens.cacheRead !== undefined) result.cached_tokens = usage.inputTokens.cacheRead
+  return Object.keys(result).length === 0 ? undefined : result
+}
+
+function append(
+  writer: LedgerWriter,
+  collected: ResponseCollector,
+  extra: { usage: ModelUsage | undefined; interrupted: boolean },
+): void {
+  const usage = toLedgerUsage(extra.usage)
+  writer.append({
+    type: 'assistant/message',
+    data: {
+      message: collected.message(),
+      ...(usage === undefined ? {} : { usage }),
+      ...(extra.interrupted ? { interrupted: true } : {}),
+    },
+  })
+}
+
+/**
+ * A language-model middleware that logs every model response as an `assistant/message`
+ * (text, reasoning, tool calls with the model's raw argument text, usage) **before** the SDK
+ * sees it, so the assistant message that requests a tool call is in the log before the tool
+ * runs.
+ *
+ * Streams: text and reasoning deltas pass through as they arrive; tool-call parts are held
+ * until the model's stream finishes, then the message is logged and the held parts released
+ * (so `streamText` starts tools after the response is complete and logged). A stream that
+ * ends without a `finish` part is logged with `interrupted: true`.
+ *
+ * @param writer - The open session.
+ * @returns A middleware for `wrapLanguageModel`.
+ */
+export function ledgerRecorderMiddleware(writer: LedgerWriter): LanguageModelMiddleware {
+  return {
+    specificationVersion: 'v3',
+    wrapGenerate: async ({ doGenerate }): Promise<GenerateResult> => {
+      const result = await doGenerate()
+      const collected = new ResponseCollector()
+      for (const part of result.content) {
+        switch (part.type) {
+          case 'text':
+            collected.addText(part.text)
+            break
+          case 'reasoning':
+            collected.addReasoning(part.text)
+            break
+          case 'tool-call':
+            collected.addToolCall(part)
+            break
+          case 'source':
+            break // citations are metadata: the SDK does not send them back to the model
+          default:
+            collected.omitted.push(part.type)
+        }
+      }
+      append(writer, collected, { usage: result.usage, interrupted: false })
+      return result
+    },
+    wrapStream: async ({ doStream }): Promise<StreamResult> => {
+      const result = await doStream()
+      const collected = new ResponseCollector()
+      const held: StreamPart[] = []
+      let logged = false
+      const transform = new TransformStream<StreamPart, StreamPart>({
+        transform(part, controller) {
+          switch (part.type) {
+            case 'text-delta':
+              collected.addText(part.delta)
+              break
+            case 'reasoning-delta':
+              collected.addReasoning(part.delta)
+              break
+            case 'tool-call':
+              collected.addToolCall(part)
+              held.push(part)
+              return
+            case 'finish':
+              append(writer, collected, { usage: part.usage, interrupted: false })
+              logged = true
+              for (const waiting of held.splice(0)) controller.enqueue(waiting)
+              break
+            default:
+              break
+          }
+          controller.enqueue(part)
+        },
+        flush(controller) {
+          if (!logged && !collected.empty) append(writer, collected, { usage: undefined, interrupted: true })
+          for (const waiting of held.splice(0)) controller.enqueue(waiting)
+        },
+      })
+      return { ...result, stream: result.stream.pipeThrough(transform) }
+    },
+  }
+}

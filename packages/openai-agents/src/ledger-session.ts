@@ -1,0 +1,473 @@
+import type { Usage as LedgerUsage, WireMessage } from '@agent-ledger/session-events'
+import type { SurfaceNode } from '@agent-ledger/session-projection'
+import { Usage } from '@openai/agents-core'
+import type {
+  AgentInputItem,
+  Model,
+  ModelRequest,
+  ModelResponse,
+  Session,
+  StreamEvent,
+  Tool,
+} from '@openai/agents-core'
+
+import { itemKey, itemToWire, surfaceTypeOf, toJsonItem, wireHoldsItem, wireToItems } from './item-mapping.ts'
+import type { LedgerStore, LedgerWriter } from './ledger-port.ts'
+import { AgentsAdapterError, AgentsAdapterErrorCode } from './openai-agents-error.ts'
+
+/** Type of the log-only events that record the SDK's exact items beside a surface event. */
+export const ITEMS_EVENT_TYPE = 'openai-agents/items'
+
+type ItemRecord = Record<string, unknown>
+
+/** Data of an {@link ITEMS_EVENT_TYPE} event: the items surface event `forSeq` stands for (none for a tombstone). */
+export interface RecordedItems {
+  readonly forSeq: number
+  readonly items: readonly ItemRecord[]
+}
+
+/** Options of {@link openAgentsSession}. */
+export interface OpenAgentsSessionOptions {
+  /** Create the session when it does not exist (default true). */
+  readonly create?: boolean
+}
+
+interface NodeItems {
+  readonly node: SurfaceNode
+  readonly items: readonly ItemRecord[]
+}
+
+function isNotFound(error: unknown): boolean {
+  return (
+    typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'SESSION_NOT_FOUND'
+  )
+}
+
+function toLedgerUsage(usage: Usage | undefined): LedgerUsage | undefined {
+  if (usage === undefined) return undefined
+  const cached = usage.inputTokensDetails.reduce((sum, details) => sum + (details['cached_tokens'] ?? 0), 0)
+  return {
+    prompt_tokens: usage.inputTokens,
+    completion_tokens: usage.outputTokens,
+    total_tokens: usage.totalTokens,
+    ...(cached > 0 ? { cached_tokens: cached } : {}),
+  }
+}
+
+function countKeys(items: readonly ItemRecord[]): Map<string, number> {
+  const counts = new Map<string, number>()
+  for (const item of items) {
+    const key = itemKey(item)
+    counts.set(key, (counts.get(key) ?? 0) + 1)
+  }
+  return counts
+}
+
+function take(counts: Map<string, number>, key: string): boolean {
+  const count = counts.get(key) ?? 0
+  if (count === 0) return false
+  counts.set(key, count - 1)
+  return true
+}
+
+/**
+ * An OpenAI Agents SDK `Session` over an agent-ledger session: append-only, durable, and
+ * derived from the log's projection. Create it with {@link openAgentsSession}.
+ *
+ * - `getItems` maps the projection's surface to SDK items (the exact items where the wire
+ *   shape cannot hold them, see the README's mapping table);
+ * - `addItems` appends one surface event per item, logs `tool/call` for every function call,
+ *   and flushes the calls before appending any output;
+ * - `popItem` and `clearSession` append a `replace` that hides the item(s), citing them in
+ *   `sourceEventSeqs`: nothing is deleted from the log;
+ * - `wrapModel` and `wrapTools` log a run as it happens (input and model output before each
+ *   tool runs, `tool/call` flushed before the tool), so a crash mid-tool resumes with a
+ *   `TOOL_OUTCOME_UNKNOWN` result in the next model request.
+ */
+export class AgentLedgerSession implements Session {
+  /** The open writer (the session's single writer until {@link AgentLedgerSession.close}). */
+  readonly writer: LedgerWriter
+  readonly #recorded: Map<number, readonly ItemRecord[]>
+  /** Keys of items logged during a run (by the wrappers) that the runner has not persisted yet. */
+  readonly #runLogged = new Map<string, number>()
+  #closed = false
+
+  /** Built by {@link openAgentsSession}; not meant to be called directly. */
+  constructor(writer: LedgerWriter, recorded: Map<number, readonly ItemRecord[]>) {
+    this.writer = writer
+    this.#recorded = recorded
+  }
+
+  /** The session id. */
+  getSessionId(): Promise<string> {
+    return Promise.resolve(this.writer.id)
+  }
+
+  /**
+   * The session's items, derived from the projection.
+   *
+   * @param limit - When given, only the last `limit` items (chronological order).
+   */
+  getItems(limit?: number): Promise<AgentInputItem[]> {
+    const items = this.#nodeItems().flatMap((entry) => entry.items)
+    const tail = limit === undefined ? items : limit <= 0 ? [] : items.slice(-limit)
+    return Promise.resolve(structuredClone(tail) as AgentInputItem[])
+  }
+
+  /**
+   * Appends items, one surface event each. Items a wrapper already logged during this run are
+   * recognised (function calls and results by call id, messages by content) and not logged twice.
+   *
+   * Every function call also gets a `tool/call` (the session cannot see whether the tool
+   * started, so a crash leaves the cautious `TOOL_OUTCOME_UNKNOWN`), and the calls are flushed
+   * before the first output is appended. Resolves when everything is durable.
+   */
+  async addItems(items: AgentInputItem[]): Promise<void> {
+    this.#assertOpen()
+    const records = items.map((item, index) => {
+      if (typeof item !== 'object' || item === null) {
+        throw new AgentsAdapterError({
+          code: AgentsAdapterErrorCode.INVALID_ITEM,
+          message: `Item ${index} of addItems is ${item === null ? 'null' : typeof item}: expected an SDK item object`,
+          details: { index },
+        })
+      }
+      return toJsonItem(item)
+    })
+    let callsNotFlushed = false
+    for (const item of records) {
+      if (take(this.#runLogged, itemKey(item))) continue
+      if (item['type'] === 'function_call_result' && callsNotFlushed) {
+        await this.writer.flush()
+        callsNotFlushed = false
+      }
+      this.#appendItem(item)
+      if (item['type'] === 'function_call') {
+        this.#appendToolCall(item)
+        callsNotFlushed = true
+      }
+    }
+    await this.writer.flush()
+  }
+
+  /**
+   * Hides the most recent item with a `replace` (the original stays in the log) and returns it.
+   *
+   * @returns The item, or `undefined` when the session shows none.
+   */
+  async popItem(): Promise<AgentInputItem | undefined> {
+    this.#assertOpen()
+    const entries = this.#nodeItems()
+    let index = entries.length - 1
+    while (index >= 0 && entries[index]!.items.length === 0) index -= 1
+    if (index < 0) return undefined
+    const { node, items } = entries[index]!
+    const popped = items.at(-1)!
+    if (node.type === 'tool/result') {
+      this.#replace(entries.slice(index, index + 1), { keep: [], by: 'popItem' })
+    } else {
+      // The range takes the (already hidden) results after the node along, so no result is split
+      // from its call. One event may stand for several items (an assistant message written by
+      // another adapter): the replacement then keeps the others.
+      let end = index
+      while (entries[end + 1]?.node.type === 'tool/result') end += 1
+      this.#replace(entries.slice(index, end + 1), { keep: items.slice(0, -1), by: 'popItem' })
+    }
+    await this.writer.flush()
+    return structuredClone(popped) as AgentInputItem
+  }
+
+  /** Hides every item with one `replace` citing them all; the log keeps every byte. */
+  async clearSession(): Promise<void> {
+    this.#assertOpen()
+    const entries = this.#nodeItems()
+    if (entries.every((entry) => entry.items.length === 0)) return
+    this.#replace(entries, { keep: [], by: 'clearSession' })
+    this.#runLogged.clear()
+    await this.writer.flush()
+  }
+
+  /**
+   * Wraps a model so that each request's new input items are logged before the call and the
+   * response's output items (with usage) right after it, flushed, before the runner acts on them.
+   */
+  wrapModel(model: Model): Model {
+    const wrapped: Model = {
+      getResponse: async (request: ModelRequest): Promise<ModelResponse> => {
+        await this.#logInput(request)
+        const response = await model.getResponse(request)
+        await this.#logOutput(response.output, response.usage)
+        return response
+      },
+      getStreamedResponse: (request: ModelRequest) => this.#stream(model, request),
+    }
+    if (model.getRetryAdvice !== undefined) wrapped.getRetryAdvice = model.getRetryAdvice.bind(model)
+    return wrapped
+  }
+
+  async *#stream(model: Model, request: ModelRequest): AsyncIterable<StreamEvent> {
+    await this.#logInput(request)
+    for await (const event of model.getStreamedResponse(request)) {
+      if (event.type === 'response_done') {
+        const { usage } = event.response
+        await this.#logOutput(
+          event.response.output,
+          new Usage({
+            inputTokens: usage.inputTokens,
+            outputTokens: usage.outputTokens,
+            totalTokens: usage.totalTokens,
+          }),
+        )
+      }
+      yield event
+    }
+  }
+
+  /**
+   * Wraps function tools so each call is logged (`tool/call`) and flushed before the tool runs.
+   * Other tools (hosted, computer, shell...) are returned unchanged.
+   */
+  wrapTools<TTool extends Tool>(tools: readonly TTool[]): TTool[] {
+    return tools.map((tool) => {
+      if (tool.type !== 'function') return tool
+      const invoke = tool.invoke.bind(tool)
+      const wrapped: typeof tool = {
+        ...tool,
+        invoke: async (runContext, input, details) => {
+          const call = details?.toolCall
+          if (call !== undefined) await this.#beforeTool(toJsonItem(call))
+          return invoke(runContext, input, details) as Promise<unknown>
+        },
+      }
+      return wrapped
+    })
+  }
+
+  /** Flushes and releases the session. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true
+    await this.writer.close()
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) {
+      throw new AgentsAdapterError({
+        code: AgentsAdapterErrorCode.SESSION_CLOSED,
+        message: `Session ${JSON.stringify(this.writer.id)} is closed: expected an open session`,
+      })
+    }
+  }
+
+  #nodeItems(): NodeItems[] {
+    const names = new Map<string, string>()
+    return this.writer.projection.surface().map((node) => {
+      if (node.message.role === 'assistant') {
+        for (const call of node.message.tool_calls ?? []) names.set(call.id, call.function.name)
+      }
+      return { node, items: this.#recorded.get(node.seq) ?? wireToItems(node.message, names) }
+    })
+  }
+
+  #callNames(): Map<string, string> {
+    const names = new Map<string, string>()
+    for (const node of this.writer.projection.surface()) {
+      if (node.message.role !== 'assistant') continue
+      for (const call of node.message.tool_calls ?? []) names.set(call.id, call.function.name)
+    }
+    return names
+  }
+
+  #record(forSeq: number, items: readonly ItemRecord[]): void {
+    const data: RecordedItems = { forSeq, items }
+    this.writer.append({ type: ITEMS_EVENT_TYPE, data, ignorable: true })
+    this.#recorded.set(forSeq, items)
+  }
+
+  #appendSurface(message: WireMessage, extra: { usage?: LedgerUsage | undefined } = {}): number {
+    const type = surfaceTypeOf(message)
+    const data =
+      type === 'assistant/message' && extra.usage !== undefined
+        ? { message, usage: extra.usage }
+        : { message }
+    return this.writer.append({ type, data } as Parameters<LedgerWriter['append']>[0]).seq
+  }
+
+  #appendItem(item: ItemRecord, extra: { usage?: LedgerUsage | undefined } = {}): number {
+    const names = this.#callNames()
+    if (item['type'] === 'function_call') names.set(String(item['callId']), String(item['name']))
+    const message = itemToWire(item)
+    const seq = this.#appendSurface(message, extra)
+    if (!wireHoldsItem(item, message, names)) this.#record(seq, [item])
+    return seq
+  }
+
+  #appendToolCall(item: ItemRecord): void {
+    this.writer.append({
+      type: 'tool/call',
+      data: {
+        callId: String(item['callId']),
+        name: String(item['name']),
+        arguments: typeof item['arguments'] === 'string' ? item['arguments'] : '',
+      },
+    })
+  }
+
+  /** Replaces `entries` (consecutive surface nodes) with one event standing for `keep`. */
+  #replace(
+    entries: readonly NodeItems[],
+    options: { keep: readonly ItemRecord[]; by: 'popItem' | 'clearSession' },
+  ): void {
+    const first = entries[0]!.node
+    const last = entries.at(-1)!.node
+    const hidden = entries.map((entry) => entry.node.seq)
+    let message: WireMessage
+    if (options.keep.length > 0) {
+      message = mergeAssistantItems(options.keep)
+    } else if (first.type === 'tool/result' && first.message.role === 'tool') {
+      message = {
+        role: 'tool',
+        tool_call_id: first.message.tool_call_id,
+        content: `[result removed by the session's popItem; the original stays in the log at seq ${first.seq}]`,
+      }
+    } else {
+      message = {
+        role: 'system',
+        content: `[removed from the session by ${options.by}; the originals stay in the log at seq ${hidden.join(', ')}]`,
+      }
+    }
+    const seq = this.writer.append({
+      type: surfaceTypeOf(message),
+      data: { message },
+      surfaceOp: { op: 'replace', startSeq: first.seq, endSeq: last.seq },
+      sourceEventSeqs: hidden,
+    } as Parameters<LedgerWriter['append']>[0]).seq
+    this.#record(seq, options.keep)
+  }
+
+  async #logInput(request: ModelRequest): Promise<void> {
+    const input: ItemRecord[] =
+      typeof request.input === 'string'
+        ? [{ type: 'message', role: 'user', content: request.input }]
+        : request.input.map((item) => toJsonItem(item))
+    this.#logInstructions(request.systemInstructions)
+    const known = countKeys(this.#nodeItems().flatMap((entry) => entry.items))
+    for (const item of input) {
+      const key = itemKey(item)
+      if (take(known, key)) continue
+      this.#appendItem(item)
+      if (item['type'] === 'function_call') this.#appendToolCall(item)
+      this.#runLogged.set(key, (this.#runLogged.get(key) ?? 0) + 1)
+    }
+    await this.writer.flush()
+  }
+
+  /** Logs the agent's instructions as the leading system message (hidden from `getItems`). */
+  #logInstructions(instructions: string | undefined): void {
+    if (instructions === undefined || instructions === '') return
+    const first = this.writer.projection.surface()[0]
+    const ours =
+      first !== undefined && first.type === 'system/message' && this.#recorded.get(first.seq)?.length === 0
+    if (ours && first.message.content === instructions) return
+    if (first !== undefined && !ours) return // the history already starts otherwise: leave it as it is
+    const message: WireMessage = { role: 'system', content: instructions }
+    const seq = this.writer.append(
+      first === undefined
+        ? { type: 'system/message', data: { message } }
+        : {
+            type: 'system/message',
+            data: { message },
+            surfaceOp: { op: 'replace', startSeq: first.seq, endSeq: first.seq },
+            sourceEventSeqs: [first.seq],
+          },
+    ).seq
+    this.#record(seq, [])
+  }
+
+  async #logOutput(output: readonly AgentInputItem[], usage: Usage | undefined): Promise<void> {
+    const items = output.map((item) => toJsonItem(item))
+    const ledgerUsage = toLedgerUsage(usage)
+    items.forEach((item, index) => {
+      // The response's usage goes on its last item's event.
+      this.#appendItem(item, index === items.length - 1 ? { usage: ledgerUsage } : {})
+      const key = itemKey(item)
+      this.#runLogged.set(key, (this.#runLogged.get(key) ?? 0) + 1)
+    })
+    await this.writer.flush()
+  }
+
+  async #beforeTool(call: ItemRecord): Promise<void> {
+    const known = countKeys(this.#nodeItems().flatMap((entry) => entry.items))
+    const key = itemKey(call)
+    if (!take(known, key)) {
+      this.#appendItem(call)
+      this.#runLogged.set(key, (this.#runLogged.get(key) ?? 0) + 1)
+    }
+    this.#appendToolCall(call)
+    await this.writer.flush()
+  }
+}
+
+/** One assistant wire message standing for several assistant-side items (reasoning, text, calls). */
+function mergeAssistantItems(items: readonly ItemRecord[]): WireMessage {
+  let content: string | null = null
+  let reasoning: string | undefined
+  const calls: NonNullable<Extract<WireMessage, { role: 'assistant' }>['tool_calls']> = []
+  for (const item of items) {
+    const message = itemToWire(item)
+    if (message.role !== 'assistant') continue
+    if (message.content !== null) content = (content ?? '') + message.content
+    if (message.reasoning_content !== undefined) reasoning = (reasoning ?? '') + message.reasoning_content
+    calls.push(...(message.tool_calls ?? []))
+  }
+  return {
+    role: 'assistant',
+    content,
+    ...(calls.length > 0 ? { tool_calls: calls } : {}),
+    ...(reasoning === undefined ? {} : { reasoning_content: reasoning }),
+  }
+}
+
+/**
+ * Opens (or creates) an agent-ledger session as an OpenAI Agents SDK `Session`. Opening an
+ * existing session goes through the store's `openWriter`, which repairs what a crash left
+ * open (a placeholder result for every unanswered function call) before anything else is
+ * written, so `getItems()` hands the runner those placeholders.
+ *
+ * Reads the session's events once, to load the exact items recorded beside the surface.
+ *
+ * @param store - Any agent-ledger store.
+ * @param id - The session id.
+ * @param options - `create` when missing (default true).
+ * @returns The session; close it when done.
+ * @throws whatever the store throws (`SESSION_LOCKED`, damage codes...).
+ */
+export async function openAgentsSession(
+  store: LedgerStore,
+  id: string,
+  options: OpenAgentsSessionOptions = {},
+): Promise<AgentLedgerSession> {
+  let writer: LedgerWriter
+  let created = false
+  try {
+    writer = await store.openWriter(id)
+  } catch (error) {
+    if (!isNotFound(error) || options.create === false) throw error
+    writer = await store.create({ id })
+    created = true
+  }
+  const recorded = new Map<number, readonly ItemRecord[]>()
+  if (!created) {
+    try {
+      for await (const event of store.readEvents(id)) {
+        if (event.type !== ITEMS_EVENT_TYPE) continue
+        const data = event.data as Partial<RecordedItems> | null
+        if (typeof data?.forSeq === 'number' && Array.isArray(data.items))
+          recorded.set(data.forSeq, data.items)
+      }
+    } catch (error) {
+      await writer.close().catch(() => undefined)
+      throw error
+    }
+  }
+  return new AgentLedgerSession(writer, recorded)
+}

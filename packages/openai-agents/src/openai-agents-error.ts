@@ -1,0 +1,34 @@
+/** Why the OpenAI Agents SDK adapter refused an input or an operation. Branch on these, never on `message`. */
+export const AgentsAdapterErrorCode = {
+  /** An item is not an object with a known shape (`details.index`). */
+  INVALID_ITEM: 'INVALID_ITEM',
+  /** The session is closed. */
+  SESSION_CLOSED: 'SESSION_CLOSED',
+} as const
+export type AgentsAdapterErrorCode = (typeof AgentsAdapterErrorCode)[keyof typeof AgentsAdapterErrorCode]
+
+const brand = Symbol.for('@agent-ledger/openai-agents/AgentsAdapterError')
+
+/** Thrown by `@agent-ledger/openai-agents`. Carries the offending input's position in `details`. */
+export class AgentsAdapterError extends Error {
+  override readonly name = 'AgentsAdapterError'
+  readonly code: AgentsAdapterErrorCode
+  readonly details: Readonly<Record<string, unknown>>
+  readonly [brand] = true
+
+  constructor(options: {
+    code: AgentsAdapterErrorCode
+    message: string
+    details?: Record<string, unknown>
+    cause?: unknown
+  }) {
+    super(options.message, { cause: options.cause })
+    this.code = options.code
+    this.details = Object.freeze({ ...options.details })
+  }
+
+  /** True for an `AgentsAdapterError` from any copy of this package. */
+  static is(value: unknown): value is AgentsAdapterError {
+    return typeof value === 'object' && value !== null && brand in value
+  }
+}
