@@ -31,7 +31,7 @@ import { promisify } from 'node:util'
 const run = promisify(execFile)
 
 /** The database user every throwaway cluster trusts (and only this one). */
-export const TEST_USER = 'ledger'
+const TEST_USER = 'ledger'
 
 /** Where Debian installs the server binaries, one directory per major version. */
 const DEBIAN_ROOT = '/usr/lib/postgresql'
@@ -46,7 +46,7 @@ const SIGNALS: Record<StopMode, NodeJS.Signals> = { fast: 'SIGINT', immediate: '
  *
  * @returns The directory, or `undefined` with no PostgreSQL server binaries on this machine.
  */
-export function findPgBinDir(): string | undefined {
+function findPgBinDir(): string | undefined {
   const fromEnv = process.env.AGENT_LEDGER_PG_BIN
   if (fromEnv !== undefined && fromEnv !== '') return hasServerBinaries(fromEnv) ? fromEnv : undefined
   for (const directory of (process.env.PATH ?? '').split(delimiter)) {
@@ -92,7 +92,7 @@ async function serverAccount(): Promise<RunAs | undefined> {
 }
 
 /** A free TCP port on 127.0.0.1 (bound and released; the server binds it right after). */
-export async function freePort(): Promise<number> {
+async function freePort(): Promise<number> {
   return await new Promise((resolve, reject) => {
     const server = createServer()
     server.once('error', reject)

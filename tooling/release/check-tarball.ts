@@ -35,7 +35,7 @@ function exportTargets(value: unknown): string[] {
  * @param manifest - The packed `package.json`.
  * @returns Pairs of (as written, normalised).
  */
-export function promisedFiles(manifest: PackedManifest): [string, string][] {
+function promisedFiles(manifest: PackedManifest): [string, string][] {
   const bin = typeof manifest.bin === 'string' ? [manifest.bin] : Object.values(manifest.bin ?? {})
   const written = [
     ...exportTargets(manifest.exports),
@@ -52,7 +52,7 @@ export function promisedFiles(manifest: PackedManifest): [string, string][] {
  * @param manifest - Its `package/package.json`, parsed.
  * @returns The package name and what is missing (empty when complete).
  */
-export function checkEntries(entries: readonly string[], manifest: PackedManifest): TarballReport {
+function checkEntries(entries: readonly string[], manifest: PackedManifest): TarballReport {
   const files = new Set(entries.map((entry) => entry.replace(/^package\//, '')))
   const prefixes = [...files]
   const missing = promisedFiles(manifest)

@@ -9,7 +9,7 @@ export interface TreeNode<T> {
 }
 
 /** One branch other than the main path: its records in the order to import them. */
-export interface TreeBranch<T> {
+interface TreeBranch<T> {
   /** Id of the first record of the branch that is not on the main path (stable as the branch grows). */
   readonly branchId: string
   readonly leafId: string

@@ -96,7 +96,7 @@ export function fileKind(stats: Stats): string {
 }
 
 /** Thrown by {@link nodeFsOps}.open for a path that is not a regular file (`code` {@link NOT_REGULAR_ERRNO}). */
-export class NotRegularFileError extends Error {
+class NotRegularFileError extends Error {
   readonly code = NOT_REGULAR_ERRNO
   readonly path: string
   /** `fifo`, `socket`, `character-device`, `block-device`, `directory`, or `fifo-or-socket` (ENXIO). */

@@ -33,7 +33,7 @@ export interface HeaderContext {
  * @param context - The file and the expected id.
  * @returns The `INVALID_HEADER` error, or null when they match (or no id is expected).
  */
-export function checkHeaderId(id: unknown, context: HeaderContext): JsonlStoreError | null {
+function checkHeaderId(id: unknown, context: HeaderContext): JsonlStoreError | null {
   const expected = context.sessionId
   if (expected === undefined || id === expected) return null
   return new JsonlStoreError({

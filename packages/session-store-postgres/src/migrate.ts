@@ -14,7 +14,7 @@ import { PostgresFailureReason, targetText } from './pg-errors.ts'
 import type { ConnectionTarget } from './pg-errors.ts'
 
 /** Reads the applied migrations inside the caller's transaction (the table must exist). */
-export async function readApplied(client: PoolClient): Promise<AppliedMigration[]> {
+async function readApplied(client: PoolClient): Promise<AppliedMigration[]> {
   const result = await client.query<{ version: number; checksum: string }>(
     'SELECT version, checksum FROM ledger_schema_migrations ORDER BY version',
   )
@@ -22,7 +22,7 @@ export async function readApplied(client: PoolClient): Promise<AppliedMigration[
 }
 
 /** Whether the migrations table exists (without creating it). */
-export async function hasMigrationsTable(client: PoolClient): Promise<boolean> {
+async function hasMigrationsTable(client: PoolClient): Promise<boolean> {
   const result = await client.query<{ present: boolean }>(
     "SELECT to_regclass('ledger_schema_migrations') IS NOT NULL AS present",
   )

@@ -11,7 +11,7 @@ export interface Migration {
  * Every schema change, oldest first. Never edit a released entry (its checksum is recorded
  * and checked): add a new version instead.
  */
-export const MIGRATIONS: readonly Migration[] = [
+const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'sessions, events, checkpoints',

@@ -17,7 +17,7 @@ import type { LineLocation } from './port.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 
 /** The `integrity` member of every v4 header. */
-export const INTEGRITY_CRC32C = 'crc32c'
+const INTEGRITY_CRC32C = 'crc32c'
 
 const HEADER_FIELDS = [
   'cwd',

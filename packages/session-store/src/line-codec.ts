@@ -9,7 +9,7 @@ import type { Crc32c } from './crc32c.ts'
 declare const TextEncoder: new () => { encode(input: string): Uint8Array }
 
 /** The fixed suffix length: `,"crc":"` + 8 hex digits + `"}`. */
-export const CRC_SUFFIX_LENGTH = 18
+const CRC_SUFFIX_LENGTH = 18
 const SUFFIX_HEAD = ',"crc":"'
 const HEX_DIGITS = /^[0-9a-f]{8}$/
 
@@ -111,7 +111,7 @@ export function jsonDepth(text: string, limit: number): number {
 }
 
 /** Why a line failed the per-line checks, in the order they run. */
-export type LineFailure = 'too-large' | 'too-deep' | 'json' | 'not-object' | 'checksum'
+type LineFailure = 'too-large' | 'too-deep' | 'json' | 'not-object' | 'checksum'
 
 /** The outcome of {@link decodeLine}. */
 export type DecodedLine =

@@ -63,7 +63,7 @@ export function encodeSeed(
 }
 
 /** A seeded header needs a seed ending with `session/end-seed` that agrees with it. */
-export function checkSeedMarker(id: string, header: SessionHeader, projection: Projection): void {
+function checkSeedMarker(id: string, header: SessionHeader, projection: Projection): void {
   if (header.seeded !== true) return
   const last = projection.lastEvent
   if (last?.type !== 'session/end-seed') {

@@ -38,7 +38,7 @@ const CREATE_PATTERN =
  * @param prompt - The user's prompt.
  * @returns The file, its content (quotes around it dropped, a final newline added) and whether to read it back; undefined for other prompts.
  */
-export function parseCreateRequest(prompt: string): CreateRequest | undefined {
+function parseCreateRequest(prompt: string): CreateRequest | undefined {
   const match = CREATE_PATTERN.exec(prompt.trim())
   if (match === null) return undefined
   const raw = match[2]!.trim()

@@ -47,7 +47,7 @@ interface CompressFields {
  * @param id - The session.
  * @param result - The store's result.
  */
-export function compressSummary(id: string, result: unknown): string {
+function compressSummary(id: string, result: unknown): string {
   const fields = (typeof result === 'object' && result !== null ? result : {}) as CompressFields
   const name = terminalSafe(id)
   const file = typeof fields.file === 'string' ? terminalSafe(fields.file) : 'the .zstd log'

@@ -6,7 +6,7 @@ import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 
 /** The environment variable read when `--store` is not given. */
-export const STORE_ENV = 'AGENT_LEDGER_STORE'
+const STORE_ENV = 'AGENT_LEDGER_STORE'
 
 const HELP = `Usage: agent-ledger db migrate --store <postgres-url> [--json]
 

@@ -11,7 +11,7 @@ import { displayPath, ioError } from '../session-path.ts'
 import type { SessionLocation } from '../session-path.ts'
 
 /** An Anthropic Messages API content block (the kinds an export produces). */
-export type AnthropicBlock =
+type AnthropicBlock =
   | { type: 'text'; text: string }
   | {
       type: 'image'
@@ -119,7 +119,7 @@ export function toAnthropic(messages: readonly WireMessage[]): {
  * The OpenAI chat shape: the projection as sent, `reasoning_content` dropped (OpenAI refuses
  * unknown fields on some models; DeepSeek wants it only on the current turn).
  */
-export function toOpenAi(messages: readonly WireMessage[]): {
+function toOpenAi(messages: readonly WireMessage[]): {
   messages: WireMessage[]
   loss: ProviderExportLoss
 } {

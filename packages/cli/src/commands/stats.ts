@@ -38,7 +38,7 @@ Exit codes:
 `
 
 /** What `stats` counts for one session. */
-export interface SessionStats {
+interface SessionStats {
   id: string
   events: number
   turns: number
@@ -93,7 +93,7 @@ function emptyStats(id: string): SessionStats {
 }
 
 /** Folds events into {@link SessionStats}, one at a time (memory: the open calls' names). */
-export class StatsCounter {
+class StatsCounter {
   readonly stats: SessionStats
   readonly #callNames = new Map<string, string>()
   readonly #turnStarts = new Map<number, number>()

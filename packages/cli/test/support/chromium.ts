@@ -12,7 +12,7 @@ export const CHROMIUM = '/usr/bin/chromium'
 export const hasChromium = existsSync(CHROMIUM)
 
 /** Where screenshots go: the package's ignored `test-output/` directory. */
-export const ARTIFACTS = fileURLToPath(new URL('../../test-output/', import.meta.url))
+const ARTIFACTS = fileURLToPath(new URL('../../test-output/', import.meta.url))
 
 function chromium(args: readonly string[], profile: string): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -8,7 +8,7 @@ import { arr, count, obj, str } from './types.ts'
 import type { FormatInput, FormatOutput, FormatSession } from './types.ts'
 
 /** The `type` values a Claude Code transcript line may have (for detection). */
-export const CLAUDE_RECORD_TYPES: ReadonlySet<string> = new Set([
+const CLAUDE_RECORD_TYPES: ReadonlySet<string> = new Set([
   'user',
   'assistant',
   'system',

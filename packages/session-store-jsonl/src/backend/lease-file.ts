@@ -20,7 +20,7 @@ import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import { portError, toPortError } from './port-errors.ts'
 
 /** Name of the lease file inside a session directory. */
-export const LEASE_FILE_NAME = 'writer.lease'
+const LEASE_FILE_NAME = 'writer.lease'
 
 /** What `writer.lease` holds. */
 export interface LeaseRecord {

@@ -17,7 +17,7 @@ import { sessionLog, zstdBatchEncoder, zstdCodecFor } from '../zstd-session.ts'
 import type { SessionLog } from '../zstd-session.ts'
 
 /** How the lines of a log are scanned in lines mode (see `ScannerOptions.onLine`). */
-export interface LineScan {
+interface LineScan {
   /** Every line that passed the per-line checks (header = line 1); return true to stop. */
   readonly onLine: (location: LineLocation) => boolean
   /** Stop before this 1-based line number. */

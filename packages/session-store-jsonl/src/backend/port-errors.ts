@@ -31,7 +31,7 @@ const DISK_FULL_CAUSES = new Set(['ENOSPC', 'EDQUOT', 'EFBIG'])
  * @param error - A store error.
  * @returns Its file, line and offset, or undefined when it has none.
  */
-export function locationOf(error: JsonlStoreError): LineLocation | undefined {
+function locationOf(error: JsonlStoreError): LineLocation | undefined {
   if (error.file === '' && error.line === undefined && error.offset === undefined) return undefined
   return {
     file: error.file,

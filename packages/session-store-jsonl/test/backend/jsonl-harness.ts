@@ -22,7 +22,7 @@ function enospc(op: string): Error {
 }
 
 /** A file system that fails every space-needing call with ENOSPC while `state.full`. */
-export function fullableFs(state: { full: boolean }): FsOps {
+function fullableFs(state: { full: boolean }): FsOps {
   const wrap = (handle: FileHandleOps): FileHandleOps => ({
     ...handle,
     path: handle.path,

@@ -25,7 +25,7 @@ const RAW_FRAME_HEADER = [...ZSTD_MAGIC, 0x00, 0x50]
  *
  * @param line - The header line, `\n` included (at most 128 KiB).
  */
-export function rawHeaderFrame(line: Uint8Array): Buffer {
+function rawHeaderFrame(line: Uint8Array): Buffer {
   const block = 1 | (line.length << 3) // last block, type raw
   return Buffer.concat([
     Buffer.from([...RAW_FRAME_HEADER, block & 0xff, (block >> 8) & 0xff, (block >> 16) & 0xff]),

@@ -5,7 +5,7 @@ import { inject } from 'vitest'
 
 import { pgUnavailableReason } from '../../../../tooling/pg/cluster.ts'
 
-export { createRequest, crcOf, eventLine, eventLines, seal, sessionId } from './lines.ts'
+export { createRequest, crcOf, eventLine, eventLines, sessionId } from './lines.ts'
 
 /** The admin URL from the global setup, or null (then suites skip; CI already failed in setup). */
 export const adminUrl: string | null = inject('pgUrl')
@@ -22,7 +22,7 @@ export function ownClusterSkipReason(): string | null {
 }
 
 /** Replaces the database of a postgres URL. */
-export function withDatabase(url: string, database: string): string {
+function withDatabase(url: string, database: string): string {
   const parsed = new URL(url)
   parsed.pathname = `/${database}`
   return parsed.toString()

@@ -8,7 +8,7 @@ import { STYLE } from './style.ts'
 import { collapsible, count, cut, escapeHtml, pre, shellWord, sizeLabel, truncationNotice } from './text.ts'
 
 /** The default size of a page: a 100 MB session still gives a file under 5 MB. */
-export const DEFAULT_PAGE_BUDGET_BYTES = 4_500_000
+const DEFAULT_PAGE_BUDGET_BYTES = 4_500_000
 
 /** Most characters of one text on the page while the page is small, then once it is large. */
 const FULL_ITEM_CHARS = 16_000

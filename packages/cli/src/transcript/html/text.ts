@@ -62,11 +62,11 @@ export function shellWord(word: string): string {
 }
 
 /** Texts longer than this (lines or characters) are collapsed behind their first lines. */
-export const COLLAPSE_LINES = 12
-export const COLLAPSE_CHARS = 1500
+const COLLAPSE_LINES = 12
+const COLLAPSE_CHARS = 1500
 /** How much of a collapsed text stays visible. */
-export const PREVIEW_LINES = 6
-export const PREVIEW_CHARS = 600
+const PREVIEW_LINES = 6
+const PREVIEW_CHARS = 600
 
 /** How a long text is shown: its first lines, the rest behind `<details>`, cut at `cap` characters. */
 export interface CollapseOptions {
