@@ -36,8 +36,13 @@ describe('the scripted provider on an empty workspace (mini-agent run, as a chil
     )
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0)
     expect(readFileSync(path.join(workspace, 'hello.txt'), 'utf8')).toBe('hello\n')
-    expect(run.stdout).toContain('write_file {"path":"hello.txt","content":"hello\\n"}')
-    expect(run.stdout).toContain('read_file {"path":"hello.txt"}')
+    // Event lines come from the CLI's describeEvent: `tool/call NAME(ID) args "JSON"`.
+    expect(run.stdout).toMatch(
+      /tool\/call write_file\(call_[0-9a-f]+\) args "\{\\"path\\":\\"hello\.txt\\",\\"content\\":\\"hello\\n\\"\}"/,
+    )
+    expect(run.stdout).toMatch(
+      /tool\/call read_file\(call_[0-9a-f]+\) args "\{\\"path\\":\\"hello\.txt\\"\}"/,
+    )
     expect(run.stdout).toContain('hello.txt contains:\nhello\n')
     expect(run.stdout).toContain('That is what I wrote.')
     expect(run.stdout).not.toContain('(empty directory)"}')
