@@ -2133,14 +2133,14 @@ function isRefusal(error: JsonlStoreError): boolean {
 }
 
 /**
- * A seeded header and its seed agree (FORMAT.md section 3): `seeded: true` needs a seed whose
- * last event is its `session/end-seed` marker (the only one), naming the header's
+ * A seeded header and its seed agree (FORMAT.md section 3): `seeded: true` needs a seed that
+ * holds exactly one `session/end-seed` marker (events after it are the new session's own, as
+ * an importer's fork publishes them in one create), naming the header's
  * `parentSession` and, with `inheritedEventCount`, the matching boundary; a marker without
  * `seeded: true` is refused too. Nothing is published otherwise.
  */
 function assertSeedMatchesHeader(id: string, header: SessionHeader, seed: readonly LoggedEvent[]): void {
   const markers = seed.filter((event) => event.type === 'session/end-seed')
-  const last = seed.at(-1)
   const refuse = (expected: string, found: string): never => {
     throw new JsonlStoreError({
       code: JsonlErrorCode.INVALID_HEADER,
@@ -2157,15 +2157,13 @@ function assertSeedMatchesHeader(id: string, header: SessionHeader, seed: readon
       )
     return
   }
-  if (markers.length !== 1 || last?.type !== 'session/end-seed') {
+  if (markers.length !== 1) {
     refuse(
-      'a seed ending with its session/end-seed marker (the header says "seeded": true)',
-      markers.length === 0
-        ? `${seed.length} seed event(s) and no marker`
-        : `${markers.length} marker(s), the last seed event being ${last?.type ?? 'none'}`,
+      'a seed holding its one session/end-seed marker (the header says "seeded": true)',
+      markers.length === 0 ? `${seed.length} seed event(s) and no marker` : `${markers.length} markers`,
     )
   }
-  const data = last!.data as { readonly parentSession?: unknown; readonly boundarySeq?: unknown }
+  const data = markers[0]!.data as { readonly parentSession?: unknown; readonly boundarySeq?: unknown }
   if (header.parentSession !== undefined && data.parentSession !== header.parentSession) {
     refuse(
       `the marker to name parentSession ${JSON.stringify(header.parentSession)}`,
