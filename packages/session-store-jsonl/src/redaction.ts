@@ -1,50 +1,12 @@
 /**
- * A policy that removes secrets from every string in an event's `data` before it is
- * serialized (RELIABILITY S8). The redacted text is what is checksummed, written, projected
- * and returned: the model never sees what the log does not hold.
+ * Secret redaction for the JSONL writer (RELIABILITY S8). The policy and its default patterns
+ * are the session core's (`@agent-ledger/session-store`), so both stores record the same
+ * `policyVersion` and redact the same shapes; this module keeps only the copy-on-write walk
+ * the JSONL append path uses.
  */
-export interface RedactionPolicy {
-  /** Recorded in each new session's header as `redaction: {policyVersion}`. */
-  readonly policyVersion: string
-  /**
-   * Returns the text to store for one string value. Must return a string; throwing or
-   * returning anything else makes `append` fail closed with `REDACTION_FAILED`.
-   */
-  redact(text: string): string
-}
 
-/** The secret shapes the default policy replaces, each with the label it leaves behind. */
-export const DEFAULT_SECRET_PATTERNS: readonly { readonly label: string; readonly pattern: RegExp }[] = [
-  {
-    label: 'private-key',
-    pattern: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)/g,
-  },
-  { label: 'anthropic-key', pattern: /\bsk-ant-[A-Za-z0-9_-]{8,}/g },
-  { label: 'openai-key', pattern: /\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}/g },
-  { label: 'aws-access-key-id', pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b/g },
-  { label: 'github-token', pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g },
-  { label: 'slack-token', pattern: /\bxox[abprs]-[A-Za-z0-9-]{10,}/g },
-  { label: 'bearer-token', pattern: /(\bBearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi },
-]
-
-/** The default policy: {@link DEFAULT_SECRET_PATTERNS}, each match replaced by `[REDACTED:<label>]`. */
-export const DEFAULT_REDACTION_POLICY: RedactionPolicy = Object.freeze({
-  policyVersion: 'agent-ledger.default-secrets.1',
-  redact(text: string): string {
-    let result = text
-    for (const { label, pattern } of DEFAULT_SECRET_PATTERNS) {
-      pattern.lastIndex = 0
-      if (!pattern.test(result)) continue
-      pattern.lastIndex = 0
-      result = result.replace(pattern, (_match: string, prefix: unknown) =>
-        label === 'bearer-token' && typeof prefix === 'string'
-          ? `${prefix}[REDACTED:${label}]`
-          : `[REDACTED:${label}]`,
-      )
-    }
-    return result
-  },
-})
+export { DEFAULT_REDACTION_POLICY, DEFAULT_SECRET_PATTERNS } from '@agent-ledger/session-store'
+export type { RedactionPolicy } from '@agent-ledger/session-store'
 
 interface Frame {
   readonly source: Record<string, unknown> | unknown[]

@@ -352,6 +352,13 @@ describe.skipIf(adminUrl === null)(
         const follow = follower.capabilities.follow
         if (follow === undefined) throw new Error('follow capability missing')
         const waiting = follow.waitForAppend(followed, { nextSeq: 0 })
+        // The announcement is written asynchronously: append only once it is committed, or the
+        // append rightly sends no NOTIFY and the follower wakes by its poll instead.
+        for (let tries = 0; tries < 100; tries += 1) {
+          const rows = await sqlOnce(url, 'SELECT 1 FROM ledger_followers WHERE session_id = $1', [followed])
+          if (rows.length > 0) break
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
         for (const id of [quiet, followed]) {
           const lease = await openWriter(id)
           const lines = eventLines(0, 2)

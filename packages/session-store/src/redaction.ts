@@ -28,7 +28,7 @@ export const DEFAULT_SECRET_PATTERNS: readonly { readonly label: string; readonl
 ]
 
 /**
- * The default policy (the same as `@agent-ledger/session-store-jsonl`'s, so headers agree):
+ * The default policy (the JSONL store re-exports it, so headers agree):
  * {@link DEFAULT_SECRET_PATTERNS}, each match replaced by `[REDACTED:<label>]`.
  */
 export const DEFAULT_REDACTION_POLICY: RedactionPolicy = Object.freeze({
