@@ -15,6 +15,11 @@ export default mergeConfig(shared, {
       { find: /^ai$/, replacement: `${directory}/dist/index.js` },
     ],
   },
-  // The type tests run against the workspace's ai 6 types in the normal suite.
-  test: { typecheck: { enabled: false } },
+  test: {
+    // The type tests run against the workspace's ai 6 types in the normal suite.
+    typecheck: { enabled: false },
+    // The store matrix runs over PostgreSQL here too.
+    globalSetup: ['../../tooling/pg/global-setup.ts'],
+    outputFile: { json: 'test-results-ai7.json' },
+  },
 })

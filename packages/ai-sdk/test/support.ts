@@ -6,8 +6,9 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 import type { LoggedEvent } from '@agent-ledger/session-events'
-import type { SessionStore } from '@agent-ledger/session-store-jsonl'
 import type { MockLanguageModelV3 } from 'ai/test'
+
+import type { LedgerStore } from '../src/index.ts'
 
 type LanguageModelV3GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>
 
@@ -17,7 +18,7 @@ export function tempRoot(): string {
 }
 
 /** Every event of a session, in seq order. */
-export async function allEvents(store: SessionStore, id: string): Promise<LoggedEvent[]> {
+export async function allEvents(store: LedgerStore, id: string): Promise<LoggedEvent[]> {
   const events: LoggedEvent[] = []
   for await (const event of store.readEvents(id)) events.push(event)
   return events
