@@ -5,11 +5,12 @@ import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 import type { SessionWriter } from '@agent-ledger/session-store-jsonl'
 import { Agent, MemorySession, run, setTracingDisabled, tool } from '@openai/agents-core'
 import type { AgentInputItem } from '@openai/agents-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { z } from 'zod'
 
 import { ITEMS_EVENT_TYPE, openAgentsSession } from '../src/index.ts'
 import type { LedgerStore } from '../src/index.ts'
+import { crossProcessStoreKinds, storeKinds } from './stores.ts'
 import { allEvents, call, say, ScriptedModel, spawnTsChild, tempRoot } from './support.ts'
 
 const root = tempRoot()
@@ -38,54 +39,61 @@ function logFile(id: string): string {
   return readFileSync(join(root, id, 'session.v4.jsonl'), 'latin1')
 }
 
+describe.each(storeKinds)('a multi-step run over the %s store', (_name, kind) => {
+  it.skipIf(kind.skip !== null)(
+    `holds exactly the items the SDK MemorySession holds after a multi-step tool run, each logged once${kind.skip === null ? '' : ` (skipped: ${kind.skip})`}`,
+    async () => {
+      const { store, id: sessionId, close } = await kind.open()
+      onTestFinished(close)
+      const id = sessionId('run-wrapped')
+      const session = await openAgentsSession(store, id)
+      const model = new ScriptedModel(script())
+      const ran: string[] = []
+      const agent = new Agent({
+        name: 'weather',
+        instructions: 'Be brief.',
+        model: session.wrapModel(model),
+        tools: session.wrapTools([weather(ran)]),
+      })
+      const result = await run(agent, 'Weather in Paris and Oslo?', { session })
+      expect(result.finalOutput).toBe('Both are sunny.')
+
+      const memory = new MemorySession()
+      const reference = new Agent({
+        name: 'weather',
+        instructions: 'Be brief.',
+        model: new ScriptedModel(script()),
+        tools: [weather([])],
+      })
+      await run(reference, 'Weather in Paris and Oslo?', { session: memory })
+      const expected = await memory.getItems()
+      expect(await session.getItems()).toEqual(expected)
+      expect(await session.getItems(2)).toEqual(expected.slice(-2))
+      await session.close()
+
+      const events = await allEvents(store, id)
+      expect(events.filter((event) => event.type !== ITEMS_EVENT_TYPE).map((event) => event.type)).toEqual([
+        'system/message', // the agent's instructions, hidden from getItems
+        'user/message',
+        'assistant/message',
+        'assistant/message',
+        'tool/call',
+        'tool/result',
+        'assistant/message',
+        'tool/call',
+        'tool/result',
+        'assistant/message',
+      ])
+      expect(ran).toEqual(['Paris', 'Oslo'])
+      // Reopened, the session derives the same items from the file.
+      const reopened = await openAgentsSession(store, id)
+      expect(await reopened.getItems()).toEqual(expected)
+      await reopened.close()
+    },
+  )
+})
+
 describe('AgentLedgerSession with the SDK runner', () => {
-  it('holds exactly the items the SDK MemorySession holds after a multi-step tool run, each logged once', async () => {
-    const store = createSessionStore({ root })
-    const session = await openAgentsSession(store, 'run-wrapped')
-    const model = new ScriptedModel(script())
-    const ran: string[] = []
-    const agent = new Agent({
-      name: 'weather',
-      instructions: 'Be brief.',
-      model: session.wrapModel(model),
-      tools: session.wrapTools([weather(ran)]),
-    })
-    const result = await run(agent, 'Weather in Paris and Oslo?', { session })
-    expect(result.finalOutput).toBe('Both are sunny.')
-
-    const memory = new MemorySession()
-    const reference = new Agent({
-      name: 'weather',
-      instructions: 'Be brief.',
-      model: new ScriptedModel(script()),
-      tools: [weather([])],
-    })
-    await run(reference, 'Weather in Paris and Oslo?', { session: memory })
-    const expected = await memory.getItems()
-    expect(await session.getItems()).toEqual(expected)
-    expect(await session.getItems(2)).toEqual(expected.slice(-2))
-    await session.close()
-
-    const events = await allEvents(store, 'run-wrapped')
-    expect(events.filter((event) => event.type !== ITEMS_EVENT_TYPE).map((event) => event.type)).toEqual([
-      'system/message', // the agent's instructions, hidden from getItems
-      'user/message',
-      'assistant/message',
-      'assistant/message',
-      'tool/call',
-      'tool/result',
-      'assistant/message',
-      'tool/call',
-      'tool/result',
-      'assistant/message',
-    ])
-    expect(ran).toEqual(['Paris', 'Oslo'])
-    // Reopened, the session derives the same items from the file.
-    const reopened = await openAgentsSession(store, 'run-wrapped')
-    expect(await reopened.getItems()).toEqual(expected)
-    await reopened.close()
-  })
-
   it('logs a streamed run (run with stream: true) once, with the same items as MemorySession', async () => {
     const store = createSessionStore({ root })
     const session = await openAgentsSession(store, 'streamed')
@@ -366,35 +374,42 @@ describe('popItem on events written by another adapter', () => {
   })
 })
 
+describe.each(crossProcessStoreKinds)('a crashed run over the %s store', (_name, kind) => {
+  it.skipIf(kind.skip !== null)(
+    `a run SIGKILLed inside a tool resumes with TOOL_OUTCOME_UNKNOWN, which the next model request carries${kind.skip === null ? '' : ` (skipped: ${kind.skip})`}`,
+    async () => {
+      const { store, target, id: sessionId, close } = await kind.open()
+      onTestFinished(close)
+      const id = sessionId('killed-run')
+      const child = spawnTsChild('./fixtures/crash-mid-tool.ts', [target!, id, 'run'])
+      await child.waitFor('IN_TOOL')
+      child.child.kill('SIGKILL')
+      expect((await child.exited).signal).toBe('SIGKILL')
+
+      const session = await openAgentsSession(store, id)
+      const items = await session.getItems()
+      expect(items.slice(0, 3)).toEqual([
+        { type: 'message', role: 'user', content: 'Deploy the web service.' },
+        say('Deploying.'),
+        call('call-deploy', 'deploy', { service: 'web' }),
+      ])
+      const placeholder = items[3] as { type: string; callId: string; output: { type: string; text: string } }
+      expect(placeholder.type).toBe('function_call_result')
+      expect(placeholder.callId).toBe('call-deploy')
+      expect(placeholder.output.text).toMatch(/outcome is unknown.*\[TOOL_OUTCOME_UNKNOWN\]$/s)
+
+      const model = new ScriptedModel([[say('I will check whether web is deployed before retrying.')]])
+      const agent = new Agent({ name: 'deployer', model: session.wrapModel(model) })
+      await run(agent, 'Did it deploy?', { session })
+      await session.close()
+      const input = model.requests[0]!.input as AgentInputItem[]
+      expect(input).toContainEqual(placeholder)
+      expect(input.at(-1)).toEqual({ type: 'message', role: 'user', content: 'Did it deploy?' })
+    },
+  )
+})
+
 describe('crash and resume', () => {
-  it('a run SIGKILLed inside a tool resumes with TOOL_OUTCOME_UNKNOWN, which the next model request carries', async () => {
-    const child = spawnTsChild('./fixtures/crash-mid-tool.ts', [root, 'killed-run', 'run'])
-    await child.waitFor('IN_TOOL')
-    child.child.kill('SIGKILL')
-    expect((await child.exited).signal).toBe('SIGKILL')
-
-    const store = createSessionStore({ root })
-    const session = await openAgentsSession(store, 'killed-run')
-    const items = await session.getItems()
-    expect(items.slice(0, 3)).toEqual([
-      { type: 'message', role: 'user', content: 'Deploy the web service.' },
-      say('Deploying.'),
-      call('call-deploy', 'deploy', { service: 'web' }),
-    ])
-    const placeholder = items[3] as { type: string; callId: string; output: { type: string; text: string } }
-    expect(placeholder.type).toBe('function_call_result')
-    expect(placeholder.callId).toBe('call-deploy')
-    expect(placeholder.output.text).toMatch(/outcome is unknown.*\[TOOL_OUTCOME_UNKNOWN\]$/s)
-
-    const model = new ScriptedModel([[say('I will check whether web is deployed before retrying.')]])
-    const agent = new Agent({ name: 'deployer', model: session.wrapModel(model) })
-    await run(agent, 'Did it deploy?', { session })
-    await session.close()
-    const input = model.requests[0]!.input as AgentInputItem[]
-    expect(input).toContainEqual(placeholder)
-    expect(input.at(-1)).toEqual({ type: 'message', role: 'user', content: 'Did it deploy?' })
-  })
-
   it('a process SIGKILLed between addItems of a function call and of its output resumes with TOOL_OUTCOME_UNKNOWN', async () => {
     const child = spawnTsChild('./fixtures/crash-mid-tool.ts', [root, 'killed-add', 'add'])
     await child.waitFor('ADDED')

@@ -6,9 +6,10 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 import type { LoggedEvent } from '@agent-ledger/session-events'
-import type { SessionStore } from '@agent-ledger/session-store-jsonl'
 import { Usage } from '@openai/agents-core'
 import type { AgentOutputItem, Model, ModelRequest, ModelResponse, StreamEvent } from '@openai/agents-core'
+
+import type { LedgerStore } from '../src/index.ts'
 
 /** A fresh store root in the OS temp directory. */
 export function tempRoot(): string {
@@ -16,7 +17,7 @@ export function tempRoot(): string {
 }
 
 /** Every event of a session, in seq order. */
-export async function allEvents(store: SessionStore, id: string): Promise<LoggedEvent[]> {
+export async function allEvents(store: LedgerStore, id: string): Promise<LoggedEvent[]> {
   const events: LoggedEvent[] = []
   for await (const event of store.readEvents(id)) events.push(event)
   return events
