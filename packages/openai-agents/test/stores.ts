@@ -5,7 +5,7 @@
  * a failure under CI=true).
  */
 import { randomUUID } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -24,8 +24,20 @@ export interface OpenedStore {
   readonly target: string | null
   /** A session id unique to this run (the PostgreSQL server may be shared between runs). */
   readonly id: (name: string) => string
+  /**
+   * What the store holds for a session, as text that only grows while the log is append-only:
+   * the JSONL file's bytes; for the core stores, every event read back, one JSON line each.
+   */
+  readonly snapshot: (id: string) => Promise<string>
   /** Closes the store and removes what it wrote. */
   readonly close: () => Promise<void>
+}
+
+/** Every event of a session read back through the store, one JSON text per line. */
+async function eventLines(store: LedgerStore, id: string): Promise<string> {
+  let text = ''
+  for await (const event of store.readEvents(id)) text += `${JSON.stringify(event)}\n`
+  return text
 }
 
 /** A kind of store: its name, why it is skipped here (or null), and how to open one. */
@@ -52,6 +64,7 @@ export const storeKinds: readonly (readonly [string, StoreKind])[] = [
         store,
         target: root,
         id: (name: string) => name,
+        snapshot: (id: string) => Promise.resolve(readFileSync(join(root, id, 'session.v4.jsonl'), 'latin1')),
         close: () => Promise.resolve(rmSync(root, { recursive: true, force: true })),
       }
     },
@@ -66,7 +79,13 @@ export const storeKinds: readonly (readonly [string, StoreKind])[] = [
         clock: () => new Date().toISOString(),
         owner: 'openai-agents-test',
       })
-      return Promise.resolve({ store, target: null, id: (name: string) => name, close: () => store.close() })
+      return Promise.resolve({
+        store,
+        target: null,
+        id: (name: string) => name,
+        snapshot: (id: string) => eventLines(store, id),
+        close: () => store.close(),
+      })
     },
   },
   {
@@ -77,7 +96,13 @@ export const storeKinds: readonly (readonly [string, StoreKind])[] = [
       const target = pgUrl!
       const { store, close } = await openStoreAt(target)
       const run = randomUUID().slice(0, 8)
-      return { store, target, id: (name: string) => `${name}-${run}`, close }
+      return {
+        store,
+        target,
+        id: (name: string) => `${name}-${run}`,
+        snapshot: (id: string) => eventLines(store, id),
+        close,
+      }
     },
   },
 ].map((kind) => [kind.name, kind] as const)
