@@ -20,6 +20,7 @@ export default mergeConfig(shared, {
     typecheck: { enabled: false },
     // The store matrix runs over PostgreSQL here too.
     globalSetup: ['../../tooling/pg/global-setup.ts'],
-    outputFile: { json: 'test-results-ai7.json' },
+    // Not test-results.json: that is the Node 20 run's report (tooling/test-summary.ts reads it).
+    outputFile: { json: 'test-output/ai7-results.json' },
   },
 })

@@ -18,7 +18,7 @@ import type {} from '../../../tooling/pg/global-setup.ts'
 import { openStoreAt } from './store-target.ts'
 
 /** One store, opened for one test. */
-export interface OpenedStore {
+interface OpenedStore {
   readonly store: LedgerStore
   /** What a child process passes to `openStoreAt` to open the same store; null: in-process only. */
   readonly target: string | null
