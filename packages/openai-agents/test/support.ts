@@ -76,6 +76,14 @@ export function call(callId: string, name: string, input: unknown): AgentOutputI
 }
 
 const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+/**
+ * Under tooling/frameworks-next.ts, children resolve the framework to the copy under test,
+ * as the test process does through its vitest aliases.
+ */
+const frameworkAliases =
+  (process.env['AGENT_LEDGER_FRAMEWORK_ALIASES'] ?? '') === ''
+    ? []
+    : ['--import', new URL('../../../tooling/next/framework-aliases.mjs', import.meta.url).href]
 
 /** Runs a TypeScript child in one node process (so SIGKILL hits the process holding the files). */
 export function spawnTsChild(script: string, args: readonly string[]) {
@@ -83,6 +91,7 @@ export function spawnTsChild(script: string, args: readonly string[]) {
     process.execPath,
     [
       '--conditions=@agent-ledger/source',
+      ...frameworkAliases,
       '--import',
       tsxLoader,
       fileURLToPath(new URL(script, import.meta.url)),
