@@ -315,6 +315,13 @@ describe.each(storeKinds)('popItem and clearSession over the %s store', (_name, 
       before = after
       await session.clearSession()
       expect(await session.getItems()).toEqual([])
+      // The model-visible history (and so the transcript) says what was removed and where it is.
+      expect(session.writer.deriveMessages()).toEqual([
+        {
+          role: 'system',
+          content: '[removed from the session by clearSession; the originals stay in the log at seq 0, 9, 5]',
+        },
+      ])
       expect(await session.popItem()).toBeUndefined()
       await session.addItems([{ type: 'message', role: 'user', content: 'Fresh start' }])
       expect(await session.getItems()).toEqual([{ type: 'message', role: 'user', content: 'Fresh start' }])
