@@ -61,6 +61,20 @@ export interface SourceIdentity {
   readonly mtimeMs: number
 }
 
+/**
+ * The store operation a publish serves: it names the error code of a failed step
+ * (`CREATE_FAILED`, `FORK_FAILED`, `SALVAGE_FAILED`, `COMPRESS_FAILED`, `MIGRATION_FAILED`).
+ */
+export type PublishOperation = 'create' | 'fork' | 'salvage' | 'compress' | 'migrate'
+
+const FAILURE_CODES: Readonly<Record<PublishOperation, JsonlErrorCode>> = {
+  create: JsonlErrorCode.CREATE_FAILED,
+  fork: JsonlErrorCode.FORK_FAILED,
+  salvage: JsonlErrorCode.SALVAGE_FAILED,
+  compress: JsonlErrorCode.COMPRESS_FAILED,
+  migrate: JsonlErrorCode.MIGRATION_FAILED,
+}
+
 /** What {@link publishFile} needs. */
 export interface PublishRequest {
   readonly fs: FsOps
@@ -70,11 +84,13 @@ export interface PublishRequest {
   readonly target: string
   /** Temp-name kind, `[a-z0-9]+` and not starting with `lock` (`migrate`, `compress`, `create`, `salvage`). */
   readonly kind: string
+  /** The operation this publish serves, for the code of a failed step; default `migrate`. */
+  readonly operation?: PublishOperation
   /** Produces the content, streamed; called once. A `JsonlStoreError` it throws passes through unchanged. */
   readonly content: () => AsyncIterable<Uint8Array>
   /**
    * Validates the staged bytes (read back from disk through the temp's handle); throws to
-   * abort the publish (the error becomes `MIGRATION_FAILED{step:'verify'}` with it as cause).
+   * abort the publish (the error becomes the operation's failure code, `step: 'verify'`, with it as cause).
    * Bytes it does not consume are still read and hashed.
    */
   readonly verify?: (staged: ByteSource) => Promise<void>
@@ -89,6 +105,11 @@ export interface PublishRequest {
   readonly display?: string
   /** Keep the temp's read-write handle open and return it (it is the published inode): appends continue through it. */
   readonly keepHandle?: boolean
+  /**
+   * Open the temp file `O_APPEND` (a session's log handle: should two writers ever coexist,
+   * both lines land and the next open reports `SEQ_CONFLICT` instead of an overwrite).
+   */
+  readonly appendOnly?: boolean
   /** Write batch and read-back chunk size; default 1 MiB. */
   readonly chunkBytes?: number
   /** A held writer lock, checked (`assertHeld`) just before the link. */
@@ -130,7 +151,11 @@ const DISK_FULL_CAUSES: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EFBI
 function failed(
   step: string,
   error: unknown,
-  context: { readonly file: string; readonly details?: Record<string, unknown> },
+  context: {
+    readonly file: string
+    readonly code: JsonlErrorCode
+    readonly details?: Record<string, unknown>
+  },
 ): JsonlStoreError {
   const cause = JsonlStoreError.is(error)
     ? error.code === JsonlErrorCode.DISK_FULL
@@ -142,7 +167,7 @@ function failed(
   // A full disk is DISK_FULL wherever it happens (retryable once space is freed), with the same details.
   const diskFull = DISK_FULL_CAUSES.has(cause)
   return new JsonlStoreError({
-    code: diskFull ? JsonlErrorCode.DISK_FULL : JsonlErrorCode.MIGRATION_FAILED,
+    code: diskFull ? JsonlErrorCode.DISK_FULL : context.code,
     message: `Publishing ${context.file} failed at step ${step}: expected it to succeed, found ${cause}${diskFull ? ' (the disk or the file size limit is full)' : ''}${context.details?.['published'] === true ? ' (the file was published)' : '; nothing was published'}.`,
     file: context.file,
     details: { step, cause, published: false, poisoned: false, ...context.details },
@@ -170,7 +195,9 @@ function isTyped(error: unknown): boolean {
  *
  * @param request - Target, content, verification, source identity and seams.
  * @returns What was published.
- * @throws {@link JsonlStoreError} `MIGRATION_FAILED` (details `step`, `cause`, `published`, `poisoned`),
+ * @throws {@link JsonlStoreError} the operation's failure code (`MIGRATION_FAILED` by default,
+ *   `CREATE_FAILED`, `FORK_FAILED`, `SALVAGE_FAILED`, `COMPRESS_FAILED`; details `step`, `cause`,
+ *   `published`, `poisoned`), `DISK_FULL` for a full disk at any step,
  *   `MIGRATION_CONFLICT` (details `reason`, `firstDifferenceOffset`), `SYMLINK_REFUSED` (a symlink at
  *   the target), `LOCK_LOST`; any typed error thrown by `content`.
  */
@@ -184,6 +211,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
   const display = (name: string): string =>
     request.display === undefined ? name : `${request.display}/${name}`
   const file = display(target)
+  const code = FAILURE_CODES[request.operation ?? 'migrate']
   const targetPath = join(directory, target)
   const chunkBytes = request.chunkBytes ?? DEFAULT_CHUNK_BYTES
   const randomHex = request.randomHex ?? defaultRandomHex
@@ -204,18 +232,22 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     try {
       handle = await fs.open(
         join(directory, tempName),
-        constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+        constants.O_RDWR |
+          constants.O_CREAT |
+          constants.O_EXCL |
+          constants.O_NOFOLLOW |
+          (request.appendOnly === true ? constants.O_APPEND : 0),
         0o600,
       )
     } catch (error) {
       // S7: a pre-created name (a file or a symlink) gives EEXIST: draw fresh randomness.
       if (errnoOf(error) === 'EEXIST') continue
-      throw failed('create-temp', error, { file })
+      throw failed('create-temp', error, { file, code })
     }
   }
   if (handle === undefined) {
     throw new JsonlStoreError({
-      code: JsonlErrorCode.MIGRATION_FAILED,
+      code,
       message: `Publishing ${file} failed at step create-temp: expected a free random temp name, found ${MAX_TEMP_ATTEMPTS} taken; nothing was published.`,
       file,
       details: {
@@ -259,7 +291,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       tempIno = stats.ino
       if ((stats.mode & 0o777) !== 0o600) await temp.chmod(0o600)
     } catch (error) {
-      throw failed('create-temp', error, { file })
+      throw failed('create-temp', error, { file, code })
     }
     await at('temp-created')
 
@@ -271,7 +303,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       try {
         await temp.write(bytes, size)
       } catch (error) {
-        throw failed('write-temp', error, { file })
+        throw failed('write-temp', error, { file, code })
       }
       hash.update(bytes)
       size += bytes.byteLength
@@ -304,7 +336,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     } catch (error) {
       await iterator?.return?.().catch(() => undefined)
       if (isTyped(error)) throw error
-      throw failed('write-temp', error, { file })
+      throw failed('write-temp', error, { file, code })
     }
     sha256 = hash.digest('hex')
     await at('temp-written')
@@ -313,16 +345,16 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     try {
       await temp.sync()
     } catch (error) {
-      throw failed('fsync-temp', error, { file })
+      throw failed('fsync-temp', error, { file, code })
     }
     await at('temp-synced')
 
     // 4. Verify what is on disk.
-    await verifyStaged(request, { temp, size, sha256, chunkBytes, file })
+    await verifyStaged(request, { temp, size, sha256, chunkBytes, file, code })
     await at('verified')
 
     // 5. The source is unchanged since it was read.
-    if (request.source !== undefined) await checkSource(fs, request.source, file)
+    if (request.source !== undefined) await checkSource(fs, request.source, { file, code })
     if (request.lock !== undefined) await request.lock.assertHeld()
   } catch (error) {
     await removeTemp()
@@ -335,10 +367,10 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
   } catch (error) {
     if (errnoOf(error) !== 'EEXIST') {
       await removeTemp()
-      throw failed('link', error, { file })
+      throw failed('link', error, { file, code })
     }
     try {
-      const existingIno = await acceptExisting(request, { temp, size, chunkBytes, file, targetPath })
+      const existingIno = await acceptExisting(request, { temp, size, chunkBytes, file, code, targetPath })
       await removeTemp()
       await at('temp-unlinked')
       return {
@@ -375,7 +407,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       // Nothing may be acked in a name that is not durable: withdraw it (if it is still ours) and poison.
       await withdrawTarget(fs, targetPath, tempIno)
       await removeTemp()
-      throw failed('fsync-dir', error, { file, details: { poisoned: true } })
+      throw failed('fsync-dir', error, { file, code, details: { poisoned: true } })
     }
     await at('dir-synced')
 
@@ -385,13 +417,21 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       tempPresent = false
     } catch (error) {
       await closeHandle()
-      throw failed('unlink-temp', error, { file, details: { published: true, tempFile: display(tempName) } })
+      throw failed('unlink-temp', error, {
+        file,
+        code,
+        details: { published: true, tempFile: display(tempName) },
+      })
     }
     try {
       await fs.fsyncDirectory(directory)
     } catch (error) {
       await closeHandle()
-      throw failed('fsync-dir-after-unlink', error, { file, details: { published: true, poisoned: true } })
+      throw failed('fsync-dir-after-unlink', error, {
+        file,
+        code,
+        details: { published: true, poisoned: true },
+      })
     }
     await at('temp-unlinked')
     if (request.keepHandle !== true) await closeHandle()
@@ -410,9 +450,16 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
 
 async function verifyStaged(
   request: PublishRequest,
-  staged: { temp: FileHandleOps; size: number; sha256: string; chunkBytes: number; file: string },
+  staged: {
+    temp: FileHandleOps
+    size: number
+    sha256: string
+    chunkBytes: number
+    file: string
+    code: JsonlErrorCode
+  },
 ): Promise<void> {
-  const { temp, size, sha256, chunkBytes, file } = staged
+  const { temp, size, sha256, chunkBytes, file, code } = staged
   const hash = createHash('sha256')
   let bytesRead = 0
   const chunks = readFileChunks(temp, { chunkBytes, end: size })
@@ -433,12 +480,13 @@ async function verifyStaged(
       // drain
     }
   } catch (error) {
-    throw failed('verify', error, { file })
+    throw failed('verify', error, { file, code })
   }
   const found = hash.digest('hex')
   if (bytesRead !== size || found !== sha256) {
     throw failed('verify', new Error('staged bytes differ from the written bytes'), {
       file,
+      code,
       details: {
         cause: 'STAGED_BYTES_DIFFER',
         expectedBytes: size,
@@ -450,13 +498,17 @@ async function verifyStaged(
   }
 }
 
-async function checkSource(fs: FsOps, source: SourceIdentity, file: string): Promise<void> {
+async function checkSource(
+  fs: FsOps,
+  source: SourceIdentity,
+  { file, code }: { readonly file: string; readonly code: JsonlErrorCode },
+): Promise<void> {
   let found: { ino: number; size: number; mtimeMs: number } | null
   try {
     const stats = await fs.lstat(source.path)
     found = { ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs }
   } catch (error) {
-    if (errnoOf(error) !== 'ENOENT') throw failed('check-source', error, { file })
+    if (errnoOf(error) !== 'ENOENT') throw failed('check-source', error, { file, code })
     found = null
   }
   if (
@@ -468,7 +520,7 @@ async function checkSource(fs: FsOps, source: SourceIdentity, file: string): Pro
     return
   const expected = { ino: source.ino, size: source.size, mtimeMs: source.mtimeMs }
   throw new JsonlStoreError({
-    code: JsonlErrorCode.MIGRATION_FAILED,
+    code,
     message: `Publishing ${file} failed at step check-source: expected the source unchanged since it was read (${JSON.stringify(expected)}), found ${found === null ? 'it removed' : JSON.stringify(found)}; nothing was published.`,
     file,
     details: {
@@ -490,10 +542,17 @@ async function checkSource(fs: FsOps, source: SourceIdentity, file: string): Pro
  */
 async function acceptExisting(
   request: PublishRequest,
-  context: { temp: FileHandleOps; size: number; chunkBytes: number; file: string; targetPath: string },
+  context: {
+    temp: FileHandleOps
+    size: number
+    chunkBytes: number
+    file: string
+    code: JsonlErrorCode
+    targetPath: string
+  },
 ): Promise<number> {
   const { fs } = request
-  const { temp, size, chunkBytes, file, targetPath } = context
+  const { temp, size, chunkBytes, file, code, targetPath } = context
   const conflict = (details: Record<string, unknown>, message: string): JsonlStoreError =>
     new JsonlStoreError({ code: JsonlErrorCode.MIGRATION_CONFLICT, message, file, details })
   if (request.ifExists === 'refuse') {
@@ -506,7 +565,7 @@ async function acceptExisting(
   try {
     stats = await fs.lstat(targetPath)
   } catch (error) {
-    throw failed('compare-existing', error, { file })
+    throw failed('compare-existing', error, { file, code })
   }
   if (stats.isSymbolicLink()) {
     throw new JsonlStoreError({
@@ -526,7 +585,7 @@ async function acceptExisting(
   try {
     existing = await fs.open(targetPath, constants.O_RDONLY | constants.O_NOFOLLOW)
   } catch (error) {
-    throw failed('compare-existing', error, { file })
+    throw failed('compare-existing', error, { file, code })
   }
   try {
     const difference = await firstDifference(temp, existing, { size, chunkBytes })
@@ -546,12 +605,12 @@ async function acceptExisting(
       await existing.sync()
       await fs.fsyncDirectory(request.directory)
     } catch (error) {
-      throw failed('fsync-dir', error, { file, details: { poisoned: true, published: true } })
+      throw failed('fsync-dir', error, { file, code, details: { poisoned: true, published: true } })
     }
     return (await existing.stat()).ino
   } catch (error) {
     if (isTyped(error)) throw error
-    throw failed('compare-existing', error, { file })
+    throw failed('compare-existing', error, { file, code })
   } finally {
     await existing.close().catch(() => undefined)
   }

@@ -164,12 +164,14 @@ export interface SessionStore {
   /**
    * Publishes a new session (header plus optional seed events) and opens it for write.
    *
-   * The file appears complete or not at all: written to a temp file, fsynced, `link()`ed
-   * into place (never overwriting), then the directory is fsynced.
+   * The file appears complete or not at all (publish by link, FORMAT.md section 14.4): written
+   * to a temp file, fsynced, read back and verified, `link()`ed into place (never
+   * overwriting), then the directory is fsynced; a failed directory fsync withdraws the name.
    *
    * @param request - The id, optional header fields, and seed events (seqs from 0) for forks and salvage.
    * @throws {@link JsonlStoreError} `INVALID_SESSION_ID`, `SESSION_EXISTS`, `SESSION_LOCKED`, `INVALID_HEADER`,
-   *   `INVALID_EVENT`, `SYMLINK_REFUSED`, `ACCESS_DENIED`, `UNSAFE_ROOT`, `DISK_FULL`...
+   *   `INVALID_EVENT`, `SYMLINK_REFUSED`, `ACCESS_DENIED`, `UNSAFE_ROOT`, `DISK_FULL`, `CREATE_FAILED`
+   *   (a publish step failed: `details.step`, `poisoned`; nothing published)...
    */
   create(request: {
     readonly id: string
@@ -212,14 +214,16 @@ export interface SessionStore {
   list(): Promise<{ sessions: SessionSummary[]; problems: { id: string; error: JsonlStoreError }[] }>
   /**
    * Copies the good prefix of a (damaged) session into a NEW session, byte for byte, plus
-   * a `session/salvage` event naming what was dropped. The source is never modified.
+   * a `session/salvage` event naming what was dropped. The source is never modified. The copy
+   * publishes by link like `create`; a failed publish step is `SALVAGE_FAILED`.
    */
   salvage(id: string, request: { readonly to: string }): Promise<SalvageReport>
   /**
    * Forks a session at `atSeq` into a new session (seed = events 0..atSeq, closers for an
    * open turn, `session/end-seed`) and opens it for write. The parent is never modified.
    *
-   * @throws {@link JsonlStoreError} `FORK_REFUSED` (bad boundary, or an open turn with `openTurn: 'refuse'`).
+   * @throws {@link JsonlStoreError} `FORK_REFUSED` (bad boundary, or an open turn with `openTurn: 'refuse'`),
+   *   `FORK_FAILED` (publishing the child failed; nothing published).
    */
   fork(
     id: string,
@@ -235,7 +239,7 @@ export interface SessionStore {
    * @returns What was done (`compressed`, `resealed` or `up-to-date`), sizes and ratio.
    * @throws {@link JsonlStoreError} `SESSION_LOCKED`, `SESSION_NOT_FOUND`, `VERSION_TOO_NEW` (touching nothing),
    *   `MIXED_ENCODINGS` (older plain generations, or both encodings with different content), damage codes,
-   *   `MIGRATION_FAILED` (nothing published; the plain log kept).
+   *   `COMPRESS_FAILED` (nothing published; the plain log kept).
    */
   compress(id: string, options?: CompressOptions): Promise<CompressResult>
   /**

@@ -25,9 +25,9 @@ export async function compress(
   assertSessionId(id)
   // V1: refuse a newer version before taking the lock or writing anything.
   {
-    const { handle, log } = await openLog(ctx, id, { write: false })
+    const { handle, adapter } = await openLog(ctx, id, { write: false })
     try {
-      const peek = await peekHeader(ctx, handle, { id, log })
+      const peek = await peekHeader(ctx, { handle, adapter, id })
       if (peek.damage !== null && isRefusal(peek.damage)) throw peek.damage
     } finally {
       await handle.close().catch(() => undefined)
@@ -131,7 +131,7 @@ export async function upToDate(ctx: StoreContext, id: string, dryRun: boolean): 
   const { handle, directory, ...opened } = await openLog(ctx, id, { write: false })
   let header: SessionHeader | null
   try {
-    const peek = await peekHeader(ctx, handle, { id, log: opened.log })
+    const peek = await peekHeader(ctx, { handle, adapter: opened.adapter, id })
     if (peek.damage !== null) throw peek.damage
     header = peek.header
   } finally {

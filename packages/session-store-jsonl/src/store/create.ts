@@ -1,3 +1,5 @@
+import { Readable } from 'node:stream'
+
 import type { LoggedEvent, SessionHeaderInput } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
 
@@ -5,13 +7,19 @@ import { assertSessionId } from '../session-id.ts'
 import type { SessionWriter } from '../session-writer.ts'
 import { linesFacts } from '../checkpoint-writer.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
-import { sessionLog, zstdCodecFor } from '../zstd-session.ts'
+import { logAdapter } from '../log-adapter.ts'
 import { ensureRoot, ensureSessionDirectory, checkedEncoding } from './context.ts'
 import type { StoreContext } from './context.ts'
 import { buildHeader, encodeSeed, assertSeedMatchesHeader } from './header-seed.ts'
-import { publish } from './publish-new.ts'
+import { publishNewSession } from './publish-new.ts'
 import { checkpointWriter, newWriter, repairAndReturn } from './open-writer.ts'
 
+/**
+ * `store.create` (and a fork, which is a create with a seed): validates the header and the
+ * seed, publishes the log by link, then opens it for write with loop-repair's closers.
+ *
+ * @param operation - `create`, or `fork` (names the failure code: `CREATE_FAILED`, `FORK_FAILED`).
+ */
 export async function create(
   ctx: StoreContext,
   request: {
@@ -20,30 +28,30 @@ export async function create(
     readonly seed?: readonly LoggedEvent[]
     readonly encoding?: LogEncoding
   },
+  operation: 'create' | 'fork' = 'create',
 ): Promise<SessionWriter> {
   const id = assertSessionId(request.id)
-  const log = sessionLog(id, checkedEncoding(request.encoding ?? ctx.encoding))
+  const encoding = checkedEncoding(request.encoding ?? ctx.encoding)
   const header = buildHeader(ctx, id, request.header ?? {})
   const projection = createProjection({ registry: ctx.registry })
   const seedEvents: LoggedEvent[] = []
   const seedLines = encodeSeed(ctx, request.seed ?? [], { id, projection, events: seedEvents })
   assertSeedMatchesHeader(id, header, seedEvents)
-  const codec = log.encoding === 'zstd' ? await zstdCodecFor(log.file) : undefined
+  const adapter = await logAdapter(id, encoding, ctx.limits)
   await ensureRoot(ctx, true)
   const directory = await ensureSessionDirectory(ctx, id)
-  const published = await publish(ctx, {
+  const published = await publishNewSession(ctx, {
     id,
     directory,
-    kind: 'create',
+    operation,
     header,
-    body: seedLines,
-    log,
-    codec,
+    adapter,
+    body: () => Readable.from(seedLines) as AsyncIterable<Buffer>,
+    expected: { lines: seedLines.length, lastLine: seedLines.at(-1) ?? null },
   })
   const writer = newWriter(ctx, {
     id,
-    log,
-    codec,
+    adapter,
     header,
     directory,
     handle: published.handle,

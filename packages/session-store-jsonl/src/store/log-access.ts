@@ -1,3 +1,8 @@
+/*
+ * Opening and scanning a session's v4 log, in whichever encoding it has: the log's
+ * `LogAdapter` (src/log-adapter.ts) is chosen once, when the log is opened, and every scan
+ * here goes through it. Nothing in this file branches on the encoding.
+ */
 import { constants } from 'node:fs'
 import { join } from 'node:path'
 
@@ -5,21 +10,21 @@ import type { LoggedEvent } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
+import { planReadFrom, scanWithCheckpoint } from '../checkpoint-open.ts'
+import type { SessionScan } from '../checkpoint-open.ts'
 import { errnoOf, notRegularFile, toStoreError } from '../fs-errors.ts'
 import { fileKind } from '../fs-ops.ts'
 import type { FileHandleOps } from '../fs-ops.ts'
 import { JsonlErrorCode } from '../jsonl-store-error.ts'
-import { LOG_FILE_NAME } from '../layout.ts'
+import { logAdapter } from '../log-adapter.ts'
+import type { EventScanOptions, LogAdapter } from '../log-adapter.ts'
 import { V4_FORMAT } from '../log-format.ts'
 import type { ScanOutcome } from '../log-scanner.ts'
-import { readFileChunks, refineRepeatedSeq, scanLog } from '../read-log.ts'
-import type { ByteSource } from '../read-log.ts'
-import type { SessionScan } from '../checkpoint-open.ts'
-import { scanZstdLog, scanZstdLogChunks, zstdPlainSource } from '../zstd-log-reader.ts'
-import type { ZstdLogStats, ZstdScanOptions } from '../zstd-log-reader.ts'
-import { locateSessionLog, zstdCodecFor } from '../zstd-session.ts'
+import { refineRepeatedSeq } from '../read-log.ts'
+import type { ZstdLogStats } from '../zstd-log-reader.ts'
+import { locateSessionLog } from '../zstd-session.ts'
 import type { SessionLog } from '../zstd-session.ts'
-import { ensureRoot, checkSessionDirectory, notFound } from './context.ts'
+import { checkpointContext, checkSessionDirectory, ensureRoot, notFound } from './context.ts'
 import type { StoreContext } from './context.ts'
 
 /** What a full scan of an open log gives (internal). */
@@ -27,19 +32,30 @@ export interface OpenScan {
   readonly outcome: ScanOutcome
   readonly projection: Projection
   /** Frame facts, for a `.zstd` log. */
-  readonly zstd?: ZstdLogStats
+  readonly zstd?: ZstdLogStats | undefined
 }
 
-export const HEADER_PEEK_CHUNK = 64 * 1024
+/** An open v4 log: its handle, its directory, and the adapter of its encoding. */
+export interface OpenedLog {
+  readonly handle: FileHandleOps
+  readonly directory: string
+  readonly log: SessionLog
+  readonly adapter: LogAdapter
+}
 
+const HEADER_PEEK_CHUNK = 64 * 1024
+
+/**
+ * Opens a session's v4 log (`session.v4.jsonl` or `session.v4.jsonl.zstd`) read-only or for
+ * append, with its adapter. A write open (under the lock) finishes an interrupted compress.
+ */
 export async function openLog(
   ctx: StoreContext,
   id: string,
   options: { readonly write: boolean },
-): Promise<{ handle: FileHandleOps; directory: string; log: SessionLog }> {
+): Promise<OpenedLog> {
   await ensureRoot(ctx, false)
   const directory = await checkSessionDirectory(ctx, id, { write: false })
-  // session.v4.jsonl or session.v4.jsonl.zstd; a write open (under the lock) finishes an interrupted compress.
   const log = await locateSessionLog({
     fs: ctx.fs,
     directory,
@@ -48,6 +64,7 @@ export async function openLog(
     limits: ctx.limits,
     logger: ctx.logger,
   })
+  const adapter = await logAdapter(id, log.encoding, ctx.limits)
   const path = join(directory, log.name)
   const file = log.file
   let handle: FileHandleOps
@@ -75,156 +92,147 @@ export async function openLog(
     await handle.close().catch(() => undefined)
     throw toStoreError(error, { op: 'stat', file, fallback: JsonlErrorCode.READ_FAILED })
   }
-  return { handle, directory, log }
+  return { handle, directory, log, adapter }
 }
 
-export async function scanOpenLog(
+/** The scanner options of one session's log (events mode, every check). */
+function eventScan(
   ctx: StoreContext,
-  handle: FileHandleOps,
-  options: {
-    readonly id: string
-    readonly onEvent?: (event: LoggedEvent) => void
-    readonly log?: SessionLog
-  },
-): Promise<OpenScan> {
-  const { id } = options
-  if (options.log?.encoding === 'zstd') return scanZstd(ctx, { log: options.log, handle }, options.onEvent)
-  const projection = createProjection({ registry: ctx.registry })
-  const file = `${id}/${LOG_FILE_NAME}`
-  const source = (): ByteSource => readFileChunks(handle, { chunkBytes: ctx.limits.readChunkBytes })
-  const onEvent = options.onEvent
-  let outcome: ScanOutcome
+  opened: Pick<OpenedLog, 'adapter'> & { readonly id: string },
+  onEvent: (event: LoggedEvent) => void,
+): EventScanOptions {
+  return {
+    format: V4_FORMAT,
+    registry: ctx.registry,
+    file: opened.adapter.log.file,
+    sessionId: opened.id,
+    onEvent,
+  }
+}
+
+/** Runs a scan, turning a file-system error into the store's typed read error. */
+async function reading<T>(file: string, scan: () => Promise<T>): Promise<T> {
   try {
-    outcome = await scanLog(source(), {
-      format: V4_FORMAT,
-      limits: ctx.limits,
-      registry: ctx.registry,
-      file,
-      sessionId: id,
-      onEvent:
-        onEvent === undefined
-          ? (event) => {
-              projection.apply(event)
-            }
-          : (event) => {
-              projection.apply(event)
-              onEvent(event)
-            },
-    })
-    outcome = await refineRepeatedSeq(outcome, source, ctx.limits.maxLineBytes)
+    return await scan()
   } catch (error) {
     throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
   }
-  return { outcome, projection }
+}
+
+/** A full scan of an open log into a fresh projection (no checkpoint), every check, a repeated seq refined. */
+export async function scanOpenLog(
+  ctx: StoreContext,
+  opened: Pick<OpenedLog, 'handle' | 'adapter'> & { readonly id: string },
+  onEvent?: (event: LoggedEvent) => void,
+): Promise<OpenScan> {
+  const projection = createProjection({ registry: ctx.registry })
+  const apply =
+    onEvent === undefined
+      ? (event: LoggedEvent): void => {
+          projection.apply(event)
+        }
+      : (event: LoggedEvent): void => {
+          projection.apply(event)
+          onEvent(event)
+        }
+  const outcome = await reading(opened.adapter.log.file, () =>
+    opened.adapter.scanEvents(opened.handle, eventScan(ctx, opened, apply)),
+  )
+  return { outcome, projection, zstd: outcome.zstd }
+}
+
+/**
+ * The scan of an open (read or write): from the projection checkpoint where the log has
+ * them (a write open also checks the checksums of the prefix it skips), else a full scan.
+ */
+export async function scanForOpen(
+  ctx: StoreContext,
+  opened: OpenedLog & { readonly id: string },
+  options: { readonly verifyPrefix: boolean },
+): Promise<SessionScan & { readonly zstd?: ZstdLogStats | undefined }> {
+  if (opened.adapter.checkpoints) {
+    return scanWithCheckpoint(
+      checkpointContext(ctx, opened.id, opened.directory),
+      opened.handle,
+      options.verifyPrefix ? { verifyPrefix: true } : undefined,
+    )
+  }
+  const scan = await scanOpenLog(ctx, opened)
+  return { ...scan, checkpoint: null, lastLine: null, seqIndex: [] }
 }
 
 /** Reads only the header line (bounded): for list() and the VERSION_TOO_NEW check before locking. */
 export async function peekHeader(
   ctx: StoreContext,
-  handle: FileHandleOps,
-  { id, log }: { readonly id: string; readonly log?: SessionLog },
+  opened: Pick<OpenedLog, 'handle' | 'adapter'> & { readonly id: string },
 ): Promise<ScanOutcome> {
-  const file = log?.file ?? `${id}/${LOG_FILE_NAME}`
-  if (log?.encoding === 'zstd') {
-    const options = { ...(await zstdOptions(ctx, log, () => undefined)), sessionId: id }
-    try {
-      return await scanZstdLog(handle, { ...options, onHeader: () => true, stopBeforeLine: 2 })
-    } catch (error) {
-      throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
-    }
-  }
-  try {
-    return await scanLog(readFileChunks(handle, { chunkBytes: HEADER_PEEK_CHUNK }), {
-      format: V4_FORMAT,
-      limits: ctx.limits,
-      registry: ctx.registry,
-      file,
-      sessionId: id,
-      onEvent: () => undefined,
+  return reading(opened.adapter.log.file, () =>
+    opened.adapter.scanEvents(opened.handle, {
+      ...eventScan(ctx, opened, () => undefined),
       onHeader: () => true,
       stopBeforeLine: 2,
-    })
-  } catch (error) {
-    throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
-  }
-}
-
-/** The `.zstd` reader's options for one log (loads the codec). */
-export async function zstdOptions(
-  ctx: StoreContext,
-  log: SessionLog,
-  onEvent: (event: LoggedEvent) => void,
-): Promise<ZstdScanOptions> {
-  return {
-    codec: await zstdCodecFor(log.file),
-    format: V4_FORMAT,
-    limits: ctx.limits,
-    registry: ctx.registry,
-    file: log.file,
-    // The id is the file's first path component (ids never hold a separator).
-    sessionId: log.file.split('/')[0],
-    onEvent,
-  }
-}
-
-/** A full scan of a `.zstd` log into a fresh projection (no checkpoint: they bind plain offsets). */
-export async function scanZstd(
-  ctx: StoreContext,
-  { log, handle }: { readonly log: SessionLog; readonly handle: FileHandleOps },
-  onEvent?: (event: LoggedEvent) => void,
-): Promise<SessionScan & { readonly zstd: ZstdLogStats }> {
-  const projection = createProjection({ registry: ctx.registry })
-  const options = await zstdOptions(
-    ctx,
-    log,
-    onEvent === undefined
-      ? (event) => {
-          projection.apply(event)
-        }
-      : (event) => {
-          projection.apply(event)
-          onEvent(event)
-        },
+      chunkBytes: HEADER_PEEK_CHUNK,
+    }),
   )
-  let outcome
-  try {
-    outcome = await scanZstdLog(handle, options)
-  } catch (error) {
-    throw toStoreError(error, { op: 'read', file: log.file, fallback: JsonlErrorCode.READ_FAILED })
-  }
-  return { outcome, projection, zstd: outcome.zstd, checkpoint: null, lastLine: null, seqIndex: [] }
 }
 
-/** `readEvents` over a `.zstd` log: events are handed out frame by frame, each frame checked whole first. */
-export async function* readZstdEvents(
+/** The events of an open log's first lines, up to (not including) line `stopBeforeLine` (a fork's prefix). */
+export async function scanPrefix(
   ctx: StoreContext,
-  { log, handle }: { readonly log: SessionLog; readonly handle: FileHandleOps },
+  opened: Pick<OpenedLog, 'handle' | 'adapter'> & { readonly id: string },
+  options: { readonly onEvent: (event: LoggedEvent) => void; readonly stopBeforeLine?: number },
+): Promise<ScanOutcome> {
+  return reading(opened.adapter.log.file, () =>
+    opened.adapter.scanEvents(opened.handle, {
+      ...eventScan(ctx, opened, options.onEvent),
+      ...(options.stopBeforeLine === undefined ? {} : { stopBeforeLine: options.stopBeforeLine }),
+    }),
+  )
+}
+
+/**
+ * `readEvents` over an open log: events handed out chunk by chunk (a `.zstd` log: each frame
+ * checked whole first); a checkpoint lets a late `fromSeq` seek where the log has them.
+ * Damage throws after the good events before it.
+ */
+export async function* readOpenLogEvents(
+  ctx: StoreContext,
+  opened: OpenedLog & { readonly id: string },
   range: { readonly fromSeq: number; readonly toSeq: number },
 ): AsyncGenerator<LoggedEvent, void, undefined> {
-  const projection = createProjection({ registry: ctx.registry })
+  const { handle, adapter } = opened
+  const file = adapter.log.file
+  const { fromSeq, toSeq } = range
+  const start = adapter.checkpoints
+    ? await planReadFrom(checkpointContext(ctx, opened.id, opened.directory), handle, fromSeq)
+    : { resume: null, projection: createProjection({ registry: ctx.registry }), trustedThrough: -1 }
+  const projection = start.projection
   const queue: LoggedEvent[] = []
   let reachedEnd = false
-  const options = await zstdOptions(ctx, log, (event) => {
-    projection.apply(event)
-    if (event.seq >= range.fromSeq && event.seq <= range.toSeq) queue.push(event)
-    if (event.seq >= range.toSeq) reachedEnd = true
+  const chunks = adapter.scanEventChunks(handle, {
+    ...eventScan(ctx, opened, (event) => {
+      if (event.seq > start.trustedThrough) projection.apply(event)
+      if (event.seq >= fromSeq && event.seq <= toSeq) queue.push(event)
+      if (event.seq >= toSeq) reachedEnd = true
+    }),
+    ...(start.resume === null ? {} : { resume: start.resume }),
   })
-  const chunks = scanZstdLogChunks(readFileChunks(handle, { chunkBytes: ctx.limits.readChunkBytes }), options)
   for (;;) {
-    let step
+    let step: IteratorResult<void, ScanOutcome>
     try {
       step = await chunks.next()
     } catch (error) {
-      throw toStoreError(error, { op: 'read', file: log.file, fallback: JsonlErrorCode.READ_FAILED })
+      throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
     }
     while (queue.length > 0) yield queue.shift()!
     if (reachedEnd) return
     if (step.done === true) {
       const outcome = step.value
       if (outcome.damage === null) return
+      // SEQ_DUPLICATE or SEQ_CONFLICT: told apart by re-reading the plain content.
       const refined = await refineRepeatedSeq(
         outcome,
-        () => zstdPlainSource(handle, options),
+        () => adapter.plainContent(handle),
         ctx.limits.maxLineBytes,
       )
       throw refined.damage!

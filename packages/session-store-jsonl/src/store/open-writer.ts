@@ -16,18 +16,14 @@ import { SessionWriterImpl } from '../session-writer.ts'
 import type { SessionWriter, WriterRecovery } from '../session-writer.ts'
 import { acquireWriterLock } from '../writer-lock.ts'
 import type { WriterLock } from '../writer-lock.ts'
-import { scanWithCheckpoint } from '../checkpoint-open.ts'
 import type { LastEventLine } from '../checkpoint-open.ts'
 import { CheckpointWriter } from '../checkpoint-writer.ts'
 import type { SeqIndexEntry } from '../checkpoint-format.ts'
 import { removeStaleTemps } from '../publish.ts'
-import { encodeZstdLines } from '../zstd-log-writer.ts'
-import { zstdBatchEncoder, zstdCodecFor } from '../zstd-session.ts'
-import type { SessionLog } from '../zstd-session.ts'
-import type { ZstdCodec } from '../zstd/zstd-codec.ts'
+import type { LogAdapter } from '../log-adapter.ts'
 import { checkpointContext, checkSessionDirectory, isRefusal } from './context.ts'
 import type { StoreContext } from './context.ts'
-import { openLog, peekHeader, scanZstd } from './log-access.ts'
+import { openLog, peekHeader, scanForOpen } from './log-access.ts'
 import { olderGeneration, generationFork, migrateUnderLock } from './older-generation.ts'
 import { buildHeader } from './header-seed.ts'
 
@@ -63,9 +59,9 @@ export async function openWriter(ctx: StoreContext, id: string): Promise<Session
   const older = await olderGeneration(ctx, id)
   // V1: refuse a newer version before taking the lock or writing anything.
   if (older === null) {
-    const { handle, log } = await openLog(ctx, id, { write: false })
+    const { handle, adapter } = await openLog(ctx, id, { write: false })
     try {
-      const peek = await peekHeader(ctx, handle, { id, log })
+      const peek = await peekHeader(ctx, { handle, adapter, id })
       if (peek.damage !== null && isRefusal(peek.damage)) throw peek.damage
     } finally {
       await handle.close().catch(() => undefined)
@@ -80,9 +76,8 @@ export async function openWriter(ctx: StoreContext, id: string): Promise<Session
     if (older !== null) await migrateUnderLock(ctx, { id, directory, source: older.source, lock })
     const opened = await openLog(ctx, id, { write: true })
     handle = opened.handle
-    const { log } = opened
+    const { log, adapter } = opened
     file = log.file
-    const codec = log.encoding === 'zstd' ? await zstdCodecFor(log.file) : undefined
     const stats = await handle.stat()
     if (stats.nlink !== 1) {
       throw new JsonlStoreError({
@@ -103,11 +98,8 @@ export async function openWriter(ctx: StoreContext, id: string): Promise<Session
       )
       await handle.chmod(narrowed)
     }
-    const scan =
-      log.encoding === 'zstd'
-        ? await scanZstd(ctx, { log, handle })
-        : // A write open checks the line checksums of the prefix a checkpoint lets it skip.
-          await scanWithCheckpoint(checkpointContext(ctx, id, directory), handle, { verifyPrefix: true })
+    // A write open checks the line checksums of the prefix a checkpoint lets it skip.
+    const scan = await scanForOpen(ctx, { ...opened, id }, { verifyPrefix: true })
     const { outcome, projection } = scan
     if (outcome.damage !== null) throw outcome.damage
     // I7: the generation this one was migrated from must be unchanged (size and sha256), or writes are refused.
@@ -141,15 +133,14 @@ export async function openWriter(ctx: StoreContext, id: string): Promise<Session
       // T4: no header (a crash during creation): nothing was ever acknowledged; re-initialise.
       header = buildHeader(ctx, id, {})
       const headerLine = encodeJsonLine(JSON.stringify(header))
-      const start = codec === undefined ? headerLine : encodeZstdLines(codec, headerLine)
+      const start = adapter.start(headerLine, Buffer.alloc(0))
       await handle.write(start, 0)
       await handle.datasync()
       durableOffset = start.length
     }
     const writer = newWriter(ctx, {
       id,
-      log,
-      codec,
+      adapter,
       header,
       directory,
       handle,
@@ -190,8 +181,7 @@ export function newWriter(
   ctx: StoreContext,
   init: {
     readonly id: string
-    readonly log: SessionLog
-    readonly codec: ZstdCodec | undefined
+    readonly adapter: LogAdapter
     readonly header: SessionHeader
     readonly directory: string
     readonly handle: FileHandleOps
@@ -205,8 +195,8 @@ export function newWriter(
   return new SessionWriterImpl({
     id: init.id,
     header: init.header,
-    path: join(init.directory, init.log.name),
-    file: init.log.file,
+    path: join(init.directory, init.adapter.log.name),
+    file: init.adapter.log.file,
     fs: ctx.fs,
     handle: init.handle,
     lock: init.lock,
@@ -219,9 +209,9 @@ export function newWriter(
     logger: ctx.logger,
     recovery: init.recovery,
     redaction: ctx.redaction,
-    // Checkpoints bind plain byte offsets: a .zstd log has none (its opens replay every frame).
-    checkpoints: init.log.encoding === 'zstd' ? undefined : init.checkpoints,
-    encodeBatch: init.codec === undefined ? undefined : zstdBatchEncoder(init.codec, init.log.file),
+    // Checkpoints bind plain byte offsets: a log without them (.zstd) replays on every open.
+    checkpoints: init.adapter.checkpoints ? init.checkpoints : undefined,
+    encodeBatch: init.adapter.batchEncoder,
   })
 }
 

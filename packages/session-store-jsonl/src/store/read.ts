@@ -4,11 +4,7 @@ import type { LoggedEvent } from '@agent-ledger/session-events'
 import { toStoreError } from '../fs-errors.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { LOG_FILE_NAME } from '../layout.ts'
-import { V4_FORMAT } from '../log-format.ts'
-import type { ScanOutcome } from '../log-scanner.ts'
-import { readFileChunks, refineRepeatedSeq, scanLogChunks } from '../read-log.ts'
 import { assertSessionId } from '../session-id.ts'
-import { planReadFrom, scanWithCheckpoint } from '../checkpoint-open.ts'
 import type { SessionScan } from '../checkpoint-open.ts'
 import {
   readOlderGenerationEvents,
@@ -17,9 +13,9 @@ import {
 } from '../store-generations.ts'
 import type { ZstdLogStats } from '../zstd-log-reader.ts'
 import type { SessionSummary, SessionReadResult, VerifyReport } from './api.ts'
-import { checkpointContext, ensureRoot, isRefusal } from './context.ts'
+import { ensureRoot, isRefusal } from './context.ts'
 import type { StoreContext } from './context.ts'
-import { openLog, scanOpenLog, peekHeader, scanZstd, readZstdEvents } from './log-access.ts'
+import { openLog, peekHeader, readOpenLogEvents, scanForOpen, scanOpenLog } from './log-access.ts'
 import type { OpenScan } from './log-access.ts'
 import { generationContext, olderGeneration, readOlder, generationFork } from './older-generation.ts'
 
@@ -80,20 +76,15 @@ export async function openReader(
   assertSessionId(id)
   const older = await olderGeneration(ctx, id)
   if (older !== null) return readOlder(ctx, id, older)
-  const { handle, directory, log } = await openLog(ctx, id, { write: false })
-  let scan: SessionScan
-  let frames: ZstdLogStats | undefined
+  const opened = await openLog(ctx, id, { write: false })
+  const { handle, directory, log } = opened
+  let scan: SessionScan & { readonly zstd?: ZstdLogStats | undefined }
   try {
-    if (log.encoding === 'zstd') {
-      const zstdScan = await scanZstd(ctx, { log, handle })
-      frames = zstdScan.zstd
-      scan = zstdScan
-    } else {
-      scan = await scanWithCheckpoint(checkpointContext(ctx, id, directory), handle)
-    }
+    scan = await scanForOpen(ctx, { ...opened, id }, { verifyPrefix: false })
   } finally {
     await handle.close().catch(() => undefined)
   }
+  const frames = scan.zstd
   const { outcome, projection } = scan
   const damage = outcome.damage
   if (damage !== null && (!options.allowDamaged || isRefusal(damage))) throw damage
@@ -145,60 +136,11 @@ export async function* streamEvents(
     yield* readOlderGenerationEvents(generationContext(ctx), { ...older, id, fromSeq, toSeq })
     return
   }
-  const { handle, directory, log } = await openLog(ctx, id, { write: false })
-  const file = log.file
+  const opened = await openLog(ctx, id, { write: false })
   try {
-    if (log.encoding === 'zstd') {
-      yield* readZstdEvents(ctx, { log, handle }, { fromSeq, toSeq })
-      return
-    }
-    // A checkpoint lets a late fromSeq seek instead of scanning from byte 0 (see planReadFrom).
-    const start = await planReadFrom(checkpointContext(ctx, id, directory), handle, fromSeq)
-    const projection = start.projection
-    const queue: LoggedEvent[] = []
-    let reachedEnd = false
-    const chunkBytes = ctx.limits.readChunkBytes
-    const source = readFileChunks(
-      handle,
-      start.resume === null ? { chunkBytes } : { chunkBytes, start: start.resume.offset },
-    )
-    const chunks = scanLogChunks(source, {
-      format: V4_FORMAT,
-      limits: ctx.limits,
-      registry: ctx.registry,
-      file,
-      sessionId: id,
-      onEvent: (event) => {
-        if (event.seq > start.trustedThrough) projection.apply(event)
-        if (event.seq >= fromSeq && event.seq <= toSeq) queue.push(event)
-        if (event.seq >= toSeq) reachedEnd = true
-      },
-      ...(start.resume === null ? {} : { resume: start.resume }),
-    })
-    for (;;) {
-      let step: IteratorResult<void, ScanOutcome>
-      try {
-        step = await chunks.next()
-      } catch (error) {
-        throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
-      }
-      while (queue.length > 0) yield queue.shift()!
-      if (reachedEnd) return
-      if (step.done === true) {
-        let outcome = step.value
-        if (outcome.damage !== null) {
-          outcome = await refineRepeatedSeq(
-            outcome,
-            () => readFileChunks(handle, { chunkBytes: ctx.limits.readChunkBytes }),
-            ctx.limits.maxLineBytes,
-          )
-          throw outcome.damage!
-        }
-        return
-      }
-    }
+    yield* readOpenLogEvents(ctx, { ...opened, id }, { fromSeq, toSeq })
   } finally {
-    await handle.close().catch(() => undefined)
+    await opened.handle.close().catch(() => undefined)
   }
 }
 
@@ -214,10 +156,10 @@ export async function verify(ctx: StoreContext, id: string): Promise<VerifyRepor
     if (report.damage !== null && isRefusal(report.damage)) throw report.damage
     return { id, ...report }
   }
-  const { handle, log } = await openLog(ctx, id, { write: false })
+  const { handle, log, adapter } = await openLog(ctx, id, { write: false })
   let scan: OpenScan
   try {
-    scan = await scanOpenLog(ctx, handle, { id, log })
+    scan = await scanOpenLog(ctx, { handle, adapter, id })
   } finally {
     await handle.close().catch(() => undefined)
   }
@@ -279,10 +221,10 @@ export async function summarize(
       })
       return { id, ...summary }
     }
-    const { handle, log } = await openLog(ctx, id, { write: false })
+    const { handle, log, adapter } = await openLog(ctx, id, { write: false })
     try {
       const stats = await handle.stat()
-      const outcome = await peekHeader(ctx, handle, { id, log })
+      const outcome = await peekHeader(ctx, { handle, adapter, id })
       if (outcome.damage !== null) return { id, error: outcome.damage }
       if (outcome.header === null) {
         return {

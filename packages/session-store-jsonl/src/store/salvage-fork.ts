@@ -6,19 +6,16 @@ import { toStoreError } from '../fs-errors.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { LOG_FILE_NAME } from '../layout.ts'
 import { encodeEventLine } from '../line-codec.ts'
-import { V4_FORMAT } from '../log-format.ts'
-import { readFileChunks, scanLog } from '../read-log.ts'
 import { assertSessionId } from '../session-id.ts'
 import type { SessionWriter } from '../session-writer.ts'
-import { scanZstdLog, zstdPlainRange } from '../zstd-log-reader.ts'
-import { sessionLog, zstdCodecFor } from '../zstd-session.ts'
+import { logAdapter } from '../log-adapter.ts'
 import type { SalvageReport } from './api.ts'
 import { ensureRoot, ensureSessionDirectory, isRefusal } from './context.ts'
 import type { StoreContext } from './context.ts'
-import { openLog, scanOpenLog } from './log-access.ts'
+import { openLog, scanOpenLog, scanPrefix } from './log-access.ts'
 import { olderGeneration } from './older-generation.ts'
 import { buildHeader } from './header-seed.ts'
-import { publish } from './publish-new.ts'
+import { publishNewSession } from './publish-new.ts'
 import { create } from './create.ts'
 import { readEvents, verify } from './read.ts'
 import { readHeader } from './views.ts'
@@ -31,9 +28,9 @@ export async function salvage(
   assertSessionId(id)
   const to = assertSessionId(request.to)
   if ((await olderGeneration(ctx, id)) !== null) return salvageOlder(ctx, id, to)
-  const { handle, log } = await openLog(ctx, id, { write: false })
+  const { handle, log, adapter } = await openLog(ctx, id, { write: false })
   try {
-    const { outcome, zstd } = await scanOpenLog(ctx, handle, { id, log })
+    const { outcome } = await scanOpenLog(ctx, { handle, adapter, id })
     const sourceFile = log.file
     if (outcome.damage !== null && isRefusal(outcome.damage)) throw outcome.damage
     // A damaged header (CRLF line endings, a foreign file...): the new session starts empty,
@@ -71,36 +68,27 @@ export async function salvage(
     })
     await ensureRoot(ctx, true)
     const directory = await ensureSessionDirectory(ctx, to)
-    const chunkBytes = ctx.limits.readChunkBytes
-    const target = sessionLog(to, ctx.encoding)
-    const codec =
-      target.encoding === 'zstd' || log.encoding === 'zstd' ? await zstdCodecFor(log.file) : undefined
-    const limits = ctx.limits
-    const published = await publish(ctx, {
+    const target = await logAdapter(to, ctx.encoding, ctx.limits)
+    const salvageLine = encodeEventLine(salvageEvent)
+    const published = await publishNewSession(ctx, {
       id: to,
       directory,
-      kind: 'salvage',
+      operation: 'salvage',
       header,
-      log: target,
-      codec: target.encoding === 'zstd' ? codec : undefined,
+      adapter: target,
       body: async function* copyGoodLines() {
-        // The good lines after the header, byte for byte (a .zstd source: its plain content).
-        yield* zstd === undefined || codec === undefined
-          ? readFileChunks(handle, {
-              chunkBytes,
-              start: outcome.headerEndOffset,
-              end: outcome.goodEndOffset,
-            })
-          : zstdPlainRange(handle, { codec, limits, start: zstd.plainHeaderEnd, end: zstd.plainGoodEnd })
-        yield encodeEventLine(salvageEvent)
+        // The good lines after the header, byte for byte (the source's plain content).
+        yield* adapter.plainContent(handle, adapter.goodLineRange(outcome))
+        yield salvageLine
       },
+      expected: { lines: salvageSeq + 1, lastLine: salvageLine },
     })
     await published.handle.close().catch(() => undefined)
     await published.lock.release()
     return {
       from: id,
       to,
-      file: target.file,
+      file: target.log.file,
       copiedEvents: outcome.lastSeq + 1,
       lastGoodSeq: outcome.lastSeq,
       salvageSeq,
@@ -147,26 +135,27 @@ export async function salvageOlder(ctx: StoreContext, id: string, to: string): P
   })
   await ensureRoot(ctx, true)
   const directory = await ensureSessionDirectory(ctx, to)
-  const target = sessionLog(to, ctx.encoding)
+  const target = await logAdapter(to, ctx.encoding, ctx.limits)
   const events = (): AsyncIterable<LoggedEvent> => readEvents(ctx, id, { toSeq: lastSeq })
-  const published = await publish(ctx, {
+  const salvageLine = encodeEventLine(salvageEvent)
+  const published = await publishNewSession(ctx, {
     id: to,
     directory,
-    kind: 'salvage',
+    operation: 'salvage',
     header,
-    log: target,
-    codec: target.encoding === 'zstd' ? await zstdCodecFor(target.file) : undefined,
+    adapter: target,
     body: async function* reencodeGoodEvents() {
       if (lastSeq >= 0) for await (const event of events()) yield encodeEventLine(event)
-      yield encodeEventLine(salvageEvent)
+      yield salvageLine
     },
+    expected: { lines: lastSeq + 2, lastLine: salvageLine },
   })
   await published.handle.close().catch(() => undefined)
   await published.lock.release()
   return {
     from: id,
     to,
-    file: target.file,
+    file: target.log.file,
     copiedEvents: lastSeq + 1,
     lastGoodSeq: lastSeq,
     salvageSeq: lastSeq + 1,
@@ -202,18 +191,22 @@ export async function fork(
       cause: error,
     })
   }
-  return create(ctx, {
-    id: to,
-    header: {
-      ...(header?.cwd === undefined ? {} : { cwd: header.cwd }),
-      ...(header?.delegationDepth === undefined ? {} : { delegationDepth: header.delegationDepth }),
-      ...(header?.metadata === undefined ? {} : { metadata: header.metadata }),
-      parentSession: seed.header.parentSession,
-      seeded: seed.header.seeded,
-      inheritedEventCount: seed.header.inheritedEventCount,
+  return create(
+    ctx,
+    {
+      id: to,
+      header: {
+        ...(header?.cwd === undefined ? {} : { cwd: header.cwd }),
+        ...(header?.delegationDepth === undefined ? {} : { delegationDepth: header.delegationDepth }),
+        ...(header?.metadata === undefined ? {} : { metadata: header.metadata }),
+        parentSession: seed.header.parentSession,
+        seeded: seed.header.seeded,
+        inheritedEventCount: seed.header.inheritedEventCount,
+      },
+      seed: seed.events,
     },
-    seed: seed.events,
-  })
+    'fork',
+  )
 }
 
 /** The header and events 0..atSeq of a fork's parent, from whichever log a read opens. */
@@ -230,26 +223,20 @@ export async function forkSource(
     }
     return { header: (await readHeader(ctx, id)).header, prefix }
   }
-  const { handle, log } = await openLog(ctx, id, { write: false })
+  const { handle, log, adapter } = await openLog(ctx, id, { write: false })
   let header: SessionHeader | null
   const prefix: LoggedEvent[] = []
   try {
-    const file = log.file
-    const scanOptions = {
-      format: V4_FORMAT,
-      limits: ctx.limits,
-      registry: ctx.registry,
-      file,
-      sessionId: id,
-      onEvent: (event: LoggedEvent) => {
-        if (event.seq <= atSeq) prefix.push(event)
+    const outcome = await scanPrefix(
+      ctx,
+      { handle, adapter, id },
+      {
+        onEvent: (event: LoggedEvent) => {
+          if (event.seq <= atSeq) prefix.push(event)
+        },
+        ...(Number.isSafeInteger(atSeq) ? { stopBeforeLine: atSeq + 3 } : {}),
       },
-      ...(Number.isSafeInteger(atSeq) ? { stopBeforeLine: atSeq + 3 } : {}),
-    }
-    const outcome =
-      log.encoding === 'zstd'
-        ? await scanZstdLog(handle, { ...scanOptions, codec: await zstdCodecFor(file) })
-        : await scanLog(readFileChunks(handle, { chunkBytes: ctx.limits.readChunkBytes }), scanOptions)
+    )
     if (outcome.damage !== null) throw outcome.damage
     header = outcome.header
   } catch (error) {

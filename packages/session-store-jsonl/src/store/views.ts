@@ -81,9 +81,9 @@ export async function readHeader(ctx: StoreContext, id: string): Promise<Session
       encoding: older.source.encoding,
     }
   }
-  const { handle, log } = await openLog(ctx, id, { write: false })
+  const { handle, log, adapter } = await openLog(ctx, id, { write: false })
   try {
-    const outcome = await peekHeader(ctx, handle, { id, log })
+    const outcome = await peekHeader(ctx, { handle, adapter, id })
     if (outcome.damage !== null && isRefusal(outcome.damage)) throw outcome.damage
     return {
       id,
