@@ -23,12 +23,15 @@ afterEach(() => temp.cleanup())
 
 /** An error shaped like node:fs's. */
 class InjectedError extends Error {
-  constructor(
-    readonly code: string,
-    readonly syscall: string,
-    readonly path: string,
-  ) {
+  readonly code: string
+  readonly syscall: string
+  readonly path: string
+
+  constructor(code: string, syscall: string, path: string) {
     super(`${code}: injected, ${syscall} '${path}'`)
+    this.code = code
+    this.syscall = syscall
+    this.path = path
   }
 }
 
