@@ -35,7 +35,7 @@ export type EventScanOptions = Omit<ScannerOptions, 'limits' | 'resume' | 'onLin
 }
 
 /** What an events-mode scan found; `zstd` holds the frame counts of a `.zstd` log. */
-export type EventScanOutcome = ScanOutcome & { readonly zstd?: ZstdLogStats | undefined }
+type EventScanOutcome = ScanOutcome & { readonly zstd?: ZstdLogStats | undefined }
 
 /** A log encoding: the bytes a create and a flush write, and the scanner that reads them back. */
 export interface LogAdapter {

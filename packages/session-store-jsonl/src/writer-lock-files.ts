@@ -11,7 +11,7 @@ import type { Context, Published } from './writer-lock-types.ts'
 import { CLAIM_PREFIX, MAX_TEMP_ATTEMPTS } from './writer-lock-types.ts'
 import { errnoOf } from './writer-lock-record.ts'
 
-export function mapCreateError(context: Context, error: unknown, path: string): unknown {
+function mapCreateError(context: Context, error: unknown, path: string): unknown {
   const code = errnoOf(error)
   const relative = `${basename(context.directory)}/${basename(path)}`
   if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {

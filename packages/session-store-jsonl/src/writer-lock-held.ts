@@ -83,7 +83,7 @@ export function createHeldLock(
   }
 }
 
-export function isDiskFull(error: unknown): boolean {
+function isDiskFull(error: unknown): boolean {
   if (JsonlStoreError.is(error)) return error.code === JsonlErrorCode.DISK_FULL
   const code = errnoOf(error)
   return code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG'
@@ -94,7 +94,7 @@ export function isDiskFull(error: unknown): boolean {
  * release falls back to on a full disk, where the usual claim (a record written to a temp
  * file) cannot be written. An empty claim is judged by its mtime, like any unreadable one.
  */
-export async function emptyClaim(context: Context, claimPath: string): Promise<Published> {
+async function emptyClaim(context: Context, claimPath: string): Promise<Published> {
   try {
     const handle = await context.fs.open(
       claimPath,
@@ -115,7 +115,7 @@ export async function emptyClaim(context: Context, claimPath: string): Promise<P
  * claim (safe for a live holder: a breaker only claims a lock it judged stale, and a live
  * holder on this host never is).
  */
-export async function releaseOwn(context: Context, nonce: string): Promise<void> {
+async function releaseOwn(context: Context, nonce: string): Promise<void> {
   const { fs, lockPath, options } = context
   // Same invariant as breaking: claim our own token before removing the name.
   const claimPath = join(context.directory, `${CLAIM_PREFIX}${nonce}`)

@@ -31,7 +31,7 @@ export function sleep(milliseconds: number): Promise<void> {
 }
 
 /** Fields 3.. of /proc/<pid>/stat (after the parenthesised command name, which may hold spaces). */
-export async function procStatFields(pid: number | 'self'): Promise<string[] | undefined> {
+async function procStatFields(pid: number | 'self'): Promise<string[] | undefined> {
   try {
     const text = await readFile(`/proc/${pid}/stat`, 'latin1')
     const close = text.lastIndexOf(')')
@@ -46,7 +46,7 @@ export async function procStatFields(pid: number | 'self'): Promise<string[] | u
 }
 
 /** starttime (field 22) of a process, or null when /proc cannot tell. */
-export async function processStartOf(pid: number | 'self'): Promise<number | null> {
+async function processStartOf(pid: number | 'self'): Promise<number | null> {
   const fields = await procStatFields(pid)
   const value = fields?.[19]
   if (value === undefined || !/^[0-9]+$/.test(value)) return null
@@ -73,7 +73,7 @@ export function selfProcessStart(): Promise<number | null> {
 }
 
 /** Alive per kill(pid, 0), and not a zombie per /proc. EPERM means alive (another user's process). */
-export async function isProcessAlive(pid: number): Promise<boolean> {
+async function isProcessAlive(pid: number): Promise<boolean> {
   try {
     process.kill(pid, 0)
   } catch (error) {
@@ -83,7 +83,7 @@ export async function isProcessAlive(pid: number): Promise<boolean> {
   return fields?.[0] !== 'Z'
 }
 
-export function parseRecord(bytes: Buffer): LockRecord | undefined {
+function parseRecord(bytes: Buffer): LockRecord | undefined {
   let value: unknown
   try {
     value = JSON.parse(bytes.toString('utf8'))

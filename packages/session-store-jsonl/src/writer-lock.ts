@@ -95,14 +95,14 @@ export type { AcquireLockOptions, LockOptions, WriterLock } from './writer-lock-
 
 const DEFAULT_OPTIONS: Omit<LockOptions, 'randomHex'> = { timeoutMs: 0, staleMs: 30_000, heartbeatMs: 5_000 }
 
-export type BreakOutcome =
+type BreakOutcome =
   | { readonly kind: 'broken'; readonly info: BrokenLock }
   | { readonly kind: 'retry' }
   | { readonly kind: 'busy'; readonly entry: Extract<Entry, { kind: 'present' }> }
   | { readonly kind: 'live'; readonly entry: Extract<Entry, { kind: 'present' }> }
 
 /** Removes the stale file with token `judged.token` at `target`, following the claim protocol (see the top of this file). */
-export async function breakStale(
+async function breakStale(
   context: Context,
   stale: {
     readonly target: string
@@ -153,7 +153,7 @@ export async function breakStale(
   }
 }
 
-export function lockedError(
+function lockedError(
   context: Context,
   entry: Extract<Entry, { kind: 'present' }> | undefined,
   reason: string,

@@ -29,7 +29,7 @@ import { MIGRATION_EDGES } from './migration-edges.ts'
 import type { MigrateSessionOptions, MigrationSource, Settings } from './migration-context.ts'
 import { Progress, display } from './migration-context.ts'
 
-export function readerFor(generation: GenerationFile, file: string): GenerationReader {
+function readerFor(generation: GenerationFile, file: string): GenerationReader {
   const reader = GENERATION_READERS.get(generation.version)
   if (reader === undefined || generation.encoding !== 'plain') {
     throw new JsonlStoreError({
@@ -46,7 +46,7 @@ export function readerFor(generation: GenerationFile, file: string): GenerationR
   return reader
 }
 
-export async function openSource(settings: Settings, generation: GenerationFile): Promise<FileHandleOps> {
+async function openSource(settings: Settings, generation: GenerationFile): Promise<FileHandleOps> {
   const file = display(settings, generation.file)
   try {
     return await settings.fs.open(
@@ -64,7 +64,7 @@ export async function openSource(settings: Settings, generation: GenerationFile)
 }
 
 /** A byte source that hashes and counts what passes through it. */
-export function hashing(source: ByteSource): {
+function hashing(source: ByteSource): {
   source: AsyncGenerator<Buffer, void, undefined>
   digest: () => { sha256: string; bytes: number }
   bytesSoFar: () => number
@@ -82,7 +82,7 @@ export function hashing(source: ByteSource): {
 }
 
 /** The first `end` bytes of a source; the rest is still read (so a hashing source sees every byte). */
-export async function* prefixOf(source: ByteSource, end: number): AsyncGenerator<Buffer, void, undefined> {
+async function* prefixOf(source: ByteSource, end: number): AsyncGenerator<Buffer, void, undefined> {
   let position = 0
   for await (const chunk of source) {
     const start = position

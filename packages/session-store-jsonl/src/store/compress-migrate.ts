@@ -127,7 +127,7 @@ export async function migrate(
 }
 
 /** `migrate` of a session already in the current format: checked for a fork of its source, nothing written. */
-export async function upToDate(ctx: StoreContext, id: string, dryRun: boolean): Promise<MigrationReport> {
+async function upToDate(ctx: StoreContext, id: string, dryRun: boolean): Promise<MigrationReport> {
   const { handle, directory, ...opened } = await openLog(ctx, id, { write: false })
   let header: SessionHeader | null
   try {

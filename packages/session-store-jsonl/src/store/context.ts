@@ -41,7 +41,7 @@ export interface StoreContext {
   rootChecked: boolean
 }
 
-export const defaultLogger: StoreLogger = {
+const defaultLogger: StoreLogger = {
   warn(message, details) {
     process.emitWarning(details === undefined ? message : `${message} ${JSON.stringify(details)}`, {
       code: 'AGENT_LEDGER_STORE',
@@ -49,7 +49,7 @@ export const defaultLogger: StoreLogger = {
   },
 }
 
-export function hexRandom(byteCount: number): string {
+function hexRandom(byteCount: number): string {
   return randomBytes(byteCount).toString('hex')
 }
 
@@ -114,7 +114,7 @@ export async function ensureRoot(ctx: StoreContext, create: boolean): Promise<vo
   ctx.rootChecked = true
 }
 
-export async function checkRoot(ctx: StoreContext, create: boolean): Promise<void> {
+async function checkRoot(ctx: StoreContext, create: boolean): Promise<void> {
   const fs = ctx.fs
   let stats: Stats
   try {
@@ -152,7 +152,7 @@ export async function checkRoot(ctx: StoreContext, create: boolean): Promise<voi
   }
 }
 
-export async function mkdirs(ctx: StoreContext, path: string): Promise<void> {
+async function mkdirs(ctx: StoreContext, path: string): Promise<void> {
   const fs = ctx.fs
   try {
     await fs.mkdir(path, 0o700)

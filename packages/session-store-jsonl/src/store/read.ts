@@ -20,22 +20,19 @@ import type { OpenScan } from './log-access.ts'
 import { generationContext, olderGeneration, readOlder, generationFork } from './older-generation.ts'
 
 /** A summary before the version is filled in (internal: v4 logs leave it out). */
-export type LogSummary = Omit<SessionSummary, 'version'> & { readonly version?: number }
+type LogSummary = Omit<SessionSummary, 'version'> & { readonly version?: number }
 
-export const LIST_CONCURRENCY = 16
+const LIST_CONCURRENCY = 16
 
 /**
  * `readEvents` bounds: each a non-negative safe integer when given, and `fromSeq <= toSeq`
  * (an inverted range is a caller's mistake, not an empty read).
  */
-export function describeOption(value: unknown): string {
+function describeOption(value: unknown): string {
   return typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? typeof value)
 }
 
-export function assertSeqRange(
-  id: string,
-  options: { readonly fromSeq?: number; readonly toSeq?: number },
-): void {
+function assertSeqRange(id: string, options: { readonly fromSeq?: number; readonly toSeq?: number }): void {
   for (const name of ['fromSeq', 'toSeq'] as const) {
     const value: unknown = options[name]
     if (value === undefined) continue
@@ -59,7 +56,7 @@ export function assertSeqRange(
   }
 }
 
-export function isSessionId(name: string): boolean {
+function isSessionId(name: string): boolean {
   try {
     assertSessionId(name)
     return true
@@ -124,7 +121,7 @@ export function readEvents(
   return streamEvents(ctx, id, options)
 }
 
-export async function* streamEvents(
+async function* streamEvents(
   ctx: StoreContext,
   id: string,
   options: { readonly fromSeq?: number; readonly toSeq?: number },
@@ -205,7 +202,7 @@ export async function list(
   return { sessions, problems }
 }
 
-export async function summarize(
+async function summarize(
   ctx: StoreContext,
   id: string,
 ): Promise<LogSummary | { id: string; error: JsonlStoreError }> {

@@ -107,7 +107,7 @@ export async function salvage(
  * prefix is re-encoded as v4 lines (another format: no byte copy), then `session/salvage`.
  * Offsets and byte counts are the source file's.
  */
-export async function salvageOlder(ctx: StoreContext, id: string, to: string): Promise<SalvageReport> {
+async function salvageOlder(ctx: StoreContext, id: string, to: string): Promise<SalvageReport> {
   const report = await verify(ctx, id)
   let lastSeq = -1
   let damage: JsonlStoreError | null = null
@@ -210,7 +210,7 @@ export async function fork(
 }
 
 /** The header and events 0..atSeq of a fork's parent, from whichever log a read opens. */
-export async function forkSource(
+async function forkSource(
   ctx: StoreContext,
   id: string,
   atSeq: number,

@@ -17,7 +17,7 @@ import { generationContext, olderGeneration } from './older-generation.ts'
 import { readEvents } from './read.ts'
 
 /** The log a read opens now: an older generation, or the v4 log in whichever encoding it has. */
-export async function currentLog(
+async function currentLog(
   ctx: StoreContext,
   id: string,
 ): Promise<FollowedLog & { readonly directory: string; readonly name: string }> {
