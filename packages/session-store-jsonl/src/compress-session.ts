@@ -145,7 +145,7 @@ function progressOf(options: CompressOptions): (progress: CompressProgress, forc
  * @throws {@link JsonlStoreError} `SESSION_LOCKED`, `SESSION_NOT_FOUND`, `MIXED_ENCODINGS` (older plain
  *   generations in the directory, or both encodings with different content), `HARDLINK_REFUSED`,
  *   `INVALID_HEADER`, damage codes (nothing written), `READ_FAILED`, `WRITE_FAILED`, `DISK_FULL`; a
- *   `GenerationError` `MIGRATION_FAILED` from the publish (nothing published, the plain log kept).
+ *   `COMPRESS_FAILED` from the publish (nothing published, the plain log kept).
  */
 export async function compressSession(
   context: CompressContext,
@@ -499,6 +499,7 @@ async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult>
       directory,
       target: target.name,
       kind: 'compress',
+      operation: 'compress',
       content: () => sealedFrames(run, { plain: source.source, headerFirst: true, total: goodEnd }),
       verify: async (bytes) => {
         staged = await verifyStaged(run, bytes, expected)

@@ -19,7 +19,7 @@ export type {
   SessionStoreOptions,
   SessionSummary,
   VerifyReport,
-} from './session-store.ts'
+} from './store/api.ts'
 export type { MigrationReport } from './store-generations.ts'
 export type { FollowOptions } from './follow-session.ts'
 export type {

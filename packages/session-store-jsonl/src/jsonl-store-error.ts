@@ -38,12 +38,22 @@ export const JsonlErrorCode = {
   /** No chain of registered migration edges leads from the source version to the target version (`details.from`, `details.to`). */
   NO_MIGRATION_PATH: 'NO_MIGRATION_PATH',
   /**
-   * A publish (migrate, compress, create, salvage) failed at `details.step` with
-   * `details.cause` (an errno code or an error code; a full disk is `DISK_FULL` instead). The temp file was removed and nothing
-   * was published, unless `details.published` is true. `details.poisoned` is true after a
-   * failed fsync: stop writing and reopen.
+   * Publishing a migrated generation failed at `details.step` with `details.cause` (an errno
+   * code or an error code; a full disk is `DISK_FULL` instead). The temp file was removed and
+   * nothing was published, unless `details.published` is true. `details.poisoned` is true
+   * after a failed fsync (a name that appeared was withdrawn): stop writing and reopen.
+   * The other operations that publish by link have codes of their own, with the same details:
+   * `CREATE_FAILED`, `FORK_FAILED`, `SALVAGE_FAILED`, `COMPRESS_FAILED`.
    */
   MIGRATION_FAILED: 'MIGRATION_FAILED',
+  /** Publishing a new session's log (`create`) failed at `details.step`; details as `MIGRATION_FAILED`. */
+  CREATE_FAILED: 'CREATE_FAILED',
+  /** Publishing a fork's log failed at `details.step`; details as `MIGRATION_FAILED`. */
+  FORK_FAILED: 'FORK_FAILED',
+  /** Publishing a salvaged session's log failed at `details.step`; the source untouched; details as `MIGRATION_FAILED`. */
+  SALVAGE_FAILED: 'SALVAGE_FAILED',
+  /** Publishing (or verifying) a compressed copy failed at `details.step`; the plain log kept; details as `MIGRATION_FAILED`. */
+  COMPRESS_FAILED: 'COMPRESS_FAILED',
   /**
    * The target file already exists and does not begin with exactly the bytes this publish
    * would have written (`details.reason` 'different-bytes' with `details.firstDifferenceOffset`,

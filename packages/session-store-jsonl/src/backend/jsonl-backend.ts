@@ -46,7 +46,7 @@ import { maintenanceCapabilities } from './maintenance.ts'
 import { waitForAppend } from './follow.ts'
 import { readLease, writeLease } from './lease-file.ts'
 import type { LeaseRecord } from './lease-file.ts'
-import { logAdapter } from './log-adapter.ts'
+import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
 import { listSessions } from './list.ts'
 import { openLog } from './open-log.ts'
@@ -224,6 +224,7 @@ class JsonlBackendImpl implements JsonlBackend {
         directory,
         target: adapter.log.name,
         kind: 'create',
+        operation: 'create',
         content: () => once(start),
         // Read back from disk and checked before the link: the header, every seed line, nothing torn.
         verify: async (staged) => {

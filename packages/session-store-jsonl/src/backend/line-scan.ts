@@ -7,7 +7,7 @@ import type { AbortSignalLike, StoredLine, TornTailInfo } from '@agent-ledger/se
 
 import type { FileHandleOps } from '../fs-ops.ts'
 import type { ScanOutcome, TornTail } from '../log-scanner.ts'
-import type { LogAdapter } from './log-adapter.ts'
+import type { LogAdapter } from '../log-adapter.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
 
 /** The durable head a scan found. */

@@ -25,6 +25,16 @@ const SAME: Readonly<Partial<Record<string, SessionStoreErrorCode>>> = {
 
 const DISK_FULL_CAUSES = new Set(['ENOSPC', 'EDQUOT', 'EFBIG'])
 
+/** A failed publish (of any operation) or write: its `details.cause` may be a full disk. */
+const PUBLISH_OR_WRITE_FAILURES: ReadonlySet<string> = new Set([
+  JsonlErrorCode.MIGRATION_FAILED,
+  JsonlErrorCode.CREATE_FAILED,
+  JsonlErrorCode.FORK_FAILED,
+  JsonlErrorCode.SALVAGE_FAILED,
+  JsonlErrorCode.COMPRESS_FAILED,
+  JsonlErrorCode.WRITE_FAILED,
+])
+
 /**
  * Where a JSONL error points, as the port's location.
  *
@@ -68,8 +78,7 @@ export function toPortError(
     })
   }
   const inner = error.details['cause']
-  const published =
-    error.code === JsonlErrorCode.MIGRATION_FAILED || error.code === JsonlErrorCode.WRITE_FAILED
+  const published = PUBLISH_OR_WRITE_FAILURES.has(error.code)
   let code = SAME[error.code] ?? SessionStoreErrorCode.BACKEND_FAILED
   if (published && typeof inner === 'string' && DISK_FULL_CAUSES.has(inner))
     code = SessionStoreErrorCode.DISK_FULL

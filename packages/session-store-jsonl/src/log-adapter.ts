@@ -1,0 +1,203 @@
+/**
+ * The one place where the store and the JSONL backend choose between a plain and a `.zstd`
+ * log. Each adapter says how a new log starts (whole, or streamed for a publish), how one
+ * flush batch is encoded, how the log is scanned (lines mode for the backend, events mode
+ * for the store) and read back as plain content, and whether projection checkpoints apply;
+ * no operation branches on the encoding.
+ */
+import { coreEventRegistry } from '@agent-ledger/session-events'
+
+import type { FileHandleOps } from './fs-ops.ts'
+import type { StoreLimits } from './limits.ts'
+import { V4_FORMAT } from './log-format.ts'
+import type { LineLocation, ScannerOptions, ScanOutcome, ScanResume } from './log-scanner.ts'
+import { readFileChunks, refineRepeatedSeq, scanLog, scanLogChunks } from './read-log.ts'
+import type { ByteSource } from './read-log.ts'
+import { scanZstdLog, scanZstdLogChunks, zstdPlainRange, zstdPlainSource } from './zstd-log-reader.ts'
+import type { ZstdLogStats } from './zstd-log-reader.ts'
+import { encodeZstdLines, encodeZstdLogStart, encodeZstdStream } from './zstd-log-writer.ts'
+import type { LogEncoding } from './zstd-log-writer.ts'
+import { sessionLog, zstdBatchEncoder, zstdCodecFor } from './zstd-session.ts'
+import type { SessionLog } from './zstd-session.ts'
+
+/** How the lines of a log are scanned in lines mode (see `ScannerOptions.onLine`). */
+interface LineScan {
+  /** Every line that passed the per-line checks (header = line 1); return true to stop. */
+  readonly onLine: (location: LineLocation) => boolean
+  /** Stop before this 1-based line number. */
+  readonly stopBeforeLine?: number | undefined
+}
+
+/** Options of an events-mode scan: the scanner's, without the limits (the adapter's) or lines mode. */
+export type EventScanOptions = Omit<ScannerOptions, 'limits' | 'resume' | 'onLine'> & {
+  /** Read chunk size (default the limits' `readChunkBytes`; a header peek reads less). */
+  readonly chunkBytes?: number | undefined
+}
+
+/** What an events-mode scan found; `zstd` holds the frame counts of a `.zstd` log. */
+type EventScanOutcome = ScanOutcome & { readonly zstd?: ZstdLogStats | undefined }
+
+/** A log encoding: the bytes a create and a flush write, and the scanner that reads them back. */
+export interface LogAdapter {
+  readonly encoding: LogEncoding
+  /** The log's name in the session directory and its path relative to the root. */
+  readonly log: SessionLog
+  /**
+   * Whether projection checkpoints are written and used for this log: a checkpoint binds
+   * plain byte offsets (FORMAT.md, "Projection checkpoints"), so they are off for a `.zstd`
+   * log (its frame offsets are not recorded yet); its opens replay every frame.
+   */
+  readonly checkpoints: boolean
+  /**
+   * How a writer encodes a flush batch, or undefined when the batch is written as its lines
+   * (a plain log). Equal to {@link LogAdapter.batch} when defined.
+   */
+  readonly batchEncoder: ((lines: Buffer) => Buffer) | undefined
+  /**
+   * The bytes of a new log, streamed (create, fork and salvage publish through this):
+   * the header, then the body's lines (a `.zstd` log: the header frame, then frames of whole
+   * lines as the body arrives).
+   *
+   * @param headerLine - The header line, `\n` included.
+   * @param body - Whole lines, each with its `\n`, in chunks of any size.
+   */
+  stream(headerLine: Buffer, body: AsyncIterable<Buffer>): AsyncGenerator<Buffer, void, undefined>
+  /**
+   * Scans the whole log (or up to `stopBeforeLine`) with every check, in events mode; a
+   * repeated seq is told apart (`SEQ_DUPLICATE` or `SEQ_CONFLICT`) by re-reading.
+   */
+  scanEvents(handle: FileHandleOps, options: EventScanOptions): Promise<EventScanOutcome>
+  /**
+   * Scans in events mode chunk by chunk (yielding after each chunk so a caller can hand out
+   * events), from the start or, for a log with checkpoints, from `resume`.
+   */
+  scanEventChunks(
+    handle: FileHandleOps,
+    options: EventScanOptions & { readonly resume?: ScanResume },
+  ): AsyncGenerator<void, EventScanOutcome, undefined>
+  /** The log's plain content (the lines as text bytes), all of it or the plain range `[start, end)`. */
+  plainContent(handle: FileHandleOps, range?: { readonly start: number; readonly end: number }): ByteSource
+  /** The plain range of a scan's good event lines: after the header line, up to the last good line. */
+  goodLineRange(outcome: EventScanOutcome): { readonly start: number; readonly end: number }
+  /**
+   * The bytes of a new log.
+   *
+   * @param headerLine - The header line, `\n` included.
+   * @param lines - The seed lines, each with its `\n` (may be empty).
+   */
+  start(headerLine: Buffer, lines: Buffer): Buffer
+  /** The bytes one flush writes for `lines` (whole lines, each with its `\n`). */
+  batch(lines: Buffer): Buffer
+  /**
+   * Scans the log from its start (or a staged copy), yielding after each chunk read so a
+   * caller can hand out the lines collected so far; returns the outcome (its byte offsets are
+   * file offsets; line locations are plain-content offsets).
+   */
+  scan(
+    source: FileHandleOps | AsyncIterable<Buffer>,
+    scan: LineScan,
+  ): AsyncGenerator<void, ScanOutcome, undefined>
+}
+
+function isHandle(source: FileHandleOps | AsyncIterable<Buffer>): source is FileHandleOps {
+  return typeof (source as FileHandleOps).read === 'function'
+}
+
+function scannerOptions(log: SessionLog, limits: StoreLimits, scan: LineScan) {
+  return {
+    format: V4_FORMAT,
+    limits,
+    // Unused in lines mode (no type check); the scanner's options require one.
+    registry: coreEventRegistry,
+    file: log.file,
+    onEvent: () => undefined,
+    onLine: scan.onLine,
+    ...(scan.stopBeforeLine === undefined ? {} : { stopBeforeLine: scan.stopBeforeLine }),
+  }
+}
+
+/**
+ * The adapter of one session's log in one encoding (loads the zstd codec when needed).
+ *
+ * @param id - The session id (checked).
+ * @param encoding - `plain` or `zstd`.
+ * @param limits - The read limits.
+ * @returns The adapter.
+ * @throws {@link JsonlStoreError} `READ_FAILED` when the zstd codec cannot load.
+ */
+export async function logAdapter(
+  id: string,
+  encoding: LogEncoding,
+  limits: StoreLimits,
+): Promise<LogAdapter> {
+  const log = sessionLog(id, encoding)
+  const chunks = (source: FileHandleOps | AsyncIterable<Buffer>): AsyncIterable<Buffer> =>
+    isHandle(source) ? readFileChunks(source, { chunkBytes: limits.readChunkBytes }) : source
+  const sized = (options: EventScanOptions): { readonly chunkBytes: number } => ({
+    chunkBytes: options.chunkBytes ?? limits.readChunkBytes,
+  })
+  if (encoding === 'plain') {
+    const adapter: LogAdapter = {
+      encoding,
+      log,
+      checkpoints: true,
+      batchEncoder: undefined,
+      start: (headerLine, lines) => (lines.length === 0 ? headerLine : Buffer.concat([headerLine, lines])),
+      batch: (lines) => lines,
+      async *stream(headerLine, body) {
+        yield headerLine
+        yield* body
+      },
+      scan: (source, scan) => scanLogChunks(chunks(source), scannerOptions(log, limits, scan)),
+      scanEvents: async (handle, options) =>
+        refineRepeatedSeq(
+          await scanLog(readFileChunks(handle, sized(options)), { ...options, limits }),
+          () => readFileChunks(handle, { chunkBytes: limits.readChunkBytes }),
+          limits.maxLineBytes,
+        ),
+      scanEventChunks: (handle, options) =>
+        scanLogChunks(
+          readFileChunks(handle, {
+            ...sized(options),
+            ...(options.resume === undefined ? {} : { start: options.resume.offset }),
+          }),
+          { ...options, limits },
+        ),
+      plainContent: (handle, range) =>
+        readFileChunks(handle, { chunkBytes: limits.readChunkBytes, ...range }),
+      goodLineRange: (outcome) => ({ start: outcome.headerEndOffset, end: outcome.goodEndOffset }),
+    }
+    return adapter
+  }
+  const codec = await zstdCodecFor(log.file)
+  const encodeBatch = zstdBatchEncoder(codec, log.file)
+  const adapter: LogAdapter = {
+    encoding,
+    log,
+    checkpoints: false,
+    batchEncoder: encodeBatch,
+    // The header in a frame of its own, then the seed as flush-sized frames (as the store writes it).
+    start: (headerLine, lines) => encodeZstdLogStart(codec, headerLine, lines.length === 0 ? [] : [lines]),
+    batch: encodeBatch,
+    async *stream(headerLine, body) {
+      yield encodeZstdLines(codec, headerLine)
+      yield* encodeZstdStream(codec, body)
+    },
+    scan: (source, scan) =>
+      scanZstdLogChunks(chunks(source), { ...scannerOptions(log, limits, scan), codec }),
+    // The zstd reader refines a repeated seq itself.
+    scanEvents: (handle, options) => scanZstdLog(handle, { ...options, limits, codec }),
+    // No `resume`: checkpoints are off for a `.zstd` log, a read starts at its first frame.
+    scanEventChunks: (handle, options) =>
+      scanZstdLogChunks(readFileChunks(handle, sized(options)), { ...options, limits, codec }),
+    plainContent: (handle, range) =>
+      range === undefined
+        ? zstdPlainSource(handle, { codec, limits })
+        : zstdPlainRange(handle, { codec, limits, ...range }),
+    goodLineRange: (outcome) => ({
+      start: outcome.zstd?.plainHeaderEnd ?? 0,
+      end: outcome.zstd?.plainGoodEnd ?? 0,
+    }),
+  }
+  return adapter
+}

@@ -1,0 +1,273 @@
+/*
+ * The checks of the publish-by-link protocol (see publish.ts): the typed failure of a step,
+ * the read-back verification of the staged bytes, the source identity check, the
+ * comparison with a target another process published first, and the withdrawal of a name
+ * whose directory fsync failed.
+ */
+import { createHash } from 'node:crypto'
+import { constants } from 'node:fs'
+
+import { errnoOf } from './fs-errors.ts'
+import type { FileHandleOps, FsOps } from './fs-ops.ts'
+import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
+import { readFileChunks } from './read-log.ts'
+import type { ByteSource } from './read-log.ts'
+import type { SourceIdentity, PublishOperation, PublishRequest } from './publish-types.ts'
+
+export const FAILURE_CODES: Readonly<Record<PublishOperation, JsonlErrorCode>> = {
+  create: JsonlErrorCode.CREATE_FAILED,
+  fork: JsonlErrorCode.FORK_FAILED,
+  salvage: JsonlErrorCode.SALVAGE_FAILED,
+  compress: JsonlErrorCode.COMPRESS_FAILED,
+  migrate: JsonlErrorCode.MIGRATION_FAILED,
+}
+
+const DISK_FULL_CAUSES: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EFBIG'])
+
+/** A failure at one step, before or after the target name appeared. */
+export function failed(
+  step: string,
+  error: unknown,
+  context: {
+    readonly file: string
+    readonly code: JsonlErrorCode
+    readonly details?: Record<string, unknown>
+  },
+): JsonlStoreError {
+  const cause = JsonlStoreError.is(error)
+    ? error.code === JsonlErrorCode.DISK_FULL
+      ? typeof error.details['cause'] === 'string'
+        ? error.details['cause']
+        : 'ENOSPC'
+      : error.code
+    : (errnoOf(error) ?? 'unknown')
+  // A full disk is DISK_FULL wherever it happens (retryable once space is freed), with the same details.
+  const diskFull = DISK_FULL_CAUSES.has(cause)
+  return new JsonlStoreError({
+    code: diskFull ? JsonlErrorCode.DISK_FULL : context.code,
+    message: `Publishing ${context.file} failed at step ${step}: expected it to succeed, found ${cause}${diskFull ? ' (the disk or the file size limit is full)' : ''}${context.details?.['published'] === true ? ' (the file was published)' : '; nothing was published'}.`,
+    file: context.file,
+    details: { step, cause, published: false, poisoned: false, ...context.details },
+    cause: error,
+  })
+}
+
+/** Errors a content producer or a caller-supplied check may throw and that pass through unchanged. */
+export function isTyped(error: unknown): boolean {
+  return JsonlStoreError.is(error)
+}
+
+export async function verifyStaged(
+  request: PublishRequest,
+  staged: {
+    temp: FileHandleOps
+    size: number
+    sha256: string
+    chunkBytes: number
+    file: string
+    code: JsonlErrorCode
+  },
+): Promise<void> {
+  const { temp, size, sha256, chunkBytes, file, code } = staged
+  const hash = createHash('sha256')
+  let bytesRead = 0
+  const chunks = readFileChunks(temp, { chunkBytes, end: size })
+  async function* hashed(): AsyncGenerator<Buffer, void, undefined> {
+    for await (const chunk of chunks) {
+      hash.update(chunk)
+      bytesRead += chunk.length
+      yield chunk
+    }
+  }
+  const source = hashed()
+  // The validator may stop early (a `break` calls `return()`): hand it a view that cannot close the hashing generator.
+  const view: ByteSource = { [Symbol.asyncIterator]: () => ({ next: () => source.next() }) }
+  try {
+    if (request.verify !== undefined) await request.verify(view)
+    // Whatever the validator did not consume is still read and hashed.
+    for await (const _chunk of source) {
+      // drain
+    }
+  } catch (error) {
+    throw failed('verify', error, { file, code })
+  }
+  const found = hash.digest('hex')
+  if (bytesRead !== size || found !== sha256) {
+    throw failed('verify', new Error('staged bytes differ from the written bytes'), {
+      file,
+      code,
+      details: {
+        cause: 'STAGED_BYTES_DIFFER',
+        expectedBytes: size,
+        foundBytes: bytesRead,
+        expectedSha256: sha256,
+        foundSha256: found,
+      },
+    })
+  }
+}
+
+export async function checkSource(
+  fs: FsOps,
+  source: SourceIdentity,
+  { file, code }: { readonly file: string; readonly code: JsonlErrorCode },
+): Promise<void> {
+  let found: { ino: number; size: number; mtimeMs: number } | null
+  try {
+    const stats = await fs.lstat(source.path)
+    found = { ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs }
+  } catch (error) {
+    if (errnoOf(error) !== 'ENOENT') throw failed('check-source', error, { file, code })
+    found = null
+  }
+  if (
+    found !== null &&
+    found.ino === source.ino &&
+    found.size === source.size &&
+    found.mtimeMs === source.mtimeMs
+  )
+    return
+  const expected = { ino: source.ino, size: source.size, mtimeMs: source.mtimeMs }
+  throw new JsonlStoreError({
+    code,
+    message: `Publishing ${file} failed at step check-source: expected the source unchanged since it was read (${JSON.stringify(expected)}), found ${found === null ? 'it removed' : JSON.stringify(found)}; nothing was published.`,
+    file,
+    details: {
+      step: 'check-source',
+      cause: 'SOURCE_CHANGED',
+      published: false,
+      poisoned: false,
+      expected,
+      found,
+    },
+  })
+}
+
+/**
+ * The target existed at link time: accept it only when it begins with exactly our staged
+ * bytes (then make it durable), else conflict.
+ *
+ * @returns The existing target's inode.
+ */
+export async function acceptExisting(
+  request: PublishRequest,
+  context: {
+    temp: FileHandleOps
+    size: number
+    chunkBytes: number
+    file: string
+    code: JsonlErrorCode
+    targetPath: string
+  },
+): Promise<number> {
+  const { fs } = request
+  const { temp, size, chunkBytes, file, code, targetPath } = context
+  const conflict = (details: Record<string, unknown>, message: string): JsonlStoreError =>
+    new JsonlStoreError({ code: JsonlErrorCode.MIGRATION_CONFLICT, message, file, details })
+  if (request.ifExists === 'refuse') {
+    throw conflict(
+      { reason: 'exists' },
+      `Cannot publish ${file}: expected no file there, found one (another process published first).`,
+    )
+  }
+  let stats
+  try {
+    stats = await fs.lstat(targetPath)
+  } catch (error) {
+    throw failed('compare-existing', error, { file, code })
+  }
+  if (stats.isSymbolicLink()) {
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.SYMLINK_REFUSED,
+      message: `Cannot publish ${file}: expected a regular file or no file there, found a symbolic link (never followed).`,
+      file,
+      details: { which: 'target' },
+    })
+  }
+  if (!stats.isFile()) {
+    throw conflict(
+      { reason: 'not-a-file' },
+      `Cannot publish ${file}: expected a regular file or no file there, found another kind of entry.`,
+    )
+  }
+  let existing: FileHandleOps
+  try {
+    existing = await fs.open(targetPath, constants.O_RDONLY | constants.O_NOFOLLOW)
+  } catch (error) {
+    throw failed('compare-existing', error, { file, code })
+  }
+  try {
+    const difference = await firstDifference(temp, existing, { size, chunkBytes })
+    if (difference !== -1) {
+      throw conflict(
+        {
+          reason: 'different-bytes',
+          firstDifferenceOffset: difference,
+          existingBytes: stats.size,
+          stagedBytes: size,
+        },
+        `Cannot publish ${file}: another process published it first and its bytes differ from ours at offset ${difference} (expected it to begin with our ${size} bytes); ours was dropped.`,
+      )
+    }
+    // The winner may have crashed between its link and its directory fsync: make what we accept durable.
+    try {
+      await existing.sync()
+      await fs.fsyncDirectory(request.directory)
+    } catch (error) {
+      throw failed('fsync-dir', error, { file, code, details: { poisoned: true, published: true } })
+    }
+    return (await existing.stat()).ino
+  } catch (error) {
+    if (isTyped(error)) throw error
+    throw failed('compare-existing', error, { file, code })
+  } finally {
+    await existing.close().catch(() => undefined)
+  }
+}
+
+/** Offset of the first byte where `existing` differs from the first `size` bytes of `staged` (-1: identical prefix). */
+async function firstDifference(
+  staged: FileHandleOps,
+  existing: FileHandleOps,
+  options: { size: number; chunkBytes: number },
+): Promise<number> {
+  const left = Buffer.allocUnsafe(options.chunkBytes)
+  const right = Buffer.allocUnsafe(options.chunkBytes)
+  let position = 0
+  while (position < options.size) {
+    const want = Math.min(options.chunkBytes, options.size - position)
+    const leftCount = await readFully(staged, left, { length: want, position })
+    const rightCount = await readFully(existing, right, { length: want, position })
+    const limit = Math.min(leftCount, rightCount)
+    for (let index = 0; index < limit; index += 1) {
+      if (left[index] !== right[index]) return position + index
+    }
+    if (rightCount < want || leftCount < want) return position + limit
+    position += want
+  }
+  return -1
+}
+
+async function readFully(
+  handle: FileHandleOps,
+  buffer: Buffer,
+  range: { length: number; position: number },
+): Promise<number> {
+  let total = 0
+  while (total < range.length) {
+    const count = await handle.read(buffer, total, range.length - total, range.position + total)
+    if (count === 0) break
+    total += count
+  }
+  return total
+}
+
+/** Removes the target name after a failed directory fsync, but only when it still holds our inode. */
+export async function withdrawTarget(fs: FsOps, targetPath: string, ino: number): Promise<void> {
+  try {
+    const stats = await fs.lstat(targetPath)
+    if (stats.isFile() && stats.ino === ino) await fs.unlink(targetPath)
+  } catch {
+    // Gone already, or unreadable: nothing more can be done here; the caller is poisoned.
+  }
+}
