@@ -46,7 +46,13 @@ import type { SessionWriter, StoreLogger, WriterRecovery } from './session-write
 import { acquireWriterLock } from './writer-lock.ts'
 import type { LockOptions, WriterLock } from './writer-lock.ts'
 import { planReadFrom, scanWithCheckpoint } from './checkpoint-open.ts'
-import type { CheckpointContext, CheckpointUse, LastEventLine, SessionScan } from './checkpoint-open.ts'
+import type {
+  CheckpointCarry,
+  CheckpointContext,
+  CheckpointUse,
+  LastEventLine,
+  SessionScan,
+} from './checkpoint-open.ts'
 import { resolveCheckpointOptions } from './checkpoint-options.ts'
 import type { CheckpointOptions } from './checkpoint-options.ts'
 import { CheckpointWriter, linesFacts } from './checkpoint-writer.ts'
@@ -433,6 +439,7 @@ class SessionStoreImpl implements SessionStore {
     readonly lastLine: LastEventLine | null
     readonly seqIndex: readonly SeqIndexEntry[]
     readonly coveredSeq: number
+    readonly carry?: CheckpointCarry | undefined
   }): CheckpointWriter | undefined {
     if (!this.#checkpoint.enabled) return undefined
     return new CheckpointWriter({
@@ -442,6 +449,7 @@ class SessionStoreImpl implements SessionStore {
       lastLine: init.lastLine,
       seqIndex: init.seqIndex,
       coveredSeq: init.coveredSeq,
+      carry: init.carry,
       randomHex: this.#randomHex,
     })
   }
@@ -1496,6 +1504,7 @@ class SessionStoreImpl implements SessionStore {
           lastLine: scan.lastLine,
           seqIndex: scan.seqIndex,
           coveredSeq: scan.checkpoint?.seq ?? -1,
+          carry: scan.carry,
         }),
       })
       return await this.#repairAndReturn(writer)
