@@ -1,5 +1,5 @@
 import { isSurfaceEventType } from '@agent-ledger/session-events'
-import type { EventRegistry, LoggedEvent, SessionEvent, SurfaceEventType } from '@agent-ledger/session-events'
+import type { EventRegistry, LoggedEvent, WireMessage } from '@agent-ledger/session-events'
 import { createProjection, restoreProjection } from '@agent-ledger/session-projection'
 import type { Projection, ProjectionSnapshot, SurfaceNode } from '@agent-ledger/session-projection'
 
@@ -15,8 +15,8 @@ import {
 } from './checkpoint-format.ts'
 import type { CheckpointHead, CheckpointRejection, LineRef, SeqIndexEntry } from './checkpoint-format.ts'
 import type { CheckpointOptions } from './checkpoint-options.ts'
-import { lineRefOf, prefixCrc32c, pruneLineRefs, readReferencedEvents } from './checkpoint-refs.ts'
-import type { ReferencedEvents } from './checkpoint-refs.ts'
+import { lineRefOf, prefixCrc32c, pruneLineRefs, readReferencedLines } from './checkpoint-refs.ts'
+import type { ReferencedLines } from './checkpoint-refs.ts'
 import { toStoreError } from './fs-errors.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode } from './jsonl-store-error.ts'
@@ -116,6 +116,10 @@ function warnIgnored(context: CheckpointContext, reason: CheckpointRejection, de
   return null
 }
 
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
 function readError(context: CheckpointContext, error: unknown): Error {
   return toStoreError(error, { op: 'read', file: context.file, fallback: JsonlErrorCode.READ_FAILED })
 }
@@ -194,23 +198,30 @@ async function restoreCheckpoint(
     length: binding.offset - binding.eventOffset,
     crc: Number.parseInt(binding.eventCrc, 16),
   }
-  let read: ReferencedEvents
+  let read: ReferencedLines
   try {
-    read = await readReferencedEvents(handle, { refs: [...decoded.surface, lastRef], context })
+    read = await readReferencedLines(handle, { refs: [...decoded.surface, lastRef], context })
   } catch (error) {
     throw readError(context, error)
   }
   if (!read.ok) return warnIgnored(context, 'reference', read.detail)
   const surface: SurfaceNode[] = []
   for (let index = 0; index < decoded.surface.length; index += 1) {
-    const event = read.events[index]!
-    if (!isSurfaceEventType(event.type)) {
-      return warnIgnored(context, 'reference', `surface node seq ${event.seq} is a ${event.type}, not a message`)
+    const value = read.values[index]!
+    const { type, data } = value
+    if (typeof type !== 'string' || !isSurfaceEventType(type) || !isRecord(data)) {
+      return warnIgnored(
+        context,
+        'reference',
+        `surface node seq ${decoded.surface[index]!.seq} is a ${JSON.stringify(type) ?? 'line without a type'}, not a message`,
+      )
     }
-    const { message } = (event as SessionEvent<SurfaceEventType>).data
-    surface.push({ seq: event.seq, type: event.type, message })
+    // The message is checked by restoreProjection (shape and role), as a restored snapshot's always is.
+    surface.push({ seq: decoded.surface[index]!.seq, type, message: data['message'] as WireMessage })
   }
-  const snapshot: ProjectionSnapshot = { ...decoded.state, lastEvent: read.events.at(-1)!, surface }
+  // Event N is checked against the event contract by restoreProjection.
+  const lastEvent = read.values.at(-1) as unknown as LoggedEvent
+  const snapshot: ProjectionSnapshot = { ...decoded.state, lastEvent, surface }
   let projection: Projection
   try {
     projection = restoreProjection(snapshot, { registry: context.registry })

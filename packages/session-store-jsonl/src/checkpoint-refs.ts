@@ -1,6 +1,4 @@
 import { crc32c } from '@node-rs/crc32'
-import { parseEvent, SessionEventsError } from '@agent-ledger/session-events'
-import type { EventRegistry, LoggedEvent } from '@agent-ledger/session-events'
 
 import { lineCrcMember } from './checkpoint-binding.ts'
 import { crcHex } from './checkpoint-format.ts'
@@ -60,16 +58,15 @@ export async function prefixCrc32c(
   return crc
 }
 
-/** What {@link readReferencedEvents} needs besides the references. */
+/** What {@link readReferencedLines} needs besides the references. */
 export interface ReferenceContext {
   readonly format: LogFormat
   readonly limits: LineLimits
-  readonly registry: EventRegistry
 }
 
-/** The events read back, in the order of the references, or why one of them does not hold. */
-export type ReferencedEvents =
-  | { readonly ok: true; readonly events: readonly LoggedEvent[] }
+/** The decoded lines read back, in the order of the references, or why one of them does not hold. */
+export type ReferencedLines =
+  | { readonly ok: true; readonly values: readonly Record<string, unknown>[] }
   | { readonly ok: false; readonly detail: string }
 
 /** Consecutive references (by offset) read with one read. */
@@ -105,15 +102,17 @@ function groupsOf(refs: readonly LineRef[]): ReadGroup[] {
 }
 
 /**
- * Checks one referenced line and decodes its event exactly as a full scan would: a `\n`
- * before it and at its end and none inside, the recorded `crc` member, the line checksum
- * and every line check (`format.decodeEvent`), the recorded seq, and the event contract.
+ * Checks one referenced line and decodes it as a full scan's line checks do: a `\n` before
+ * it and at its end and none inside, the recorded `crc` member, the line checksum and every
+ * line check (`format.decodeEvent`), and the recorded seq. The event contract is not run
+ * again here: the line is byte for byte the one the writer validated (same CRC), and the
+ * projection restore validates every message and event N.
  */
-function eventAt(
+function lineAt(
   bytes: Buffer,
   at: number,
   request: { readonly ref: LineRef; readonly context: ReferenceContext },
-): LoggedEvent | string {
+): Record<string, unknown> | string {
   const { ref, context } = request
   const where = `the line of seq ${ref.seq} at byte ${ref.offset}`
   const lineEnd = at + ref.length - 1
@@ -128,29 +127,23 @@ function eventAt(
   if (!decoded.ok) return `${where} fails the ${decoded.reason} check`
   const seq = Object.hasOwn(decoded.value, 'seq') ? decoded.value['seq'] : undefined
   if (seq !== ref.seq) return `${where} has seq ${JSON.stringify(seq) ?? 'none'}`
-  try {
-    return parseEvent(decoded.value, context.registry)
-  } catch (error) {
-    if (!SessionEventsError.is(error)) throw error
-    return `${where} is not a valid event (${error.message})`
-  }
+  return decoded.value
 }
 
 /**
- * Reads the events a checkpoint refers to back from the log, each line checked (see
- * `eventAt`): lines are read in offset order, neighbours closer than 64 KiB in one read of
+ * Reads the lines a checkpoint refers to back from the log, each checked (see `lineAt`): lines are read in offset order, neighbours closer than 64 KiB in one read of
  * at most 4 MiB, so a surface that covers most of the log costs about one read of it.
  *
  * @param handle - The open log.
  * @param request - The references and the decoding context.
- * @returns The events in the order of `refs`, or the first reference that does not hold.
+ * @returns The decoded lines in the order of `refs`, or the first reference that does not hold.
  */
-export async function readReferencedEvents(
+export async function readReferencedLines(
   handle: FileHandleOps,
   request: { readonly refs: readonly LineRef[]; readonly context: ReferenceContext },
-): Promise<ReferencedEvents> {
+): Promise<ReferencedLines> {
   const { refs, context } = request
-  const events = new Array<LoggedEvent>(refs.length)
+  const values = new Array<Record<string, unknown>>(refs.length)
   let buffer = Buffer.allocUnsafe(0)
   for (const group of groupsOf(refs)) {
     const length = group.end - group.start
@@ -159,12 +152,12 @@ export async function readReferencedEvents(
     if (got < length) return { ok: false, detail: `the log ends before byte ${group.end}` }
     for (const index of group.members) {
       const ref = refs[index]!
-      const event = eventAt(buffer, ref.offset - group.start, { ref, context })
-      if (typeof event === 'string') return { ok: false, detail: event }
-      events[index] = event
+      const value = lineAt(buffer, ref.offset - group.start, { ref, context })
+      if (typeof value === 'string') return { ok: false, detail: value }
+      values[index] = value
     }
   }
-  return { ok: true, events }
+  return { ok: true, values }
 }
 
 /**
