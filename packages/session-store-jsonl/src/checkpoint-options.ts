@@ -15,8 +15,9 @@ export interface CheckpointOptions {
   everyEvents: number
   /**
    * ...and at least this many milliseconds (monotonic clock) passed since its last checkpoint.
-   * Default 5000. A flush that makes a `turn/end` durable and `close()` write one regardless
-   * of both (when the log moved since the last one).
+   * Default 5000. A flush that makes a `turn/end` durable writes one regardless of
+   * `everyEvents` but not of this interval (a fast agent ends many turns a second); `close()`
+   * writes one regardless of both (when the log moved since the last one).
    */
   minIntervalMs: number
   /**

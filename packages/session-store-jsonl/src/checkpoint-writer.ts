@@ -174,9 +174,8 @@ export class CheckpointWriter {
       !this.#disabled &&
       projection.nextSeq === lastLine.seq + 1 &&
       this.#grewEnough(lastLine) &&
-      (turnEnd ||
-        (lastLine.seq - this.#coveredSeq >= options.everyEvents &&
-          this.#now() - this.#lastAt >= options.minIntervalMs))
+      this.#now() - this.#lastAt >= options.minIntervalMs &&
+      (turnEnd || lastLine.seq - this.#coveredSeq >= options.everyEvents)
     if (!due && this.#running === null && this.#refs.size > this.#refLimit) {
       // No checkpoint in flight: the next one needs only today's surface and what follows.
       const surface = projection.surface()
