@@ -21,7 +21,7 @@
  * `AL_BENCH_CHECKPOINT_ROUNDS` set others. The first round's children give the other figures.
  * Run alone with `pnpm bench --only checkpoint-write`.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -158,12 +158,8 @@ async function writeChild(job: {
   // Kept alive until the heap is measured.
   if (writer.projection.nextSeq === 0) throw new Error('unreachable')
   const directory = join(job.root, 'agent')
-  let checkpointBytes = 0
-  try {
-    checkpointBytes = statSync(join(directory, CHECKPOINT_FILE_NAME)).size
-  } catch {
-    checkpointBytes = 0
-  }
+  const checkpointPath = join(directory, CHECKPOINT_FILE_NAME)
+  const checkpointBytes = existsSync(checkpointPath) ? statSync(checkpointPath).size : 0
   return {
     turns,
     logBytes: statSync(join(directory, LOG_FILE_NAME)).size,

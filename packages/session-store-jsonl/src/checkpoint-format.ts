@@ -239,7 +239,10 @@ function messageOf(error: unknown): string {
  * @param options - `maxDepth`: deepest nesting to encode (the repair state's depth plus the checkpoint's own levels).
  * @returns The file's bytes.
  */
-export function encodeCheckpoint(record: CheckpointRecord, options: { readonly maxDepth: number }): Uint8Array {
+export function encodeCheckpoint(
+  record: CheckpointRecord,
+  options: { readonly maxDepth: number },
+): Uint8Array {
   const head = encode({ binding: record.binding, seqIndex: record.seqIndex }, { ignoreUndefined: true })
   const flat = new Array<number>(record.surface.length * REF_WIDTH)
   record.surface.forEach((ref, index) => {
@@ -335,8 +338,7 @@ function readRefs(
   flat: readonly unknown[],
   bounds: { readonly start: number; readonly end: number; readonly seq: number },
 ): LineRef[] | string {
-  if (flat.length % REF_WIDTH !== 0)
-    return `surface: ${flat.length} numbers, not a multiple of ${REF_WIDTH}`
+  if (flat.length % REF_WIDTH !== 0) return `surface: ${flat.length} numbers, not a multiple of ${REF_WIDTH}`
   const refs: LineRef[] = []
   const seen = new Set<number>()
   for (let at = 0; at < flat.length; at += REF_WIDTH) {

@@ -382,9 +382,8 @@ export async function scanWithCheckpoint(
         : { seq: outcome.lastSeq, eventOffset: lastEventOffset, offset: lastEnd, crc: lastCrc },
     seqIndex,
     carry: {
-      lineRefs: collector?.refs ?? new Map(),
-      prefix:
-        writing && binding !== undefined ? { offset: binding.offset, crc: binding.prefixCrc32c } : null,
+      lineRefs: collector?.refs ?? new Map<number, LineRef>(),
+      prefix: writing && binding !== undefined ? { offset: binding.offset, crc: binding.prefixCrc32c } : null,
     },
   }
 }

@@ -147,7 +147,8 @@ export async function readReferencedLines(
   let buffer = Buffer.allocUnsafe(0)
   for (const group of groupsOf(refs)) {
     const length = group.end - group.start
-    if (buffer.length < length) buffer = Buffer.allocUnsafe(Math.max(length, Math.min(CHECKPOINT_READ_BYTES, 1 << 20)))
+    if (buffer.length < length)
+      buffer = Buffer.allocUnsafe(Math.max(length, Math.min(CHECKPOINT_READ_BYTES, 1 << 20)))
     const got = await readFully(handle, buffer, { length, position: group.start })
     if (got < length) return { ok: false, detail: `the log ends before byte ${group.end}` }
     for (const index of group.members) {
@@ -185,7 +186,10 @@ export function pruneLineRefs(
  * @param where - Its seq and byte offset.
  * @returns The reference, or null when the line has no well-formed `crc` member.
  */
-export function lineRefOf(line: Uint8Array, where: { readonly seq: number; readonly offset: number }): LineRef | null {
+export function lineRefOf(
+  line: Uint8Array,
+  where: { readonly seq: number; readonly offset: number },
+): LineRef | null {
   const member = lineCrcMember(line)
   if (member === null) return null
   return { seq: where.seq, offset: where.offset, length: line.length + 1, crc: Number.parseInt(member, 16) }

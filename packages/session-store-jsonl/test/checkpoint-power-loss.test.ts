@@ -9,7 +9,12 @@ import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { CHECKPOINT_FILE_NAME, LOG_FILE_NAME, decodeCheckpointBody, decodeCheckpointHead } from '../src/format.ts'
+import {
+  CHECKPOINT_FILE_NAME,
+  LOG_FILE_NAME,
+  decodeCheckpointBody,
+  decodeCheckpointHead,
+} from '../src/format.ts'
 import type { SessionReadResult } from '../src/index.ts'
 import { createPowerLossRecorder } from './support/fault-fs.ts'
 import type { Damage } from './support/fault-fs.ts'
@@ -69,7 +74,11 @@ describe('checkpoint writes under power loss', () => {
           expect(head.ok).toBe(true)
           if (!head.ok) continue
           const headerEndOffset = readFileSync(join(target, 'power', LOG_FILE_NAME)).indexOf(0x0a) + 1
-          const body = decodeCheckpointBody(head.head, { body: head.body, bodyCrc32c: head.bodyCrc32c, headerEndOffset })
+          const body = decodeCheckpointBody(head.head, {
+            body: head.body,
+            bodyCrc32c: head.bodyCrc32c,
+            headerEndOffset,
+          })
           expect(body.ok).toBe(true)
           seen.add(head.head.binding.seq)
         }

@@ -82,7 +82,11 @@ function readRecord(id: string): CheckpointRecord {
   const head = decodeCheckpointHead(readFileSync(checkpointPath(id)))
   if (!head.ok) throw new Error(`checkpoint head: ${head.reason} ${head.detail}`)
   const headerEndOffset = readFileSync(logPath(id)).indexOf(0x0a) + 1
-  const body = decodeCheckpointBody(head.head, { body: head.body, bodyCrc32c: head.bodyCrc32c, headerEndOffset })
+  const body = decodeCheckpointBody(head.head, {
+    body: head.body,
+    bodyCrc32c: head.bodyCrc32c,
+    headerEndOffset,
+  })
   if (!body.ok) throw new Error(`checkpoint body: ${body.reason} ${body.detail}`)
   return {
     checkpointVersion: 2,
@@ -482,7 +486,9 @@ describe('checkpoints that are not used (warning, then a full replay)', () => {
     const record = readRecord('changed')
     const ref = record.surface.find((node) => node.seq === 1)!
     const content = readFileSync(logPath('changed'))
-    const original = JSON.parse(content.subarray(ref.offset, ref.offset + ref.length - 1).toString('utf8')) as LoggedEvent & {
+    const original = JSON.parse(
+      content.subarray(ref.offset, ref.offset + ref.length - 1).toString('utf8'),
+    ) as LoggedEvent & {
       crc?: string
     }
     const { crc: _crc, ...event } = original
@@ -492,11 +498,10 @@ describe('checkpoints that are not used (warning, then a full replay)', () => {
     })
     // Same length, so every other offset of the checkpoint still holds.
     expect(edited.length).toBe(ref.length)
-    writeFileSync(logPath('changed'), Buffer.concat([
-      content.subarray(0, ref.offset),
-      edited,
-      content.subarray(ref.offset + ref.length),
-    ]))
+    writeFileSync(
+      logPath('changed'),
+      Buffer.concat([content.subarray(0, ref.offset), edited, content.subarray(ref.offset + ref.length)]),
+    )
     const { read, warnings } = await expectSameAsFullReplay('changed')
     expect(read.checkpoint).toBeNull()
     expect(ignoredReasons(warnings)).toEqual(['reference'])
@@ -514,7 +519,10 @@ describe('checkpoints that are not used (warning, then a full replay)', () => {
     await writeTurns('old', 2)
     const record = readRecord('old')
     // A version 1 file: the same envelope, its body the whole snapshot (messages copied in).
-    const head = encode({ binding: { ...record.binding, prefixCrc32c: undefined }, seqIndex: [] }, { ignoreUndefined: true })
+    const head = encode(
+      { binding: { ...record.binding, prefixCrc32c: undefined }, seqIndex: [] },
+      { ignoreUndefined: true },
+    )
     const full = await plainStore().store.openReader('old')
     const body = encode({ ...full.projection.snapshot(), surface: [] })
     writeFileSync(
@@ -921,7 +929,10 @@ describe('CheckpointWriter policy', () => {
 
   it('amortisation: even a turn/end is due only once the log grew by minGrowthRatio times the last checkpoint cost', () => {
     const projection = createProjection()
-    const writer = policyWriter({ everyEvents: 1, minIntervalMs: 0, minLogBytes: 0, minGrowthRatio: 2 }, () => 0)
+    const writer = policyWriter(
+      { everyEvents: 1, minIntervalMs: 0, minLogBytes: 0, minGrowthRatio: 2 },
+      () => 0,
+    )
     const turn = lines(projection, turnInputs(1))
     const bytes = turn.reduce((sum, line) => sum + line.bytes.length, 0)
     // The log would end below 2 x 4 KiB (the cost of a checkpoint write before any was written).
