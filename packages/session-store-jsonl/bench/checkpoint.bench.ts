@@ -239,7 +239,7 @@ function context(store: SessionStore, id: string): CheckpointContext {
     limits: resolveLimits(),
     registry: coreEventRegistry,
     logger: quietLogger,
-    options: resolveCheckpointOptions({ minLogBytes: 0, minGrowthRatio: 0 }),
+    options: resolveCheckpointOptions({ minLogBytes: 0, minGrowthRatio: 0, minIntervalMs: 0 }),
   }
 }
 
