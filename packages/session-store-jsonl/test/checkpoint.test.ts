@@ -219,6 +219,33 @@ describe('writing checkpoints', () => {
     expect(readdirSync(join(temp.path, 'turns')).filter((name) => name.startsWith('.tmp-'))).toEqual([])
   })
 
+  it('binds the CRC-32C of the whole prefix, extended across writers (after create, a checkpointed open, a full-replay open), and refers to the visible lines', async () => {
+    const expectPrefixCrc = (): void => {
+      const record = readRecord('crc')
+      const log = readFileSync(logPath('crc'))
+      expect(record.binding.prefixCrc32c).toBe(crc32c(log.subarray(0, record.binding.offset)) >>> 0)
+      // Every reference is a whole line of the log with the recorded crc.
+      for (const ref of record.surface) {
+        const line = log.subarray(ref.offset, ref.offset + ref.length)
+        expect(line.at(-1)).toBe(0x0a)
+        expect(log[ref.offset - 1]).toBe(0x0a)
+        expect(JSON.parse(line.toString('utf8'))).toMatchObject({
+          seq: ref.seq,
+          crc: ref.crc.toString(16).padStart(8, '0'),
+        })
+      }
+    }
+    await writeTurns('crc', 2)
+    expectPrefixCrc()
+    await writeTurns('crc', 2, 3)
+    expect(readRecord('crc').binding.seq).toBe(27)
+    expectPrefixCrc()
+    unlinkSync(checkpointPath('crc'))
+    await writeTurns('crc', 1, 5)
+    expectPrefixCrc()
+    expect(readRecord('crc').surface).toHaveLength(20)
+  })
+
   it('close() writes a last checkpoint covering every durable event', async () => {
     const { store } = checkpointStore()
     const writer = await store.create({ id: 'close' })
