@@ -809,6 +809,9 @@ describe('options', () => {
       { maxBytes: 1.5 },
       { minLogBytes: -2 },
       { enabled: 'yes' },
+      { minGrowthRatio: -1 },
+      { minGrowthRatio: Number.NaN },
+      { minGrowthRatio: 2048 },
     ]) {
       let caught: unknown
       try {
@@ -817,7 +820,9 @@ describe('options', () => {
         caught = error
       }
       expect(JsonlStoreError.is(caught) && caught.code).toBe(JsonlErrorCode.INVALID_OPTION)
+      expect((caught as JsonlStoreError).message).toContain(Object.keys(checkpoint)[0]!)
     }
+    expect(resolveCheckpointOptions({ minGrowthRatio: 0.5 }).minGrowthRatio).toBe(0.5)
   })
 })
 
