@@ -347,7 +347,7 @@ export async function run(): Promise<BenchResult[]> {
         met: excess < RSS_TARGET_MIB,
       },
       {
-        name: `durable append throughput, same workload, store defaults (MB/s; medians of ${ROUNDS} alternating rounds)`,
+        name: `durable append throughput, same workload, store defaults (MB/s; medians of ${ROUNDS} alternating rounds; per-round ratios ${rounds.map((round) => (rate(round.ours) / rate(round.off)).toFixed(2)).join(', ')})`,
         value: throughput,
         unit: 'MB/s',
         floor: { name: 'the same with checkpoints off (MB/s)', value: offThroughput },
