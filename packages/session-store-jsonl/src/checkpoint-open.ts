@@ -1,26 +1,28 @@
-import type { EventRegistry, LoggedEvent } from '@agent-ledger/session-events'
+import { isSurfaceEventType } from '@agent-ledger/session-events'
+import type { EventRegistry, LoggedEvent, WireMessage } from '@agent-ledger/session-events'
 import { createProjection, restoreProjection } from '@agent-ledger/session-projection'
-import type { Projection } from '@agent-ledger/session-projection'
+import type { Projection, ProjectionSnapshot, SurfaceNode } from '@agent-ledger/session-projection'
 
 import { checkBinding, readHeaderFacts, registryDigest } from './checkpoint-binding.ts'
 import type { HeaderFacts } from './checkpoint-binding.ts'
 import { readCheckpointFile } from './checkpoint-file.ts'
 import {
   CHECKPOINT_FILE_NAME,
+  crcHex,
+  decodeCheckpointBody,
   decodeCheckpointHead,
-  decodeCheckpointSnapshot,
   SEQ_INDEX_STRIDE,
 } from './checkpoint-format.ts'
-import type { CheckpointHead, CheckpointRejection, SeqIndexEntry } from './checkpoint-format.ts'
+import type { CheckpointHead, CheckpointRejection, LineRef, SeqIndexEntry } from './checkpoint-format.ts'
 import type { CheckpointOptions } from './checkpoint-options.ts'
+import { lineRefOf, prefixCrc32c, pruneLineRefs, readReferencedLines } from './checkpoint-refs.ts'
+import type { ReferencedLines } from './checkpoint-refs.ts'
 import { toStoreError } from './fs-errors.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode } from './jsonl-store-error.ts'
 import type { StoreLimits } from './limits.ts'
 import type { LogFormat } from './log-format.ts'
 import type { LineLocation, ScanOutcome, ScanResume } from './log-scanner.ts'
-import { verifyPrefixChecksums } from './prefix-checksums.ts'
-import type { PrefixCheck } from './prefix-checksums.ts'
 import { readFileChunks, refineRepeatedSeq, scanLog } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
 import type { StoreLogger } from './store-logger.ts'
@@ -63,7 +65,7 @@ export interface CheckpointContext {
   readonly options: CheckpointOptions
 }
 
-/** A checkpoint whose head (binding and index) matches the open log; its snapshot is not decoded yet. */
+/** A checkpoint whose head (binding and index) matches the open log; its body is not decoded yet. */
 interface BoundCheckpoint {
   readonly head: CheckpointHead
   readonly facts: HeaderFacts
@@ -76,6 +78,19 @@ interface LoadedCheckpoint {
   readonly head: CheckpointHead
   readonly facts: HeaderFacts
   readonly projection: Projection
+  /** Where the surface nodes' lines are (a writer continues from them). */
+  readonly surface: readonly LineRef[]
+}
+
+/**
+ * What a writer continues from for its next checkpoint (FORMAT.md section 15.3): where the
+ * lines of the surface's nodes are, and a verified CRC-32C of a prefix of the log.
+ */
+export interface CheckpointCarry {
+  /** The line of at least every node of the projection's surface, by seq. */
+  readonly lineRefs: Map<number, LineRef>
+  /** CRC-32C of the log's bytes `[0, offset)`, verified by this open; null when none is known yet. */
+  readonly prefix: { readonly offset: number; readonly crc: number } | null
 }
 
 /** The outcome of {@link scanWithCheckpoint}: the scan, the projection, and what a writer continues from. */
@@ -88,14 +103,25 @@ export interface SessionScan {
   readonly lastLine: LastEventLine | null
   /** Sparse `[seq, offset]` pairs of the good events, every {@link SEQ_INDEX_STRIDE}. */
   readonly seqIndex: SeqIndexEntry[]
+  /** For a write open: the surface's line references and the verified prefix CRC (empty for a read). */
+  readonly carry?: CheckpointCarry | undefined
 }
 
 function warnIgnored(context: CheckpointContext, reason: CheckpointRejection, detail: string): null {
+  const replaced = reason === 'old-version' ? ' (the next checkpoint replaces it)' : ''
   context.logger.warn(
-    `Ignored the projection checkpoint of session ${context.id} (${reason}: ${detail}); replaying the whole log instead.`,
+    `Ignored the projection checkpoint of session ${context.id} (${reason}: ${detail}); replaying the whole log instead${replaced}.`,
     { id: context.id, file: `${context.id}/${CHECKPOINT_FILE_NAME}`, reason, detail },
   )
   return null
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function readError(context: CheckpointContext, error: unknown): Error {
+  return toStoreError(error, { op: 'read', file: context.file, fallback: JsonlErrorCode.READ_FAILED })
 }
 
 /**
@@ -107,7 +133,7 @@ function warnIgnored(context: CheckpointContext, reason: CheckpointRejection, de
  *
  * @param context - The session, its log's name, limits, registry, logger and options.
  * @param handle - The open log.
- * @returns The bound checkpoint (snapshot still encoded), or null.
+ * @returns The bound checkpoint (body still encoded), or null.
  * @throws {@link JsonlStoreError} `READ_FAILED` when the log itself cannot be read.
  */
 async function bindCheckpoint(
@@ -136,52 +162,80 @@ async function bindCheckpoint(
             registryDigest: registryDigest(context.registry),
           })
   } catch (error) {
-    throw toStoreError(error, { op: 'read', file: context.file, fallback: JsonlErrorCode.READ_FAILED })
+    throw readError(context, error)
   }
   if (mismatch !== null || facts === null) return warnIgnored(context, 'binding', mismatch ?? 'no header')
   return { head, facts, body: decoded.body, bodyCrc32c: decoded.bodyCrc32c }
 }
 
 /**
- * Decodes a bound checkpoint's snapshot (CRC-32C, msgpack, shell) and restores the
- * projection from it. Never throws: warns and returns null.
+ * Decodes a bound checkpoint's body (CRC-32C, msgpack, shell, references), reads event N and
+ * every surface node back from the log (each line checked as a full scan checks it, and
+ * against the CRC the checkpoint recorded for it) and restores the projection. Never throws
+ * for a bad checkpoint: warns and returns null.
  *
- * @param context - The session context (registry, logger).
+ * @param context - The session context (format, limits, registry, logger).
+ * @param handle - The open log.
  * @param bound - From {@link bindCheckpoint}.
  * @returns The loaded checkpoint, or null.
+ * @throws {@link JsonlStoreError} `READ_FAILED` when the log itself cannot be read.
  */
-function restoreCheckpoint(context: CheckpointContext, bound: BoundCheckpoint): LoadedCheckpoint | null {
-  const decoded = decodeCheckpointSnapshot(bound.head, bound.body, bound.bodyCrc32c)
+async function restoreCheckpoint(
+  context: CheckpointContext,
+  handle: FileHandleOps,
+  bound: BoundCheckpoint,
+): Promise<LoadedCheckpoint | null> {
+  const { binding } = bound.head
+  const decoded = decodeCheckpointBody(bound.head, {
+    body: bound.body,
+    bodyCrc32c: bound.bodyCrc32c,
+    headerEndOffset: bound.facts.headerEndOffset,
+  })
   if (!decoded.ok) return warnIgnored(context, decoded.reason, decoded.detail)
+  const lastRef: LineRef = {
+    seq: binding.seq,
+    offset: binding.eventOffset,
+    length: binding.offset - binding.eventOffset,
+    crc: Number.parseInt(binding.eventCrc, 16),
+  }
+  let read: ReferencedLines
+  try {
+    read = await readReferencedLines(handle, { refs: [...decoded.surface, lastRef], context })
+  } catch (error) {
+    throw readError(context, error)
+  }
+  if (!read.ok) return warnIgnored(context, 'reference', read.detail)
+  const surface: SurfaceNode[] = []
+  for (let index = 0; index < decoded.surface.length; index += 1) {
+    const value = read.values[index]!
+    const { type, data } = value
+    if (typeof type !== 'string' || !isSurfaceEventType(type) || !isRecord(data)) {
+      return warnIgnored(
+        context,
+        'reference',
+        `surface node seq ${decoded.surface[index]!.seq} is a ${JSON.stringify(type) ?? 'line without a type'}, not a message`,
+      )
+    }
+    // The message is checked by restoreProjection (shape and role), as a restored snapshot's always is.
+    surface.push({ seq: decoded.surface[index]!.seq, type, message: data['message'] as WireMessage })
+  }
+  // Event N is checked against the event contract by restoreProjection.
+  const lastEvent = read.values.at(-1) as unknown as LoggedEvent
+  const snapshot: ProjectionSnapshot = { ...decoded.state, lastEvent, surface }
   let projection: Projection
   try {
-    projection = restoreProjection(decoded.snapshot, { registry: context.registry })
+    projection = restoreProjection(snapshot, { registry: context.registry })
   } catch (error) {
     return warnIgnored(context, 'snapshot', error instanceof Error ? error.message : String(error))
   }
-  return { head: bound.head, facts: bound.facts, projection }
-}
-
-/**
- * {@link bindCheckpoint} then {@link restoreCheckpoint}.
- *
- * @param context - The session, its log's name, limits, registry, logger and options.
- * @param handle - The open log.
- * @returns The usable checkpoint, or null.
- */
-async function loadCheckpoint(
-  context: CheckpointContext,
-  handle: FileHandleOps,
-): Promise<LoadedCheckpoint | null> {
-  const bound = await bindCheckpoint(context, handle)
-  return bound === null ? null : restoreCheckpoint(context, bound)
+  return { head: bound.head, facts: bound.facts, projection, surface: decoded.surface }
 }
 
 /**
  * The resume point of a scan after a loaded checkpoint: header, seq N, offset and the
  * prefix's counters (so a checkpointed open reports the same counters as a full replay).
  *
- * @param loaded - A checkpoint from {@link loadCheckpoint}.
+ * @param loaded - A checkpoint from {@link restoreCheckpoint}.
  * @returns The scanner's resume option.
  */
 function resumeOf(loaded: LoadedCheckpoint): ScanResume {
@@ -200,15 +254,74 @@ function resumeOf(loaded: LoadedCheckpoint): ScanResume {
 }
 
 /**
+ * A write open's guard on a checkpoint (FORMAT.md section 15.2): the prefix it lets the open
+ * skip must be the very bytes the checkpoint was written over, checked with one CRC-32C of
+ * `[0, offset)` in 4 MiB reads. A failure drops the checkpoint with a warning; the full
+ * replay that follows reports any damage (writes refused).
+ *
+ * @returns True when the prefix holds.
+ */
+async function prefixHolds(
+  context: CheckpointContext,
+  handle: FileHandleOps,
+  bound: BoundCheckpoint,
+): Promise<boolean> {
+  const { binding } = bound.head
+  let crc: number | null
+  try {
+    crc = await prefixCrc32c(handle, { start: 0, crc: 0, end: binding.offset })
+  } catch (error) {
+    throw readError(context, error)
+  }
+  if (crc === binding.prefixCrc32c) return true
+  warnIgnored(
+    context,
+    'prefix',
+    crc === null
+      ? `the log ends before byte ${binding.offset}`
+      : `the log's bytes [0, ${binding.offset}) have CRC-32C ${crcHex(crc)}, the checkpoint was written over ${crcHex(binding.prefixCrc32c)} (the prefix changed under it)`,
+  )
+  return false
+}
+
+/** Keeps a write open's line references bounded while a long log replays. */
+class RefCollector {
+  readonly refs: Map<number, LineRef>
+  #limit: number
+
+  constructor(initial: readonly LineRef[]) {
+    this.refs = new Map(initial.map((ref) => [ref.seq, ref]))
+    this.#limit = 2 * this.refs.size + PRUNE_SLACK
+  }
+
+  add(event: LoggedEvent, location: LineLocation, projection: Projection): void {
+    if (!isSurfaceEventType(event.type)) return
+    const ref = lineRefOf(location.bytes, { seq: event.seq, offset: location.offset })
+    if (ref !== null) this.refs.set(event.seq, ref)
+    if (this.refs.size > this.#limit) this.prune(projection)
+  }
+
+  prune(projection: Projection): void {
+    const surface = projection.surface()
+    pruneLineRefs(this.refs, { surface, afterSeq: projection.nextSeq - 1 })
+    this.#limit = 2 * surface.length + PRUNE_SLACK
+  }
+}
+
+/** References a replay collects beyond twice the surface before it prunes them. */
+const PRUNE_SLACK = 4096
+
+/**
  * Scans a session's log for an open: from a verified checkpoint when there is one (restore
- * the snapshot, seek to the line after event N, replay the tail), else from byte 0. Every
- * line read gets every check; the torn-tail and damage rules of the tail are unchanged.
- * The prefix before the checkpoint is not re-read (run `verify` for that: it never uses a
- * checkpoint).
+ * the state and the surface nodes read back from the log, seek to the line after event N,
+ * replay the tail), else from byte 0. Every line read gets every check; the torn-tail and
+ * damage rules of the tail are unchanged. The prefix before the checkpoint is not re-parsed
+ * (run `verify` for that: it never uses a checkpoint).
  *
  * @param context - The session, its log's name, limits, registry, logger and options.
  * @param handle - The open log.
- * @returns The scan outcome, the projection, the checkpoint used, the last event's line and the sparse index.
+ * @param options - `verifyPrefix`: a write open (checks the whole-prefix CRC, collects what its writer continues from).
+ * @returns The scan outcome, the projection, the checkpoint used, the last event's line, the sparse index and the carry.
  * @throws {@link JsonlStoreError} `READ_FAILED` (or a mapped errno code) when the log cannot be read.
  */
 export async function scanWithCheckpoint(
@@ -216,10 +329,13 @@ export async function scanWithCheckpoint(
   handle: FileHandleOps,
   options: { readonly verifyPrefix?: boolean } = {},
 ): Promise<SessionScan> {
-  let loaded = await loadCheckpoint(context, handle)
-  if (loaded !== null && options.verifyPrefix === true) loaded = await checkPrefix(context, handle, loaded)
+  const writing = options.verifyPrefix === true
+  let bound = await bindCheckpoint(context, handle)
+  if (bound !== null && writing && !(await prefixHolds(context, handle, bound))) bound = null
+  const loaded = bound === null ? null : await restoreCheckpoint(context, handle, bound)
   const projection = loaded?.projection ?? createProjection({ registry: context.registry })
   const seqIndex: SeqIndexEntry[] = loaded === null ? [] : [...loaded.head.seqIndex]
+  const collector = writing ? new RefCollector(loaded?.surface ?? []) : null
   let lastEventOffset = loaded?.head.binding.eventOffset ?? -1
   let lastEnd = loaded?.head.binding.offset ?? -1
   let replayed = 0
@@ -241,6 +357,7 @@ export async function scanWithCheckpoint(
           projection.apply(event)
           replayed += 1
           if (event.seq % SEQ_INDEX_STRIDE === 0) seqIndex.push([event.seq, location.offset])
+          collector?.add(event, location, projection)
           lastEventOffset = location.offset
           lastEnd = location.offset + location.bytes.length + 1
         },
@@ -249,57 +366,27 @@ export async function scanWithCheckpoint(
     )
     outcome = await refineRepeatedSeq(outcome, source, limits.maxLineBytes)
   } catch (error) {
-    throw toStoreError(error, { op: 'read', file: context.file, fallback: JsonlErrorCode.READ_FAILED })
+    throw readError(context, error)
   }
-  const lastCrc = replayed === 0 && loaded !== null ? loaded.head.binding.eventCrc : null
+  collector?.prune(projection)
+  const binding = loaded?.head.binding
+  const lastCrc = replayed === 0 && binding !== undefined ? binding.eventCrc : null
   return {
     outcome,
     projection,
     checkpoint:
-      loaded === null
-        ? null
-        : { seq: loaded.head.binding.seq, offset: loaded.head.binding.offset, replayedEvents: replayed },
+      binding === undefined ? null : { seq: binding.seq, offset: binding.offset, replayedEvents: replayed },
     lastLine:
       outcome.lastSeq < 0
         ? null
         : { seq: outcome.lastSeq, eventOffset: lastEventOffset, offset: lastEnd, crc: lastCrc },
     seqIndex,
+    carry: {
+      lineRefs: collector?.refs ?? new Map<number, LineRef>(),
+      prefix: writing && binding !== undefined ? { offset: binding.offset, crc: binding.prefixCrc32c } : null,
+    },
   }
 }
-
-/**
- * A write open's guard on a checkpoint (FORMAT.md section 15.2): the prefix it lets the open
- * skip must still pass its line checksums, with one line per event 0..N. A failure drops the
- * checkpoint with a warning; the full replay that follows reports the damage (writes refused).
- */
-async function checkPrefix(
-  context: CheckpointContext,
-  handle: FileHandleOps,
-  loaded: LoadedCheckpoint,
-): Promise<LoadedCheckpoint | null> {
-  const { binding } = loaded.head
-  let check: PrefixCheck
-  try {
-    check = await verifyPrefixChecksums(handle, {
-      start: loaded.facts.headerEndOffset,
-      end: binding.offset,
-      expectedLines: binding.seq + 1,
-      firstLine: 2,
-      chunkBytes: Math.max(context.limits.readChunkBytes, PREFIX_CHUNK_BYTES),
-    })
-  } catch (error) {
-    throw toStoreError(error, { op: 'read', file: context.file, fallback: JsonlErrorCode.READ_FAILED })
-  }
-  if (check.ok) return loaded
-  return warnIgnored(
-    context,
-    'prefix',
-    `line ${check.line} (byte offset ${check.offset}) of the prefix it covers fails its ${check.reason} check`,
-  )
-}
-
-/** Reads of the checksum pass: large, since nothing but the CRC looks at the bytes. */
-const PREFIX_CHUNK_BYTES = 4 * 1024 * 1024
 
 /** Where {@link planReadFrom} starts a read from a seq. */
 export interface ReadStart {
@@ -348,7 +435,7 @@ export async function planReadFrom(
   if (bound === null) return fromStart()
   const { binding, seqIndex } = bound.head
   if (fromSeq > binding.seq) {
-    const loaded = restoreCheckpoint(context, bound)
+    const loaded = await restoreCheckpoint(context, handle, bound)
     return loaded === null
       ? fromStart()
       : { resume: resumeOf(loaded), projection: loaded.projection, trustedThrough: -1 }
@@ -370,7 +457,7 @@ export async function planReadFrom(
     warnIgnored(context, 'binding', `its index entry for seq ${seq} does not point at that line`)
     return fromStart()
   }
-  const loaded = restoreCheckpoint(context, bound)
+  const loaded = await restoreCheckpoint(context, handle, bound)
   if (loaded === null) return fromStart()
   return {
     resume: {

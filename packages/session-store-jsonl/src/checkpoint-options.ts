@@ -15,8 +15,9 @@ export interface CheckpointOptions {
   everyEvents: number
   /**
    * ...and at least this many milliseconds (monotonic clock) passed since its last checkpoint.
-   * Default 5000. A flush that makes a `turn/end` durable and `close()` write one regardless
-   * of both (when the log moved since the last one).
+   * Default 5000. A flush that makes a `turn/end` durable writes one regardless of
+   * `everyEvents` but not of this interval (a fast agent ends many turns a second); `close()`
+   * writes one regardless of both (when the log moved since the last one).
    */
   minIntervalMs: number
   /**
@@ -24,6 +25,14 @@ export interface CheckpointOptions {
    * small log costs less than writing and fsyncing a checkpoint at every turn. Default 1 MiB.
    */
   minLogBytes: number
+  /**
+   * Amortisation: a writer writes a checkpoint (for any reason, `turn/end` and `close()`
+   * included) only once the log grew since its last checkpoint by at least this many times
+   * that checkpoint's size plus 4 KiB. Checkpoints then add at most about 1 / this ratio to
+   * the bytes a writer writes however long the session, and a cold open replays at most that
+   * much of the tail. Default 16; 0 turns the rule off (a checkpoint at every `turn/end`).
+   */
+  minGrowthRatio: number
   /** Largest checkpoint file an open reads; a larger one is ignored with a warning. Default 1 GiB. */
   maxBytes: number
 }
@@ -34,6 +43,7 @@ export const DEFAULT_CHECKPOINT_OPTIONS: Readonly<CheckpointOptions> = Object.fr
   everyEvents: 1000,
   minIntervalMs: 5000,
   minLogBytes: 1024 * 1024,
+  minGrowthRatio: 16,
   maxBytes: 1024 * 1024 * 1024,
 })
 
@@ -43,7 +53,8 @@ export const DEFAULT_CHECKPOINT_OPTIONS: Readonly<CheckpointOptions> = Object.fr
  * @param partial - Caller overrides.
  * @returns Complete options.
  * @throws {@link JsonlStoreError} `INVALID_OPTION` when `enabled` is not a boolean, `everyEvents` or `maxBytes`
- *   is not a positive integer, or `minIntervalMs` or `minLogBytes` is not a non-negative integer.
+ *   is not a positive integer, `minIntervalMs` or `minLogBytes` is not a non-negative integer, or
+ *   `minGrowthRatio` is not a finite number from 0 to 1024.
  */
 export function resolveCheckpointOptions(partial: Partial<CheckpointOptions> = {}): CheckpointOptions {
   const options: CheckpointOptions = { ...DEFAULT_CHECKPOINT_OPTIONS, ...partial }
@@ -62,6 +73,10 @@ export function resolveCheckpointOptions(partial: Partial<CheckpointOptions> = {
   for (const name of ['minIntervalMs', 'minLogBytes'] as const) {
     const value = options[name]
     if (!Number.isSafeInteger(value) || value < 0) throw invalid(name, 'a non-negative integer', value)
+  }
+  const ratio = options.minGrowthRatio
+  if (typeof ratio !== 'number' || !Number.isFinite(ratio) || ratio < 0 || ratio > 1024) {
+    throw invalid('minGrowthRatio', 'a finite number from 0 to 1024', ratio)
   }
   return options
 }

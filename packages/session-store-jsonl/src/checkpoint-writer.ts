@@ -12,8 +12,9 @@ import {
   encodeCheckpoint,
   SEQ_INDEX_STRIDE,
 } from './checkpoint-format.ts'
-import type { CheckpointRecord, SeqIndexEntry } from './checkpoint-format.ts'
-import type { CheckpointContext, LastEventLine } from './checkpoint-open.ts'
+import type { CheckpointRecord, LineRef, SeqIndexEntry } from './checkpoint-format.ts'
+import type { CheckpointCarry, CheckpointContext, LastEventLine } from './checkpoint-open.ts'
+import { lineRefOf, prefixCrc32c, pruneLineRefs } from './checkpoint-refs.ts'
 import { errnoOf, toStoreError } from './fs-errors.ts'
 import type { FileHandleOps } from './fs-ops.ts'
 import { JsonlErrorCode } from './jsonl-store-error.ts'
@@ -21,8 +22,15 @@ import { JsonlErrorCode } from './jsonl-store-error.ts'
 /** How many of the first bytes of a line can hold its `"type"` member (canonical order: seq, time, type). */
 const TYPE_PROBE_BYTES = 256
 const TURN_END_TYPE = Buffer.from('"type":"turn/end"', 'latin1')
-/** Levels the checkpoint adds above event data (record, snapshot, surface, node, message...). */
+/** Levels the checkpoint adds above the repair state (body, repairState, pendingCalls...). */
 const ENCODE_EXTRA_DEPTH = 16
+/**
+ * Bytes a checkpoint write costs beyond its own size (a new inode, a rename, a directory
+ * entry: at least a block): the growth rule counts them.
+ */
+const CHECKPOINT_WRITE_OVERHEAD_BYTES = 4096
+/** References a writer keeps beyond twice the surface (with no checkpoint in flight) before it prunes them. */
+const PRUNE_SLACK = 4096
 /** Any surrogate code unit (a fast first test: most strings have none). */
 const ANY_SURROGATE = /[\uD800-\uDFFF]/
 /** A lone surrogate: a string msgpack's UTF-8 encoding would not give back. */
@@ -74,12 +82,19 @@ export class CheckpointWriter {
   #seqIndex: SeqIndexEntry[]
   /** Seq covered by the last checkpoint written or queued. */
   #coveredSeq: number
+  /** Log size the last checkpoint written or queued covers (what the growth rule measures from). */
+  #coveredOffset: number
+  /** Size of the last checkpoint file written (0 before the first). */
+  #lastSize = 0
   #lastAt = Number.NEGATIVE_INFINITY
   #queued: Job | null = null
   #running: Promise<void> | null = null
   #disabled = false
-  /** Every surface node this writer encoded (msgpack), reused by later checkpoints: nodes never change. */
-  readonly #nodeBytes = new WeakMap<object, Uint8Array>()
+  /** Where the lines of the surface nodes (and of every event since the last checkpoint) are. */
+  readonly #refs: Map<number, LineRef>
+  #refLimit: number
+  /** CRC-32C of the log's bytes `[0, offset)`, extended by reading the log back before each checkpoint. */
+  #prefix: { offset: number; crc: number }
 
   /**
    * @param init - The store context of the session, the open log, its header, what the open
@@ -92,6 +107,8 @@ export class CheckpointWriter {
     readonly lastLine: LastEventLine | null
     readonly seqIndex: readonly SeqIndexEntry[]
     readonly coveredSeq: number
+    /** The surface's line references and a verified prefix CRC from the open (none: start from byte 0). */
+    readonly carry?: CheckpointCarry | undefined
     readonly now?: () => number
     readonly randomHex?: (byteCount: number) => string
   }) {
@@ -101,6 +118,11 @@ export class CheckpointWriter {
     this.#lastLine = init.lastLine
     this.#seqIndex = [...init.seqIndex]
     this.#coveredSeq = init.coveredSeq
+    const prefix = init.carry?.prefix ?? null
+    this.#prefix = prefix === null ? { offset: 0, crc: 0 } : { ...prefix }
+    this.#coveredOffset = init.coveredSeq >= 0 && prefix !== null ? prefix.offset : 0
+    this.#refs = new Map(init.carry?.lineRefs ?? [])
+    this.#refLimit = 2 * this.#refs.size + PRUNE_SLACK
     this.#now = init.now ?? (() => performance.now())
     this.#randomHex = init.randomHex ?? ((count) => randomBytes(count).toString('hex'))
   }
@@ -124,8 +146,13 @@ export class CheckpointWriter {
     let offset = startOffset
     let turnEnd = false
     let last: LastEventLine | null = null
+    const recording = !this.#disabled
     for (const line of batch) {
       if (line.seq % SEQ_INDEX_STRIDE === 0) indexEntries.push([line.seq, offset])
+      if (recording) {
+        const ref = lineRefOf(line.bytes.subarray(0, line.bytes.length - 1), { seq: line.seq, offset })
+        if (ref !== null) this.#refs.set(line.seq, ref)
+      }
       if (!turnEnd) {
         turnEnd = line.bytes.subarray(0, TYPE_PROBE_BYTES).indexOf(TURN_END_TYPE) !== -1
       }
@@ -146,11 +173,29 @@ export class CheckpointWriter {
     const due =
       !this.#disabled &&
       projection.nextSeq === lastLine.seq + 1 &&
-      lastLine.offset >= options.minLogBytes &&
-      (turnEnd ||
-        (lastLine.seq - this.#coveredSeq >= options.everyEvents &&
-          this.#now() - this.#lastAt >= options.minIntervalMs))
+      this.#grewEnough(lastLine) &&
+      this.#now() - this.#lastAt >= options.minIntervalMs &&
+      (turnEnd || lastLine.seq - this.#coveredSeq >= options.everyEvents)
+    if (!due && this.#running === null && this.#refs.size > this.#refLimit) {
+      // No checkpoint in flight: the next one needs only today's surface and what follows.
+      const surface = projection.surface()
+      pruneLineRefs(this.#refs, { surface, afterSeq: projection.nextSeq - 1 })
+      this.#refLimit = 2 * surface.length + PRUNE_SLACK
+    }
     return { lastLine, indexEntries, snapshot: due ? projection.snapshot() : null }
+  }
+
+  /**
+   * The size rules: the log is at least `minLogBytes`, and it grew since the last checkpoint
+   * by at least `minGrowthRatio` times that checkpoint's cost, so checkpoints add at most
+   * about 1 / `minGrowthRatio` to the bytes a writer writes, however long the session.
+   */
+  #grewEnough(last: LastEventLine): boolean {
+    const options = this.#context.options
+    if (last.offset < options.minLogBytes) return false
+    if (options.minGrowthRatio === 0) return true
+    const cost = this.#lastSize + CHECKPOINT_WRITE_OVERHEAD_BYTES
+    return last.offset - this.#coveredOffset >= options.minGrowthRatio * cost
   }
 
   /**
@@ -186,8 +231,8 @@ export class CheckpointWriter {
       !this.#disabled &&
       last !== null &&
       projection.nextSeq === last.seq + 1 &&
-      last.offset >= this.#context.options.minLogBytes &&
-      last.seq > this.#coveredSeq
+      last.seq > this.#coveredSeq &&
+      this.#grewEnough(last)
     ) {
       this.#enqueue({ snapshot: projection.snapshot(), lastLine: last, seqIndex: [...this.#seqIndex] })
     }
@@ -196,6 +241,7 @@ export class CheckpointWriter {
 
   #enqueue(job: Job): void {
     this.#coveredSeq = job.lastLine.seq
+    this.#coveredOffset = job.lastLine.offset
     this.#lastAt = this.#now()
     this.#queued = job
     this.#running ??= this.#drain()
@@ -217,13 +263,9 @@ export class CheckpointWriter {
     const context = this.#context
     try {
       if (this.#disabled) return
-      const refusal = this.#unencodable(job.snapshot)
+      const refusal = unencodable(job.snapshot)
       if (refusal !== null) {
-        this.#disabled = true
-        context.logger.warn(
-          `Stopped writing projection checkpoints for session ${context.id}: ${refusal}; cold opens replay the whole log.`,
-          { id: context.id, file: `${context.id}/${CHECKPOINT_FILE_NAME}`, reason: 'unencodable' },
-        )
+        this.#stop(refusal, 'unencodable')
         return
       }
       this.#facts ??= await readHeaderFacts(this.#handle, context)
@@ -231,6 +273,11 @@ export class CheckpointWriter {
       if (facts === null) return
       const crc = job.lastLine.crc ?? (await this.#readCrc(job.lastLine))
       if (crc === null) return
+      const surface = this.#surfaceRefs(job)
+      if (surface === null) return
+      const prefixCrc = await this.#extendPrefix(job.lastLine.offset)
+      if (prefixCrc === null) return
+      const { snapshot } = job
       const record: CheckpointRecord = {
         checkpointVersion: CHECKPOINT_VERSION,
         binding: {
@@ -244,23 +291,30 @@ export class CheckpointWriter {
           eventCrc: crc,
           eventOffset: job.lastLine.eventOffset,
           offset: job.lastLine.offset,
+          prefixCrc32c: prefixCrc,
           frameOffset: null,
           registryDigest: registryDigest(context.registry),
           maxLineBytes: context.limits.maxLineBytes,
           maxDepth: context.limits.maxDepth,
         },
-        snapshot: job.snapshot,
+        state: {
+          snapshotVersion: snapshot.snapshotVersion,
+          nextSeq: snapshot.nextSeq,
+          lastTime: snapshot.lastTime,
+          repairState: snapshot.repairState,
+          openCompaction: snapshot.openCompaction,
+          stats: snapshot.stats,
+        },
+        surface,
         seqIndex: job.seqIndex,
       }
-      const bytes = encodeCheckpoint(record, {
-        maxDepth: context.limits.maxDepth + ENCODE_EXTRA_DEPTH,
-        nodeCache: this.#nodeBytes,
-      })
+      const bytes = encodeCheckpoint(record, { maxDepth: context.limits.maxDepth + ENCODE_EXTRA_DEPTH })
       await writeCheckpointFile(context.fs, {
         directory: context.directory,
         bytes,
         randomHex: this.#randomHex,
       })
+      this.#lastSize = bytes.length
     } catch (error) {
       // Typed like every store error (a full disk is DISK_FULL naming the checkpoint); a warning only.
       const typed = toStoreError(error, {
@@ -280,6 +334,46 @@ export class CheckpointWriter {
     }
   }
 
+  /**
+   * The line references of the job's surface, then drops those no later checkpoint needs.
+   * Null (with a warning, and no more checkpoints) when a node's line is unknown, which the
+   * writer's own bookkeeping rules out.
+   */
+  #surfaceRefs(job: Job): LineRef[] | null {
+    const refs: LineRef[] = []
+    for (const node of job.snapshot.surface) {
+      const ref = this.#refs.get(node.seq)
+      if (ref === undefined) {
+        this.#stop(`the line of surface node seq ${node.seq} is unknown to the writer`, 'unreferenced')
+        return null
+      }
+      refs.push(ref)
+    }
+    pruneLineRefs(this.#refs, { surface: job.snapshot.surface, afterSeq: job.lastLine.seq })
+    this.#refLimit = 2 * job.snapshot.surface.length + PRUNE_SLACK
+    return refs
+  }
+
+  /** CRC-32C of the log's bytes `[0, end)`, reading only what the last call did not (the log is append-only under the lock). */
+  async #extendPrefix(end: number): Promise<number | null> {
+    const prefix = this.#prefix
+    if (end < prefix.offset) return null
+    const crc = await prefixCrc32c(this.#handle, { start: prefix.offset, crc: prefix.crc, end })
+    if (crc === null) return null
+    this.#prefix = { offset: end, crc }
+    return crc
+  }
+
+  #stop(why: string, reason: string): void {
+    const context = this.#context
+    this.#disabled = true
+    this.#refs.clear()
+    context.logger.warn(
+      `Stopped writing projection checkpoints for session ${context.id}: ${why}; cold opens replay the whole log.`,
+      { id: context.id, file: `${context.id}/${CHECKPOINT_FILE_NAME}`, reason },
+    )
+  }
+
   async #readCrc(line: LastEventLine): Promise<string | null> {
     const length = line.offset - line.eventOffset
     const buffer = Buffer.allocUnsafe(Math.min(length, 32))
@@ -288,25 +382,20 @@ export class CheckpointWriter {
     if (count !== buffer.length || buffer[buffer.length - 1] !== 0x0a) return null
     return lineCrcMember(buffer.subarray(0, buffer.length - 1))
   }
+}
 
-  /**
-   * Why msgpack would not give this snapshot back exactly, or null: a string (or key) with
-   * a lone surrogate (UTF-8 cannot carry it), or an own `__proto__` key (the decoder refuses
-   * it). Surface nodes are immutable and shared: a node already encoded by this writer is not walked again.
-   */
-  #unencodable(snapshot: ProjectionSnapshot): string | null {
-    const roots: unknown[] = [snapshot.lastEvent, snapshot.repairState, snapshot.openCompaction]
-    for (const node of snapshot.surface) {
-      if (this.#nodeBytes.has(node)) continue
-      const problem = findUnencodable(node.message)
-      if (problem !== null) return problem
-    }
-    for (const root of roots) {
-      const problem = findUnencodable(root)
-      if (problem !== null) return problem
-    }
-    return null
+/**
+ * Why msgpack would not give the stored part of this snapshot back exactly, or null: a string
+ * (or key) with a lone surrogate (UTF-8 cannot carry it), or an own `__proto__` key (the
+ * decoder refuses it). Only the repair state and the open compaction are stored; messages are
+ * read back from the log, so they never need to round-trip through msgpack.
+ */
+function unencodable(snapshot: ProjectionSnapshot): string | null {
+  for (const root of [snapshot.repairState, snapshot.openCompaction]) {
+    const problem = findUnencodable(root)
+    if (problem !== null) return problem
   }
+  return null
 }
 
 /**
@@ -336,20 +425,25 @@ function findUnencodable(root: unknown): string | null {
 }
 
 /**
- * The last line and the sparse index entries of consecutive event lines that end at `endOffset`
- * (e.g. the seed events of a new session).
+ * The last line, the sparse index entries and the line references of consecutive event
+ * lines that end at `endOffset` (e.g. the seed events of a new session).
  *
  * @param lines - The lines, `\n` included, in seq order.
  * @param endOffset - Byte offset just after the last line.
  * @param firstSeq - Seq of the first line.
- * @returns The last line (null when `lines` is empty) and the index entries.
+ * @returns The last line (null when `lines` is empty), the index entries, and the carry of a new writer.
  */
 export function linesFacts(
   lines: readonly Buffer[],
   endOffset: number,
   firstSeq: number,
-): { readonly lastLine: LastEventLine | null; readonly seqIndex: SeqIndexEntry[] } {
+): {
+  readonly lastLine: LastEventLine | null
+  readonly seqIndex: SeqIndexEntry[]
+  readonly carry: CheckpointCarry
+} {
   const seqIndex: SeqIndexEntry[] = []
+  const lineRefs = new Map<number, LineRef>()
   let offset = endOffset
   for (const line of lines) offset -= line.length
   let lastLine: LastEventLine | null = null
@@ -357,8 +451,10 @@ export function linesFacts(
     const line = lines[index]!
     const seq = firstSeq + index
     if (seq % SEQ_INDEX_STRIDE === 0) seqIndex.push([seq, offset])
+    const ref = lineRefOf(line.subarray(0, line.length - 1), { seq, offset })
+    if (ref !== null) lineRefs.set(seq, ref)
     lastLine = { seq, eventOffset: offset, offset: offset + line.length, crc: null }
     offset += line.length
   }
-  return { lastLine, seqIndex }
+  return { lastLine, seqIndex, carry: { lineRefs, prefix: null } }
 }

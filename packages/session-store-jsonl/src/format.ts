@@ -34,18 +34,20 @@ export {
   CHECKPOINT_FILE_NAME,
   CHECKPOINT_FORMAT,
   CHECKPOINT_VERSION,
+  decodeCheckpointBody,
   decodeCheckpointHead,
-  decodeCheckpointSnapshot,
   encodeCheckpoint,
   SEQ_INDEX_STRIDE,
 } from './checkpoint-format.ts'
 export type {
   CheckpointBinding,
+  CheckpointBodyDecode,
   CheckpointHead,
   CheckpointHeadDecode,
   CheckpointRecord,
   CheckpointRejection,
-  CheckpointSnapshotDecode,
+  CheckpointState,
+  LineRef,
   SeqIndexEntry,
 } from './checkpoint-format.ts'
 export { resolveCheckpointOptions } from './checkpoint-options.ts'

@@ -206,7 +206,7 @@ describe('checkpoint property (issue 7)', () => {
           const base: Partial<SessionStoreOptions> = { registry, redaction: null }
           const withCheckpoints = testStore(temp.path, {
             ...base,
-            checkpoint: { minLogBytes: 0, everyEvents: 1_000_000, minIntervalMs: 0 },
+            checkpoint: { minLogBytes: 0, everyEvents: 1_000_000, minIntervalMs: 0, minGrowthRatio: 0 },
           })
           const without = testStore(temp.path, { ...base, checkpoint: { enabled: false } })
           // Events 0..N through a checkpointing writer (its close writes the checkpoint at N)...

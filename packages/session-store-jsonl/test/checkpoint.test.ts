@@ -16,9 +16,10 @@ import {
 import { join } from 'node:path'
 
 import { encode } from '@msgpack/msgpack'
+import { crc32c } from '@node-rs/crc32'
 import { coreEventRegistry, createEventRegistry, defineEventType } from '@agent-ledger/session-events'
 import type { EventInput, LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
-import { createProjection } from '@agent-ledger/session-projection'
+import { createProjection, planCompaction } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 import { z } from 'zod'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
@@ -27,8 +28,8 @@ import { JsonlErrorCode, JsonlStoreError, nodeFsOps } from '../src/index.ts'
 import {
   CHECKPOINT_FILE_NAME,
   CHECKPOINT_FORMAT,
+  decodeCheckpointBody,
   decodeCheckpointHead,
-  decodeCheckpointSnapshot,
   encodeCheckpoint,
   encodeEventLine,
   LOG_FILE_NAME,
@@ -37,7 +38,13 @@ import {
   V4_FORMAT,
 } from '../src/format.ts'
 import { CheckpointWriter } from '../src/checkpoint-writer.ts'
-import type { FileHandleOps, FsOps, SessionReadResult, SessionStoreOptions } from '../src/index.ts'
+import type {
+  FileHandleOps,
+  FsOps,
+  SessionReadResult,
+  SessionStoreOptions,
+  SessionWriter,
+} from '../src/index.ts'
 import type { CheckpointBinding, CheckpointRecord } from '../src/format.ts'
 import { createFaultFs } from './support/fault-fs.ts'
 import { collect, makeTempDir, testStore, turnInputs } from './support/sessions.ts'
@@ -53,7 +60,7 @@ afterEach(() => {
 })
 
 /** Checkpoints on for any log size; no throttle unless a test asks. */
-const ON = { minLogBytes: 0, everyEvents: 1_000_000, minIntervalMs: 0 } as const
+const ON = { minLogBytes: 0, everyEvents: 1_000_000, minIntervalMs: 0, minGrowthRatio: 0 } as const
 
 function checkpointStore(options: Partial<SessionStoreOptions> = {}): ReturnType<typeof testStore> {
   return testStore(temp.path, { ...options, checkpoint: { ...ON, ...options.checkpoint } })
@@ -74,12 +81,18 @@ function checkpointPath(id: string): string {
 function readRecord(id: string): CheckpointRecord {
   const head = decodeCheckpointHead(readFileSync(checkpointPath(id)))
   if (!head.ok) throw new Error(`checkpoint head: ${head.reason} ${head.detail}`)
-  const body = decodeCheckpointSnapshot(head.head, head.body, head.bodyCrc32c)
+  const headerEndOffset = readFileSync(logPath(id)).indexOf(0x0a) + 1
+  const body = decodeCheckpointBody(head.head, {
+    body: head.body,
+    bodyCrc32c: head.bodyCrc32c,
+    headerEndOffset,
+  })
   if (!body.ok) throw new Error(`checkpoint body: ${body.reason} ${body.detail}`)
   return {
-    checkpointVersion: 1,
+    checkpointVersion: 2,
     binding: head.head.binding,
-    snapshot: body.snapshot,
+    state: body.state,
+    surface: body.surface,
     seqIndex: head.head.seqIndex,
   }
 }
@@ -91,6 +104,20 @@ function writeRecord(id: string, record: CheckpointRecord): void {
 function rebind(id: string, change: Partial<CheckpointBinding>): void {
   const record = readRecord(id)
   writeRecord(id, { ...record, binding: { ...record.binding, ...change } })
+}
+
+/** Appends a compaction folding the whole surface into one summary, and flushes it. */
+async function compactAll(writer: SessionWriter): Promise<void> {
+  const surface = writer.projection.surface()
+  const plan = planCompaction(writer.projection, {
+    compactionId: 'all',
+    startSeq: surface[0]!.seq,
+    endSeq: surface.at(-1)!.seq,
+    summary: 'everything so far',
+    reason: 'context-window',
+  })
+  for (const input of plan) writer.append(input)
+  await writer.flush()
 }
 
 /** Writes `turns` complete turns, flushing after each (each flush makes a turn/end durable), then closes. */
@@ -181,7 +208,7 @@ describe('writing checkpoints', () => {
     })
     const record = readRecord('turns')
     expect(record.binding.seq).toBe(durableSeq)
-    expect(record.snapshot.nextSeq).toBe(durableSeq + 1)
+    expect(record.state.nextSeq).toBe(durableSeq + 1)
     expect(record.binding.sessionId).toBe('turns')
     expect(record.binding.createdAt).toBe(writer.header.createdAt)
     expect(record.binding.generationFile).toBe(LOG_FILE_NAME)
@@ -190,6 +217,33 @@ describe('writing checkpoints', () => {
     expect(statSync(checkpointPath('turns')).mode & 0o777).toBe(0o600)
     await writer.close()
     expect(readdirSync(join(temp.path, 'turns')).filter((name) => name.startsWith('.tmp-'))).toEqual([])
+  })
+
+  it('binds the CRC-32C of the whole prefix, extended across writers (after create, a checkpointed open, a full-replay open), and refers to the visible lines', async () => {
+    const expectPrefixCrc = (): void => {
+      const record = readRecord('crc')
+      const log = readFileSync(logPath('crc'))
+      expect(record.binding.prefixCrc32c).toBe(crc32c(log.subarray(0, record.binding.offset)) >>> 0)
+      // Every reference is a whole line of the log with the recorded crc.
+      for (const ref of record.surface) {
+        const line = log.subarray(ref.offset, ref.offset + ref.length)
+        expect(line.at(-1)).toBe(0x0a)
+        expect(log[ref.offset - 1]).toBe(0x0a)
+        expect(JSON.parse(line.toString('utf8'))).toMatchObject({
+          seq: ref.seq,
+          crc: ref.crc.toString(16).padStart(8, '0'),
+        })
+      }
+    }
+    await writeTurns('crc', 2)
+    expectPrefixCrc()
+    await writeTurns('crc', 2, 3)
+    expect(readRecord('crc').binding.seq).toBe(27)
+    expectPrefixCrc()
+    unlinkSync(checkpointPath('crc'))
+    await writeTurns('crc', 1, 5)
+    expectPrefixCrc()
+    expect(readRecord('crc').surface).toHaveLength(20)
   })
 
   it('close() writes a last checkpoint covering every durable event', async () => {
@@ -263,7 +317,7 @@ describe('writing checkpoints', () => {
     expect(readRecord('linked').binding.seq).toBe(13)
   })
 
-  it('stops (with one warning) for a projection msgpack cannot give back exactly: a lone surrogate, an own __proto__ key', async () => {
+  it('messages msgpack could not carry (a lone surrogate, an own __proto__ key) are read back from the log, so they get a checkpoint', async () => {
     for (const [id, content] of [
       ['surrogate', `broken \ud800 text`],
       ['proto', 'fine'],
@@ -278,10 +332,34 @@ describe('writing checkpoints', () => {
       writer.append({ type: 'user/message', data: { message } })
       writer.append({ type: 'turn/end', data: { turn: 1, reason: 'completed' } })
       await writer.close()
-      expect(existsSync(checkpointPath(id))).toBe(false)
-      expect(warnings.filter((warning) => warning.details?.['reason'] === 'unencodable')).toHaveLength(1)
-      await expectSameAsFullReplay(id)
+      expect(warnings).toEqual([])
+      expect(readRecord(id).surface.map((ref) => ref.seq)).toEqual([1])
+      const { read, warnings: opened } = await expectSameAsFullReplay(id)
+      expect(read.checkpoint).toMatchObject({ seq: 2, replayedEvents: 0 })
+      expect(opened).toEqual([])
     }
+  })
+
+  it('stops (with one warning) when the stored state has what msgpack cannot give back: a lone surrogate in a pending call', async () => {
+    const { store, warnings } = checkpointStore()
+    const writer = await store.create({ id: 'pending' })
+    const args = `{"path":"broken \ud800"}`
+    writer.append({ type: 'turn/start', data: { turn: 1 } })
+    writer.append({
+      type: 'assistant/message',
+      data: {
+        message: {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: args } }],
+        },
+      },
+    })
+    writer.append({ type: 'tool/call', data: { callId: 'call_1', name: 'read_file', arguments: args } })
+    await writer.close()
+    expect(existsSync(checkpointPath('pending'))).toBe(false)
+    expect(warnings.filter((warning) => warning.details?.['reason'] === 'unencodable')).toHaveLength(1)
+    await expectSameAsFullReplay('pending')
   })
 })
 
@@ -304,10 +382,12 @@ describe('cold open from a checkpoint', () => {
     expect(read.checkpoint).toMatchObject({ seq: 13, replayedEvents: 14 })
   })
 
-  it('reads the start of the file, event N and the tail: far fewer log bytes than a full replay', async () => {
+  it('reads the header, event N, the visible nodes and the tail: after a compaction, far fewer log bytes than a full replay', async () => {
     const writer = await checkpointStore().store.create({ id: 'bytes' })
     for (let turn = 1; turn <= 600; turn += 1) for (const input of turnInputs(turn)) writer.append(input)
+    await compactAll(writer)
     await writer.close()
+    expect(readRecord('bytes').surface).toHaveLength(1)
     const checkpointed = countingFs()
     const read = await checkpointStore({ fs: checkpointed.fs }).store.openReader('bytes')
     expect(read.checkpoint).not.toBeNull()
@@ -352,7 +432,7 @@ describe('cold open from a checkpoint', () => {
       ['dangling', (await build('dangling', true)).length],
       ['dangling-full', (await build('dangling-full', false)).length],
     ])
-    expect(readRecord('dangling').snapshot.repairState.pendingCalls).toHaveLength(1)
+    expect(readRecord('dangling').state.repairState.pendingCalls).toHaveLength(1)
     const reopened = await testStore(temp.path, { checkpoint: ON }).store.openWriter('dangling')
     expect(reopened.recovery.checkpoint?.seq).toBe(3)
     const full = await testStore(temp.path, { checkpoint: { enabled: false } }).store.openWriter(
@@ -428,6 +508,96 @@ describe('checkpoints that are not used (warning, then a full replay)', () => {
     expect(ignoredReasons(warnings)).toEqual(['binding'])
   })
 
+  it('a referenced line changed under the checkpoint (a valid line, another crc): reference (read) or prefix (write), then a full replay', async () => {
+    await writeTurns('changed', 2)
+    const record = readRecord('changed')
+    const ref = record.surface.find((node) => node.seq === 1)!
+    const content = readFileSync(logPath('changed'))
+    const original = JSON.parse(
+      content.subarray(ref.offset, ref.offset + ref.length - 1).toString('utf8'),
+    ) as LoggedEvent & {
+      crc?: string
+    }
+    const { crc: _crc, ...event } = original
+    const edited = encodeEventLine({
+      ...event,
+      data: { message: { role: 'user', content: 'Please read file 9.' } },
+    })
+    // Same length, so every other offset of the checkpoint still holds.
+    expect(edited.length).toBe(ref.length)
+    writeFileSync(
+      logPath('changed'),
+      Buffer.concat([content.subarray(0, ref.offset), edited, content.subarray(ref.offset + ref.length)]),
+    )
+    const { read, warnings } = await expectSameAsFullReplay('changed')
+    expect(read.checkpoint).toBeNull()
+    expect(ignoredReasons(warnings)).toEqual(['reference'])
+    expect(warnings[0]!.message).toContain('the line changed')
+    expect(read.projection.deriveMessages()[0]).toMatchObject({ content: 'Please read file 9.' })
+    const { store, warnings: writeWarnings } = checkpointStore()
+    const writer = await store.openWriter('changed')
+    expect(writer.recovery.checkpoint).toBeNull()
+    expect(ignoredReasons(writeWarnings)).toEqual(['prefix'])
+    expect(writer.projection.deriveMessages()[0]).toMatchObject({ content: 'Please read file 9.' })
+    await writer.close()
+  })
+
+  it('a checkpoint of the old layout (checkpointVersion 1) is ignored with a warning, never trusted, and replaced by the next writer', async () => {
+    await writeTurns('old', 2)
+    const record = readRecord('old')
+    // A version 1 file: the same envelope, its body the whole snapshot (messages copied in).
+    const head = encode(
+      { binding: { ...record.binding, prefixCrc32c: undefined }, seqIndex: [] },
+      { ignoreUndefined: true },
+    )
+    const full = await plainStore().store.openReader('old')
+    const body = encode({ ...full.projection.snapshot(), surface: [] })
+    writeFileSync(
+      checkpointPath('old'),
+      encode({
+        format: CHECKPOINT_FORMAT,
+        checkpointVersion: 1,
+        headCrc32c: crc32c(head) >>> 0,
+        head,
+        bodyCrc32c: crc32c(body) >>> 0,
+        body,
+      }),
+    )
+    const { read, warnings } = await expectSameAsFullReplay('old')
+    expect(read.checkpoint).toBeNull()
+    expect(ignoredReasons(warnings)).toEqual(['old-version'])
+    expect(warnings[0]!.message).toContain('checkpointVersion 1')
+    expect(warnings[0]!.message).toContain('the next checkpoint replaces it')
+    // The next writer's close replaces it, though nothing was appended.
+    const { store } = checkpointStore()
+    await (await store.openWriter('old')).close()
+    expect(decodeCheckpointHead(readFileSync(checkpointPath('old')))).toMatchObject({ ok: true })
+    const again = await expectSameAsFullReplay('old')
+    expect(again.warnings).toEqual([])
+    expect(again.read.checkpoint).toMatchObject({ seq: 13, replayedEvents: 0 })
+  })
+
+  it('a reference past the end of the checkpointed events, or past a truncated log, is never followed', async () => {
+    await writeTurns('past', 2)
+    const record = readRecord('past')
+    const first = record.surface[0]!
+    writeRecord('past', { ...record, surface: [{ ...first, offset: record.binding.offset }] })
+    const beyond = await expectSameAsFullReplay('past')
+    expect(ignoredReasons(beyond.warnings)).toEqual(['schema'])
+    expect(beyond.warnings[0]!.message).toContain('not inside the checkpointed events')
+    // The log cut inside a referenced line, then grown back to the same size with other bytes.
+    writeRecord('past', record)
+    const size = statSync(logPath('past')).size
+    truncateSync(logPath('past'), first.offset + 5)
+    const { read, warnings } = await expectSameAsFullReplay('past')
+    expect(read.checkpoint).toBeNull()
+    expect(ignoredReasons(warnings)).toEqual(['binding'])
+    truncateSync(logPath('past'), size)
+    const regrown = await expectSameAsFullReplay('past')
+    expect(regrown.read.checkpoint).toBeNull()
+    expect(ignoredReasons(regrown.warnings)).toEqual(['binding'])
+  })
+
   it('a salvaged copy: salvage() into a new session with the source checkpoint copied beside it', async () => {
     await writeTurns('source', 2)
     const { store } = plainStore()
@@ -450,7 +620,7 @@ describe('checkpoints that are not used (warning, then a full replay)', () => {
         ]),
         'checksum',
       ],
-      [Buffer.from(encode({ format: CHECKPOINT_FORMAT, checkpointVersion: 1, head: 'nope' })), 'schema'],
+      [Buffer.from(encode({ format: CHECKPOINT_FORMAT, checkpointVersion: 2, head: 'nope' })), 'schema'],
       [Buffer.from(encode([1, 2, 3])), 'schema'],
       [good.subarray(0, good.length >> 1), 'decode'],
     ]
@@ -462,27 +632,27 @@ describe('checkpoints that are not used (warning, then a full replay)', () => {
     }
   })
 
-  it('a snapshot that passes the CRC but not restoreProjection (a wrong message role)', async () => {
+  it('a state that passes the CRC but not restoreProjection (malformed stats, a repeated surface node)', async () => {
     await writeTurns('snap', 1)
     const record = readRecord('snap')
-    const surface = record.snapshot.surface.map((node) => ({
-      ...node,
-      message: { ...node.message, role: 'tool' },
-    }))
-    writeRecord('snap', { ...record, snapshot: { ...record.snapshot, surface } as never })
-    const { warnings } = await expectSameAsFullReplay('snap')
-    expect(ignoredReasons(warnings)).toEqual(['snapshot'])
+    writeRecord('snap', { ...record, state: { ...record.state, stats: { events: -1 } as never } })
+    const stats = await expectSameAsFullReplay('snap')
+    expect(ignoredReasons(stats.warnings)).toEqual(['snapshot'])
+    writeRecord('snap', { ...record, surface: [...record.surface, record.surface[0]!] })
+    const repeated = await expectSameAsFullReplay('snap')
+    expect(ignoredReasons(repeated.warnings)).toEqual(['schema'])
+    expect(repeated.warnings[0]!.message).toContain('not a unique seq')
   })
 
   it('a checkpoint written by a newer checkpointVersion', async () => {
     await writeTurns('newer', 1)
     writeFileSync(
       checkpointPath('newer'),
-      encode({ format: CHECKPOINT_FORMAT, checkpointVersion: 2, anything: { new: true } }),
+      encode({ format: CHECKPOINT_FORMAT, checkpointVersion: 3, anything: { new: true } }),
     )
     const { warnings } = await expectSameAsFullReplay('newer')
     expect(ignoredReasons(warnings)).toEqual(['newer-version'])
-    expect(warnings[0]!.message).toContain('checkpointVersion 2')
+    expect(warnings[0]!.message).toContain('checkpointVersion 3')
   })
 
   it('a reader that knows other event types, or enforces smaller line limits', async () => {
@@ -577,9 +747,11 @@ describe('reading from a seq', () => {
       writer.append({ type: 'user/message', data: { message: { role: 'user', content: `note ${index}` } } })
       if (index % 1000 === 999) await writer.flush()
     }
+    // What the model sees is the summary: the checkpoint refers to one line.
+    await compactAll(writer)
     await writer.close()
     const record = readRecord('seek')
-    expect(record.binding.seq).toBe(8999)
+    expect(record.binding.seq).toBe(9003)
     expect(record.seqIndex.map(([seq]) => seq)).toEqual([0, 4096, 8192])
     const tailWriter = await plainStore().store.openWriter('seek')
     for (let index = 0; index < 10; index += 1) {
@@ -591,7 +763,7 @@ describe('reading from a seq', () => {
     await tailWriter.close()
     const size = statSync(logPath('seek')).size
     for (const [fromSeq, maxBytes] of [
-      [9003, size - record.binding.offset + 256 * 1024],
+      [9007, size - record.binding.offset + 256 * 1024],
       [8500, size - record.seqIndex[2]![1] + 256 * 1024],
       [5000, size - record.seqIndex[1]![1] + 256 * 1024],
     ] as const) {
@@ -601,7 +773,7 @@ describe('reading from a seq', () => {
       const full = await collect(plainStore().store.readEvents('seek', { fromSeq }))
       expect(events).toEqual(full)
       expect(events[0]!.seq).toBe(fromSeq)
-      expect(events.at(-1)!.seq).toBe(9009)
+      expect(events.at(-1)!.seq).toBe(9013)
       expect(seeking.warnings).toEqual([])
       expect(counting.logBytesRead()).toBeLessThan(maxBytes)
     }
@@ -637,6 +809,9 @@ describe('options', () => {
       { maxBytes: 1.5 },
       { minLogBytes: -2 },
       { enabled: 'yes' },
+      { minGrowthRatio: -1 },
+      { minGrowthRatio: Number.NaN },
+      { minGrowthRatio: 2048 },
     ]) {
       let caught: unknown
       try {
@@ -645,7 +820,9 @@ describe('options', () => {
         caught = error
       }
       expect(JsonlStoreError.is(caught) && caught.code).toBe(JsonlErrorCode.INVALID_OPTION)
+      expect((caught as JsonlStoreError).message).toContain(Object.keys(checkpoint)[0]!)
     }
+    expect(resolveCheckpointOptions({ minGrowthRatio: 0.5 }).minGrowthRatio).toBe(0.5)
   })
 })
 
@@ -709,7 +886,7 @@ describe('the checkpoint never leads the log', () => {
     })
     const record = readRecord('during')
     expect(record.binding.seq).toBe(6)
-    expect(record.snapshot.nextSeq).toBe(7)
+    expect(record.state.nextSeq).toBe(7)
     await writer.close()
     expect(readRecord('during').binding.seq).toBe(7)
     await expectSameAsFullReplay('during')
@@ -718,7 +895,7 @@ describe('the checkpoint never leads the log', () => {
 
 describe('CheckpointWriter policy', () => {
   function policyWriter(
-    options: { everyEvents: number; minIntervalMs: number; minLogBytes: number },
+    options: { everyEvents: number; minIntervalMs: number; minLogBytes: number; minGrowthRatio?: number },
     now: () => number,
   ): CheckpointWriter {
     return new CheckpointWriter({
@@ -732,7 +909,7 @@ describe('CheckpointWriter policy', () => {
         limits: resolveLimits(),
         registry: coreEventRegistry,
         logger: { warn: () => undefined },
-        options: resolveCheckpointOptions(options),
+        options: resolveCheckpointOptions({ minGrowthRatio: 0, ...options }),
       },
       handle: { path: '' } as FileHandleOps,
       header: {} as SessionHeader,
@@ -780,6 +957,25 @@ describe('CheckpointWriter policy', () => {
     const small = policyWriter({ everyEvents: 1, minIntervalMs: 0, minLogBytes: 1 << 20 }, () => 0)
     const other = createProjection()
     expect(small.prepare(lines(other, turnInputs(1)), other, 100).snapshot).toBeNull()
+  })
+
+  it('amortisation: even a turn/end is due only once the log grew by minGrowthRatio times the last checkpoint cost', () => {
+    const projection = createProjection()
+    const writer = policyWriter(
+      { everyEvents: 1, minIntervalMs: 0, minLogBytes: 0, minGrowthRatio: 2 },
+      () => 0,
+    )
+    const turn = lines(projection, turnInputs(1))
+    const bytes = turn.reduce((sum, line) => sum + line.bytes.length, 0)
+    // The log would end below 2 x 4 KiB (the cost of a checkpoint write before any was written).
+    expect(writer.prepare(turn, projection, 2 * 4096 - bytes - 1).snapshot).toBeNull()
+    const first = writer.prepare(turn, projection, 2 * 4096 - bytes)
+    expect(first.snapshot).not.toBeNull()
+    writer.committed(first)
+    const next = lines(projection, turnInputs(2))
+    const nextBytes = next.reduce((sum, line) => sum + line.bytes.length, 0)
+    expect(writer.prepare(next, projection, 4 * 4096 - nextBytes - 1).snapshot).toBeNull()
+    expect(writer.prepare(next, projection, 4 * 4096 - nextBytes).snapshot).not.toBeNull()
   })
 
   it('the last line and the sparse index entries come from the batch offsets; the crc is the line suffix', () => {

@@ -137,7 +137,9 @@ describe('S10: special files never hang the store', () => {
     it(
       `S10: a ${kind} at the checkpoint name is ignored with a warning (a cache), never opened blocking`,
       async () => {
-        const { store: watched, warnings } = testStore(temp.path, { checkpoint: { minLogBytes: 0 } })
+        const { store: watched, warnings } = testStore(temp.path, {
+          checkpoint: { minLogBytes: 0, minGrowthRatio: 0 },
+        })
         await writeSession(watched, 'ckpt', closedSessionInputs(3))
         spawnSync('rm', ['-f', join(temp.path, 'ckpt', CHECKPOINT_FILE_NAME)])
         const path = await placeSpecial(kind, 'ckpt', CHECKPOINT_FILE_NAME)

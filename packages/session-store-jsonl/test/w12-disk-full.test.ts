@@ -101,7 +101,7 @@ function stores(): {
   store: SessionStore
   warnings: { message: string; details?: Record<string, unknown> }[]
 } {
-  return testStore(root, { checkpoint: { minLogBytes: 0 } })
+  return testStore(root, { checkpoint: { minLogBytes: 0, minGrowthRatio: 0 } })
 }
 
 describe('W12: a full disk (tmpfs)', () => {

@@ -16,7 +16,7 @@ import { SessionWriterImpl } from '../session-writer.ts'
 import type { SessionWriter, WriterRecovery } from '../session-writer.ts'
 import { acquireWriterLock } from '../writer-lock.ts'
 import type { WriterLock } from '../writer-lock.ts'
-import type { LastEventLine } from '../checkpoint-open.ts'
+import type { CheckpointCarry, LastEventLine } from '../checkpoint-open.ts'
 import { CheckpointWriter } from '../checkpoint-writer.ts'
 import type { SeqIndexEntry } from '../checkpoint-format.ts'
 import { removeStaleTemps } from '../publish.ts'
@@ -38,6 +38,7 @@ export function checkpointWriter(
     readonly lastLine: LastEventLine | null
     readonly seqIndex: readonly SeqIndexEntry[]
     readonly coveredSeq: number
+    readonly carry?: CheckpointCarry | undefined
   },
 ): CheckpointWriter | undefined {
   if (!ctx.checkpoint.enabled) return undefined
@@ -48,6 +49,7 @@ export function checkpointWriter(
     lastLine: init.lastLine,
     seqIndex: init.seqIndex,
     coveredSeq: init.coveredSeq,
+    carry: init.carry,
     randomHex: ctx.randomHex,
   })
 }
@@ -162,6 +164,7 @@ export async function openWriter(ctx: StoreContext, id: string): Promise<Session
         lastLine: scan.lastLine,
         seqIndex: scan.seqIndex,
         coveredSeq: scan.checkpoint?.seq ?? -1,
+        carry: scan.carry,
       }),
     })
     return await repairAndReturn(ctx, writer)
