@@ -56,18 +56,49 @@ export function crc32cHex(bytes: Uint8Array): string {
   return (crc32c(bytes) >>> 0).toString(16).padStart(8, '0')
 }
 
+/** Lines whose JSON text is at most this many UTF-16 units are encoded into a shared slab. */
+const SLAB_LINE_MAX_UNITS = 16 * 1024
+/** Size of one slab: small, so a line kept alive pins little memory. */
+const SLAB_BYTES = 256 * 1024
+let slab = Buffer.allocUnsafe(SLAB_BYTES)
+let slabUsed = 0
+
+/**
+ * Room for `json` (at most 3 UTF-8 bytes per UTF-16 unit) plus the suffix: the current slab
+ * when it has room, else a fresh one; a long line gets an exact buffer of its own.
+ */
+function lineBuffer(json: string): { buffer: Buffer; start: number; bytes: number } {
+  if (json.length > SLAB_LINE_MAX_UNITS) {
+    const bytes = Buffer.byteLength(json, 'utf8')
+    const buffer = Buffer.allocUnsafe(bytes + CRC_SUFFIX_BYTES)
+    buffer.write(json, 0, 'utf8')
+    return { buffer, start: 0, bytes }
+  }
+  if (slab.length - slabUsed < json.length * 3 + CRC_SUFFIX_BYTES) {
+    slab = Buffer.allocUnsafe(SLAB_BYTES)
+    slabUsed = 0
+  }
+  const start = slabUsed
+  const bytes = slab.write(json, start, 'utf8')
+  slabUsed = start + bytes + CRC_SUFFIX_BYTES
+  return { buffer: slab, start, bytes }
+}
+
 /**
  * Turns the JSON text of an object WITHOUT its `crc` member into one checksummed v4 line:
  * `json` minus its final `}`, then `,"crc":"XXXXXXXX"}` and `\n`.
+ *
+ * The text is encoded to UTF-8 once: a short line straight into a shared 256 KiB slab (the
+ * line is a view of it, as Node's own small buffers are views of a pool), a long one into
+ * an exact buffer of its own.
  *
  * @param json - `JSON.stringify` of a non-empty object that has no `crc` member.
  * @returns The line's UTF-8 bytes, `\n` included.
  */
 export function encodeJsonLine(json: string): Buffer {
-  const jsonBytes = Buffer.byteLength(json, 'utf8')
-  const line = Buffer.allocUnsafe(jsonBytes + CRC_SUFFIX_BYTES)
-  line.write(json, 0, 'utf8')
-  const bodyEnd = jsonBytes - 1
+  const { buffer, start, bytes } = lineBuffer(json)
+  const line = buffer.subarray(start, start + bytes + CRC_SUFFIX_BYTES)
+  const bodyEnd = bytes - 1
   const crc = crc32c(line.subarray(0, bodyEnd)) >>> 0
   let position = bodyEnd + SUFFIX_HEAD.copy(line, bodyEnd)
   for (let shift = 28; shift >= 0; shift -= 4) {

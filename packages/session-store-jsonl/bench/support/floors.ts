@@ -135,7 +135,7 @@ export async function bareAppend(file: string, batches: readonly Buffer[], prefi
 /**
  * The fair durable-append floor: what any durable JSON-lines appender of the same events must
  * do at least. Per batch, `JSON.stringify` of each event (the objects the store logged, read
- * back untimed), the lines joined with `\n` and encoded once, then one write and one
+ * back untimed), each line encoded to UTF-8 and the batch concatenated, then one write and one
  * fdatasync through a `FileHandle`. No validation, redaction, checksum or projection.
  *
  * @param file - A file to create (truncated if it exists); `prefix` is written and synced untimed.
@@ -155,9 +155,9 @@ export async function fairAppend(
     let position = prefix.length
     const started = performance.now()
     for (const events of batches) {
-      let text = ''
-      for (const event of events) text += `${JSON.stringify(event)}\n`
-      const bytes = Buffer.from(text, 'utf8')
+      // Each line encoded on its own, then one concatenation: measured faster than joining
+      // the batch's text first (one long, possibly two-byte string to flatten and encode).
+      const bytes = Buffer.concat(events.map((event) => Buffer.from(`${JSON.stringify(event)}\n`, 'utf8')))
       await handle.write(bytes, 0, bytes.length, position)
       await handle.datasync()
       position += bytes.length
