@@ -246,10 +246,45 @@ function seqOf(value: unknown): number | undefined {
 }
 
 /**
+ * Deepest nesting of arrays and objects in a parsed JSON value, visiting nodes (not bytes)
+ * without recursion. Stops early once `limit` is exceeded.
+ *
+ * @param value - A value `JSON.parse` returned.
+ * @param limit - Depth past which counting stops.
+ * @returns The depth (a scalar is 0), or `limit + 1` when deeper than `limit`.
+ */
+export function valueDepth(value: unknown, limit: number): number {
+  if (typeof value !== 'object' || value === null) return 0
+  let deepest = 1
+  const stack: { readonly node: object; readonly depth: number }[] = [{ node: value, depth: 1 }]
+  while (stack.length > 0) {
+    const { node, depth } = stack.pop()!
+    const children: unknown[] = Array.isArray(node) ? node : Object.values(node)
+    for (const child of children) {
+      if (typeof child !== 'object' || child === null) continue
+      const childDepth = depth + 1
+      if (childDepth > deepest) {
+        deepest = childDepth
+        if (deepest > limit) return limit + 1
+      }
+      stack.push({ node: child, depth: childDepth })
+    }
+  }
+  return deepest
+}
+
+const REPLACEMENT_CHARACTER = '\uFFFD'
+
+/**
  * Runs the per-line checks on one line (without its `\n`), in order: length, strict UTF-8
- * (no replacement characters), nesting depth (counted on bytes, before parsing), JSON, a
- * JSON object, then the CRC-32C suffix. On success the `crc` member is removed from the
- * parsed object.
+ * (no replacement characters), nesting depth, JSON, a JSON object, then the CRC-32C suffix.
+ * On success the `crc` member is removed from the parsed object.
+ *
+ * The line is decoded once: strict UTF-8 is checked only when the decoded text holds a
+ * U+FFFD (the decoder's mark for invalid bytes; a valid line may also carry one). Depth is
+ * checked after parsing, on the parsed nodes, and only for a line with more opening brackets
+ * than the limit (counted natively); a line that fails to parse gets the byte count instead,
+ * so the reason reported is the same as checking depth before parsing.
  *
  * The `\n` terminator is the splitter's check; `seq`, type and projection rules are the
  * scanner's.
@@ -262,15 +297,22 @@ export function decodeLine(line: Buffer, limits: LineLimits): DecodedLine {
   if (line.length > limits.maxLineBytes) {
     return { ok: false, reason: 'too-large', seq: undefined, checksumValid: false }
   }
-  if (!isUtf8(line)) return { ok: false, reason: 'utf8', seq: undefined, checksumValid: false }
-  if (mayBeDeeperThan(line, limits.maxDepth) && jsonDepth(line, limits.maxDepth) > limits.maxDepth) {
-    return { ok: false, reason: 'too-deep', seq: undefined, checksumValid: verifyLineChecksum(line) }
+  const text = line.toString('utf8')
+  if (text.includes(REPLACEMENT_CHARACTER) && !isUtf8(line)) {
+    return { ok: false, reason: 'utf8', seq: undefined, checksumValid: false }
   }
+  const { maxDepth } = limits
   let value: unknown
   try {
-    value = JSON.parse(line.toString('utf8'))
+    value = JSON.parse(text)
   } catch {
+    if (mayBeDeeperThan(line, maxDepth) && jsonDepth(line, maxDepth) > maxDepth) {
+      return { ok: false, reason: 'too-deep', seq: undefined, checksumValid: verifyLineChecksum(line) }
+    }
     return { ok: false, reason: 'json', seq: undefined, checksumValid: false }
+  }
+  if (mayBeDeeperThan(line, maxDepth) && valueDepth(value, maxDepth) > maxDepth) {
+    return { ok: false, reason: 'too-deep', seq: undefined, checksumValid: verifyLineChecksum(line) }
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, reason: 'not-object', seq: undefined, checksumValid: false }
