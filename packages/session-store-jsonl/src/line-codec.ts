@@ -225,8 +225,15 @@ export function jsonDepth(line: Uint8Array, limit: number): number {
   return deepest
 }
 
-/** True when the line has more than `limit` opening brackets at all (a cheap, exact pre-filter for the depth check). */
-function mayBeDeeperThan(line: Buffer, limit: number): boolean {
+/**
+ * True when the line has more than `limit` opening brackets at all, counted natively (a
+ * cheap, exact pre-filter for the depth check: a line with fewer cannot nest deeper).
+ *
+ * @param line - UTF-8 JSON text.
+ * @param limit - The depth limit.
+ * @returns Whether the depth must be checked.
+ */
+export function mayBeDeeperThan(line: Buffer, limit: number): boolean {
   let count = 0
   for (const bracket of [OPEN_BRACE, OPEN_BRACKET]) {
     let position = line.indexOf(bracket)

@@ -109,9 +109,9 @@ export class ZlibZstdCodec implements ZstdCodec {
    * @param level - A level in {@link levels}.
    * @returns Exactly one complete frame.
    */
-  compressFrameAsync(content: Uint8Array, level: number): Promise<Uint8Array> {
+  async compressFrameAsync(content: Uint8Array, level: number): Promise<Uint8Array> {
     const params = this.#compressParams(level)
-    return new Promise((resolve, reject) => {
+    return await new Promise((resolve, reject) => {
       this.#zlib.zstdCompress(content, { params }, (error, frame) => {
         if (error !== null) {
           reject(
