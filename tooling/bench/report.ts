@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import type { BenchResult } from './types.ts'
 
 /** Where bench modules live: `<group>/<name>/bench/*.bench.ts` for each group. */
-export const BENCH_GROUPS = ['packages', 'apps'] as const
+const BENCH_GROUPS = ['packages', 'apps'] as const
 
 /** Command-line options of `pnpm bench`. */
 export interface BenchArgs {
@@ -79,7 +79,7 @@ export function findBenchModules(root: string, only: readonly string[] = []): st
  * @param value - Any number.
  * @returns Its text.
  */
-export function formatNumber(value: number): string {
+function formatNumber(value: number): string {
   if (!Number.isFinite(value)) return String(value)
   if (Math.abs(value) >= 1000) return value.toFixed(0)
   if (Math.abs(value) >= 10) return value.toFixed(1)

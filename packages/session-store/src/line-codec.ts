@@ -118,7 +118,7 @@ export function jsonDepth(text: string, limit: number): number {
  * @param limit - Depth past which counting stops.
  * @returns The depth (a scalar is 0), or `limit + 1` when deeper than `limit`.
  */
-export function valueDepth(value: unknown, limit: number): number {
+function valueDepth(value: unknown, limit: number): number {
   if (typeof value !== 'object' || value === null) return 0
   let deepest = 1
   const stack: { readonly node: object; readonly depth: number }[] = [{ node: value, depth: 1 }]

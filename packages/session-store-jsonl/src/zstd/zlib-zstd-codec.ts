@@ -8,7 +8,7 @@ import * as zlib from 'node:zlib'
 
 import { inspectFrame } from './inspect-frame.ts'
 import { parseFrameAt } from './frame-format.ts'
-import type { ZstdCodec, ZstdDecompressLimits } from './zstd-codec.ts'
+import type { ZstdCodec, ZstdDecompressLimits } from './codec.ts'
 import { ZstdFrameError, ZstdFrameErrorCode } from './zstd-frame-error.ts'
 
 /** The part of `node:zlib` this codec uses (absent from Node 20 and from its typings). */
@@ -122,7 +122,7 @@ export class ZlibZstdCodec implements ZstdCodec {
         try {
           resolve(this.#checkedFrame(frame, content.length))
         } catch (failure) {
-          reject(failure)
+          reject(failure instanceof Error ? failure : new Error(String(failure)))
         }
       })
     })
