@@ -1,53 +1,40 @@
 /**
  * `pnpm bench`: runs every `packages/<name>/bench/*.bench.ts` and `apps/<name>/bench/*.bench.ts`
- * module, prints one table, and writes `bench/results.json` (machine-readable).
+ * module (found by name: adding a file registers it), prints one table (each figure, its floor
+ * measured in the same run, the ratio, the target and met / MISSED), and writes
+ * `bench/results.json`.
  *
  * Ratios are the claim; absolute figures are printed too but depend on the (shared, noisy)
- * machine. `--large` runs the larger datasets; `--only <substring>` filters modules.
+ * machine. `--large` runs the larger datasets; `--only <substring>` (repeatable) filters
+ * modules by path; `--check` exits 1 when a figure misses its target or a module fails (for
+ * release checks on a quiet machine: never in CI, where the machines are too noisy).
+ *
+ * `bench/results.json` is gitignored: its figures belong to one machine and one moment, and
+ * engineers running benches in parallel would conflict on it in every merge. The report of a
+ * change quotes the table it printed instead.
  */
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { join, relative } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
-import type { BenchModule, BenchResult } from './types.ts'
+import { checkProblems, findBenchModules, formatTable, parseBenchArgs } from './report.ts'
+import type { ModuleResult } from './report.ts'
+import type { BenchModule } from './types.ts'
 
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..')
-const args = process.argv.slice(2)
-const scale = args.includes('--large') ? 'large' : 'default'
-const onlyIndex = args.indexOf('--only')
-const only = onlyIndex >= 0 ? args[onlyIndex + 1] : undefined
+const args = parseBenchArgs(process.argv.slice(2))
+const modules = findBenchModules(root, args.only)
 
-function findModules(): string[] {
-  const modules: string[] = []
-  for (const group of ['packages', 'apps']) {
-    for (const entry of readdirSync(join(root, group))) {
-      const directory = join(root, group, entry, 'bench')
-      if (!existsSync(directory)) continue
-      for (const file of readdirSync(directory)) {
-        if (file.endsWith('.bench.ts')) modules.push(join(directory, file))
-      }
-    }
-  }
-  return modules.filter((file) => only === undefined || file.includes(only)).sort()
-}
-
-function format(value: number): string {
-  if (!Number.isFinite(value)) return String(value)
-  if (Math.abs(value) >= 1000) return value.toFixed(0)
-  if (Math.abs(value) >= 10) return value.toFixed(1)
-  return value.toFixed(3)
-}
-
-const all: (BenchResult & { module: string })[] = []
+const all: ModuleResult[] = []
 const failures: { module: string; error: string }[] = []
 const started = performance.now()
-for (const file of findModules()) {
+for (const file of modules) {
   const module = relative(root, file)
-  console.error(`bench: running ${module} (${scale})`)
+  console.error(`bench: running ${module} (${args.scale})`)
   try {
     const loaded = (await import(pathToFileURL(file).href)) as BenchModule
-    const results = await loaded.run({ scale })
+    const results = await loaded.run({ scale: args.scale })
     for (const result of results) all.push({ module, ...result })
   } catch (error) {
     failures.push({ module, error: error instanceof Error ? (error.stack ?? error.message) : String(error) })
@@ -55,30 +42,31 @@ for (const file of findModules()) {
   }
 }
 
-const rows = all.map((result) => [
-  result.name,
-  `${format(result.value)} ${result.unit}`,
-  result.floor ? `${result.floor.name}: ${format(result.floor.value)}` : '',
-  result.ratio === undefined ? '' : format(result.ratio),
-  result.target ?? '',
-  result.met === undefined ? '' : result.met ? 'yes' : 'MISS',
-])
-const header = ['figure', 'ours', 'floor (same run)', 'ratio', 'target', 'met']
-const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)))
-const line = (cells: readonly string[]): string => cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ')
-console.log(line(header))
-console.log(widths.map((width) => '-'.repeat(width)).join('  '))
-for (const row of rows) console.log(line(row))
+for (const line of formatTable(all)) console.log(line)
 
 mkdirSync(join(root, 'bench'), { recursive: true })
+const problems = checkProblems(all, failures)
 const output = {
   generatedAt: new Date().toISOString(),
-  scale,
+  scale: args.scale,
   machine: { node: process.version, cpus: cpus().length, totalMemoryBytes: totalmem() },
   wallSeconds: (performance.now() - started) / 1000,
   results: all,
   failures,
+  missed: problems,
 }
 writeFileSync(join(root, 'bench', 'results.json'), `${JSON.stringify(output, null, 2)}\n`)
-console.log(`\nbench: ${all.length} figures from ${findModules().length} modules in ${output.wallSeconds.toFixed(1)} s; wrote bench/results.json`)
-if (failures.length > 0) process.exit(1)
+const targets = all.filter((result) => result.target !== undefined).length
+const missed = problems.filter((problem) => problem.figure !== null).length
+console.log(
+  `\nbench: ${all.length} figures from ${modules.length} modules in ${output.wallSeconds.toFixed(1)} s; ${targets - missed} of ${targets} targets met; wrote bench/results.json`,
+)
+if (args.check && problems.length > 0) {
+  console.error(`bench --check: ${problems.length} problem(s):`)
+  for (const problem of problems) {
+    console.error(`  ${problem.module}: ${problem.figure ?? '(module)'}: ${problem.message}`)
+  }
+  process.exitCode = 1
+} else if (failures.length > 0) {
+  process.exitCode = 1
+}

@@ -6,6 +6,8 @@
  *    is never compacted (every node stays model-visible, so the surface grows with the
  *    history), and on a history compacted whenever its surface passes 1,000 nodes (the
  *    shape of a long agent session, whose context window bounds the surface).
+ *    And deriveMessages() after one append at 100,000 visible nodes beside JSON.stringify of
+ *    the same messages (target <= 0.1).
  * 2. append + deriveMessages throughput of the in-memory SessionLog (full validation), of
  *    Projection.apply + deriveMessages (events validated elsewhere, as the store does), and
  *    of a replay (apply only, one derive at the end), each beside the floor of a bare
@@ -162,6 +164,62 @@ function ratioFigures(label: string, compactAbove: number | undefined, large: nu
   ]
 }
 
+/** Events of a never-compacted history until its surface holds `visible` nodes. */
+function buildVisibleHistory(visible: number): Projection {
+  const projection = createProjection()
+  let turn = 0
+  while (projection.surface().length < visible) {
+    turn += 1
+    for (const input of turnInputs(turn)) projection.apply(stamp(projection, input))
+  }
+  return projection
+}
+
+/**
+ * deriveMessages() right after one append at `visible` model-visible nodes, beside
+ * `JSON.stringify` of the same messages (what sending them costs at least): the ratio is
+ * ours / stringify, target <= 0.1 (issue 14).
+ */
+function stringifyFigure(visible: number): BenchResult {
+  const projection = buildVisibleHistory(visible)
+  const perBatch = 20
+  const ours: number[] = []
+  const floor: number[] = []
+  for (let batch = 0; batch < 7; batch += 1) {
+    let total = 0
+    for (let index = 0; index < perBatch; index += 1) {
+      projection.apply(
+        stamp(projection, {
+          type: 'user/message',
+          data: { message: { role: 'user', content: `ping ${index}` } },
+        }),
+      )
+      const started = now()
+      const messages = projection.deriveMessages()
+      total += now() - started
+      if (messages.length < visible) throw new Error('bench: surface shrank')
+    }
+    ours.push((total / perBatch) * 1000)
+    const started = now()
+    const text = JSON.stringify(projection.deriveMessages())
+    floor.push((now() - started) * 1000)
+    if (text.length === 0) throw new Error('bench: empty stringify')
+  }
+  const value = median(ours)
+  const floorValue = median(floor)
+  const ratio = value / floorValue
+  const nodes = projection.surface().length
+  return {
+    name: `deriveMessages after one append, ${nodes.toLocaleString('en')} visible nodes (never compacted) vs JSON.stringify of them`,
+    value,
+    unit: 'us/call',
+    floor: { name: 'JSON.stringify of the same messages (us)', value: floorValue },
+    ratio,
+    target: '<= 0.1',
+    met: ratio <= 0.1,
+  }
+}
+
 interface Contender {
   readonly prepare: () => unknown
   readonly body: (input: never) => void
@@ -269,6 +327,7 @@ export async function run(
   const results = [
     ...ratioFigures('surface compacted above 1,000 nodes', 1_000, history),
     ...ratioFigures('never compacted: every node stays visible', undefined, history),
+    stringifyFigure(100_000),
     ...throughput(large ? 50_000 : 20_000),
   ]
   return Promise.resolve(results)

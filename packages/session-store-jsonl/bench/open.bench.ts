@@ -118,10 +118,11 @@ function compressOf(store: SessionStore): Compress | undefined {
  * frames, level 3). Cached.
  */
 async function zstdDataset(plain: Dataset, megabytes: number): Promise<Dataset & { how: string }> {
-  const id = `${plain.id}-zstd`
+  // The same id as the plain session (in a root of its own): a header names its directory.
+  const id = plain.id
   const viaStore = compressOf(createSessionStore({ root: plain.root })) !== undefined
   const { directory, info } = await cached(
-    { kind: 'zstd-of', plain: plain.file, bytes: plain.bytes, viaStore },
+    { kind: 'zstd-of', plain: plain.file, bytes: plain.bytes, viaStore, sameId: true },
     async (building) => {
       const root = join(building, 'root')
       const sessionDirectory = join(root, id)

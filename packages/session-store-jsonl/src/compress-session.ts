@@ -119,6 +119,11 @@ export interface CompressContext {
 }
 
 const PROGRESS_EVERY_BYTES = 8 * 1024 * 1024
+/**
+ * Frames compressing at once while sealing: enough to keep the thread pool (or the wasm
+ * worker) busy while this thread reads and cuts the next ones; each holds a 4 MiB frame.
+ */
+const FRAMES_IN_FLIGHT = 3
 
 function progressOf(options: CompressOptions): (progress: CompressProgress, force?: boolean) => void {
   let next = 0
@@ -289,8 +294,19 @@ async function* sealedFrames(
   let pending: Buffer = Buffer.alloc(0)
   let headerPending = request.headerFirst
   let done = 0
-  const frame = (content: Buffer): Buffer => {
-    const bytes = run.codec.compressFrame(content, level)
+  // Frames compress off the event loop, a few at a time (the thread pool or the wasm worker
+  // works while this thread reads and cuts the next ones); they are yielded in order.
+  const inFlight: { readonly frame: Promise<Uint8Array>; readonly bytes: number }[] = []
+  const start = (content: Buffer): void => {
+    const frame = run.codec.compressFrameAsync(content, level)
+    // Awaited in order below; a rejection before then is not unhandled.
+    frame.catch(() => undefined)
+    inFlight.push({ frame, bytes: content.length })
+  }
+  const next = async (): Promise<Buffer> => {
+    const head = inFlight.shift()!
+    const bytes = await head.frame
+    done += head.bytes
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   }
   for await (const chunk of request.plain) {
@@ -298,8 +314,7 @@ async function* sealedFrames(
     if (headerPending) {
       const newline = pending.indexOf(0x0a)
       if (newline === -1) continue
-      yield frame(pending.subarray(0, newline + 1))
-      done += newline + 1
+      start(pending.subarray(0, newline + 1))
       pending = pending.subarray(newline + 1)
       headerPending = false
     }
@@ -307,12 +322,15 @@ async function* sealedFrames(
       const last = pending.lastIndexOf(0x0a, target - 1)
       const cut = last !== -1 ? last + 1 : pending.indexOf(0x0a, target) + 1
       if (cut === 0) break
-      yield frame(pending.subarray(0, cut))
-      done += cut
+      start(pending.subarray(0, cut))
       pending = pending.subarray(cut)
-      run.progress({ phase: 'compress', bytesRead: done, bytesTotal: request.total })
+      while (inFlight.length >= FRAMES_IN_FLIGHT) {
+        yield await next()
+        run.progress({ phase: 'compress', bytesRead: done, bytesTotal: request.total })
+      }
     }
   }
+  while (inFlight.length > 0) yield await next()
   if (pending.length > 0) {
     if (pending[pending.length - 1] !== 0x0a) {
       throw new JsonlStoreError({
@@ -322,8 +340,8 @@ async function* sealedFrames(
         details: { op: 'compress', cause: 'NOT_LINE_ALIGNED' },
       })
     }
-    yield frame(pending)
-    done += pending.length
+    start(pending)
+    yield await next()
   }
   run.progress({ phase: 'compress', bytesRead: done, bytesTotal: request.total }, true)
 }

@@ -2,7 +2,7 @@
  * The durable write of one flush, shared by the store's `SessionWriter` and the backend
  * port's `append` (`src/backend`): one `write` + one `fdatasync`, a rollback (truncate +
  * fdatasync) on a failed write, then the W5 checks (same inode at the path, one link, the file
- * ends where the batch ends) and the lock check, before anything may be acknowledged.
+ * ends where the batch ends) and the lock check, together, before anything may be acknowledged.
  */
 import { errnoOf, toStoreError } from './fs-errors.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
@@ -88,10 +88,15 @@ export async function appendDurably(request: DurableAppendRequest): Promise<numb
       }),
     )
   }
-  await assertSameFile(request, offset + bytes.length)
-  try {
-    await request.lock.assertHeld()
-  } catch (error) {
+  // The W5 checks and the lock check are independent reads: run them together (one round
+  // trip instead of two); both must pass before the ack, and the W5 failure is reported first.
+  const [sameFile, held] = await Promise.allSettled([
+    assertSameFile(request, offset + bytes.length),
+    request.lock.assertHeld(),
+  ])
+  if (sameFile.status === 'rejected') throw sameFile.reason
+  if (held.status === 'rejected') {
+    const error: unknown = held.reason
     throw request.poison(
       JsonlStoreError.is(error)
         ? error

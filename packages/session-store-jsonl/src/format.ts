@@ -110,7 +110,7 @@ export {
 } from './zstd-log-writer.ts'
 export { compareEncodings, locateSessionLog, sessionLog, ZSTD_LOG_FILE_NAME } from './zstd-session.ts'
 export type { LocateRequest, SessionLog } from './zstd-session.ts'
-export { loadZstdCodec } from './zstd/zstd-codec.ts'
+export { loadWasmZstdCodec, loadZstdCodec } from './zstd/zstd-codec.ts'
 export type { ZstdCodec, ZstdDecompressLimits } from './zstd/zstd-codec.ts'
 export { scanFrames, ZstdFrameScanner } from './zstd/scan-frames.ts'
 export type { ZstdScannedFrame, ZstdScanResult, ZstdScanSummary, ZstdScanTail } from './zstd/scan-frames.ts'

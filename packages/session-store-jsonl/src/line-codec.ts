@@ -56,18 +56,49 @@ export function crc32cHex(bytes: Uint8Array): string {
   return (crc32c(bytes) >>> 0).toString(16).padStart(8, '0')
 }
 
+/** Lines whose JSON text is at most this many UTF-16 units are encoded into a shared slab. */
+const SLAB_LINE_MAX_UNITS = 16 * 1024
+/** Size of one slab: small, so a line kept alive pins little memory. */
+const SLAB_BYTES = 256 * 1024
+let slab = Buffer.allocUnsafe(SLAB_BYTES)
+let slabUsed = 0
+
+/**
+ * Room for `json` (at most 3 UTF-8 bytes per UTF-16 unit) plus the suffix: the current slab
+ * when it has room, else a fresh one; a long line gets an exact buffer of its own.
+ */
+function lineBuffer(json: string): { buffer: Buffer; start: number; bytes: number } {
+  if (json.length > SLAB_LINE_MAX_UNITS) {
+    const bytes = Buffer.byteLength(json, 'utf8')
+    const buffer = Buffer.allocUnsafe(bytes + CRC_SUFFIX_BYTES)
+    buffer.write(json, 0, 'utf8')
+    return { buffer, start: 0, bytes }
+  }
+  if (slab.length - slabUsed < json.length * 3 + CRC_SUFFIX_BYTES) {
+    slab = Buffer.allocUnsafe(SLAB_BYTES)
+    slabUsed = 0
+  }
+  const start = slabUsed
+  const bytes = slab.write(json, start, 'utf8')
+  slabUsed = start + bytes + CRC_SUFFIX_BYTES
+  return { buffer: slab, start, bytes }
+}
+
 /**
  * Turns the JSON text of an object WITHOUT its `crc` member into one checksummed v4 line:
  * `json` minus its final `}`, then `,"crc":"XXXXXXXX"}` and `\n`.
+ *
+ * The text is encoded to UTF-8 once: a short line straight into a shared 256 KiB slab (the
+ * line is a view of it, as Node's own small buffers are views of a pool), a long one into
+ * an exact buffer of its own.
  *
  * @param json - `JSON.stringify` of a non-empty object that has no `crc` member.
  * @returns The line's UTF-8 bytes, `\n` included.
  */
 export function encodeJsonLine(json: string): Buffer {
-  const jsonBytes = Buffer.byteLength(json, 'utf8')
-  const line = Buffer.allocUnsafe(jsonBytes + CRC_SUFFIX_BYTES)
-  line.write(json, 0, 'utf8')
-  const bodyEnd = jsonBytes - 1
+  const { buffer, start, bytes } = lineBuffer(json)
+  const line = buffer.subarray(start, start + bytes + CRC_SUFFIX_BYTES)
+  const bodyEnd = bytes - 1
   const crc = crc32c(line.subarray(0, bodyEnd)) >>> 0
   let position = bodyEnd + SUFFIX_HEAD.copy(line, bodyEnd)
   for (let shift = 28; shift >= 0; shift -= 4) {
@@ -194,8 +225,15 @@ export function jsonDepth(line: Uint8Array, limit: number): number {
   return deepest
 }
 
-/** True when the line has more than `limit` opening brackets at all (a cheap, exact pre-filter for the depth check). */
-function mayBeDeeperThan(line: Buffer, limit: number): boolean {
+/**
+ * True when the line has more than `limit` opening brackets at all, counted natively (a
+ * cheap, exact pre-filter for the depth check: a line with fewer cannot nest deeper).
+ *
+ * @param line - UTF-8 JSON text.
+ * @param limit - The depth limit.
+ * @returns Whether the depth must be checked.
+ */
+export function mayBeDeeperThan(line: Buffer, limit: number): boolean {
   let count = 0
   for (const bracket of [OPEN_BRACE, OPEN_BRACKET]) {
     let position = line.indexOf(bracket)
@@ -215,10 +253,45 @@ function seqOf(value: unknown): number | undefined {
 }
 
 /**
+ * Deepest nesting of arrays and objects in a parsed JSON value, visiting nodes (not bytes)
+ * without recursion. Stops early once `limit` is exceeded.
+ *
+ * @param value - A value `JSON.parse` returned.
+ * @param limit - Depth past which counting stops.
+ * @returns The depth (a scalar is 0), or `limit + 1` when deeper than `limit`.
+ */
+export function valueDepth(value: unknown, limit: number): number {
+  if (typeof value !== 'object' || value === null) return 0
+  let deepest = 1
+  const stack: { readonly node: object; readonly depth: number }[] = [{ node: value, depth: 1 }]
+  while (stack.length > 0) {
+    const { node, depth } = stack.pop()!
+    const children: unknown[] = Array.isArray(node) ? node : Object.values(node)
+    for (const child of children) {
+      if (typeof child !== 'object' || child === null) continue
+      const childDepth = depth + 1
+      if (childDepth > deepest) {
+        deepest = childDepth
+        if (deepest > limit) return limit + 1
+      }
+      stack.push({ node: child, depth: childDepth })
+    }
+  }
+  return deepest
+}
+
+const REPLACEMENT_CHARACTER = '\uFFFD'
+
+/**
  * Runs the per-line checks on one line (without its `\n`), in order: length, strict UTF-8
- * (no replacement characters), nesting depth (counted on bytes, before parsing), JSON, a
- * JSON object, then the CRC-32C suffix. On success the `crc` member is removed from the
- * parsed object.
+ * (no replacement characters), nesting depth, JSON, a JSON object, then the CRC-32C suffix.
+ * On success the `crc` member is removed from the parsed object.
+ *
+ * The line is decoded once: strict UTF-8 is checked only when the decoded text holds a
+ * U+FFFD (the decoder's mark for invalid bytes; a valid line may also carry one). Depth is
+ * checked after parsing, on the parsed nodes, and only for a line with more opening brackets
+ * than the limit (counted natively); a line that fails to parse gets the byte count instead,
+ * so the reason reported is the same as checking depth before parsing.
  *
  * The `\n` terminator is the splitter's check; `seq`, type and projection rules are the
  * scanner's.
@@ -231,15 +304,22 @@ export function decodeLine(line: Buffer, limits: LineLimits): DecodedLine {
   if (line.length > limits.maxLineBytes) {
     return { ok: false, reason: 'too-large', seq: undefined, checksumValid: false }
   }
-  if (!isUtf8(line)) return { ok: false, reason: 'utf8', seq: undefined, checksumValid: false }
-  if (mayBeDeeperThan(line, limits.maxDepth) && jsonDepth(line, limits.maxDepth) > limits.maxDepth) {
-    return { ok: false, reason: 'too-deep', seq: undefined, checksumValid: verifyLineChecksum(line) }
+  const text = line.toString('utf8')
+  if (text.includes(REPLACEMENT_CHARACTER) && !isUtf8(line)) {
+    return { ok: false, reason: 'utf8', seq: undefined, checksumValid: false }
   }
+  const { maxDepth } = limits
   let value: unknown
   try {
-    value = JSON.parse(line.toString('utf8'))
+    value = JSON.parse(text)
   } catch {
+    if (mayBeDeeperThan(line, maxDepth) && jsonDepth(line, maxDepth) > maxDepth) {
+      return { ok: false, reason: 'too-deep', seq: undefined, checksumValid: verifyLineChecksum(line) }
+    }
     return { ok: false, reason: 'json', seq: undefined, checksumValid: false }
+  }
+  if (mayBeDeeperThan(line, maxDepth) && valueDepth(value, maxDepth) > maxDepth) {
+    return { ok: false, reason: 'too-deep', seq: undefined, checksumValid: verifyLineChecksum(line) }
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, reason: 'not-object', seq: undefined, checksumValid: false }

@@ -22,6 +22,8 @@ export function createHeldLock(
   let releasing: Promise<void> | undefined
   let beating: Promise<void> | undefined
   let writtenLength = recordBytes(record).length
+  /** The device and inode of the lock file we hold open (read once), or null when fstat failed. */
+  let ownIdentity: Promise<{ readonly dev: number; readonly ino: number } | null> | undefined
 
   const beat = async (): Promise<void> => {
     record = { ...record, heartbeatAt: new Date().toISOString() }
@@ -59,6 +61,25 @@ export function createHeldLock(
     brokenStaleLocks: state.broken,
     async assertHeld() {
       if (released) throw lost('it released')
+      // Fast path, one lstat: the path still names the inode we created and hold open. An open
+      // descriptor keeps its inode from being freed and reused, and a breaker never writes into
+      // the holder's inode (it renames a new file over the name), so this inode still holds our
+      // record. Anything else (another inode, a symlink, no file) gets the full read below,
+      // which names what it found.
+      ownIdentity ??= state.handle.stat().then(
+        (stats) => ({ dev: stats.dev, ino: stats.ino }),
+        () => null,
+      )
+      const [own, named] = await Promise.all([ownIdentity, fs.lstat(lockPath).catch(() => null)])
+      if (
+        own !== null &&
+        named !== null &&
+        named.isFile() &&
+        named.ino === own.ino &&
+        named.dev === own.dev
+      ) {
+        return
+      }
       const entry = await readEntry(fs, lockPath)
       if (entry.kind === 'missing') throw lost('no lock file')
       if (entry.symlink) throw lost('a symbolic link')

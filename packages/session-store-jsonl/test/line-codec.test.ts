@@ -9,6 +9,7 @@ import {
   encodeJsonLine,
   findEmbeddedValidLine,
   jsonDepth,
+  valueDepth,
   verifyLineChecksum,
 } from '../src/line-codec.ts'
 
@@ -126,6 +127,39 @@ describe('line codec', () => {
     // Many brackets side by side are not deep.
     const wide = body(encodeJsonLine(JSON.stringify({ a: Array.from({ length: 1000 }, () => ({})) })))
     expect(decodeLine(wide, limits).ok).toBe(true)
+  })
+
+  it('I8/S9: checks depth after parsing, on the parsed nodes, with the same verdict as the byte count', () => {
+    expect(valueDepth({ a: [1, { b: [] }] }, 10)).toBe(4)
+    expect(valueDepth('[[[[', 10)).toBe(0)
+    // Exactly at the limit is accepted; one more level is refused, with the checksum judged.
+    const atLimit = body(encodeJsonLine(`{"a":${'['.repeat(255)}${']'.repeat(255)}}`))
+    expect(decodeLine(atLimit, limits).ok).toBe(true)
+    const over = body(encodeJsonLine(`{"a":${'['.repeat(256)}${']'.repeat(256)}}`))
+    expect(decodeLine(over, limits)).toMatchObject({ ok: false, reason: 'too-deep', checksumValid: true })
+    // Brackets inside strings (code, quoted JSON in a tool output) never count.
+    const quoted = body(
+      encodeJsonLine(JSON.stringify({ text: `${'[{'.repeat(5000)}`, more: '}]'.repeat(300) })),
+    )
+    expect(decodeLine(quoted, limits).ok).toBe(true)
+    // A deep line cut short is still reported too-deep (not json), as the byte count before parsing did.
+    const torn = Buffer.from(`{"a":${'['.repeat(300)}`)
+    expect(decodeLine(torn, limits)).toMatchObject({ ok: false, reason: 'too-deep', checksumValid: false })
+    // Deep objects as well as deep arrays.
+    const objects = body(encodeJsonLine(`${'{"a":'.repeat(300)}1${'}'.repeat(300)}`))
+    expect(decodeLine(objects, limits)).toMatchObject({ ok: false, reason: 'too-deep', checksumValid: true })
+  })
+
+  it('I2: invalid UTF-8 fails the utf8 check while a genuine U+FFFD in a valid line passes', () => {
+    const valid = body(encodeJsonLine(JSON.stringify({ seq: 1, text: 'replacement \uFFFD kept' })))
+    expect(decodeLine(valid, limits)).toMatchObject({
+      ok: true,
+      value: { seq: 1, text: 'replacement \uFFFD kept' },
+    })
+    for (const bad of [[0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82]]) {
+      const line = Buffer.concat([Buffer.from('{"seq":1,"text":"'), Buffer.from(bad), Buffer.from('"}')])
+      expect(decodeLine(line, limits), bad.join(',')).toMatchObject({ ok: false, reason: 'utf8' })
+    }
   })
 
   it('reports too-large before reading the bytes', () => {

@@ -6,6 +6,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -324,6 +325,40 @@ describe('acquireWriterLock', () => {
     await lock.release()
     expect(lockContent(directory)['nonce']).toBe('ab'.repeat(16))
     expect((await rejection(lock.assertHeld())).code).toBe('LOCK_LOST')
+  })
+
+  it('assertHeld is one lstat while the path names the inode the holder keeps open, and reads the file once it does not', async () => {
+    const directory = sessionDirectory()
+    const calls: string[] = []
+    const counting: FsOps = {
+      ...nodeFsOps,
+      lstat: (path) => {
+        calls.push(`lstat ${path.endsWith(WRITER_LOCK_FILE_NAME) ? 'lock' : path}`)
+        return nodeFsOps.lstat(path)
+      },
+      open: (path, flags, mode) => {
+        calls.push(`open ${path.endsWith(WRITER_LOCK_FILE_NAME) ? 'lock' : path}`)
+        return nodeFsOps.open(path, flags, mode)
+      },
+    }
+    const lock = await acquireWriterLock(counting, directory, { heartbeatMs: 0 })
+    held.push(lock)
+    await lock.assertHeld()
+    calls.length = 0
+    await lock.assertHeld()
+    expect(calls).toEqual(['lstat lock'])
+    // Another file renamed over the name (same nonce even): a new inode, so the record is read and judged.
+    const content = readFileSync(lock.file)
+    writeFileSync(`${lock.file}.other`, content)
+    renameSync(`${lock.file}.other`, lock.file)
+    calls.length = 0
+    await lock.assertHeld()
+    expect(calls).toContain('open lock')
+    // A record with another nonce at a new inode is LOCK_LOST, naming it.
+    fakeLock(directory, { pid: process.pid })
+    const error = await rejection(lock.assertHeld())
+    expect(error.code).toBe('LOCK_LOST')
+    expect(error.details['found']).toBe(`nonce ${'ab'.repeat(16)}`)
   })
 
   it('refreshes heartbeatAt on its (unref) timer', async () => {

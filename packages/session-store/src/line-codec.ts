@@ -110,6 +110,33 @@ export function jsonDepth(text: string, limit: number): number {
   return deepest
 }
 
+/**
+ * Deepest nesting of arrays and objects in a parsed JSON value, visiting nodes without
+ * recursion; stops past `limit`.
+ *
+ * @param value - A value `JSON.parse` returned.
+ * @param limit - Depth past which counting stops.
+ * @returns The depth (a scalar is 0), or `limit + 1` when deeper than `limit`.
+ */
+function valueDepth(value: unknown, limit: number): number {
+  if (typeof value !== 'object' || value === null) return 0
+  let deepest = 1
+  const stack: { readonly node: object; readonly depth: number }[] = [{ node: value, depth: 1 }]
+  while (stack.length > 0) {
+    const { node, depth } = stack.pop()!
+    const children: unknown[] = Array.isArray(node) ? node : Object.values(node)
+    for (const child of children) {
+      if (typeof child !== 'object' || child === null) continue
+      if (depth + 1 > deepest) {
+        deepest = depth + 1
+        if (deepest > limit) return limit + 1
+      }
+      stack.push({ node: child, depth: depth + 1 })
+    }
+  }
+  return deepest
+}
+
 /** Why a line failed the per-line checks, in the order they run. */
 type LineFailure = 'too-large' | 'too-deep' | 'json' | 'not-object' | 'checksum'
 
@@ -126,8 +153,10 @@ export interface LineLimits {
 }
 
 /**
- * The per-line checks on a line as text: length, depth (before parsing), JSON, an object,
- * then the checksum. On success the `crc` member is removed (own `__proto__` keys stay data).
+ * The per-line checks on a line as text: length, depth, JSON, an object, then the checksum.
+ * Depth is checked after parsing, on the parsed nodes (V8's `JSON.parse` does not recurse on
+ * the call stack); a line that fails to parse is counted on characters, so the reason is the
+ * one a count before parsing gives. On success the `crc` member is removed (own `__proto__` keys stay data).
  *
  * @param line - A line without `\n`.
  * @param options - Limits and the CRC-32C function.
@@ -135,14 +164,18 @@ export interface LineLimits {
  */
 export function decodeLine(line: string, options: LineLimits & { readonly crc32c: Crc32c }): DecodedLine {
   if (line.length > options.maxLineLength) return { ok: false, reason: 'too-large', seq: undefined }
-  if (jsonDepth(line, options.maxDepth) > options.maxDepth) {
-    return { ok: false, reason: 'too-deep', seq: undefined }
-  }
+  const { maxDepth } = options
   let value: unknown
   try {
     value = JSON.parse(line)
   } catch {
+    // The character count only for a line that failed to parse: the same reason as counting first.
+    if (jsonDepth(line, maxDepth) > maxDepth) return { ok: false, reason: 'too-deep', seq: undefined }
     return { ok: false, reason: 'json', seq: undefined }
+  }
+  // Nesting past maxDepth needs two characters per level: a shorter line cannot be too deep.
+  if (line.length > 2 * maxDepth && valueDepth(value, maxDepth) > maxDepth) {
+    return { ok: false, reason: 'too-deep', seq: undefined }
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, reason: 'not-object', seq: undefined }

@@ -28,12 +28,26 @@ export const DEFAULT_SECRET_PATTERNS: readonly { readonly label: string; readonl
 ]
 
 /**
+ * One pass that finds every place a {@link DEFAULT_SECRET_PATTERNS} match can start: each
+ * pattern's literal trigger (`-----BEGIN `, `sk-`, the AWS key prefixes, `gh?_`,
+ * `github_pat_`, `xox?-`, `bearer` + whitespace in any case). Every full-pattern match
+ * contains one, so a string this does not match holds no secret and the seven full patterns
+ * are skipped: most strings (tool outputs, code) pay one regex scan instead of seven. Kept a
+ * superset of the patterns by a property test.
+ */
+const SECRET_TRIGGERS =
+  /-----BEGIN |sk-|A(?:KIA|SIA|GPA|IDA|ROA)|gh[pousr]_|github_pat_|xox[abprs]-|[Bb][Ee][Aa][Rr][Ee][Rr]\s/
+
+/**
  * The default policy (the JSONL store re-exports it, so headers agree):
- * {@link DEFAULT_SECRET_PATTERNS}, each match replaced by `[REDACTED:<label>]`.
+ * {@link DEFAULT_SECRET_PATTERNS}, each match replaced by `[REDACTED:<label>]`. A string is
+ * first checked for any pattern's trigger in one combined pass; the full patterns run only
+ * on a hit.
  */
 export const DEFAULT_REDACTION_POLICY: RedactionPolicy = Object.freeze({
   policyVersion: 'agent-ledger.default-secrets.1',
   redact(text: string): string {
+    if (!SECRET_TRIGGERS.test(text)) return text
     let result = text
     for (const { label, pattern } of DEFAULT_SECRET_PATTERNS) {
       pattern.lastIndex = 0

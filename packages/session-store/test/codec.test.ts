@@ -101,6 +101,18 @@ describe('line codec: the exact bytes of FORMAT.md', () => {
     const limits = { maxLineLength: 200, maxDepth: 3, crc32c }
     expect(decodeLine('x'.repeat(201), limits)).toMatchObject({ ok: false, reason: 'too-large' })
     expect(decodeLine('{"a":[[[[1]]]]}', limits)).toMatchObject({ ok: false, reason: 'too-deep' })
+    // Past the length where depth can exceed the limit: checked on the parsed nodes.
+    const padded = `{"p":"${'['.repeat(40)}","a":[[[[1]]]]}`
+    expect(decodeLine(padded, limits)).toMatchObject({ ok: false, reason: 'too-deep' })
+    expect(decodeLine(`{"p":"${'['.repeat(40)}","a":[[1]]}`, limits)).toMatchObject({
+      ok: false,
+      reason: 'checksum',
+    })
+    // Cut short and deep: still too-deep, not json.
+    expect(decodeLine(`{"p":"${'x'.repeat(40)}","a":[[[[[[`, limits)).toMatchObject({
+      ok: false,
+      reason: 'too-deep',
+    })
     expect(decodeLine('{"a":', limits)).toMatchObject({ ok: false, reason: 'json' })
     expect(decodeLine('[1]', limits)).toMatchObject({ ok: false, reason: 'not-object' })
     expect(decodeLine(FORMAT_WORKED.replace('"turn":1', '"turn":2'), limits)).toMatchObject({

@@ -88,6 +88,30 @@ export async function interleave(
 }
 
 /**
+ * Like {@link interleave} for any number of contenders: one untimed warm-up run each, then
+ * `rounds` rounds running every contender once, the order rotated by one each round.
+ *
+ * @param rounds - Timed rounds.
+ * @param actions - The contenders by name; each returns the seconds to count.
+ * @returns Samples per contender, in round order.
+ */
+export async function interleaveAll<TName extends string>(
+  rounds: number,
+  actions: Readonly<Record<TName, () => Promise<number>>>,
+): Promise<Record<TName, number[]>> {
+  const names = Object.keys(actions) as TName[]
+  const samples = Object.fromEntries(names.map((name) => [name, [] as number[]])) as Record<TName, number[]>
+  for (const name of names) await actions[name]()
+  for (let round = 0; round < rounds; round += 1) {
+    for (let step = 0; step < names.length; step += 1) {
+      const name = names[(round + step) % names.length]!
+      samples[name].push(await actions[name]())
+    }
+  }
+  return samples
+}
+
+/**
  * A throughput figure (units per second) beside its floor. `value` and `floor.value` are the
  * medians of each side; `ratio` is the median of the per-round ratios (ours / floor within one
  * ABAB round), which cancels load that drifts between rounds on a shared machine.

@@ -3,7 +3,7 @@ import { isUtf8 } from 'node:buffer'
 import type { EventRegistry } from '@agent-ledger/session-events'
 
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
-import { jsonDepth } from '../line-codec.ts'
+import { jsonDepth, mayBeDeeperThan, valueDepth } from '../line-codec.ts'
 import type { LineFailureReason, LineLimits } from '../line-codec.ts'
 import { LineSplitter } from '../line-splitter.ts'
 import type { LineSink, UnterminatedTail } from '../line-splitter.ts'
@@ -74,26 +74,11 @@ type V0LineDecode =
   | { readonly ok: true; readonly value: Record<string, unknown> }
   | { readonly ok: false; readonly reason: LineFailureReason }
 
-const OPEN_BRACE = 0x7b
-const OPEN_BRACKET = 0x5b
-
-/** True when the line has more than `limit` opening brackets at all (an exact, cheap pre-filter for the depth check). */
-function mayBeDeeperThan(line: Buffer, limit: number): boolean {
-  let count = 0
-  for (const bracket of [OPEN_BRACE, OPEN_BRACKET]) {
-    let position = line.indexOf(bracket)
-    while (position !== -1) {
-      count += 1
-      if (count > limit) return true
-      position = line.indexOf(bracket, position + 1)
-    }
-  }
-  return false
-}
-
 /**
  * The per-line checks of v0, in the v4 order minus the checksum: length, strict UTF-8,
- * nesting depth (counted on bytes before parsing), JSON, a JSON object.
+ * nesting depth, JSON, a JSON object. As in v4 (`decodeLine`): one UTF-8 decode (strict
+ * UTF-8 checked only when the text holds U+FFFD), depth checked after parsing on the parsed
+ * nodes, the byte count only for a line that fails to parse.
  *
  * @param line - One line without its `\n`.
  * @param limits - Length and depth bounds.
@@ -101,15 +86,20 @@ function mayBeDeeperThan(line: Buffer, limit: number): boolean {
  */
 function decodeV0Line(line: Buffer, limits: LineLimits): V0LineDecode {
   if (line.length > limits.maxLineBytes) return { ok: false, reason: 'too-large' }
-  if (!isUtf8(line)) return { ok: false, reason: 'utf8' }
-  if (mayBeDeeperThan(line, limits.maxDepth) && jsonDepth(line, limits.maxDepth) > limits.maxDepth) {
-    return { ok: false, reason: 'too-deep' }
-  }
+  const text = line.toString('utf8')
+  if (text.includes('\uFFFD') && !isUtf8(line)) return { ok: false, reason: 'utf8' }
+  const { maxDepth } = limits
   let value: unknown
   try {
-    value = JSON.parse(line.toString('utf8'))
+    value = JSON.parse(text)
   } catch {
+    if (mayBeDeeperThan(line, maxDepth) && jsonDepth(line, maxDepth) > maxDepth) {
+      return { ok: false, reason: 'too-deep' }
+    }
     return { ok: false, reason: 'json' }
+  }
+  if (mayBeDeeperThan(line, maxDepth) && valueDepth(value, maxDepth) > maxDepth) {
+    return { ok: false, reason: 'too-deep' }
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     return { ok: false, reason: 'not-object' }

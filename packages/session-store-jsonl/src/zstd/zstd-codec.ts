@@ -2,59 +2,12 @@ import { createRequire } from 'node:module'
 
 import { inspectFrame, planFeeds } from './inspect-frame.ts'
 import { parseFrameAt } from './frame-format.ts'
+import { compressOnWorker } from './wasm-compress-worker.ts'
+import { ZlibZstdCodec, zlibZstd } from './zlib-zstd-codec.ts'
+import type { ZstdCodec, ZstdDecompressLimits } from './codec.ts'
 import { ZstdFrameError, ZstdFrameErrorCode } from './zstd-frame-error.ts'
 
-/** Limits every decompression obeys. */
-export interface ZstdDecompressLimits {
-  /** Most bytes one frame may produce; checked against the frame's structure before decoding and while decoding. */
-  readonly maxOutputBytes: number
-  /** Largest window a frame may ask for (default and ceiling: the codec's {@link ZstdCodec.maxWindowBytes}). */
-  readonly maxWindowBytes?: number
-}
-
-/**
- * A Zstandard codec behind the smallest interface the store needs, so a faster one (native,
- * or `node:zlib` on newer Node) can be swapped in by measurement.
- *
- * Contract for implementations: `compressFrame` returns exactly one complete frame;
- * `decompressFrame*` accept exactly one complete frame (else `TORN_FRAME` / `CORRUPT_FRAME`
- * `trailing-bytes`), refuse before allocating when {@link inspectFrame} refuses (window,
- * declared size, structural bound), and stop with `DECOMPRESSION_LIMIT` as soon as the output
- * would pass `maxOutputBytes`.
- */
-export interface ZstdCodec {
-  /** Name and version, for benchmarks and error messages. */
-  readonly name: string
-  /** Largest window this codec can decode (a frame asking for more is refused with `WINDOW_TOO_LARGE`). */
-  readonly maxWindowBytes: number
-  /** Compression levels this codec accepts, inclusive. */
-  readonly levels: { readonly min: number; readonly max: number }
-  /**
-   * Compresses `content` into exactly one complete frame (no content checksum, no declared size).
-   *
-   * @throws {@link ZstdFrameError} `INVALID_ARGUMENT` for a level outside {@link levels}; `CODEC_FAILED`.
-   */
-  compressFrame(content: Uint8Array, level: number): Uint8Array
-  /**
-   * Decompresses exactly one complete frame into one buffer, bounded by `limits`.
-   *
-   * @throws {@link ZstdFrameError} `TORN_FRAME`, `CORRUPT_FRAME`, `WINDOW_TOO_LARGE`, `DECOMPRESSION_LIMIT`, `CODEC_FAILED`.
-   */
-  decompressFrame(frame: Uint8Array, limits: ZstdDecompressLimits): Uint8Array
-  /**
-   * Decompresses exactly one complete frame, handing the content to `onChunk` in pieces of at
-   * most a few hundred KiB as it is produced (memory stays bounded whatever the frame's size).
-   * An exception thrown by `onChunk` stops decoding and propagates.
-   *
-   * @returns The number of content bytes produced.
-   * @throws {@link ZstdFrameError} as {@link decompressFrame}.
-   */
-  decompressFrameChunks(
-    frame: Uint8Array,
-    limits: ZstdDecompressLimits,
-    onChunk: (chunk: Uint8Array) => void,
-  ): number
-}
+export type { ZstdCodec, ZstdDecompressLimits } from './codec.ts'
 
 /** The streaming classes of the zstd-codec emscripten binding that this module uses. */
 interface StreamBinding {
@@ -85,22 +38,50 @@ const ZSTD_CODEC_MAX_WINDOW_BYTES = 8 * 1024 * 1024
 const ZSTD_CODEC_LEVELS = { min: -5, max: 9 } as const
 
 let loading: { readonly promise: Promise<ZstdCodec>; readonly state: CodecState } | undefined
+let nativeLoading: Promise<ZstdCodec> | undefined
+
+/**
+ * The codec of this runtime: `node:zlib`'s Zstandard (native libzstd, Node 22.15+ / 23.8+)
+ * when the runtime has it, else the zstd-codec 0.1.5 WebAssembly build
+ * ({@link loadWasmZstdCodec}). Both honour the same contract, window ceiling (8 MiB) and
+ * levels (-5..9), so files and options carry over between runtimes. The native codec keeps
+ * the wasm one for frames over 8 MiB (decoded in bounded pieces), so both are loaded.
+ *
+ * @returns The shared codec.
+ * @throws {@link ZstdFrameError} with code `CODEC_FAILED` when no codec can be loaded.
+ */
+export function loadZstdCodec(): Promise<ZstdCodec> {
+  const api = zlibZstd()
+  if (api === null) return loadWasmZstdCodec()
+  // The wasm codec still decodes frames larger than 8 MiB, in bounded pieces (see ZlibZstdCodec).
+  nativeLoading ??= loadWasmZstdCodec().then(
+    (streaming) => new ZlibZstdCodec(api, streaming),
+    (error: unknown) => {
+      nativeLoading = undefined
+      throw error
+    },
+  )
+  return nativeLoading
+}
 
 /**
  * Loads the zstd-codec 0.1.5 WebAssembly build once and returns a codec that uses only its
- * streaming API (its simple API fails above a few MB: fixed 16 MiB heap).
+ * streaming API (its simple API fails above a few MB: fixed 16 MiB heap). The codec of Node
+ * 20; on newer runtimes {@link loadZstdCodec} prefers `node:zlib`, and tests use this one to
+ * hold both to the same contract.
  *
  * **Details**: the instance is cached; concurrent callers share it. Inputs are fed in
  * 128 KiB slices (compression) or block-aligned groups (decompression), so the wasm heap
  * never holds more than a slice plus the compressor or decoder state and window.
+ * `compressFrameAsync` runs a second instance on a worker thread.
  *
  * **Gotchas**: if the wasm module ever aborts (it cannot grow its heap), that instance is
- * marked dead: its calls throw `CODEC_FAILED` and the next `loadZstdCodec()` builds a fresh one.
+ * marked dead: its calls throw `CODEC_FAILED` and the next `loadWasmZstdCodec()` builds a fresh one.
  *
- * @returns The shared codec.
+ * @returns The shared wasm codec.
  * @throws {@link ZstdFrameError} with code `CODEC_FAILED` when the module cannot be loaded.
  */
-export function loadZstdCodec(): Promise<ZstdCodec> {
+export function loadWasmZstdCodec(): Promise<ZstdCodec> {
   if (loading !== undefined && !loading.state.dead) return loading.promise
   const state: CodecState = { dead: false, abortMessage: '' }
   const current = {
@@ -169,12 +150,7 @@ class WasmZstdCodec implements ZstdCodec {
   }
 
   compressFrame(content: Uint8Array, level: number): Uint8Array {
-    if (!Number.isInteger(level) || level < this.levels.min || level > this.levels.max) {
-      throw new ZstdFrameError({
-        code: ZstdFrameErrorCode.INVALID_ARGUMENT,
-        message: `Compression level ${level} is not usable with ${this.name}: expected an integer from ${this.levels.min} to ${this.levels.max}.`,
-      })
-    }
+    this.#checkLevel(level)
     const output: Uint8Array[] = []
     let outputBytes = 0
     const collect = (chunk: Uint8Array): void => {
@@ -190,16 +166,30 @@ class WasmZstdCodec implements ZstdCodec {
       return stream.end(collect)
     })
     if (!ok) throw codecFailed(`compressing ${content.length} bytes at level ${level} returned an error`)
-    const frame = concat(output, outputBytes)
-    const parsed = parseFrameAt(frame, 0)
-    if (
-      parsed.status !== 'complete' ||
-      parsed.frame.kind !== 'zstd' ||
-      parsed.frame.length !== frame.length
-    ) {
-      throw codecFailed(`compressing ${content.length} bytes did not produce exactly one complete frame`)
+    return checkedFrame(concat(output, outputBytes), content.length)
+  }
+
+  async compressFrameAsync(content: Uint8Array, level: number): Promise<Uint8Array> {
+    this.#checkLevel(level)
+    let frame: Uint8Array
+    try {
+      frame = await compressOnWorker(content, level)
+    } catch (error) {
+      throw codecFailed(
+        `compressing ${content.length} bytes at level ${level} on the worker thread failed (${error instanceof Error ? error.message : String(error)})`,
+        error,
+      )
     }
-    return frame
+    return checkedFrame(frame, content.length)
+  }
+
+  #checkLevel(level: number): void {
+    if (!Number.isInteger(level) || level < this.levels.min || level > this.levels.max) {
+      throw new ZstdFrameError({
+        code: ZstdFrameErrorCode.INVALID_ARGUMENT,
+        message: `Compression level ${level} is not usable with ${this.name}: expected an integer from ${this.levels.min} to ${this.levels.max}.`,
+      })
+    }
   }
 
   decompressFrame(frame: Uint8Array, limits: ZstdDecompressLimits): Uint8Array {
@@ -287,7 +277,7 @@ class WasmZstdCodec implements ZstdCodec {
   #withStream(kind: 'compress' | 'decompress', body: (stream: StreamBinding) => boolean): boolean {
     if (this.#state.dead) {
       throw codecFailed(
-        `this instance aborted earlier (${this.#state.abortMessage}); call loadZstdCodec() again`,
+        `this instance aborted earlier (${this.#state.abortMessage}); call loadWasmZstdCodec() again`,
       )
     }
     let stream: StreamBinding | undefined
@@ -312,6 +302,15 @@ class WasmZstdCodec implements ZstdCodec {
       }
     }
   }
+}
+
+/** The compressor's output, checked to be exactly one complete zstd frame. */
+function checkedFrame(frame: Uint8Array, contentBytes: number): Uint8Array {
+  const parsed = parseFrameAt(frame, 0)
+  if (parsed.status !== 'complete' || parsed.frame.kind !== 'zstd' || parsed.frame.length !== frame.length) {
+    throw codecFailed(`compressing ${contentBytes} bytes did not produce exactly one complete frame`)
+  }
+  return frame
 }
 
 function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
