@@ -3,33 +3,32 @@
  * beside a floor measured in the same run on the same server (fsync on, loopback):
  *
  * - durable append at batch 1 and 100: events/s through `backend.append` (one statement:
- *   fencing check, head update, lines, NOTIFY) vs a bare `INSERT ... SELECT unnest($1::text[])`
+ *   fencing check, head update, lines) vs a bare `INSERT ... SELECT unnest($1::text[])`
  *   of the same lines into a plain table with the same primary key, on one connection.
- *   ratio = ours / floor (target >= 0.8 at batch 100);
- * - full read: lines/s through `backend.read` (paged by primary key) + `JSON.parse` vs one
- *   bare `SELECT line ... ORDER BY seq` + `JSON.parse` (target >= 0.7);
- * - 8 writers on 8 sessions at once, batch 10: events/s vs 8 bare INSERT streams (no target).
+ *   ratio = ours / floor (target >= 0.8 at batch 100; none at batch 1, see the README);
+ * - full read of 100 000 events (about 35 MB of lines; one read takes 1-4 s here): lines/s
+ *   through `backend.read` (paged by primary key) + `JSON.parse` vs one bare
+ *   `SELECT line ... ORDER BY seq` + `JSON.parse` (target >= 0.7).
  *
- * Rounds alternate floor and ours; medians. Uses AGENT_LEDGER_PG_URL, else a throwaway
- * cluster (tooling/pg/cluster.ts); without PostgreSQL binaries it prints why and reports nothing.
+ * Rounds alternate floor and ours; medians. 8 writers: `concurrent.bench.ts`; cold open at
+ * 1M events and bytes per row: `cold-open.bench.ts`. Uses AGENT_LEDGER_PG_URL, else a
+ * throwaway cluster (tooling/pg/cluster.ts); without PostgreSQL binaries it prints why and
+ * reports nothing.
  */
 import { randomBytes } from 'node:crypto'
 
-import pg from 'pg'
+import type pg from 'pg'
 
-import { pgUnavailableReason, startCluster } from '../../../tooling/pg/cluster.ts'
-import type { PgCluster } from '../../../tooling/pg/cluster.ts'
 import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { openPostgresBackend } from '../src/index.ts'
 import type { PostgresBackend } from '../src/index.ts'
 import { createRequest, crcOf, seal } from '../test/support/lines.ts'
+import { bareClient, FLOOR_INSERT_SQL, FLOOR_TABLE_SQL, median, timed, withServer } from './support.ts'
+
+/** Events in the full-read figure: enough that one read takes at least a second. */
+const READ_EVENTS = 100_000
 
 const ROUNDS = 5
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
-}
 
 /** A realistic-looking event line (~350 bytes: an assistant message with a tool call). */
 function benchLine(seq: number): string {
@@ -53,14 +52,7 @@ function lines(from: number, count: number): string[] {
   return Array.from({ length: count }, (_, index) => benchLine(from + index))
 }
 
-async function timed(run: () => Promise<void>): Promise<number> {
-  const start = performance.now()
-  await run()
-  return (performance.now() - start) / 1000
-}
-
 interface Fixture {
-  readonly url: string
   readonly backend: PostgresBackend
   readonly bare: pg.Client
 }
@@ -89,10 +81,7 @@ function bareWriter(client: pg.Client): (batch: string[]) => Promise<void> {
   const id = `floor-${randomBytes(5).toString('hex')}`
   let next = 0
   return async (batch) => {
-    await client.query(
-      'INSERT INTO bench_floor (session_id, seq, line) SELECT $1, $2::bigint + o - 1, l FROM unnest($3::text[]) WITH ORDINALITY AS t(l, o)',
-      [id, next, batch],
-    )
+    await client.query(FLOOR_INSERT_SQL, [id, next, batch])
     next += batch.length
   }
 }
@@ -151,6 +140,9 @@ async function readFigure(fixture: Fixture, count: number): Promise<BenchResult>
     ratios.push(floorSeconds / ourSeconds)
   }
   if (sink < 0) console.error(sink)
+  console.error(
+    `bench: full read of ${count} events: ours ${(count / median(ours)).toFixed(2)} s, floor ${(count / median(floor)).toFixed(2)} s (medians of ${ROUNDS})`,
+  )
   const ratio = median(ratios)
   return {
     name: `postgres full read ${count} events (+ JSON.parse)`,
@@ -163,85 +155,23 @@ async function readFigure(fixture: Fixture, count: number): Promise<BenchResult>
   }
 }
 
-async function concurrentFigure(fixture: Fixture): Promise<BenchResult> {
-  const writers = 8
-  const batches = 40
-  const batch = 10
-  const bareClients = await Promise.all(
-    Array.from({ length: writers }, async () => {
-      const client = new pg.Client({ connectionString: fixture.url })
-      await client.connect()
-      return client
-    }),
-  )
-  const ours: number[] = []
-  const floor: number[] = []
-  try {
-    for (let round = 0; round < 3; round++) {
-      const bare = bareClients.map((client) => bareWriter(client))
-      const floorSeconds = await timed(async () => {
-        await Promise.all(
-          bare.map(async (write) => {
-            for (let index = 0; index < batches; index++) await write(lines(index * batch, batch))
-          }),
-        )
-      })
-      const sessions = await Promise.all(Array.from({ length: writers }, () => newSession(fixture)))
-      const ourSeconds = await timed(async () => {
-        await Promise.all(
-          sessions.map(async (session) => {
-            for (let index = 0; index < batches; index++) await session.write(lines(index * batch, batch))
-          }),
-        )
-      })
-      floor.push((writers * batches * batch) / floorSeconds)
-      ours.push((writers * batches * batch) / ourSeconds)
-    }
-  } finally {
-    await Promise.all(bareClients.map((client) => client.end()))
-  }
-  return {
-    name: `postgres ${writers} writers on ${writers} sessions, batch ${batch}`,
-    value: median(ours),
-    unit: 'events/s',
-    floor: { name: `${writers} bare INSERT streams`, value: median(floor) },
-    ratio: median(ours) / median(floor),
-  }
-}
-
 /** Runs the figures (see the module comment). */
 export async function run(): Promise<BenchResult[]> {
-  const fromEnv = process.env.AGENT_LEDGER_PG_URL
-  let cluster: PgCluster | undefined
-  let url: string
-  if (fromEnv !== undefined && fromEnv !== '') url = fromEnv
-  else {
-    const reason = pgUnavailableReason()
-    if (reason !== undefined) {
-      console.error(`bench: session-store-postgres skipped: ${reason}`)
-      return []
+  return await withServer('session-store-postgres append', async ({ url }) => {
+    const backend = await openPostgresBackend({ connectionString: url, poolSize: 10 })
+    const bare = await bareClient(url)
+    try {
+      await bare.query(FLOOR_TABLE_SQL)
+      const fixture: Fixture = { backend, bare }
+      const results: BenchResult[] = []
+      results.push(await appendFigure(fixture, 1, 100))
+      results.push(await appendFigure(fixture, 100, 20))
+      results.push(await readFigure(fixture, READ_EVENTS))
+      return results
+    } finally {
+      await bare.query('DROP TABLE IF EXISTS bench_floor').catch(() => undefined)
+      await bare.end()
+      await backend.close()
     }
-    cluster = await startCluster()
-    url = cluster.url()
-  }
-  const backend = await openPostgresBackend({ connectionString: url, poolSize: 10 })
-  const bare = new pg.Client({ connectionString: url })
-  await bare.connect()
-  try {
-    await bare.query(
-      'CREATE TABLE IF NOT EXISTS bench_floor (session_id text NOT NULL, seq bigint NOT NULL, line text NOT NULL, PRIMARY KEY (session_id, seq))',
-    )
-    const fixture: Fixture = { url, backend, bare }
-    const results: BenchResult[] = []
-    results.push(await appendFigure(fixture, 1, 100))
-    results.push(await appendFigure(fixture, 100, 20))
-    results.push(await readFigure(fixture, 20_000))
-    results.push(await concurrentFigure(fixture))
-    return results
-  } finally {
-    await bare.query('DROP TABLE IF EXISTS bench_floor').catch(() => undefined)
-    await bare.end()
-    await backend.close()
-    await cluster?.destroy()
-  }
+  })
 }

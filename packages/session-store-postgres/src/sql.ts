@@ -129,6 +129,12 @@ SELECT seq::text AS seq, line FROM ledger_events
  WHERE session_id = $1 AND seq >= $2 AND seq <= $3
  ORDER BY ledger_events.seq`
 
+/** {@link READ_PAGE_SQL} prepared once per connection (a read sends one per page). */
+export const READ_PAGE_STATEMENT = { name: 'agent-ledger-read-page', text: READ_PAGE_SQL } as const
+
+/** {@link APPEND_SQL} prepared once per connection: every flush is bound and executed, not re-planned. */
+export const APPEND_STATEMENT = { name: 'agent-ledger-append', text: APPEND_SQL } as const
+
 /**
  * Fork, server-side, in one statement: the child row, the parent's lines `0..boundary`
  * copied verbatim, then the child's own lines. Nothing is written unless the parent's line
