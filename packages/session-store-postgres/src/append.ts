@@ -67,7 +67,15 @@ async function attempt(call: AppendCall): Promise<Attempt> {
   try {
     const running = client.query({
       ...sql.APPEND_STATEMENT,
-      values: [lease.sessionId, lease.epoch, batch.expectedSeq, batch.lines, batch.lastCrc, batch.batchId, lease.owner],
+      values: [
+        lease.sessionId,
+        lease.epoch,
+        batch.expectedSeq,
+        batch.lines,
+        batch.lastCrc,
+        batch.batchId,
+        lease.owner,
+      ],
     })
     running.catch(() => undefined) // after a deadline the dropped connection rejects it; nobody waits
     const deadline = new Promise<'timeout'>((resolveTimeout) => {

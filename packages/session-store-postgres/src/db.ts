@@ -102,7 +102,11 @@ export class Db {
     try {
       return typeof statement === 'string'
         ? await client.query<TRow>(statement, values as unknown[])
-        : await client.query<TRow>({ name: statement.name, text: statement.text, values: values as unknown[] })
+        : await client.query<TRow>({
+            name: statement.name,
+            text: statement.text,
+            values: values as unknown[],
+          })
     } catch (error) {
       if (isConnectionLoss(error)) broken = asError(error)
       throw toStoreError(error, context)

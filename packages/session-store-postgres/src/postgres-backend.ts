@@ -402,7 +402,8 @@ export class PostgresBackend implements SessionBackend {
     try {
       while (pending !== undefined) {
         const page = await pending
-        pending = page.end < last ? handled(this.readPage({ action, id, first: page.end + 1, last })) : undefined
+        pending =
+          page.end < last ? handled(this.readPage({ action, id, first: page.end + 1, last })) : undefined
         this.checkOpen(action, options.signal)
         for (const row of page.rows) {
           const seq = Number(row.seq)

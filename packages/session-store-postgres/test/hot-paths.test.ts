@@ -9,7 +9,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { openPostgresBackend } from '../src/index.ts'
 import type { PostgresBackend } from '../src/index.ts'
-import { adminUrl, createDatabase, createRequest, crcOf, eventLines, sessionId, skipReason, storedRows } from './support/pg.ts'
+import {
+  adminUrl,
+  createDatabase,
+  createRequest,
+  crcOf,
+  eventLines,
+  sessionId,
+  skipReason,
+  storedRows,
+} from './support/pg.ts'
 import { ReplyDroppingProxy } from './support/proxy.ts'
 
 async function sleep(ms: number): Promise<void> {
@@ -64,7 +73,12 @@ describe.skipIf(adminUrl === null)(
         )
       expect(refusal).toBe(SessionStoreErrorCode.FENCED)
       const next = eventLines(6, 1, 'next ')
-      await backend.append(taken, { expectedSeq: 6, lines: next, lastCrc: crcOf(next[0] as string), batchId: 'next' })
+      await backend.append(taken, {
+        expectedSeq: 6,
+        lines: next,
+        lastCrc: crcOf(next[0] as string),
+        batchId: 'next',
+      })
       expect((await storedRows(url, a)).map((row) => row.line)).toEqual([...linesA, ...next])
       expect((await storedRows(url, b)).map((row) => row.line)).toEqual(linesB)
     })
