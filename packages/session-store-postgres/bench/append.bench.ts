@@ -141,7 +141,7 @@ async function readFigure(fixture: Fixture, count: number): Promise<BenchResult>
   }
   if (sink < 0) console.error(sink)
   console.error(
-    `bench: full read of ${count} events: ours ${(count / median(ours)).toFixed(2)} s, floor ${(count / median(floor)).toFixed(2)} s (medians of ${ROUNDS})`,
+    `bench: full read of ${count} events: ours ${(count / median(ours)).toFixed(2)} s, floor ${(count / median(floor)).toFixed(2)} s (medians of ${ROUNDS}); ratio per round ${ratios.map((value) => value.toFixed(2)).join(', ')}`,
   )
   const ratio = median(ratios)
   return {
