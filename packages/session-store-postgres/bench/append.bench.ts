@@ -8,7 +8,9 @@
  *   ratio = ours / floor (target >= 0.8 at batch 100; none at batch 1, see the README);
  * - full read of 100 000 events (about 35 MB of lines; one read takes 1-4 s here): lines/s
  *   through `backend.read` (paged by primary key) + `JSON.parse` vs one bare
- *   `SELECT line ... ORDER BY seq` + `JSON.parse` (target >= 0.7).
+ *   `SELECT line ... ORDER BY seq` + `JSON.parse` (target >= 0.7);
+ * - server CPU per flush at batch 10 (from /proc, Linux): ours vs the bare INSERT (no
+ *   target; it explains the 8-writer figures of `concurrent.bench.ts` on a busy machine).
  *
  * Rounds alternate floor and ours; medians. 8 writers: `concurrent.bench.ts`; cold open at
  * 1M events and bytes per row: `cold-open.bench.ts`. Uses AGENT_LEDGER_PG_URL, else a
@@ -16,6 +18,7 @@
  * reports nothing.
  */
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 
 import type pg from 'pg'
 
@@ -155,6 +158,69 @@ async function readFigure(fixture: Fixture, count: number): Promise<BenchResult>
   }
 }
 
+/** CPU time (user + system, ms) the server process `pid` has used, from /proc; undefined where there is none. */
+function processCpuMs(pid: number): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    // utime and stime (fields 14 and 15 of stat), in clock ticks of 10 ms on Linux.
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Server CPU per flush at batch 10: the CPU time of the server process serving our one
+ * pooled connection vs that of the bare client's, over the same flushes. Unlike wall-clock
+ * figures it does not depend on the machine's load: with 8 writers on a busy 2-core
+ * machine the server's CPU, not the fsync, bounds throughput, and this says by how much ours
+ * costs more (the head row update and the fencing check in the same statement).
+ */
+async function serverCpuFigure(url: string, bare: pg.Client): Promise<BenchResult | undefined> {
+  const flushes = 500
+  const batch = 10
+  const backend = await openPostgresBackend({ connectionString: url, poolSize: 1, applicationName: 'bench-cpu' })
+  try {
+    const fixture: Fixture = { backend, bare }
+    const session = await newSession(fixture)
+    const [{ pid: ourPid } = { pid: 0 }] = (
+      await bare.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = 'bench-cpu'`)
+    ).rows
+    const barePid = (await bare.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid
+    if (processCpuMs(ourPid) === undefined || processCpuMs(barePid) === undefined) {
+      console.error('bench: server CPU per flush skipped: no /proc/<pid>/stat for the server processes')
+      return undefined
+    }
+    const clientMs = (since: NodeJS.CpuUsage): number => {
+      const used = process.cpuUsage(since)
+      return (used.user + used.system) / 1000
+    }
+    const write = bareWriter(bare)
+    const floorStart = processCpuMs(barePid)!
+    const floorClient = process.cpuUsage()
+    for (let index = 0; index < flushes; index++) await write(lines(index * batch, batch))
+    const floorClientMs = clientMs(floorClient) / flushes
+    const floorMs = (processCpuMs(barePid)! - floorStart) / flushes
+    const ourStart = processCpuMs(ourPid)!
+    const ourClient = process.cpuUsage()
+    for (let index = 0; index < flushes; index++) await session.write(lines(index * batch, batch))
+    const ourClientMs = clientMs(ourClient) / flushes
+    const ourMs = (processCpuMs(ourPid)! - ourStart) / flushes
+    console.error(
+      `bench: client CPU per flush, batch ${batch} (this process, building the lines included): ours ${ourClientMs.toFixed(3)} ms, bare ${floorClientMs.toFixed(3)} ms`,
+    )
+    return {
+      name: `postgres server CPU per flush, batch ${batch} (lower is better)`,
+      value: ourMs,
+      unit: 'ms',
+      floor: { name: 'bare INSERT unnest, same lines, same server', value: floorMs },
+      ratio: ourMs / floorMs,
+    }
+  } finally {
+    await backend.close()
+  }
+}
+
 /** Runs the figures (see the module comment). */
 export async function run(): Promise<BenchResult[]> {
   return await withServer('session-store-postgres append', async ({ url }) => {
@@ -167,6 +233,8 @@ export async function run(): Promise<BenchResult[]> {
       results.push(await appendFigure(fixture, 1, 100))
       results.push(await appendFigure(fixture, 100, 20))
       results.push(await readFigure(fixture, READ_EVENTS))
+      const cpu = await serverCpuFigure(url, bare)
+      if (cpu !== undefined) results.push(cpu)
       return results
     } finally {
       await bare.query('DROP TABLE IF EXISTS bench_floor').catch(() => undefined)

@@ -4,6 +4,8 @@
  *
  * Not a `.bench.ts` file: the runner does not load it on its own.
  */
+import { randomBytes } from 'node:crypto'
+
 import pg from 'pg'
 
 import { pgUnavailableReason, startCluster } from '../../../tooling/pg/cluster.ts'
@@ -17,8 +19,8 @@ export interface BenchServer {
 }
 
 /**
- * Runs `body` against `AGENT_LEDGER_PG_URL`, else a throwaway cluster started and destroyed
- * around it. Without PostgreSQL binaries it prints one line saying why and returns `[]`.
+ * Runs `body` in a fresh database on the server of `AGENT_LEDGER_PG_URL`, else on a
+ * throwaway cluster started and destroyed around it. Without PostgreSQL binaries it prints one line saying why and returns `[]`.
  *
  * @param module - The module's name, for the skip line.
  * @param body - The measurements.
@@ -26,7 +28,7 @@ export interface BenchServer {
  */
 export async function withServer<T>(module: string, body: (server: BenchServer) => Promise<T[]>): Promise<T[]> {
   const fromEnv = process.env.AGENT_LEDGER_PG_URL
-  if (fromEnv !== undefined && fromEnv !== '') return await body({ url: fromEnv, cluster: undefined })
+  if (fromEnv !== undefined && fromEnv !== '') return await withFreshDatabase(fromEnv, body)
   const reason = pgUnavailableReason()
   if (reason !== undefined) {
     console.error(`bench: ${module} skipped: ${reason}`)
@@ -37,6 +39,28 @@ export async function withServer<T>(module: string, body: (server: BenchServer) 
     return await body({ url: cluster.url(), cluster })
   } finally {
     await cluster.destroy()
+  }
+}
+
+/**
+ * Runs `body` in a database of its own on the server of `url` (a superuser URL, as for the
+ * tests), dropped afterwards: figures such as `pg_total_relation_size` then count only
+ * this module's rows, and a second run starts from an empty schema.
+ */
+async function withFreshDatabase<T>(url: string, body: (server: BenchServer) => Promise<T[]>): Promise<T[]> {
+  const name = `bench_${randomBytes(6).toString('hex')}`
+  const admin = await bareClient(url)
+  try {
+    await admin.query(`CREATE DATABASE ${name}`)
+    const own = new URL(url)
+    own.pathname = `/${name}`
+    try {
+      return await body({ url: own.toString(), cluster: undefined })
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    }
+  } finally {
+    await admin.end()
   }
 }
 
