@@ -3,33 +3,35 @@
  * beside a floor measured in the same run on the same server (fsync on, loopback):
  *
  * - durable append at batch 1 and 100: events/s through `backend.append` (one statement:
- *   fencing check, head update, lines, NOTIFY) vs a bare `INSERT ... SELECT unnest($1::text[])`
+ *   fencing check, head update, lines) vs a bare `INSERT ... SELECT unnest($1::text[])`
  *   of the same lines into a plain table with the same primary key, on one connection.
- *   ratio = ours / floor (target >= 0.8 at batch 100);
- * - full read: lines/s through `backend.read` (paged by primary key) + `JSON.parse` vs one
- *   bare `SELECT line ... ORDER BY seq` + `JSON.parse` (target >= 0.7);
- * - 8 writers on 8 sessions at once, batch 10: events/s vs 8 bare INSERT streams (no target).
+ *   ratio = ours / floor (target >= 0.8 at batch 100; none at batch 1, see the README);
+ * - full read of 100 000 events (about 35 MB of lines; one read takes 1-4 s here): lines/s
+ *   through `backend.read` (paged by primary key) + `JSON.parse` vs one bare
+ *   `SELECT line ... ORDER BY seq` + `JSON.parse` (target >= 0.7);
+ * - server CPU per flush at batch 10 (from /proc, Linux): ours vs the bare INSERT (no
+ *   target; it explains the 8-writer figures of `concurrent.bench.ts` on a busy machine).
  *
- * Rounds alternate floor and ours; medians. Uses AGENT_LEDGER_PG_URL, else a throwaway
- * cluster (tooling/pg/cluster.ts); without PostgreSQL binaries it prints why and reports nothing.
+ * Rounds alternate floor and ours; medians. 8 writers: `concurrent.bench.ts`; cold open at
+ * 1M events and bytes per row: `cold-open.bench.ts`. Uses AGENT_LEDGER_PG_URL, else a
+ * throwaway cluster (tooling/pg/cluster.ts); without PostgreSQL binaries it prints why and
+ * reports nothing.
  */
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 
-import pg from 'pg'
+import type pg from 'pg'
 
-import { pgUnavailableReason, startCluster } from '../../../tooling/pg/cluster.ts'
-import type { PgCluster } from '../../../tooling/pg/cluster.ts'
 import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { openPostgresBackend } from '../src/index.ts'
 import type { PostgresBackend } from '../src/index.ts'
 import { createRequest, crcOf, seal } from '../test/support/lines.ts'
+import { bareClient, FLOOR_INSERT_SQL, FLOOR_TABLE_SQL, median, timed, withServer } from './support.ts'
+
+/** Events in the full-read figure: enough that one read takes at least a second. */
+const READ_EVENTS = 100_000
 
 const ROUNDS = 5
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
-}
 
 /** A realistic-looking event line (~350 bytes: an assistant message with a tool call). */
 function benchLine(seq: number): string {
@@ -53,14 +55,7 @@ function lines(from: number, count: number): string[] {
   return Array.from({ length: count }, (_, index) => benchLine(from + index))
 }
 
-async function timed(run: () => Promise<void>): Promise<number> {
-  const start = performance.now()
-  await run()
-  return (performance.now() - start) / 1000
-}
-
 interface Fixture {
-  readonly url: string
   readonly backend: PostgresBackend
   readonly bare: pg.Client
 }
@@ -89,10 +84,7 @@ function bareWriter(client: pg.Client): (batch: string[]) => Promise<void> {
   const id = `floor-${randomBytes(5).toString('hex')}`
   let next = 0
   return async (batch) => {
-    await client.query(
-      'INSERT INTO bench_floor (session_id, seq, line) SELECT $1, $2::bigint + o - 1, l FROM unnest($3::text[]) WITH ORDINALITY AS t(l, o)',
-      [id, next, batch],
-    )
+    await client.query(FLOOR_INSERT_SQL, [id, next, batch])
     next += batch.length
   }
 }
@@ -151,6 +143,9 @@ async function readFigure(fixture: Fixture, count: number): Promise<BenchResult>
     ratios.push(floorSeconds / ourSeconds)
   }
   if (sink < 0) console.error(sink)
+  console.error(
+    `bench: full read of ${count} events: ours ${(count / median(ours)).toFixed(2)} s, floor ${(count / median(floor)).toFixed(2)} s (medians of ${ROUNDS}); ratio per round ${ratios.map((value) => value.toFixed(2)).join(', ')}`,
+  )
   const ratio = median(ratios)
   return {
     name: `postgres full read ${count} events (+ JSON.parse)`,
@@ -163,85 +158,88 @@ async function readFigure(fixture: Fixture, count: number): Promise<BenchResult>
   }
 }
 
-async function concurrentFigure(fixture: Fixture): Promise<BenchResult> {
-  const writers = 8
-  const batches = 40
-  const batch = 10
-  const bareClients = await Promise.all(
-    Array.from({ length: writers }, async () => {
-      const client = new pg.Client({ connectionString: fixture.url })
-      await client.connect()
-      return client
-    }),
-  )
-  const ours: number[] = []
-  const floor: number[] = []
+/** CPU time (user + system, ms) the server process `pid` has used, from /proc; undefined where there is none. */
+function processCpuMs(pid: number): number | undefined {
   try {
-    for (let round = 0; round < 3; round++) {
-      const bare = bareClients.map((client) => bareWriter(client))
-      const floorSeconds = await timed(async () => {
-        await Promise.all(
-          bare.map(async (write) => {
-            for (let index = 0; index < batches; index++) await write(lines(index * batch, batch))
-          }),
-        )
-      })
-      const sessions = await Promise.all(Array.from({ length: writers }, () => newSession(fixture)))
-      const ourSeconds = await timed(async () => {
-        await Promise.all(
-          sessions.map(async (session) => {
-            for (let index = 0; index < batches; index++) await session.write(lines(index * batch, batch))
-          }),
-        )
-      })
-      floor.push((writers * batches * batch) / floorSeconds)
-      ours.push((writers * batches * batch) / ourSeconds)
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    // utime and stime (fields 14 and 15 of stat), in clock ticks of 10 ms on Linux.
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Server CPU per flush at batch 10: the CPU time of the server process serving our one
+ * pooled connection vs that of the bare client's, over the same flushes. Unlike wall-clock
+ * figures it does not depend on the machine's load: with 8 writers on a busy 2-core
+ * machine the server's CPU, not the fsync, bounds throughput, and this says by how much ours
+ * costs more (the head row update and the fencing check in the same statement).
+ */
+async function serverCpuFigure(url: string, bare: pg.Client): Promise<BenchResult | undefined> {
+  const flushes = 500
+  const batch = 10
+  const backend = await openPostgresBackend({ connectionString: url, poolSize: 1, applicationName: 'bench-cpu' })
+  try {
+    const fixture: Fixture = { backend, bare }
+    const session = await newSession(fixture)
+    const [{ pid: ourPid } = { pid: 0 }] = (
+      await bare.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = 'bench-cpu'`)
+    ).rows
+    const barePid = (await bare.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid
+    if (processCpuMs(ourPid) === undefined || processCpuMs(barePid) === undefined) {
+      console.error('bench: server CPU per flush skipped: no /proc/<pid>/stat for the server processes')
+      return undefined
+    }
+    const clientMs = (since: NodeJS.CpuUsage): number => {
+      const used = process.cpuUsage(since)
+      return (used.user + used.system) / 1000
+    }
+    const write = bareWriter(bare)
+    const floorStart = processCpuMs(barePid)!
+    const floorClient = process.cpuUsage()
+    for (let index = 0; index < flushes; index++) await write(lines(index * batch, batch))
+    const floorClientMs = clientMs(floorClient) / flushes
+    const floorMs = (processCpuMs(barePid)! - floorStart) / flushes
+    const ourStart = processCpuMs(ourPid)!
+    const ourClient = process.cpuUsage()
+    for (let index = 0; index < flushes; index++) await session.write(lines(index * batch, batch))
+    const ourClientMs = clientMs(ourClient) / flushes
+    const ourMs = (processCpuMs(ourPid)! - ourStart) / flushes
+    console.error(
+      `bench: client CPU per flush, batch ${batch} (this process, building the lines included): ours ${ourClientMs.toFixed(3)} ms, bare ${floorClientMs.toFixed(3)} ms`,
+    )
+    return {
+      name: `postgres server CPU per flush, batch ${batch} (lower is better)`,
+      value: ourMs,
+      unit: 'ms',
+      floor: { name: 'bare INSERT unnest, same lines, same server', value: floorMs },
+      ratio: ourMs / floorMs,
     }
   } finally {
-    await Promise.all(bareClients.map((client) => client.end()))
-  }
-  return {
-    name: `postgres ${writers} writers on ${writers} sessions, batch ${batch}`,
-    value: median(ours),
-    unit: 'events/s',
-    floor: { name: `${writers} bare INSERT streams`, value: median(floor) },
-    ratio: median(ours) / median(floor),
+    await backend.close()
   }
 }
 
 /** Runs the figures (see the module comment). */
 export async function run(): Promise<BenchResult[]> {
-  const fromEnv = process.env.AGENT_LEDGER_PG_URL
-  let cluster: PgCluster | undefined
-  let url: string
-  if (fromEnv !== undefined && fromEnv !== '') url = fromEnv
-  else {
-    const reason = pgUnavailableReason()
-    if (reason !== undefined) {
-      console.error(`bench: session-store-postgres skipped: ${reason}`)
-      return []
+  return await withServer('session-store-postgres append', async ({ url }) => {
+    const backend = await openPostgresBackend({ connectionString: url, poolSize: 10 })
+    const bare = await bareClient(url)
+    try {
+      await bare.query(FLOOR_TABLE_SQL)
+      const fixture: Fixture = { backend, bare }
+      const results: BenchResult[] = []
+      results.push(await appendFigure(fixture, 1, 100))
+      results.push(await appendFigure(fixture, 100, 20))
+      results.push(await readFigure(fixture, READ_EVENTS))
+      const cpu = await serverCpuFigure(url, bare)
+      if (cpu !== undefined) results.push(cpu)
+      return results
+    } finally {
+      await bare.query('DROP TABLE IF EXISTS bench_floor').catch(() => undefined)
+      await bare.end()
+      await backend.close()
     }
-    cluster = await startCluster()
-    url = cluster.url()
-  }
-  const backend = await openPostgresBackend({ connectionString: url, poolSize: 10 })
-  const bare = new pg.Client({ connectionString: url })
-  await bare.connect()
-  try {
-    await bare.query(
-      'CREATE TABLE IF NOT EXISTS bench_floor (session_id text NOT NULL, seq bigint NOT NULL, line text NOT NULL, PRIMARY KEY (session_id, seq))',
-    )
-    const fixture: Fixture = { url, backend, bare }
-    const results: BenchResult[] = []
-    results.push(await appendFigure(fixture, 1, 100))
-    results.push(await appendFigure(fixture, 100, 20))
-    results.push(await readFigure(fixture, 20_000))
-    results.push(await concurrentFigure(fixture))
-    return results
-  } finally {
-    await bare.query('DROP TABLE IF EXISTS bench_floor').catch(() => undefined)
-    await bare.end()
-    await backend.close()
-    await cluster?.destroy()
-  }
+  })
 }

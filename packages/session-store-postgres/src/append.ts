@@ -65,15 +65,18 @@ async function attempt(call: AppendCall): Promise<Attempt> {
   let broken: Error | undefined
   let timer: NodeJS.Timeout | undefined
   try {
-    const running = client.query(sql.APPEND_SQL, [
-      lease.sessionId,
-      lease.epoch,
-      batch.expectedSeq,
-      batch.lines,
-      batch.lastCrc,
-      batch.batchId,
-      lease.owner,
-    ])
+    const running = client.query({
+      ...sql.APPEND_STATEMENT,
+      values: [
+        lease.sessionId,
+        lease.epoch,
+        batch.expectedSeq,
+        batch.lines,
+        batch.lastCrc,
+        batch.batchId,
+        lease.owner,
+      ],
+    })
     running.catch(() => undefined) // after a deadline the dropped connection rejects it; nobody waits
     const deadline = new Promise<'timeout'>((resolveTimeout) => {
       timer = setTimeout(() => resolveTimeout('timeout'), db.settings.commitTimeoutMs)

@@ -39,6 +39,12 @@ export interface RefusalRow {
   last_batch: string | null
 }
 
+/** A statement prepared once per connection under `name` (a protocol-level prepared statement). */
+export interface NamedStatement {
+  readonly name: string
+  readonly text: string
+}
+
 const ignore = (): void => undefined
 
 function asError(error: unknown): Error {
@@ -81,16 +87,26 @@ export class Db {
     return client
   }
 
-  /** Runs one statement on a pooled connection; errors become SessionStoreErrors. */
+  /**
+   * Runs one statement on a pooled connection; errors become SessionStoreErrors. A
+   * {@link NamedStatement} is parsed and planned once per connection, then only bound and
+   * executed (for the statements of the hot paths: append, read page).
+   */
   async query<TRow extends QueryResultRow>(
     context: FailureContext,
-    text: string,
+    statement: string | NamedStatement,
     values: readonly unknown[],
   ): Promise<pg.QueryResult<TRow>> {
     const client = await this.connect(context)
     let broken: Error | undefined
     try {
-      return await client.query<TRow>(text, values as unknown[])
+      return typeof statement === 'string'
+        ? await client.query<TRow>(statement, values as unknown[])
+        : await client.query<TRow>({
+            name: statement.name,
+            text: statement.text,
+            values: values as unknown[],
+          })
     } catch (error) {
       if (isConnectionLoss(error)) broken = asError(error)
       throw toStoreError(error, context)

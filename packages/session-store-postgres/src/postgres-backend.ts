@@ -64,6 +64,16 @@ export interface PostgresBackendOptions {
   readonly applicationName?: string | undefined
 }
 
+/**
+ * Marks a promise as handled now (a prefetched page may fail while its consumer is still
+ * busy with the previous one: that must not be an unhandled rejection); whoever awaits it
+ * later still gets the rejection.
+ */
+function handled<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined)
+  return promise
+}
+
 const DEFAULTS = {
   poolSize: 10,
   statementTimeoutMs: 30_000,
@@ -386,22 +396,44 @@ export class PostgresBackend implements SessionBackend {
     if (head === undefined) throw this.db.notFound(action, id)
     const last = Math.min(options.toSeq ?? Number.MAX_SAFE_INTEGER, Number(head.next_seq) - 1)
     let next = options.fromSeq
-    while (next <= last) {
-      this.checkOpen(action, options.signal)
-      const pageEnd = Math.min(last, next + this.db.settings.readPageSize - 1)
-      const page = await this.db.query<{ seq: string; line: string }>(
-        this.db.context(action, id),
-        sql.READ_PAGE_SQL,
-        [id, next, pageEnd],
-      )
-      for (const row of page.rows) {
-        const seq = Number(row.seq)
-        if (seq !== next) throw this.missingRows(id, next, seq)
-        yield { seq, line: row.line, location: { file: 'ledger_events' } }
-        next++
+    // The next page is requested before this one's lines are handed out: the server reads
+    // and sends it while the consumer parses (at most two pages are held).
+    let pending = next <= last ? handled(this.readPage({ action, id, first: next, last })) : undefined
+    try {
+      while (pending !== undefined) {
+        const page = await pending
+        pending =
+          page.end < last ? handled(this.readPage({ action, id, first: page.end + 1, last })) : undefined
+        this.checkOpen(action, options.signal)
+        for (const row of page.rows) {
+          const seq = Number(row.seq)
+          if (seq !== next) throw this.missingRows(id, next, seq)
+          yield { seq, line: row.line, location: { file: 'ledger_events' } }
+          next++
+        }
+        if (next <= page.end) throw this.missingRows(id, next, undefined)
       }
-      if (next <= pageEnd) throw this.missingRows(id, next, undefined)
+    } finally {
+      // Stopped early (a break, an error, damage): let the prefetched page finish so its
+      // connection goes back to the pool before the caller moves on (or closes the backend).
+      await pending?.catch(() => undefined)
     }
+  }
+
+  /** One page of at most `readPageSize` lines from `first`, never past `last`. */
+  private async readPage(page: {
+    action: string
+    id: string
+    first: number
+    last: number
+  }): Promise<{ end: number; rows: { seq: string; line: string }[] }> {
+    const end = Math.min(page.last, page.first + this.db.settings.readPageSize - 1)
+    const result = await this.db.query<{ seq: string; line: string }>(
+      this.db.context(page.action, page.id),
+      sql.READ_PAGE_STATEMENT,
+      [page.id, page.first, end],
+    )
+    return { end, rows: result.rows }
   }
 
   private missingRows(id: string, expected: number, found: number | undefined): SessionStoreError {

@@ -55,7 +55,7 @@ RETURNING writer_epoch::text AS epoch, next_seq::text AS next_seq, last_crc, las
  * $1 id, $2 epoch, $3 expected seq, $4 lines[], $5 last crc, $6 batch id, $7 owner.
  * Row count = line count: committed. 0 rows: nothing written ({@link APPEND_REFUSAL_SQL} says why).
  */
-export const APPEND_SQL = `
+const APPEND_SQL = `
 WITH h AS (
   UPDATE ledger_sessions
      SET next_seq = next_seq + cardinality($4::text[]), last_crc = $5, last_batch = $6,
@@ -124,10 +124,16 @@ export const HEADER_SQL = `SELECT header_line, next_seq::text AS next_seq FROM l
  * whatever plan the server picks (stale statistics make it pick a bitmap scan), it touches
  * only the page's rows. $1 id, $2 first seq, $3 last seq (inclusive).
  */
-export const READ_PAGE_SQL = `
+const READ_PAGE_SQL = `
 SELECT seq::text AS seq, line FROM ledger_events
  WHERE session_id = $1 AND seq >= $2 AND seq <= $3
  ORDER BY ledger_events.seq`
+
+/** {@link READ_PAGE_SQL} prepared once per connection (a read sends one per page). */
+export const READ_PAGE_STATEMENT = { name: 'agent-ledger-read-page', text: READ_PAGE_SQL } as const
+
+/** {@link APPEND_SQL} prepared once per connection: every flush is bound and executed, not re-planned. */
+export const APPEND_STATEMENT = { name: 'agent-ledger-append', text: APPEND_SQL } as const
 
 /**
  * Fork, server-side, in one statement: the child row, the parent's lines `0..boundary`

@@ -114,7 +114,7 @@ describe.skipIf(adminUrl === null)(
           lastCrc: crcOf(first[2] as string),
           batchId: 'lost:1:1',
         })
-        proxy.arm('INSERT INTO ledger_events')
+        proxy.arm('agent-ledger-append') // the prepared append's name (in its Parse and every Bind)
         const second = eventLines(3, 3)
         await proxied.append(lease, {
           expectedSeq: 3,
