@@ -23,6 +23,7 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
     'session-events',
     'session-projection',
     'loop-repair',
+    'session-store',
     'session-store-jsonl',
     'session-store-postgres',
     'import',
@@ -32,7 +33,15 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
   // JSONL store in a temp dir. Their src/ never imports it.
   'ai-sdk': ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl'],
   'openai-agents': ['session-events', 'session-projection', 'session-store-jsonl'],
-  demo: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'cli'],
+  demo: [
+    'session-events',
+    'session-projection',
+    'loop-repair',
+    'session-store',
+    'session-store-jsonl',
+    'session-store-postgres',
+    'cli',
+  ],
 }
 
 /** Packages that do no I/O, read no clock and use no randomness. */
