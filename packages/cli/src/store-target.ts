@@ -177,11 +177,7 @@ export async function openBackend(spec: StoreSpec, options: OpenBackendOptions):
  * @param registry - Known event types (default: the core types).
  * @returns The store.
  */
-export function coreStore(
-  backend: SessionBackend,
-  clock: () => string,
-  registry?: EventRegistry,
-): CoreStore {
+export function coreStore(backend: SessionBackend, clock: () => string, registry?: EventRegistry): CoreStore {
   return createCoreStore({
     backend,
     clock,
@@ -302,7 +298,12 @@ export async function resolveSessionOrStore(
       }
     }
     const store = context.store(scope.root)
-    return { kind: 'store', shown: displayPath(scope.root, context.cwd), source: store, list: () => store.list() }
+    return {
+      kind: 'store',
+      shown: displayPath(scope.root, context.cwd),
+      source: store,
+      list: () => store.list(),
+    }
   }
   const store = storeArgument(context, args)
   if (store === null || (store.from === 'env' && looksLikePath(argument))) return null

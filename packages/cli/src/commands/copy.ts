@@ -156,7 +156,9 @@ async function copySession(context: CommandContext, ends: CopyEnds, id: string):
 }
 
 /** Ids in an order that puts every parent (when it is copied too) before its forks. */
-function parentsFirst(sessions: readonly { readonly id: string; readonly parent: string | null }[]): string[] {
+function parentsFirst(
+  sessions: readonly { readonly id: string; readonly parent: string | null }[],
+): string[] {
   const byId = new Map(sessions.map((session) => [session.id, session.parent]))
   const ordered: string[] = []
   const placed = new Set<string>()
@@ -201,7 +203,13 @@ async function runCopy(
   else {
     const listing = await listAllSessions(fromStore)
     for (const problem of listing.problems) {
-      outcomes.push({ id: problem.id, action: 'failed', events: 0, parentSession: null, error: problem.error })
+      outcomes.push({
+        id: problem.id,
+        action: 'failed',
+        events: 0,
+        parentSession: null,
+        error: problem.error,
+      })
     }
     ids = parentsFirst(
       listing.sessions.map((session) => ({ id: session.id, parent: session.header.parentSession ?? null })),

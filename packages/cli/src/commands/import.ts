@@ -111,7 +111,11 @@ async function storedEvents(store: SessionStore | CoreStore, id: string): Promis
 }
 
 async function writeSession(
-  target: { readonly store: SessionStore | CoreStore; readonly setTime: (time: string) => void; readonly file: string },
+  target: {
+    readonly store: SessionStore | CoreStore
+    readonly setTime: (time: string) => void
+    readonly file: string
+  },
   session: ImportedSession,
 ): Promise<SessionOutcome> {
   const { store } = target
@@ -253,7 +257,8 @@ export const importCommand: CommandSpec = {
       throw usageError('import: expected --root <dir> or --store <url|dir>, found both')
     }
     const storeValue =
-      text(args, 'store') ?? (text(args, 'root') === undefined ? context.env[STORE_ENV] || undefined : undefined)
+      text(args, 'store') ??
+      (text(args, 'root') === undefined ? context.env[STORE_ENV] || undefined : undefined)
     const spec = storeValue === undefined ? null : parseStoreSpec(storeValue, context.cwd)
     const root =
       spec?.kind === 'jsonl'

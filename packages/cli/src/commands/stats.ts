@@ -331,13 +331,13 @@ export const statsCommand: CommandSpec = {
     }
     const picked = await resolveSessionOrStore(context, args, 'stats')
     const argument = args.positionals[0]!
-    if (picked?.kind === 'session' || (picked === null && (await isSessionDirectory(resolve(context.cwd, argument))))) {
+    if (
+      picked?.kind === 'session' ||
+      (picked === null && (await isSessionDirectory(resolve(context.cwd, argument))))
+    ) {
       const one = picked?.kind === 'session' ? picked : null
       const location = one === null ? await resolveSession(argument, context) : null
-      const stats = await sessionStats(
-        one?.source ?? context.store(location!.root),
-        one?.id ?? location!.id,
-      )
+      const stats = await sessionStats(one?.source ?? context.store(location!.root), one?.id ?? location!.id)
       await context.out.write(json ? `${stringifyJson(stats)}\n` : sessionText(stats))
       return ExitCode.OK
     }

@@ -58,7 +58,10 @@ interface FollowOptions {
 /** Reads and follows one session, whatever its store. */
 interface TailSource {
   readEvents(): AsyncIterable<LoggedEvent>
-  follow(fromSeq: number, options: { intervalMs: number; signal: AbortSignal | undefined }): AsyncIterable<LoggedEvent>
+  follow(
+    fromSeq: number,
+    options: { intervalMs: number; signal: AbortSignal | undefined },
+  ): AsyncIterable<LoggedEvent>
   /** Where the session is, as messages show it. */
   readonly shown: string
 }
@@ -92,7 +95,11 @@ function tailSource(context: CommandContext, target: SessionTarget): TailSource 
   }
 }
 
-async function runTail(context: CommandContext, target: SessionTarget, options: FollowOptions): Promise<number> {
+async function runTail(
+  context: CommandContext,
+  target: SessionTarget,
+  options: FollowOptions,
+): Promise<number> {
   const format = (event: LoggedEvent): string =>
     `${options.json ? stringifyJson(event) : describeEvent(event)}\n`
   const source = tailSource(context, target)
