@@ -9,6 +9,7 @@ import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { errorJson, exitCodeOf, formatErrorLine } from '../report-error.ts'
+import { resolveRoot } from '../session-path.ts'
 import { coreStore, listAllSessions, openBackend, parseStoreSpec } from '../store-target.ts'
 import type { StoreSpec } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
@@ -232,7 +233,7 @@ async function runCopy(
       outcome = { id, action: 'failed', events: 0, parentSession: null, error }
     }
     outcomes.push(outcome)
-    events += outcome.action === 'failed' ? 0 : outcome.events
+    events += outcome.action === 'copied' ? outcome.events : 0
     progress.update(events, `${index + 1}/${ids.length} sessions`)
     if (!options.json) {
       if (outcome.action === 'copied') {
@@ -298,6 +299,12 @@ export const copyCommand: CommandSpec = {
     const to = parseStoreSpec(args.positionals[1]!, context.cwd)
     if (sameStore(from, to)) {
       throw usageError(`copy: expected two different stores, found ${from.shown} twice`)
+    }
+    // A source directory must exist and be a store root (not a session directory).
+    if (from.kind === 'jsonl') {
+      await resolveRoot(from.root, context.cwd)
+      // Damage in a source log is named by its file (relative to the root in the store's errors).
+      context.root = from.root
     }
     return runCopy(context, { from, to }, { session: text(args, 'session'), json: flag(args, 'json') })
   },
