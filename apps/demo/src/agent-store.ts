@@ -15,15 +15,17 @@ import type { Projection } from '@agent-ledger/session-projection'
 import { createSessionStore as createCoreStore, SessionStoreError } from '@agent-ledger/session-store'
 import type { AbortSignalLike, ListResult, SessionStore as CoreStore } from '@agent-ledger/session-store'
 import { createSessionStore, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
-import type { SessionStore as JsonlStore, SessionWriter as JsonlWriter } from '@agent-ledger/session-store-jsonl'
+import type {
+  SessionStore as JsonlStore,
+  SessionWriter as JsonlWriter,
+} from '@agent-ledger/session-store-jsonl'
 import { describeConnection, openPostgresBackend } from '@agent-ledger/session-store-postgres'
 
 import type { AgentLog } from './agent.ts'
 
 /** The store named by `--root`, `--store` or `AGENT_LEDGER_STORE`. */
 export type StoreLocation =
-  | { readonly kind: 'jsonl'; readonly root: string }
-  | { readonly kind: 'postgres'; readonly url: string }
+  { readonly kind: 'jsonl'; readonly root: string } | { readonly kind: 'postgres'; readonly url: string }
 
 /** What mini-agent uses of an open session writer (both stores' writers have it). */
 export interface AgentWriter extends AgentLog {
@@ -57,7 +59,9 @@ export interface AgentStore {
   }): Promise<AgentWriter>
   /** Opens for write: lease (or lock), repair; `takeover` forces a PostgreSQL lease held by a dead writer. */
   openWriter(id: string, options?: { readonly takeover?: boolean }): Promise<AgentWriter>
-  openReader(id: string): Promise<{ readonly lastSeq: number; readonly pendingToolCalls: readonly PendingToolCall[] }>
+  openReader(
+    id: string,
+  ): Promise<{ readonly lastSeq: number; readonly pendingToolCalls: readonly PendingToolCall[] }>
   readEvents(id: string): AsyncIterable<LoggedEvent>
   fork(id: string, options: { readonly to: string; readonly atSeq: number }): Promise<AgentWriter>
   verify(id: string): Promise<AgentVerify>
@@ -118,7 +122,8 @@ function jsonlStore(root: string): AgentStore {
     },
     lastLine: async (id) => {
       const current = path.join(root, (await store.sessionFiles(id)).current)
-      if (current.endsWith('.jsonl')) return (await readFile(current, 'utf8')).trimEnd().split('\n').at(-1) ?? ''
+      if (current.endsWith('.jsonl'))
+        return (await readFile(current, 'utf8')).trimEnd().split('\n').at(-1) ?? ''
       // A compressed log: the last event as read (its line text is inside a zstd frame).
       let last = ''
       for await (const event of store.readEvents(id)) last = JSON.stringify(event)

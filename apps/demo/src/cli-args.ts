@@ -107,7 +107,8 @@ function parseSteps(value: string | undefined, option = '--max-steps'): number |
 function parseStore(value: string, cwd: string): StoreLocation {
   if (/^postgres(?:ql)?:\/\//i.test(value)) return { kind: 'postgres', url: value }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)?.[1]
-  if (scheme !== undefined) throw usage(`--store is a ${scheme}:// URL; expected a directory or a postgres:// URL.`)
+  if (scheme !== undefined)
+    throw usage(`--store is a ${scheme}:// URL; expected a directory or a postgres:// URL.`)
   return { kind: 'jsonl', root: path.resolve(cwd, value) }
 }
 
@@ -158,7 +159,9 @@ export function parseCommandLine(
   const named = values.store ?? (values.root === undefined ? env.AGENT_LEDGER_STORE : undefined)
   const chosen = named === undefined || named === '' ? null : parseStore(named, cwd)
   const root =
-    chosen?.kind === 'jsonl' ? chosen.root : path.resolve(cwd, values.root ?? path.join('.mini-agent', 'sessions'))
+    chosen?.kind === 'jsonl'
+      ? chosen.root
+      : path.resolve(cwd, values.root ?? path.join('.mini-agent', 'sessions'))
   const store: StoreLocation = chosen ?? { kind: 'jsonl', root }
   const provider = parseProvider(values.provider)
   const maxSteps = parseSteps(values['max-steps'])

@@ -249,7 +249,8 @@ async function sessions(command: Extract<Command, { kind: 'sessions' }>, io: Com
   const store = await openAgentStore(command.store)
   try {
     const listing = await store.list()
-    if (listing.sessions.length === 0 && listing.problems.length === 0) io.out(`no sessions under ${store.where}`)
+    if (listing.sessions.length === 0 && listing.problems.length === 0)
+      io.out(`no sessions under ${store.where}`)
     for (const session of listing.sessions) {
       const parent =
         session.header.parentSession === undefined ? '' : `  forked from ${session.header.parentSession}`

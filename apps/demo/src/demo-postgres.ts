@@ -15,7 +15,9 @@ const out = (line: string): void => {
 const keep = process.argv.slice(2).includes('--keep')
 const unknown = process.argv.slice(2).filter((arg) => arg !== '--keep')
 if (unknown.length > 0) {
-  process.stderr.write(`demo:postgres: unknown argument ${JSON.stringify(unknown[0])}; expected none or --keep\n`)
+  process.stderr.write(
+    `demo:postgres: unknown argument ${JSON.stringify(unknown[0])}; expected none or --keep\n`,
+  )
   process.exit(2)
 }
 const reason = pgUnavailableReason()

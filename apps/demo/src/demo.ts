@@ -33,10 +33,7 @@ export interface DemoOptions {
   /** One line of output (no trailing newline). */
   readonly out: (line: string) => void
   /** Runs mini-agent as a child process with these arguments (default: {@link spawnSelf}). */
-  readonly spawnChild?: (
-    args: readonly string[],
-    env?: Readonly<Record<string, string>>,
-  ) => Promise<ChildRun>
+  readonly spawnChild?: (args: readonly string[], env?: Readonly<Record<string, string>>) => Promise<ChildRun>
   /** Parent directory of the demo's temporary directory (default `os.tmpdir()`). */
   readonly tmpDir?: string
   /**
@@ -326,7 +323,9 @@ async function story(
   step('7. Verify')
   for (const sessionId of [id, forkId]) {
     const report = await store.verify(sessionId)
-    out(`${sessionId}: ${report.status}, ${report.events} events (last seq ${report.lastSeq}), ${report.detail}`)
+    out(
+      `${sessionId}: ${report.status}, ${report.events} events (last seq ${report.lastSeq}), ${report.detail}`,
+    )
     if (report.status !== 'ok') return fail(`${sessionId} does not verify: ${report.status}`)
   }
 
@@ -334,14 +333,7 @@ async function story(
   step('8. Export')
   // The transcript is the CLI's own `agent-ledger export --format md` (one implementation).
   const exportPath = path.join(base, 'demo.md')
-  const exported = await agentLedger([
-    'export',
-    ...store.cliSession(id),
-    '--format',
-    'md',
-    '-o',
-    exportPath,
-  ])
+  const exported = await agentLedger(['export', ...store.cliSession(id), '--format', 'md', '-o', exportPath])
   if (exported.code !== 0) return fail(`agent-ledger export exited ${exported.code}: ${exported.stderr}`)
   const markdown = await readFile(exportPath, 'utf8')
   out(`markdown transcript of ${id}: ${exportPath} (${markdown.split('\n').length} lines)`)
@@ -358,7 +350,9 @@ async function story(
       `compress the session: ${compressed.plainBytes} bytes -> ${compressed.compressedBytes} bytes (${compressed.file}, ${compressed.frames} zstd frames; the plain log is removed)`,
     )
     const afterCompress = await files.verify(id)
-    out(`${id}: ${afterCompress.status}, ${afterCompress.events} events, read back from ${afterCompress.file}`)
+    out(
+      `${id}: ${afterCompress.status}, ${afterCompress.events} events, read back from ${afterCompress.file}`,
+    )
     if (afterCompress.status !== 'ok' || afterCompress.events !== eventsBeforeCompress)
       return fail(`${id} after compress: ${afterCompress.status}, ${afterCompress.events} events`)
     // Every agent-ledger command reads the compressed log as it read the plain one.
@@ -372,14 +366,23 @@ async function story(
     // instead, line for line, and read them there.
     step('9. Copy to a JSONL directory')
     for (const sessionId of [id, forkId]) {
-      const copied = await agentLedger(['copy', context.storeUrl!, root, '--session', sessionId, '--no-progress'])
+      const copied = await agentLedger([
+        'copy',
+        context.storeUrl!,
+        root,
+        '--session',
+        sessionId,
+        '--no-progress',
+      ])
       if (copied.code !== 0) return fail(`agent-ledger copy exited ${copied.code}: ${copied.stderr}`)
       out(`  agent-ledger copy <store> ${root} --session ${sessionId}: ${copied.stdout.split('\n')[0] ?? ''}`)
     }
     const tail = await agentLedger(['tail', '-n', '2', ...store.cliSession(id)])
     const tailCopy = await agentLedger(['tail', '-n', '2', path.join(root, id)])
     if (tail.code !== 0 || tailCopy.stdout !== tail.stdout)
-      return fail(`agent-ledger tail differs between the database and the copy: ${tail.stderr}${tailCopy.stderr}`)
+      return fail(
+        `agent-ledger tail differs between the database and the copy: ${tail.stderr}${tailCopy.stderr}`,
+      )
     out(`agent-ledger tail -n 2 prints the same on the database and on the copy in ${root}:`)
     for (const line of tail.stdout.split('\n').filter((text) => text !== '')) out(`  ${line}`)
   }
