@@ -37,7 +37,7 @@ export interface AgentWriter extends AgentLog {
 }
 
 /** A session's state as `verify` reports it, in words both stores can give. */
-export interface AgentVerify {
+interface AgentVerify {
   readonly status: 'ok' | 'torn-tail' | 'damaged'
   readonly events: number
   readonly lastSeq: number

@@ -39,9 +39,14 @@ process.once('SIGINT', () => {
 })
 out(`cluster directory: ${cluster.dir} (data: ${cluster.dataDir}, log: ${cluster.dir}/server.log)`)
 out(`listening on 127.0.0.1:${cluster.port}; the store URL: ${cluster.url()}`)
-let code = 1
+let code: number
 try {
   code = await runDemo({ out, storeUrl: cluster.url() })
+} catch (error) {
+  process.stderr.write(
+    `demo:postgres: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  )
+  code = 1
 } finally {
   if (keep) {
     out(`\n--keep: the cluster is still running. Try:`)

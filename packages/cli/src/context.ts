@@ -7,8 +7,8 @@ import { Output } from './io.ts'
 import type { CliIo } from './io.ts'
 import { errorJson, formatErrorLine } from './report-error.ts'
 import type { ErrorContext } from './report-error.ts'
-import { coreStore, openBackend } from './store-target.ts'
-import type { SessionTarget, StoreSpec } from './store-target.ts'
+import { coreStore, openBackend } from './open-store.ts'
+import type { SessionTarget, StoreSpec } from './open-store.ts'
 import { terminalSafe } from './terminal-text.ts'
 
 /** What every command gets: the streams, buffered stdout, the working directory and shared helpers. */

@@ -1,22 +1,18 @@
-import { hostname } from 'node:os'
 import { join, resolve } from 'node:path'
-import { setTimeout as delay } from 'node:timers/promises'
 
-import type { EventRegistry, LoggedEvent } from '@agent-ledger/session-events'
-import { createSessionStore as createCoreStore } from '@agent-ledger/session-store'
+import type { LoggedEvent } from '@agent-ledger/session-events'
 import type {
-  SessionBackend,
   SessionStore as CoreStore,
   SessionStoreError,
   SessionSummary,
 } from '@agent-ledger/session-store'
-import { createJsonlBackend } from '@agent-ledger/session-store-jsonl'
-import { describeConnection, openPostgresBackend } from '@agent-ledger/session-store-postgres'
+import { describeConnection } from '@agent-ledger/session-store-postgres'
 
 import { text } from './args.ts'
 import type { OptionSpec, ParsedArgs } from './args.ts'
 import { CliError, CliErrorCode, usageError } from './cli-error.ts'
 import type { CommandContext } from './context.ts'
+import type { SessionTarget, StoreSpec } from './open-store.ts'
 import { displayPath, resolveSession } from './session-path.ts'
 import type { SessionLocation } from './session-path.ts'
 
@@ -25,23 +21,6 @@ export const STORE_ENV = 'AGENT_LEDGER_STORE'
 
 /** `--store <url|dir>`: the store a command works on. */
 export const STORE_OPTION: OptionSpec = { type: 'string' }
-
-/** A store named by `--store`, `AGENT_LEDGER_STORE` or a `copy` argument. */
-export type StoreSpec =
-  | { readonly kind: 'jsonl'; readonly root: string; readonly shown: string }
-  | { readonly kind: 'postgres'; readonly url: string; readonly shown: string }
-
-/** A `<session>` argument resolved: a JSONL session (files) or a session in a database store. */
-export type SessionTarget =
-  | { readonly kind: 'jsonl'; readonly location: SessionLocation }
-  | {
-      readonly kind: 'database'
-      readonly id: string
-      /** The core store over the database backend (closed when the command ends). */
-      readonly store: CoreStore
-      /** `postgres user@host:port/database`: what messages show, never the password. */
-      readonly where: string
-    }
 
 const POSTGRES_URL = /^postgres(?:ql)?:\/\//i
 const OTHER_URL = /^([a-z][a-z0-9+.-]*):\/\//i
@@ -76,7 +55,7 @@ export function parseStoreSpec(value: string, cwd: string): StoreSpec {
  * @param args - The parsed arguments.
  * @returns The value and where it came from, or null.
  */
-export function storeArgument(
+function storeArgument(
   context: CommandContext,
   args: ParsedArgs,
 ): { readonly value: string; readonly from: 'flag' | 'env' } | null {
@@ -143,50 +122,6 @@ export function requireFiles(command: string, target: SessionTarget): SessionLoc
     code: CliErrorCode.UNSUPPORTED_BACKEND,
     message: `${command} works on JSONL session files only, found the store ${target.where}: run it on a session directory, or copy the session to one first (agent-ledger copy <store> <dir> --session ${target.id})`,
     details: { command, store: target.where },
-  })
-}
-
-/** Options of {@link openBackend}. */
-export interface OpenBackendOptions {
-  /** Apply pending PostgreSQL schema migrations (write commands); read commands refuse an old schema. */
-  readonly migrate: boolean
-}
-
-/**
- * Opens the backend of a store spec (the caller closes it, or the core store that owns it does).
- *
- * @param spec - The store.
- * @param options - Whether a PostgreSQL schema may be migrated.
- * @returns The backend.
- */
-export async function openBackend(spec: StoreSpec, options: OpenBackendOptions): Promise<SessionBackend> {
-  if (spec.kind === 'jsonl') return createJsonlBackend({ root: spec.root })
-  return openPostgresBackend({
-    connectionString: spec.url,
-    applicationName: 'agent-ledger-cli',
-    migrate: options.migrate,
-  })
-}
-
-/**
- * A core store over a backend, as the CLI uses it: its clock, a lease owner naming this
- * host and process, and a sleep for polling followers.
- *
- * @param backend - The backend (owned by the store from now on).
- * @param clock - ISO-8601 wall clock.
- * @param registry - Known event types (default: the core types).
- * @returns The store.
- */
-export function coreStore(backend: SessionBackend, clock: () => string, registry?: EventRegistry): CoreStore {
-  return createCoreStore({
-    backend,
-    clock,
-    ...(registry === undefined ? {} : { registry }),
-    owner: `agent-ledger-cli@${hostname()}:${process.pid}`,
-    sleep: (ms, signal) =>
-      delay(ms, undefined, signal === undefined ? {} : { signal: signal as AbortSignal }).catch(
-        () => undefined,
-      ),
   })
 }
 

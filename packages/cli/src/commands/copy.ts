@@ -1,4 +1,3 @@
-import type { SessionHeader } from '@agent-ledger/session-events'
 import { lineCrc, SessionStoreError } from '@agent-ledger/session-store'
 import type { SessionBackend, SessionStore as CoreStore } from '@agent-ledger/session-store'
 
@@ -10,8 +9,9 @@ import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { errorJson, exitCodeOf, formatErrorLine } from '../report-error.ts'
 import { resolveRoot } from '../session-path.ts'
-import { coreStore, listAllSessions, openBackend, parseStoreSpec } from '../store-target.ts'
-import type { StoreSpec } from '../store-target.ts'
+import { coreStore, openBackend } from '../open-store.ts'
+import type { StoreSpec } from '../open-store.ts'
+import { listAllSessions, parseStoreSpec } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
 
 const HELP = `Usage: agent-ledger copy <from> <to> [--session <id>] [--json] [--no-progress]
@@ -133,7 +133,7 @@ async function copySession(context: CommandContext, ends: CopyEnds, id: string):
   await to.backend.create({
     id,
     headerLine: source.headerLine,
-    header: verified.header as SessionHeader,
+    header: verified.header,
     lines: source.lines,
     lastCrc: source.lines.length === 0 ? null : lineCrc(source.lines.at(-1)!),
     signal,

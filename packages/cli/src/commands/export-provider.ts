@@ -8,7 +8,7 @@ import { ExitCode } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { displayPath, ioError } from '../session-path.ts'
-import type { SessionTarget } from '../store-target.ts'
+import type { SessionTarget } from '../open-store.ts'
 import { readSessionView } from './messages.ts'
 
 /** An Anthropic Messages API content block (the kinds an export produces). */

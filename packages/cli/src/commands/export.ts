@@ -13,7 +13,7 @@ import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine } from '../report-error.ts'
 import { displayPath, ioError } from '../session-path.ts'
 import { resolveTarget, STORE_OPTION } from '../store-target.ts'
-import type { SessionTarget } from '../store-target.ts'
+import type { SessionTarget } from '../open-store.ts'
 import { analyze } from '../transcript/analyze.ts'
 import { HtmlRenderer } from '../transcript/html.ts'
 import { markdownRenderer } from '../transcript/markdown.ts'
@@ -168,7 +168,7 @@ interface ExportSource {
 function headerOfLine(line: string): SessionHeader | null {
   try {
     const { crc: _crc, ...header } = JSON.parse(line) as SessionHeader & { crc?: unknown }
-    return header as SessionHeader
+    return header
   } catch {
     return null
   }

@@ -9,7 +9,7 @@ import type { CommandContext } from '../context.ts'
 import { contentText } from '../describe-event.ts'
 import { Progress } from '../progress.ts'
 import { resolveTarget, STORE_OPTION } from '../store-target.ts'
-import type { SessionTarget } from '../store-target.ts'
+import type { SessionTarget } from '../open-store.ts'
 import { terminalSafe } from '../terminal-text.ts'
 
 const HELP = `Usage: agent-ledger messages <session> [--repaired] [--json] [--store <url|dir>]

@@ -10,7 +10,7 @@ import type { CommandContext } from '../context.ts'
 import { describeEvent } from '../describe-event.ts'
 import { displayPath } from '../session-path.ts'
 import { resolveTarget, STORE_OPTION } from '../store-target.ts'
-import type { SessionTarget } from '../store-target.ts'
+import type { SessionTarget } from '../open-store.ts'
 
 const HELP = `Usage: agent-ledger tail [-f] [-n N] [--json] [--interval MS] [--store <url|dir>] <session>
 

@@ -12,7 +12,7 @@ import { errorJson, formatErrorLine, shownFile } from '../report-error.ts'
 import { displayPath } from '../session-path.ts'
 import type { SessionLocation } from '../session-path.ts'
 import { resolveTarget, STORE_OPTION } from '../store-target.ts'
-import type { SessionTarget } from '../store-target.ts'
+import type { SessionTarget } from '../open-store.ts'
 import { formatBytes } from '../terminal-text.ts'
 
 const HELP = `Usage: agent-ledger verify <session> [--strict] [--json] [--no-progress] [--store <url|dir>]

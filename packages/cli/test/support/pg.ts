@@ -6,7 +6,7 @@ import { inject } from 'vitest'
 /** The admin URL from the global setup, or null (then suites skip; CI already failed in setup). */
 export const adminUrl: string | null = inject('pgUrl')
 /** Why PostgreSQL suites skip here, or null. */
-export const skipReason: string | null = inject('pgSkipReason')
+const skipReason: string | null = inject('pgSkipReason')
 
 /** A suite title that says why it is skipped. */
 export function pgTitle(title: string): string {
