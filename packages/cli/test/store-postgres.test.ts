@@ -8,6 +8,7 @@
 import { cpSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 import { createSessionStore } from '@agent-ledger/session-store'
 import { openPostgresBackend } from '@agent-ledger/session-store-postgres'
@@ -180,6 +181,36 @@ describe.skipIf(adminUrl === null)(pgTitle('agent-ledger commands on a PostgreSQ
     const taken = await run(['fork', 's1', '--at', '3', '--id', 's1-fork', '--store', db])
     expect(taken.code).toBe(2)
     expect(taken.stderr).toMatch(/^agent-ledger: SESSION_EXISTS: /)
+    rmSync(files, { recursive: true, force: true })
+  }, 60_000)
+
+  it('import --store writes the same sessions into PostgreSQL as into a root; importing again changes nothing', async () => {
+    const source = fileURLToPath(new URL('../../import/test/fixtures/claude-code', import.meta.url))
+    const db = await createDatabase(adminUrl!, PASSWORD)
+    const files = mkdtempSync(join(tmpdir(), 'al-cli-pg-i-'))
+    const intoFiles = await run(['import', source, '--root', files, '--json', '--no-progress', '--lenient'])
+    const intoDb = await run(['import', source, '--store', db, '--json', '--no-progress', '--lenient'])
+    expect(intoDb.code).toBe(intoFiles.code)
+    const filesReport = JSON.parse(intoFiles.stdout) as {
+      root: string
+      sources: { sessions: { id: string; action: string }[] }[]
+    }
+    const dbReport = JSON.parse(intoDb.stdout) as typeof filesReport
+    expect(dbReport.root).toBe(where.replace(/\/cli_[0-9a-f]+$/, `/${new URL(db).pathname.slice(1)}`))
+    expect(dbReport.sources).toEqual(filesReport.sources)
+    const ids = dbReport.sources.flatMap((source) => source.sessions.map((session) => session.id))
+    expect(ids.length).toBeGreaterThan(0)
+    for (const id of ids) {
+      const a = await run(['cat', join(files, id), '--json'])
+      const b = await run(['cat', id, '--json', '--store', db])
+      expect(b.code, id).toBe(0)
+      expect(b.stdout, id).toBe(a.stdout)
+    }
+    const again = await run(['import', source, '--store', db, '--json', '--no-progress', '--lenient'])
+    const actions = (JSON.parse(again.stdout) as typeof filesReport).sources.flatMap((item) =>
+      item.sessions.map((session) => session.action),
+    )
+    expect(new Set(actions)).toEqual(new Set(['unchanged']))
     rmSync(files, { recursive: true, force: true })
   }, 60_000)
 

@@ -33,6 +33,7 @@ import { displayPath } from '../session-path.ts'
 import { coreStore, openBackend } from '../open-store.ts'
 import { parseStoreSpec, STORE_ENV, STORE_OPTION } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
+import { createThroughCore } from './import-core.ts'
 import { defaultLocations, findSources, openSource } from './import-sources.ts'
 import type { ImportSourceFile } from './import-sources.ts'
 
@@ -124,7 +125,13 @@ async function writeSession(
   const stored = await storedEvents(store, session.id)
   if (stored === null) {
     target.setTime(session.header.createdAt)
-    const writer = await store.create({ id: session.id, header: session.header, seed: session.events })
+    const writer =
+      'backend' in store
+        ? await createThroughCore(store, session, {
+            registry: importEventRegistry,
+            clock: () => session.header.createdAt,
+          })
+        : await store.create({ id: session.id, header: session.header, seed: session.events })
     await writer.close()
     return { ...base, action: 'created' }
   }
