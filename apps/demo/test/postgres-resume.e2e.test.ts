@@ -189,6 +189,19 @@ describe.skipIf(adminUrl === null)(
       expect(shown).toMatch(/tool\/result for \S+ \[error TOOL_NOT_STARTED\]/)
     })
 
+    it('the demo story runs on PostgreSQL (mini-agent demo with AGENT_LEDGER_STORE, as pnpm demo:postgres runs it)', async () => {
+      const story = await runMiniAgent(['demo'], { env: env() })
+      expect(story.code, story.stdout + story.stderr).toBe(0)
+      expect(story.stdout).not.toContain('DEMO FAILED')
+      expect(story.stdout).toMatch(/^ {2}sessions: postgres ledger@127\.0\.0\.1:\d+\/demo_[0-9a-f]+$/m)
+      expect(story.stdout).toContain("openWriter took over the dead child's lease")
+      expect(story.stdout).toMatch(/placeholder TOOL_OUTCOME_UNKNOWN for write_file/)
+      expect(story.stdout).toContain('== 9. Copy to a JSONL directory ==')
+      expect(story.stdout).toContain('agent-ledger tail -n 2 prints the same on the database and on the copy')
+      // The child got the URL from the environment: it is never on a command line in the output.
+      expect(story.stdout).not.toContain('postgres://')
+    }, 120_000)
+
     async function runCliText(argv: readonly string[]): Promise<string> {
       let stdout = ''
       let stderr = ''
