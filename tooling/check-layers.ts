@@ -29,10 +29,23 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
     'import',
   ],
   // The adapters sit on the core API, typed structurally (any store/writer with the shape works).
-  // session-store-jsonl is a devDependency only: their tests run the frameworks against a real
-  // JSONL store in a temp dir. Their src/ never imports it.
-  'ai-sdk': ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl'],
-  'openai-agents': ['session-events', 'session-projection', 'session-store-jsonl'],
+  // The stores are devDependencies only: their tests run the frameworks over the JSONL store,
+  // the core's memory backend and PostgreSQL. Their src/ imports none of the three.
+  'ai-sdk': [
+    'session-events',
+    'session-projection',
+    'loop-repair',
+    'session-store',
+    'session-store-jsonl',
+    'session-store-postgres',
+  ],
+  'openai-agents': [
+    'session-events',
+    'session-projection',
+    'session-store',
+    'session-store-jsonl',
+    'session-store-postgres',
+  ],
   demo: [
     'session-events',
     'session-projection',

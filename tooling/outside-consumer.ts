@@ -3,17 +3,21 @@
  * would (`pnpm -r pack`, which rewrites `workspace:^` to real versions), installs the
  * tarballs with npm into a fresh project in the OS temp directory (outside the workspace),
  * runs an ESM program that imports every package and uses it, runs the session-store
- * backend conformance suite from its tarball (`conformance.mjs`), and type-checks a
- * TypeScript file against the published declarations.
+ * backend conformance suite from its tarball (`conformance.mjs`), type-checks a
+ * TypeScript file against the published declarations, and compiles and runs the usage
+ * example of each framework adapter's README verbatim, beside the framework (`ai`,
+ * `@openai/agents-core`) installed from the registry.
  *
  * Fails (exit 1) when an export, a type, a file in `files` or a dependency is wrong.
  * Expects `pnpm build` to have run (the gate runs it through `check:package`).
  */
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, cpSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, cpSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+
+import { extractBlocks } from './readme-examples.ts'
 
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '..')
 const fixture = join(root, 'tooling', 'outside-consumer')
@@ -29,6 +33,44 @@ function run(command: string, args: readonly string[], cwd: string): string {
     if (failure.stderr) console.error(failure.stderr)
     throw error
   }
+}
+
+/**
+ * The adapters' README examples: each package's first runnable TypeScript block, and a line
+ * its output must contain (what the example's comments promise).
+ */
+const ADAPTER_EXAMPLES: readonly { readonly name: string; readonly expect: string }[] = [
+  { name: 'ai-sdk', expect: 'Sunny in Paris.' },
+  { name: 'openai-agents', expect: 'Sunny in Paris.\n4' },
+]
+
+/**
+ * Copies each adapter README's first runnable example into the project, compiles them with
+ * tsc (`tsconfig.adapters.json`) against the installed packages and runs each in its own
+ * empty directory with node.
+ */
+function runAdapterExamples(project: string, tsc: string): string[] {
+  mkdirSync(join(project, 'readme-examples'))
+  for (const { name } of ADAPTER_EXAMPLES) {
+    const readme = readFileSync(join(root, 'packages', name, 'README.md'), 'utf8')
+    const example = extractBlocks(readme).find((block) => !block.fragment)
+    if (example === undefined) throw new Error(`packages/${name}/README.md has no runnable ts example`)
+    writeFileSync(join(project, 'readme-examples', `${name}.ts`), `${example.code}\n`)
+  }
+  run('node', [tsc, '-p', 'tsconfig.adapters.json'], project)
+  const ran: string[] = []
+  for (const { name, expect } of ADAPTER_EXAMPLES) {
+    const directory = join(project, 'runs', name)
+    mkdirSync(directory, { recursive: true })
+    const output = run('node', [join(project, 'readme-examples', 'out', `${name}.js`)], directory)
+    if (!output.includes(expect)) {
+      throw new Error(
+        `the README example of packages/${name} printed ${JSON.stringify(output)}, expected it to contain ${JSON.stringify(expect)}`,
+      )
+    }
+    ran.push(name)
+  }
+  return ran
 }
 
 const work = mkdtempSync(join(tmpdir(), 'agent-ledger-consumer-'))
@@ -74,13 +116,15 @@ try {
   // typecheck and used at run time by consume.mjs above.
   const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
   run('node', [tsc, '-p', 'tsconfig.json'], project)
+  const examples = runAdapterExamples(project, tsc)
+  console.log(`outside-consumer: compiled and ran the README examples of ${examples.join(', ')}`)
   const bin = run('npx', ['--no-install', 'agent-ledger', '--help'], project)
   if (!bin.includes('agent-ledger')) throw new Error('the agent-ledger bin did not print its help')
   const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as {
     dependencies: Record<string, string>
   }
   console.log(
-    `outside-consumer: installed ${Object.keys(manifest.dependencies).length} packages from tarballs, ran consume.mjs and conformance.mjs, type-checked consume-types.ts, ran the agent-ledger bin`,
+    `outside-consumer: installed ${Object.keys(manifest.dependencies).length} packages from tarballs, ran consume.mjs and conformance.mjs, type-checked consume-types.ts, ran the adapters' README examples and the agent-ledger bin`,
   )
 } finally {
   if (keep) console.log(`outside-consumer: kept ${work}`)

@@ -7,6 +7,7 @@ import { planRepair, RepairCode, validateProviderMessages } from '@agent-ledger/
 import { parseEvent, SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 import { createSessionLog } from '@agent-ledger/session-projection'
 import { createSessionStore, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
+import { createMemoryBackend, createSessionStore as createCoreStore } from '@agent-ledger/session-store'
 import { decodeLine, LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl/format'
 import * as cli from '@agent-ledger/cli'
 import { importSource } from '@agent-ledger/import'
@@ -92,6 +93,25 @@ try {
   check((await agents.popItem())?.content === 'hi', 'openai-agents pops the item')
   check((await agents.getItems()).length === 0, 'openai-agents hides the popped item')
   await agents.close()
+
+  // The adapters over the backend-neutral core (here its memory backend; PostgreSQL is the same API).
+  const core = createCoreStore({ backend: createMemoryBackend(), clock: () => new Date().toISOString() })
+  const coreChat = await openAiSdkSession(core, 'core-ai-sdk', { system: 'be brief' })
+  coreChat.beginTurn('hello')
+  await coreChat.endTurn()
+  check(coreChat.prompt().messages.length === 1, 'ai-sdk runs over the core store')
+  await coreChat.close()
+  const coreAgents = await openAgentsSession(core, 'core-agents')
+  await coreAgents.addItems([{ type: 'message', role: 'user', content: 'hi' }])
+  check((await coreAgents.getItems()).length === 1, 'openai-agents runs over the core store')
+  await coreAgents.close()
+  const coreTypes = []
+  for await (const stored of core.readEvents('core-ai-sdk')) coreTypes.push(stored.type)
+  check(
+    coreTypes.join(' ') === 'system/message turn/start user/message turn/end',
+    `the core store holds the ai-sdk turn (${coreTypes.join(' ')})`,
+  )
+  await core.close()
 } finally {
   rmSync(root, { recursive: true, force: true })
 }

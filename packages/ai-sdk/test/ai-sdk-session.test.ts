@@ -3,10 +3,11 @@ import { rmSync } from 'node:fs'
 import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 import { generateText, stepCountIs, streamText, tool } from 'ai'
 import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
 import { z } from 'zod'
 
 import { openAiSdkSession } from '../src/index.ts'
+import { crossProcessStoreKinds, storeKinds } from './stores.ts'
 import { allEvents, spawnTsChild, tempRoot, textResponse, toolCallResponse } from './support.ts'
 
 const root = tempRoot()
@@ -32,105 +33,112 @@ function weatherTools(log: string[]) {
   }
 }
 
-describe('openAiSdkSession with generateText', () => {
-  it('logs a multi-step tool-calling run: turn, user, assistant with usage, call before result, final answer', async () => {
-    const store = createSessionStore({ root })
-    const session = await openAiSdkSession(store, 'multi-step', { system: 'You are a weather bot.' })
-    session.beginTurn('Weather in Paris, then break something.')
-    const model = new MockLanguageModelV3({
-      doGenerate: [
-        toolCallResponse({ id: 'c1', name: 'weather', input: { city: 'Paris' } }),
-        toolCallResponse({ id: 'c2', name: 'fail', input: {} }),
-        textResponse('Paris is sunny; the other tool failed.'),
-      ],
-    })
-    const ran: string[] = []
-    const result = await generateText({
-      model: session.wrapModel(model),
-      ...session.prompt(),
-      tools: session.wrapTools(weatherTools(ran)),
-      stopWhen: stepCountIs(5),
-    })
-    await session.endTurn()
-    await session.close()
-    expect(result.text).toBe('Paris is sunny; the other tool failed.')
-    expect(ran).toEqual(['Paris'])
-
-    const events = await allEvents(store, 'multi-step')
-    expect(events.map((event) => event.type)).toEqual([
-      'system/message',
-      'turn/start',
-      'user/message',
-      'assistant/message',
-      'tool/call',
-      'tool/result',
-      'assistant/message',
-      'tool/call',
-      'tool/result',
-      'assistant/message',
-      'turn/end',
-    ])
-    const [firstAnswer, , firstResult] = events.slice(3, 6) as [
-      { data: { message: unknown; usage: unknown } },
-      unknown,
-      { data: unknown; sourceEventSeqs: number[] },
-    ]
-    expect(firstAnswer.data).toEqual({
-      message: {
-        role: 'assistant',
-        content: 'Calling weather.',
-        tool_calls: [
-          { id: 'c1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+describe.each(storeKinds)('a generateText run over the %s store', (_name, kind) => {
+  it.skipIf(kind.skip !== null)(
+    `logs a multi-step tool-calling run: turn, user, assistant with usage, call before result, final answer${kind.skip === null ? '' : ` (skipped: ${kind.skip})`}`,
+    async () => {
+      const { store, id: sessionId, close } = await kind.open()
+      onTestFinished(close)
+      const id = sessionId('multi-step')
+      const session = await openAiSdkSession(store, id, { system: 'You are a weather bot.' })
+      session.beginTurn('Weather in Paris, then break something.')
+      const model = new MockLanguageModelV3({
+        doGenerate: [
+          toolCallResponse({ id: 'c1', name: 'weather', input: { city: 'Paris' } }),
+          toolCallResponse({ id: 'c2', name: 'fail', input: {} }),
+          textResponse('Paris is sunny; the other tool failed.'),
         ],
-      },
-      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
-    })
-    expect(firstResult.data).toEqual({
-      message: {
-        role: 'tool',
-        tool_call_id: 'c1',
-        content: '{"city":"Paris","forecast":"sunny","celsius":21}',
-      },
-    })
-    expect(firstResult.sourceEventSeqs).toEqual([4])
-    expect(events[8]!.data).toEqual({
-      message: { role: 'tool', tool_call_id: 'c2', content: 'the service is down' },
-      isError: true,
-    })
-    expect(events[10]!.data).toEqual({ turn: 1, reason: 'completed' })
+      })
+      const ran: string[] = []
+      const result = await generateText({
+        model: session.wrapModel(model),
+        ...session.prompt(),
+        tools: session.wrapTools(weatherTools(ran)),
+        stopWhen: stepCountIs(5),
+      })
+      await session.endTurn()
+      await session.close()
+      expect(result.text).toBe('Paris is sunny; the other tool failed.')
+      expect(ran).toEqual(['Paris'])
 
-    // The third model call saw exactly the history the log holds (the SDK's own prompt).
-    const thirdPrompt = model.doGenerateCalls[2]!.prompt
-    expect(thirdPrompt.map((message) => message.role)).toEqual([
-      'system',
-      'user',
-      'assistant',
-      'tool',
-      'assistant',
-      'tool',
-    ])
-
-    // Resumed, the history round-trips into the SDK's shape with the error result kept an error.
-    const again = await openAiSdkSession(store, 'multi-step')
-    const messages = again.messages()
-    await again.close()
-    expect(messages.at(-2)).toEqual({
-      role: 'tool',
-      content: [
-        {
-          type: 'tool-result',
-          toolCallId: 'c2',
-          toolName: 'fail',
-          output: { type: 'error-text', value: 'the service is down' },
+      const events = await allEvents(store, id)
+      expect(events.map((event) => event.type)).toEqual([
+        'system/message',
+        'turn/start',
+        'user/message',
+        'assistant/message',
+        'tool/call',
+        'tool/result',
+        'assistant/message',
+        'tool/call',
+        'tool/result',
+        'assistant/message',
+        'turn/end',
+      ])
+      const [firstAnswer, , firstResult] = events.slice(3, 6) as [
+        { data: { message: unknown; usage: unknown } },
+        unknown,
+        { data: unknown; sourceEventSeqs: number[] },
+      ]
+      expect(firstAnswer.data).toEqual({
+        message: {
+          role: 'assistant',
+          content: 'Calling weather.',
+          tool_calls: [
+            { id: 'c1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+          ],
         },
-      ],
-    })
-    expect(messages.at(-1)).toEqual({
-      role: 'assistant',
-      content: [{ type: 'text', text: 'Paris is sunny; the other tool failed.' }],
-    })
-  })
+        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+      })
+      expect(firstResult.data).toEqual({
+        message: {
+          role: 'tool',
+          tool_call_id: 'c1',
+          content: '{"city":"Paris","forecast":"sunny","celsius":21}',
+        },
+      })
+      expect(firstResult.sourceEventSeqs).toEqual([4])
+      expect(events[8]!.data).toEqual({
+        message: { role: 'tool', tool_call_id: 'c2', content: 'the service is down' },
+        isError: true,
+      })
+      expect(events[10]!.data).toEqual({ turn: 1, reason: 'completed' })
 
+      // The third model call saw exactly the history the log holds (the SDK's own prompt).
+      const thirdPrompt = model.doGenerateCalls[2]!.prompt
+      expect(thirdPrompt.map((message) => message.role)).toEqual([
+        'system',
+        'user',
+        'assistant',
+        'tool',
+        'assistant',
+        'tool',
+      ])
+
+      // Resumed, the history round-trips into the SDK's shape with the error result kept an error.
+      const again = await openAiSdkSession(store, id)
+      const messages = again.messages()
+      await again.close()
+      expect(messages.at(-2)).toEqual({
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'c2',
+            toolName: 'fail',
+            output: { type: 'error-text', value: 'the service is down' },
+          },
+        ],
+      })
+      expect(messages.at(-1)).toEqual({
+        role: 'assistant',
+        content: [{ type: 'text', text: 'Paris is sunny; the other tool failed.' }],
+      })
+    },
+  )
+})
+
+describe('openAiSdkSession with generateText', () => {
   it('logs a streamText run with the tool call durable before the tool runs', async () => {
     const store = createSessionStore({ root })
     const session = await openAiSdkSession(store, 'streamed')
@@ -252,53 +260,57 @@ async function allEventTypesOnDisk(
   return (await allEvents(store, id)).map((event) => event.type)
 }
 
-describe('crash mid-tool and resume', () => {
-  it('a child SIGKILLed inside a tool resumes with TOOL_OUTCOME_UNKNOWN, and the next model request carries it', async () => {
-    const id = 'killed'
-    const child = spawnTsChild('./fixtures/crash-mid-tool.ts', [root, id])
-    await child.waitFor('IN_TOOL')
-    child.child.kill('SIGKILL')
-    expect((await child.exited).signal).toBe('SIGKILL')
+describe.each(crossProcessStoreKinds)('crash mid-tool and resume over the %s store', (_name, kind) => {
+  it.skipIf(kind.skip !== null)(
+    `a child SIGKILLed inside a tool resumes with TOOL_OUTCOME_UNKNOWN, and the next model request carries it${kind.skip === null ? '' : ` (skipped: ${kind.skip})`}`,
+    async () => {
+      const { store, target, id: sessionId, close } = await kind.open()
+      onTestFinished(close)
+      const id = sessionId('killed')
+      const child = spawnTsChild('./fixtures/crash-mid-tool.ts', [target!, id])
+      await child.waitFor('IN_TOOL')
+      child.child.kill('SIGKILL')
+      expect((await child.exited).signal).toBe('SIGKILL')
 
-    const store = createSessionStore({ root })
-    const session = await openAiSdkSession(store, id, { system: 'You deploy services.' })
-    expect(session.repairs).toEqual([{ callId: 'call-deploy', code: 'TOOL_OUTCOME_UNKNOWN', seq: 5 }])
-    expect(session.turnOpen).toBe(false)
-    const events = await allEvents(store, id)
-    expect(events.map((event) => event.type)).toEqual([
-      'system/message',
-      'turn/start',
-      'user/message',
-      'assistant/message',
-      'tool/call',
-      'tool/result',
-      'turn/end',
-    ])
-    expect(events[6]!.data).toEqual({ turn: 1, reason: 'interrupted' })
+      const session = await openAiSdkSession(store, id, { system: 'You deploy services.' })
+      expect(session.repairs).toEqual([{ callId: 'call-deploy', code: 'TOOL_OUTCOME_UNKNOWN', seq: 5 }])
+      expect(session.turnOpen).toBe(false)
+      const events = await allEvents(store, id)
+      expect(events.map((event) => event.type)).toEqual([
+        'system/message',
+        'turn/start',
+        'user/message',
+        'assistant/message',
+        'tool/call',
+        'tool/result',
+        'turn/end',
+      ])
+      expect(events[6]!.data).toEqual({ turn: 1, reason: 'interrupted' })
 
-    session.beginTurn('Did the deploy happen?')
-    const model = new MockLanguageModelV3({
-      doGenerate: [textResponse('I cannot tell; let me verify first.')],
-    })
-    await generateText({ model: session.wrapModel(model), ...session.prompt() })
-    await session.endTurn()
-    await session.close()
+      session.beginTurn('Did the deploy happen?')
+      const model = new MockLanguageModelV3({
+        doGenerate: [textResponse('I cannot tell; let me verify first.')],
+      })
+      await generateText({ model: session.wrapModel(model), ...session.prompt() })
+      await session.endTurn()
+      await session.close()
 
-    const prompt = model.doGenerateCalls[0]!.prompt
-    const toolMessage = prompt.find((message) => message.role === 'tool')
-    expect(toolMessage).toBeDefined()
-    const [part] = toolMessage!.content as {
-      type: string
-      toolCallId: string
-      output: { type: string; value: string }
-    }[]
-    expect(part!.toolCallId).toBe('call-deploy')
-    expect(part!.output.type).toBe('error-text')
-    expect(part!.output.value).toMatch(/outcome is unknown.*\[TOOL_OUTCOME_UNKNOWN\]$/s)
-    expect(prompt.at(-1)).toEqual({
-      role: 'user',
-      content: [{ type: 'text', text: 'Did the deploy happen?' }],
-      providerOptions: undefined,
-    })
-  })
+      const prompt = model.doGenerateCalls[0]!.prompt
+      const toolMessage = prompt.find((message) => message.role === 'tool')
+      expect(toolMessage).toBeDefined()
+      const [part] = toolMessage!.content as {
+        type: string
+        toolCallId: string
+        output: { type: string; value: string }
+      }[]
+      expect(part!.toolCallId).toBe('call-deploy')
+      expect(part!.output.type).toBe('error-text')
+      expect(part!.output.value).toMatch(/outcome is unknown.*\[TOOL_OUTCOME_UNKNOWN\]$/s)
+      expect(prompt.at(-1)).toEqual({
+        role: 'user',
+        content: [{ type: 'text', text: 'Did the deploy happen?' }],
+        providerOptions: undefined,
+      })
+    },
+  )
 })

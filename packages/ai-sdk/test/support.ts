@@ -6,8 +6,9 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 import type { LoggedEvent } from '@agent-ledger/session-events'
-import type { SessionStore } from '@agent-ledger/session-store-jsonl'
 import type { MockLanguageModelV3 } from 'ai/test'
+
+import type { LedgerStore } from '../src/index.ts'
 
 type LanguageModelV3GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>
 
@@ -17,7 +18,7 @@ export function tempRoot(): string {
 }
 
 /** Every event of a session, in seq order. */
-export async function allEvents(store: SessionStore, id: string): Promise<LoggedEvent[]> {
+export async function allEvents(store: LedgerStore, id: string): Promise<LoggedEvent[]> {
   const events: LoggedEvent[] = []
   for await (const event of store.readEvents(id)) events.push(event)
   return events
@@ -56,6 +57,14 @@ export function textResponse(text: string): LanguageModelV3GenerateResult {
 }
 
 const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+/**
+ * Under tooling/frameworks-next.ts, children resolve the framework to the copy under test,
+ * as the test process does through its vitest aliases.
+ */
+const frameworkAliases =
+  (process.env['AGENT_LEDGER_FRAMEWORK_ALIASES'] ?? '') === ''
+    ? []
+    : ['--import', new URL('../../../tooling/next/framework-aliases.mjs', import.meta.url).href]
 
 /** Runs a TypeScript child in one node process (so SIGKILL hits the process holding the files). */
 export function spawnTsChild(script: string, args: readonly string[]) {
@@ -63,6 +72,7 @@ export function spawnTsChild(script: string, args: readonly string[]) {
     process.execPath,
     [
       '--conditions=@agent-ledger/source',
+      ...frameworkAliases,
       '--import',
       tsxLoader,
       fileURLToPath(new URL(script, import.meta.url)),

@@ -1,15 +1,15 @@
-import { readFileSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
+import { rmSync } from 'node:fs'
 
 import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 import type { SessionWriter } from '@agent-ledger/session-store-jsonl'
 import { Agent, MemorySession, run, setTracingDisabled, tool } from '@openai/agents-core'
 import type { AgentInputItem } from '@openai/agents-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { z } from 'zod'
 
 import { ITEMS_EVENT_TYPE, openAgentsSession } from '../src/index.ts'
 import type { LedgerStore } from '../src/index.ts'
+import { crossProcessStoreKinds, storeKinds } from './stores.ts'
 import { allEvents, call, say, ScriptedModel, spawnTsChild, tempRoot } from './support.ts'
 
 const root = tempRoot()
@@ -34,58 +34,61 @@ const script = () => [
   [say('Both are sunny.')],
 ]
 
-function logFile(id: string): string {
-  return readFileSync(join(root, id, 'session.v4.jsonl'), 'latin1')
-}
+describe.each(storeKinds)('a multi-step run over the %s store', (_name, kind) => {
+  it.skipIf(kind.skip !== null)(
+    `holds exactly the items the SDK MemorySession holds after a multi-step tool run, each logged once${kind.skip === null ? '' : ` (skipped: ${kind.skip})`}`,
+    async () => {
+      const { store, id: sessionId, close } = await kind.open()
+      onTestFinished(close)
+      const id = sessionId('run-wrapped')
+      const session = await openAgentsSession(store, id)
+      const model = new ScriptedModel(script())
+      const ran: string[] = []
+      const agent = new Agent({
+        name: 'weather',
+        instructions: 'Be brief.',
+        model: session.wrapModel(model),
+        tools: session.wrapTools([weather(ran)]),
+      })
+      const result = await run(agent, 'Weather in Paris and Oslo?', { session })
+      expect(result.finalOutput).toBe('Both are sunny.')
+
+      const memory = new MemorySession()
+      const reference = new Agent({
+        name: 'weather',
+        instructions: 'Be brief.',
+        model: new ScriptedModel(script()),
+        tools: [weather([])],
+      })
+      await run(reference, 'Weather in Paris and Oslo?', { session: memory })
+      const expected = await memory.getItems()
+      expect(await session.getItems()).toEqual(expected)
+      expect(await session.getItems(2)).toEqual(expected.slice(-2))
+      await session.close()
+
+      const events = await allEvents(store, id)
+      expect(events.filter((event) => event.type !== ITEMS_EVENT_TYPE).map((event) => event.type)).toEqual([
+        'system/message', // the agent's instructions, hidden from getItems
+        'user/message',
+        'assistant/message',
+        'assistant/message',
+        'tool/call',
+        'tool/result',
+        'assistant/message',
+        'tool/call',
+        'tool/result',
+        'assistant/message',
+      ])
+      expect(ran).toEqual(['Paris', 'Oslo'])
+      // Reopened, the session derives the same items from the file.
+      const reopened = await openAgentsSession(store, id)
+      expect(await reopened.getItems()).toEqual(expected)
+      await reopened.close()
+    },
+  )
+})
 
 describe('AgentLedgerSession with the SDK runner', () => {
-  it('holds exactly the items the SDK MemorySession holds after a multi-step tool run, each logged once', async () => {
-    const store = createSessionStore({ root })
-    const session = await openAgentsSession(store, 'run-wrapped')
-    const model = new ScriptedModel(script())
-    const ran: string[] = []
-    const agent = new Agent({
-      name: 'weather',
-      instructions: 'Be brief.',
-      model: session.wrapModel(model),
-      tools: session.wrapTools([weather(ran)]),
-    })
-    const result = await run(agent, 'Weather in Paris and Oslo?', { session })
-    expect(result.finalOutput).toBe('Both are sunny.')
-
-    const memory = new MemorySession()
-    const reference = new Agent({
-      name: 'weather',
-      instructions: 'Be brief.',
-      model: new ScriptedModel(script()),
-      tools: [weather([])],
-    })
-    await run(reference, 'Weather in Paris and Oslo?', { session: memory })
-    const expected = await memory.getItems()
-    expect(await session.getItems()).toEqual(expected)
-    expect(await session.getItems(2)).toEqual(expected.slice(-2))
-    await session.close()
-
-    const events = await allEvents(store, 'run-wrapped')
-    expect(events.filter((event) => event.type !== ITEMS_EVENT_TYPE).map((event) => event.type)).toEqual([
-      'system/message', // the agent's instructions, hidden from getItems
-      'user/message',
-      'assistant/message',
-      'assistant/message',
-      'tool/call',
-      'tool/result',
-      'assistant/message',
-      'tool/call',
-      'tool/result',
-      'assistant/message',
-    ])
-    expect(ran).toEqual(['Paris', 'Oslo'])
-    // Reopened, the session derives the same items from the file.
-    const reopened = await openAgentsSession(store, 'run-wrapped')
-    expect(await reopened.getItems()).toEqual(expected)
-    await reopened.close()
-  })
-
   it('logs a streamed run (run with stream: true) once, with the same items as MemorySession', async () => {
     const store = createSessionStore({ root })
     const session = await openAgentsSession(store, 'streamed')
@@ -277,57 +280,69 @@ describe('addItems', () => {
   })
 })
 
-describe('popItem and clearSession', () => {
-  it('hide items with a replace that cites them, never deleting a byte of the log', async () => {
-    const store = createSessionStore({ root })
-    const session = await openAgentsSession(store, 'pop')
-    const items: AgentInputItem[] = [
-      { type: 'message', role: 'user', content: 'Weather?' },
-      call('c1', 'weather', { city: 'Paris' }),
-      {
-        type: 'function_call_result',
-        callId: 'c1',
-        name: 'weather',
-        status: 'completed',
-        output: { type: 'text', text: 'sunny' },
-      },
-      say('Sunny.'),
-    ]
-    await session.addItems(items)
-    let before = logFile('pop')
+describe.each(storeKinds)('popItem and clearSession over the %s store', (_name, kind) => {
+  it.skipIf(kind.skip !== null)(
+    `hide items with a replace that cites them, never deleting a byte of the log${kind.skip === null ? '' : ` (skipped: ${kind.skip})`}`,
+    async () => {
+      const { store, id: sessionId, snapshot, close } = await kind.open()
+      onTestFinished(close)
+      const id = sessionId('pop')
+      const session = await openAgentsSession(store, id)
+      const items: AgentInputItem[] = [
+        { type: 'message', role: 'user', content: 'Weather?' },
+        call('c1', 'weather', { city: 'Paris' }),
+        {
+          type: 'function_call_result',
+          callId: 'c1',
+          name: 'weather',
+          status: 'completed',
+          output: { type: 'text', text: 'sunny' },
+        },
+        say('Sunny.'),
+      ]
+      await session.addItems(items)
+      let before = await snapshot(id)
 
-    expect(await session.popItem()).toEqual(items[3])
-    expect(await session.getItems()).toEqual(items.slice(0, 3))
-    expect(await session.popItem()).toEqual(items[2]) // the function call's output
-    expect(await session.getItems()).toEqual(items.slice(0, 2))
-    expect(await session.popItem()).toEqual(items[1]) // the call itself, with its hidden output
-    expect(await session.getItems()).toEqual(items.slice(0, 1))
-    let after = logFile('pop')
-    expect(after.startsWith(before)).toBe(true)
+      expect(await session.popItem()).toEqual(items[3])
+      expect(await session.getItems()).toEqual(items.slice(0, 3))
+      expect(await session.popItem()).toEqual(items[2]) // the function call's output
+      expect(await session.getItems()).toEqual(items.slice(0, 2))
+      expect(await session.popItem()).toEqual(items[1]) // the call itself, with its hidden output
+      expect(await session.getItems()).toEqual(items.slice(0, 1))
+      let after = await snapshot(id)
+      expect(after.startsWith(before)).toBe(true)
 
-    before = after
-    await session.clearSession()
-    expect(await session.getItems()).toEqual([])
-    expect(await session.popItem()).toBeUndefined()
-    await session.addItems([{ type: 'message', role: 'user', content: 'Fresh start' }])
-    expect(await session.getItems()).toEqual([{ type: 'message', role: 'user', content: 'Fresh start' }])
-    await session.close()
-    after = logFile('pop')
-    expect(after.startsWith(before)).toBe(true)
+      before = after
+      await session.clearSession()
+      expect(await session.getItems()).toEqual([])
+      // The model-visible history (and so the transcript) says what was removed and where it is.
+      expect(session.writer.deriveMessages()).toEqual([
+        {
+          role: 'system',
+          content: '[removed from the session by clearSession; the originals stay in the log at seq 0, 9, 5]',
+        },
+      ])
+      expect(await session.popItem()).toBeUndefined()
+      await session.addItems([{ type: 'message', role: 'user', content: 'Fresh start' }])
+      expect(await session.getItems()).toEqual([{ type: 'message', role: 'user', content: 'Fresh start' }])
+      await session.close()
+      after = await snapshot(id)
+      expect(after.startsWith(before)).toBe(true)
 
-    const events = await allEvents(store, 'pop')
-    const replaces = events.filter((event) => event.surfaceOp !== undefined)
-    expect(replaces.map((event) => [event.type, event.surfaceOp, event.sourceEventSeqs])).toEqual([
-      // seq 0 user, 1 assistant call, 2 tool/call, 3 its result, 4 assistant answer.
-      ['system/message', { op: 'replace', startSeq: 4, endSeq: 4 }, [4]], // seq 5 (+ items event 6)
-      ['tool/result', { op: 'replace', startSeq: 3, endSeq: 3 }, [3]], // seq 7 (+ 8)
-      ['system/message', { op: 'replace', startSeq: 1, endSeq: 7 }, [1, 7]], // the call and its hidden result: seq 9 (+ 10)
-      ['system/message', { op: 'replace', startSeq: 0, endSeq: 5 }, [0, 9, 5]], // clearSession: every node
-    ])
-    // Every original message is still in the log.
-    const userTexts = events.filter((event) => event.type === 'user/message').map((event) => event.data)
-    expect(userTexts).toHaveLength(2)
-  })
+      const events = await allEvents(store, id)
+      const replaces = events.filter((event) => event.surfaceOp !== undefined)
+      expect(replaces.map((event) => [event.type, event.surfaceOp, event.sourceEventSeqs])).toEqual([
+        // seq 0 user, 1 assistant call, 2 tool/call, 3 its result, 4 assistant answer.
+        ['system/message', { op: 'replace', startSeq: 4, endSeq: 4 }, [4]], // seq 5 (+ items event 6)
+        ['tool/result', { op: 'replace', startSeq: 3, endSeq: 3 }, [3]], // seq 7 (+ 8)
+        ['system/message', { op: 'replace', startSeq: 1, endSeq: 7 }, [1, 7]], // the call and its hidden result: seq 9 (+ 10)
+        ['system/message', { op: 'replace', startSeq: 0, endSeq: 5 }, [0, 9, 5]], // clearSession: every node
+      ])
+      // Every original message is still in the log.
+      const userTexts = events.filter((event) => event.type === 'user/message').map((event) => event.data)
+      expect(userTexts).toHaveLength(2)
+    },
+  )
 })
 
 describe('popItem on events written by another adapter', () => {
@@ -366,35 +381,42 @@ describe('popItem on events written by another adapter', () => {
   })
 })
 
+describe.each(crossProcessStoreKinds)('a crashed run over the %s store', (_name, kind) => {
+  it.skipIf(kind.skip !== null)(
+    `a run SIGKILLed inside a tool resumes with TOOL_OUTCOME_UNKNOWN, which the next model request carries${kind.skip === null ? '' : ` (skipped: ${kind.skip})`}`,
+    async () => {
+      const { store, target, id: sessionId, close } = await kind.open()
+      onTestFinished(close)
+      const id = sessionId('killed-run')
+      const child = spawnTsChild('./fixtures/crash-mid-tool.ts', [target!, id, 'run'])
+      await child.waitFor('IN_TOOL')
+      child.child.kill('SIGKILL')
+      expect((await child.exited).signal).toBe('SIGKILL')
+
+      const session = await openAgentsSession(store, id)
+      const items = await session.getItems()
+      expect(items.slice(0, 3)).toEqual([
+        { type: 'message', role: 'user', content: 'Deploy the web service.' },
+        say('Deploying.'),
+        call('call-deploy', 'deploy', { service: 'web' }),
+      ])
+      const placeholder = items[3] as { type: string; callId: string; output: { type: string; text: string } }
+      expect(placeholder.type).toBe('function_call_result')
+      expect(placeholder.callId).toBe('call-deploy')
+      expect(placeholder.output.text).toMatch(/outcome is unknown.*\[TOOL_OUTCOME_UNKNOWN\]$/s)
+
+      const model = new ScriptedModel([[say('I will check whether web is deployed before retrying.')]])
+      const agent = new Agent({ name: 'deployer', model: session.wrapModel(model) })
+      await run(agent, 'Did it deploy?', { session })
+      await session.close()
+      const input = model.requests[0]!.input as AgentInputItem[]
+      expect(input).toContainEqual(placeholder)
+      expect(input.at(-1)).toEqual({ type: 'message', role: 'user', content: 'Did it deploy?' })
+    },
+  )
+})
+
 describe('crash and resume', () => {
-  it('a run SIGKILLed inside a tool resumes with TOOL_OUTCOME_UNKNOWN, which the next model request carries', async () => {
-    const child = spawnTsChild('./fixtures/crash-mid-tool.ts', [root, 'killed-run', 'run'])
-    await child.waitFor('IN_TOOL')
-    child.child.kill('SIGKILL')
-    expect((await child.exited).signal).toBe('SIGKILL')
-
-    const store = createSessionStore({ root })
-    const session = await openAgentsSession(store, 'killed-run')
-    const items = await session.getItems()
-    expect(items.slice(0, 3)).toEqual([
-      { type: 'message', role: 'user', content: 'Deploy the web service.' },
-      say('Deploying.'),
-      call('call-deploy', 'deploy', { service: 'web' }),
-    ])
-    const placeholder = items[3] as { type: string; callId: string; output: { type: string; text: string } }
-    expect(placeholder.type).toBe('function_call_result')
-    expect(placeholder.callId).toBe('call-deploy')
-    expect(placeholder.output.text).toMatch(/outcome is unknown.*\[TOOL_OUTCOME_UNKNOWN\]$/s)
-
-    const model = new ScriptedModel([[say('I will check whether web is deployed before retrying.')]])
-    const agent = new Agent({ name: 'deployer', model: session.wrapModel(model) })
-    await run(agent, 'Did it deploy?', { session })
-    await session.close()
-    const input = model.requests[0]!.input as AgentInputItem[]
-    expect(input).toContainEqual(placeholder)
-    expect(input.at(-1)).toEqual({ type: 'message', role: 'user', content: 'Did it deploy?' })
-  })
-
   it('a process SIGKILLed between addItems of a function call and of its output resumes with TOOL_OUTCOME_UNKNOWN', async () => {
     const child = spawnTsChild('./fixtures/crash-mid-tool.ts', [root, 'killed-add', 'add'])
     await child.waitFor('ADDED')
