@@ -23,6 +23,7 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
     'session-events',
     'session-projection',
     'loop-repair',
+    'session-store',
     'session-store-jsonl',
     'session-store-postgres',
     'import',
@@ -45,7 +46,15 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
     'session-store-jsonl',
     'session-store-postgres',
   ],
-  demo: ['session-events', 'session-projection', 'loop-repair', 'session-store-jsonl', 'cli'],
+  demo: [
+    'session-events',
+    'session-projection',
+    'loop-repair',
+    'session-store',
+    'session-store-jsonl',
+    'session-store-postgres',
+    'cli',
+  ],
 }
 
 /** Packages that do no I/O, read no clock and use no randomness. */

@@ -11,6 +11,8 @@ export default defineConfig({
   ssr: { resolve: { conditions: sourceConditions } },
   test: {
     include: ['test/**/*.e2e.test.ts'],
+    // One throwaway PostgreSQL cluster for the run (skipped locally without the binaries, fatal under CI=true).
+    globalSetup: ['test/support/pg-global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 30_000,
     reporters: ['default', 'json'],

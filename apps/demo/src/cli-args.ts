@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util'
 
 import { isCrashPoint } from './agent.ts'
 import type { CrashPoint } from './agent.ts'
+import type { StoreLocation } from './agent-store.ts'
 import { MiniAgentError } from './mini-agent-error.ts'
 
 /** The providers `--provider` accepts. */
@@ -16,7 +17,12 @@ export interface CrashSpec {
 
 /** Options shared by the commands that run turns. */
 export interface TurnFlags {
+  /** The JSONL root (the default one when the store is a database: the tools never touch it). */
   readonly root: string
+  /** Where the sessions are: `--root`/`--store` directory, or a `--store` PostgreSQL URL. */
+  readonly store: StoreLocation
+  /** PostgreSQL writer lease in ms (`--lease-ms`; default 30 000). */
+  readonly leaseMs?: number
   readonly workspace?: string
   readonly provider?: ProviderName
   readonly maxSteps?: number
@@ -31,22 +37,32 @@ export type Command =
       readonly id?: string
       readonly compress: boolean
     } & TurnFlags)
-  | ({ readonly kind: 'resume'; readonly id: string; readonly prompt?: string } & TurnFlags)
-  | { readonly kind: 'sessions'; readonly root: string }
-  | { readonly kind: 'demo'; readonly keep: boolean }
+  | ({
+      readonly kind: 'resume'
+      readonly id: string
+      readonly prompt?: string
+      readonly takeover: boolean
+    } & TurnFlags)
+  | { readonly kind: 'sessions'; readonly root: string; readonly store: StoreLocation }
+  | { readonly kind: 'demo'; readonly keep: boolean; readonly store: StoreLocation | null }
   | { readonly kind: 'help' }
 
 /** The usage text printed by `mini-agent --help` and after a usage error. */
 export const USAGE = `mini-agent: a small coding agent whose history lives in an agent-ledger session log.
 
 Usage:
-  mini-agent run [--root DIR] [--workspace DIR] [--provider scripted|openai] [--id ID] [--compress] "<prompt>"
-  mini-agent resume <id> [--root DIR] [--workspace DIR] [--provider scripted|openai] ["<prompt>"]
-  mini-agent sessions [--root DIR]
-  mini-agent demo [--keep]
+  mini-agent run [--root DIR | --store URL|DIR] [--workspace DIR] [--provider scripted|openai] [--id ID] [--compress] "<prompt>"
+  mini-agent resume <id> [--root DIR | --store URL|DIR] [--takeover] [--workspace DIR] [--provider scripted|openai] ["<prompt>"]
+  mini-agent sessions [--root DIR | --store URL|DIR]
+  mini-agent demo [--keep] [--store URL]
 
 Options:
   --root DIR        session root (default: .mini-agent/sessions under the current directory)
+  --store URL|DIR   where sessions live: a directory (as --root) or a postgres:// URL
+                    (default: $AGENT_LEDGER_STORE, else --root's default); the password is never printed
+  --takeover        resume on PostgreSQL: take the writer lease even if it has not expired (the
+                    holder died; it is fenced and can write nothing more)
+  --lease-ms N      PostgreSQL writer lease in milliseconds (default 30000)
   --workspace DIR   the directory the tools may touch (run: the current directory; resume: the session's)
   --provider NAME   scripted (built-in, offline; default) or openai (OPENAI_BASE_URL, OPENAI_API_KEY, MODEL)
   --id ID           session id for run (default: generated from the time)
@@ -79,12 +95,21 @@ function parseProvider(value: string | undefined): ProviderName | undefined {
   throw usage(`--provider is ${JSON.stringify(value)}; expected scripted or openai.`)
 }
 
-function parseSteps(value: string | undefined): number | undefined {
+function parseSteps(value: string | undefined, option = '--max-steps'): number | undefined {
   if (value === undefined) return undefined
   const steps = Number(value)
   if (!Number.isInteger(steps) || steps < 1)
-    throw usage(`--max-steps is ${JSON.stringify(value)}; expected a positive integer.`)
+    throw usage(`${option} is ${JSON.stringify(value)}; expected a positive integer.`)
   return steps
+}
+
+/** A `--store` value: a `postgres://`/`postgresql://` URL, or a directory (a JSONL root). */
+function parseStore(value: string, cwd: string): StoreLocation {
+  if (/^postgres(?:ql)?:\/\//i.test(value)) return { kind: 'postgres', url: value }
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)?.[1]
+  if (scheme !== undefined)
+    throw usage(`--store is a ${scheme}:// URL; expected a directory or a postgres:// URL.`)
+  return { kind: 'jsonl', root: path.resolve(cwd, value) }
 }
 
 /**
@@ -92,10 +117,15 @@ function parseSteps(value: string | undefined): number | undefined {
  *
  * @param argv - The arguments after the script name (`process.argv.slice(2)`).
  * @param cwd - The working directory the default root and relative paths resolve against.
+ * @param env - The environment (`AGENT_LEDGER_STORE` when neither `--store` nor `--root` is given).
  * @returns The command; no argument at all means `demo`.
  * @throws {@link MiniAgentError} `USAGE` naming what is wrong.
  */
-export function parseCommandLine(argv: readonly string[], cwd: string): Command {
+export function parseCommandLine(
+  argv: readonly string[],
+  cwd: string,
+  env: Readonly<Record<string, string | undefined>> = {},
+): Command {
   let parsed
   try {
     parsed = parseArgs({
@@ -104,6 +134,9 @@ export function parseCommandLine(argv: readonly string[], cwd: string): Command 
       strict: true,
       options: {
         root: { type: 'string' },
+        store: { type: 'string' },
+        takeover: { type: 'boolean', default: false },
+        'lease-ms': { type: 'string' },
         workspace: { type: 'string' },
         provider: { type: 'string' },
         id: { type: 'string' },
@@ -120,11 +153,23 @@ export function parseCommandLine(argv: readonly string[], cwd: string): Command 
   const { values, positionals } = parsed
   if (values.help) return { kind: 'help' }
   const [command = 'demo', ...rest] = positionals
-  const root = path.resolve(cwd, values.root ?? path.join('.mini-agent', 'sessions'))
+  if (values.root !== undefined && values.store !== undefined) {
+    throw usage('--root and --store both name the session store; give one.')
+  }
+  const named = values.store ?? (values.root === undefined ? env.AGENT_LEDGER_STORE : undefined)
+  const chosen = named === undefined || named === '' ? null : parseStore(named, cwd)
+  const root =
+    chosen?.kind === 'jsonl'
+      ? chosen.root
+      : path.resolve(cwd, values.root ?? path.join('.mini-agent', 'sessions'))
+  const store: StoreLocation = chosen ?? { kind: 'jsonl', root }
   const provider = parseProvider(values.provider)
   const maxSteps = parseSteps(values['max-steps'])
+  const leaseMs = parseSteps(values['lease-ms'], '--lease-ms')
   const flags: TurnFlags = {
     root,
+    store,
+    ...(leaseMs === undefined ? {} : { leaseMs }),
     ...(values.workspace === undefined ? {} : { workspace: path.resolve(cwd, values.workspace) }),
     ...(provider === undefined ? {} : { provider }),
     ...(maxSteps === undefined ? {} : { maxSteps }),
@@ -133,6 +178,8 @@ export function parseCommandLine(argv: readonly string[], cwd: string): Command 
   switch (command) {
     case 'run': {
       if (rest.length !== 1 || rest[0]!.trim() === '') throw usage('run takes exactly one prompt argument.')
+      if (values.compress && store.kind === 'postgres')
+        throw usage('--compress writes a zstd log file; a PostgreSQL store has none (leave out --compress).')
       return {
         kind: 'run',
         prompt: rest[0]!,
@@ -145,14 +192,23 @@ export function parseCommandLine(argv: readonly string[], cwd: string): Command 
       const [id, prompt, ...extra] = rest
       if (id === undefined || extra.length > 0)
         throw usage('resume takes a session id and at most one prompt.')
-      return { kind: 'resume', id, ...(prompt === undefined ? {} : { prompt }), ...flags }
+      return {
+        kind: 'resume',
+        id,
+        takeover: values.takeover,
+        ...(prompt === undefined ? {} : { prompt }),
+        ...flags,
+      }
     }
     case 'sessions':
       if (rest.length > 0) throw usage('sessions takes no arguments.')
-      return { kind: 'sessions', root }
+      return { kind: 'sessions', root, store }
     case 'demo':
       if (rest.length > 0) throw usage('demo takes no arguments.')
-      return { kind: 'demo', keep: values.keep }
+      // The story writes into its own temporary directory unless it is given a database.
+      if (values.store !== undefined && chosen?.kind === 'jsonl')
+        throw usage('demo writes into its own temporary directory; --store takes a postgres:// URL here.')
+      return { kind: 'demo', keep: values.keep, store: chosen?.kind === 'postgres' ? chosen : null }
     default:
       throw usage(`unknown command ${JSON.stringify(command)}; expected run, resume, sessions or demo.`)
   }

@@ -1,9 +1,8 @@
 import { describeEvent } from '@agent-ledger/cli'
-import { JsonlStoreError } from '@agent-ledger/session-store-jsonl'
-import type { SessionStore, SessionWriter } from '@agent-ledger/session-store-jsonl'
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 import type { TurnEndReason } from '@agent-ledger/session-events'
-import path from 'node:path'
+
+import { openAgentStore } from './agent-store.ts'
+import type { AgentStore, AgentWriter, StoreLocation } from './agent-store.ts'
 
 import { runTurn } from './agent.ts'
 import type { CrashPlan, TurnResult } from './agent.ts'
@@ -37,7 +36,7 @@ export interface CommandIo {
   /** Kills the process for a `--crash-at` point (SIGKILL). */
   readonly kill: () => void
   /** Runs the demo story (kept in its own module so tests can run commands without it). */
-  readonly runDemo?: (keep: boolean) => Promise<number>
+  readonly runDemo?: (keep: boolean, store: StoreLocation | null) => Promise<number>
 }
 
 /** Exit code of a turn: 0 completed, 3 max-tokens, 1 error, 130 aborted. */
@@ -65,7 +64,7 @@ function crashPlan(spec: CrashSpec | undefined, io: CommandIo): CrashPlan | unde
 }
 
 async function runOneTurn(
-  writer: SessionWriter,
+  writer: AgentWriter,
   context: { provider: Provider; flags: TurnFlags; prompt: string; workspace: string; io: CommandIo },
 ): Promise<TurnResult> {
   const { io, flags } = context
@@ -97,15 +96,37 @@ async function run(command: Extract<Command, { kind: 'run' }>, io: CommandIo): P
   const provider = createProvider(command.provider ?? 'scripted', io.env)
   const workspace = command.workspace ?? io.cwd
   const tools = await createWorkspaceTools({ workspace, protectedPaths: [command.root] })
-  const store = createSessionStore({ root: command.root })
+  const store = await openAgentStore(command.store, leaseOf(command))
+  try {
+    return await runIn(store, { command, io, provider, workspace: tools.workspace })
+  } finally {
+    await store.close()
+  }
+}
+
+function leaseOf(flags: TurnFlags): { leaseMs?: number } {
+  return flags.leaseMs === undefined ? {} : { leaseMs: flags.leaseMs }
+}
+
+async function runIn(
+  store: AgentStore,
+  context: {
+    command: Extract<Command, { kind: 'run' }>
+    io: CommandIo
+    provider: Provider
+    workspace: string
+  },
+): Promise<number> {
+  const { command, io, provider } = context
+  const workspace = command.workspace ?? io.cwd
   const id = command.id ?? newSessionId(new Date())
   const writer = await startSession(store, {
     id,
-    workspace: tools.workspace,
+    workspace: context.workspace,
     provider,
     compress: command.compress,
   })
-  io.out(`session ${id}: ${path.join(store.root, writer.file)}`)
+  io.out(`session ${id}: ${await store.location(id)}`)
   let code: number
   try {
     const result = await runOneTurn(writer, {
@@ -124,26 +145,33 @@ async function run(command: Extract<Command, { kind: 'run' }>, io: CommandIo): P
 }
 
 async function resume(command: Extract<Command, { kind: 'resume' }>, io: CommandIo): Promise<number> {
-  const store = createSessionStore({ root: command.root })
-  const writer = await openForResume(store, command.id)
-  let code: number
+  const store = await openAgentStore(command.store, leaseOf(command))
   try {
-    code = await resumeOpen(writer, { command, io, root: store.root })
+    const writer = await openForResume(store, command)
+    let code: number
+    try {
+      code = await resumeOpen(writer, { command, io, store })
+    } finally {
+      await writer.close()
+    }
+    await sealWhenCold(store, { id: command.id, io })
+    return code
   } finally {
-    await writer.close()
+    await store.close()
   }
-  await sealWhenCold(store, { id: command.id, io })
-  return code
 }
 
 async function resumeOpen(
-  writer: SessionWriter,
-  context: { command: Extract<Command, { kind: 'resume' }>; io: CommandIo; root: string },
+  writer: AgentWriter,
+  context: { command: Extract<Command, { kind: 'resume' }>; io: CommandIo; store: AgentStore },
 ): Promise<number> {
   const { command, io } = context
-  io.out(`session ${command.id}: ${path.join(context.root, writer.file)}`)
-  const { recovery } = writer
-  if (recovery.tornTail !== null) {
+  io.out(`session ${command.id}: ${await context.store.location(command.id)}`)
+  const recovery = writer.recovery as AgentWriter['recovery'] & {
+    readonly tornTail?: { readonly bytes: number } | null
+    readonly quarantineFile?: string | null
+  }
+  if (recovery.tornTail !== undefined && recovery.tornTail !== null) {
     io.out(`torn tail of ${recovery.tornTail.bytes} bytes quarantined in ${recovery.quarantineFile ?? '?'}`)
   }
   if (recovery.repairs.length === 0) io.out('nothing to repair: the log ended cleanly.')
@@ -174,13 +202,15 @@ async function resumeOpen(
  * and does not change the exit code: every event is already durable in the live log.
  */
 async function sealWhenCold(
-  store: SessionStore,
+  store: AgentStore,
   session: { readonly id: string; readonly io: CommandIo },
 ): Promise<void> {
+  const files = store.jsonl
+  if (files === null) return // a database has no log file to seal
   try {
     // The store says which encoding the session has: the demo knows no file names.
-    if ((await store.readHeader(session.id)).encoding !== 'zstd') return
-    session.io.out(describeCompress(await store.compress(session.id)))
+    if ((await files.readHeader(session.id)).encoding !== 'zstd') return
+    session.io.out(describeCompress(await files.compress(session.id)))
   } catch (error) {
     session.io.err(
       `mini-agent: the compressed log was left with its per-flush frames, not resealed: ${errorLine(error)}`,
@@ -188,14 +218,26 @@ async function sealWhenCold(
   }
 }
 
-async function openForResume(store: SessionStore, id: string): Promise<SessionWriter> {
+async function openForResume(
+  store: AgentStore,
+  command: Extract<Command, { kind: 'resume' }>,
+): Promise<AgentWriter> {
+  const { id } = command
   try {
-    return await store.openWriter(id)
+    return await store.openWriter(id, { takeover: command.takeover })
   } catch (error) {
-    if (JsonlStoreError.is(error) && error.code === 'SESSION_NOT_FOUND') {
+    if (store.isNotFound(error)) {
+      const where = store.kind === 'jsonl' ? `--root ${store.where}` : '--store <the same URL>'
       throw new MiniAgentError({
         code: 'SESSION_NOT_FOUND',
-        message: `There is no session ${JSON.stringify(id)} under ${store.root}; list them with ${MINI_AGENT} sessions --root ${store.root}.`,
+        message: `There is no session ${JSON.stringify(id)} in ${store.where}; list them with ${MINI_AGENT} sessions ${where}.`,
+        cause: error,
+      })
+    }
+    if (store.kind === 'postgres' && (error as { code?: unknown }).code === 'SESSION_LOCKED') {
+      throw new MiniAgentError({
+        code: 'SESSION_LOCKED',
+        message: `${(error as Error).message} If that writer is dead, wait for its lease to expire or resume with --takeover (it is then fenced: it can write nothing more).`,
         cause: error,
       })
     }
@@ -204,19 +246,21 @@ async function openForResume(store: SessionStore, id: string): Promise<SessionWr
 }
 
 async function sessions(command: Extract<Command, { kind: 'sessions' }>, io: CommandIo): Promise<number> {
-  const store = createSessionStore({ root: command.root })
-  const listing = await store.list()
-  if (listing.sessions.length === 0 && listing.problems.length === 0)
-    io.out(`no sessions under ${store.root}`)
-  for (const session of listing.sessions) {
-    const parent =
-      session.header.parentSession === undefined ? '' : `  forked from ${session.header.parentSession}`
-    io.out(
-      `${session.id}  created ${session.header.createdAt}  ${session.bytes} bytes  ${session.file}${parent}`,
-    )
+  const store = await openAgentStore(command.store)
+  try {
+    const listing = await store.list()
+    if (listing.sessions.length === 0 && listing.problems.length === 0)
+      io.out(`no sessions under ${store.where}`)
+    for (const session of listing.sessions) {
+      const parent =
+        session.header.parentSession === undefined ? '' : `  forked from ${session.header.parentSession}`
+      io.out(`${session.id}  created ${session.header.createdAt}  ${session.size}${parent}`)
+    }
+    for (const problem of listing.problems) io.err(`${problem.id}: ${errorLine(problem.error)}`)
+    return listing.problems.length === 0 ? 0 : 1
+  } finally {
+    await store.close()
   }
-  for (const problem of listing.problems) io.err(`${problem.id}: ${errorLine(problem.error)}`)
-  return listing.problems.length === 0 ? 0 : 1
 }
 
 /**
@@ -242,7 +286,7 @@ function errorLine(error: unknown): string {
  */
 export async function runCommandLine(argv: readonly string[], io: CommandIo): Promise<number> {
   try {
-    const command = parseCommandLine(argv, io.cwd)
+    const command = parseCommandLine(argv, io.cwd, io.env)
     switch (command.kind) {
       case 'help':
         io.out(USAGE)
@@ -255,7 +299,7 @@ export async function runCommandLine(argv: readonly string[], io: CommandIo): Pr
         return await sessions(command, io)
       case 'demo':
         if (io.runDemo === undefined) throw new Error('The demo is not available in this build.')
-        return await io.runDemo(command.keep)
+        return await io.runDemo(command.keep, command.store)
     }
   } catch (error) {
     io.err(`mini-agent: ${errorLine(error)}`)

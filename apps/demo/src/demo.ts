@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -8,8 +9,9 @@ import { describeEvent, runCli } from '@agent-ledger/cli'
 import { validateProviderMessages } from '@agent-ledger/loop-repair'
 import type { LoggedEvent } from '@agent-ledger/session-events'
 import { planCompaction } from '@agent-ledger/session-projection'
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
-import type { SessionStore, SessionWriter } from '@agent-ledger/session-store-jsonl'
+
+import { openAgentStore } from './agent-store.ts'
+import type { AgentStore, AgentWriter } from './agent-store.ts'
 
 import { runTurn } from './agent.ts'
 import { createScriptedProvider } from './providers/scripted.ts'
@@ -31,9 +33,14 @@ export interface DemoOptions {
   /** One line of output (no trailing newline). */
   readonly out: (line: string) => void
   /** Runs mini-agent as a child process with these arguments (default: {@link spawnSelf}). */
-  readonly spawnChild?: (args: readonly string[]) => Promise<ChildRun>
+  readonly spawnChild?: (args: readonly string[], env?: Readonly<Record<string, string>>) => Promise<ChildRun>
   /** Parent directory of the demo's temporary directory (default `os.tmpdir()`). */
   readonly tmpDir?: string
+  /**
+   * A PostgreSQL store to tell the story on (`mini-agent demo --store postgres://...`, or
+   * `pnpm demo:postgres`); default: a JSONL directory inside the temporary directory.
+   */
+  readonly storeUrl?: string
 }
 
 const MAIN_SCRIPT = fileURLToPath(new URL('./main.ts', import.meta.url))
@@ -67,10 +74,11 @@ async function agentLedger(
  * @param args - Arguments after the script name.
  * @returns The exit code or the signal that killed it, and its output.
  */
-function spawnSelf(args: readonly string[]): Promise<ChildRun> {
+function spawnSelf(args: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<ChildRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...process.execArgv, MAIN_SCRIPT, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
     })
     const stdout: Buffer[] = []
     const stderr: Buffer[] = []
@@ -101,7 +109,7 @@ const TODO = `- write the README
 - compact the first turn
 `
 
-async function readAll(store: SessionStore, id: string): Promise<LoggedEvent[]> {
+async function readAll(store: AgentStore, id: string): Promise<LoggedEvent[]> {
   const events: LoggedEvent[] = []
   for await (const event of store.readEvents(id)) events.push(event)
   return events
@@ -119,24 +127,42 @@ async function readAll(store: SessionStore, id: string): Promise<LoggedEvent[]> 
  * @returns 0 when every step behaved as told, 1 otherwise (the reason is printed).
  */
 export async function runDemo(options: DemoOptions): Promise<number> {
-  const { out } = options
-  const spawnChild = options.spawnChild ?? spawnSelf
-  const step = (title: string): void => out(`\n== ${title} ==`)
-  const fail = (message: string): number => {
-    out(`\nDEMO FAILED: ${message}`)
-    return 1
-  }
   const base = await mkdtemp(path.join(options.tmpDir ?? os.tmpdir(), 'mini-agent-demo-'))
   const root = path.join(base, 'sessions')
   const workspace = path.join(base, 'workspace')
   await mkdir(workspace, { recursive: true })
   await writeFile(path.join(workspace, 'notes.md'), NOTES)
   await writeFile(path.join(workspace, 'todo.txt'), TODO)
-  const store = createSessionStore({ root })
+  const store = await openAgentStore(
+    options.storeUrl === undefined ? { kind: 'jsonl', root } : { kind: 'postgres', url: options.storeUrl },
+  )
+  try {
+    return await story(store, { ...options, base, root, workspace })
+  } finally {
+    await store.close()
+  }
+}
+
+async function story(
+  store: AgentStore,
+  context: DemoOptions & { readonly base: string; readonly root: string; readonly workspace: string },
+): Promise<number> {
+  const { out, base, root, workspace } = context
+  const spawnChild = context.spawnChild ?? spawnSelf
+  const step = (title: string): void => out(`\n== ${title} ==`)
+  const fail = (message: string): number => {
+    out(`\nDEMO FAILED: ${message}`)
+    return 1
+  }
+  // A child mini-agent gets `--root DIR`, or the database URL in AGENT_LEDGER_STORE: never on
+  // its command line (visible in `ps`) nor in the output (it may hold a password).
+  const storeArgs = store.kind === 'jsonl' ? ['--root', root] : []
+  const childEnv: Record<string, string> =
+    store.kind === 'jsonl' ? {} : { AGENT_LEDGER_STORE: context.storeUrl! }
   const provider = createScriptedProvider()
   const tools: WorkspaceTools = await createWorkspaceTools({ workspace, protectedPaths: [root] })
   const print = (event: LoggedEvent): void => out(`  ${describeEvent(event)}`)
-  const turn = async (writer: SessionWriter, prompt: string) => {
+  const turn = async (writer: AgentWriter, prompt: string) => {
     out(`  > ${prompt}`)
     const result = await runTurn({
       log: writer,
@@ -153,13 +179,15 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   out('mini-agent demo: an offline story on the built-in scripted model (no network, no keys).')
   out(`temporary directory: ${base}`)
   out(`  workspace (the only place the tools may touch): ${workspace}`)
-  out(`  session root: ${root}`)
+  out(`  sessions: ${store.kind === 'jsonl' ? root : store.where}`)
 
   // 1. A session that calls tools.
   step('1. A session that calls tools')
-  const id = 'demo'
+  // A database may hold an earlier run's story: this run's sessions get their own ids.
+  const id = store.kind === 'jsonl' ? 'demo' : `demo-${randomBytes(3).toString('hex')}`
+  const forkId = `${id}-fork`
   let writer = await startSession(store, { id, workspace: tools.workspace, provider })
-  out(`session ${id}, log file ${path.join(root, writer.file)}`)
+  out(`session ${id}, ${store.kind === 'jsonl' ? 'log file' : 'stored as'} ${await store.location(id)}`)
   const first = await turn(writer, 'Summarize notes.md')
   if (first.reason !== 'completed') return fail(`turn 1 ended ${first.reason}`)
   const turnOneEnd = writer.projection.nextSeq - 1
@@ -171,8 +199,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   const crashArgs = [
     'resume',
     id,
-    '--root',
-    root,
+    ...storeArgs,
     '--workspace',
     workspace,
     '--crash-at',
@@ -183,18 +210,19 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     `running a child: mini-agent ${crashArgs.map((arg) => (arg.includes(' ') ? JSON.stringify(arg) : arg)).join(' ')}`,
   )
   out('it SIGKILLs itself right after the write_file tool/call is durable, before the tool runs.')
-  const child = await spawnChild(crashArgs)
+  if (store.kind === 'postgres') out(`(the child reads the store URL from AGENT_LEDGER_STORE)`)
+  const child = await spawnChild(crashArgs, childEnv)
   for (const line of child.stdout.trimEnd().split('\n')) out(`  child | ${line}`)
   if (child.signal !== 'SIGKILL') {
     return fail(
       `the child was expected to die by SIGKILL, found code ${String(child.code)}, signal ${String(child.signal)}: ${child.stderr}`,
     )
   }
-  out('the child process was killed by SIGKILL: no close, no final flush, the lock left behind.')
-  const logPath = path.join(root, id, 'session.v4.jsonl')
-  const lines = (await readFile(logPath, 'utf8')).trimEnd().split('\n')
-  const lastLine = lines.at(-1) ?? ''
-  out(`last line of ${logPath}:`)
+  out(
+    `the child process was killed by SIGKILL: no close, no final flush, the ${store.kind === 'jsonl' ? 'lock' : 'writer lease'} left behind.`,
+  )
+  const lastLine = await store.lastLine(id)
+  out(`last line of ${await store.location(id)}:`)
   out(`  ${lastLine.length > 160 ? `${lastLine.slice(0, 159)}…` : lastLine}`)
   const before = await store.openReader(id)
   out(
@@ -203,8 +231,15 @@ export async function runDemo(options: DemoOptions): Promise<number> {
 
   // 3. Resume: the store takes over the dead child's lock and loop-repair closes the turn.
   step('3. Resume: the repair and the placeholder the model receives')
-  writer = await store.openWriter(id)
-  out('openWriter took over the stale lock, scanned the log and appended (and flushed) the repair:')
+  // JSONL: the dead child's lock names a process that is gone, so it is stale. PostgreSQL: its
+  // lease runs until it expires; the dead child cannot renew it, so this process takes it over
+  // (the child's epoch is fenced: even if it came back, it could write nothing).
+  writer = await store.openWriter(id, { takeover: true })
+  out(
+    store.kind === 'jsonl'
+      ? 'openWriter took over the stale lock, scanned the log and appended (and flushed) the repair:'
+      : "openWriter took over the dead child's lease (a new fencing epoch), scanned the log and appended (and flushed) the repair:",
+  )
   for (const line of describeRepairs(writer.recovery.repairs)) out(`  ${line}`)
   const placeholders = repairPlaceholders(writer)
   const unknown = placeholders.find(({ action }) => action.code === 'TOOL_OUTCOME_UNKNOWN')
@@ -237,8 +272,8 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   // 5. A fork at an earlier seq: before the crash.
   step('5. A fork at an earlier seq')
   const parentBefore = (await store.verify(id)).events
-  const fork = await store.fork(id, { to: 'demo-fork', atSeq: turnOneEnd })
-  out(`forked ${id} at seq ${turnOneEnd} (the end of turn 1, before the crash) into demo-fork:`)
+  const fork = await store.fork(id, { to: forkId, atSeq: turnOneEnd })
+  out(`forked ${id} at seq ${turnOneEnd} (the end of turn 1, before the crash) into ${forkId}:`)
   out(
     `  header: parentSession=${String(fork.header.parentSession)}, inheritedEventCount=${String(fork.header.inheritedEventCount)}`,
   )
@@ -286,10 +321,10 @@ export async function runDemo(options: DemoOptions): Promise<number> {
 
   // 7. Verify.
   step('7. Verify')
-  for (const sessionId of [id, 'demo-fork']) {
+  for (const sessionId of [id, forkId]) {
     const report = await store.verify(sessionId)
     out(
-      `${sessionId}: ${report.status}, ${report.events} events (last seq ${report.lastSeq}), ${report.bytes} bytes, file ${report.file}`,
+      `${sessionId}: ${report.status}, ${report.events} events (last seq ${report.lastSeq}), ${report.detail}`,
     )
     if (report.status !== 'ok') return fail(`${sessionId} does not verify: ${report.status}`)
   }
@@ -298,46 +333,74 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   step('8. Export')
   // The transcript is the CLI's own `agent-ledger export --format md` (one implementation).
   const exportPath = path.join(base, 'demo.md')
-  const exported = await agentLedger([
-    'export',
-    store.sessionDirectory(id),
-    '--format',
-    'md',
-    '-o',
-    exportPath,
-  ])
+  const exported = await agentLedger(['export', ...store.cliSession(id), '--format', 'md', '-o', exportPath])
   if (exported.code !== 0) return fail(`agent-ledger export exited ${exported.code}: ${exported.stderr}`)
   const markdown = await readFile(exportPath, 'utf8')
   out(`markdown transcript of ${id}: ${exportPath} (${markdown.split('\n').length} lines)`)
   const placeholderLine = markdown.split('\n').find((line) => line.includes('Repair placeholder'))
   if (placeholderLine !== undefined) out(`  ${placeholderLine}`)
 
-  // 9. Compress the cold session.
-  step('9. Compress')
-  const eventsBeforeCompress = (await store.verify(id)).events
-  const compressed = await store.compress(id)
-  out(
-    `compress the session: ${compressed.plainBytes} bytes -> ${compressed.compressedBytes} bytes (${compressed.file}, ${compressed.frames} zstd frames; the plain log is removed)`,
-  )
-  const afterCompress = await store.verify(id)
-  out(`${id}: ${afterCompress.status}, ${afterCompress.events} events, read back from ${afterCompress.file}`)
-  if (afterCompress.status !== 'ok' || afterCompress.events !== eventsBeforeCompress)
-    return fail(`${id} after compress: ${afterCompress.status}, ${afterCompress.events} events`)
-  // Every agent-ledger command reads the compressed log as it read the plain one.
-  const tail = await agentLedger(['tail', '-n', '2', store.sessionDirectory(id)])
-  if (tail.code !== 0)
-    return fail(`agent-ledger tail on the compressed session exited ${tail.code}: ${tail.stderr}`)
-  out(`agent-ledger tail -n 2 on the compressed session:`)
-  for (const line of tail.stdout.split('\n').filter((text) => text !== '')) out(`  ${line}`)
+  if (store.jsonl !== null) {
+    // 9. Compress the cold session.
+    step('9. Compress')
+    const files = store.jsonl
+    const eventsBeforeCompress = (await files.verify(id)).events
+    const compressed = await files.compress(id)
+    out(
+      `compress the session: ${compressed.plainBytes} bytes -> ${compressed.compressedBytes} bytes (${compressed.file}, ${compressed.frames} zstd frames; the plain log is removed)`,
+    )
+    const afterCompress = await files.verify(id)
+    out(
+      `${id}: ${afterCompress.status}, ${afterCompress.events} events, read back from ${afterCompress.file}`,
+    )
+    if (afterCompress.status !== 'ok' || afterCompress.events !== eventsBeforeCompress)
+      return fail(`${id} after compress: ${afterCompress.status}, ${afterCompress.events} events`)
+    // Every agent-ledger command reads the compressed log as it read the plain one.
+    const tail = await agentLedger(['tail', '-n', '2', files.sessionDirectory(id)])
+    if (tail.code !== 0)
+      return fail(`agent-ledger tail on the compressed session exited ${tail.code}: ${tail.stderr}`)
+    out(`agent-ledger tail -n 2 on the compressed session:`)
+    for (const line of tail.stdout.split('\n').filter((text) => text !== '')) out(`  ${line}`)
+  } else {
+    // 9. A database has no log file to compress: copy the sessions out to a JSONL directory
+    // instead, line for line, and read them there.
+    step('9. Copy to a JSONL directory')
+    for (const sessionId of [id, forkId]) {
+      const copied = await agentLedger([
+        'copy',
+        context.storeUrl!,
+        root,
+        '--session',
+        sessionId,
+        '--no-progress',
+      ])
+      if (copied.code !== 0) return fail(`agent-ledger copy exited ${copied.code}: ${copied.stderr}`)
+      out(`  agent-ledger copy <store> ${root} --session ${sessionId}: ${copied.stdout.split('\n')[0] ?? ''}`)
+    }
+    const tail = await agentLedger(['tail', '-n', '2', ...store.cliSession(id)])
+    const tailCopy = await agentLedger(['tail', '-n', '2', path.join(root, id)])
+    if (tail.code !== 0 || tailCopy.stdout !== tail.stdout)
+      return fail(
+        `agent-ledger tail differs between the database and the copy: ${tail.stderr}${tailCopy.stderr}`,
+      )
+    out(`agent-ledger tail -n 2 prints the same on the database and on the copy in ${root}:`)
+    for (const line of tail.stdout.split('\n').filter((text) => text !== '')) out(`  ${line}`)
+  }
 
   step('Where everything is')
-  const listing = await store.list()
-  for (const session of listing.sessions) out(`  ${path.join(root, session.file)}`)
+  for (const sessionId of [id, forkId]) out(`  ${await store.location(sessionId)}`)
   out(`  ${path.join(workspace, 'notes.md.summary.md')}`)
   out(`  ${path.join(workspace, 'todo.txt.summary.md')}`)
   out(`  ${exportPath}`)
-  out(`try: ${MINI_AGENT} sessions --root ${root}`)
-  out(`try: ${AGENT_LEDGER} export ${path.join(root, id)} --format html -o ${path.join(base, 'demo.html')}`)
+  if (store.kind === 'jsonl') {
+    out(`try: ${MINI_AGENT} sessions --root ${root}`)
+    out(`try: ${AGENT_LEDGER} export ${path.join(root, id)} --format html -o ${path.join(base, 'demo.html')}`)
+  } else {
+    // The URL is not printed (it may hold a password): the commands read it from the environment.
+    out(`try (with AGENT_LEDGER_STORE set to the store's URL): ${MINI_AGENT} sessions`)
+    out(`try: ${AGENT_LEDGER} tail -n 5 ${id}    (or: ${AGENT_LEDGER} list --store "$AGENT_LEDGER_STORE")`)
+    out(`the copy in ${root} reads as any JSONL store: ${AGENT_LEDGER} list ${root}`)
+  }
   out(`remove it all with: rm -rf ${base}`)
   return 0
 }

@@ -39,9 +39,9 @@ const code = await runCommandLine(process.argv.slice(2), {
   env: process.env,
   withInterrupt,
   kill: () => process.kill(process.pid, 'SIGKILL'),
-  runDemo: (keep) => {
+  runDemo: (keep, store) => {
     if (keep) out('(--keep: the temporary directory is always kept; its path is printed below.)')
-    return runDemo({ out })
+    return runDemo({ out, ...(store?.kind === 'postgres' ? { storeUrl: store.url } : {}) })
   },
 })
 process.exit(code)

@@ -12,6 +12,8 @@ export const MiniAgentErrorCode = {
   PROVIDER_NETWORK_ERROR: 'PROVIDER_NETWORK_ERROR',
   /** The session to resume does not exist under the root. */
   SESSION_NOT_FOUND: 'SESSION_NOT_FOUND',
+  /** Another writer holds the session's PostgreSQL lease (`--takeover` if it is dead). */
+  SESSION_LOCKED: 'SESSION_LOCKED',
   /** The workspace directory does not exist or is not a directory. */
   WORKSPACE_INVALID: 'WORKSPACE_INVALID',
 } as const

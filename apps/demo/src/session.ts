@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto'
 
 import type { RepairAction } from '@agent-ledger/loop-repair'
 import type { WireMessage } from '@agent-ledger/session-events'
-import type { CompressResult, SessionStore, SessionWriter } from '@agent-ledger/session-store-jsonl'
+import type { CompressResult } from '@agent-ledger/session-store-jsonl'
+
+import type { AgentStore, AgentWriter } from './agent-store.ts'
 
 import type { ProviderName } from './cli-args.ts'
 import { createOpenAiProvider, openAiConfigFromEnv } from './providers/openai.ts'
@@ -44,7 +46,7 @@ export function createProvider(
 }
 
 /** The provider a session was started with, from its header metadata (`scripted` when unknown). */
-export function recordedProvider(writer: Pick<SessionWriter, 'header'>): ProviderName {
+export function recordedProvider(writer: Pick<AgentWriter, 'header'>): ProviderName {
   const value = writer.header.metadata?.provider
   return value === 'openai' ? 'openai' : 'scripted'
 }
@@ -57,23 +59,23 @@ export function recordedProvider(writer: Pick<SessionWriter, 'header'>): Provide
  * Zstandard frame, then one frame per durable flush), so even a run that is killed leaves a
  * compressed log; `store.compress(id)` reseals it into large frames once it is cold.
  *
- * @param store - The session store.
- * @param request - The id, the workspace's real path, the provider, and whether to write zstd.
+ * @param store - The session store (JSONL or PostgreSQL).
+ * @param request - The id, the workspace's real path, the provider, and whether to write zstd (JSONL only).
  * @returns The open writer (the caller closes it).
- * @throws `JsonlStoreError` from the store (`SESSION_EXISTS`, `INVALID_SESSION_ID`...).
+ * @throws the store's typed error (`SESSION_EXISTS`, `INVALID_SESSION_ID`...).
  */
 export async function startSession(
-  store: SessionStore,
+  store: AgentStore,
   request: {
     readonly id: string
     readonly workspace: string
     readonly provider: Provider
     readonly compress?: boolean
   },
-): Promise<SessionWriter> {
+): Promise<AgentWriter> {
   const writer = await store.create({
     id: request.id,
-    encoding: request.compress === true ? 'zstd' : 'plain',
+    compress: request.compress === true,
     header: {
       cwd: request.workspace,
       metadata: { app: 'mini-agent', provider: request.provider.name, model: request.provider.model },
@@ -90,7 +92,7 @@ export async function startSession(
  * @param writer - An open writer.
  * @returns The next turn number (1 for a fresh session).
  */
-export function nextTurnNumber(writer: Pick<SessionWriter, 'projection'>): number {
+export function nextTurnNumber(writer: Pick<AgentWriter, 'projection'>): number {
   return writer.projection.stats.turns + 1
 }
 
@@ -102,7 +104,7 @@ export function nextTurnNumber(writer: Pick<SessionWriter, 'projection'>): numbe
  * @returns One entry per repair placeholder: its action and the derived message.
  */
 export function repairPlaceholders(
-  writer: Pick<SessionWriter, 'projection' | 'recovery'>,
+  writer: Pick<AgentWriter, 'projection' | 'recovery'>,
 ): { readonly action: RepairAction; readonly message: WireMessage | undefined }[] {
   const surface = writer.projection.surface()
   return writer.recovery.repairs

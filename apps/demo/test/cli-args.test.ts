@@ -19,12 +19,13 @@ function usageError(argv: string[]): string {
 
 describe('parseCommandLine', () => {
   it('defaults to the demo, and the root to .mini-agent/sessions under the working directory', () => {
-    expect(parseCommandLine([], cwd)).toEqual({ kind: 'demo', keep: false })
+    expect(parseCommandLine([], cwd)).toEqual({ kind: 'demo', keep: false, store: null })
     expect(parseCommandLine(['run', 'hello'], cwd)).toEqual({
       kind: 'run',
       prompt: 'hello',
       compress: false,
       root: path.join(cwd, '.mini-agent', 'sessions'),
+      store: { kind: 'jsonl', root: path.join(cwd, '.mini-agent', 'sessions') },
     })
   })
 
@@ -56,6 +57,7 @@ describe('parseCommandLine', () => {
       compress: true,
       id: 'abc',
       root: path.join(cwd, 'r'),
+      store: { kind: 'jsonl', root: path.join(cwd, 'r') },
       workspace: '/ws',
       provider: 'openai',
       maxSteps: 5,
@@ -71,8 +73,53 @@ describe('parseCommandLine', () => {
       prompt: 'go on',
       crashAt: { point: 'after-assistant' },
     })
-    expect(parseCommandLine(['sessions', '--root', '/r'], cwd)).toEqual({ kind: 'sessions', root: '/r' })
+    expect(parseCommandLine(['sessions', '--root', '/r'], cwd)).toEqual({
+      kind: 'sessions',
+      root: '/r',
+      store: { kind: 'jsonl', root: '/r' },
+    })
     expect(parseCommandLine(['--help'], cwd)).toEqual({ kind: 'help' })
+  })
+
+  it('reads the store from --store, else AGENT_LEDGER_STORE, else --root; --store and --root together are refused', () => {
+    const url = 'postgres://ledger@db.internal:5432/ledger'
+    expect(parseCommandLine(['sessions', '--store', url], cwd)).toMatchObject({
+      store: { kind: 'postgres', url },
+    })
+    expect(
+      parseCommandLine(['resume', 's1', '--takeover', '--lease-ms', '1000'], cwd, {
+        AGENT_LEDGER_STORE: url,
+      }),
+    ).toMatchObject({
+      kind: 'resume',
+      takeover: true,
+      leaseMs: 1000,
+      store: { kind: 'postgres', url },
+    })
+    expect(parseCommandLine(['sessions', '--store', 'dir'], cwd, { AGENT_LEDGER_STORE: url })).toEqual({
+      kind: 'sessions',
+      root: path.join(cwd, 'dir'),
+      store: { kind: 'jsonl', root: path.join(cwd, 'dir') },
+    })
+    expect(parseCommandLine(['sessions', '--root', 'r'], cwd, { AGENT_LEDGER_STORE: url })).toMatchObject({
+      store: { kind: 'jsonl', root: path.join(cwd, 'r') },
+    })
+    expect(parseCommandLine(['demo'], cwd, { AGENT_LEDGER_STORE: url })).toEqual({
+      kind: 'demo',
+      keep: false,
+      store: { kind: 'postgres', url },
+    })
+    expect(parseCommandLine(['demo'], cwd, { AGENT_LEDGER_STORE: 'some/dir' })).toEqual({
+      kind: 'demo',
+      keep: false,
+      store: null,
+    })
+    expect(usageError(['sessions', '--root', 'r', '--store', url])).toContain('--root and --store both')
+    expect(usageError(['sessions', '--store', 'mysql://h/db'])).toContain('--store is a mysql:// URL')
+    expect(usageError(['run', '--store', url, '--compress', 'hi'])).toContain('a PostgreSQL store has none')
+    expect(usageError(['resume', 's1', '--lease-ms', '0'])).toContain(
+      '--lease-ms is "0"; expected a positive integer',
+    )
   })
 
   it('refuses what it does not understand, saying what was expected', () => {

@@ -27,6 +27,8 @@ export interface CommandSpec {
   readonly options: Readonly<Record<string, OptionSpec>>
   /** True for commands whose stdout is a stream of records (cat, tail): no JSON error document is appended to it. */
   readonly streams?: boolean
+  /** True for commands that write sessions (a PostgreSQL store's schema is then migrated on open). */
+  readonly writes?: boolean
   /** Names of the positional arguments, in order (`<session>`); all are required unless `positionalsOptional`. */
   readonly positionals: readonly string[]
   /** True when the positionals may also be left out altogether (`import --scan`). */

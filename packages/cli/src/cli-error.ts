@@ -21,6 +21,12 @@ export const CliErrorCode = {
   OUTPUT_EXISTS: 'OUTPUT_EXISTS',
   /** The followed session's log was removed while `tail -f` ran. */
   FILE_GONE: 'FILE_GONE',
+  /** The command works on JSONL session files only and was given a database store. */
+  UNSUPPORTED_BACKEND: 'UNSUPPORTED_BACKEND',
+  /** `copy` found the target session already there with other content; nothing was written. */
+  TARGET_EXISTS: 'TARGET_EXISTS',
+  /** `copy` read back the target and found it differs from the source (exit 1). */
+  COPY_MISMATCH: 'COPY_MISMATCH',
 } as const
 export type CliErrorCode = (typeof CliErrorCode)[keyof typeof CliErrorCode]
 

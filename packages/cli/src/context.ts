@@ -1,10 +1,14 @@
 import { createSessionStore, nodeFsOps } from '@agent-ledger/session-store-jsonl'
 import type { FileHandleOps, FsOps, SessionStore, StoreLogger } from '@agent-ledger/session-store-jsonl'
 
+import type { SessionStore as CoreStore } from '@agent-ledger/session-store'
+
 import { Output } from './io.ts'
 import type { CliIo } from './io.ts'
 import { errorJson, formatErrorLine } from './report-error.ts'
 import type { ErrorContext } from './report-error.ts'
+import { coreStore, openBackend } from './open-store.ts'
+import type { SessionTarget, StoreSpec } from './open-store.ts'
 import { terminalSafe } from './terminal-text.ts'
 
 /** What every command gets: the streams, buffered stdout, the working directory and shared helpers. */
@@ -16,12 +20,56 @@ export class CommandContext {
   progressEnabled = true
   /** The store root of the command, once known (store errors name files relative to it). */
   root: string | null = null
+  /** The environment (`AGENT_LEDGER_STORE`). */
+  readonly env: Readonly<Record<string, string | undefined>>
+  /** True while a command that writes runs (a PostgreSQL schema may then be migrated on open). */
+  writes = false
+  /** The command's `<session>`, once resolved (see `resolveTarget`). */
+  target: SessionTarget | null = null
+  readonly #databases = new Map<string, Promise<CoreStore>>()
 
   /** @param io - The CLI's streams and environment. */
   constructor(io: CliIo) {
     this.io = io
     this.out = new Output(io)
     this.cwd = io.cwd ?? process.cwd()
+    this.env = io.env ?? process.env
+  }
+
+  /**
+   * The core store over a database store, opened once per command and closed by {@link closeStores}.
+   * Read-only commands refuse a schema that is not current (`SCHEMA_BEHIND`: run `agent-ledger db
+   * migrate`); write commands apply pending migrations.
+   *
+   * @param spec - The store.
+   * @returns The core store.
+   */
+  database(spec: StoreSpec): Promise<CoreStore> {
+    const key = spec.kind === 'jsonl' ? spec.root : spec.url
+    let opened = this.#databases.get(key)
+    if (opened === undefined) {
+      opened = openBackend(spec, { migrate: this.writes }).then((backend) =>
+        coreStore(backend, () => this.clock()),
+      )
+      this.#databases.set(key, opened)
+    }
+    return opened
+  }
+
+  /**
+   * Closes `store` with the others when the command ends.
+   *
+   * @param store - A core store the command opened itself.
+   */
+  adopt(store: CoreStore): void {
+    this.#databases.set(`adopted:${this.#databases.size}`, Promise.resolve(store))
+  }
+
+  /** Closes every store {@link database} opened (their connection pools). Never throws. */
+  async closeStores(): Promise<void> {
+    const opened = [...this.#databases.values()]
+    this.#databases.clear()
+    await Promise.allSettled(opened.map(async (store) => (await store).close()))
   }
 
   /** The wall clock of `io` (ISO-8601). */

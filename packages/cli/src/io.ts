@@ -19,6 +19,8 @@ export interface CliIo {
   now?(): number
   /** Wall-clock time as ISO-8601, stamped on events the CLI plans in memory. Default `new Date().toISOString()`. */
   clock?(): string
+  /** Environment variables (`AGENT_LEDGER_STORE`). Default `process.env`. */
+  env?: Readonly<Record<string, string | undefined>>
   /** All of standard input as UTF-8, for a file argument given as `-`. Default: the process's stdin. */
   readStdin?(): Promise<string>
 }

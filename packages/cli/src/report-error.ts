@@ -1,6 +1,7 @@
 import { isAbsolute, join } from 'node:path'
 
 import { ProjectionError } from '@agent-ledger/session-projection'
+import { SessionStoreError } from '@agent-ledger/session-store'
 import { JsonlErrorCode, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
 
 import { CliError, ExitCode } from './cli-error.ts'
@@ -43,6 +44,13 @@ const DAMAGE_OR_REFUSAL: ReadonlySet<string> = new Set([
   'EMPTY_SOURCE',
   'DIVERGED',
   'INVALID_IMPORT',
+  // @agent-ledger/session-store (the core, over any backend): the session's state refuses it.
+  'FENCED',
+  'INVALID_SEED',
+  'HEADER_ID_MISMATCH',
+  // copy: the target holds another session under that id, or reads back differently.
+  'TARGET_EXISTS',
+  'COPY_MISMATCH',
 ])
 
 /** Errnos that mean a full disk: printed as the store's DISK_FULL, never as raw `ENOSPC: ...` text. */
@@ -133,6 +141,18 @@ function describeError(error: unknown, context: ErrorContext): string {
     return `${error.code}${where}: ${withoutLocationLead(error.message)}${tail}`
   }
   if (ProjectionError.is(error)) return `${error.code}: ${error.message}`
+  if (SessionStoreError.is(error)) {
+    const location = error.location
+    const file = location?.file === undefined ? null : shownFile(location.file, context)
+    let where = file === null ? '' : ` in ${file}`
+    if (location?.line !== undefined) where += ` line ${location.line}`
+    if (location?.offset !== undefined) where += ` (offset ${location.offset})`
+    const facts: string[] = []
+    if (error.seq !== undefined) facts.push(`seq ${error.seq}`)
+    if (error.lastGoodSeq !== undefined) facts.push(`last good seq ${error.lastGoodSeq}`)
+    const tail = facts.length === 0 ? '' : ` [${facts.join(', ')}]`
+    return `${error.code}${where}: ${error.message.replace(/\.$/, '')}${tail}`
+  }
   if (isCodedError(error)) {
     const file = typeof error.file === 'string' ? shownFile(error.file, context) : null
     if (DISK_FULL_ERRNOS.has(error.code)) {
@@ -185,6 +205,20 @@ export function errorJson(error: unknown, context: ErrorContext): ErrorJson {
         ...(error.expected === undefined ? {} : { expected: error.expected }),
         ...(error.found === undefined ? {} : { found: error.found }),
       },
+    }
+  }
+  if (SessionStoreError.is(error)) {
+    const location = error.location
+    const file = location?.file === undefined ? null : shownFile(location.file, context)
+    return {
+      code: error.code,
+      message: error.message,
+      ...(file === null ? {} : { file }),
+      ...(location?.line === undefined ? {} : { line: location.line }),
+      ...(location?.offset === undefined ? {} : { offset: location.offset }),
+      ...(error.seq === undefined ? {} : { seq: error.seq }),
+      ...(error.lastGoodSeq === undefined ? {} : { lastGoodSeq: error.lastGoodSeq }),
+      ...(error.details === undefined ? {} : { details: error.details }),
     }
   }
   if (isCodedError(error)) {

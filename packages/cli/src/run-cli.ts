@@ -5,6 +5,7 @@ import type { CommandSpec } from './args.ts'
 import { CliError, CliErrorCode, ExitCode } from './cli-error.ts'
 import { catCommand } from './commands/cat.ts'
 import { compactCommand } from './commands/compact.ts'
+import { copyCommand } from './commands/copy.ts'
 import { dbCommand } from './commands/db.ts'
 import { exportCommand } from './commands/export.ts'
 import { forkCommand } from './commands/fork.ts'
@@ -21,7 +22,8 @@ import { CommandContext } from './context.ts'
 import { processIo } from './io.ts'
 import type { CliIo } from './io.ts'
 import { exitCodeOf } from './report-error.ts'
-import { locationNotes, resolveSession } from './session-path.ts'
+import { locationNotes } from './session-path.ts'
+import { resolveTarget } from './store-target.ts'
 
 /** Every command, in the order `--help` lists them. */
 const COMMANDS: readonly CommandSpec[] = [
@@ -39,6 +41,7 @@ const COMMANDS: readonly CommandSpec[] = [
   listCommand,
   importCommand,
   statsCommand,
+  copyCommand,
   dbCommand,
 ]
 
@@ -62,6 +65,8 @@ Usage: agent-ledger <command> [options]
 
 <session> is a session directory (its parent is the store root, its name the session
 id) or a log file inside one; <root> is a store root (a directory of sessions).
+With --store <dir|postgres://...> (or AGENT_LEDGER_STORE), <session> is a session id in
+that store and <root> is left out; a PostgreSQL URL's password is never printed.
 
 Commands:
 ${COMMANDS.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`).join('\n')}
@@ -125,9 +130,12 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
       return ExitCode.OK
     }
     if (args.values['no-progress'] === true) context.progressEnabled = false
+    context.writes = command.writes === true
     if (command.positionals[0] === '<session>') {
-      const location = await resolveSession(args.positionals[0]!, context)
-      for (const note of locationNotes(location)) context.notice('note', note)
+      const target = await resolveTarget(context, args)
+      if (target.kind === 'jsonl') {
+        for (const note of locationNotes(target.location)) context.notice('note', note)
+      }
     }
     const code = await command.run(context, args)
     await context.out.flush()
@@ -135,5 +143,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
   } catch (error) {
     await context.reportError(error, json && command.streams !== true)
     return exitCodeOf(error)
+  } finally {
+    await context.closeStores()
   }
 }

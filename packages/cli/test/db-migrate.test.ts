@@ -1,15 +1,8 @@
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 
-import { pgUnavailableReason, startCluster } from '../../../tooling/pg/cluster.ts'
-import type { PgCluster } from '../../../tooling/pg/cluster.ts'
+import { adminUrl, createDatabase, pgTitle } from './support/pg.ts'
 import { cli } from './support/sessions.ts'
-
-const fromEnv = process.env.AGENT_LEDGER_PG_URL
-const unavailable = fromEnv !== undefined && fromEnv !== '' ? undefined : pgUnavailableReason()
-if (unavailable !== undefined && process.env.CI === 'true') {
-  throw new Error(`db migrate tests cannot be skipped under CI=true: ${unavailable}`)
-}
 
 async function tables(url: string): Promise<string[]> {
   const client = new pg.Client({ connectionString: url })
@@ -24,64 +17,44 @@ async function tables(url: string): Promise<string[]> {
   }
 }
 
-describe.skipIf(unavailable !== undefined)(
-  `agent-ledger db migrate${unavailable === undefined ? '' : ` (skipped: ${unavailable})`}`,
-  () => {
-    let cluster: PgCluster | undefined
-    let url: string
+describe.skipIf(adminUrl === null)(pgTitle('agent-ledger db migrate'), () => {
+  let url: string
 
-    beforeAll(async () => {
-      let admin: string
-      if (fromEnv !== undefined && fromEnv !== '') admin = fromEnv
-      else {
-        cluster = await startCluster()
-        admin = cluster.url()
-      }
-      const database = `cli_${process.pid}_${Date.now()}`
-      const client = new pg.Client({ connectionString: admin })
-      await client.connect()
-      await client.query(`CREATE DATABASE ${database}`)
-      await client.end()
-      const parsed = new URL(admin)
-      parsed.pathname = `/${database}`
-      url = parsed.toString()
-    }, 60_000)
-    afterAll(async () => {
-      await cluster?.destroy()
-    })
+  beforeAll(async () => {
+    url = await createDatabase(adminUrl!)
+  }, 60_000)
 
-    it('applies the schema once, then reports it current; --json gives the versions; the store URL can come from AGENT_LEDGER_STORE', async () => {
-      const first = await cli(['db', 'migrate', '--store', url])
-      expect(first).toMatchObject({ code: 0, stderr: '' })
-      expect(first.stdout).toMatch(/applied migration 1; schema at version 1\n$/)
-      expect(await tables(url)).toEqual([
-        'ledger_checkpoints',
-        'ledger_events',
-        'ledger_followers',
-        'ledger_schema_migrations',
-        'ledger_sessions',
-      ])
-      const again = await cli(['db', 'migrate', '--store', url, '--json'])
-      expect(again.code).toBe(0)
-      expect(JSON.parse(again.stdout)).toMatchObject({ applied: [], version: 1 })
-      process.env.AGENT_LEDGER_STORE = url
-      try {
-        const viaEnv = await cli(['db', 'migrate'])
-        expect(viaEnv.code).toBe(0)
-        expect(viaEnv.stdout).toContain('schema already at version 1')
-      } finally {
-        delete process.env.AGENT_LEDGER_STORE
-      }
-    })
+  it('applies the schema once, then reports it current; --json gives the versions; the store URL can come from AGENT_LEDGER_STORE', async () => {
+    const first = await cli(['db', 'migrate', '--store', url])
+    expect(first).toMatchObject({ code: 0, stderr: '' })
+    expect(first.stdout).toMatch(/applied migration 1; schema at version 1\n$/)
+    expect(await tables(url)).toEqual([
+      'ledger_checkpoints',
+      'ledger_events',
+      'ledger_followers',
+      'ledger_schema_migrations',
+      'ledger_sessions',
+    ])
+    const again = await cli(['db', 'migrate', '--store', url, '--json'])
+    expect(again.code).toBe(0)
+    expect(JSON.parse(again.stdout)).toMatchObject({ applied: [], version: 1 })
+    process.env.AGENT_LEDGER_STORE = url
+    try {
+      const viaEnv = await cli(['db', 'migrate'])
+      expect(viaEnv.code).toBe(0)
+      expect(viaEnv.stdout).toContain('schema already at version 1')
+    } finally {
+      delete process.env.AGENT_LEDGER_STORE
+    }
+  })
 
-    it('an unreachable server exits 2 naming host and database, never the password', async () => {
-      const run = await cli(['db', 'migrate', '--store', 'postgres://ops:hunter2-secret@127.0.0.1:1/fleet'])
-      expect(run.code).toBe(2)
-      expect(run.stderr).toMatch(/^agent-ledger: BACKEND_FAILED: .*127\.0\.0\.1:1.*"fleet"/)
-      expect(run.stderr).not.toContain('hunter2')
-    })
-  },
-)
+  it('an unreachable server exits 2 naming host and database, never the password', async () => {
+    const run = await cli(['db', 'migrate', '--store', 'postgres://ops:hunter2-secret@127.0.0.1:1/fleet'])
+    expect(run.code).toBe(2)
+    expect(run.stderr).toMatch(/^agent-ledger: BACKEND_FAILED: .*127\.0\.0\.1:1.*"fleet"/)
+    expect(run.stderr).not.toContain('hunter2')
+  })
+})
 
 describe('agent-ledger db (arguments)', () => {
   it('refuses a missing store, a non-postgres URL and an unknown action with exit 2 and what was expected', async () => {

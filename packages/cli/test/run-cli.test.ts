@@ -45,7 +45,7 @@ describe('runCli', () => {
     const run = await cli(['frobnicate'])
     expect(run.code).toBe(2)
     expect(run.stderr).toBe(
-      'agent-ledger: USAGE: unknown command "frobnicate": expected one of verify, inspect, cat, tail, messages, fork, compact, salvage, migrate, compress, export, list, import, stats, db; run agent-ledger --help\n',
+      'agent-ledger: USAGE: unknown command "frobnicate": expected one of verify, inspect, cat, tail, messages, fork, compact, salvage, migrate, compress, export, list, import, stats, copy, db; run agent-ledger --help\n',
     )
   })
 
@@ -53,7 +53,7 @@ describe('runCli', () => {
     const unknown = await cli(['verify', '--frobnicate', 'x'])
     expect(unknown.code).toBe(2)
     expect(unknown.stderr).toMatch(
-      /^agent-ledger: USAGE: verify: unknown option --frobnicate: expected one of --json, --strict, --no-progress, -h\/--help; run agent-ledger verify --help\n$/,
+      /^agent-ledger: USAGE: verify: unknown option --frobnicate: expected one of --json, --strict, --no-progress, --store, -h\/--help; run agent-ledger verify --help\n$/,
     )
     const missing = await cli(['inspect'])
     expect(missing.code).toBe(2)

@@ -4,9 +4,9 @@ import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import { describeEvent } from '../describe-event.ts'
 import { fullEventText } from '../event-text.ts'
-import { resolveSession } from '../session-path.ts'
+import { resolveTarget, STORE_OPTION } from '../store-target.ts'
 
-const HELP = `Usage: agent-ledger cat <session> [--from N] [--to N | --seq N] [--json]
+const HELP = `Usage: agent-ledger cat <session> [--from N] [--to N | --seq N] [--json] [--store <url|dir>]
 
 Prints the events of a session in seq order, read-only, checked like an open (checksum,
 seq, types). Default: one readable line per event,
@@ -21,6 +21,8 @@ Options:
                 a long text short tells you to run
   --json        JSON Lines: one event object per line, exactly as logged (without the
                 per-line "crc" member), for jq and other tools
+  --store S     the store: a directory or a postgres:// URL (default $AGENT_LEDGER_STORE);
+                <session> is then a session id in it
   -h, --help    show this help
 
 A torn tail (an unacknowledged or in-progress last line) ends the output quietly.
@@ -38,7 +40,13 @@ export const catCommand: CommandSpec = {
   summary: 'print events (readable lines, or JSONL with --json), optionally a seq range',
   help: HELP,
   streams: true,
-  options: { json: JSON_OPTION, from: { type: 'string' }, to: { type: 'string' }, seq: { type: 'string' } },
+  options: {
+    json: JSON_OPTION,
+    from: { type: 'string' },
+    to: { type: 'string' },
+    seq: { type: 'string' },
+    store: STORE_OPTION,
+  },
   positionals: ['<session>'],
   async run(context, args) {
     const json = flag(args, 'json')
@@ -51,14 +59,17 @@ export const catCommand: CommandSpec = {
     if (fromSeq !== undefined && toSeq !== undefined && fromSeq > toSeq) {
       throw usageError(`cat: expected --from <= --to, found --from ${fromSeq} --to ${toSeq}`)
     }
-    const location = await resolveSession(args.positionals[0]!, context)
-    const store = context.store(location.root)
+    const target = await resolveTarget(context, args)
     const range = {
       ...(fromSeq === undefined ? {} : { fromSeq }),
       ...(toSeq === undefined ? {} : { toSeq }),
     }
+    const events =
+      target.kind === 'database'
+        ? target.store.readEvents(target.id, range)
+        : context.store(target.location.root).readEvents(target.location.id, range)
     let found = false
-    for await (const event of store.readEvents(location.id, range)) {
+    for await (const event of events) {
       found = true
       await context.out.write(`${json ? stringifyJson(event) : describeEvent(event)}\n`)
       if (oneSeq !== undefined && !json) await context.out.write(fullEventText(event))

@@ -12,11 +12,12 @@ import { stringifyJson } from '../context.ts'
 import { coreEvent } from '../describe-event.ts'
 import type { CommandContext } from '../context.ts'
 import { readProcessStdin } from '../io.ts'
-import { displayPath, ioError, resolveSession } from '../session-path.ts'
+import { displayPath, ioError } from '../session-path.ts'
+import { resolveTarget, STORE_OPTION } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
 
 const HELP = `Usage: agent-ledger compact <session> --from <seq> --to <seq> (--summary <text> | --summary-file <file>)
-                        [--reason <text>] [--id <compaction-id>] [--json]
+                        [--reason <text>] [--id <compaction-id>] [--json] [--store <url|dir>]
 
 Compacts a session: the model-visible messages with seqs <from>..<to> (surface order,
 inclusive; see "agent-ledger messages", which prints each message's #seq) are replaced
@@ -37,6 +38,10 @@ Options:
   --reason <text>         why (recorded on compaction/start; default "manual")
   --id <compaction-id>    the compaction id (default cmp-<8 hex>)
   --json                  print the result as JSON
+  --store S               the store: a directory or a postgres:// URL (default
+                          $AGENT_LEDGER_STORE); <session> is then a session id in it (on
+                          PostgreSQL the writer lease is taken: SESSION_LOCKED while a live
+                          writer holds it)
   -h, --help              show this help
 
 Exit codes:
@@ -63,9 +68,14 @@ async function summaryOf(context: CommandContext, args: Parameters<CommandSpec['
   }
 }
 
-function reportRecovery(context: CommandContext, writer: SessionWriter): void {
+/** What compact uses of a writer: the JSONL store's or the core's. */
+type CompactWriter = Pick<SessionWriter, 'projection' | 'append' | 'flush' | 'close'> & {
+  readonly recovery: Pick<SessionWriter['recovery'], 'repairs'> & { readonly quarantineFile?: string | null }
+}
+
+function reportRecovery(context: CommandContext, writer: CompactWriter): void {
   const recovery = writer.recovery
-  if (recovery.quarantineFile !== null) {
+  if (recovery.quarantineFile !== undefined && recovery.quarantineFile !== null) {
     context.notice('note', `the write open quarantined a torn tail into ${recovery.quarantineFile}`)
   }
   for (const repair of recovery.repairs) {
@@ -91,7 +101,9 @@ export const compactCommand: CommandSpec = {
     reason: { type: 'string' },
     id: { type: 'string' },
     json: JSON_OPTION,
+    store: STORE_OPTION,
   },
+  writes: true,
   positionals: ['<session>'],
   async run(context, args) {
     requiredText(args, { command: 'compact', name: 'from' })
@@ -101,9 +113,12 @@ export const compactCommand: CommandSpec = {
     const summary = await summaryOf(context, args)
     const compactionId = text(args, 'id') ?? `cmp-${randomBytes(4).toString('hex')}`
     if (compactionId === '') throw usageError('compact: expected a non-empty --id, found ""')
-    const location = await resolveSession(args.positionals[0]!, context)
-    const store = context.store(location.root)
-    const writer = await store.openWriter(location.id)
+    const target = await resolveTarget(context, args)
+    const id = target.kind === 'database' ? target.id : target.location.id
+    const writer: CompactWriter =
+      target.kind === 'database'
+        ? await target.store.openWriter(id)
+        : await context.store(target.location.root).openWriter(id)
     let appended: number[]
     try {
       reportRecovery(context, writer)
@@ -125,11 +140,11 @@ export const compactCommand: CommandSpec = {
     const hiddenCount = end?.type === 'compaction/end' ? end.data.hiddenCount : endSeq - startSeq + 1
     if (flag(args, 'json')) {
       await context.out.write(
-        `${stringifyJson({ session: location.id, compactionId, startSeq, endSeq, events: appended, replacementSeq, hiddenCount })}\n`,
+        `${stringifyJson({ session: id, compactionId, startSeq, endSeq, events: appended, replacementSeq, hiddenCount })}\n`,
       )
     } else {
       await context.out.write(
-        `compacted ${terminalSafe(location.id)}: ${hiddenCount} message(s) #${startSeq}..#${endSeq} replaced by the summary #${replacementSeq} (compaction ${terminalSafe(compactionId)}, events #${appended[0]}..#${appended[3]})\n`,
+        `compacted ${terminalSafe(id)}: ${hiddenCount} message(s) #${startSeq}..#${endSeq} replaced by the summary #${replacementSeq} (compaction ${terminalSafe(compactionId)}, events #${appended[0]}..#${appended[3]})\n`,
       )
     }
     return ExitCode.OK

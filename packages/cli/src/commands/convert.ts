@@ -6,7 +6,7 @@ import { ExitCode } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
-import { resolveSession } from '../session-path.ts'
+import { requireFiles, resolveTarget, STORE_OPTION } from '../store-target.ts'
 import { formatBytes, terminalSafe } from '../terminal-text.ts'
 
 /** What the store's migration and compression report while they run. */
@@ -90,6 +90,8 @@ Options:
   --dry-run       check and migrate in memory only; write nothing
   --json          print the store's result as JSON
   --no-progress   no progress lines on stderr
+  --store S       a store directory (<session> is then a session id in it); a PostgreSQL
+                  store is refused with UNSUPPORTED_BACKEND: this command works on files
   -h, --help      show this help
 
 Exit codes:
@@ -103,10 +105,15 @@ export const migrateCommand: CommandSpec = {
   name: 'migrate',
   summary: 'migrate an older generation to the current format (new file; the old one is untouched)',
   help: MIGRATE_HELP,
-  options: { 'dry-run': { type: 'boolean' }, json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION },
+  options: {
+    'dry-run': { type: 'boolean' },
+    json: JSON_OPTION,
+    'no-progress': NO_PROGRESS_OPTION,
+    store: STORE_OPTION,
+  },
   positionals: ['<session>'],
   async run(context, args) {
-    const location = await resolveSession(args.positionals[0]!, context)
+    const location = requireFiles('migrate', await resolveTarget(context, args))
     const store = context.store(location.root)
     const dryRun = flag(args, 'dry-run')
     const progress = new Progress(context.io, {
@@ -141,6 +148,8 @@ Output: one sentence, e.g.
 Options:
   --json          {"session", "result": the store's CompressResult}
   --no-progress   no progress lines on stderr
+  --store S       a store directory (<session> is then a session id in it); a PostgreSQL
+                  store is refused with UNSUPPORTED_BACKEND: this command works on files
   -h, --help      show this help
 
 Exit codes:
@@ -154,10 +163,10 @@ export const compressCommand: CommandSpec = {
   name: 'compress',
   summary: 'convert a cold session to its zstd encoding (new file, verified; the plain log is removed)',
   help: COMPRESS_HELP,
-  options: { json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION },
+  options: { json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION, store: STORE_OPTION },
   positionals: ['<session>'],
   async run(context, args) {
-    const location = await resolveSession(args.positionals[0]!, context)
+    const location = requireFiles('compress', await resolveTarget(context, args))
     const store = context.store(location.root)
     const progress = new Progress(context.io, {
       label: 'compress',

@@ -4,9 +4,7 @@ import { flag, JSON_OPTION, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
-
-/** The environment variable read when `--store` is not given. */
-const STORE_ENV = 'AGENT_LEDGER_STORE'
+import { STORE_ENV } from '../store-target.ts'
 
 const HELP = `Usage: agent-ledger db migrate --store <postgres-url> [--json]
 
@@ -41,7 +39,7 @@ export const dbCommand: CommandSpec = {
         `db: expected the action "migrate", found ${JSON.stringify(action)}; run agent-ledger db --help`,
       )
     }
-    const store = text(args, 'store') ?? process.env[STORE_ENV]
+    const store = text(args, 'store') ?? context.env[STORE_ENV]
     if (store === undefined || store === '') {
       throw usageError(`db migrate: expected --store <postgres-url> or ${STORE_ENV}, found neither`)
     }

@@ -8,7 +8,8 @@ import { ExitCode } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { displayPath, ioError } from '../session-path.ts'
-import type { SessionLocation } from '../session-path.ts'
+import type { SessionTarget } from '../open-store.ts'
+import { readSessionView } from './messages.ts'
 
 /** An Anthropic Messages API content block (the kinds an export produces). */
 type AnthropicBlock =
@@ -144,10 +145,10 @@ function toOpenAi(messages: readonly WireMessage[]): {
  */
 export async function runProviderExport(
   context: CommandContext,
-  location: SessionLocation,
+  target: SessionTarget,
   options: { readonly format: 'openai' | 'anthropic'; readonly output: string | undefined },
 ): Promise<number> {
-  const read = await context.store(location.root).openReader(location.id)
+  const read = await readSessionView(context, target, null)
   const projection = read.projection
   const plan = planRepairFromState(projection.repairState, {
     nextSeq: projection.nextSeq,

@@ -3,14 +3,17 @@ import { link, lstat, open, rename, unlink } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 
+import type { LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
+
 import { flag, NO_PROGRESS_OPTION, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { CliError, CliErrorCode, ExitCode, usageError } from '../cli-error.ts'
 import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine } from '../report-error.ts'
-import { displayPath, ioError, resolveSession } from '../session-path.ts'
-import type { SessionLocation } from '../session-path.ts'
+import { displayPath, ioError } from '../session-path.ts'
+import { resolveTarget, STORE_OPTION } from '../store-target.ts'
+import type { SessionTarget } from '../open-store.ts'
 import { analyze } from '../transcript/analyze.ts'
 import { HtmlRenderer } from '../transcript/html.ts'
 import { markdownRenderer } from '../transcript/markdown.ts'
@@ -18,7 +21,7 @@ import type { TranscriptRenderer } from '../transcript/render.ts'
 import { viewEvent } from '../transcript/view.ts'
 import { runProviderExport } from './export-provider.ts'
 
-const HELP = `Usage: agent-ledger export <session> --format md|html|openai|anthropic [-o FILE [--force]] [--no-progress]
+const HELP = `Usage: agent-ledger export <session> --format md|html|openai|anthropic [-o FILE [--force]] [--no-progress] [--store <url|dir>]
 
 
 --format openai|anthropic writes the repaired projection (after compaction, with the
@@ -57,6 +60,8 @@ Options:
                      the session log it comes from: a transcript holds everything
                      the session saw. chmod it to share it.
   --no-progress      no progress lines on stderr
+  --store S          the store: a directory or a postgres:// URL (default
+                     $AGENT_LEDGER_STORE); <session> is then a session id in it
   -h, --help         show this help
 
 Exit codes:
@@ -151,9 +156,72 @@ function stdoutSink(context: CommandContext): Sink {
   }
 }
 
+/** What an export reads, from either kind of store. */
+interface ExportSource {
+  readonly id: string
+  readEvents(range?: { readonly toSeq: number }): AsyncIterable<LoggedEvent>
+  /** The header (null when the log has none that reads) and the log as displayed. */
+  header(): Promise<{ readonly header: SessionHeader | null; readonly file: string }>
+}
+
+/** The header of a stored header line, for display (the read pass checks the line itself). */
+function headerOfLine(line: string): SessionHeader | null {
+  try {
+    const { crc: _crc, ...header } = JSON.parse(line) as SessionHeader & { crc?: unknown }
+    return header
+  } catch {
+    return null
+  }
+}
+
+function exportSource(
+  context: CommandContext,
+  target: SessionTarget,
+  onRead: (bytes: number) => void,
+): { readonly source: ExportSource; readonly logBytes: number | null } {
+  if (target.kind === 'database') {
+    const { store, id } = target
+    return {
+      logBytes: null,
+      source: {
+        id,
+        readEvents: (range) => store.readEvents(id, range),
+        header: async () => {
+          const stored = await store.backend.readHeader(id).catch(() => null)
+          return {
+            header: stored === null ? null : headerOfLine(stored.line),
+            file: `session ${id} in ${target.where}`,
+          }
+        },
+      },
+    }
+  }
+  const location = target.location
+  const store = context.store(location.root, { path: location.logFile, onRead })
+  return {
+    logBytes: location.logBytes,
+    source: {
+      id: location.id,
+      readEvents: (range) => store.readEvents(location.id, range),
+      header: async () => {
+        // The header line only, from whichever log the store reads (plain, zstd, older
+        // generation); a refused header is reported by the scan as the damage it is.
+        const headerRead = await store.readHeader(location.id).catch(() => null)
+        return {
+          header: headerRead?.header ?? null,
+          file: displayPath(
+            headerRead === null ? location.logFile : join(location.root, headerRead.file),
+            context.cwd,
+          ),
+        }
+      },
+    },
+  }
+}
+
 async function runExport(
   context: CommandContext,
-  location: SessionLocation,
+  target: SessionTarget,
   options: {
     readonly format: 'md' | 'html'
     readonly output: string | undefined
@@ -167,19 +235,13 @@ async function runExport(
     total: null,
     enabled: context.progressEnabled,
   })
-  scan.total = location.logBytes
   let scanning = true
-  const store = context.store(location.root, {
-    path: location.logFile,
-    onRead: (bytes) => {
-      if (scanning) scan.update(bytes)
-    },
+  const { source, logBytes } = exportSource(context, target, (bytes) => {
+    if (scanning) scan.update(bytes)
   })
-  // The header line only, from whichever log the store reads (plain, zstd, older generation);
-  // a refused header is reported by the scan below as the damage it is.
-  const headerRead = await store.readHeader(location.id).catch(() => null)
-  const header = headerRead?.header ?? null
-  const analysis = await analyze(store.readEvents(location.id), header, () => undefined)
+  scan.total = logBytes
+  const { header, file } = await source.header()
+  const analysis = await analyze(source.readEvents(), header, () => undefined)
   scanning = false
   const toStdout = options.output === undefined || options.output === '-'
   const sink =
@@ -196,13 +258,10 @@ async function runExport(
   try {
     await sink.write(
       renderer.begin({
-        id: location.id,
+        id: source.id,
         session: options.session,
         header,
-        file: displayPath(
-          headerRead === null ? location.logFile : join(location.root, headerRead.file),
-          context.cwd,
-        ),
+        file,
         events: analysis.events,
         pending: analysis.pending.length,
         exportedAt: context.clock(),
@@ -210,7 +269,7 @@ async function runExport(
     )
     let count = 0
     try {
-      for await (const event of store.readEvents(location.id, { toSeq: analysis.events - 1 })) {
+      for await (const event of source.readEvents({ toSeq: analysis.events - 1 })) {
         await sink.write(renderer.event(viewEvent(event, analysis)))
         count += 1
         render.update(count)
@@ -251,13 +310,14 @@ export const exportCommand: CommandSpec = {
     output: { type: 'string', short: 'o' },
     force: { type: 'boolean' },
     'no-progress': NO_PROGRESS_OPTION,
+    store: STORE_OPTION,
   },
   positionals: ['<session>'],
   async run(context, args) {
     const format = text(args, 'format')
     if (format === 'openai' || format === 'anthropic') {
-      const location = await resolveSession(args.positionals[0]!, context)
-      return runProviderExport(context, location, { format, output: text(args, 'output') })
+      const target = await resolveTarget(context, args)
+      return runProviderExport(context, target, { format, output: text(args, 'output') })
     }
     if (format !== 'md' && format !== 'html') {
       throw usageError(
@@ -266,7 +326,7 @@ export const exportCommand: CommandSpec = {
     }
     const output = text(args, 'output')
     if (flag(args, 'force') && output === undefined) throw usageError('export: --force needs -o FILE')
-    const location = await resolveSession(args.positionals[0]!, context)
+    const target = await resolveTarget(context, args)
     // Checked before reading the log: nothing is scanned for an output that would be refused.
     if (output !== undefined && output !== '-' && !flag(args, 'force')) {
       const target = resolve(context.cwd, output)
@@ -276,7 +336,7 @@ export const exportCommand: CommandSpec = {
       )
       if (exists) throw outputExists(displayPath(target, context.cwd))
     }
-    return runExport(context, location, {
+    return runExport(context, target, {
       format,
       output,
       force: flag(args, 'force'),

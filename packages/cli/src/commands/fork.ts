@@ -4,10 +4,11 @@ import { flag, JSON_OPTION, requiredText, seqOption, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
-import { displayPath, resolveSession } from '../session-path.ts'
+import { displayPath } from '../session-path.ts'
+import { resolveTarget, STORE_OPTION } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
 
-const HELP = `Usage: agent-ledger fork <session> --at <seq> [--id <new-id>] [--open-turn close|refuse] [--json]
+const HELP = `Usage: agent-ledger fork <session> --at <seq> [--id <new-id>] [--open-turn close|refuse] [--json] [--store <url|dir>]
 
 Forks a session at <seq> into a NEW session in the same store root: the new log starts
 with events 0..<seq> of the parent (copied), then a session/end-seed event marking the
@@ -22,6 +23,9 @@ Options:
   --id <new-id>               the new session id (default: <session id>-fork-<8 hex>)
   --open-turn close|refuse    what to do with a cut inside an open turn (default close)
   --json                      print the result as JSON
+  --store S                   the store: a directory or a postgres:// URL (default
+                              $AGENT_LEDGER_STORE); <session> is then a session id in it.
+                              On PostgreSQL the prefix is copied server-side in one statement
   -h, --help                  show this help
 
 Exit codes:
@@ -41,7 +45,9 @@ export const forkCommand: CommandSpec = {
     id: { type: 'string' },
     'open-turn': { type: 'string' },
     json: JSON_OPTION,
+    store: STORE_OPTION,
   },
+  writes: true,
   positionals: ['<session>'],
   async run(context, args) {
     requiredText(args, { command: 'fork', name: 'at' })
@@ -50,21 +56,32 @@ export const forkCommand: CommandSpec = {
     if (openTurn !== 'close' && openTurn !== 'refuse') {
       throw usageError(`fork: expected --open-turn close or refuse, found ${JSON.stringify(openTurn)}`)
     }
-    const location = await resolveSession(args.positionals[0]!, context)
-    const to = text(args, 'id') ?? `${location.id.slice(0, 100)}-fork-${randomBytes(4).toString('hex')}`
-    const store = context.store(location.root)
-    const writer = await store.fork(location.id, { to, atSeq, openTurn })
-    const events = writer.projection.nextSeq
-    const repairs = writer.recovery.repairs.length
-    await writer.close()
-    const directory = displayPath(store.sessionDirectory(to), context.cwd)
-    if (flag(args, 'json')) {
-      await context.out.write(
-        `${stringifyJson({ parent: location.id, id: to, directory, atSeq, events, openTurn })}\n`,
-      )
+    const target = await resolveTarget(context, args)
+    const parent = target.kind === 'database' ? target.id : target.location.id
+    const to = text(args, 'id') ?? `${parent.slice(0, 100)}-fork-${randomBytes(4).toString('hex')}`
+    let events: number
+    let repairs: number
+    let where: { directory: string } | { store: string }
+    if (target.kind === 'database') {
+      const writer = await target.store.fork(parent, { to, atSeq, openTurn })
+      events = writer.projection.nextSeq
+      repairs = writer.recovery.repairs.length
+      await writer.close()
+      where = { store: target.where }
     } else {
+      const store = context.store(target.location.root)
+      const writer = await store.fork(parent, { to, atSeq, openTurn })
+      events = writer.projection.nextSeq
+      repairs = writer.recovery.repairs.length
+      await writer.close()
+      where = { directory: displayPath(store.sessionDirectory(to), context.cwd) }
+    }
+    if (flag(args, 'json')) {
+      await context.out.write(`${stringifyJson({ parent, id: to, ...where, atSeq, events, openTurn })}\n`)
+    } else {
+      const place = 'directory' in where ? where.directory : where.store
       await context.out.write(
-        `forked ${terminalSafe(location.id)} at seq ${atSeq} into ${terminalSafe(to)} (${terminalSafe(directory)}): ${events} events${repairs > 0 ? `, ${repairs} repair events` : ''}\n`,
+        `forked ${terminalSafe(parent)} at seq ${atSeq} into ${terminalSafe(to)} (${terminalSafe(place)}): ${events} events${repairs > 0 ? `, ${repairs} repair events` : ''}\n`,
       )
     }
     return ExitCode.OK

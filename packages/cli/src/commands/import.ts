@@ -19,6 +19,8 @@ import {
 } from '@agent-ledger/session-store-jsonl'
 import { redactJson } from '@agent-ledger/session-store-jsonl/format'
 import type { SessionStore } from '@agent-ledger/session-store-jsonl'
+import { SessionStoreError } from '@agent-ledger/session-store'
+import type { SessionStore as CoreStore } from '@agent-ledger/session-store'
 
 import { flag, JSON_OPTION, NO_PROGRESS_OPTION, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
@@ -28,12 +30,15 @@ import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine } from '../report-error.ts'
 import { displayPath } from '../session-path.ts'
+import { coreStore, openBackend } from '../open-store.ts'
+import { parseStoreSpec, STORE_ENV, STORE_OPTION } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
+import { createThroughCore } from './import-core.ts'
 import { defaultLocations, findSources, openSource } from './import-sources.ts'
 import type { ImportSourceFile } from './import-sources.ts'
 
 const HELP = `Usage: agent-ledger import <file|dir> [--from auto|claude-code|codex|pi|openhands]
-                           [--root <dir>] [--dry-run] [--lenient] [--json] [--no-progress]
+                           [--root <dir> | --store <url|dir>] [--dry-run] [--lenient] [--json] [--no-progress]
        agent-ledger import --scan [--home <dir>] [--json]
 
 Imports other agents' session logs into a store root as agent-ledger sessions (format v4):
@@ -55,6 +60,8 @@ Options:
   --from <format>   the source format (default auto: detected from the content, which
                     must agree when a format is given)
   --root <dir>      the store root to import into (default ~/.agent-ledger/sessions)
+  --store S         or the store to import into: a directory or a postgres:// URL
+                    (default $AGENT_LEDGER_STORE when --root is not given)
   --dry-run         import in memory and print the report; write nothing
   --lenient         skip and count lines that are not JSON instead of refusing the source
   --scan            list the sessions found under each agent's default location, import nothing
@@ -93,19 +100,24 @@ function redacted(event: LoggedEvent): LoggedEvent {
   return data === event.data ? event : ({ ...event, data } as LoggedEvent)
 }
 
-async function storedEvents(store: SessionStore, id: string): Promise<LoggedEvent[] | null> {
+async function storedEvents(store: SessionStore | CoreStore, id: string): Promise<LoggedEvent[] | null> {
   const events: LoggedEvent[] = []
   try {
     for await (const event of store.readEvents(id)) events.push(event)
   } catch (error) {
     if (JsonlStoreError.is(error) && error.code === JsonlErrorCode.SESSION_NOT_FOUND) return null
+    if (SessionStoreError.is(error, 'SESSION_NOT_FOUND')) return null
     throw error
   }
   return events
 }
 
 async function writeSession(
-  target: { readonly store: SessionStore; readonly setTime: (time: string) => void; readonly file: string },
+  target: {
+    readonly store: SessionStore | CoreStore
+    readonly setTime: (time: string) => void
+    readonly file: string
+  },
   session: ImportedSession,
 ): Promise<SessionOutcome> {
   const { store } = target
@@ -113,7 +125,13 @@ async function writeSession(
   const stored = await storedEvents(store, session.id)
   if (stored === null) {
     target.setTime(session.header.createdAt)
-    const writer = await store.create({ id: session.id, header: session.header, seed: session.events })
+    const writer =
+      'backend' in store
+        ? await createThroughCore(store, session, {
+            registry: importEventRegistry,
+            clock: () => session.header.createdAt,
+          })
+        : await store.create({ id: session.id, header: session.header, seed: session.events })
     await writer.close()
     return { ...base, action: 'created' }
   }
@@ -211,6 +229,7 @@ export const importCommand: CommandSpec = {
   options: {
     from: { type: 'string' },
     root: { type: 'string' },
+    store: STORE_OPTION,
     home: { type: 'string' },
     'dry-run': { type: 'boolean' },
     lenient: { type: 'boolean' },
@@ -220,6 +239,7 @@ export const importCommand: CommandSpec = {
   },
   positionals: ['<file|dir>'],
   positionalsOptional: true,
+  writes: true,
   async run(context, args) {
     const json = flag(args, 'json')
     if (flag(args, 'scan')) {
@@ -241,16 +261,30 @@ export const importCommand: CommandSpec = {
     const shown = displayPath(path, context.cwd)
     const sources = await findSources(path, shown)
     if (sources.length === 0) throw usageError(`import: expected session logs under ${shown}, found none`)
-    const root = resolve(context.cwd, text(args, 'root') ?? resolve(homedir(), '.agent-ledger', 'sessions'))
-    context.root = root
+    if (text(args, 'root') !== undefined && text(args, 'store') !== undefined) {
+      throw usageError('import: expected --root <dir> or --store <url|dir>, found both')
+    }
+    const storeValue =
+      text(args, 'store') ??
+      (text(args, 'root') === undefined ? context.env[STORE_ENV] || undefined : undefined)
+    const spec = storeValue === undefined ? null : parseStoreSpec(storeValue, context.cwd)
+    const root =
+      spec?.kind === 'jsonl'
+        ? spec.root
+        : resolve(context.cwd, text(args, 'root') ?? resolve(homedir(), '.agent-ledger', 'sessions'))
+    context.root = spec?.kind === 'postgres' ? null : root
     let now = '1970-01-01T00:00:00.000Z'
-    const store = createSessionStore({
-      root,
-      registry: importEventRegistry,
-      // Appended events keep the source's times: the clock answers the time of the event being written.
-      clock: () => now,
-      logger: { warn: (message) => context.notice('warning', message) },
-    })
+    // Appended events keep the source's times: the clock answers the time of the event being written.
+    const store: SessionStore | CoreStore =
+      spec?.kind === 'postgres'
+        ? coreStore(await openBackend(spec, { migrate: true }), () => now, importEventRegistry)
+        : createSessionStore({
+            root,
+            registry: importEventRegistry,
+            clock: () => now,
+            logger: { warn: (message) => context.notice('warning', message) },
+          })
+    if (spec?.kind === 'postgres') context.adopt(store as CoreStore)
     const outcomes: SourceOutcome[] = []
     const failures: { file: string; error: unknown }[] = []
     for (const source of sources) {
@@ -302,7 +336,7 @@ export const importCommand: CommandSpec = {
     if (json) {
       await context.out.write(
         `${stringifyJson({
-          root: dryRun ? null : displayPath(root, context.cwd),
+          root: dryRun ? null : spec?.kind === 'postgres' ? spec.shown : displayPath(root, context.cwd),
           dryRun,
           sources: outcomes,
           failures: failures.map((failure) => ({

@@ -8,7 +8,8 @@ import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine } from '../report-error.ts'
-import { displayPath, resolveSession } from '../session-path.ts'
+import { displayPath } from '../session-path.ts'
+import { requireFiles, resolveTarget, STORE_OPTION } from '../store-target.ts'
 import type { SessionLocation } from '../session-path.ts'
 import { formatBytes, terminalSafe, truncate } from '../terminal-text.ts'
 
@@ -28,6 +29,8 @@ Reads a session (read-only: no lock, no repair) and prints what it holds:
 Options:
   --json          one JSON object on stdout
   --no-progress   no progress lines on stderr
+  --store S       a store directory (<session> is then a session id in it); a PostgreSQL
+                  store is refused with UNSUPPORTED_BACKEND: this command works on files
   -h, --help      show this help
 
 Exit codes:
@@ -192,10 +195,10 @@ export const inspectCommand: CommandSpec = {
   name: 'inspect',
   summary: 'header, files, generation, events, turns, surface size, pending calls, open compaction',
   help: HELP,
-  options: { json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION },
+  options: { json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION, store: STORE_OPTION },
   positionals: ['<session>'],
   async run(context, args) {
-    const location = await resolveSession(args.positionals[0]!, context)
+    const location = requireFiles('inspect', await resolveTarget(context, args))
     return runInspect(context, location, { json: flag(args, 'json') })
   },
 }

@@ -1,5 +1,5 @@
 import { planRepairFromState } from '@agent-ledger/loop-repair'
-import type { SurfaceNode } from '@agent-ledger/session-projection'
+import type { Projection, SurfaceNode } from '@agent-ledger/session-projection'
 
 import { flag, JSON_OPTION, NO_PROGRESS_OPTION } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
@@ -8,11 +8,11 @@ import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { contentText } from '../describe-event.ts'
 import { Progress } from '../progress.ts'
-import { resolveSession } from '../session-path.ts'
-import type { SessionLocation } from '../session-path.ts'
+import { resolveTarget, STORE_OPTION } from '../store-target.ts'
+import type { SessionTarget } from '../open-store.ts'
 import { terminalSafe } from '../terminal-text.ts'
 
-const HELP = `Usage: agent-ledger messages <session> [--repaired] [--json]
+const HELP = `Usage: agent-ledger messages <session> [--repaired] [--json] [--store <url|dir>]
 
 Prints the model-visible messages of a session, derived from its log exactly as the
 next request would send them (OpenAI chat wire shape: role, content, tool_calls,
@@ -32,6 +32,8 @@ Options:
   --repaired      apply loop-repair's plan in memory (what the model sees after resume)
   --json          the message array as JSON, exactly as sent to the provider
   --no-progress   no progress lines on stderr
+  --store S       the store: a directory or a postgres:// URL (default $AGENT_LEDGER_STORE);
+                  <session> is then a session id in it
   -h, --help      show this help
 
 Exit codes:
@@ -63,23 +65,62 @@ function nodeText(node: SurfaceNode, index: number): string {
   return lines.join('\n')
 }
 
-async function runMessages(
+/** The read-only view of a session the message commands need, from either kind of store. */
+export interface SessionView {
+  readonly projection: Projection
+  readonly pendingToolCalls: readonly unknown[]
+  /** Unacknowledged bytes at the end (file stores), or null. */
+  readonly tornTail: { readonly bytes: number; readonly offset: number | undefined } | null
+}
+
+/**
+ * Opens a session read-only (no lease, no repair) and folds its projection; a file store's
+ * reads are reported as progress when `progressLabel` is given.
+ *
+ * @param context - The command's context.
+ * @param target - The session.
+ * @param progressLabel - The label of progress lines, or null for none.
+ * @returns The projection, the pending tool calls and a torn tail.
+ */
+export async function readSessionView(
   context: CommandContext,
-  location: SessionLocation,
-  options: { readonly json: boolean; readonly repaired: boolean },
-): Promise<number> {
+  target: SessionTarget,
+  progressLabel: string | null,
+): Promise<SessionView> {
+  if (target.kind === 'database') {
+    const read = await target.store.openReader(target.id)
+    const tail = read.tornTail
+    return {
+      projection: read.projection,
+      pendingToolCalls: read.pendingToolCalls,
+      tornTail: tail === null ? null : { bytes: tail.bytes, offset: tail.location?.offset },
+    }
+  }
+  const location = target.location
   const progress = new Progress(context.io, {
-    label: 'messages',
+    label: progressLabel ?? '',
     unit: 'bytes',
-    total: null,
-    enabled: context.progressEnabled,
+    total: location.logBytes,
+    enabled: context.progressEnabled && progressLabel !== null,
   })
-  progress.total = location.logBytes
   const store = context.store(location.root, {
     path: location.logFile,
     onRead: (bytes) => progress.update(bytes),
   })
   const read = await store.openReader(location.id)
+  return {
+    projection: read.projection,
+    pendingToolCalls: read.pendingToolCalls,
+    tornTail: read.tornTail === null ? null : { bytes: read.tornTail.bytes, offset: read.tornTail.offset },
+  }
+}
+
+async function runMessages(
+  context: CommandContext,
+  target: SessionTarget,
+  options: { readonly json: boolean; readonly repaired: boolean },
+): Promise<number> {
+  const read = await readSessionView(context, target, 'messages')
   const projection = read.projection
   const pending = read.pendingToolCalls.length
   let repairedEvents = 0
@@ -103,7 +144,7 @@ async function runMessages(
   if (read.tornTail !== null) {
     context.notice(
       'note',
-      `the log ends with a torn tail (${read.tornTail.bytes} bytes at offset ${read.tornTail.offset}, never acknowledged): left out here, dropped by the next write open`,
+      `the log ends with a torn tail (${read.tornTail.bytes} bytes at offset ${read.tornTail.offset ?? '?'}, never acknowledged): left out here, dropped by the next write open`,
     )
   }
   if (options.repaired) {
@@ -127,10 +168,15 @@ export const messagesCommand: CommandSpec = {
   name: 'messages',
   summary: 'the model-visible messages, exactly as the next request would send them',
   help: HELP,
-  options: { json: JSON_OPTION, repaired: { type: 'boolean' }, 'no-progress': NO_PROGRESS_OPTION },
+  options: {
+    json: JSON_OPTION,
+    repaired: { type: 'boolean' },
+    'no-progress': NO_PROGRESS_OPTION,
+    store: STORE_OPTION,
+  },
   positionals: ['<session>'],
   async run(context, args) {
-    const location = await resolveSession(args.positionals[0]!, context)
-    return runMessages(context, location, { json: flag(args, 'json'), repaired: flag(args, 'repaired') })
+    const target = await resolveTarget(context, args)
+    return runMessages(context, target, { json: flag(args, 'json'), repaired: flag(args, 'repaired') })
   },
 }

@@ -3,10 +3,10 @@ import type { CommandSpec } from '../args.ts'
 import { ExitCode } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import { errorJson, formatErrorLine, shownFile } from '../report-error.ts'
-import { resolveSession } from '../session-path.ts'
+import { resolveTarget, STORE_OPTION } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
 
-const HELP = `Usage: agent-ledger salvage <session> --to <new-id> [--json]
+const HELP = `Usage: agent-ledger salvage <session> --to <new-id> [--json] [--store <url|dir>]
 
 Copies the good prefix of a (damaged) session, byte for byte, into a NEW session
 <new-id> in the same store root, and appends a session/salvage event naming what was
@@ -17,6 +17,9 @@ the torn tail, is dropped).
 Options:
   --to <new-id>   the new session id (required; must not exist)
   --json          print the salvage report as JSON
+  --store S       the store: a directory or a postgres:// URL (default $AGENT_LEDGER_STORE);
+                  <session> is then a session id in it (on PostgreSQL the report names the
+                  damaged seq; a database has no byte offsets)
   -h, --help      show this help
 
 Exit codes:
@@ -30,11 +33,37 @@ export const salvageCommand: CommandSpec = {
   name: 'salvage',
   summary: 'copy the good prefix of a damaged session into a new session',
   help: HELP,
-  options: { to: { type: 'string' }, json: JSON_OPTION },
+  options: { to: { type: 'string' }, json: JSON_OPTION, store: STORE_OPTION },
+  writes: true,
   positionals: ['<session>'],
   async run(context, args) {
     const to = requiredText(args, { command: 'salvage', name: 'to' })
-    const location = await resolveSession(args.positionals[0]!, context)
+    const target = await resolveTarget(context, args)
+    if (target.kind === 'database') {
+      const report = await target.store.salvage(target.id, { to })
+      if (flag(args, 'json')) {
+        await context.out.write(
+          `${stringifyJson({
+            ...report,
+            store: target.where,
+            sourceError:
+              report.sourceError === null ? null : errorJson(report.sourceError, context.errorContext),
+          })}\n`,
+        )
+      } else {
+        await context.out.write(
+          `salvaged ${terminalSafe(report.from)} into ${terminalSafe(report.to)} (${terminalSafe(target.where)}): ${report.copiedEvents} events kept (seq 0..${report.lastGoodSeq}), the rest dropped (${terminalSafe(report.reason)}); session/salvage is #${report.salvageSeq}\n`,
+        )
+      }
+      await context.out.flush()
+      if (report.sourceError !== null) {
+        context.io.stderr(
+          `agent-ledger: note: the source damage was: ${formatErrorLine(report.sourceError, context.errorContext).replace(/^agent-ledger: /, '')}`,
+        )
+      }
+      return ExitCode.OK
+    }
+    const location = target.location
     const store = context.store(location.root)
     const report = await store.salvage(location.id, { to })
     const file = shownFile(report.file, context.errorContext)

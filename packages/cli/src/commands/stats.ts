@@ -4,7 +4,6 @@ import { resolve } from 'node:path'
 import { isRepairCode } from '@agent-ledger/loop-repair'
 import type { LoggedEvent, SessionEvent } from '@agent-ledger/session-events'
 import { LOG_FILE_PATTERN } from '@agent-ledger/session-store-jsonl/format'
-import type { SessionStore } from '@agent-ledger/session-store-jsonl'
 
 import { flag, JSON_OPTION, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
@@ -12,9 +11,12 @@ import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import { errorJson, formatErrorLine } from '../report-error.ts'
 import { displayPath, resolveRoot, resolveSession } from '../session-path.ts'
+import { resolveSessionOrStore, STORE_OPTION } from '../store-target.ts'
+import type { EventSource } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
 
 const HELP = `Usage: agent-ledger stats <session|root> [--json] [--sort <column>]
+       agent-ledger stats [<session-id>] --store <url|dir> [--json] [--sort <column>]
 
 Counts what happened in a session, read-only: turns (and how they ended), messages by
 role, tool calls by tool name with their error rate, repairs by code (placeholders
@@ -29,6 +31,8 @@ Options:
   --json            one JSON document on stdout (a session, or {sessions, totals})
   --sort <column>   id, turns, messages, toolCalls, toolErrors, repairs, compactions,
                     inputTokens, outputTokens, cachedTokens, durationMs (default id)
+  --store S         the store: a directory or a postgres:// URL (default $AGENT_LEDGER_STORE);
+                    the argument is then a session id in it, or left out for every session
   -h, --help        show this help
 
 Exit codes:
@@ -189,7 +193,7 @@ class StatsCounter {
   }
 }
 
-async function sessionStats(store: SessionStore, id: string): Promise<SessionStats> {
+async function sessionStats(store: EventSource, id: string): Promise<SessionStats> {
   const counter = new StatsCounter(id)
   for await (const event of store.readEvents(id)) counter.add(event)
   return counter.finish()
@@ -316,25 +320,30 @@ export const statsCommand: CommandSpec = {
   name: 'stats',
   summary: 'turns, messages, tool calls and errors, repairs, compactions, tokens and durations',
   help: HELP,
-  options: { json: JSON_OPTION, sort: { type: 'string' } },
+  options: { json: JSON_OPTION, sort: { type: 'string' }, store: STORE_OPTION },
   positionals: ['<session|root>'],
+  positionalsOptional: true,
   async run(context, args) {
     const json = flag(args, 'json')
     const sort = (text(args, 'sort') ?? 'id') as SortColumn
     if (!SORT_COLUMNS.includes(sort)) {
       throw usageError(`stats: expected --sort ${SORT_COLUMNS.join('|')}, found ${JSON.stringify(sort)}`)
     }
+    const picked = await resolveSessionOrStore(context, args, 'stats')
     const argument = args.positionals[0]!
-    const path = resolve(context.cwd, argument)
-    if (await isSessionDirectory(path)) {
-      const location = await resolveSession(argument, context)
-      const stats = await sessionStats(context.store(location.root), location.id)
+    if (
+      picked?.kind === 'session' ||
+      (picked === null && (await isSessionDirectory(resolve(context.cwd, argument))))
+    ) {
+      const one = picked?.kind === 'session' ? picked : null
+      const location = one === null ? await resolveSession(argument, context) : null
+      const stats = await sessionStats(one?.source ?? context.store(location!.root), one?.id ?? location!.id)
       await context.out.write(json ? `${stringifyJson(stats)}\n` : sessionText(stats))
       return ExitCode.OK
     }
-    const root = await resolveRoot(argument, context.cwd)
-    const store = context.store(root)
-    const { sessions, problems } = await store.list()
+    const root = picked === null ? await resolveRoot(argument, context.cwd) : null
+    const store = picked?.source ?? context.store(root!)
+    const { sessions, problems } = await (picked?.list() ?? context.store(root!).list())
     const rows: SessionStats[] = []
     const failures: { id: string; error: unknown }[] = problems.map((problem) => ({
       id: problem.id,
@@ -357,7 +366,7 @@ export const statsCommand: CommandSpec = {
     if (json) {
       await context.out.write(
         `${stringifyJson({
-          root: displayPath(root, context.cwd),
+          root: picked?.shown ?? displayPath(root!, context.cwd),
           sort,
           sessions: rows,
           totals,

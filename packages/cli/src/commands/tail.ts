@@ -1,4 +1,5 @@
 import type { LoggedEvent } from '@agent-ledger/session-events'
+import { SessionStoreError } from '@agent-ledger/session-store'
 import { JsonlErrorCode, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
 
 import { flag, JSON_OPTION, seqOption } from '../args.ts'
@@ -7,10 +8,11 @@ import { CliError, CliErrorCode, ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { describeEvent } from '../describe-event.ts'
-import { displayPath, resolveSession } from '../session-path.ts'
-import type { SessionLocation } from '../session-path.ts'
+import { displayPath } from '../session-path.ts'
+import { resolveTarget, STORE_OPTION } from '../store-target.ts'
+import type { SessionTarget } from '../open-store.ts'
 
-const HELP = `Usage: agent-ledger tail [-f] [-n N] [--json] [--interval MS] <session>
+const HELP = `Usage: agent-ledger tail [-f] [-n N] [--json] [--interval MS] [--store <url|dir>] <session>
 
 Prints the last N events of a session (default 10). With -f, keeps following the log
 as other processes append to it, until interrupted (Ctrl+C / SIGINT).
@@ -26,11 +28,17 @@ torn tail under the follower (quarantine + truncate), the file is replaced, or t
 is compressed or migrated into another file, the follower reads on from the next event and
 prints only events it has not printed yet.
 
+On a PostgreSQL store (--store postgres://...), -f wakes on the server's notifications
+(LISTEN/NOTIFY), so it follows sessions written on other machines; it re-reads the head
+at least every 2 s when a notification is missed.
+
 Options:
   -f, --follow        keep following appends until SIGINT
   -n, --lines N       how many existing events to print first (default 10; 0 = none)
   --json              JSON Lines: one event object per line (without the "crc" member)
   --interval MS       polling interval with -f (default 250)
+  --store S           the store: a directory or a postgres:// URL (default $AGENT_LEDGER_STORE);
+                      <session> is then a session id in it
   -h, --help          show this help
 
 Exit codes:
@@ -47,22 +55,61 @@ interface FollowOptions {
   readonly intervalMs: number
 }
 
+/** Reads and follows one session, whatever its store. */
+interface TailSource {
+  readEvents(): AsyncIterable<LoggedEvent>
+  follow(
+    fromSeq: number,
+    options: { intervalMs: number; signal: AbortSignal | undefined },
+  ): AsyncIterable<LoggedEvent>
+  /** Where the session is, as messages show it. */
+  readonly shown: string
+}
+
+function tailSource(context: CommandContext, target: SessionTarget): TailSource {
+  if (target.kind === 'database') {
+    const { store, id } = target
+    return {
+      readEvents: () => store.readEvents(id),
+      follow: (fromSeq, options) =>
+        store.follow(id, {
+          fromSeq,
+          pollMs: options.intervalMs,
+          ...(options.signal === undefined ? {} : { signal: options.signal }),
+        }),
+      shown: `session ${id} in ${target.where}`,
+    }
+  }
+  const location = target.location
+  context.root = location.root
+  const store = context.store(location.root)
+  return {
+    readEvents: () => store.readEvents(location.id),
+    follow: (fromSeq, options) =>
+      store.follow(location.id, {
+        fromSeq,
+        intervalMs: options.intervalMs,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      }),
+    shown: displayPath(location.directory, context.cwd),
+  }
+}
+
 async function runTail(
   context: CommandContext,
-  location: SessionLocation,
+  target: SessionTarget,
   options: FollowOptions,
 ): Promise<number> {
   const format = (event: LoggedEvent): string =>
     `${options.json ? stringifyJson(event) : describeEvent(event)}\n`
-  context.root = location.root
-  const store = context.store(location.root)
+  const source = tailSource(context, target)
   // The last N existing events, in one pass over whatever log the store reads (plain, zstd,
-  // or an older generation through migration): a ring of N.
+  // an older generation through migration, or a database): a ring of N.
   const last: LoggedEvent[] = []
   let nextSeq = 0
   let damage: Error | null = null
   try {
-    for await (const event of store.readEvents(location.id)) {
+    for await (const event of source.readEvents()) {
       nextSeq = event.seq + 1
       if (options.lines === 0) continue
       last.push(event)
@@ -78,18 +125,17 @@ async function runTail(
   if (!options.follow) return ExitCode.OK
   const signal = context.io.signal
   try {
-    const events = store.follow(location.id, {
-      fromSeq: nextSeq,
-      intervalMs: options.intervalMs,
-      ...(signal === undefined ? {} : { signal }),
-    })
+    const events = source.follow(nextSeq, { intervalMs: options.intervalMs, signal })
     for await (const event of events) {
       await context.out.write(format(event))
       await context.out.flush()
     }
   } catch (error) {
-    if (JsonlStoreError.is(error) && error.code === JsonlErrorCode.SESSION_NOT_FOUND) {
-      const shown = displayPath(location.directory, context.cwd)
+    if (
+      (JsonlStoreError.is(error) && error.code === JsonlErrorCode.SESSION_NOT_FOUND) ||
+      SessionStoreError.is(error, 'SESSION_NOT_FOUND')
+    ) {
+      const shown = source.shown
       throw new CliError({
         code: CliErrorCode.FILE_GONE,
         message: `the log of ${shown} was removed while following it: expected the session to keep a log, found none`,
@@ -113,6 +159,7 @@ export const tailCommand: CommandSpec = {
     lines: { type: 'string', short: 'n' },
     json: JSON_OPTION,
     interval: { type: 'string' },
+    store: STORE_OPTION,
   },
   positionals: ['<session>'],
   async run(context, args) {
@@ -121,8 +168,8 @@ export const tailCommand: CommandSpec = {
     if (intervalMs < 10 || intervalMs > 60_000) {
       throw usageError(`tail: expected --interval between 10 and 60000 ms, found ${intervalMs}`)
     }
-    const location = await resolveSession(args.positionals[0]!, context)
-    return runTail(context, location, {
+    const target = await resolveTarget(context, args)
+    return runTail(context, target, {
       json: flag(args, 'json'),
       lines,
       follow: flag(args, 'follow'),

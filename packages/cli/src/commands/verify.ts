@@ -9,11 +9,13 @@ import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine, shownFile } from '../report-error.ts'
-import { displayPath, resolveSession } from '../session-path.ts'
+import { displayPath } from '../session-path.ts'
 import type { SessionLocation } from '../session-path.ts'
+import { resolveTarget, STORE_OPTION } from '../store-target.ts'
+import type { SessionTarget } from '../open-store.ts'
 import { formatBytes } from '../terminal-text.ts'
 
-const HELP = `Usage: agent-ledger verify <session> [--strict] [--json] [--no-progress]
+const HELP = `Usage: agent-ledger verify <session> [--strict] [--json] [--no-progress] [--store <url|dir>]
 
 Scans the whole log of a session, read-only, and checks every line: the newline
 terminator, size, UTF-8, JSON, nesting depth, CRC-32C checksum, seq density (dense from
@@ -38,6 +40,9 @@ Options:
   --strict        treat a torn tail as a failure (exit 1)
   --json          print the report as one JSON object on stdout
   --no-progress   no progress lines on stderr (printed every second for long scans)
+  --store S       the store: a directory or a postgres:// URL (default $AGENT_LEDGER_STORE);
+                  <session> is then a session id in it. On PostgreSQL every stored line is
+                  checked the same way (checksum, dense seq, types, rules)
   -h, --help      show this help
 
 Exit codes:
@@ -120,15 +125,68 @@ async function runVerify(
   return failed ? ExitCode.DAMAGE : ExitCode.OK
 }
 
+/** `verify` of a session in a database store: the core's scan, reported like a file's. */
+async function runVerifyDatabase(
+  context: CommandContext,
+  target: Extract<SessionTarget, { kind: 'database' }>,
+  options: { readonly json: boolean; readonly strict: boolean },
+): Promise<number> {
+  const report = await target.store.verify(target.id)
+  const shown = `session ${target.id} in ${target.where}`
+  const torn = report.status === 'torn-tail'
+  const failed = report.status === 'damaged' || (torn && options.strict)
+  if (options.json) {
+    await context.out.write(
+      `${stringifyJson({
+        status: report.status,
+        session: target.id,
+        store: target.where,
+        events: report.events,
+        lastSeq: report.lastSeq,
+        headerMissing: report.header === null,
+        tornTail: report.tornTail,
+        damage: report.damage === null ? null : errorJson(report.damage, context.errorContext),
+        exitCode: failed ? ExitCode.DAMAGE : ExitCode.OK,
+      })}\n`,
+    )
+  } else if (report.status === 'ok') {
+    await context.out.write(
+      `ok: ${shown}: ${report.events} event${report.events === 1 ? '' : 's'}, last seq ${report.lastSeq}\n`,
+    )
+  } else {
+    const good = `${report.events} good event${report.events === 1 ? '' : 's'} (last good seq ${report.lastSeq})`
+    await context.out.write(
+      torn
+        ? `torn tail: ${shown}: ${good}, then an unacknowledged tail\n`
+        : `damaged: ${shown}: ${good} before the damage\n`,
+    )
+  }
+  await context.out.flush()
+  if (report.damage !== null) context.io.stderr(formatErrorLine(report.damage, context.errorContext))
+  else if (report.tornTail !== null) {
+    context.io.stderr(
+      `agent-ledger: ${options.strict ? '' : 'warning: '}TORN_TAIL in ${shown}: ${report.tornTail.bytes} unacknowledged bytes [last good seq ${report.lastSeq}]\n`,
+    )
+  }
+  return failed ? ExitCode.DAMAGE : ExitCode.OK
+}
+
 /** `agent-ledger verify`: the full integrity scan. */
 export const verifyCommand: CommandSpec = {
   name: 'verify',
   summary: 'full integrity scan of a session log (exit 0 intact, 1 damaged, 2 usage/I-O)',
   help: HELP,
-  options: { json: JSON_OPTION, strict: { type: 'boolean' }, 'no-progress': NO_PROGRESS_OPTION },
+  options: {
+    json: JSON_OPTION,
+    strict: { type: 'boolean' },
+    'no-progress': NO_PROGRESS_OPTION,
+    store: STORE_OPTION,
+  },
   positionals: ['<session>'],
   async run(context, args) {
-    const location = await resolveSession(args.positionals[0]!, context)
-    return runVerify(context, location, { json: flag(args, 'json'), strict: flag(args, 'strict') })
+    const target = await resolveTarget(context, args)
+    const options = { json: flag(args, 'json'), strict: flag(args, 'strict') }
+    if (target.kind === 'database') return runVerifyDatabase(context, target, options)
+    return runVerify(context, target.location, options)
   },
 }

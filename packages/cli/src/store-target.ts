@@ -1,0 +1,248 @@
+import { join, resolve } from 'node:path'
+
+import type { LoggedEvent } from '@agent-ledger/session-events'
+import type {
+  SessionStore as CoreStore,
+  SessionStoreError,
+  SessionSummary,
+} from '@agent-ledger/session-store'
+import { describeConnection } from '@agent-ledger/session-store-postgres'
+
+import { text } from './args.ts'
+import type { OptionSpec, ParsedArgs } from './args.ts'
+import { CliError, CliErrorCode, usageError } from './cli-error.ts'
+import type { CommandContext } from './context.ts'
+import type { SessionTarget, StoreSpec } from './open-store.ts'
+import { displayPath, resolveSession } from './session-path.ts'
+import type { SessionLocation } from './session-path.ts'
+
+/** The environment variable read when `--store` is not given. */
+export const STORE_ENV = 'AGENT_LEDGER_STORE'
+
+/** `--store <url|dir>`: the store a command works on. */
+export const STORE_OPTION: OptionSpec = { type: 'string' }
+
+const POSTGRES_URL = /^postgres(?:ql)?:\/\//i
+const OTHER_URL = /^([a-z][a-z0-9+.-]*):\/\//i
+
+/**
+ * Reads a store argument: a `postgres://`/`postgresql://` URL or a directory (a JSONL store root).
+ *
+ * @param value - As typed (or from the environment).
+ * @param cwd - The working directory (a relative directory is resolved against it).
+ * @returns The store.
+ * @throws {@link CliError} `USAGE` for an empty value or a URL of another scheme.
+ */
+export function parseStoreSpec(value: string, cwd: string): StoreSpec {
+  if (value === '') throw usageError('expected a store (a directory or a postgres:// URL), found ""')
+  if (POSTGRES_URL.test(value)) {
+    return { kind: 'postgres', url: value, shown: `postgres ${describeConnection(value)}` }
+  }
+  const scheme = OTHER_URL.exec(value)?.[1]
+  if (scheme !== undefined) {
+    throw usageError(
+      `expected a store directory or a postgres:// / postgresql:// URL, found a ${scheme}:// URL`,
+    )
+  }
+  const root = resolve(cwd, value)
+  return { kind: 'jsonl', root, shown: displayPath(root, cwd) }
+}
+
+/**
+ * The store a command was pointed at: `--store`, else `AGENT_LEDGER_STORE`, else none.
+ *
+ * @param context - The command's context (its environment).
+ * @param args - The parsed arguments.
+ * @returns The value and where it came from, or null.
+ */
+function storeArgument(
+  context: CommandContext,
+  args: ParsedArgs,
+): { readonly value: string; readonly from: 'flag' | 'env' } | null {
+  const flagged = text(args, 'store')
+  if (flagged !== undefined) return { value: flagged, from: 'flag' }
+  const env = context.env[STORE_ENV]
+  return env === undefined || env === '' ? null : { value: env, from: 'env' }
+}
+
+/** True when a `<session>` argument names a path (a directory or file) rather than a bare session id. */
+function looksLikePath(argument: string): boolean {
+  return argument.includes('/') || argument.includes('\\') || argument === '.' || argument === '..'
+}
+
+/**
+ * Resolves the `<session>` of a command against its store.
+ *
+ * Without a store (no `--store`, no `AGENT_LEDGER_STORE`), or with only the environment
+ * variable and an argument that is a path, the argument is a session directory or log file
+ * as always. Otherwise it is a session id in that store: a directory store reads
+ * `<dir>/<id>`, a PostgreSQL store opens the core store over the database. Memoized on the
+ * context (run-cli resolves it once before the command runs).
+ *
+ * @param context - The command's context.
+ * @param args - The parsed arguments (positional 0 is `<session>`).
+ * @returns The target.
+ * @throws {@link CliError} `USAGE` (a path given with `--store`), `NOT_A_SESSION`; the backend's connection errors.
+ */
+export async function resolveTarget(context: CommandContext, args: ParsedArgs): Promise<SessionTarget> {
+  if (context.target !== null) return context.target
+  const argument = args.positionals[0]!
+  const store = storeArgument(context, args)
+  let target: SessionTarget
+  if (store === null || (store.from === 'env' && looksLikePath(argument))) {
+    target = { kind: 'jsonl', location: await resolveSession(argument, context) }
+  } else {
+    if (looksLikePath(argument)) {
+      throw usageError(
+        `with --store, <session> is a session id in that store, found the path ${JSON.stringify(argument)}; give the id, or leave out --store to name a session directory`,
+      )
+    }
+    const spec = parseStoreSpec(store.value, context.cwd)
+    if (spec.kind === 'jsonl') {
+      target = { kind: 'jsonl', location: await resolveSession(join(spec.root, argument), context) }
+    } else {
+      target = { kind: 'database', id: argument, store: await context.database(spec), where: spec.shown }
+    }
+  }
+  context.target = target
+  return target
+}
+
+/**
+ * Refuses a database store for a command that works on session files only.
+ *
+ * @param command - The command name.
+ * @param target - The resolved target.
+ * @returns The JSONL location.
+ * @throws {@link CliError} `UNSUPPORTED_BACKEND` naming the command and the store.
+ */
+export function requireFiles(command: string, target: SessionTarget): SessionLocation {
+  if (target.kind === 'jsonl') return target.location
+  throw new CliError({
+    code: CliErrorCode.UNSUPPORTED_BACKEND,
+    message: `${command} works on JSONL session files only, found the store ${target.where}: run it on a session directory, or copy the session to one first (agent-ledger copy <store> <dir> --session ${target.id})`,
+    details: { command, store: target.where },
+  })
+}
+
+/** A whole store a command works on (`list`, `stats`): a JSONL root, or a database store. */
+export type StoreScope =
+  | { readonly kind: 'jsonl'; readonly root: string }
+  | { readonly kind: 'database'; readonly store: CoreStore; readonly where: string }
+
+/**
+ * The store of a command whose positional is optional once a store is given (`list`,
+ * `stats`): `--store`, else `AGENT_LEDGER_STORE` when no positional was given.
+ *
+ * @param context - The command's context.
+ * @param args - The parsed arguments.
+ * @param command - The command name, for messages.
+ * @returns The store, or null when the positional decides (no store, or only the environment variable and a path).
+ * @throws {@link CliError} `USAGE` when neither a positional nor a store was given.
+ */
+export async function resolveScope(
+  context: CommandContext,
+  args: ParsedArgs,
+  command: string,
+): Promise<StoreScope | null> {
+  const argument = args.positionals[0]
+  const store = storeArgument(context, args)
+  if (store === null || (store.from === 'env' && argument !== undefined && looksLikePath(argument))) {
+    if (argument === undefined) {
+      throw usageError(
+        `${command}: expected a store root argument, --store <url|dir> or ${STORE_ENV}, found none; run agent-ledger ${command} --help`,
+      )
+    }
+    return null
+  }
+  const spec = parseStoreSpec(store.value, context.cwd)
+  if (spec.kind === 'jsonl') return { kind: 'jsonl', root: spec.root }
+  return { kind: 'database', store: await context.database(spec), where: spec.shown }
+}
+
+/**
+ * Every session of a core store, page by page (keyset pagination), most recently updated first.
+ *
+ * @param store - The core store.
+ * @param onPage - Called after each page with the count so far (progress).
+ * @returns The sessions and the problems (sessions that could not be summarized).
+ */
+export async function listAllSessions(
+  store: CoreStore,
+  onPage: (count: number) => void = () => undefined,
+): Promise<{ sessions: SessionSummary[]; problems: { id: string; error: SessionStoreError }[] }> {
+  const sessions: SessionSummary[] = []
+  const problems: { id: string; error: SessionStoreError }[] = []
+  let cursor: string | null = null
+  do {
+    const page = await store.list({
+      limit: 1000,
+      ...(cursor === null ? {} : { cursor }),
+    })
+    sessions.push(...page.sessions)
+    problems.push(...page.problems)
+    cursor = page.cursor
+    onPage(sessions.length + problems.length)
+  } while (cursor !== null)
+  return { sessions, problems }
+}
+
+/** Reads events of sessions by id (a JSONL store over a root, or a core store). */
+export interface EventSource {
+  readEvents(id: string): AsyncIterable<LoggedEvent>
+}
+
+/** What a command taking `<session|root>` was pointed at through a store (`stats`). */
+export type SessionOrStore =
+  | { readonly kind: 'session'; readonly id: string; readonly source: EventSource }
+  | {
+      readonly kind: 'store'
+      /** The store as shown (a root directory relative to the working directory, or `postgres user@host:port/db`). */
+      readonly shown: string
+      readonly source: EventSource
+      list(): Promise<{
+        sessions: readonly { readonly id: string }[]
+        problems: readonly { readonly id: string; readonly error: unknown }[]
+      }>
+    }
+
+/**
+ * For `stats`: with a store (`--store`, or `AGENT_LEDGER_STORE` when the argument is not a
+ * path), the argument is a session id in it, and without an argument the whole store is meant.
+ *
+ * @param context - The command's context.
+ * @param args - The parsed arguments.
+ * @param command - The command name, for messages.
+ * @returns The session or store, or null when the argument is a path (today's behaviour).
+ */
+export async function resolveSessionOrStore(
+  context: CommandContext,
+  args: ParsedArgs,
+  command: string,
+): Promise<SessionOrStore | null> {
+  const argument = args.positionals[0]
+  if (argument === undefined) {
+    const scope = await resolveScope(context, args, command)
+    if (scope === null) return null
+    if (scope.kind === 'database') {
+      return {
+        kind: 'store',
+        shown: scope.where,
+        source: scope.store,
+        list: () => listAllSessions(scope.store),
+      }
+    }
+    const store = context.store(scope.root)
+    return {
+      kind: 'store',
+      shown: displayPath(scope.root, context.cwd),
+      source: store,
+      list: () => store.list(),
+    }
+  }
+  const store = storeArgument(context, args)
+  if (store === null || (store.from === 'env' && looksLikePath(argument))) return null
+  const target = await resolveTarget(context, args)
+  if (target.kind === 'database') return { kind: 'session', id: target.id, source: target.store }
+  return { kind: 'session', id: target.location.id, source: context.store(target.location.root) }
+}
