@@ -9,7 +9,7 @@ import type { LogFormat } from './log-format.ts'
 
 const NEWLINE = 0x0a
 /** Largest read of the prefix pass and of the reference reads (one buffer, reused). */
-export const CHECKPOINT_READ_BYTES = 4 * 1024 * 1024
+const CHECKPOINT_READ_BYTES = 4 * 1024 * 1024
 /** Two referenced lines closer than this are read in one read (the gap is read through). */
 const MERGE_GAP_BYTES = 64 * 1024
 
