@@ -85,7 +85,8 @@ export interface BuilderContext {
  * diagnostic; a call the source never answered gets loop-repair's placeholder.
  */
 export class SessionBuilder {
-  readonly events: LoggedEvent[] = []
+  /** The events built and not yet taken by {@link SessionBuilder.drain}. */
+  events: LoggedEvent[] = []
   readonly projection: Projection
   /** Repair events built, by code (`TOOL_OUTCOME_UNKNOWN`, `TOOL_NOT_STARTED`, `CLOSE_TURN`). */
   readonly repairs: Record<string, number> = {}
@@ -97,10 +98,33 @@ export class SessionBuilder {
   #block: OpenBlock | null = null
   readonly #requested = new Set<string>()
   #line = 0
+  /** Events already drained (the seq of `events[0]`). */
+  #base = 0
+  /** Digests of every event built, when tracked (a tree's path that forks branch from). */
+  readonly #digests: number[] | null
 
-  constructor(context: BuilderContext) {
+  constructor(context: BuilderContext, options: { readonly trackDigests?: boolean } = {}) {
+    this.#digests = options.trackDigests === true ? [] : null
     this.#context = context
     this.projection = createProjection({ registry: context.registry })
+  }
+
+  /** Seq of the next event built (events drained included). */
+  get nextSeq(): number {
+    return this.#base + this.events.length
+  }
+
+  /** Digests of the events built so far, or null when not tracked (see {@link eventDigest}). */
+  get digests(): readonly number[] | null {
+    return this.#digests
+  }
+
+  /** Takes the events built so far (the builder forgets them; seqs go on). */
+  drain(): LoggedEvent[] {
+    const taken = this.events
+    this.events = []
+    this.#base += taken.length
+    return taken
   }
 
   /** The line of the record being mapped (for diagnostics). */
@@ -297,7 +321,7 @@ export class SessionBuilder {
     const startSeq = nodes[start]!.seq
     const endSeq = nodes[end]!.seq
     const hidden = nodes.slice(start, end + 1).map((node) => node.seq)
-    const compactionId = `import-${this.events.length + this.#untimed.length}`
+    const compactionId = `import-${this.nextSeq + this.#untimed.length}`
     this.#push({
       type: 'compaction/start',
       data: { compactionId, startSeq, endSeq, reason: request.reason },
@@ -337,7 +361,7 @@ export class SessionBuilder {
       this.endTurn('completed')
     }
     const plan = planRepairFromState(this.projection.repairState, {
-      nextSeq: this.events.length,
+      nextSeq: this.nextSeq,
       time: this.#time!,
     })
     for (const action of plan.actions) bump(this.repairs, action.code)
@@ -399,9 +423,9 @@ export class SessionBuilder {
     const time = this.#time
     if (time === undefined) {
       this.#untimed.push(pending)
-      return this.events.length + this.#untimed.length - 1
+      return this.nextSeq + this.#untimed.length - 1
     }
-    const event: Record<string, unknown> = { seq: this.events.length, time, type: pending.type }
+    const event: Record<string, unknown> = { seq: this.nextSeq, time, type: pending.type }
     event['data'] = pending.data
     if (pending.surfaceOp !== undefined) event['surfaceOp'] = pending.surfaceOp
     if (pending.sourceEventSeqs !== undefined) event['sourceEventSeqs'] = pending.sourceEventSeqs
@@ -415,6 +439,7 @@ export class SessionBuilder {
           : parseEvent(event, this.#context.registry)
       this.projection.apply(parsed)
       this.events.push(parsed)
+      this.#digests?.push(eventDigest(parsed))
     } catch (error) {
       throw new ImportError({
         code: ImportErrorCode.INVALID_IMPORT,
@@ -424,6 +449,24 @@ export class SessionBuilder {
         cause: error,
       })
     }
-    return this.events.length - 1
+    return this.nextSeq - 1
   }
+}
+
+/**
+ * A 53-bit digest of an event's canonical text (cyrb53), for finding the prefix a fork
+ * shares with a parent whose events were already handed to the store.
+ */
+export function eventDigest(event: LoggedEvent): number {
+  const text = JSON.stringify(event)
+  let h1 = 0xdeadbeef ^ text.length
+  let h2 = 0x41c6ce57 ^ text.length
+  for (let index = 0; index < text.length; index += 1) {
+    const code = text.charCodeAt(index)
+    h1 = Math.imul(h1 ^ code, 2654435761)
+    h2 = Math.imul(h2 ^ code, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0)
 }

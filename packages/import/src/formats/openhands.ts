@@ -3,7 +3,8 @@ import type { ContentPart, Usage } from '@agent-ledger/session-events'
 import { USER_REJECTED } from '../builder.ts'
 import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
 import { arr, count, obj, str } from './types.ts'
-import type { FormatInput, FormatOutput } from './types.ts'
+import type { ParsedLine } from '../lines.ts'
+import type { FormatFacts, FormatModule, FormatScanner, FormatSession } from './types.ts'
 
 /** True when a record is an OpenHands V0 event (`action` or `observation`, `source`). */
 export function looksLikeOpenHandsV0(record: Record<string, unknown>): boolean {
@@ -66,7 +67,6 @@ class OpenHandsMapper {
   /** V0: `model_response.id`s already turned into an assistant message. V1: the open `llm_response_id` group. */
   readonly #responses = new Set<string>()
   #group: { id: string; text: string[]; reasoning: string[]; toolCalls: ImportedToolCall[] } | null = null
-  version: 'v0' | 'v1' | undefined
 
   constructor(builder: SessionBuilder) {
     this.#b = builder
@@ -83,10 +83,8 @@ class OpenHandsMapper {
     b.line = line
     b.setTime(value['timestamp'])
     if (typeof value['kind'] === 'string') {
-      this.version ??= 'v1'
       return this.#v1(value)
     }
-    this.version ??= 'v0'
     this.#v0(value)
   }
 
@@ -238,26 +236,38 @@ class OpenHandsMapper {
   }
 }
 
+class OpenHandsScanner implements FormatScanner {
+  #version: string | undefined
+
+  add(parsed: ParsedLine): void {
+    if (this.#version === undefined && 'value' in parsed)
+      this.#version = typeof parsed.value['kind'] === 'string' ? 'v1' : 'v0'
+  }
+
+  facts(): FormatFacts {
+    return { formatVersion: this.#version ?? 'unknown', sourceId: undefined, cwd: undefined, metadata: {} }
+  }
+}
+
 /**
- * Imports OpenHands events: a V0 trajectory (a JSON array of events, or one event per line,
- * e.g. the files of `sessions/<sid>/events/` in id order) or V1 SDK events (one per line, e.g.
- * `events/event-*.json` in index order). Streaming.
+ * OpenHands events: a V0 trajectory (a JSON array of events, or one event per line, e.g. the
+ * files of `sessions/<sid>/events/` in id order) or V1 SDK events (one per line, e.g.
+ * `events/event-*.json` in index order). Mapped as they stream.
  */
-export async function importOpenHands(input: FormatInput): Promise<FormatOutput> {
-  const builder = input.newBuilder()
-  const mapper = new OpenHandsMapper(builder)
-  for await (const parsed of input.records) {
-    if ('malformed' in parsed) {
-      builder.line = parsed.line
-      builder.malformed(parsed.malformed)
-    } else mapper.handle(parsed.line, parsed.value)
-  }
-  mapper.finish()
-  return {
-    formatVersion: mapper.version ?? 'unknown',
-    sourceId: undefined,
-    cwd: undefined,
-    metadata: {},
-    sessions: [{ key: '', role: 'main', builder }],
-  }
+export const openHandsFormat: FormatModule = {
+  scanner: () => new OpenHandsScanner(),
+  async map(input) {
+    const builder = input.newBuilder()
+    const session: FormatSession = { key: '', role: 'main', builder }
+    const mapper = new OpenHandsMapper(builder)
+    for await (const parsed of input.replay()) {
+      if ('malformed' in parsed) {
+        builder.line = parsed.line
+        builder.malformed(parsed.malformed)
+      } else mapper.handle(parsed.line, parsed.value)
+      await input.pump(session)
+    }
+    if (!input.live) mapper.finish()
+    return [session]
+  },
 }
