@@ -436,7 +436,7 @@ class Assembly {
       header['parentSession'] = this.#mainId
       header['delegationDepth'] = 1
     }
-    Object.assign(header, extra)
+    for (const [key, value] of Object.entries(extra)) header[key] = value
     header['metadata'] = { source: { ...this.#sourceMetadata, ...session.metadata } }
     return header as ImportedSession['header']
   }
