@@ -2,25 +2,12 @@ import { stat } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { resolve } from 'node:path'
 
-import {
-  importEventRegistry,
-  ImportError,
-  importSource,
-  planIncrement,
-  SOURCE_FORMATS,
-} from '@agent-ledger/import'
-import type { ImportedSession, ImportReport, ImportResult, SourceFormat } from '@agent-ledger/import'
-import type { LoggedEvent } from '@agent-ledger/session-events'
-import {
-  createSessionStore,
-  DEFAULT_REDACTION_POLICY,
-  JsonlErrorCode,
-  JsonlStoreError,
-} from '@agent-ledger/session-store-jsonl'
-import { redactJson } from '@agent-ledger/session-store-jsonl/format'
-import type { SessionStore } from '@agent-ledger/session-store-jsonl'
+import { importEventRegistry, SOURCE_FORMATS } from '@agent-ledger/import'
+import type { SourceFormat } from '@agent-ledger/import'
+import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 
-import { flag, JSON_OPTION, NO_PROGRESS_OPTION, text } from '../args.ts'
+import { flag, JSON_OPTION, NO_PROGRESS_OPTION, seqOption, text } from '../args.ts'
+import type { ParsedArgs } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
@@ -29,8 +16,19 @@ import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine } from '../report-error.ts'
 import { displayPath } from '../session-path.ts'
 import { terminalSafe } from '../terminal-text.ts'
-import { defaultLocations, findSources, openSource } from './import-sources.ts'
+import { followSource } from './import-follow.ts'
+import { defaultLocations, findSources } from './import-sources.ts'
 import type { ImportSourceFile } from './import-sources.ts'
+import { StoreSink } from './import-write.ts'
+import { importOne } from './import-write.ts'
+import type { SourceOutcome } from './import-write.ts'
+
+function interval(args: ParsedArgs): number {
+  const ms = seqOption(args, { command: 'import', name: 'interval' }) ?? 500
+  if (ms < 10 || ms > 60_000)
+    throw usageError(`import: expected --interval between 10 and 60000 ms, found ${ms}`)
+  return ms
+}
 
 const HELP = `Usage: agent-ledger import <file|dir> [--from auto|claude-code|codex|pi|openhands]
                            [--root <dir>] [--dry-run] [--lenient] [--json] [--no-progress]
@@ -69,79 +67,6 @@ Exit codes:
      --lenient), a stored session that is not a prefix of the new import (DIVERGED)
   2  usage or I/O error
 `
-
-interface SessionOutcome {
-  readonly id: string
-  readonly role: string
-  readonly events: number
-  readonly action: 'created' | 'unchanged' | 'appended' | 'would-create'
-  readonly appended?: number
-}
-
-interface SourceOutcome {
-  readonly file: string
-  readonly format: SourceFormat
-  readonly formatVersion: string
-  readonly detection: string
-  readonly report: ImportReport
-  readonly sessions: readonly SessionOutcome[]
-}
-
-/** What the store would write for an event (its redaction), for comparing with what it holds. */
-function redacted(event: LoggedEvent): LoggedEvent {
-  const data = redactJson(event.data, (value) => DEFAULT_REDACTION_POLICY.redact(value))
-  return data === event.data ? event : ({ ...event, data } as LoggedEvent)
-}
-
-async function storedEvents(store: SessionStore, id: string): Promise<LoggedEvent[] | null> {
-  const events: LoggedEvent[] = []
-  try {
-    for await (const event of store.readEvents(id)) events.push(event)
-  } catch (error) {
-    if (JsonlStoreError.is(error) && error.code === JsonlErrorCode.SESSION_NOT_FOUND) return null
-    throw error
-  }
-  return events
-}
-
-async function writeSession(
-  target: { readonly store: SessionStore; readonly setTime: (time: string) => void; readonly file: string },
-  session: ImportedSession,
-): Promise<SessionOutcome> {
-  const { store } = target
-  const base = { id: session.id, role: session.role, events: session.events.length }
-  const stored = await storedEvents(store, session.id)
-  if (stored === null) {
-    target.setTime(session.header.createdAt)
-    const writer = await store.create({ id: session.id, header: session.header, seed: session.events })
-    await writer.close()
-    return { ...base, action: 'created' }
-  }
-  const plan = planIncrement(stored, session.events, { file: target.file, normalize: redacted })
-  if (plan.kind === 'unchanged') return { ...base, action: 'unchanged' }
-  const writer = await store.openWriter(session.id)
-  try {
-    if (writer.projection.nextSeq !== plan.events[0]!.seq) {
-      throw new ImportError({
-        code: 'DIVERGED',
-        file: target.file,
-        message: `${target.file}: expected session ${session.id} to end at seq ${plan.events[0]!.seq - 1}, found it ends at seq ${writer.projection.nextSeq - 1} after opening (it was changed since it was read); nothing appended`,
-      })
-    }
-    for (const event of plan.events) {
-      target.setTime(event.time)
-      const input: Record<string, unknown> = { type: event.type, data: event.data }
-      if (event.surfaceOp !== undefined) input['surfaceOp'] = event.surfaceOp
-      if (event.sourceEventSeqs !== undefined) input['sourceEventSeqs'] = event.sourceEventSeqs
-      if (event.ignorable === true) input['ignorable'] = true
-      writer.append(input as Parameters<typeof writer.append>[0])
-    }
-    await writer.flush()
-  } finally {
-    await writer.close()
-  }
-  return { ...base, action: 'appended', appended: plan.events.length }
-}
 
 function summary(outcome: SourceOutcome): string {
   const { report } = outcome
@@ -214,6 +139,8 @@ export const importCommand: CommandSpec = {
     home: { type: 'string' },
     'dry-run': { type: 'boolean' },
     lenient: { type: 'boolean' },
+    follow: { type: 'boolean' },
+    interval: { type: 'string' },
     scan: { type: 'boolean' },
     json: JSON_OPTION,
     'no-progress': NO_PROGRESS_OPTION,
@@ -251,6 +178,28 @@ export const importCommand: CommandSpec = {
       clock: () => now,
       logger: { warn: (message) => context.notice('warning', message) },
     })
+    const setTime = (time: string): void => {
+      now = time
+    }
+    if (flag(args, 'follow')) {
+      if (sources.length !== 1 || sources[0]!.kind === 'zst') {
+        throw usageError(
+          `import --follow: expected one log file or events directory still being written, found ${sources.length === 1 ? 'a compressed rollout (it is complete)' : `${sources.length} sources under ${shown}`}`,
+        )
+      }
+      if (dryRun) throw usageError('import --follow: --dry-run cannot follow; run it without --follow')
+      return followSource(context, {
+        source: sources[0]!,
+        file: displayPath(sources[0]!.path, context.cwd),
+        from: from as SourceFormat | 'auto',
+        lenient: flag(args, 'lenient'),
+        store,
+        setTime,
+        json,
+        pollMs: interval(args),
+        root: displayPath(root, context.cwd),
+      })
+    }
     const outcomes: SourceOutcome[] = []
     const failures: { file: string; error: unknown }[] = []
     for (const source of sources) {
@@ -261,39 +210,20 @@ export const importCommand: CommandSpec = {
         total: source.bytes,
         enabled: context.progressEnabled,
       })
+      const sink = new StoreSink({ store, file, setTime, dryRun })
       try {
-        const opened = openSource(source, (bytes) => progress.update(bytes))
-        const result: ImportResult = await importSource(opened.lines, {
+        const outcome = await importOne({
+          source,
           file,
-          sha256: () => opened.digest(),
           from: from as SourceFormat | 'auto',
           lenient: flag(args, 'lenient'),
-          sourceName: source.sourceName,
+          sink,
+          progress,
         })
-        const sessions: SessionOutcome[] = []
-        for (const session of result.sessions) {
-          if (dryRun) {
-            sessions.push({
-              id: session.id,
-              role: session.role,
-              events: session.events.length,
-              action: 'would-create',
-            })
-            continue
-          }
-          sessions.push(await writeSession({ store, file, setTime: (time) => (now = time) }, session))
-        }
-        const outcome: SourceOutcome = {
-          file,
-          format: result.format,
-          formatVersion: result.formatVersion,
-          detection: result.detection,
-          report: result.report,
-          sessions,
-        }
         outcomes.push(outcome)
         if (!json) await context.out.write(summary(outcome))
       } catch (error) {
+        await sink.close()
         if (sources.length === 1) throw error
         failures.push({ file, error })
         if (!json) context.io.stderr(formatErrorLine(error, context.errorContext))
