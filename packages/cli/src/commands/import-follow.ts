@@ -90,6 +90,7 @@ export async function followSource(context: CommandContext, request: FollowReque
       setTime: request.setTime,
       dryRun: false,
       writers,
+      live,
     })
     try {
       const outcome = await importOne({

@@ -86,6 +86,7 @@ export class StoreSink implements ImportSink {
   readonly #dryRun: boolean
   readonly #writers: Map<string, SessionWriter>
   readonly #keepOpen: boolean
+  readonly #live: boolean
   #open: OpenSession | null = null
   /** One outcome per session, in the order they completed. */
   readonly outcomes: SessionOutcome[] = []
@@ -99,7 +100,10 @@ export class StoreSink implements ImportSink {
     readonly dryRun: boolean
     /** Writers kept open between imports (shared by the sinks of one `--follow`). */
     readonly writers?: Map<string, SessionWriter>
+    /** The import is live (`--follow`): even a single batch may end inside a turn. */
+    readonly live?: boolean
   }) {
+    this.#live = options.live === true
     this.#store = options.store
     this.#file = options.file
     this.#setTime = options.setTime
@@ -123,9 +127,20 @@ export class StoreSink implements ImportSink {
     const kept = this.#writers.get(batch.id)
     if (kept === undefined && !(await exists(this.#store, batch.id))) {
       this.#setTime(batch.header.createdAt)
-      const writer = await this.#store.create({ id: batch.id, header: batch.header, seed: batch.events })
+      // A complete session of one batch is published whole. Otherwise the session is created
+      // empty and every batch appended: the store repairs what a seed leaves open (a call
+      // without its result, an open turn) when it opens the writer, and a batch cut in the
+      // middle of a turn is not a session that ended there.
+      const whole = batch.last && !this.#live
+      const writer = await this.#store.create({
+        id: batch.id,
+        header: batch.header,
+        ...(whole ? { seed: batch.events } : {}),
+      })
       this.#writers.set(batch.id, writer)
-      return { ...base, writer, increment: null, created: true }
+      const open = { ...base, writer, increment: null, created: true }
+      if (!whole) await this.#continue(open, batch.events)
+      return open
     }
     // Opened before reading: a session an interrupted import left mid-turn is repaired on
     // open, and its closers are then part of the stored tail the comparison expects.
