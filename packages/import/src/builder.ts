@@ -98,6 +98,8 @@ export class SessionBuilder {
   #block: OpenBlock | null = null
   readonly #requested = new Set<string>()
   #line = 0
+  /** The time before the current record began (a turn ended by the next prompt ends then). */
+  #beforeRecord: string | undefined
   /** Events already drained (the seq of `events[0]`). */
   #base = 0
   /** Digests of every event built, when tracked (a tree's path that forks branch from). */
@@ -140,6 +142,12 @@ export class SessionBuilder {
   /** True while a turn is open. */
   get turnOpen(): boolean {
     return this.#turnOpen
+  }
+
+  /** A new source record starts: its timestamp becomes the time (see {@link SessionBuilder.setTime}). */
+  beginRecord(raw: unknown): void {
+    this.#beforeRecord = this.#time
+    this.setTime(raw)
   }
 
   /** Time of the next events: the record's timestamp when it has a usable one, else the previous time. */
@@ -210,6 +218,19 @@ export class SessionBuilder {
       this.startTurn()
     }
     return this.#push({ type: 'user/message', data: { message: { role: 'user', content } } })
+  }
+
+  /**
+   * A prompt follows: ends the open turn as completed before the prompt's record is kept, so
+   * the turn ends where an import of the source cut just before the prompt ends it (a grown
+   * source then extends the earlier import instead of diverging from it).
+   */
+  beforePrompt(): void {
+    const now = this.#time
+    if (this.#beforeRecord !== undefined) this.#time = this.#beforeRecord
+    this.#closeBlock()
+    if (this.#turnOpen) this.endTurn('completed')
+    this.#time = now
   }
 
   /** An assistant message, then one `tool/call` per tool call (the source ran them, or may have). */

@@ -126,7 +126,7 @@ class ClaudeMapper {
     const value = record.value
     b.line = record.line
     this.#line = record.line
-    b.setTime(value['timestamp'])
+    b.beginRecord(value['timestamp'])
     const type = str(value['type'])
     if (type === 'assistant') return this.#assistantRecord(value)
     if (type === 'user') return this.#userRecord(record)
@@ -263,8 +263,10 @@ class ClaudeMapper {
       b.record(value, 'log-only:claude.empty-user')
       return
     }
+    const interrupt = firstText.startsWith(INTERRUPT_PREFIX)
+    if (!interrupt) b.beforePrompt()
     b.record(value, 'mapped')
-    if (firstText.startsWith(INTERRUPT_PREFIX)) {
+    if (interrupt) {
       b.user(userContent, { prompt: false })
       b.endTurn('interrupted')
       return
@@ -494,7 +496,7 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
         builder.malformed(step.text ?? '')
       } else if (step.kind === 'duplicate') {
         builder.line = step.line
-        builder.setTime(record!['timestamp'])
+        builder.beginRecord(record!['timestamp'])
         builder.diagnostic(
           'DUPLICATE_UUID',
           `record uuid ${String(step.id)} appears again; kept verbatim only`,

@@ -96,7 +96,7 @@ class CodexMapper {
   handle(line: number, value: Record<string, unknown>): void {
     const b = this.#b
     b.line = line
-    b.setTime(value['timestamp'])
+    b.beginRecord(value['timestamp'])
     const type = str(value['type'])
     const payload = obj(value['payload']) ?? {}
     if (type === 'session_meta') {

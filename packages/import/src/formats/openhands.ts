@@ -81,7 +81,7 @@ class OpenHandsMapper {
   handle(line: number, value: Record<string, unknown>): void {
     const b = this.#b
     b.line = line
-    b.setTime(value['timestamp'])
+    b.beginRecord(value['timestamp'])
     if (typeof value['kind'] === 'string') {
       return this.#v1(value)
     }
@@ -97,6 +97,7 @@ class OpenHandsMapper {
     if (typeof value['id'] === 'number' && value['id'] !== 0) b.lossy('openhands.event-id')
     if (action === 'message' && metadata === undefined) {
       const content = str(args['content']) ?? str(value['message']) ?? ''
+      if (value['source'] === 'user') b.beforePrompt()
       b.record(value, 'mapped')
       if (value['source'] === 'user') {
         const images = arr(args['image_urls']).filter((url): url is string => typeof url === 'string')
@@ -200,6 +201,7 @@ class OpenHandsMapper {
     if (kind === 'MessageEvent') {
       const message = obj(value['llm_message']) ?? {}
       const text = textOf(message['content'])
+      if (message['role'] !== 'assistant' && value['source'] === 'user') b.beforePrompt()
       b.record(value, 'mapped')
       if (message['role'] === 'assistant') b.assistant({ text: [text], reasoning: [], toolCalls: [] })
       else b.user(text, { prompt: value['source'] === 'user' })

@@ -73,7 +73,7 @@ class PiMapper {
     const b = this.#b
     const value = node.item.value
     b.line = node.line
-    b.setTime(value['timestamp'])
+    b.beginRecord(value['timestamp'])
     this.#firstSeq.set(node.id, b.nextSeq)
     const type = str(value['type']) ?? 'unknown'
     if (type === 'message') return this.#message(value)
@@ -113,6 +113,7 @@ class PiMapper {
     const role = str(message['role'])
     if (role === 'user') {
       const { parts, text } = partsOf(message['content'], () => undefined)
+      b.beforePrompt()
       b.record(value, 'mapped')
       b.user(parts.length === 1 && parts[0]!.type === 'text' ? text : parts, { prompt: true })
       return
