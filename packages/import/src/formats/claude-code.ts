@@ -343,7 +343,8 @@ class ClaudeScanner implements FormatScanner {
   /** Records repeating a uuid (a second /compact re-appending records). */
   readonly duplicates: { readonly line: number; readonly id: string }[] = []
   readonly malformed: { readonly line: number; readonly text: string }[] = []
-  readonly #seen = new Set<string>()
+  /** Every uuid seen, to its first string: a parent id shares its node's string (memory). */
+  readonly #seen = new Map<string, string>()
   sessionId: string | undefined
   #version: string | undefined
   #cwd: string | undefined
@@ -371,8 +372,9 @@ class ClaudeScanner implements FormatScanner {
       this.duplicates.push({ line: parsed.line, id })
       return
     }
-    this.#seen.add(id)
-    const parent = str(value['parentUuid']) ?? str(value['logicalParentUuid']) ?? null
+    this.#seen.set(id, id)
+    const rawParent = str(value['parentUuid']) ?? str(value['logicalParentUuid']) ?? null
+    const parent = rawParent === null ? null : (this.#seen.get(rawParent) ?? rawParent)
     this.nodes.push({
       id,
       parent,
@@ -391,6 +393,8 @@ class ClaudeScanner implements FormatScanner {
   }
 
   facts(): FormatFacts {
+    // Called once, after the last record: the id lookup is no longer needed.
+    this.#seen.clear()
     const agentId = this.onlySidechain ? this.nodes[0]!.item.agentId : undefined
     const sourceId = this.sessionId
     return {
@@ -407,38 +411,58 @@ class ClaudeScanner implements FormatScanner {
   }
 }
 
-/** One step of a session's build: a tree record, or a record riding along in file order. */
-interface Step {
-  readonly line: number
-  readonly kind: 'node' | 'loose' | 'duplicate' | 'malformed'
-  readonly text?: string
-  readonly id?: string
-}
+/** One step of a session's build: a tree record (its index node), or a record riding along in file order. */
+type Step =
+  | TreeNode<ClaudeNode>
+  | {
+      readonly line: number
+      readonly kind: 'loose' | 'duplicate' | 'malformed'
+      readonly text?: string
+      readonly id?: string
+    }
 
 /**
  * Runs `steps` in order with their records, read again from the source: records met before
  * their step are held until it comes (a side segment placed after its branch point), so
  * memory holds only records read ahead, never the whole source.
  */
+function kindOf(step: Step): 'node' | 'loose' | 'duplicate' | 'malformed' {
+  return 'kind' in step ? step.kind : 'node'
+}
+
 async function walk(
   input: FormatInput,
   steps: readonly Step[],
   run: (step: Step, record: Record<string, unknown> | undefined) => Promise<void>,
 ): Promise<void> {
-  const wanted = new Set<number>()
-  for (const step of steps) if (step.kind !== 'malformed') wanted.add(step.line)
+  // The lines to read, sorted (4 bytes each): a record read ahead is held only if a step wants it.
+  const wanted = Int32Array.from(
+    steps.filter((step) => kindOf(step) !== 'malformed').map((step) => step.line),
+  ).sort()
+  const isWanted = (line: number): boolean => {
+    let low = 0
+    let high = wanted.length - 1
+    while (low <= high) {
+      const middle = (low + high) >>> 1
+      const value = wanted[middle]!
+      if (value === line) return true
+      if (value < line) low = middle + 1
+      else high = middle - 1
+    }
+    return false
+  }
   const held = new Map<number, Record<string, unknown>>()
   const records = input.replay()[Symbol.asyncIterator]()
   try {
     for (const step of steps) {
-      if (step.kind === 'malformed') {
+      if (kindOf(step) === 'malformed') {
         await run(step, undefined)
         continue
       }
       while (!held.has(step.line)) {
         const next = await records.next()
         if (next.done === true) throw new Error(`line ${step.line} was not read again`)
-        if ('value' in next.value && wanted.has(next.value.line)) held.set(next.value.line, next.value.value)
+        if ('value' in next.value && isWanted(next.value.line)) held.set(next.value.line, next.value.value)
       }
       const record = held.get(step.line)!
       held.delete(step.line)
@@ -487,11 +511,12 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
     for (const node of sequence) {
       while (options.withExtras && next < extras.length && extras[next]!.line < node.line)
         steps.push(extras[next++]!)
-      steps.push({ line: node.line, kind: 'node' })
+      steps.push(node)
     }
     while (options.withExtras && next < extras.length) steps.push(extras[next++]!)
     await walk(input, steps, async (step, record) => {
-      if (step.kind === 'malformed') {
+      if (!('kind' in step)) mapper.handle({ line: step.line, value: record! })
+      else if (step.kind === 'malformed') {
         builder.line = step.line
         builder.malformed(step.text ?? '')
       } else if (step.kind === 'duplicate') {
