@@ -123,6 +123,7 @@ export async function followSource(context: CommandContext, request: FollowReque
     )
   let last: string | null = null
   let total = 0
+  let records = -1
   try {
     if (context.progressEnabled) {
       context.io.stderr(
@@ -134,13 +135,14 @@ export async function followSource(context: CommandContext, request: FollowReque
       if (current !== null && current !== last) {
         last = current
         const outcome = await runImport(true)
-        if (outcome !== null) {
+        if (outcome !== null && outcome.report.records !== records) {
+          records = outcome.report.records
           const added = appended(outcome)
           total += added
-          if (added > 0 && context.progressEnabled) {
+          if (context.progressEnabled) {
             const waiting = torn as { line: number; chars: number } | null
             context.io.stderr(
-              `${terminalSafe(`import --follow ${file}: +${added} events (${total} so far, ${outcome.report.records} records)${waiting === null ? '' : `; line ${waiting.line} is still being written`}`)}\n`,
+              `${terminalSafe(`import --follow ${file}: ${records} records, +${added} events (${total} written)${waiting === null ? '' : `; line ${waiting.line} is still being written`}`)}\n`,
             )
           }
         }
