@@ -112,7 +112,7 @@ describe('agent-ledger import --follow', () => {
     await until(
       `all ${lines.length} records`,
       () => follow.stderr().includes(`${lines.length} records,`),
-      follow.stderr,
+      () => follow.stderr(),
     )
     expect(follow.stderr()).not.toMatch(/TORN_LINE|MALFORMED_LINE|DIVERGED/)
     follow.child.kill('SIGINT')
@@ -165,7 +165,7 @@ describe('agent-ledger import killed in the middle', () => {
     await until(
       'a few batches written',
       () => existsSync(log) && statSync(log).size > 2_000_000,
-      child.stderr,
+      () => child.stderr(),
     )
     child.child.kill('SIGKILL')
     expect((await child.exited).signal).toBe('SIGKILL')
