@@ -12,6 +12,7 @@ import { errorJson, formatErrorLine } from '../report-error.ts'
 import { displayPath, ioError, resolveSession } from '../session-path.ts'
 import type { SessionLocation } from '../session-path.ts'
 import { analyze } from '../transcript/analyze.ts'
+import { StatsCounter } from '../session-stats.ts'
 import { HtmlRenderer } from '../transcript/html.ts'
 import { markdownRenderer } from '../transcript/markdown.ts'
 import type { TranscriptRenderer } from '../transcript/render.ts'
@@ -179,7 +180,15 @@ async function runExport(
   // a refused header is reported by the scan below as the damage it is.
   const headerRead = await store.readHeader(location.id).catch(() => null)
   const header = headerRead?.header ?? null
-  const analysis = await analyze(store.readEvents(location.id), header, () => undefined)
+  // The scan also counts what `stats` counts (the HTML summary panel).
+  const counter = new StatsCounter(location.id)
+  const counted = (async function* () {
+    for await (const event of store.readEvents(location.id)) {
+      counter.add(event)
+      yield event
+    }
+  })()
+  const analysis = await analyze(counted, header, () => undefined)
   scanning = false
   const toStdout = options.output === undefined || options.output === '-'
   const sink =
@@ -206,6 +215,7 @@ async function runExport(
         events: analysis.events,
         pending: analysis.pending.length,
         exportedAt: context.clock(),
+        stats: counter.finish(),
       }),
     )
     let count = 0
