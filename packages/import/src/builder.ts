@@ -14,7 +14,7 @@ import type {
   WireToolCall,
 } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
-import type { Projection } from '@agent-ledger/session-projection'
+import type { Projection, SurfaceNode } from '@agent-ledger/session-projection'
 
 import { ImportError, ImportErrorCode } from './import-error.ts'
 import { addDiagnostic, bump } from './report.ts'
@@ -339,9 +339,61 @@ export class SessionBuilder {
       this.user(request.content, { prompt: false })
       return
     }
-    const startSeq = nodes[start]!.seq
-    const endSeq = nodes[end]!.seq
     const hidden = nodes.slice(start, end + 1).map((node) => node.seq)
+    this.#pushCompaction({ ...request, hidden })
+  }
+
+  /**
+   * A compaction of the surface nodes `select` picks (a source that names what it forgot,
+   * like an OpenHands condensation): applied only when they are one contiguous run of the
+   * current surface after the leading system messages, and the replace is one the event
+   * model accepts (it does not split results from their call). Returns what happened.
+   */
+  compactSelected(request: {
+    readonly select: (node: SurfaceNode) => boolean
+    readonly summary: string
+    readonly content: string
+    readonly reason: string
+  }): 'applied' | 'nothing-selected' | 'not-contiguous' | 'refused' {
+    // Results still gathering for their call: a replace now would strand them.
+    if (this.#block !== null) return 'refused'
+    const nodes = this.projection.surface()
+    let start = 0
+    while (start < nodes.length && nodes[start]!.type === 'system/message') start += 1
+    const picked: number[] = []
+    for (let index = start; index < nodes.length; index += 1)
+      if (request.select(nodes[index]!)) picked.push(index)
+    if (picked.length === 0) return 'nothing-selected'
+    if (picked.at(-1)! - picked[0]! + 1 !== picked.length) return 'not-contiguous'
+    const hidden = picked.map((index) => nodes[index]!.seq)
+    const time = this.#time
+    if (time === undefined) return 'refused'
+    const candidate = {
+      seq: this.nextSeq,
+      time,
+      type: 'user/message',
+      data: { message: { role: 'user', content: request.content } },
+      surfaceOp: { op: 'replace', startSeq: hidden[0]!, endSeq: hidden.at(-1)! },
+      sourceEventSeqs: hidden,
+    } as unknown as LoggedEvent
+    try {
+      this.projection.check(candidate)
+    } catch {
+      return 'refused'
+    }
+    this.#pushCompaction({ ...request, hidden })
+    return 'applied'
+  }
+
+  #pushCompaction(request: {
+    readonly hidden: readonly number[]
+    readonly summary: string
+    readonly content: string
+    readonly reason: string
+  }): void {
+    const { hidden } = request
+    const startSeq = hidden[0]!
+    const endSeq = hidden.at(-1)!
     const compactionId = `import-${this.nextSeq + this.#untimed.length}`
     this.#push({
       type: 'compaction/start',

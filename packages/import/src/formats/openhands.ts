@@ -67,6 +67,13 @@ class OpenHandsMapper {
   /** V0: `model_response.id`s already turned into an assistant message. V1: the open `llm_response_id` group. */
   readonly #responses = new Set<string>()
   #group: { id: string; text: string[]; reasoning: string[]; toolCalls: ImportedToolCall[] } | null = null
+  /** Source event id → what it put on the surface, so a condensation can find what it forgets. */
+  readonly #seqByEvent = new Map<string, number>()
+  readonly #callByAction = new Map<string, string>()
+  readonly #callByObservation = new Map<string, string>()
+  /** Source event ids in order (a V0 condensation may name a range of ids). */
+  readonly #eventIds: string[] = []
+  #appliedSummary: string | undefined
 
   constructor(builder: SessionBuilder) {
     this.#b = builder
@@ -82,6 +89,8 @@ class OpenHandsMapper {
     const b = this.#b
     b.line = line
     b.beginRecord(value['timestamp'])
+    const eventId = value['id'] === undefined || value['id'] === null ? undefined : String(value['id'])
+    if (eventId !== undefined) this.#eventIds.push(eventId)
     if (typeof value['kind'] === 'string') {
       return this.#v1(value)
     }
@@ -107,6 +116,18 @@ class OpenHandsMapper {
         ]
         b.user(images.length === 0 ? content : parts, { prompt: true })
       } else b.assistant({ text: [content], reasoning: [], toolCalls: [] })
+      this.#seqByEvent.set(String(value['id']), b.nextSeq - 1)
+      return
+    }
+    if (action === 'condensation') {
+      const start = count(args['forgotten_events_start_id'])
+      const end = count(args['forgotten_events_end_id'])
+      const listed = arr(args['forgotten_event_ids']).map((id) => String(id))
+      const forgotten =
+        listed.length > 0 || start === undefined || end === undefined
+          ? listed
+          : this.#eventIds.filter((id) => Number(id) >= start && Number(id) <= end)
+      this.#condense(value, { forgotten, summary: str(args['summary']), offset: args['summary_offset'] })
       return
     }
     if (action === 'system') {
@@ -116,6 +137,8 @@ class OpenHandsMapper {
       return
     }
     if (action !== undefined && metadata !== undefined) {
+      const callId = str(metadata['tool_call_id'])
+      if (callId !== undefined) this.#callByAction.set(String(value['id']), callId)
       const response = obj(metadata['model_response'])
       const responseId = str(response?.['id']) ?? `call-${String(metadata['tool_call_id'])}`
       if (this.#responses.has(responseId)) {
@@ -155,6 +178,7 @@ class OpenHandsMapper {
       return
     }
     if (observation !== undefined && metadata !== undefined) {
+      this.#callByObservation.set(String(value['id']), str(metadata['tool_call_id']) ?? '')
       b.record(value, 'mapped')
       if (value['extras'] !== undefined) b.lossy('openhands.extras')
       b.toolResult(str(metadata['tool_call_id']) ?? '', str(value['content']) ?? '', {
@@ -185,7 +209,9 @@ class OpenHandsMapper {
         }
         if (thought !== '') this.#group.text.push(thought)
       }
-      this.#group.toolCalls.push(...toolCallsOf([value['tool_call']]))
+      const calls = toolCallsOf([value['tool_call']])
+      this.#group.toolCalls.push(...calls)
+      if (calls[0] !== undefined) this.#callByAction.set(String(value['id']), calls[0].id)
       if (arr(value['thinking_blocks']).length > 0) b.lossy('openhands.thinking_blocks')
       if (value['security_risk'] !== undefined) b.lossy('openhands.security_risk')
       b.record(value, 'mapped')
@@ -205,6 +231,7 @@ class OpenHandsMapper {
       b.record(value, 'mapped')
       if (message['role'] === 'assistant') b.assistant({ text: [text], reasoning: [], toolCalls: [] })
       else b.user(text, { prompt: value['source'] === 'user' })
+      this.#seqByEvent.set(String(value['id']), b.nextSeq - 1)
       return
     }
     if (kind === 'ObservationEvent' || kind === 'UserRejectObservation' || kind === 'AgentErrorEvent') {
@@ -216,6 +243,7 @@ class OpenHandsMapper {
             ? (str(value['error']) ?? '')
             : textOf(observation?.['content'])
       const isError = kind !== 'ObservationEvent' || observation?.['is_error'] === true
+      this.#callByObservation.set(String(value['id']), str(value['tool_call_id']) ?? '')
       b.record(value, 'mapped')
       b.toolResult(str(value['tool_call_id']) ?? '', content, {
         isError,
@@ -224,12 +252,77 @@ class OpenHandsMapper {
       return
     }
     if (kind === 'CondensationSummaryEvent') {
+      const summary = str(value['summary']) ?? ''
+      if (summary === this.#appliedSummary) {
+        // The summary a condensation already put in place (as its compaction's message).
+        b.record(value, 'log-only:openhands.CondensationSummaryEvent-applied')
+        return
+      }
       b.record(value, 'mapped')
-      b.user(str(value['summary']) ?? '', { prompt: false })
+      b.user(summary, { prompt: false })
+      this.#seqByEvent.set(String(value['id']), b.nextSeq - 1)
       return
     }
-    if (kind === 'Condensation') b.lossy('openhands.condensation-not-applied')
+    if (kind === 'Condensation') {
+      const forgotten = arr(value['forgotten_event_ids']).map((id) => String(id))
+      this.#condense(value, { forgotten, summary: str(value['summary']), offset: value['summary_offset'] })
+      return
+    }
     b.record(value, `log-only:openhands.${kind}`)
+  }
+
+  /**
+   * A condensation (V1 `Condensation`, V0 `condensation` action): the forgotten events are
+   * replaced by the summary as one v4 compaction when they are one contiguous run of what the
+   * model sees; otherwise (forgotten events spread out, no summary to replace them with) the
+   * record is kept verbatim only and counted.
+   */
+  #condense(
+    value: Record<string, unknown>,
+    request: {
+      readonly forgotten: readonly string[]
+      readonly summary: string | undefined
+      readonly offset: unknown
+    },
+  ): void {
+    const b = this.#b
+    const forgotten = new Set(request.forgotten)
+    if (request.summary === undefined || request.summary === '') {
+      b.lossy('openhands.condensation-without-summary')
+      b.record(value, 'log-only:openhands.condensation-without-summary')
+      return
+    }
+    const seqs = new Set<number>()
+    const calls = new Set<string>()
+    for (const id of forgotten) {
+      const seq = this.#seqByEvent.get(id)
+      if (seq !== undefined) seqs.add(seq)
+      const call = this.#callByAction.get(id) ?? this.#callByObservation.get(id)
+      if (call !== undefined) calls.add(call)
+    }
+    const summary = request.summary
+    const outcome = b.compactSelected({
+      select: (node) => {
+        if (seqs.has(node.seq)) return true
+        const message = node.message
+        if (message.role === 'tool') return calls.has(message.tool_call_id)
+        if (message.role === 'assistant' && (message.tool_calls?.length ?? 0) > 0)
+          return message.tool_calls!.every((call) => calls.has(call.id))
+        return false
+      },
+      summary,
+      content: summary,
+      reason: 'openhands condensation',
+    })
+    if (outcome !== 'applied') {
+      b.lossy(`openhands.condensation-${outcome}`)
+      b.record(value, `log-only:openhands.condensation-${outcome}`)
+      return
+    }
+    this.#appliedSummary = summary
+    if (request.offset !== undefined && request.offset !== null)
+      b.lossy('openhands.condensation.summary_offset')
+    b.record(value, 'mapped')
   }
 
   finish(): void {
