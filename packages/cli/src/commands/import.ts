@@ -32,6 +32,7 @@ function interval(args: ParsedArgs): number {
 
 const HELP = `Usage: agent-ledger import <file|dir> [--from auto|claude-code|codex|pi|openhands]
                            [--root <dir>] [--dry-run] [--lenient] [--json] [--no-progress]
+       agent-ledger import --follow <file> [--interval <ms>] [--root <dir>] [--json]
        agent-ledger import --scan [--home <dir>] [--json]
 
 Imports other agents' session logs into a store root as agent-ledger sessions (format v4):
@@ -47,7 +48,13 @@ with its line), so nothing is lost; what could not be mapped exactly is counted 
 report. Calls the source never answered get the placeholders a resume gives.
 
 Importing again changes nothing; importing a source that grew appends only its new events.
-A session is published complete or not at all.
+The file is read twice and never held: the events go through the store in batches. A
+session of one batch is published complete or not at all; a larger one is created, then
+appended batch by batch, and an import stopped in the middle is completed by the next one.
+
+--follow keeps importing a log an agent is still writing, each time it changes, until
+Ctrl-C: only what the complete lines settle is appended (a last line still being written is
+waited for); on Ctrl-C one final import closes what the agent left open and adds the forks.
 
 Options:
   --from <format>   the source format (default auto: detected from the content, which
@@ -55,6 +62,8 @@ Options:
   --root <dir>      the store root to import into (default ~/.agent-ledger/sessions)
   --dry-run         import in memory and print the report; write nothing
   --lenient         skip and count lines that are not JSON instead of refusing the source
+  --follow          keep importing one log file (or events directory) as it grows, until Ctrl-C
+  --interval <ms>   with --follow: how often to look for changes (default 500)
   --scan            list the sessions found under each agent's default location, import nothing
   --home <dir>      with --scan: where the default locations are (default your home directory)
   --json            print one JSON document on stdout
