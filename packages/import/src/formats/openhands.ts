@@ -74,6 +74,8 @@ class OpenHandsMapper {
   /** Source event ids in order (a V0 condensation may name a range of ids). */
   readonly #eventIds: string[] = []
   #appliedSummary: string | undefined
+  /** The id of the event being mapped. */
+  #eventId = ''
 
   constructor(builder: SessionBuilder) {
     this.#b = builder
@@ -89,8 +91,10 @@ class OpenHandsMapper {
     const b = this.#b
     b.line = line
     b.beginRecord(value['timestamp'])
-    const eventId = value['id'] === undefined || value['id'] === null ? undefined : String(value['id'])
+    const rawId = value['id']
+    const eventId = typeof rawId === 'string' || typeof rawId === 'number' ? String(rawId) : undefined
     if (eventId !== undefined) this.#eventIds.push(eventId)
+    this.#eventId = eventId ?? `line-${line}`
     if (typeof value['kind'] === 'string') {
       return this.#v1(value)
     }
@@ -116,7 +120,7 @@ class OpenHandsMapper {
         ]
         b.user(images.length === 0 ? content : parts, { prompt: true })
       } else b.assistant({ text: [content], reasoning: [], toolCalls: [] })
-      this.#seqByEvent.set(String(value['id']), b.nextSeq - 1)
+      this.#seqByEvent.set(this.#eventId, b.nextSeq - 1)
       return
     }
     if (action === 'condensation') {
@@ -138,7 +142,7 @@ class OpenHandsMapper {
     }
     if (action !== undefined && metadata !== undefined) {
       const callId = str(metadata['tool_call_id'])
-      if (callId !== undefined) this.#callByAction.set(String(value['id']), callId)
+      if (callId !== undefined) this.#callByAction.set(this.#eventId, callId)
       const response = obj(metadata['model_response'])
       const responseId = str(response?.['id']) ?? `call-${String(metadata['tool_call_id'])}`
       if (this.#responses.has(responseId)) {
@@ -178,7 +182,7 @@ class OpenHandsMapper {
       return
     }
     if (observation !== undefined && metadata !== undefined) {
-      this.#callByObservation.set(String(value['id']), str(metadata['tool_call_id']) ?? '')
+      this.#callByObservation.set(this.#eventId, str(metadata['tool_call_id']) ?? '')
       b.record(value, 'mapped')
       if (value['extras'] !== undefined) b.lossy('openhands.extras')
       b.toolResult(str(metadata['tool_call_id']) ?? '', str(value['content']) ?? '', {
@@ -211,7 +215,7 @@ class OpenHandsMapper {
       }
       const calls = toolCallsOf([value['tool_call']])
       this.#group.toolCalls.push(...calls)
-      if (calls[0] !== undefined) this.#callByAction.set(String(value['id']), calls[0].id)
+      if (calls[0] !== undefined) this.#callByAction.set(this.#eventId, calls[0].id)
       if (arr(value['thinking_blocks']).length > 0) b.lossy('openhands.thinking_blocks')
       if (value['security_risk'] !== undefined) b.lossy('openhands.security_risk')
       b.record(value, 'mapped')
@@ -231,7 +235,7 @@ class OpenHandsMapper {
       b.record(value, 'mapped')
       if (message['role'] === 'assistant') b.assistant({ text: [text], reasoning: [], toolCalls: [] })
       else b.user(text, { prompt: value['source'] === 'user' })
-      this.#seqByEvent.set(String(value['id']), b.nextSeq - 1)
+      this.#seqByEvent.set(this.#eventId, b.nextSeq - 1)
       return
     }
     if (kind === 'ObservationEvent' || kind === 'UserRejectObservation' || kind === 'AgentErrorEvent') {
@@ -243,7 +247,7 @@ class OpenHandsMapper {
             ? (str(value['error']) ?? '')
             : textOf(observation?.['content'])
       const isError = kind !== 'ObservationEvent' || observation?.['is_error'] === true
-      this.#callByObservation.set(String(value['id']), str(value['tool_call_id']) ?? '')
+      this.#callByObservation.set(this.#eventId, str(value['tool_call_id']) ?? '')
       b.record(value, 'mapped')
       b.toolResult(str(value['tool_call_id']) ?? '', content, {
         isError,
@@ -260,7 +264,7 @@ class OpenHandsMapper {
       }
       b.record(value, 'mapped')
       b.user(summary, { prompt: false })
-      this.#seqByEvent.set(String(value['id']), b.nextSeq - 1)
+      this.#seqByEvent.set(this.#eventId, b.nextSeq - 1)
       return
     }
     if (kind === 'Condensation') {
