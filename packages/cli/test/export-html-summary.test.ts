@@ -60,6 +60,9 @@ describe('HTML export: the summary panel', () => {
       'turn 2: 0 output tokens',
       'turn 3: 0 output tokens',
     ])
+    expect(html).toContain(
+      '<figcaption id="chart-input">Input tokens per turn: largest 100; turn 1 to 3</figcaption>',
+    )
     expect(html).toMatch(/<svg viewBox="0 0 640 120"[^>]*role="img"/)
     // Self-contained: no script, nothing loaded, no URL at all (the SVG has no xmlns either).
     expect(html).not.toMatch(/<script/i)

@@ -51,7 +51,8 @@ function chart(options: {
   readonly bars: readonly Bar[]
 }): string {
   const { bars: data } = options
-  const max = Math.max(1, ...data.map((bar) => bar.value))
+  const largest = Math.max(0, ...data.map((bar) => bar.value))
+  const max = Math.max(1, largest)
   const slot = CHART_WIDTH / Math.max(1, data.length)
   const width = Math.max(1, slot * 0.8)
   const rects = data
@@ -69,7 +70,7 @@ function chart(options: {
       : `turn ${first}${last === first ? '' : ` to ${last}`}${data.length > 0 && data[0]!.first !== data[0]!.last ? ` (${data[0]!.last - data[0]!.first + 1} turns a bar)` : ''}`
   return [
     `<figure class="chart" aria-labelledby="${options.id}">`,
-    `<figcaption id="${options.id}">${escapeHtml(options.title)}: at most ${escapeHtml(count(max))} a ${data.length > 0 && data[0]!.first !== data[0]!.last ? 'bar' : 'turn'}; ${escapeHtml(axis)}</figcaption>`,
+    `<figcaption id="${options.id}">${escapeHtml(options.title)}: ${largest === 0 ? 'none recorded' : `largest ${count(largest)}`}; ${escapeHtml(axis)}</figcaption>`,
     `<svg viewBox="0 0 ${CHART_WIDTH} ${CHART_HEIGHT}" width="100%" height="${CHART_HEIGHT}" preserveAspectRatio="none" role="img" aria-label="${escapeHtml(options.title)}">`,
     `<line class="axis" x1="0" y1="${CHART_HEIGHT - 0.5}" x2="${CHART_WIDTH}" y2="${CHART_HEIGHT - 0.5}"></line>`,
     rects,
