@@ -230,6 +230,15 @@ class CodexMapper {
       b.record(value, `log-only:codex.event_msg-duplicate`)
       return
     }
+    if (kind === 'thread_rolled_back') {
+      // The guide maps a rollback to a fork before the dropped turns; not built yet: the
+      // turns stay visible, which the report says.
+      b.lossy('codex.thread_rolled_back-not-applied')
+      b.diagnostic(
+        'ROLLBACK_NOT_APPLIED',
+        `thread_rolled_back (${count(payload['num_turns']) ?? '?'} turn(s)): expected the dropped turns to leave the conversation, found no mapping for it yet; they stay visible in the imported session`,
+      )
+    }
     b.record(value, `log-only:codex.event_msg.${kind}`)
   }
 
