@@ -9,8 +9,8 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0)
   throw error
 })
-if (argv[0] === 'tail') {
-  // tail -f runs until SIGINT: end it cleanly (exit 0); a second SIGINT exits at once.
+if (argv[0] === 'tail' || (argv[0] === 'import' && argv.includes('--follow'))) {
+  // tail -f and import --follow run until SIGINT: end them cleanly (exit 0); a second SIGINT exits at once.
   const controller = new AbortController()
   process.once('SIGINT', () => {
     controller.abort()

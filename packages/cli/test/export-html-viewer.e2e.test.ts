@@ -183,6 +183,14 @@ describe('the HTML transcript as a viewer (headless Chromium)', () => {
       expect(dom).not.toContain('<b>raw bold</b>')
       expect(dom).not.toMatch(/href="javascript:/i)
       expect(dom).toContain('[a link](javascript:alert(1))')
+      // The summary panel survives Chromium's parser: the stats list, and one bar per turn in
+      // each inline SVG chart (no script, nothing loaded).
+      const panel = /<section class="summary"[\s\S]*?<\/section>/.exec(dom)?.[0] ?? ''
+      const turns = Number(/<dt>turns<\/dt><dd>(\d+) /.exec(panel)?.[1])
+      expect(turns).toBeGreaterThan(0)
+      expect(panel.match(/<rect class="bar-input"/g)).toHaveLength(turns)
+      expect(panel.match(/<rect class="bar-output"/g)).toHaveLength(turns)
+      expect(panel).toMatch(/<dt>tool calls<\/dt><dd>\d+, \d+ errors/)
       // Markdown rendered in user and assistant text.
       expect(dom).toContain('<strong>review</strong>')
       expect(dom).toMatch(/<ul>\s*<li>check <code>package\.json<\/code><\/li>/)

@@ -14,7 +14,7 @@ import type {
   WireToolCall,
 } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
-import type { Projection } from '@agent-ledger/session-projection'
+import type { Projection, SurfaceNode } from '@agent-ledger/session-projection'
 
 import { ImportError, ImportErrorCode } from './import-error.ts'
 import { addDiagnostic, bump } from './report.ts'
@@ -85,7 +85,8 @@ export interface BuilderContext {
  * diagnostic; a call the source never answered gets loop-repair's placeholder.
  */
 export class SessionBuilder {
-  readonly events: LoggedEvent[] = []
+  /** The events built and not yet taken by {@link SessionBuilder.drain}. */
+  events: LoggedEvent[] = []
   readonly projection: Projection
   /** Repair events built, by code (`TOOL_OUTCOME_UNKNOWN`, `TOOL_NOT_STARTED`, `CLOSE_TURN`). */
   readonly repairs: Record<string, number> = {}
@@ -97,10 +98,35 @@ export class SessionBuilder {
   #block: OpenBlock | null = null
   readonly #requested = new Set<string>()
   #line = 0
+  /** The time before the current record began (a turn ended by the next prompt ends then). */
+  #beforeRecord: string | undefined
+  /** Events already drained (the seq of `events[0]`). */
+  #base = 0
+  /** Digests of every event built, when tracked (a tree's path that forks branch from). */
+  readonly #digests: number[] | null
 
-  constructor(context: BuilderContext) {
+  constructor(context: BuilderContext, options: { readonly trackDigests?: boolean } = {}) {
+    this.#digests = options.trackDigests === true ? [] : null
     this.#context = context
     this.projection = createProjection({ registry: context.registry })
+  }
+
+  /** Seq of the next event built (events drained included). */
+  get nextSeq(): number {
+    return this.#base + this.events.length
+  }
+
+  /** Digests of the events built so far, or null when not tracked (see {@link eventDigest}). */
+  get digests(): readonly number[] | null {
+    return this.#digests
+  }
+
+  /** Takes the events built so far (the builder forgets them; seqs go on). */
+  drain(): LoggedEvent[] {
+    const taken = this.events
+    this.events = []
+    this.#base += taken.length
+    return taken
   }
 
   /** The line of the record being mapped (for diagnostics). */
@@ -116,6 +142,12 @@ export class SessionBuilder {
   /** True while a turn is open. */
   get turnOpen(): boolean {
     return this.#turnOpen
+  }
+
+  /** A new source record starts: its timestamp becomes the time (see {@link SessionBuilder.setTime}). */
+  beginRecord(raw: unknown): void {
+    this.#beforeRecord = this.#time
+    this.setTime(raw)
   }
 
   /** Time of the next events: the record's timestamp when it has a usable one, else the previous time. */
@@ -186,6 +218,19 @@ export class SessionBuilder {
       this.startTurn()
     }
     return this.#push({ type: 'user/message', data: { message: { role: 'user', content } } })
+  }
+
+  /**
+   * A prompt follows: ends the open turn as completed before the prompt's record is kept, so
+   * the turn ends where an import of the source cut just before the prompt ends it (a grown
+   * source then extends the earlier import instead of diverging from it).
+   */
+  beforePrompt(): void {
+    const now = this.#time
+    if (this.#beforeRecord !== undefined) this.#time = this.#beforeRecord
+    this.#closeBlock()
+    if (this.#turnOpen) this.endTurn('completed')
+    this.#time = now
   }
 
   /** An assistant message, then one `tool/call` per tool call (the source ran them, or may have). */
@@ -294,10 +339,62 @@ export class SessionBuilder {
       this.user(request.content, { prompt: false })
       return
     }
-    const startSeq = nodes[start]!.seq
-    const endSeq = nodes[end]!.seq
     const hidden = nodes.slice(start, end + 1).map((node) => node.seq)
-    const compactionId = `import-${this.events.length + this.#untimed.length}`
+    this.#pushCompaction({ ...request, hidden })
+  }
+
+  /**
+   * A compaction of the surface nodes `select` picks (a source that names what it forgot,
+   * like an OpenHands condensation): applied only when they are one contiguous run of the
+   * current surface after the leading system messages, and the replace is one the event
+   * model accepts (it does not split results from their call). Returns what happened.
+   */
+  compactSelected(request: {
+    readonly select: (node: SurfaceNode) => boolean
+    readonly summary: string
+    readonly content: string
+    readonly reason: string
+  }): 'applied' | 'nothing-selected' | 'not-contiguous' | 'refused' {
+    // Results still gathering for their call: a replace now would strand them.
+    if (this.#block !== null) return 'refused'
+    const nodes = this.projection.surface()
+    let start = 0
+    while (start < nodes.length && nodes[start]!.type === 'system/message') start += 1
+    const picked: number[] = []
+    for (let index = start; index < nodes.length; index += 1)
+      if (request.select(nodes[index]!)) picked.push(index)
+    if (picked.length === 0) return 'nothing-selected'
+    if (picked.at(-1)! - picked[0]! + 1 !== picked.length) return 'not-contiguous'
+    const hidden = picked.map((index) => nodes[index]!.seq)
+    const time = this.#time
+    if (time === undefined) return 'refused'
+    const candidate = {
+      seq: this.nextSeq,
+      time,
+      type: 'user/message',
+      data: { message: { role: 'user', content: request.content } },
+      surfaceOp: { op: 'replace', startSeq: hidden[0]!, endSeq: hidden.at(-1)! },
+      sourceEventSeqs: hidden,
+    } as unknown as LoggedEvent
+    try {
+      this.projection.check(candidate)
+    } catch {
+      return 'refused'
+    }
+    this.#pushCompaction({ ...request, hidden })
+    return 'applied'
+  }
+
+  #pushCompaction(request: {
+    readonly hidden: readonly number[]
+    readonly summary: string
+    readonly content: string
+    readonly reason: string
+  }): void {
+    const { hidden } = request
+    const startSeq = hidden[0]!
+    const endSeq = hidden.at(-1)!
+    const compactionId = `import-${this.nextSeq + this.#untimed.length}`
     this.#push({
       type: 'compaction/start',
       data: { compactionId, startSeq, endSeq, reason: request.reason },
@@ -337,7 +434,7 @@ export class SessionBuilder {
       this.endTurn('completed')
     }
     const plan = planRepairFromState(this.projection.repairState, {
-      nextSeq: this.events.length,
+      nextSeq: this.nextSeq,
       time: this.#time!,
     })
     for (const action of plan.actions) bump(this.repairs, action.code)
@@ -399,9 +496,9 @@ export class SessionBuilder {
     const time = this.#time
     if (time === undefined) {
       this.#untimed.push(pending)
-      return this.events.length + this.#untimed.length - 1
+      return this.nextSeq + this.#untimed.length - 1
     }
-    const event: Record<string, unknown> = { seq: this.events.length, time, type: pending.type }
+    const event: Record<string, unknown> = { seq: this.nextSeq, time, type: pending.type }
     event['data'] = pending.data
     if (pending.surfaceOp !== undefined) event['surfaceOp'] = pending.surfaceOp
     if (pending.sourceEventSeqs !== undefined) event['sourceEventSeqs'] = pending.sourceEventSeqs
@@ -415,6 +512,7 @@ export class SessionBuilder {
           : parseEvent(event, this.#context.registry)
       this.projection.apply(parsed)
       this.events.push(parsed)
+      this.#digests?.push(eventDigest(parsed))
     } catch (error) {
       throw new ImportError({
         code: ImportErrorCode.INVALID_IMPORT,
@@ -424,6 +522,24 @@ export class SessionBuilder {
         cause: error,
       })
     }
-    return this.events.length - 1
+    return this.nextSeq - 1
   }
+}
+
+/**
+ * A 53-bit digest of an event's canonical text (cyrb53), for finding the prefix a fork
+ * shares with a parent whose events were already handed to the store.
+ */
+export function eventDigest(event: LoggedEvent): number {
+  const text = JSON.stringify(event)
+  let h1 = 0xdeadbeef ^ text.length
+  let h2 = 0x41c6ce57 ^ text.length
+  for (let index = 0; index < text.length; index += 1) {
+    const code = text.charCodeAt(index)
+    h1 = Math.imul(h1 ^ code, 2654435761)
+    h2 = Math.imul(h2 ^ code, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0)
 }

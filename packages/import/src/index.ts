@@ -16,9 +16,16 @@ export {
   importSource,
   SOURCE_FORMATS,
 } from './import-source.ts'
-export type { ImportedSession, ImportOptions, ImportResult, SourceFormat } from './import-source.ts'
-export { planIncrement } from './increment.ts'
-export type { IncrementPlan } from './increment.ts'
+export type {
+  ImportBatch,
+  ImportedSession,
+  ImportOptions,
+  ImportResult,
+  ImportSink,
+  SourceFormat,
+} from './import-source.ts'
+export { createIncrement, planIncrement } from './increment.ts'
+export type { Increment, IncrementOutcome, IncrementPlan } from './increment.ts'
 export { splitLines } from './lines.ts'
 export { MAX_DIAGNOSTICS } from './report.ts'
 export type { ImportDiagnostic, ImportReport } from './report.ts'

@@ -186,6 +186,64 @@ describe('OpenHands V1 SDK (synthetic)', () => {
   })
 })
 
+describe('OpenHands condensations (synthetic)', () => {
+  it('v1-condensation.jsonl: a contiguous Condensation with a summary is a compaction; a scattered one and one without summary are kept verbatim and counted', async () => {
+    const result = await importFile(fixture('openhands', 'v1-condensation.jsonl'), { sourceName: 'conv-2' })
+    const events = result.sessions[0]!.events
+    // Line 7 forgets events 3-6 (the two calls and their results): one compaction hiding 4 nodes.
+    expect(result.report.compactions).toBe(1)
+    const start = events.find((event) => event.type === 'compaction/start')!
+    const end = events.find((event) => event.type === 'compaction/end')!
+    expect(end.data).toMatchObject({ hiddenCount: 4 })
+    expect(start.data).toMatchObject({ reason: 'openhands condensation' })
+    // Line 11 forgets the prompt and the third call, which the summary sits between; line 12 has no summary.
+    expect(result.report.lossy).toMatchObject({
+      'openhands.condensation-not-contiguous': 1,
+      'openhands.condensation-without-summary': 1,
+      'openhands.condensation.summary_offset': 1,
+    })
+    expect(verbatimLines(events)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
+    expect(replay(events)).toMatchObject([
+      { role: 'system', content: 'You are OpenHands.' },
+      { role: 'user', content: 'fix the failing test' },
+      { role: 'user', content: 'Read a.py (add subtracts); pytest shows 1 failure.' },
+      { role: 'assistant', content: 'Fix the operator.', tool_calls: [{ id: 'call_3' }] },
+      { role: 'tool', tool_call_id: 'call_3', content: '' },
+      { role: 'assistant', content: 'Fixed: add now adds.' },
+    ])
+  })
+
+  it('v0-condensation.jsonl: a condensation action forgetting the id range 1-2 replaces the call and its result by the summary', async () => {
+    const result = await importFile(fixture('openhands', 'v0-condensation.jsonl'), { sourceName: 'conv-3' })
+    expect(result.formatVersion).toBe('v0')
+    expect(result.report.compactions).toBe(1)
+    expect(result.report.lossy['openhands.condensation.summary_offset']).toBe(1)
+    expect(replay(result.sessions[0]!.events)).toEqual([
+      { role: 'user', content: 'list the files' },
+      { role: 'user', content: 'Listed the files: a.py and b.py.' },
+      { role: 'assistant', content: 'There are 2 files.' },
+    ])
+  })
+})
+
+describe('Codex rollback (synthetic, one line added to compacted.jsonl)', () => {
+  it('thread_rolled_back is not applied yet: counted, reported with its line, the record kept', async () => {
+    const text = readFileSync(fixture('codex', 'compacted.jsonl'), 'utf8')
+    // openai/codex protocol.rs: EventMsg::ThreadRolledBack { num_turns }.
+    const rollback = JSON.stringify({
+      timestamp: '2026-03-03T08:00:14.000Z',
+      type: 'event_msg',
+      payload: { type: 'thread_rolled_back', num_turns: 1 },
+    })
+    const result = await importText(`${text.trimEnd()}\n${rollback}\n`)
+    expect(result.report.lossy['codex.thread_rolled_back-not-applied']).toBe(1)
+    expect(result.report.diagnostics.filter((finding) => finding.code === 'ROLLBACK_NOT_APPLIED')).toEqual([
+      expect.objectContaining({ line: 23 }),
+    ])
+    expect(verbatimLines(result.sessions[0]!.events).at(-1)).toBe(23)
+  })
+})
+
 describe('bad input', () => {
   const codex = (): string => readFileSync(fixture('codex', 'compacted.jsonl'), 'utf8')
 

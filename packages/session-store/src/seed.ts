@@ -58,20 +58,28 @@ export function encodeSeed(
     projection.apply(prepared.event)
     lines.push(prepared.line)
   }
-  checkSeedMarker(id, header, projection)
+  checkSeedMarker(id, header, seed)
   return lines
 }
 
-/** A seeded header needs a seed ending with `session/end-seed` that agrees with it. */
-function checkSeedMarker(id: string, header: SessionHeader, projection: Projection): void {
+/**
+ * A seeded header needs a seed holding exactly one `session/end-seed` marker that agrees with
+ * it. Events after the marker are the new session's own (an importer's fork publishes them in
+ * the same create), as the JSONL store accepts them.
+ */
+function checkSeedMarker(id: string, header: SessionHeader, seed: readonly LoggedEvent[]): void {
   if (header.seeded !== true) return
-  const last = projection.lastEvent
-  if (last?.type !== 'session/end-seed') {
+  const markers = seed.filter((event) => event.type === 'session/end-seed')
+  const last = markers[0] ?? null
+  if (markers.length !== 1 || last === null) {
     throw new SessionStoreError({
       code: SessionStoreErrorCode.INVALID_SEED,
       sessionId: id,
-      message: `Cannot create session ${id}: a seeded header needs a seed ending with a session/end-seed event, found ${last === null ? 'no seed events' : `a last seed event of type ${last.type}`}.`,
-      details: { expected: 'session/end-seed', found: last?.type ?? null },
+      message: `Cannot create session ${id}: a seeded header needs a seed holding exactly one session/end-seed event, found ${markers.length === 0 ? `${seed.length} seed event(s) and no marker` : `${markers.length} markers`}.`,
+      details: {
+        expected: 'session/end-seed',
+        found: markers.length === 0 ? (seed.at(-1)?.type ?? null) : markers.length,
+      },
     })
   }
   const data = last.data as { parentSession?: string; boundarySeq?: number }
@@ -197,6 +205,6 @@ export async function planForkedSession(context: CoreContext, request: ForkPlanR
     projection.apply(prepared.event)
     tailLines.push(prepared.line)
   }
-  checkSeedMarker(to, header, projection)
+  checkSeedMarker(to, header, seed.events)
   return { header, headerLine, projection, prefixLines, tailLines }
 }

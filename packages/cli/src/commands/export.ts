@@ -15,6 +15,7 @@ import { displayPath, ioError } from '../session-path.ts'
 import { resolveTarget, STORE_OPTION } from '../store-target.ts'
 import type { SessionTarget } from '../open-store.ts'
 import { analyze } from '../transcript/analyze.ts'
+import { StatsCounter } from '../session-stats.ts'
 import { HtmlRenderer } from '../transcript/html.ts'
 import { markdownRenderer } from '../transcript/markdown.ts'
 import type { TranscriptRenderer } from '../transcript/render.ts'
@@ -241,7 +242,15 @@ async function runExport(
   })
   scan.total = logBytes
   const { header, file } = await source.header()
-  const analysis = await analyze(source.readEvents(), header, () => undefined)
+  // The scan also counts what `stats` counts (the HTML summary panel).
+  const counter = new StatsCounter(source.id)
+  const counted = (async function* () {
+    for await (const event of source.readEvents()) {
+      counter.add(event)
+      yield event
+    }
+  })()
+  const analysis = await analyze(counted, header, () => undefined)
   scanning = false
   const toStdout = options.output === undefined || options.output === '-'
   const sink =
@@ -265,6 +274,7 @@ async function runExport(
         events: analysis.events,
         pending: analysis.pending.length,
         exportedAt: context.clock(),
+        stats: counter.finish(),
       }),
     )
     let count = 0

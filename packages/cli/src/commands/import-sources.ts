@@ -157,12 +157,47 @@ async function* eventLines(path: string, hash: ReturnType<typeof createHash>, on
 }
 
 /**
- * Opens a source for the importer: lines (decompressed for `.zst`, one JSON object per line
- * for an events directory) and the SHA-256 of the bytes read.
- *
- * @param onBytes - Called with the bytes read so far, for progress.
+ * Lines of a source still being written: like `splitLines`, but a last line without its
+ * newline is held back (it is still being written), and reported with its number.
  */
-export function openSource(source: ImportSourceFile, onBytes: (bytesSoFar: number) => void): OpenedSource {
+async function* completeLines(
+  chunks: AsyncIterable<string>,
+  onTorn: (line: number, chars: number) => void,
+): AsyncGenerator<string> {
+  let rest = ''
+  let line = 0
+  for await (const chunk of chunks) {
+    rest += chunk
+    let start = 0
+    for (let index = rest.indexOf('\n'); index !== -1; index = rest.indexOf('\n', start)) {
+      line += 1
+      yield rest.slice(start, index)
+      start = index + 1
+    }
+    rest = rest.slice(start)
+  }
+  if (rest !== '') onTorn(line + 1, rest.length)
+}
+
+/** How {@link openSource} reads. */
+export interface OpenOptions {
+  /** Called with the bytes read so far, for progress. */
+  readonly onBytes?: (bytesSoFar: number) => void
+  /**
+   * A live source (`import --follow`): a last line without its newline is not handed over
+   * (it is being written) but reported here. Plain files only.
+   */
+  readonly onTorn?: (line: number, chars: number) => void
+}
+
+/**
+ * Opens a source for the importer: lines (decompressed for `.zst`, one JSON object per line
+ * for an events directory) and the SHA-256 of the bytes read. Each call reads the source
+ * again from the start.
+ */
+export function openSource(source: ImportSourceFile, options: OpenOptions = {}): OpenedSource {
+  const onBytes = options.onBytes ?? ((): void => undefined)
+  const onTorn = options.onTorn
   const hash = createHash('sha256')
   let total = 0
   const count = (bytes: number): void => {
@@ -173,9 +208,11 @@ export function openSource(source: ImportSourceFile, onBytes: (bytesSoFar: numbe
   const lines =
     source.kind === 'events-dir'
       ? eventLines(source.path, hash, count)
-      : splitLines(
-          source.kind === 'zst' ? zstdText(source.path, hash, count) : fileText(source.path, hash, count),
-        )
+      : source.kind === 'zst'
+        ? splitLines(zstdText(source.path, hash, count))
+        : onTorn === undefined
+          ? splitLines(fileText(source.path, hash, count))
+          : completeLines(fileText(source.path, hash, count), onTorn)
   return {
     lines: (async function* () {
       yield* lines

@@ -2,27 +2,12 @@ import { stat } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { resolve } from 'node:path'
 
-import {
-  importEventRegistry,
-  ImportError,
-  importSource,
-  planIncrement,
-  SOURCE_FORMATS,
-} from '@agent-ledger/import'
-import type { ImportedSession, ImportReport, ImportResult, SourceFormat } from '@agent-ledger/import'
-import type { LoggedEvent } from '@agent-ledger/session-events'
-import {
-  createSessionStore,
-  DEFAULT_REDACTION_POLICY,
-  JsonlErrorCode,
-  JsonlStoreError,
-} from '@agent-ledger/session-store-jsonl'
-import { redactJson } from '@agent-ledger/session-store-jsonl/format'
-import type { SessionStore } from '@agent-ledger/session-store-jsonl'
-import { SessionStoreError } from '@agent-ledger/session-store'
-import type { SessionStore as CoreStore } from '@agent-ledger/session-store'
+import { importEventRegistry, SOURCE_FORMATS } from '@agent-ledger/import'
+import type { SourceFormat } from '@agent-ledger/import'
+import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 
-import { flag, JSON_OPTION, NO_PROGRESS_OPTION, text } from '../args.ts'
+import { flag, JSON_OPTION, NO_PROGRESS_OPTION, seqOption, text } from '../args.ts'
+import type { ParsedArgs } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
@@ -33,12 +18,24 @@ import { displayPath } from '../session-path.ts'
 import { coreStore, openBackend } from '../open-store.ts'
 import { parseStoreSpec, STORE_ENV, STORE_OPTION } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
-import { createThroughCore } from './import-core.ts'
-import { defaultLocations, findSources, openSource } from './import-sources.ts'
+import { followSource } from './import-follow.ts'
+import { defaultLocations, findSources } from './import-sources.ts'
 import type { ImportSourceFile } from './import-sources.ts'
+import { StoreSink } from './import-write.ts'
+import { importOne } from './import-write.ts'
+import type { ImportStore, SourceOutcome } from './import-write.ts'
+import type { SessionStore as CoreStore } from '@agent-ledger/session-store'
+
+function interval(args: ParsedArgs): number {
+  const ms = seqOption(args, { command: 'import', name: 'interval' }) ?? 500
+  if (ms < 10 || ms > 60_000)
+    throw usageError(`import: expected --interval between 10 and 60000 ms, found ${ms}`)
+  return ms
+}
 
 const HELP = `Usage: agent-ledger import <file|dir> [--from auto|claude-code|codex|pi|openhands]
                            [--root <dir> | --store <url|dir>] [--dry-run] [--lenient] [--json] [--no-progress]
+       agent-ledger import --follow <file> [--interval <ms>] [--root <dir> | --store <url|dir>] [--json]
        agent-ledger import --scan [--home <dir>] [--json]
 
 Imports other agents' session logs into a store root as agent-ledger sessions (format v4):
@@ -54,7 +51,13 @@ with its line), so nothing is lost; what could not be mapped exactly is counted 
 report. Calls the source never answered get the placeholders a resume gives.
 
 Importing again changes nothing; importing a source that grew appends only its new events.
-A session is published complete or not at all.
+The file is read twice and never held: the events go through the store in batches. A
+session of one batch is published complete or not at all; a larger one is created, then
+appended batch by batch, and an import stopped in the middle is completed by the next one.
+
+--follow keeps importing a log an agent is still writing, each time it changes, until
+Ctrl-C: only what the complete lines settle is appended (a last line still being written is
+waited for); on Ctrl-C one final import closes what the agent left open and adds the forks.
 
 Options:
   --from <format>   the source format (default auto: detected from the content, which
@@ -64,6 +67,8 @@ Options:
                     (default $AGENT_LEDGER_STORE when --root is not given)
   --dry-run         import in memory and print the report; write nothing
   --lenient         skip and count lines that are not JSON instead of refusing the source
+  --follow          keep importing one log file (or events directory) as it grows, until Ctrl-C
+  --interval <ms>   with --follow: how often to look for changes (default 500)
   --scan            list the sessions found under each agent's default location, import nothing
   --home <dir>      with --scan: where the default locations are (default your home directory)
   --json            print one JSON document on stdout
@@ -76,90 +81,6 @@ Exit codes:
      --lenient), a stored session that is not a prefix of the new import (DIVERGED)
   2  usage or I/O error
 `
-
-interface SessionOutcome {
-  readonly id: string
-  readonly role: string
-  readonly events: number
-  readonly action: 'created' | 'unchanged' | 'appended' | 'would-create'
-  readonly appended?: number
-}
-
-interface SourceOutcome {
-  readonly file: string
-  readonly format: SourceFormat
-  readonly formatVersion: string
-  readonly detection: string
-  readonly report: ImportReport
-  readonly sessions: readonly SessionOutcome[]
-}
-
-/** What the store would write for an event (its redaction), for comparing with what it holds. */
-function redacted(event: LoggedEvent): LoggedEvent {
-  const data = redactJson(event.data, (value) => DEFAULT_REDACTION_POLICY.redact(value))
-  return data === event.data ? event : ({ ...event, data } as LoggedEvent)
-}
-
-async function storedEvents(store: SessionStore | CoreStore, id: string): Promise<LoggedEvent[] | null> {
-  const events: LoggedEvent[] = []
-  try {
-    for await (const event of store.readEvents(id)) events.push(event)
-  } catch (error) {
-    if (JsonlStoreError.is(error) && error.code === JsonlErrorCode.SESSION_NOT_FOUND) return null
-    if (SessionStoreError.is(error, 'SESSION_NOT_FOUND')) return null
-    throw error
-  }
-  return events
-}
-
-async function writeSession(
-  target: {
-    readonly store: SessionStore | CoreStore
-    readonly setTime: (time: string) => void
-    readonly file: string
-  },
-  session: ImportedSession,
-): Promise<SessionOutcome> {
-  const { store } = target
-  const base = { id: session.id, role: session.role, events: session.events.length }
-  const stored = await storedEvents(store, session.id)
-  if (stored === null) {
-    target.setTime(session.header.createdAt)
-    const writer =
-      'backend' in store
-        ? await createThroughCore(store, session, {
-            registry: importEventRegistry,
-            clock: () => session.header.createdAt,
-          })
-        : await store.create({ id: session.id, header: session.header, seed: session.events })
-    await writer.close()
-    return { ...base, action: 'created' }
-  }
-  const plan = planIncrement(stored, session.events, { file: target.file, normalize: redacted })
-  if (plan.kind === 'unchanged') return { ...base, action: 'unchanged' }
-  const writer = await store.openWriter(session.id)
-  try {
-    if (writer.projection.nextSeq !== plan.events[0]!.seq) {
-      throw new ImportError({
-        code: 'DIVERGED',
-        file: target.file,
-        message: `${target.file}: expected session ${session.id} to end at seq ${plan.events[0]!.seq - 1}, found it ends at seq ${writer.projection.nextSeq - 1} after opening (it was changed since it was read); nothing appended`,
-      })
-    }
-    for (const event of plan.events) {
-      target.setTime(event.time)
-      const input: Record<string, unknown> = { type: event.type, data: event.data }
-      if (event.surfaceOp !== undefined) input['surfaceOp'] = event.surfaceOp
-      if (event.sourceEventSeqs !== undefined) input['sourceEventSeqs'] = event.sourceEventSeqs
-      if (event.ignorable === true) input['ignorable'] = true
-      writer.append(input as Parameters<typeof writer.append>[0])
-    }
-    await writer.flush()
-  } finally {
-    await writer.close()
-  }
-  return { ...base, action: 'appended', appended: plan.events.length }
-}
 
 function summary(outcome: SourceOutcome): string {
   const { report } = outcome
@@ -233,6 +154,8 @@ export const importCommand: CommandSpec = {
     home: { type: 'string' },
     'dry-run': { type: 'boolean' },
     lenient: { type: 'boolean' },
+    follow: { type: 'boolean' },
+    interval: { type: 'string' },
     scan: { type: 'boolean' },
     json: JSON_OPTION,
     'no-progress': NO_PROGRESS_OPTION,
@@ -275,7 +198,7 @@ export const importCommand: CommandSpec = {
     context.root = spec?.kind === 'postgres' ? null : root
     let now = '1970-01-01T00:00:00.000Z'
     // Appended events keep the source's times: the clock answers the time of the event being written.
-    const store: SessionStore | CoreStore =
+    const store: ImportStore =
       spec?.kind === 'postgres'
         ? coreStore(await openBackend(spec, { migrate: true }), () => now, importEventRegistry)
         : createSessionStore({
@@ -285,6 +208,28 @@ export const importCommand: CommandSpec = {
             logger: { warn: (message) => context.notice('warning', message) },
           })
     if (spec?.kind === 'postgres') context.adopt(store as CoreStore)
+    const setTime = (time: string): void => {
+      now = time
+    }
+    if (flag(args, 'follow')) {
+      if (sources.length !== 1 || sources[0]!.kind === 'zst') {
+        throw usageError(
+          `import --follow: expected one log file or events directory still being written, found ${sources.length === 1 ? 'a compressed rollout (it is complete)' : `${sources.length} sources under ${shown}`}`,
+        )
+      }
+      if (dryRun) throw usageError('import --follow: --dry-run cannot follow; run it without --follow')
+      return followSource(context, {
+        source: sources[0]!,
+        file: displayPath(sources[0]!.path, context.cwd),
+        from: from as SourceFormat | 'auto',
+        lenient: flag(args, 'lenient'),
+        store,
+        setTime,
+        json,
+        pollMs: interval(args),
+        root: spec?.kind === 'postgres' ? spec.shown : displayPath(root, context.cwd),
+      })
+    }
     const outcomes: SourceOutcome[] = []
     const failures: { file: string; error: unknown }[] = []
     for (const source of sources) {
@@ -295,39 +240,20 @@ export const importCommand: CommandSpec = {
         total: source.bytes,
         enabled: context.progressEnabled,
       })
+      const sink = new StoreSink({ store, file, setTime, dryRun })
       try {
-        const opened = openSource(source, (bytes) => progress.update(bytes))
-        const result: ImportResult = await importSource(opened.lines, {
+        const outcome = await importOne({
+          source,
           file,
-          sha256: () => opened.digest(),
           from: from as SourceFormat | 'auto',
           lenient: flag(args, 'lenient'),
-          sourceName: source.sourceName,
+          sink,
+          progress,
         })
-        const sessions: SessionOutcome[] = []
-        for (const session of result.sessions) {
-          if (dryRun) {
-            sessions.push({
-              id: session.id,
-              role: session.role,
-              events: session.events.length,
-              action: 'would-create',
-            })
-            continue
-          }
-          sessions.push(await writeSession({ store, file, setTime: (time) => (now = time) }, session))
-        }
-        const outcome: SourceOutcome = {
-          file,
-          format: result.format,
-          formatVersion: result.formatVersion,
-          detection: result.detection,
-          report: result.report,
-          sessions,
-        }
         outcomes.push(outcome)
         if (!json) await context.out.write(summary(outcome))
       } catch (error) {
+        await sink.close()
         if (sources.length === 1) throw error
         failures.push({ file, error })
         if (!json) context.io.stderr(formatErrorLine(error, context.errorContext))

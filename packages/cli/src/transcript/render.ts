@@ -1,6 +1,7 @@
 import type { SessionHeader } from '@agent-ledger/session-events'
 
 import type { ErrorJson } from '../report-error.ts'
+import type { SessionStats } from '../session-stats.ts'
 import type { EventView } from './view.ts'
 
 /** What a transcript shows above the events. */
@@ -16,6 +17,8 @@ export interface TranscriptMeta {
   readonly pending: number
   /** When the export was made (ISO-8601). */
   readonly exportedAt: string
+  /** What `agent-ledger stats` counts for the session (the HTML summary panel), when known. */
+  readonly stats?: SessionStats
 }
 
 /** What a transcript shows below the events. */

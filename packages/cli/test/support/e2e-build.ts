@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url'
 
 const packagesDirectory = fileURLToPath(new URL('../../../', import.meta.url))
 const repositoryRoot = join(packagesDirectory, '..')
-const BUILT = ['session-events', 'loop-repair', 'session-projection', 'session-store-jsonl', 'cli']
+const BUILT = ['session-events', 'loop-repair', 'session-projection', 'session-store-jsonl', 'import', 'cli']
 
 function newestSource(directory: string): number {
   let newest = 0

@@ -3,9 +3,10 @@ import type { ContentPart, Usage } from '@agent-ledger/session-events'
 import { USER_REJECTED } from '../builder.ts'
 import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
 import { planTree } from '../tree.ts'
-import type { TreeNode } from '../tree.ts'
+import type { TreeNode, TreePlan } from '../tree.ts'
 import { arr, count, obj, str } from './types.ts'
-import type { FormatInput, FormatOutput, FormatSession } from './types.ts'
+import type { ParsedLine } from '../lines.ts'
+import type { FormatFacts, FormatInput, FormatModule, FormatScanner, FormatSession } from './types.ts'
 
 /** The `type` values a Claude Code transcript line may have (for detection). */
 const CLAUDE_RECORD_TYPES: ReadonlySet<string> = new Set([
@@ -125,7 +126,7 @@ class ClaudeMapper {
     const value = record.value
     b.line = record.line
     this.#line = record.line
-    b.setTime(value['timestamp'])
+    b.beginRecord(value['timestamp'])
     const type = str(value['type'])
     if (type === 'assistant') return this.#assistantRecord(value)
     if (type === 'user') return this.#userRecord(record)
@@ -262,8 +263,10 @@ class ClaudeMapper {
       b.record(value, 'log-only:claude.empty-user')
       return
     }
+    const interrupt = firstText.startsWith(INTERRUPT_PREFIX)
+    if (!interrupt) b.beforePrompt()
     b.record(value, 'mapped')
-    if (firstText.startsWith(INTERRUPT_PREFIX)) {
+    if (interrupt) {
       b.user(userContent, { prompt: false })
       b.endTurn('interrupted')
       return
@@ -305,17 +308,15 @@ class ClaudeMapper {
   }
 }
 
-/** A record's place in the tree: `uuid` and `parentUuid` (`logicalParentUuid` across a compaction). */
-function treeNodeOf(record: ClaudeRecord): TreeNode<ClaudeRecord> | undefined {
-  const id = str(record.value['uuid'])
-  if (id === undefined) return undefined
-  const parent = str(record.value['parentUuid']) ?? str(record.value['logicalParentUuid']) ?? null
-  return { id, parent, line: record.line, item: record }
+/** What the first pass keeps of a record with a `uuid`: its place in the tree, never its content. */
+interface ClaudeNode {
+  readonly attachable: boolean
+  readonly sidechain: boolean
+  readonly agentId: string | undefined
 }
 
 /** Side records that may ride along a path they are not on: tool results, progress, system notes. */
-function attachable(node: TreeNode<ClaudeRecord>): boolean {
-  const value = node.item.value
+function attachable(value: Record<string, unknown>): boolean {
   const type = value['type']
   if (type === 'assistant') return false
   if (type === 'system') return value['subtype'] !== 'compact_boundary'
@@ -331,92 +332,217 @@ function shortId(id: string): string {
 }
 
 /**
- * Imports a Claude Code transcript (`~/.claude/projects/<cwd>/<session>.jsonl`, or a
- * sub-agent file `<session>/subagents/agent-*.jsonl`). The records are held in memory: the
- * main path is known only at the end (the last leaf of the `parentUuid` tree).
+ * The first pass: the tree index (ids, parent ids, lines and three flags per record), the
+ * lines of records outside the tree, and the header facts. Memory grows with the number of
+ * records, not with their content.
  */
-export async function importClaudeCode(input: FormatInput): Promise<FormatOutput> {
-  const records: ClaudeRecord[] = []
-  const malformed: { line: number; text: string }[] = []
-  for await (const parsed of input.records) {
-    if ('malformed' in parsed) malformed.push({ line: parsed.line, text: parsed.malformed })
-    else records.push({ line: parsed.line, value: parsed.value })
-  }
-  const first = records.find((record) => typeof record.value['sessionId'] === 'string')?.value
-  const sourceId = str(first?.['sessionId'])
-  const version = records.map((record) => str(record.value['version'])).find((found) => found !== undefined)
-  const cwd = records.map((record) => str(record.value['cwd'])).find((found) => found !== undefined)
-  const model = records
-    .map((record) => str(obj(record.value['message'])?.['model']))
-    .find((found) => found !== undefined && found !== '<synthetic>')
-  const gitBranch = records
-    .map((record) => str(record.value['gitBranch']))
-    .find((found) => found !== undefined)
+class ClaudeScanner implements FormatScanner {
+  readonly nodes: TreeNode<ClaudeNode>[] = []
+  /** Records without a uuid (snapshots, queue operations): file order only. */
+  readonly loose: number[] = []
+  /** Records repeating a uuid (a second /compact re-appending records). */
+  readonly duplicates: { readonly line: number; readonly id: string }[] = []
+  readonly malformed: { readonly line: number; readonly text: string }[] = []
+  /** Every uuid seen, to its first string: a parent id shares its node's string (memory). */
+  readonly #seen = new Map<string, string>()
+  sessionId: string | undefined
+  #version: string | undefined
+  #cwd: string | undefined
+  #model: string | undefined
+  #gitBranch: string | undefined
 
-  const nodes: TreeNode<ClaudeRecord>[] = []
-  const loose: ClaudeRecord[] = []
-  const seenIds = new Set<string>()
-  const duplicates: ClaudeRecord[] = []
-  for (const record of records) {
-    const node = treeNodeOf(record)
-    if (node === undefined) loose.push(record)
-    else if (seenIds.has(node.id)) duplicates.push(record)
-    else {
-      seenIds.add(node.id)
-      nodes.push(node)
+  add(parsed: ParsedLine): void {
+    if ('malformed' in parsed) {
+      this.malformed.push({ line: parsed.line, text: parsed.malformed })
+      return
+    }
+    const value = parsed.value
+    this.sessionId ??= str(value['sessionId'])
+    this.#version ??= str(value['version'])
+    this.#cwd ??= str(value['cwd'])
+    this.#gitBranch ??= str(value['gitBranch'])
+    const model = str(obj(value['message'])?.['model'])
+    if (model !== '<synthetic>') this.#model ??= model
+    const id = str(value['uuid'])
+    if (id === undefined) {
+      this.loose.push(parsed.line)
+      return
+    }
+    if (this.#seen.has(id)) {
+      this.duplicates.push({ line: parsed.line, id })
+      return
+    }
+    this.#seen.set(id, id)
+    const rawParent = str(value['parentUuid']) ?? str(value['logicalParentUuid']) ?? null
+    const parent = rawParent === null ? null : (this.#seen.get(rawParent) ?? rawParent)
+    this.nodes.push({
+      id,
+      parent,
+      line: parsed.line,
+      item: {
+        attachable: attachable(value),
+        sidechain: value['isSidechain'] === true,
+        agentId: str(value['agentId']),
+      },
+    })
+  }
+
+  /** True when every record is a sidechain record (a sub-agent file imported on its own). */
+  get onlySidechain(): boolean {
+    return this.nodes.length > 0 && this.nodes.every((node) => node.item.sidechain)
+  }
+
+  facts(): FormatFacts {
+    // Called once, after the last record: the id lookup is no longer needed.
+    this.#seen.clear()
+    const agentId = this.onlySidechain ? this.nodes[0]!.item.agentId : undefined
+    const sourceId = this.sessionId
+    return {
+      formatVersion: this.#version ?? 'unknown',
+      sourceId: agentId === undefined ? sourceId : `${sourceId ?? 'unknown'}-agent-${shortId(agentId)}`,
+      cwd: this.#cwd,
+      ...(this.onlySidechain ? { delegationDepth: 1, parentSourceId: sourceId } : {}),
+      metadata: {
+        ...(this.#model === undefined ? {} : { model: this.#model }),
+        ...(this.#gitBranch === undefined ? {} : { gitBranch: this.#gitBranch }),
+        ...(agentId === undefined ? {} : { agentId }),
+      },
     }
   }
-  const onlySidechain = nodes.length > 0 && nodes.every((node) => node.item.value['isSidechain'] === true)
-  const mainNodes = onlySidechain ? nodes : nodes.filter((node) => node.item.value['isSidechain'] !== true)
-  const sideNodes = onlySidechain ? [] : nodes.filter((node) => node.item.value['isSidechain'] === true)
+}
 
-  const sessions: FormatSession[] = []
-  const mainPlan = planTree(mainNodes, attachable)
-  // Records without a uuid (snapshots, queue operations), repeated uuids (a second /compact
-  // re-appending records) and lines that were not JSON ride in file order along every path
-  // (so a fork still shares its prefix with the main session); they are counted once.
-  const extras: { line: number; run: (builder: SessionBuilder, mapper: ClaudeMapper) => void }[] = [
-    ...loose.map((record) => ({
-      line: record.line,
-      run: (_: SessionBuilder, m: ClaudeMapper) => m.handle(record),
+/** One step of a session's build: a tree record (its index node), or a record riding along in file order. */
+type Step =
+  | TreeNode<ClaudeNode>
+  | {
+      readonly line: number
+      readonly kind: 'loose' | 'duplicate' | 'malformed'
+      readonly text?: string
+      readonly id?: string
+    }
+
+/**
+ * Runs `steps` in order with their records, read again from the source: records met before
+ * their step are held until it comes (a side segment placed after its branch point), so
+ * memory holds only records read ahead, never the whole source.
+ */
+function kindOf(step: Step): 'node' | 'loose' | 'duplicate' | 'malformed' {
+  return 'kind' in step ? step.kind : 'node'
+}
+
+async function walk(
+  input: FormatInput,
+  steps: readonly Step[],
+  run: (step: Step, record: Record<string, unknown> | undefined) => Promise<void>,
+): Promise<void> {
+  // The lines to read, sorted (4 bytes each): a record read ahead is held only if a step wants it.
+  const wanted = Int32Array.from(
+    steps.filter((step) => kindOf(step) !== 'malformed').map((step) => step.line),
+  ).sort()
+  const isWanted = (line: number): boolean => {
+    let low = 0
+    let high = wanted.length - 1
+    while (low <= high) {
+      const middle = (low + high) >>> 1
+      const value = wanted[middle]!
+      if (value === line) return true
+      if (value < line) low = middle + 1
+      else high = middle - 1
+    }
+    return false
+  }
+  const held = new Map<number, Record<string, unknown>>()
+  const records = input.replay()[Symbol.asyncIterator]()
+  try {
+    for (const step of steps) {
+      if (kindOf(step) === 'malformed') {
+        await run(step, undefined)
+        continue
+      }
+      while (!held.has(step.line)) {
+        const next = await records.next()
+        if (next.done === true) throw new Error(`line ${step.line} was not read again`)
+        if ('value' in next.value && isWanted(next.value.line)) held.set(next.value.line, next.value.value)
+      }
+      const record = held.get(step.line)!
+      held.delete(step.line)
+      await run(step, record)
+    }
+  } finally {
+    await records.return?.()
+  }
+}
+
+async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promise<FormatSession[]> {
+  const { nodes } = scanner
+  const onlySidechain = scanner.onlySidechain
+  const mainNodes = onlySidechain ? nodes : nodes.filter((node) => !node.item.sidechain)
+  const sideNodes = onlySidechain ? [] : nodes.filter((node) => node.item.sidechain)
+  const isAttachable = (node: TreeNode<ClaudeNode>): boolean => node.item.attachable
+  const mainPlan = planTree(mainNodes, isAttachable)
+  const sidePlan = sideNodes.length > 0 ? planTree(sideNodes, isAttachable) : undefined
+  // Records without a uuid, repeated uuids and lines that were not JSON ride in file order
+  // along every path (so a fork still shares its prefix with the main session); they are
+  // counted once.
+  const extras: Step[] = [
+    ...scanner.loose.map((line): Step => ({ line, kind: 'loose' })),
+    ...scanner.duplicates.map((duplicate): Step => ({
+      line: duplicate.line,
+      kind: 'duplicate',
+      id: duplicate.id,
     })),
-    ...duplicates.map((record) => ({
-      line: record.line,
-      run: (builder: SessionBuilder) => {
-        builder.line = record.line
-        builder.setTime(record.value['timestamp'])
-        builder.diagnostic(
-          'DUPLICATE_UUID',
-          `record uuid ${String(record.value['uuid'])} appears again; kept verbatim only`,
-        )
-        builder.record(record.value, 'log-only:claude.duplicate-uuid')
-      },
-    })),
-    ...malformed.map((bad) => ({
-      line: bad.line,
-      run: (builder: SessionBuilder) => {
-        builder.line = bad.line
-        builder.malformed(bad.text)
-      },
-    })),
+    ...scanner.malformed.map((bad): Step => ({ line: bad.line, kind: 'malformed', text: bad.text })),
   ].sort((left, right) => left.line - right.line)
+  const more = mainPlan.branches.length > 0 || sidePlan !== undefined
   const counted = new Set<number>()
-  const build = (sequence: readonly TreeNode<ClaudeRecord>[], withExtras: boolean): SessionBuilder => {
-    const builder = input.newBuilder((line) => !counted.has(line))
+  const build = async (
+    sequence: readonly TreeNode<ClaudeNode>[],
+    options: {
+      readonly withExtras: boolean
+      readonly session?: Omit<FormatSession, 'builder'>
+      readonly trackDigests: boolean
+    },
+  ): Promise<SessionBuilder> => {
+    const builder = input.newBuilder((line) => !counted.has(line), { trackDigests: options.trackDigests })
+    const pumped = options.session === undefined ? undefined : { ...options.session, builder }
     const mapper = new ClaudeMapper(builder)
+    const steps: Step[] = []
     let next = 0
     for (const node of sequence) {
-      while (withExtras && next < extras.length && extras[next]!.line < node.line)
-        extras[next++]!.run(builder, mapper)
-      mapper.handle(node.item)
+      while (options.withExtras && next < extras.length && extras[next]!.line < node.line)
+        steps.push(extras[next++]!)
+      steps.push(node)
     }
-    while (withExtras && next < extras.length) extras[next++]!.run(builder, mapper)
+    while (options.withExtras && next < extras.length) steps.push(extras[next++]!)
+    await walk(input, steps, async (step, record) => {
+      if (!('kind' in step)) mapper.handle({ line: step.line, value: record! })
+      else if (step.kind === 'malformed') {
+        builder.line = step.line
+        builder.malformed(step.text ?? '')
+      } else if (step.kind === 'duplicate') {
+        builder.line = step.line
+        builder.beginRecord(record!['timestamp'])
+        builder.diagnostic(
+          'DUPLICATE_UUID',
+          `record uuid ${String(step.id)} appears again; kept verbatim only`,
+        )
+        builder.record(record, 'log-only:claude.duplicate-uuid')
+      } else mapper.handle({ line: step.line, value: record! })
+      if (pumped !== undefined) await input.pump(pumped)
+    })
+    if (input.live) return builder
     mapper.finish()
-    for (const node of sequence) counted.add(node.line)
-    if (withExtras) for (const extra of extras) counted.add(extra.line)
+    if (more) for (const step of steps) counted.add(step.line)
     return builder
   }
-  const mainBuilder = build(mainPlan.main, true)
+  const sessions: FormatSession[] = []
+  const mainBuilder = await build(mainPlan.main, {
+    withExtras: true,
+    session: { key: '', role: 'main' },
+    trackDigests: mainPlan.branches.length > 0,
+  })
+  sessions.push({ key: '', role: 'main', builder: mainBuilder })
+  if (input.live) return sessions
   for (const id of mainPlan.brokenParents) {
     mainBuilder.line = nodes.find((node) => node.id === id)?.line ?? 0
     mainBuilder.diagnostic(
@@ -424,38 +550,44 @@ export async function importClaudeCode(input: FormatInput): Promise<FormatOutput
       `record ${id}: its parentUuid is not in the file; treated as a root`,
     )
   }
-  sessions.push({ key: '', role: 'main', builder: mainBuilder })
-  const addBranches = (plan: typeof mainPlan, forkOf: string, withExtras: boolean): void => {
+  const addBranches = async (
+    plan: TreePlan<ClaudeNode>,
+    forkOf: string,
+    withExtras: boolean,
+  ): Promise<void> => {
     for (const branch of plan.branches) {
       sessions.push({
         key: `${forkOf === '' ? '' : `${forkOf}-`}fork-${shortId(branch.branchId)}`,
         role: 'fork',
-        builder: build(branch.sequence, withExtras),
+        builder: await build(branch.sequence, { withExtras, trackDigests: false }),
         forkOf,
         metadata: { branchUuid: branch.branchId, leafUuid: branch.leafId },
       })
     }
   }
-  addBranches(mainPlan, '', true)
-  if (sideNodes.length > 0) {
-    const sidePlan = planTree(sideNodes, attachable)
-    const agentId =
-      str(sidePlan.main[0]?.item.value['agentId']) ?? shortId(sidePlan.main[0]?.id ?? 'sidechain')
+  await addBranches(mainPlan, '', true)
+  if (sidePlan !== undefined) {
+    const first = sidePlan.main[0]
+    const agentId = first?.item.agentId ?? shortId(first?.id ?? 'sidechain')
     const key = `agent-${shortId(agentId)}`
-    sessions.push({ key, role: 'sidechain', builder: build(sidePlan.main, false), metadata: { agentId } })
-    addBranches(sidePlan, key, false)
+    const session = { key, role: 'sidechain' as const, metadata: { agentId } }
+    const builder = await build(sidePlan.main, {
+      withExtras: false,
+      session,
+      trackDigests: sidePlan.branches.length > 0,
+    })
+    sessions.push({ ...session, builder })
+    await addBranches(sidePlan, key, false)
   }
-  const agentId = onlySidechain ? str(nodes[0]?.item.value['agentId']) : undefined
-  return {
-    formatVersion: version ?? 'unknown',
-    sourceId: agentId === undefined ? sourceId : `${sourceId ?? 'unknown'}-agent-${shortId(agentId)}`,
-    cwd,
-    ...(onlySidechain ? { delegationDepth: 1, parentSourceId: sourceId } : {}),
-    metadata: {
-      ...(model === undefined ? {} : { model }),
-      ...(gitBranch === undefined ? {} : { gitBranch }),
-      ...(agentId === undefined ? {} : { agentId }),
-    },
-    sessions,
-  }
+  return sessions
+}
+
+/**
+ * Claude Code transcripts (`~/.claude/projects/<cwd>/<session>.jsonl`, or a sub-agent file
+ * `<session>/subagents/agent-*.jsonl`). The first pass indexes the `parentUuid` tree (the main
+ * path is known only at the last leaf); the second reads the records again in path order.
+ */
+export const claudeCodeFormat: FormatModule = {
+  scanner: () => new ClaudeScanner(),
+  map: (input, scanner) => mapClaudeCode(input, scanner as ClaudeScanner),
 }

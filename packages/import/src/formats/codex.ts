@@ -2,7 +2,8 @@ import type { Usage } from '@agent-ledger/session-events'
 
 import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
 import { arr, count, obj, str } from './types.ts'
-import type { FormatInput, FormatOutput } from './types.ts'
+import type { ParsedLine } from '../lines.ts'
+import type { FormatFacts, FormatModule, FormatScanner, FormatSession } from './types.ts'
 
 const CODEX_LINE_TYPES: ReadonlySet<string> = new Set([
   'session_meta',
@@ -72,9 +73,6 @@ class CodexMapper {
   readonly #b: SessionBuilder
   #group: Group | null = null
   #turnOpenBySource = false
-  meta: Record<string, unknown> | undefined
-  model: string | undefined
-
   constructor(builder: SessionBuilder) {
     this.#b = builder
   }
@@ -98,11 +96,10 @@ class CodexMapper {
   handle(line: number, value: Record<string, unknown>): void {
     const b = this.#b
     b.line = line
-    b.setTime(value['timestamp'])
+    b.beginRecord(value['timestamp'])
     const type = str(value['type'])
     const payload = obj(value['payload']) ?? {}
     if (type === 'session_meta') {
-      this.meta ??= payload
       const base = obj(payload['base_instructions'])
       const instructions = str(base?.['text']) ?? str(payload['instructions'])
       b.record(value, instructions === undefined ? 'log-only:codex.session_meta' : 'mapped')
@@ -112,7 +109,6 @@ class CodexMapper {
     if (type === 'response_item') return this.#responseItem(value, payload)
     if (type === 'event_msg') return this.#eventMsg(value, payload)
     if (type === 'turn_context') {
-      this.model ??= str(payload['model'])
       b.record(value, 'log-only:codex.turn_context')
       return
     }
@@ -234,6 +230,15 @@ class CodexMapper {
       b.record(value, `log-only:codex.event_msg-duplicate`)
       return
     }
+    if (kind === 'thread_rolled_back') {
+      // The guide maps a rollback to a fork before the dropped turns; not built yet: the
+      // turns stay visible, which the report says.
+      b.lossy('codex.thread_rolled_back-not-applied')
+      b.diagnostic(
+        'ROLLBACK_NOT_APPLIED',
+        `thread_rolled_back (${count(payload['num_turns']) ?? '?'} turn(s)): expected the dropped turns to leave the conversation, found no mapping for it yet; they stay visible in the imported session`,
+      )
+    }
     b.record(value, `log-only:codex.event_msg.${kind}`)
   }
 
@@ -244,30 +249,51 @@ class CodexMapper {
   }
 }
 
-/** Imports a Codex CLI rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`), streaming. */
-export async function importCodex(input: FormatInput): Promise<FormatOutput> {
-  const builder = input.newBuilder()
-  const mapper = new CodexMapper(builder)
-  for await (const parsed of input.records) {
-    if ('malformed' in parsed) {
-      builder.line = parsed.line
-      builder.malformed(parsed.malformed)
-    } else mapper.handle(parsed.line, parsed.value)
+class CodexScanner implements FormatScanner {
+  meta: Record<string, unknown> | undefined
+  model: string | undefined
+
+  add(parsed: ParsedLine): void {
+    if (!('value' in parsed)) return
+    const type = parsed.value['type']
+    const payload = obj(parsed.value['payload'])
+    if (type === 'session_meta') this.meta ??= payload
+    else if (type === 'turn_context') this.model ??= str(payload?.['model'])
   }
-  mapper.finish()
-  const meta = mapper.meta ?? {}
-  const git = obj(meta['git'])
-  return {
-    formatVersion: str(meta['cli_version']) ?? 'unknown',
-    sourceId: str(meta['id']),
-    cwd: str(meta['cwd']),
-    parentSourceId: str(meta['forked_from_id']),
-    metadata: {
-      ...(mapper.model === undefined ? {} : { model: mapper.model }),
-      ...(str(meta['originator']) === undefined ? {} : { originator: meta['originator'] }),
-      ...(str(meta['model_provider']) === undefined ? {} : { modelProvider: meta['model_provider'] }),
-      ...(str(git?.['branch']) === undefined ? {} : { gitBranch: git!['branch'] }),
-    },
-    sessions: [{ key: '', role: 'main', builder }],
+
+  facts(): FormatFacts {
+    const meta = this.meta ?? {}
+    const git = obj(meta['git'])
+    return {
+      formatVersion: str(meta['cli_version']) ?? 'unknown',
+      sourceId: str(meta['id']),
+      cwd: str(meta['cwd']),
+      parentSourceId: str(meta['forked_from_id']),
+      metadata: {
+        ...(this.model === undefined ? {} : { model: this.model }),
+        ...(str(meta['originator']) === undefined ? {} : { originator: meta['originator'] }),
+        ...(str(meta['model_provider']) === undefined ? {} : { modelProvider: meta['model_provider'] }),
+        ...(str(git?.['branch']) === undefined ? {} : { gitBranch: git!['branch'] }),
+      },
+    }
   }
+}
+
+/** Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): mapped as they stream. */
+export const codexFormat: FormatModule = {
+  scanner: () => new CodexScanner(),
+  async map(input) {
+    const builder = input.newBuilder()
+    const session: FormatSession = { key: '', role: 'main', builder }
+    const mapper = new CodexMapper(builder)
+    for await (const parsed of input.replay()) {
+      if ('malformed' in parsed) {
+        builder.line = parsed.line
+        builder.malformed(parsed.malformed)
+      } else mapper.handle(parsed.line, parsed.value)
+      await input.pump(session)
+    }
+    if (!input.live) mapper.finish()
+    return [session]
+  },
 }

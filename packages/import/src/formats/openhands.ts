@@ -3,7 +3,8 @@ import type { ContentPart, Usage } from '@agent-ledger/session-events'
 import { USER_REJECTED } from '../builder.ts'
 import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
 import { arr, count, obj, str } from './types.ts'
-import type { FormatInput, FormatOutput } from './types.ts'
+import type { ParsedLine } from '../lines.ts'
+import type { FormatFacts, FormatModule, FormatScanner, FormatSession } from './types.ts'
 
 /** True when a record is an OpenHands V0 event (`action` or `observation`, `source`). */
 export function looksLikeOpenHandsV0(record: Record<string, unknown>): boolean {
@@ -66,7 +67,15 @@ class OpenHandsMapper {
   /** V0: `model_response.id`s already turned into an assistant message. V1: the open `llm_response_id` group. */
   readonly #responses = new Set<string>()
   #group: { id: string; text: string[]; reasoning: string[]; toolCalls: ImportedToolCall[] } | null = null
-  version: 'v0' | 'v1' | undefined
+  /** Source event id → what it put on the surface, so a condensation can find what it forgets. */
+  readonly #seqByEvent = new Map<string, number>()
+  readonly #callByAction = new Map<string, string>()
+  readonly #callByObservation = new Map<string, string>()
+  /** Source event ids in order (a V0 condensation may name a range of ids). */
+  readonly #eventIds: string[] = []
+  #appliedSummary: string | undefined
+  /** The id of the event being mapped. */
+  #eventId = ''
 
   constructor(builder: SessionBuilder) {
     this.#b = builder
@@ -81,12 +90,14 @@ class OpenHandsMapper {
   handle(line: number, value: Record<string, unknown>): void {
     const b = this.#b
     b.line = line
-    b.setTime(value['timestamp'])
+    b.beginRecord(value['timestamp'])
+    const rawId = value['id']
+    const eventId = typeof rawId === 'string' || typeof rawId === 'number' ? String(rawId) : undefined
+    if (eventId !== undefined) this.#eventIds.push(eventId)
+    this.#eventId = eventId ?? `line-${line}`
     if (typeof value['kind'] === 'string') {
-      this.version ??= 'v1'
       return this.#v1(value)
     }
-    this.version ??= 'v0'
     this.#v0(value)
   }
 
@@ -99,6 +110,7 @@ class OpenHandsMapper {
     if (typeof value['id'] === 'number' && value['id'] !== 0) b.lossy('openhands.event-id')
     if (action === 'message' && metadata === undefined) {
       const content = str(args['content']) ?? str(value['message']) ?? ''
+      if (value['source'] === 'user') b.beforePrompt()
       b.record(value, 'mapped')
       if (value['source'] === 'user') {
         const images = arr(args['image_urls']).filter((url): url is string => typeof url === 'string')
@@ -108,6 +120,18 @@ class OpenHandsMapper {
         ]
         b.user(images.length === 0 ? content : parts, { prompt: true })
       } else b.assistant({ text: [content], reasoning: [], toolCalls: [] })
+      this.#seqByEvent.set(this.#eventId, b.nextSeq - 1)
+      return
+    }
+    if (action === 'condensation') {
+      const start = count(args['forgotten_events_start_id'])
+      const end = count(args['forgotten_events_end_id'])
+      const listed = arr(args['forgotten_event_ids']).map((id) => String(id))
+      const forgotten =
+        listed.length > 0 || start === undefined || end === undefined
+          ? listed
+          : this.#eventIds.filter((id) => Number(id) >= start && Number(id) <= end)
+      this.#condense(value, { forgotten, summary: str(args['summary']), offset: args['summary_offset'] })
       return
     }
     if (action === 'system') {
@@ -117,6 +141,8 @@ class OpenHandsMapper {
       return
     }
     if (action !== undefined && metadata !== undefined) {
+      const callId = str(metadata['tool_call_id'])
+      if (callId !== undefined) this.#callByAction.set(this.#eventId, callId)
       const response = obj(metadata['model_response'])
       const responseId = str(response?.['id']) ?? `call-${String(metadata['tool_call_id'])}`
       if (this.#responses.has(responseId)) {
@@ -156,6 +182,7 @@ class OpenHandsMapper {
       return
     }
     if (observation !== undefined && metadata !== undefined) {
+      this.#callByObservation.set(this.#eventId, str(metadata['tool_call_id']) ?? '')
       b.record(value, 'mapped')
       if (value['extras'] !== undefined) b.lossy('openhands.extras')
       b.toolResult(str(metadata['tool_call_id']) ?? '', str(value['content']) ?? '', {
@@ -186,7 +213,9 @@ class OpenHandsMapper {
         }
         if (thought !== '') this.#group.text.push(thought)
       }
-      this.#group.toolCalls.push(...toolCallsOf([value['tool_call']]))
+      const calls = toolCallsOf([value['tool_call']])
+      this.#group.toolCalls.push(...calls)
+      if (calls[0] !== undefined) this.#callByAction.set(this.#eventId, calls[0].id)
       if (arr(value['thinking_blocks']).length > 0) b.lossy('openhands.thinking_blocks')
       if (value['security_risk'] !== undefined) b.lossy('openhands.security_risk')
       b.record(value, 'mapped')
@@ -202,9 +231,11 @@ class OpenHandsMapper {
     if (kind === 'MessageEvent') {
       const message = obj(value['llm_message']) ?? {}
       const text = textOf(message['content'])
+      if (message['role'] !== 'assistant' && value['source'] === 'user') b.beforePrompt()
       b.record(value, 'mapped')
       if (message['role'] === 'assistant') b.assistant({ text: [text], reasoning: [], toolCalls: [] })
       else b.user(text, { prompt: value['source'] === 'user' })
+      this.#seqByEvent.set(this.#eventId, b.nextSeq - 1)
       return
     }
     if (kind === 'ObservationEvent' || kind === 'UserRejectObservation' || kind === 'AgentErrorEvent') {
@@ -216,6 +247,7 @@ class OpenHandsMapper {
             ? (str(value['error']) ?? '')
             : textOf(observation?.['content'])
       const isError = kind !== 'ObservationEvent' || observation?.['is_error'] === true
+      this.#callByObservation.set(this.#eventId, str(value['tool_call_id']) ?? '')
       b.record(value, 'mapped')
       b.toolResult(str(value['tool_call_id']) ?? '', content, {
         isError,
@@ -224,12 +256,77 @@ class OpenHandsMapper {
       return
     }
     if (kind === 'CondensationSummaryEvent') {
+      const summary = str(value['summary']) ?? ''
+      if (summary === this.#appliedSummary) {
+        // The summary a condensation already put in place (as its compaction's message).
+        b.record(value, 'log-only:openhands.CondensationSummaryEvent-applied')
+        return
+      }
       b.record(value, 'mapped')
-      b.user(str(value['summary']) ?? '', { prompt: false })
+      b.user(summary, { prompt: false })
+      this.#seqByEvent.set(this.#eventId, b.nextSeq - 1)
       return
     }
-    if (kind === 'Condensation') b.lossy('openhands.condensation-not-applied')
+    if (kind === 'Condensation') {
+      const forgotten = arr(value['forgotten_event_ids']).map((id) => String(id))
+      this.#condense(value, { forgotten, summary: str(value['summary']), offset: value['summary_offset'] })
+      return
+    }
     b.record(value, `log-only:openhands.${kind}`)
+  }
+
+  /**
+   * A condensation (V1 `Condensation`, V0 `condensation` action): the forgotten events are
+   * replaced by the summary as one v4 compaction when they are one contiguous run of what the
+   * model sees; otherwise (forgotten events spread out, no summary to replace them with) the
+   * record is kept verbatim only and counted.
+   */
+  #condense(
+    value: Record<string, unknown>,
+    request: {
+      readonly forgotten: readonly string[]
+      readonly summary: string | undefined
+      readonly offset: unknown
+    },
+  ): void {
+    const b = this.#b
+    const forgotten = new Set(request.forgotten)
+    if (request.summary === undefined || request.summary === '') {
+      b.lossy('openhands.condensation-without-summary')
+      b.record(value, 'log-only:openhands.condensation-without-summary')
+      return
+    }
+    const seqs = new Set<number>()
+    const calls = new Set<string>()
+    for (const id of forgotten) {
+      const seq = this.#seqByEvent.get(id)
+      if (seq !== undefined) seqs.add(seq)
+      const call = this.#callByAction.get(id) ?? this.#callByObservation.get(id)
+      if (call !== undefined) calls.add(call)
+    }
+    const summary = request.summary
+    const outcome = b.compactSelected({
+      select: (node) => {
+        if (seqs.has(node.seq)) return true
+        const message = node.message
+        if (message.role === 'tool') return calls.has(message.tool_call_id)
+        if (message.role === 'assistant' && (message.tool_calls?.length ?? 0) > 0)
+          return message.tool_calls!.every((call) => calls.has(call.id))
+        return false
+      },
+      summary,
+      content: summary,
+      reason: 'openhands condensation',
+    })
+    if (outcome !== 'applied') {
+      b.lossy(`openhands.condensation-${outcome}`)
+      b.record(value, `log-only:openhands.condensation-${outcome}`)
+      return
+    }
+    this.#appliedSummary = summary
+    if (request.offset !== undefined && request.offset !== null)
+      b.lossy('openhands.condensation.summary_offset')
+    b.record(value, 'mapped')
   }
 
   finish(): void {
@@ -238,26 +335,38 @@ class OpenHandsMapper {
   }
 }
 
+class OpenHandsScanner implements FormatScanner {
+  #version: string | undefined
+
+  add(parsed: ParsedLine): void {
+    if (this.#version === undefined && 'value' in parsed)
+      this.#version = typeof parsed.value['kind'] === 'string' ? 'v1' : 'v0'
+  }
+
+  facts(): FormatFacts {
+    return { formatVersion: this.#version ?? 'unknown', sourceId: undefined, cwd: undefined, metadata: {} }
+  }
+}
+
 /**
- * Imports OpenHands events: a V0 trajectory (a JSON array of events, or one event per line,
- * e.g. the files of `sessions/<sid>/events/` in id order) or V1 SDK events (one per line, e.g.
- * `events/event-*.json` in index order). Streaming.
+ * OpenHands events: a V0 trajectory (a JSON array of events, or one event per line, e.g. the
+ * files of `sessions/<sid>/events/` in id order) or V1 SDK events (one per line, e.g.
+ * `events/event-*.json` in index order). Mapped as they stream.
  */
-export async function importOpenHands(input: FormatInput): Promise<FormatOutput> {
-  const builder = input.newBuilder()
-  const mapper = new OpenHandsMapper(builder)
-  for await (const parsed of input.records) {
-    if ('malformed' in parsed) {
-      builder.line = parsed.line
-      builder.malformed(parsed.malformed)
-    } else mapper.handle(parsed.line, parsed.value)
-  }
-  mapper.finish()
-  return {
-    formatVersion: mapper.version ?? 'unknown',
-    sourceId: undefined,
-    cwd: undefined,
-    metadata: {},
-    sessions: [{ key: '', role: 'main', builder }],
-  }
+export const openHandsFormat: FormatModule = {
+  scanner: () => new OpenHandsScanner(),
+  async map(input) {
+    const builder = input.newBuilder()
+    const session: FormatSession = { key: '', role: 'main', builder }
+    const mapper = new OpenHandsMapper(builder)
+    for await (const parsed of input.replay()) {
+      if ('malformed' in parsed) {
+        builder.line = parsed.line
+        builder.malformed(parsed.malformed)
+      } else mapper.handle(parsed.line, parsed.value)
+      await input.pump(session)
+    }
+    if (!input.live) mapper.finish()
+    return [session]
+  },
 }

@@ -4,7 +4,8 @@ import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
 import { planTree } from '../tree.ts'
 import type { TreeNode } from '../tree.ts'
 import { arr, count, obj, str } from './types.ts'
-import type { FormatInput, FormatOutput, FormatSession } from './types.ts'
+import type { ParsedLine } from '../lines.ts'
+import type { FormatFacts, FormatInput, FormatModule, FormatScanner, FormatSession } from './types.ts'
 
 /** True when a first record is a pi-mono session header (`{type: "session", id, timestamp, cwd}`). */
 export function looksLikePi(record: Record<string, unknown>): boolean {
@@ -72,8 +73,8 @@ class PiMapper {
     const b = this.#b
     const value = node.item.value
     b.line = node.line
-    b.setTime(value['timestamp'])
-    this.#firstSeq.set(node.id, b.events.length)
+    b.beginRecord(value['timestamp'])
+    this.#firstSeq.set(node.id, b.nextSeq)
     const type = str(value['type']) ?? 'unknown'
     if (type === 'message') return this.#message(value)
     if (type === 'custom_message') {
@@ -112,6 +113,7 @@ class PiMapper {
     const role = str(message['role'])
     if (role === 'user') {
       const { parts, text } = partsOf(message['content'], () => undefined)
+      b.beforePrompt()
       b.record(value, 'mapped')
       b.user(parts.length === 1 && parts[0]!.type === 'text' ? text : parts, { prompt: true })
       return
@@ -167,21 +169,40 @@ class PiMapper {
   }
 }
 
-/**
- * Imports a pi-mono session (`~/.pi/agent/sessions/--<cwd>--/<ts>_<uuid>.jsonl`), versions 1
- * to 3. pi's own migrations are applied on the fly: v1 entries (no ids) get ids in file
- * order and chain to the previous entry, `firstKeptEntryIndex` becomes the entry at that
- * index; v2's `hookMessage` role is read as v3's `custom`. Held in memory (a tree).
- */
-export async function importPi(input: FormatInput): Promise<FormatOutput> {
-  let header: Record<string, unknown> | undefined
-  const entries: PiEntry[] = []
-  const malformed: { line: number; text: string }[] = []
-  for await (const parsed of input.records) {
-    if ('malformed' in parsed) malformed.push({ line: parsed.line, text: parsed.malformed })
-    else if (header === undefined && parsed.value['type'] === 'session') header = parsed.value
-    else entries.push({ line: parsed.line, value: parsed.value })
+class PiScanner implements FormatScanner {
+  header: Record<string, unknown> | undefined
+  readonly entries: PiEntry[] = []
+  readonly malformed: { line: number; text: string }[] = []
+
+  add(parsed: ParsedLine): void {
+    if ('malformed' in parsed) this.malformed.push({ line: parsed.line, text: parsed.malformed })
+    else if (this.header === undefined && parsed.value['type'] === 'session') this.header = parsed.value
+    else this.entries.push({ line: parsed.line, value: parsed.value })
   }
+
+  facts(): FormatFacts {
+    const header = this.header
+    const model = this.entries
+      .map((entry) => obj(entry.value['message']))
+      .map((message) => (message?.['role'] === 'assistant' ? str(message['model']) : undefined))
+      .find((found) => found !== undefined)
+    return {
+      formatVersion: String(count(header?.['version']) ?? 1),
+      sourceId: str(header?.['id']),
+      cwd: str(header?.['cwd']),
+      metadata: {
+        ...(model === undefined ? {} : { model }),
+        // pi records the parent's file path, not an id: kept as data.
+        ...(str(header?.['parentSession']) === undefined
+          ? {}
+          : { parentSessionFile: header!['parentSession'] }),
+      },
+    }
+  }
+}
+
+function mapPi(input: FormatInput, scanner: PiScanner): FormatSession[] {
+  const { header, entries, malformed } = scanner
   const version = count(header?.['version']) ?? 1
   const nodes: TreeNode<PiEntry>[] = []
   let previous: string | null = null
@@ -208,7 +229,7 @@ export async function importPi(input: FormatInput): Promise<FormatOutput> {
     CONTEXT_FREE.has(str(node.item.value['type']) ?? '')
   const plan = planTree(nodes, attachable)
   const sessions: FormatSession[] = []
-  const builder = input.newBuilder()
+  const builder = input.newBuilder(undefined, { trackDigests: plan.branches.length > 0 })
   if (header !== undefined) {
     builder.line = malformed.length > 0 && malformed[0]!.line < 2 ? 2 : 1
     builder.setTime(header['timestamp'])
@@ -229,6 +250,7 @@ export async function importPi(input: FormatInput): Promise<FormatOutput> {
     builder.line = malformed[next]!.line
     builder.malformed(malformed[next]!.text)
   }
+  if (input.live) return [{ key: '', role: 'main', builder }]
   mapper.finish()
   sessions.push({ key: '', role: 'main', builder })
   for (const branch of plan.branches) {
@@ -250,21 +272,17 @@ export async function importPi(input: FormatInput): Promise<FormatOutput> {
       metadata: { branchEntryId: branch.branchId, leafEntryId: branch.leafId },
     })
   }
-  const model = entries
-    .map((entry) => obj(entry.value['message']))
-    .map((message) => (message?.['role'] === 'assistant' ? str(message['model']) : undefined))
-    .find((found) => found !== undefined)
-  return {
-    formatVersion: String(version),
-    sourceId: str(header?.['id']),
-    cwd: str(header?.['cwd']),
-    metadata: {
-      ...(model === undefined ? {} : { model }),
-      // pi records the parent's file path, not an id: kept as data.
-      ...(str(header?.['parentSession']) === undefined
-        ? {}
-        : { parentSessionFile: header!['parentSession'] }),
-    },
-    sessions,
-  }
+  return sessions
+}
+
+/**
+ * pi-mono sessions (`~/.pi/agent/sessions/--<cwd>--/<ts>_<uuid>.jsonl`), versions 1 to 3.
+ * pi's own migrations are applied on the fly: v1 entries (no ids) get ids in file order and
+ * chain to the previous entry, `firstKeptEntryIndex` becomes the entry at that index; v2's
+ * `hookMessage` role is read as v3's `custom`. The entries are held in memory (a tree; pi
+ * sessions are small).
+ */
+export const piFormat: FormatModule = {
+  scanner: () => new PiScanner(),
+  map: (input, scanner) => Promise.resolve(mapPi(input, scanner as PiScanner)),
 }

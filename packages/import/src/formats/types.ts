@@ -14,8 +14,8 @@ export interface FormatSession {
   readonly metadata?: Readonly<Record<string, unknown>>
 }
 
-/** What a format module returns. */
-export interface FormatOutput {
+/** What a format module's first pass learned about the source (the main session's header facts). */
+export interface FormatFacts {
   /** Version as the source records it, or `unknown`. */
   readonly formatVersion: string
   /** The source's own session id, when it has one (the imported id is derived from it). */
@@ -27,18 +27,51 @@ export interface FormatOutput {
   readonly delegationDepth?: number
   /** Format facts for `header.metadata.source` (model, git branch, originator...). */
   readonly metadata: Readonly<Record<string, unknown>>
-  /** Main session first. */
-  readonly sessions: readonly FormatSession[]
 }
 
-/** What a format module gets. */
+/**
+ * The first pass over a source: sees every record once, in file order, and keeps what the
+ * mapping needs to know before it starts (header facts; a tree's node index).
+ */
+export interface FormatScanner {
+  add(parsed: ParsedLine): void
+  facts(): FormatFacts
+}
+
+/** What a format module gets for its second pass (the mapping). */
 export interface FormatInput {
-  readonly records: AsyncIterable<ParsedLine>
+  /** The records again, from the start, in file order (re-read from the source, or held from the first pass). */
+  replay(): AsyncIterable<ParsedLine>
   readonly report: ImportReport
-  /** A new builder; `counts(line)` false for lines another session already counted. */
-  newBuilder(counts?: (line: number) => boolean): SessionBuilder
+  /**
+   * A new builder; `counts(line)` false for lines another session already counted;
+   * `trackDigests` for a session that forks branch from (its events may leave memory).
+   */
+  newBuilder(
+    counts?: (line: number) => boolean,
+    options?: { readonly trackDigests?: boolean },
+  ): SessionBuilder
+  /**
+   * Called after each record with a session that is built in file order (a main session, a
+   * sidechain): hands its events to the caller's sink once a batch is full. Forks are not
+   * pumped (they are seeded from their parent once complete).
+   */
+  pump(session: FormatSession): Promise<void>
   readonly file: string
   readonly lenient: boolean
+  /**
+   * Following a source still being written: the mapping stops where the source stops, without
+   * closing what is still open (no flush of a message still being merged, no repair closers,
+   * no forks): what it built is a prefix of what the complete source will give.
+   */
+  readonly live: boolean
+}
+
+/** A format module: a first pass (scanner), then the mapping. */
+export interface FormatModule {
+  scanner(): FormatScanner
+  /** Main session first, then forks and sidechains in the order they were built. */
+  map(input: FormatInput, scanner: FormatScanner): Promise<readonly FormatSession[]>
 }
 
 /** A string field of a record, or undefined. */

@@ -5,6 +5,7 @@ import type { CallView, EventView } from '../view.ts'
 import { Landmarks } from './landmarks.ts'
 import { renderMarkdown } from './markdown.ts'
 import { STYLE } from './style.ts'
+import { summaryPanel } from './summary.ts'
 import { collapsible, count, cut, escapeHtml, pre, shellWord, sizeLabel, truncationNotice } from './text.ts'
 
 /** The default size of a page: a 100 MB session still gives a file under 5 MB. */
@@ -235,6 +236,7 @@ export class HtmlRenderer implements TranscriptRenderer {
         `<h1>Session ${escapeHtml(meta.id)}</h1>`,
         `<dl class="meta">${rows.map(([key, value]) => `<dt>${escapeHtml(key)}</dt><dd>${escapeHtml(value)}</dd>`).join('')}</dl>`,
         '<p class="skip"><a href="#index">Index of turns, repairs, errors, compactions and forks</a></p>',
+        meta.stats === undefined ? '' : summaryPanel(meta.stats),
         '</header>',
         '<main>',
         '',

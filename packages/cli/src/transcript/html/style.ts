@@ -33,6 +33,20 @@ dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1re
 dl.meta dt { color: var(--muted); }
 dl.meta dd { margin: 0; word-break: break-all; }
 .skip { font-size: .85rem; }
+section.summary { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: .5rem .9rem; margin: 0 0 1rem; }
+section.summary h2 { font-size: 1rem; margin: .2rem 0 .5rem; }
+dl.stats { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem; margin: 0 0 .75rem; font-size: .9rem; }
+dl.stats dt { color: var(--muted); }
+dl.stats dd { margin: 0; }
+table.tools { border-collapse: collapse; font-size: .85rem; margin: 0 0 .75rem; }
+table.tools th, table.tools td { border-bottom: 1px solid var(--line); padding: .15rem .75rem .15rem 0; text-align: right; }
+table.tools th[scope="row"], table.tools th:first-child { text-align: left; }
+figure.chart { margin: .5rem 0; }
+figure.chart figcaption { font-size: .8rem; color: var(--muted); }
+figure.chart svg { display: block; background: var(--code); border-radius: 4px; }
+figure.chart .bar-input { fill: var(--user); }
+figure.chart .bar-output { fill: var(--assistant); }
+figure.chart .axis { stroke: var(--line); }
 section.turn { border-left: 3px solid var(--line); padding-left: 1rem; margin: 1.25rem 0; }
 section.turn > h2 { font-size: 1.05rem; margin: 1rem 0 .5rem; }
 .event { background: var(--card); border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem; margin: .6rem 0; }

@@ -1,0 +1,302 @@
+/**
+ * Streamed import through the store, run by `pnpm bench` (tooling/bench/run.ts).
+ *
+ * A Claude Code–shaped transcript is generated in a temp directory: a `parentUuid` chain of
+ * turns (a prompt; one response split over three records sharing `message.id`: thinking,
+ * text, tool_use; a tool_result with a 4 KB output; a hook progress record; a closing
+ * answer), with a compaction (`compact_boundary` + `isCompactSummary`) every 50 turns, as a
+ * long real session has. Its size is `AGENT_LEDGER_IMPORT_BENCH_MB` (default 64 MB;
+ * `--large`: 1024 MB). Then, each in a child process:
+ *
+ * 1. `agent-ledger import <file> --root <tmp>` (two passes over the file, events written
+ *    through the JSONL store in batches): source records per second and events per second,
+ *    beside a bare read stream + line split + `JSON.parse` of the same file (lines per second);
+ * 2. the peak RSS above the RSS before the import started, beside the same figure for the
+ *    bare loop. No events are held: memory grows with the number of records (the tree index,
+ *    about 0.35 KB a record), not with their content; the README gives it from 16 MB to 1 GB.
+ *
+ * Timing is wall clock on a shared machine: ratios are the claim, absolute figures vary.
+ */
+import { spawn } from 'node:child_process'
+import { closeSync, createReadStream, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+
+import { splitLines } from '@agent-ledger/import'
+
+import { runCli } from '../src/index.ts'
+
+/** One measured figure, in the shape tooling/bench/run.ts prints. */
+interface BenchResult {
+  name: string
+  value: number
+  unit: string
+  floor?: { name: string; value: number }
+  ratio?: number
+  target?: string
+  met?: boolean
+}
+
+const CHILD_ENV = 'AGENT_LEDGER_IMPORT_STREAM_BENCH_CHILD'
+
+// A benchmark reads the clock by definition; this file is not shipped (not in `files`).
+const now = (): number => performance.now()
+
+/** Writes a Claude Code–shaped transcript of about `megabytes` MB; returns its record count. */
+function writeTranscript(file: string, megabytes: number): number {
+  const fd = openSync(file, 'w', 0o600)
+  const session = '0b5e7c1a-bench-4c1e-9d2a-000000000001'
+  const output = 'test output line\n'.repeat(240)
+  let parent: string | null = null
+  let uuidCounter = 0
+  let written = 0
+  let records = 0
+  let pending: string[] = []
+  const uuid = (): string => `00000000-0000-4000-8000-${(uuidCounter++).toString(16).padStart(12, '0')}`
+  const time = (turn: number, step: number): string =>
+    new Date(Date.UTC(2026, 0, 1) + turn * 60_000 + step * 1000).toISOString()
+  const push = (record: Record<string, unknown>): void => {
+    const id = uuid()
+    const line = JSON.stringify({
+      parentUuid: parent,
+      isSidechain: false,
+      userType: 'external',
+      cwd: '/home/bench/project',
+      sessionId: session,
+      version: '2.1.38',
+      gitBranch: 'main',
+      ...record,
+      uuid: id,
+    })
+    parent = id
+    pending.push(line)
+    records += 1
+    written += line.length + 1
+    if (pending.length >= 512) {
+      writeSync(fd, `${pending.join('\n')}\n`)
+      pending = []
+    }
+  }
+  const target = megabytes * 1024 * 1024
+  for (let turn = 1; written < target; turn += 1) {
+    if (turn % 50 === 0) {
+      push({
+        parentUuid: null,
+        logicalParentUuid: parent,
+        type: 'system',
+        subtype: 'compact_boundary',
+        content: 'Conversation compacted',
+        compactMetadata: { trigger: 'auto', preTokens: 150_000 },
+        timestamp: time(turn, 0),
+      })
+      push({
+        type: 'user',
+        isCompactSummary: true,
+        message: { role: 'user', content: `Summary of turns up to ${turn}: tests were run and pass.` },
+        timestamp: time(turn, 0),
+      })
+    }
+    push({
+      type: 'user',
+      message: { role: 'user', content: `Turn ${turn}: run the test suite.` },
+      timestamp: time(turn, 1),
+    })
+    const messageId = `msg_bench_${turn}`
+    const usage = {
+      input_tokens: 3,
+      cache_creation_input_tokens: 100,
+      cache_read_input_tokens: 20_000,
+      output_tokens: 80,
+    }
+    const assistant = (content: unknown, step: number): void =>
+      push({
+        type: 'assistant',
+        message: {
+          model: 'claude-opus-4-6',
+          id: messageId,
+          type: 'message',
+          role: 'assistant',
+          content: [content],
+          stop_reason: null,
+          usage,
+        },
+        requestId: `req_${turn}`,
+        timestamp: time(turn, step),
+      })
+    assistant(
+      { type: 'thinking', thinking: 'The user wants the tests run.', signature: 'EqQBCkYIAxgCKkBench' },
+      2,
+    )
+    assistant({ type: 'text', text: 'Running the tests.' }, 3)
+    const call = `toolu_bench_${turn}`
+    assistant(
+      { type: 'tool_use', id: call, name: 'Bash', input: { command: 'npm test', description: 'Run tests' } },
+      4,
+    )
+    push({
+      type: 'progress',
+      data: { type: 'hook_progress', hookEvent: 'PostToolUse' },
+      toolUseID: call,
+      timestamp: time(turn, 5),
+    })
+    push({
+      type: 'user',
+      message: {
+        role: 'user',
+        content: [{ tool_use_id: call, type: 'tool_result', content: output, is_error: false }],
+      },
+      toolUseResult: { stdout: 'ok', stderr: '', interrupted: false },
+      timestamp: time(turn, 6),
+    })
+    push({
+      type: 'assistant',
+      message: {
+        model: 'claude-opus-4-6',
+        id: `${messageId}_b`,
+        type: 'message',
+        role: 'assistant',
+        content: [{ type: 'text', text: `All ${turn} suites pass.` }],
+        stop_reason: null,
+        usage,
+      },
+      requestId: `req_${turn}_b`,
+      timestamp: time(turn, 7),
+    })
+  }
+  if (pending.length > 0) writeSync(fd, `${pending.join('\n')}\n`)
+  closeSync(fd)
+  return records
+}
+
+async function* textOf(file: string): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8')
+  for await (const chunk of createReadStream(file)) yield decoder.decode(chunk as Buffer, { stream: true })
+}
+
+interface ChildResult {
+  readonly seconds: number
+  readonly baselineRssBytes: number
+  readonly maxRssBytes: number
+  readonly lines: number
+  readonly events: number
+}
+
+async function childMain(job: string): Promise<void> {
+  const [kind, file, root] = job.split('\n') as [string, string, string]
+  const baselineRssBytes = process.memoryUsage.rss()
+  const start = now()
+  let lines = 0
+  let events = 0
+  if (kind === 'import') {
+    let out = ''
+    const code = await runCli(['import', file, '--root', root, '--json', '--no-progress'], {
+      stdout: (text) => (out += text),
+      stderr: (text) => process.stderr.write(text),
+    })
+    if (code !== 0) throw new Error(`import exited ${code}: ${out.slice(0, 2000)}`)
+    const report = (JSON.parse(out) as { sources: { report: { records: number; events: number } }[] })
+      .sources[0]!.report
+    lines = report.records
+    events = report.events
+  } else {
+    for await (const line of splitLines(textOf(file))) {
+      JSON.parse(line)
+      lines += 1
+    }
+  }
+  const seconds = (now() - start) / 1000
+  const result: ChildResult = {
+    seconds,
+    baselineRssBytes,
+    maxRssBytes: process.resourceUsage().maxRSS * 1024,
+    lines,
+    events,
+  }
+  process.stdout.write(`${JSON.stringify(result)}\n`)
+}
+
+function runChild(job: string): Promise<ChildResult> {
+  const loader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+  const script = fileURLToPath(import.meta.url)
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--conditions=@agent-ledger/source', '--import', loader, script], {
+      env: { ...process.env, [CHILD_ENV]: job },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on('close', (code) => {
+      const line = stdout.trim().split('\n').pop() ?? ''
+      if (code !== 0 || line === '') reject(new Error(`bench child exited ${code}: ${stderr.slice(-2000)}`))
+      else resolve(JSON.parse(line) as ChildResult)
+    })
+  })
+}
+
+/**
+ * The streamed-import figures.
+ *
+ * @param options - `scale`: 'default' (64 MB, or `AGENT_LEDGER_IMPORT_BENCH_MB`) or 'large' (1024 MB).
+ */
+export async function run(options: { scale?: 'default' | 'large' } = {}): Promise<BenchResult[]> {
+  const fromEnv = Number(process.env['AGENT_LEDGER_IMPORT_BENCH_MB'])
+  const megabytes = Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : options.scale === 'large' ? 1024 : 64
+  const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-bench-import-stream-'))
+  try {
+    const file = join(scratch, 'transcript.jsonl')
+    const records = writeTranscript(file, megabytes)
+    const size = statSync(file).size / (1024 * 1024)
+    const floor = await runChild(`floor\n${file}\n`)
+    const ours = await runChild(`import\n${file}\n${join(scratch, 'root')}`)
+    if (ours.lines !== records || floor.lines !== records)
+      throw new Error(
+        `expected ${records} records read, found ${ours.lines} (import) and ${floor.lines} (floor)`,
+      )
+    const toMb = (bytes: number): number => bytes / (1024 * 1024)
+    const oursRate = ours.lines / ours.seconds
+    const floorRate = floor.lines / floor.seconds
+    const oursRss = toMb(ours.maxRssBytes - ours.baselineRssBytes)
+    const floorRss = toMb(floor.maxRssBytes - floor.baselineRssBytes)
+    const label = `import Claude Code transcript, ${records} records (${size.toFixed(0)} MB)`
+    return [
+      {
+        name: `${label}, through the store`,
+        value: oursRate,
+        unit: 'records/s',
+        floor: { name: 'bare read + line split + JSON.parse (lines/s)', value: floorRate },
+        ratio: oursRate / floorRate,
+        target: '>= 0.03',
+        met: oursRate / floorRate >= 0.03,
+      },
+      {
+        name: `${label}: events written`,
+        value: ours.events / ours.seconds,
+        unit: 'events/s',
+      },
+      {
+        name: `${label}: peak RSS above the RSS before importing (child)`,
+        value: oursRss,
+        unit: 'MB',
+        floor: { name: 'bare loop, same measure (child)', value: floorRss },
+        ratio: oursRss / Math.max(floorRss, 1),
+        target: '<= 600 MB up to 1 GB (index-bound)',
+        met: oursRss <= 600,
+      },
+    ]
+  } finally {
+    rmSync(scratch, { recursive: true, force: true })
+  }
+}
+
+const childJob = process.env[CHILD_ENV]
+if (
+  childJob !== undefined &&
+  process.argv[1] !== undefined &&
+  fileURLToPath(import.meta.url) === process.argv[1]
+) {
+  await childMain(childJob)
+}

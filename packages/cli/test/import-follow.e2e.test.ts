@@ -1,0 +1,189 @@
+/**
+ * `agent-ledger import --follow` and an interrupted streamed import, against the built
+ * binary as child processes: a writer child appends to a transcript (cutting lines in two)
+ * while the follower runs, then SIGINT; an import of a large transcript is SIGKILLed in the
+ * middle and run again.
+ */
+import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import { importEventRegistry, importSource, splitLines } from '@agent-ledger/import'
+import type { ImportResult } from '@agent-ledger/import'
+import type { LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
+import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+
+import { runBin, spawnBin } from './support/bin.ts'
+import { TRANSCRIPT_SESSION_ID, transcriptLines } from './support/claude-transcript.ts'
+
+const ID = `claude-${TRANSCRIPT_SESSION_ID}`
+
+let root: string
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), 'al-import-follow-'))
+})
+afterEach(() => rmSync(root, { recursive: true, force: true }))
+
+async function oneShot(text: string, file = 'source.jsonl'): Promise<ImportResult> {
+  return importSource(
+    splitLines(
+      (async function* () {
+        await Promise.resolve()
+        yield text
+      })(),
+    ),
+    { file, sha256: createHash('sha256').update(text).digest('hex') },
+  )
+}
+
+async function readSession(
+  store: string,
+  id: string,
+): Promise<{ header: SessionHeader; events: LoggedEvent[] }> {
+  const reader = createSessionStore({
+    root: store,
+    registry: importEventRegistry,
+    clock: () => '2026-01-01T00:00:00.000Z',
+  })
+  const events: LoggedEvent[] = []
+  for await (const event of reader.readEvents(id)) events.push(event)
+  const read = await reader.openReader(id)
+  expect(read.projection.nextSeq).toBe(events.length)
+  return { header: read.header as unknown as SessionHeader, events }
+}
+
+async function until(what: string, check: () => boolean, detail: () => string): Promise<void> {
+  const deadline = Date.now() + 120_000
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${detail()}`)
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}
+
+/** A child that appends `pieces` to `file` one by one, pausing between them (an agent writing its log). */
+function writer(file: string, pieces: readonly string[]): Promise<number | null> {
+  const script = `
+    const { appendFileSync } = require('node:fs')
+    const { readFileSync } = require('node:fs')
+    const [file, list] = process.argv.slice(1)
+    const pieces = JSON.parse(readFileSync(list, 'utf8'))
+    let index = 0
+    const next = () => {
+      if (index === pieces.length) return
+      appendFileSync(file, pieces[index++])
+      setTimeout(next, 15)
+    }
+    next()
+  `
+  const list = `${file}.pieces.json`
+  writeFileSync(list, JSON.stringify(pieces))
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', script, file, list], { stdio: 'ignore' })
+    child.on('error', reject)
+    child.on('exit', (code) => resolve(code))
+  })
+}
+
+describe('agent-ledger import --follow', () => {
+  it('follows a transcript while a child writes it, waits for torn lines, and after SIGINT holds exactly a one-shot import of the final source', async () => {
+    const store = join(root, 'store')
+    const source = join(root, 'transcript.jsonl')
+    // 40 turns ending with a call still running (its result never comes): the final import closes it.
+    const lines = transcriptLines({ turns: 40, danglingCall: true, compactEvery: 15 })
+    const text = `${lines.join('\n')}\n`
+    // The follower starts on 30 lines and half of the 31st (a line being written).
+    const head = `${lines.slice(0, 30).join('\n')}\n${lines[30]!.slice(0, 40)}`
+    writeFileSync(source, head)
+    // The rest arrives in pieces that cut lines in two.
+    const rest = text.slice(head.length)
+    const pieces: string[] = []
+    for (let index = 0; index < rest.length; index += 997) pieces.push(rest.slice(index, index + 997))
+    const follow = spawnBin(['import', '--follow', source, '--root', store, '--interval', '20'])
+    await until(
+      'the first import',
+      () => follow.stderr().includes('30 records'),
+      () => follow.stderr(),
+    )
+    expect(follow.stderr()).toMatch(/30 records, \+\d+ events .*; line 31 is still being written/)
+    expect(await writer(source, pieces)).toBe(0)
+    await until(
+      `all ${lines.length} records`,
+      () => follow.stderr().includes(`${lines.length} records,`),
+      () => follow.stderr(),
+    )
+    expect(follow.stderr()).not.toMatch(/TORN_LINE|MALFORMED_LINE|DIVERGED/)
+    follow.child.kill('SIGINT')
+    const exit = await follow.exited
+    expect(exit, follow.stderr()).toEqual({ code: 0, signal: null })
+    expect(follow.stdout()).toMatch(/followed through \d+ import\(s\)/)
+
+    const expected = await oneShot(readFileSync(source, 'utf8'), source)
+    expect(readFileSync(source, 'utf8')).toBe(text)
+    const { header, events } = await readSession(store, ID)
+    expect(JSON.stringify(events)).toBe(JSON.stringify(expected.sessions[0]!.events))
+    // The closers of the dangling call are there (added by the final import, not while following).
+    expect(expected.report.repairs).toEqual({ TOOL_OUTCOME_UNKNOWN: 1, CLOSE_TURN: 1 })
+    // The header is the one-shot header, but for the digest: it names the source as first read.
+    const source0 = (header.metadata as { source: Record<string, unknown> }).source
+    const expectedSource = (expected.sessions[0]!.header.metadata as { source: Record<string, unknown> })
+      .source
+    expect({ ...source0, sha256: 'x' }).toEqual({ ...expectedSource, sha256: 'x' })
+    expect(source0['sha256']).toBe(createHash('sha256').update(head).digest('hex'))
+    expect(header.createdAt).toBe(expected.sessions[0]!.header.createdAt)
+    const verify = await runBin(['verify', join(store, ID), '--json'])
+    expect(JSON.parse(verify.stdout)).toMatchObject({ status: 'ok', events: events.length })
+  })
+
+  it('waits for a source that does not exist yet and stops cleanly with nothing imported', async () => {
+    const store = join(root, 'store')
+    const source = join(root, 'later.jsonl')
+    writeFileSync(source, '')
+    const follow = spawnBin(['import', '--follow', source, '--root', store, '--interval', '20'])
+    await until(
+      'the follower to start',
+      () => follow.stderr().includes('following'),
+      () => follow.stderr(),
+    )
+    follow.child.kill('SIGINT')
+    expect(await follow.exited).toEqual({ code: 0, signal: null })
+    expect(follow.stderr()).toMatch(/no complete record was written while following; nothing imported/)
+    expect(existsSync(join(store, ID))).toBe(false)
+  })
+})
+
+describe('agent-ledger import killed in the middle', () => {
+  it('leaves a prefix of whole batches that the next import completes: every source line kept once, in order', async () => {
+    const store = join(root, 'store')
+    const source = join(root, 'transcript.jsonl')
+    const lines = transcriptLines({ turns: 2500, outputBytes: 300 })
+    writeFileSync(source, `${lines.join('\n')}\n`)
+    const child = spawnBin(['import', source, '--root', store, '--no-progress'])
+    const log = join(store, ID, 'session.v4.jsonl')
+    await until(
+      'a few batches written',
+      () => existsSync(log) && statSync(log).size > 2_000_000,
+      () => child.stderr(),
+    )
+    child.child.kill('SIGKILL')
+    expect((await child.exited).signal).toBe('SIGKILL')
+    const partial = readFileSync(log, 'utf8').split('\n').length
+    const again = await runBin(['import', source, '--root', store, '--json', '--no-progress'])
+    expect(again.code, again.stderr).toBe(0)
+    const outcome = (JSON.parse(again.stdout) as { sources: { sessions: { action: string }[] }[] })
+      .sources[0]!
+    expect(outcome.sessions[0]!.action).toBe('appended')
+    const { events } = await readSession(store, ID)
+    expect(events.length).toBeGreaterThan(partial)
+    const kept = events
+      .filter((event) => event.type === 'import/source-record')
+      .map((event) => (event.data as { line: number }).line)
+    expect(kept).toEqual(lines.map((_, index) => index + 1))
+    const verify = await runBin(['verify', join(store, ID), '--json'])
+    expect(JSON.parse(verify.stdout)).toMatchObject({ status: 'ok' })
+    const messages = await runBin(['messages', join(store, ID), '--json'])
+    expect(messages.code).toBe(0)
+  }, 180_000)
+})

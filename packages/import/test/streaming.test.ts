@@ -1,0 +1,211 @@
+import { createHash } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+import type { LoggedEvent } from '@agent-ledger/session-events'
+import { describe, expect, it } from 'vitest'
+
+import { createIncrement, importSource, planIncrement, splitLines } from '../src/index.ts'
+import type { ImportBatch, ImportOptions, ImportResult } from '../src/index.ts'
+import { importText, replay, SHARED_FIXTURES, sharedFixturesAvailable, SYNTHETIC } from './support/import.ts'
+
+function fixtures(): string[] {
+  const files = ['claude-code', 'codex', 'pi', 'openhands'].flatMap((dir) =>
+    readdirSync(join(SYNTHETIC, dir)).map((name) => join(SYNTHETIC, dir, name)),
+  )
+  if (sharedFixturesAvailable()) {
+    for (const dir of ['claude-code', 'codex', 'openhands'])
+      for (const name of readdirSync(join(SHARED_FIXTURES, dir))) files.push(join(SHARED_FIXTURES, dir, name))
+  }
+  return files
+}
+
+/** Counts how often the source is opened, so a test can tell a re-read source from a held one. */
+function reader(text: string): { open: () => AsyncIterable<string>; opened: () => number } {
+  let opened = 0
+  return {
+    open: () => {
+      opened += 1
+      return splitLines(
+        (async function* () {
+          await Promise.resolve()
+          for (let index = 0; index < text.length; index += 211) yield text.slice(index, index + 211)
+        })(),
+      )
+    },
+    opened: () => opened,
+  }
+}
+
+async function importStreamed(
+  text: string,
+  options: Partial<ImportOptions> = {},
+): Promise<{ result: ImportResult; batches: ImportBatch[]; opened: number }> {
+  const batches: ImportBatch[] = []
+  const source = reader(text)
+  const result = await importSource(source.open, {
+    file: 'source.jsonl',
+    sha256: createHash('sha256').update(text).digest('hex'),
+    batchEvents: 3,
+    sink: {
+      write: (batch) => {
+        batches.push(batch)
+        return Promise.resolve()
+      },
+    },
+    ...options,
+  })
+  return { result, batches, opened: source.opened() }
+}
+
+function joined(batches: readonly ImportBatch[], id: string): LoggedEvent[] {
+  return batches.filter((batch) => batch.id === id).flatMap((batch) => batch.events)
+}
+
+describe('streamed import (a re-read source, events handed to a sink in batches)', () => {
+  it('gives every fixture the same sessions, headers, events and report as an import held in memory', async () => {
+    const files = fixtures()
+    expect(files.length).toBeGreaterThanOrEqual(8)
+    for (const file of files) {
+      const text = readFileSync(file, 'utf8')
+      const held = await importText(text, { sourceName: 'x' })
+      const { result, batches } = await importStreamed(text, { sourceName: 'x' })
+      expect(result.report, file).toEqual(held.report)
+      expect(result.sessions.map((session) => session.id)).toEqual(held.sessions.map((session) => session.id))
+      for (const session of held.sessions) {
+        const mine = batches.filter((batch) => batch.id === session.id)
+        expect(mine[0]?.first, file).toBe(true)
+        expect(mine.at(-1)?.last, file).toBe(true)
+        expect(mine.filter((batch) => batch.first)).toHaveLength(1)
+        expect(mine.every((batch) => JSON.stringify(batch.header) === JSON.stringify(session.header))).toBe(
+          true,
+        )
+        expect(JSON.stringify(joined(batches, session.id)), `${file} ${session.id}`).toBe(
+          JSON.stringify(session.events),
+        )
+        const streamed = result.sessions.find((other) => other.id === session.id)!
+        expect(streamed.events).toEqual([])
+        expect(streamed.eventCount).toBe(session.events.length)
+      }
+    }
+  })
+
+  it('hands a long main session over in batches while it is built, and reads a tree source twice instead of holding it', async () => {
+    const text = readFileSync(join(SYNTHETIC, 'claude-code', 'branches.jsonl'), 'utf8')
+    const { batches, opened } = await importStreamed(text)
+    const main = batches.filter((batch) => batch.role === 'main')
+    expect(main.length).toBeGreaterThanOrEqual(4)
+    // A batch goes once it holds 3 events (a record may add several: a merged response and its results).
+    expect(main.slice(0, -1).every((batch) => batch.events.length >= 3)).toBe(true)
+    // Pass 1, the main path, one pass per fork (1), the sidechain: every pass re-reads the source.
+    expect(opened).toBe(4)
+    // Forks come whole, after the session they branch from is complete.
+    const fork = batches.findIndex((batch) => batch.role === 'fork')
+    expect(fork).toBeGreaterThan(batches.findIndex((batch) => batch.role === 'main' && batch.last))
+    expect(batches[fork]).toMatchObject({ first: true, last: true })
+  })
+
+  it('refuses a malformed line in the first pass, before any batch is handed over', async () => {
+    const lines = readFileSync(join(SYNTHETIC, 'codex', 'compacted.jsonl'), 'utf8').split('\n')
+    lines[15] = '{"timestamp": broken'
+    const batches: ImportBatch[] = []
+    await expect(
+      importSource(reader(lines.join('\n')).open, {
+        file: 'r.jsonl',
+        sha256: '0'.repeat(64),
+        batchEvents: 1,
+        sink: { write: (batch) => Promise.resolve(void batches.push(batch)) },
+      }),
+    ).rejects.toMatchObject({ code: 'MALFORMED_LINE', line: 16 })
+    expect(batches).toEqual([])
+  })
+
+  it('live mode builds a prefix of the complete import: no closers, no message still being merged, no forks', async () => {
+    const text = readFileSync(join(SYNTHETIC, 'claude-code', 'branches.jsonl'), 'utf8')
+    const full = await importText(text)
+    const lines = text.split('\n')
+    let prefixes = 0
+    for (let cut = 1; cut < lines.length; cut += 1) {
+      const partial = `${lines.slice(0, cut).join('\n')}\n`
+      const live = await importText(partial, { live: true })
+      expect(live.sessions).toHaveLength(1)
+      const events = live.sessions[0]!.events
+      const prefix = full.sessions[0]!.events.slice(0, events.length)
+      // A cut may move the last leaf to another branch (then it is not a prefix: DIVERGED later).
+      if (JSON.stringify(events) !== JSON.stringify(prefix)) continue
+      prefixes += 1
+      expect(events.some((event) => (event.data as { code?: string }).code === 'TOOL_OUTCOME_UNKNOWN')).toBe(
+        false,
+      )
+    }
+    expect(prefixes).toBeGreaterThan(lines.length / 2)
+    const whole = await importText(text, { live: true })
+    expect(JSON.stringify(whole.sessions[0]!.events)).toBe(
+      JSON.stringify(full.sessions[0]!.events.slice(0, whole.sessions[0]!.events.length)),
+    )
+    expect(whole.sessions[0]!.events.length).toBeLessThan(full.sessions[0]!.events.length)
+  })
+})
+
+async function* stream(events: readonly LoggedEvent[]): AsyncGenerator<LoggedEvent> {
+  await Promise.resolve()
+  yield* events
+}
+
+async function streamedPlan(
+  stored: readonly LoggedEvent[],
+  fresh: readonly LoggedEvent[],
+  batch: number,
+): Promise<{ outcome: unknown; events: LoggedEvent[] }> {
+  const increment = createIncrement(stream(stored), { file: 'r.jsonl' })
+  const events: LoggedEvent[] = []
+  for (let index = 0; index < fresh.length; index += batch)
+    events.push(...(await increment.push(fresh.slice(index, index + batch))))
+  return { outcome: await increment.end(), events }
+}
+
+describe('createIncrement (the streamed planIncrement)', () => {
+  it('appends what planIncrement appends, for every cut of a grown source and any batch size', async () => {
+    const text = readFileSync(join(SYNTHETIC, 'codex', 'compacted.jsonl'), 'utf8')
+    const lines = text.split('\n')
+    const full = (await importText(text)).sessions[0]!.events
+    let appended = 0
+    for (let cut = 2; cut < lines.length; cut += 1) {
+      const stored = (await importText(`${lines.slice(0, cut).join('\n')}\n`)).sessions[0]!.events
+      let planned: ReturnType<typeof planIncrement> | Error
+      try {
+        planned = planIncrement(stored, full, { file: 'r.jsonl' })
+      } catch (error) {
+        planned = error as Error
+      }
+      for (const batch of [1, 4, 1000]) {
+        if (planned instanceof Error) {
+          await expect(streamedPlan(stored, full, batch)).rejects.toMatchObject({ code: 'DIVERGED' })
+          continue
+        }
+        const { outcome, events } = await streamedPlan(stored, full, batch)
+        if (planned.kind === 'unchanged') {
+          expect(outcome).toEqual({ kind: 'unchanged' })
+          continue
+        }
+        appended += 1
+        expect(outcome).toEqual({
+          kind: 'append',
+          appended: planned.events.length,
+          closersKept: planned.closersKept,
+        })
+        expect(JSON.stringify(events)).toBe(JSON.stringify(planned.events))
+        replay([...stored, ...events])
+      }
+    }
+    expect(appended).toBeGreaterThan(6)
+  })
+
+  it('the same source changes nothing; a rewritten one diverges', async () => {
+    const text = readFileSync(join(SYNTHETIC, 'codex', 'compacted.jsonl'), 'utf8')
+    const stored = (await importText(text)).sessions[0]!.events
+    expect((await streamedPlan(stored, stored, 5)).outcome).toEqual({ kind: 'unchanged' })
+    const rewritten = (await importText(text.replace('run the tests', 'run the linter'))).sessions[0]!.events
+    await expect(streamedPlan(stored, rewritten, 5)).rejects.toMatchObject({ code: 'DIVERGED' })
+  })
+})
