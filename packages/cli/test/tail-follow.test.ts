@@ -132,8 +132,10 @@ describe('tail -f', () => {
 
   it('exits 2 with FILE_GONE when the log is removed while following', async () => {
     await writeSession(testStore(root), 'a1', { turns: 1 })
-    const tail = follow(['-n', '0', join(root, 'a1')])
-    await sleep(50)
+    const tail = follow(['-n', '1', join(root, 'a1')])
+    // The last event printed means the follower has the log open (a fixed sleep raced the open
+    // on a loaded machine, which then reported SESSION_NOT_FOUND).
+    await until('the last event', () => seqsOf(tail.out()).length === 1)
     unlinkSync(logPath(root, 'a1'))
     expect(await tail.done).toBe(2)
     expect(tail.err()).toMatch(/^agent-ledger: FILE_GONE: .*was removed while following it/)
