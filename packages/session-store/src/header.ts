@@ -15,6 +15,7 @@ import { checksumJson, jsonDepth, verifyLineChecksum } from './line-codec.ts'
 import type { EncodedLine } from './line-codec.ts'
 import type { LineLocation } from './port.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
+import { describe } from './checks.ts'
 
 /** The `integrity` member of every v4 header. */
 const INTEGRITY_CRC32C = 'crc32c'
@@ -27,10 +28,6 @@ const HEADER_FIELDS = [
   'delegationDepth',
   'metadata',
 ] as const
-
-function describe(value: unknown): string {
-  return JSON.stringify(value) ?? String(value)
-}
 
 /**
  * Checks a session id against `SESSION_ID_PATTERN`.

@@ -22,6 +22,8 @@ import type {
   StoredLine,
   WriterLease,
 } from './port.ts'
+import { throwIfAborted as throwIfAbortedAs } from './checks.ts'
+import { attempt, before, checkedSeq, isoOf, parseCursor } from './memory-helpers.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 
 interface StoredSession {
@@ -119,67 +121,9 @@ export interface MemoryBackend extends SessionBackend {
   advance(ms: number): void
 }
 
-/** Runs `run`, turning a synchronous throw into a rejection (the port's methods never throw synchronously). */
-function attempt<T>(run: () => T): Promise<T> {
-  try {
-    return Promise.resolve(run())
-  } catch (error) {
-    return Promise.reject(error instanceof Error ? error : new Error(String(error)))
-  }
-}
-
-function isoOf(ms: number): string {
-  return new Date(ms).toISOString()
-}
-
+/** The memory backend changes nothing of an aborted call. */
 function throwIfAborted(signal: SignalOptions['signal'], what: string): void {
-  if (signal?.aborted === true) {
-    throw new SessionStoreError({
-      code: SessionStoreErrorCode.ABORTED,
-      message: `${what} was aborted; nothing was changed.`,
-      cause: signal.reason,
-    })
-  }
-}
-
-function checkedSeq(value: unknown, option: string): number {
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value
-  throw new SessionStoreError({
-    code: SessionStoreErrorCode.INVALID_OPTION,
-    message: `Read option ${option} must be a non-negative integer, found ${JSON.stringify(value) ?? String(value)}.`,
-    details: { option },
-  })
-}
-
-interface Cursor {
-  readonly u: number
-  readonly i: string
-}
-
-function parseCursor(cursor: string): Cursor {
-  try {
-    const value = JSON.parse(cursor) as unknown
-    if (
-      typeof value === 'object' &&
-      value !== null &&
-      typeof (value as Cursor).u === 'number' &&
-      typeof (value as Cursor).i === 'string'
-    ) {
-      return value as Cursor
-    }
-  } catch {
-    // fall through
-  }
-  throw new SessionStoreError({
-    code: SessionStoreErrorCode.INVALID_OPTION,
-    message: `List cursor ${JSON.stringify(cursor)} was not made by this memory backend: expected the cursor of a previous page.`,
-    details: { option: 'cursor' },
-  })
-}
-
-/** Order of a listing: most recently updated first, then by id. */
-function before(a: { updatedAt: number; id: string }, b: { u: number; i: string }): boolean {
-  return a.updatedAt > b.u || (a.updatedAt === b.u && a.id < b.i)
+  throwIfAbortedAs(signal, what, 'nothing was changed')
 }
 
 class MemoryBackendImpl implements MemoryBackend {

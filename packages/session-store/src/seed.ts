@@ -14,10 +14,7 @@ import type { SignalOptions, StoredLine } from './port.ts'
 import { scanSession } from './scan.ts'
 import type { CoreContext } from './scan.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
-
-function describe(value: unknown): string {
-  return JSON.stringify(value) ?? String(value)
-}
+import { describe } from './checks.ts'
 
 /** Checks and encodes seed events (seqs dense from 0), folding them into `projection`. */
 export function encodeSeed(

@@ -10,11 +10,10 @@ import { createProjection } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
 import { crc32c as defaultCrc32c } from './crc32c.ts'
-import { decodeEventLine, DEFAULT_LIMITS, encodeEvent } from './event-codec.ts'
-import type { StoreLimits } from './event-codec.ts'
+import { decodeEventLine, encodeEvent } from './event-codec.ts'
 import { assertSessionId, buildHeader, parseHeaderLine } from './header.ts'
 import { lineCrc } from './line-codec.ts'
-import type { AbortSignalLike, SessionBackend, SignalOptions, StoredLine } from './port.ts'
+import type { SessionBackend, SignalOptions, StoredLine } from './port.ts'
 import { isLineDamage, readHeader, scanSession } from './scan.ts'
 import type { CoreContext } from './scan.ts'
 import { encodeSeed, planForkedSession } from './seed.ts'
@@ -35,55 +34,9 @@ import type {
   SessionSummary,
   VerifyReport,
 } from './store-api.ts'
+import { describe, invalidOption, isAborted, resolveLimits, seqOption, throwIfAborted } from './checks.ts'
 import { SessionWriterImpl } from './writer.ts'
 import type { SessionWriter } from './writer.ts'
-
-function describe(value: unknown): string {
-  return JSON.stringify(value) ?? String(value)
-}
-
-function invalidOption(option: string, expected: string, found: unknown): SessionStoreError {
-  return new SessionStoreError({
-    code: SessionStoreErrorCode.INVALID_OPTION,
-    message: `Option ${option} must be ${expected}, found ${describe(found)}.`,
-    details: {
-      option,
-      expected,
-      found: typeof found === 'number' || typeof found === 'string' ? found : typeof found,
-    },
-  })
-}
-
-function seqOption(value: unknown, option: string): number | undefined {
-  if (value === undefined) return undefined
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw invalidOption(option, 'a non-negative integer seq', value)
-  }
-  return value
-}
-
-function resolveLimits(partial: Partial<StoreLimits> | undefined): StoreLimits {
-  const limits = { ...DEFAULT_LIMITS, ...partial }
-  for (const [key, value] of Object.entries(limits)) {
-    if (!Number.isSafeInteger(value) || value <= 0)
-      throw invalidOption(`limits.${key}`, 'a positive integer', value)
-  }
-  return Object.freeze(limits)
-}
-
-function isAborted(signal: AbortSignalLike | undefined): boolean {
-  return signal?.aborted === true
-}
-
-function throwIfAborted(signal: AbortSignalLike | undefined, what: string): void {
-  if (signal?.aborted === true) {
-    throw new SessionStoreError({
-      code: SessionStoreErrorCode.ABORTED,
-      message: `${what} was aborted; nothing was published.`,
-      cause: signal.reason,
-    })
-  }
-}
 
 class SessionStoreImpl implements SessionStore {
   readonly backend: SessionBackend
