@@ -26,104 +26,40 @@
  * rename, so either file at the name (old or new, rename is atomic) holds the same events.
  * A reader that opened the old inode keeps reading a complete, valid file.
  */
+
 import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
 import { join } from 'node:path'
 
-import type { EventRegistry, SessionHeader } from '@agent-ledger/session-events'
+import type { SessionHeader } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
 
 import { errnoOf, toStoreError } from './fs-errors.ts'
-import type { FileHandleOps, FsOps } from './fs-ops.ts'
+import type { FileHandleOps } from './fs-ops.ts'
 import { listGenerations } from './generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { TEMP_PREFIX } from './layout.ts'
-import type { StoreLimits } from './limits.ts'
 import { V4_FORMAT } from './log-format.ts'
 import type { ScanOutcome } from './log-scanner.ts'
 import { publishFile, removeStaleTemps } from './publish.ts'
 import { quarantineTail } from './quarantine.ts'
 import { readFileChunks, refineRepeatedSeq, scanLog } from './read-log.ts'
-import type { ByteSource } from './read-log.ts'
-import type { StoreLogger } from './session-writer.ts'
 import { acquireWriterLock } from './writer-lock.ts'
-import type { LockOptions, WriterLock } from './writer-lock.ts'
-import { scanZstdLog, scanZstdLogChunks, zstdPlainSource } from './zstd-log-reader.ts'
+import { scanZstdLog, zstdPlainSource } from './zstd-log-reader.ts'
 import type { ZstdScanOutcome } from './zstd-log-reader.ts'
-import { ZSTD_FRAME_BYTES, ZSTD_SEAL_LEVEL } from './zstd-log-writer.ts'
 import { locateSessionLog, sessionLog, zstdCodecFor } from './zstd-session.ts'
 import type { SessionLog } from './zstd-session.ts'
-import type { ZstdCodec } from './zstd/zstd-codec.ts'
+import { hashed, sealedFrames, verifyStaged } from './compress-frames.ts'
+import type { Expected } from './compress-frames.ts'
+import type {
+  CompressContext,
+  CompressOptions,
+  CompressProgress,
+  CompressResult,
+  Run,
+} from './compress-types.ts'
 
-/** What `compress` reports while it runs (the CLI shows it). */
-export interface CompressProgress {
-  /** `scan`: checking the source; `compress`: writing frames; `verify`: reading the staged file back; `publish`: linked or renamed into place. */
-  readonly phase: 'scan' | 'compress' | 'verify' | 'publish'
-  /** Plain bytes processed so far in this phase (compressed bytes in `verify`). */
-  readonly bytesRead: number
-  /** Bytes the phase will process. */
-  readonly bytesTotal: number
-  /** Events checked so far (`scan`, `verify`), when known. */
-  readonly eventsDone?: number
-  /** Events in the session, once known. */
-  readonly eventsTotal?: number | null
-}
-
-/** Options of `store.compress`. */
-export interface CompressOptions {
-  /** Progress, at least once per phase and every few MiB. */
-  readonly onProgress?: (progress: CompressProgress) => void
-  /** Compression level of the sealed frames (default 6; zstd-codec accepts -5..9). */
-  readonly level?: number
-  /** Plain bytes per sealed frame (default 4 MiB). */
-  readonly frameBytes?: number
-  /** Crash-test seam: called at the publish points and at `plain-unlinked` / `renamed`. */
-  readonly hooks?: { at(point: string): Promise<void> | void }
-}
-
-/** What `store.compress` did. */
-export interface CompressResult {
-  readonly id: string
-  /** `compressed`: plain -> zstd; `resealed`: small frames re-encoded; `up-to-date`: nothing to do. */
-  readonly outcome: 'compressed' | 'resealed' | 'up-to-date'
-  /** The `.zstd` log, relative to the store root. */
-  readonly file: string
-  /** The plain log that was removed (relative to the root), or null. */
-  readonly removedFile: string | null
-  /** Plain bytes of the log. */
-  readonly plainBytes: number
-  /** Bytes of the `.zstd` log before (0 when there was none) and after. */
-  readonly compressedBytesBefore: number
-  readonly compressedBytes: number
-  /** `plainBytes / compressedBytes`. */
-  readonly ratio: number
-  /** Zstandard frames in the result. */
-  readonly frames: number
-  readonly events: number
-  readonly lastSeq: number
-  /** A torn tail quarantined before compressing (its file name), or null. */
-  readonly quarantineFile: string | null
-}
-
-/** What {@link compressSession} needs from the store. */
-export interface CompressContext {
-  readonly fs: FsOps
-  /** The session directory (absolute; checked by the caller). */
-  readonly directory: string
-  readonly id: string
-  readonly limits: StoreLimits
-  readonly registry: EventRegistry
-  readonly logger: StoreLogger
-  readonly lock: Partial<LockOptions>
-  readonly randomHex: (byteCount: number) => string
-}
-
-const PROGRESS_EVERY_BYTES = 8 * 1024 * 1024
-/**
- * Frames compressing at once while sealing: enough to keep the thread pool (or the wasm
- * worker) busy while this thread reads and cuts the next ones; each holds a 4 MiB frame.
- */
-const FRAMES_IN_FLIGHT = 3
+export type { CompressContext, CompressOptions, CompressProgress, CompressResult } from './compress-types.ts'
 
 function progressOf(options: CompressOptions): (progress: CompressProgress, force?: boolean) => void {
   let next = 0
@@ -175,14 +111,6 @@ export async function compressSession(
   } finally {
     await lock.release().catch(() => undefined)
   }
-}
-
-interface Run {
-  readonly context: CompressContext
-  readonly options: CompressOptions
-  readonly lock: WriterLock
-  readonly codec: ZstdCodec
-  readonly progress: (progress: CompressProgress, force?: boolean) => void
 }
 
 /** One directory holds one encoding: older plain generations (immutable) forbid a `.zstd` v4. */
@@ -279,179 +207,6 @@ async function checkAndRepair(
     })
   }
   return { header: outcome.header, goodEnd: outcome.goodEndOffset, quarantineFile }
-}
-
-/**
- * Cuts whole lines into frames of about `frameBytes` plain bytes: the header line alone first
- * (when `headerFirst`), then frames closed before the line that would pass the target.
- */
-async function* sealedFrames(
-  run: Run,
-  request: { readonly plain: ByteSource; readonly headerFirst: boolean; readonly total: number },
-): AsyncGenerator<Buffer, void, undefined> {
-  const level = run.options.level ?? ZSTD_SEAL_LEVEL
-  const target = run.options.frameBytes ?? ZSTD_FRAME_BYTES
-  let pending: Buffer = Buffer.alloc(0)
-  let headerPending = request.headerFirst
-  let done = 0
-  // Frames compress off the event loop, a few at a time (the thread pool or the wasm worker
-  // works while this thread reads and cuts the next ones); they are yielded in order.
-  const inFlight: { readonly frame: Promise<Uint8Array>; readonly bytes: number }[] = []
-  const start = (content: Buffer): void => {
-    const frame = run.codec.compressFrameAsync(content, level)
-    // Awaited in order below; a rejection before then is not unhandled.
-    frame.catch(() => undefined)
-    inFlight.push({ frame, bytes: content.length })
-  }
-  const next = async (): Promise<Buffer> => {
-    const head = inFlight.shift()!
-    const bytes = await head.frame
-    done += head.bytes
-    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  }
-  for await (const chunk of request.plain) {
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
-    if (headerPending) {
-      const newline = pending.indexOf(0x0a)
-      if (newline === -1) continue
-      start(pending.subarray(0, newline + 1))
-      pending = pending.subarray(newline + 1)
-      headerPending = false
-    }
-    while (pending.length >= target) {
-      const last = pending.lastIndexOf(0x0a, target - 1)
-      const cut = last !== -1 ? last + 1 : pending.indexOf(0x0a, target) + 1
-      if (cut === 0) break
-      start(pending.subarray(0, cut))
-      pending = pending.subarray(cut)
-      while (inFlight.length >= FRAMES_IN_FLIGHT) {
-        yield await next()
-        run.progress({ phase: 'compress', bytesRead: done, bytesTotal: request.total })
-      }
-    }
-  }
-  while (inFlight.length > 0) yield await next()
-  if (pending.length > 0) {
-    if (pending[pending.length - 1] !== 0x0a) {
-      throw new JsonlStoreError({
-        code: JsonlErrorCode.WRITE_FAILED,
-        message: `Cannot compress session ${run.context.id}: expected its good prefix to end on a line boundary, found ${pending.length} bytes after the last newline.`,
-        file: sessionLog(run.context.id, 'zstd').file,
-        details: { op: 'compress', cause: 'NOT_LINE_ALIGNED' },
-      })
-    }
-    start(pending)
-    yield await next()
-  }
-  run.progress({ phase: 'compress', bytesRead: done, bytesTotal: request.total }, true)
-}
-
-/** A byte source that hashes what passes through it. */
-function hashed(source: ByteSource): { source: ByteSource; digest: () => string } {
-  const hash = createHash('sha256')
-  async function* pass(): AsyncGenerator<Buffer, void, undefined> {
-    for await (const chunk of source) {
-      hash.update(chunk)
-      yield chunk
-    }
-  }
-  let digest: string | undefined
-  return { source: pass(), digest: () => (digest ??= hash.digest('hex')) }
-}
-
-/** What the staged file must match. */
-interface Expected {
-  readonly header: SessionHeader
-  readonly lastSeq: number
-  readonly events: number
-  readonly plainBytes: number
-  readonly plainSha256: () => string
-}
-
-/** Reads a staged `.zstd` file back through the reader and checks it holds exactly the expected content. */
-async function verifyStaged(
-  run: Run,
-  staged: ByteSource,
-  expected: Expected & { readonly file: string },
-): Promise<ZstdScanOutcome> {
-  const { context } = run
-  const plainHash = createHash('sha256')
-  const projection = createProjection({ registry: context.registry })
-  let compressedRead = 0
-  const total = expected.plainBytes
-  async function* counted(): AsyncGenerator<Buffer, void, undefined> {
-    for await (const chunk of staged) {
-      compressedRead += chunk.length
-      yield chunk
-    }
-  }
-  const chunks = scanZstdLogChunks(counted(), {
-    codec: run.codec,
-    format: V4_FORMAT,
-    limits: context.limits,
-    registry: context.registry,
-    file: expected.file,
-    sessionId: context.id,
-    onEvent: (event) => {
-      projection.apply(event)
-    },
-    onPlain: (chunk) => plainHash.update(chunk),
-  })
-  let outcome: ZstdScanOutcome
-  for (;;) {
-    const step = await chunks.next()
-    if (step.done === true) {
-      outcome = step.value
-      break
-    }
-    run.progress({
-      phase: 'verify',
-      bytesRead: compressedRead,
-      bytesTotal: total,
-      eventsDone: projection.nextSeq,
-    })
-  }
-  const found = {
-    damage: outcome.damage?.code ?? null,
-    tornTail: outcome.tornTail !== null,
-    header: JSON.stringify(outcome.header),
-    lastSeq: outcome.lastSeq,
-    events: outcome.stats.events,
-    plainBytes: outcome.zstd.plainBytes,
-    plainSha256: plainHash.digest('hex'),
-  }
-  const wanted = {
-    damage: null,
-    tornTail: false,
-    header: JSON.stringify(expected.header),
-    lastSeq: expected.lastSeq,
-    events: expected.events,
-    plainBytes: expected.plainBytes,
-    plainSha256: expected.plainSha256(),
-  }
-  const differing = Object.keys(wanted).filter(
-    (key) => found[key as keyof typeof found] !== wanted[key as keyof typeof wanted],
-  )
-  if (differing.length > 0) {
-    throw new JsonlStoreError({
-      code: JsonlErrorCode.WRITE_FAILED,
-      message: `The compressed copy of session ${context.id} does not read back as its source: expected the same ${differing.join(', ')}, found ${differing.map((key) => `${key}=${String(found[key as keyof typeof found])}`).join(', ')}; nothing was published.`,
-      file: expected.file,
-      details: { op: 'verify', cause: 'STAGED_CONTENT_DIFFERS', differing, found, expected: wanted },
-      ...(outcome.damage === null ? {} : { cause: outcome.damage }),
-    })
-  }
-  run.progress(
-    {
-      phase: 'verify',
-      bytesRead: compressedRead,
-      bytesTotal: total,
-      eventsDone: found.events,
-      eventsTotal: found.events,
-    },
-    true,
-  )
-  return outcome
 }
 
 async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult> {
@@ -762,3 +517,4 @@ async function assertSamePrefix(
     position += leftCount
   }
 }
+const PROGRESS_EVERY_BYTES = 8 * 1024 * 1024
