@@ -1,9 +1,9 @@
 import type { Usage } from '@agent-ledger/session-events'
 
 import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
-import { arr, count, obj, str } from './types.ts'
+import { arr, count, obj, str, streamedFormat } from './types.ts'
 import type { ParsedLine } from '../lines.ts'
-import type { FormatFacts, FormatModule, FormatScanner, FormatSession } from './types.ts'
+import type { FormatFacts, FormatModule, FormatScanner } from './types.ts'
 
 const CODEX_LINE_TYPES: ReadonlySet<string> = new Set([
   'session_meta',
@@ -280,20 +280,7 @@ class CodexScanner implements FormatScanner {
 }
 
 /** Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): mapped as they stream. */
-export const codexFormat: FormatModule = {
-  scanner: () => new CodexScanner(),
-  async map(input) {
-    const builder = input.newBuilder()
-    const session: FormatSession = { key: '', role: 'main', builder }
-    const mapper = new CodexMapper(builder)
-    for await (const parsed of input.replay()) {
-      if ('malformed' in parsed) {
-        builder.line = parsed.line
-        builder.malformed(parsed.malformed)
-      } else mapper.handle(parsed.line, parsed.value)
-      await input.pump(session)
-    }
-    if (!input.live) mapper.finish()
-    return [session]
-  },
-}
+export const codexFormat: FormatModule = streamedFormat(
+  () => new CodexScanner(),
+  (builder) => new CodexMapper(builder),
+)

@@ -2,9 +2,9 @@ import type { ContentPart, Usage } from '@agent-ledger/session-events'
 
 import { USER_REJECTED } from '../builder.ts'
 import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
-import { arr, count, obj, str } from './types.ts'
+import { arr, count, obj, str, streamedFormat } from './types.ts'
 import type { ParsedLine } from '../lines.ts'
-import type { FormatFacts, FormatModule, FormatScanner, FormatSession } from './types.ts'
+import type { FormatFacts, FormatModule, FormatScanner } from './types.ts'
 
 /** True when a record is an OpenHands V0 event (`action` or `observation`, `source`). */
 export function looksLikeOpenHandsV0(record: Record<string, unknown>): boolean {
@@ -353,20 +353,7 @@ class OpenHandsScanner implements FormatScanner {
  * files of `sessions/<sid>/events/` in id order) or V1 SDK events (one per line, e.g.
  * `events/event-*.json` in index order). Mapped as they stream.
  */
-export const openHandsFormat: FormatModule = {
-  scanner: () => new OpenHandsScanner(),
-  async map(input) {
-    const builder = input.newBuilder()
-    const session: FormatSession = { key: '', role: 'main', builder }
-    const mapper = new OpenHandsMapper(builder)
-    for await (const parsed of input.replay()) {
-      if ('malformed' in parsed) {
-        builder.line = parsed.line
-        builder.malformed(parsed.malformed)
-      } else mapper.handle(parsed.line, parsed.value)
-      await input.pump(session)
-    }
-    if (!input.live) mapper.finish()
-    return [session]
-  },
-}
+export const openHandsFormat: FormatModule = streamedFormat(
+  () => new OpenHandsScanner(),
+  (builder) => new OpenHandsMapper(builder),
+)

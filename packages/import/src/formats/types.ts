@@ -74,6 +74,40 @@ export interface FormatModule {
   map(input: FormatInput, scanner: FormatScanner): Promise<readonly FormatSession[]>
 }
 
+/** What maps the records of a one-session format, in source order. */
+export interface RecordMapper {
+  handle(line: number, value: Record<string, unknown>): void
+  /** Closes what the source left open (not called while following a live source). */
+  finish(): void
+}
+
+/**
+ * A format whose source is one session mapped record by record as it streams (Codex,
+ * OpenHands): malformed lines go to the builder, every record to the mapper.
+ */
+export function streamedFormat(
+  scanner: () => FormatScanner,
+  mapper: (builder: SessionBuilder) => RecordMapper,
+): FormatModule {
+  return {
+    scanner,
+    async map(input) {
+      const builder = input.newBuilder()
+      const session: FormatSession = { key: '', role: 'main', builder }
+      const records = mapper(builder)
+      for await (const parsed of input.replay()) {
+        if ('malformed' in parsed) {
+          builder.line = parsed.line
+          builder.malformed(parsed.malformed)
+        } else records.handle(parsed.line, parsed.value)
+        await input.pump(session)
+      }
+      if (!input.live) records.finish()
+      return [session]
+    },
+  }
+}
+
 /** A string field of a record, or undefined. */
 export function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined
