@@ -376,6 +376,13 @@ describe.skipIf(adminUrl === null)(
         // A follower whose announcement vanished (no NOTIFY) still wakes, by the poll.
         await sqlOnce(url, 'DELETE FROM ledger_followers')
         const polled = follow.waitForAppend(quiet, { nextSeq: 2 })
+        // The announcement is written asynchronously: delete it once it is there (deleting it
+        // before it lands let it land afterwards, and the append then rightly sent a NOTIFY).
+        for (let tries = 0; tries < 100; tries += 1) {
+          const rows = await sqlOnce(url, 'SELECT 1 FROM ledger_followers WHERE session_id = $1', [quiet])
+          if (rows.length > 0) break
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
         await sqlOnce(url, 'DELETE FROM ledger_followers')
         const lease = await openWriter(quiet)
         const more = eventLines(2, 1)
