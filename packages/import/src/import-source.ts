@@ -1,20 +1,22 @@
 import { createEventRegistry, SESSION_ID_PATTERN } from '@agent-ledger/session-events'
-import type { EventRegistry, LoggedEvent, SessionHeaderInput } from '@agent-ledger/session-events'
+import type { EventRegistry } from '@agent-ledger/session-events'
 
-import { eventDigest, SessionBuilder } from './builder.ts'
+import { Assembly } from './assembly.ts'
+import type { ImportedSession, ImportSink } from './assembly.ts'
+import { SessionBuilder } from './builder.ts'
 import { claudeCodeFormat, looksLikeClaudeCode } from './formats/claude-code.ts'
 import { codexFormat, looksLikeCodex } from './formats/codex.ts'
 import { looksLikeOpenHandsV0, looksLikeOpenHandsV1, openHandsFormat } from './formats/openhands.ts'
 import { looksLikePi, piFormat } from './formats/pi.ts'
-import type { FormatFacts, FormatInput, FormatModule, FormatSession } from './formats/types.ts'
+import type { FormatInput, FormatModule } from './formats/types.ts'
 import { ImportError, ImportErrorCode } from './import-error.ts'
 import { parseLines } from './lines.ts'
 import type { ParsedLine } from './lines.ts'
 import { createReport } from './report.ts'
 import type { ImportReport } from './report.ts'
-import { shiftEvent } from './shift.ts'
 import { sourceRecordEventType } from './source-record.ts'
-import { EPOCH } from './time.ts'
+
+export type { ImportBatch, ImportedSession, ImportSink } from './assembly.ts'
 
 /** The formats this package imports. */
 export const SOURCE_FORMATS = ['claude-code', 'codex', 'pi', 'openhands'] as const
@@ -60,39 +62,6 @@ export interface ImportOptions {
    * complete source will give. Feed complete lines only.
    */
   readonly live?: boolean
-}
-
-/** One batch of a session's events, for {@link ImportSink}. */
-export interface ImportBatch {
-  readonly id: string
-  readonly role: ImportedSession['role']
-  /** The session's header, complete from the first batch on. */
-  readonly header: ImportedSession['header']
-  /** Events in seq order, following the previous batch of the same session. */
-  readonly events: readonly LoggedEvent[]
-  /** The session's first batch (create it). */
-  readonly first: boolean
-  /** The session's last batch. */
-  readonly last: boolean
-}
-
-/** Receives the events of an import as they are built (see {@link ImportOptions.sink}). */
-export interface ImportSink {
-  /** Called in order; the next batch waits for the promise (backpressure). */
-  write(batch: ImportBatch): Promise<void>
-}
-
-/** One imported session, ready for `store.create({id, header, seed: events})`. */
-export interface ImportedSession {
-  readonly id: string
-  readonly role: 'main' | 'fork' | 'sidechain'
-  readonly header: Partial<SessionHeaderInput> & { readonly createdAt: string }
-  /** The whole log, seqs dense from 0, repair closers included (empty when a sink took the events). */
-  readonly events: readonly LoggedEvent[]
-  /** How many events the session has. */
-  readonly eventCount: number
-  /** Repair events in this session (placeholders and turn closers), by code. */
-  readonly repairs: Readonly<Record<string, number>>
 }
 
 /** What {@link importSource} returns. */
@@ -345,28 +314,51 @@ export async function importSource(
           await Promise.resolve()
           yield* held
         }
-  const assembly = new Assembly({ format, facts, options, report, sha256 })
   const verbatim = options.verbatim ?? 'all'
+  const newBuilder: FormatInput['newBuilder'] = (counts = () => true, builderOptions = {}) =>
+    new SessionBuilder(
+      { format, file, registry: importEventRegistry, report, verbatim, counts },
+      builderOptions,
+    )
+  const sourceId = facts.sourceId ?? options.sourceName ?? sha256.slice(0, 16)
+  const assembly = new Assembly({
+    format,
+    facts,
+    report,
+    mainId: importedSessionId(format, sourceId),
+    sessionId: (id) => importedSessionId(format, id),
+    sourceMetadata: {
+      format,
+      formatVersion: facts.formatVersion,
+      file,
+      sha256,
+      ...(facts.sourceId === undefined ? {} : { id: facts.sourceId }),
+      importer: { name: '@agent-ledger/import', version: IMPORTER_VERSION },
+      ...facts.metadata,
+    },
+    sink: options.sink,
+    batchEvents: Math.max(1, options.batchEvents ?? DEFAULT_BATCH_EVENTS),
+    newBuilder: (counts) => newBuilder(counts),
+  })
   const input: FormatInput = {
     replay,
     report,
     file,
     lenient,
     live: options.live === true,
-    newBuilder: (counts = () => true, builderOptions = {}) =>
-      new SessionBuilder(
-        { format, file, registry: importEventRegistry, report, verbatim, counts },
-        builderOptions,
-      ),
+    newBuilder,
     pump: (session) => assembly.pump(session),
+    close: (session) => assembly.close(session),
+    fork: (session, build) => assembly.fork(session, build),
   }
   const sessions = await module.map(input, scanner)
-  return assembly.finish(sessions, {
+  const done = await assembly.finish(sessions, {
     detection:
       from === 'auto'
         ? `detected ${format}: ${detected.reason}`
         : `given ${format} (content agrees: ${detected.reason})`,
   })
+  return { format, formatVersion: facts.formatVersion, ...done }
 }
 
 function checkDigest(file: string, sha256: unknown): string {
@@ -378,190 +370,4 @@ function checkDigest(file: string, sha256: unknown): string {
     })
   }
   return sha256
-}
-
-/** Ids, headers and batches of the sessions of one import; counts the main session into the report. */
-class Assembly {
-  readonly #format: SourceFormat
-  readonly #facts: FormatFacts
-  readonly #options: ImportOptions
-  readonly #report: ImportReport
-  readonly #mainId: string
-  readonly #sourceMetadata: Record<string, unknown>
-  readonly #started = new Map<string, ImportedSession['header']>()
-  readonly #batch: number
-
-  constructor(context: {
-    readonly format: SourceFormat
-    readonly facts: FormatFacts
-    readonly options: ImportOptions
-    readonly report: ImportReport
-    readonly sha256: string
-  }) {
-    const { format, facts, options, sha256 } = context
-    this.#format = format
-    this.#facts = facts
-    this.#options = options
-    this.#report = context.report
-    this.#batch = Math.max(1, options.batchEvents ?? DEFAULT_BATCH_EVENTS)
-    const sourceId = facts.sourceId ?? options.sourceName ?? sha256.slice(0, 16)
-    this.#mainId = importedSessionId(format, sourceId)
-    this.#sourceMetadata = {
-      format,
-      formatVersion: facts.formatVersion,
-      file: options.file,
-      sha256,
-      ...(facts.sourceId === undefined ? {} : { id: facts.sourceId }),
-      importer: { name: '@agent-ledger/import', version: IMPORTER_VERSION },
-      ...facts.metadata,
-    }
-  }
-
-  #id(session: FormatSession): string {
-    return session.key === '' ? this.#mainId : `${this.#mainId.slice(0, 100)}-${session.key}`.slice(0, 128)
-  }
-
-  #header(
-    session: FormatSession,
-    createdAt: string,
-    extra: Record<string, unknown> = {},
-  ): ImportedSession['header'] {
-    const header: Record<string, unknown> = { createdAt }
-    if (this.#facts.cwd !== undefined) header['cwd'] = this.#facts.cwd
-    if (session.role === 'main') {
-      if (this.#facts.parentSourceId !== undefined)
-        header['parentSession'] = importedSessionId(this.#format, this.#facts.parentSourceId)
-      if (this.#facts.delegationDepth !== undefined) header['delegationDepth'] = this.#facts.delegationDepth
-    } else if (session.role === 'sidechain') {
-      header['parentSession'] = this.#mainId
-      header['delegationDepth'] = 1
-    }
-    for (const [key, value] of Object.entries(extra)) header[key] = value
-    header['metadata'] = { source: { ...this.#sourceMetadata, ...session.metadata } }
-    return header as ImportedSession['header']
-  }
-
-  #count(session: FormatSession, events: readonly LoggedEvent[]): void {
-    if (session.role !== 'main') return
-    const report = this.#report
-    for (const event of events) {
-      if (event.type === 'system/message') report.messages.system += 1
-      else if (event.type === 'user/message') report.messages.user += 1
-      else if (event.type === 'assistant/message') report.messages.assistant += 1
-      else if (event.type === 'tool/result') report.messages.tool += 1
-      else if (event.type === 'tool/call') report.toolCalls += 1
-      else if (event.type === 'turn/start') report.turns += 1
-      else if (event.type === 'compaction/end') report.compactions += 1
-    }
-  }
-
-  /** Hands a session's events over to the sink (all of them when `last`). */
-  async #emit(session: FormatSession, last: boolean): Promise<void> {
-    const sink = this.#options.sink!
-    const events = session.builder.drain()
-    this.#count(session, events)
-    const id = this.#id(session)
-    let header = this.#started.get(id)
-    const first = header === undefined
-    if (header === undefined) {
-      header = this.#header(session, events[0]?.time ?? EPOCH)
-      this.#started.set(id, header)
-    }
-    await sink.write({ id, role: session.role, header, events, first, last })
-  }
-
-  /** Called after each record of a session built in file order. */
-  async pump(session: FormatSession): Promise<void> {
-    if (this.#options.sink !== undefined && session.builder.events.length >= this.#batch)
-      await this.#emit(session, false)
-  }
-
-  async finish(
-    sessions: readonly FormatSession[],
-    context: { readonly detection: string },
-  ): Promise<ImportResult> {
-    const report = this.#report
-    const sink = this.#options.sink
-    const result: ImportedSession[] = []
-    const parents = new Map<string, { readonly id: string; readonly digests: readonly number[] }>()
-    for (const session of sessions) {
-      const id = this.#id(session)
-      const { builder } = session
-      if (session.role !== 'fork') {
-        if (sessions.some((other) => other.forkOf === session.key))
-          parents.set(session.key, { id, digests: builder.digests ?? builder.events.map(eventDigest) })
-        const eventCount = builder.nextSeq
-        let events: readonly LoggedEvent[] = []
-        let header: ImportedSession['header']
-        if (sink === undefined) {
-          events = builder.events
-          this.#count(session, events)
-          header = this.#header(session, events[0]?.time ?? EPOCH)
-        } else {
-          await this.#emit(session, true)
-          header = this.#started.get(id)!
-        }
-        result.push({ id, role: session.role, header, events, eventCount, repairs: { ...builder.repairs } })
-        report.events += eventCount
-        if (session.role === 'sidechain') report.sidechains += 1
-        continue
-      }
-      const parent = parents.get(session.forkOf ?? '') ?? parents.get('')!
-      const events = seedFork(parent.digests, builder.events, parent.id)
-      const inherited = events.findIndex((event) => event.type === 'session/end-seed')
-      const header = this.#header(
-        session,
-        events[0]?.time ?? EPOCH,
-        inherited > 0
-          ? { parentSession: parent.id, seeded: true, inheritedEventCount: inherited }
-          : { parentSession: parent.id },
-      )
-      if (sink !== undefined) await sink.write({ id, role: 'fork', header, events, first: true, last: true })
-      result.push({
-        id,
-        role: 'fork',
-        header,
-        events: sink === undefined ? events : [],
-        eventCount: events.length,
-        repairs: { ...builder.repairs },
-      })
-      report.events += events.length
-      report.forks += 1
-    }
-    report.sessions = result.length
-    const formatVersion = this.#facts.formatVersion
-    const finalReport = { ...report, repairs: { ...result[0]!.repairs }, format: this.#format, formatVersion }
-    return {
-      format: this.#format,
-      formatVersion,
-      detection: context.detection,
-      sessions: result,
-      report: finalReport,
-    }
-  }
-}
-
-/**
- * A fork's log: the events it shares with its parent (same bytes, from the same records:
- * compared by digest, the parent's events may be gone), then `session/end-seed`, then its
- * own events moved one seq up.
- */
-function seedFork(
-  parent: readonly number[],
-  own: readonly LoggedEvent[],
-  parentSession: string,
-): LoggedEvent[] {
-  let shared = 0
-  while (shared < parent.length && shared < own.length && parent[shared] === eventDigest(own[shared]!)) {
-    shared += 1
-  }
-  if (shared === 0) return [...own]
-  const boundary = own[shared - 1]!
-  const endSeed = {
-    seq: shared,
-    time: boundary.time,
-    type: 'session/end-seed',
-    data: { inherited: true, parentSession, boundarySeq: shared - 1 },
-  } as LoggedEvent
-  return [...own.slice(0, shared), endSeed, ...own.slice(shared).map((event) => shiftEvent(event, shared, 1))]
 }

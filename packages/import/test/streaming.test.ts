@@ -97,12 +97,64 @@ describe('streamed import (a re-read source, events handed to a sink in batches)
     expect(main.length).toBeGreaterThanOrEqual(4)
     // A batch goes once it holds 3 events (a record may add several: a merged response and its results).
     expect(main.slice(0, -1).every((batch) => batch.events.length >= 3)).toBe(true)
-    // Pass 1, the main path, one pass per fork (1), the sidechain: every pass re-reads the source.
-    expect(opened).toBe(4)
-    // Forks come whole, after the session they branch from is complete.
-    const fork = batches.findIndex((batch) => batch.role === 'fork')
-    expect(fork).toBeGreaterThan(batches.findIndex((batch) => batch.role === 'main' && batch.last))
-    expect(batches[fork]).toMatchObject({ first: true, last: true })
+    // Pass 1, the main path, two per fork (1: a probe for the shared prefix, then the build), the
+    // sidechain: every pass re-reads the source.
+    expect(opened).toBe(5)
+    // Sessions come one after the other: a session's last batch before the next one's first.
+    const order = batches.map((batch) => batch.id).filter((id, at, all) => at === 0 || all[at - 1] !== id)
+    expect(new Set(order).size).toBe(order.length)
+    expect(batches.filter((batch) => batch.first).map((batch) => batch.role)).toEqual([
+      'main',
+      'fork',
+      'sidechain',
+    ])
+    // A fork comes in batches too, after the session it branches from is complete: never whole.
+    const fork = batches.filter((batch) => batch.role === 'fork')
+    expect(batches.findIndex((batch) => batch.role === 'fork')).toBeGreaterThan(
+      batches.findIndex((batch) => batch.role === 'main' && batch.last),
+    )
+    expect(fork.length).toBeGreaterThanOrEqual(4)
+    expect(fork.map((batch) => [batch.first, batch.last])).toEqual(
+      fork.map((_, at) => [at === 0, at === fork.length - 1]),
+    )
+    // Its inherited prefix, re-derived from the source, then session/end-seed, then its own events.
+    const events = fork.flatMap((batch) => batch.events)
+    const seed = events.findIndex((event) => event.type === 'session/end-seed')
+    expect(seed).toBeGreaterThan(3)
+    expect(fork[0]!.header).toMatchObject({ seeded: true, inheritedEventCount: seed })
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, at) => at))
+    expect(JSON.stringify(events.slice(0, seed))).toBe(
+      JSON.stringify(joined(batches, main[0]!.id).slice(0, seed)),
+    )
+  })
+
+  it('gives forks the same log with and without a sink, whatever the batch size', async () => {
+    const tree = ['claude-code', 'pi'].flatMap((dir) =>
+      readdirSync(join(SYNTHETIC, dir)).map((name) => join(SYNTHETIC, dir, name)),
+    )
+    if (sharedFixturesAvailable())
+      for (const name of readdirSync(join(SHARED_FIXTURES, 'claude-code')))
+        tree.push(join(SHARED_FIXTURES, 'claude-code', name))
+    let forks = 0
+    for (const file of tree) {
+      const text = readFileSync(file, 'utf8')
+      const held = await importText(text, { sourceName: 'x' })
+      for (const batchEvents of [1, 2, 5, 64, 4096]) {
+        const { result, batches } = await importStreamed(text, { sourceName: 'x', batchEvents })
+        expect(result.report, `${file} ${batchEvents}`).toEqual(held.report)
+        for (const session of held.sessions) {
+          if (session.role !== 'fork') continue
+          forks += 1
+          const mine = batches.filter((batch) => batch.id === session.id)
+          expect(mine.every((batch) => batch.events.length <= batchEvents + 16)).toBe(true)
+          expect(JSON.stringify(mine[0]!.header)).toBe(JSON.stringify(session.header))
+          expect(JSON.stringify(joined(batches, session.id)), `${file} ${session.id} ${batchEvents}`).toBe(
+            JSON.stringify(session.events),
+          )
+        }
+      }
+    }
+    expect(forks).toBeGreaterThanOrEqual(10)
   })
 
   it('refuses a malformed line in the first pass, before any batch is handed over', async () => {

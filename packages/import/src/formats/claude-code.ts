@@ -1,11 +1,11 @@
-import type { ContentPart, Usage } from '@agent-ledger/session-events'
-
-import { USER_REJECTED } from '../builder.ts'
-import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
-import { planTree } from '../tree.ts'
-import type { TreeNode, TreePlan } from '../tree.ts'
-import { arr, count, obj, str } from './types.ts'
+import type { SessionBuilder } from '../builder.ts'
+import { ImportError, ImportErrorCode } from '../import-error.ts'
 import type { ParsedLine } from '../lines.ts'
+import { planIndexedTree } from '../tree.ts'
+import type { IndexedPlan, IndexedTree } from '../tree.ts'
+import { indexHashing, IntList, TreeIndex } from '../tree-index.ts'
+import { attachable, ClaudeMapper } from './claude-code-mapper.ts'
+import { obj, str } from './types.ts'
 import type { FormatFacts, FormatInput, FormatModule, FormatScanner, FormatSession } from './types.ts'
 
 /** The `type` values a Claude Code transcript line may have (for detection). */
@@ -33,318 +33,42 @@ export function looksLikeClaudeCode(record: Record<string, unknown>): boolean {
   )
 }
 
-interface ClaudeRecord {
-  readonly line: number
-  readonly value: Record<string, unknown>
-}
-
-const INTERRUPT_PREFIX = '[Request interrupted by user'
-const REJECTED_PREFIX = "The user doesn't want to proceed with this tool use"
-const COMMAND_PREFIXES = [
-  '<command-name>',
-  '<command-message>',
-  '<local-command-stdout>',
-  '<local-command-caveat>',
-]
-
-function usageOf(raw: unknown): Usage | undefined {
-  const usage = obj(raw)
-  if (usage === undefined) return undefined
-  const input = count(usage['input_tokens'])
-  const output = count(usage['output_tokens'])
-  const cacheRead = count(usage['cache_read_input_tokens'])
-  const cacheWrite = count(usage['cache_creation_input_tokens'])
-  if (input === undefined && output === undefined) return undefined
-  const prompt = (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0)
-  const result: Usage = {
-    prompt_tokens: prompt,
-    completion_tokens: output ?? 0,
-    total_tokens: prompt + (output ?? 0),
-  }
-  return cacheRead === undefined ? result : { ...result, cached_tokens: cacheRead }
-}
-
-function textOfBlocks(blocks: readonly unknown[]): { text: string; images: number } {
-  const texts: string[] = []
-  let images = 0
-  for (const block of blocks) {
-    const part = obj(block)
-    if (part?.['type'] === 'text' && typeof part['text'] === 'string') texts.push(part['text'])
-    else if (part?.['type'] === 'image') images += 1
-  }
-  return { text: texts.join('\n'), images }
-}
-
-function imagePart(block: Record<string, unknown>): ContentPart | undefined {
-  const source = obj(block['source'])
-  if (source === undefined) return undefined
-  if (source['type'] === 'base64' && typeof source['data'] === 'string') {
-    const mediaType = str(source['media_type']) ?? 'image/png'
-    return { type: 'image_url', image_url: { url: `data:${mediaType};base64,${source['data']}` } }
-  }
-  if (source['type'] === 'url' && typeof source['url'] === 'string') {
-    return { type: 'image_url', image_url: { url: source['url'] } }
-  }
-  return undefined
-}
-
-interface PendingAssistant {
-  readonly messageId: string
-  readonly text: string[]
-  readonly reasoning: string[]
-  readonly toolCalls: ImportedToolCall[]
-  usage: Usage | undefined
-  /** Time of its last record: the message gets it, not the time of the record that ends it. */
-  time: unknown
-}
-
-interface PendingResult {
-  readonly line: number
-  readonly callId: string
-  readonly content: string
-  readonly isError: boolean
-  readonly rejected: boolean
-  readonly time: unknown
-  /** The record, on its first result: kept verbatim when the result is placed, so a source read mid-call stays a prefix. */
-  readonly record: Record<string, unknown> | undefined
-}
-
-/** Maps the records of one path, in order, into a builder. */
-class ClaudeMapper {
-  readonly #builder: SessionBuilder
-  #assistant: PendingAssistant | null = null
-  #results: PendingResult[] = []
-  #compactPending = false
-  #line = 0
-
-  constructor(builder: SessionBuilder) {
-    this.#builder = builder
-  }
-
-  handle(record: ClaudeRecord): void {
-    const b = this.#builder
-    const value = record.value
-    b.line = record.line
-    this.#line = record.line
-    b.beginRecord(value['timestamp'])
-    const type = str(value['type'])
-    if (type === 'assistant') return this.#assistantRecord(value)
-    if (type === 'user') return this.#userRecord(record)
-    if (type === 'system' && value['subtype'] === 'compact_boundary') {
-      this.#flush()
-      this.#compactPending = true
-      const metadata = obj(value['compactMetadata'])
-      if (metadata?.['preTokens'] !== undefined) b.lossy('claude.compact.preTokens')
-      if (metadata?.['preservedSegment'] !== undefined) b.lossy('claude.compact.preservedSegment')
-      b.record(value, 'log-only:claude.compact_boundary')
-      return
-    }
-    const kind = type === 'system' ? `system.${str(value['subtype']) ?? 'unknown'}` : (type ?? 'unknown')
-    b.record(value, `log-only:claude.${kind}`)
-  }
-
-  #assistantRecord(value: Record<string, unknown>): void {
-    const b = this.#builder
-    const message = obj(value['message'])
-    const messageId = str(message?.['id']) ?? `line-${String(value['uuid'])}`
-    if (message === undefined || message['model'] === '<synthetic>' || value['isApiErrorMessage'] === true) {
-      b.record(value, 'log-only:claude.synthetic-assistant')
-      return
-    }
-    if (this.#assistant !== null && this.#assistant.messageId !== messageId) this.#flush()
-    if (this.#assistant === null) {
-      this.#assistant = {
-        messageId,
-        text: [],
-        reasoning: [],
-        toolCalls: [],
-        usage: undefined,
-        time: undefined,
-      }
-    }
-    const pending = this.#assistant
-    pending.time = value['timestamp']
-    const content = message['content']
-    const blocks = typeof content === 'string' ? [{ type: 'text', text: content }] : arr(content)
-    for (const raw of blocks) {
-      const block = obj(raw) ?? {}
-      const blockType = str(block['type'])
-      if (blockType === 'text') {
-        const text = str(block['text']) ?? ''
-        if (text.trim() === '') b.lossy('claude.whitespace-text')
-        else pending.text.push(text)
-      } else if (blockType === 'thinking') {
-        pending.reasoning.push(str(block['thinking']) ?? '')
-        if (block['signature'] !== undefined) b.lossy('claude.signature')
-      } else if (blockType === 'redacted_thinking') {
-        b.lossy('claude.redacted_thinking')
-      } else if (blockType === 'tool_use') {
-        const id = str(block['id'])
-        const name = str(block['name'])
-        if (id === undefined || id === '' || name === undefined || name === '') {
-          b.lossy('claude.tool_use-without-id')
-          continue
-        }
-        pending.toolCalls.push({ id, name, arguments: JSON.stringify(block['input'] ?? {}) })
-        if (block['caller'] !== undefined) b.lossy('claude.caller')
-      } else {
-        b.lossy(`claude.block.${blockType ?? 'unknown'}`)
-      }
-    }
-    // Every split record repeats the usage of the whole response: take the last, never sum.
-    const usage = usageOf(message['usage'])
-    if (usage !== undefined) pending.usage = usage
-    b.record(value, 'mapped')
-  }
-
-  #userRecord(record: ClaudeRecord): void {
-    const b = this.#builder
-    const value = record.value
-    const message = obj(value['message'])
-    const content = message?.['content']
-    if (value['isCompactSummary'] === true) {
-      this.#flush()
-      const text = typeof content === 'string' ? content : textOfBlocks(arr(content)).text
-      b.compact({ summary: text, content: text, reason: 'claude-code compact' })
-      this.#compactPending = false
-      b.record(value, 'mapped')
-      return
-    }
-    const blocks = typeof content === 'string' ? [{ type: 'text', text: content }] : arr(content)
-    const results = blocks.map(obj).filter((block) => block?.['type'] === 'tool_result')
-    if (results.length > 0) {
-      let first = true
-      for (const block of results) {
-        const raw = block!['content']
-        const { text, images } = typeof raw === 'string' ? { text: raw, images: 0 } : textOfBlocks(arr(raw))
-        if (images > 0) b.lossy('claude.tool_result-image', images)
-        const rejected =
-          value['toolUseResult'] === 'User rejected tool use' ||
-          (block!['is_error'] === true && text.startsWith(REJECTED_PREFIX))
-        this.#results.push({
-          line: record.line,
-          callId: str(block!['tool_use_id']) ?? '',
-          content: text,
-          isError: block!['is_error'] === true,
-          rejected,
-          time: value['timestamp'],
-          record: first ? value : undefined,
-        })
-        first = false
-      }
-      if (value['toolUseResult'] !== undefined) b.lossy('claude.toolUseResult')
-      const others = blocks.length - results.length
-      if (others > 0) b.lossy('claude.user-blocks-beside-tool_result', others)
-      return
-    }
-    const texts = blocks.map(obj).filter((block) => block?.['type'] === 'text')
-    const firstText = str(texts[0]?.['text']) ?? ''
-    if (value['isMeta'] === true || COMMAND_PREFIXES.some((prefix) => firstText.startsWith(prefix))) {
-      b.record(value, 'log-only:claude.local-command')
-      return
-    }
-    this.#flush()
-    const parts: ContentPart[] = []
-    let images = 0
-    for (const raw of blocks) {
-      const block = obj(raw) ?? {}
-      if (block['type'] === 'text') parts.push({ type: 'text', text: str(block['text']) ?? '' })
-      else if (block['type'] === 'image') {
-        const part = imagePart(block)
-        if (part === undefined) images += 1
-        else parts.push(part)
-      } else b.lossy(`claude.user-block.${str(block['type']) ?? 'unknown'}`)
-    }
-    if (images > 0) b.lossy('claude.image-unreadable', images)
-    if (value['todos'] !== undefined) b.lossy('claude.todos')
-    const single = parts.length === 1 ? parts[0] : undefined
-    const userContent = single?.type === 'text' ? single.text : parts
-    if (parts.length === 0) {
-      b.record(value, 'log-only:claude.empty-user')
-      return
-    }
-    const interrupt = firstText.startsWith(INTERRUPT_PREFIX)
-    if (!interrupt) b.beforePrompt()
-    b.record(value, 'mapped')
-    if (interrupt) {
-      b.user(userContent, { prompt: false })
-      b.endTurn('interrupted')
-      return
-    }
-    b.user(userContent, { prompt: true })
-  }
-
-  /** Emits the merged assistant message, then the results gathered for it. */
-  #flush(): void {
-    const b = this.#builder
-    const pending = this.#assistant
-    if (pending === null && this.#results.length === 0) return
-    const now = b.time
-    const line = this.#line
-    this.#assistant = null
-    if (pending !== null) {
-      b.setTime(pending.time)
-      b.assistant(pending)
-    }
-    const results = this.#results
-    this.#results = []
-    for (const result of results) {
-      b.line = result.line
-      b.setTime(result.time)
-      if (result.record !== undefined) b.record(result.record, 'mapped')
-      b.toolResult(result.callId, result.content, {
-        isError: result.isError,
-        ...(result.rejected ? { code: USER_REJECTED } : {}),
-      })
-    }
-    b.setTime(now)
-    b.line = line
-  }
-
-  finish(): void {
-    this.#flush()
-    if (this.#compactPending) this.#builder.lossy('claude.compact_boundary-without-summary')
-    this.#builder.finish('complete')
-  }
-}
-
-/** What the first pass keeps of a record with a `uuid`: its place in the tree, never its content. */
-interface ClaudeNode {
-  readonly attachable: boolean
-  readonly sidechain: boolean
-  readonly agentId: string | undefined
-}
-
-/** Side records that may ride along a path they are not on: tool results, progress, system notes. */
-function attachable(value: Record<string, unknown>): boolean {
-  const type = value['type']
-  if (type === 'assistant') return false
-  if (type === 'system') return value['subtype'] !== 'compact_boundary'
-  if (type !== 'user') return true
-  const content = obj(value['message'])?.['content']
-  if (typeof content === 'string') return false
-  const blocks = arr(content)
-  return blocks.length > 0 && blocks.every((block) => obj(block)?.['type'] === 'tool_result')
-}
-
 function shortId(id: string): string {
   return id.replace(/[^A-Za-z0-9]/g, '').slice(0, 12)
 }
 
+/** Flag bits of a record in the tree index. */
+const ATTACHABLE = TreeIndex.ATTACHABLE
+const SIDECHAIN = 2
+
+/** The id a record's parent link names (`logicalParentUuid` across a compaction), or null for a root. */
+function parentIdOf(value: Record<string, unknown>): string | null {
+  return str(value['parentUuid']) ?? str(value['logicalParentUuid']) ?? null
+}
+
 /**
- * The first pass: the tree index (ids, parent ids, lines and three flags per record), the
- * lines of records outside the tree, and the header facts. Memory grows with the number of
- * records, not with their content.
+ * The first pass: the tree index (a hash of each uuid, the parent's record index, the line
+ * and two flags per record, in typed arrays: see {@link TreeIndex}), the lines of records
+ * outside the tree, and the header facts. Memory grows with the number of records (about
+ * 33 bytes each), not with their content; no uuid string is kept, except for the rare record
+ * whose parent is not (yet) in the index.
  */
 class ClaudeScanner implements FormatScanner {
-  readonly nodes: TreeNode<ClaudeNode>[] = []
-  /** Records without a uuid (snapshots, queue operations): file order only. */
-  readonly loose: number[] = []
-  /** Records repeating a uuid (a second /compact re-appending records). */
-  readonly duplicates: { readonly line: number; readonly id: string }[] = []
+  readonly index = new TreeIndex(indexHashing.hash)
+  /** Lines of records without a uuid (snapshots, queue operations): file order only. */
+  readonly loose = new IntList()
+  /** Records repeating a uuid (a second /compact re-appending records): line and the first record's index. */
+  readonly duplicates: { readonly line: number; readonly first: number }[] = []
   readonly malformed: { readonly line: number; readonly text: string }[] = []
-  /** Every uuid seen, to its first string: a parent id shares its node's string (memory). */
-  readonly #seen = new Map<string, string>()
+  /** Records whose parent was not indexed before them or is on the other side (main/sidechain): their uuid. */
+  readonly #maybeBroken = new Map<number, string>()
+  /** `agentId` by runs of record indexes (it changes rarely in file order). */
+  readonly #agentStarts = new IntList()
+  readonly #agentIds: (string | undefined)[] = []
+  sidechains = 0
+  lastLine = 0
+  /** Records whose parent is not in the file (or on the other side), with their uuid; set by {@link ClaudeScanner.facts}. */
+  broken = new Map<number, string>()
   sessionId: string | undefined
   #version: string | undefined
   #cwd: string | undefined
@@ -352,6 +76,7 @@ class ClaudeScanner implements FormatScanner {
   #gitBranch: string | undefined
 
   add(parsed: ParsedLine): void {
+    this.lastLine = Math.max(this.lastLine, parsed.line)
     if ('malformed' in parsed) {
       this.malformed.push({ line: parsed.line, text: parsed.malformed })
       return
@@ -368,34 +93,53 @@ class ClaudeScanner implements FormatScanner {
       this.loose.push(parsed.line)
       return
     }
-    if (this.#seen.has(id)) {
-      this.duplicates.push({ line: parsed.line, id })
+    const sidechain = value['isSidechain'] === true
+    const flags = (attachable(value) ? ATTACHABLE : 0) | (sidechain ? SIDECHAIN : 0)
+    const parentId = parentIdOf(value)
+    const index = this.index.add({ id, parent: parentId, line: parsed.line, flags })
+    if (index < 0) {
+      this.duplicates.push({ line: parsed.line, first: -1 - index })
       return
     }
-    this.#seen.set(id, id)
-    const rawParent = str(value['parentUuid']) ?? str(value['logicalParentUuid']) ?? null
-    const parent = rawParent === null ? null : (this.#seen.get(rawParent) ?? rawParent)
-    this.nodes.push({
-      id,
-      parent,
-      line: parsed.line,
-      item: {
-        attachable: attachable(value),
-        sidechain: value['isSidechain'] === true,
-        agentId: str(value['agentId']),
-      },
-    })
+    if (sidechain) this.sidechains += 1
+    const agentId = str(value['agentId'])
+    const runs = this.#agentIds.length
+    if (runs === 0 || this.#agentIds[runs - 1] !== agentId) {
+      this.#agentStarts.push(index)
+      this.#agentIds.push(agentId)
+    }
+    const parent = this.index.parentOf(index)
+    if (parentId !== null && (parent < 0 || (this.index.flagsOf(parent) & SIDECHAIN) !== (flags & SIDECHAIN)))
+      this.#maybeBroken.set(index, id)
+  }
+
+  /** The `agentId` of a record. */
+  agentOf(index: number): string | undefined {
+    let low = 0
+    let high = this.#agentStarts.length - 1
+    while (low < high) {
+      const middle = (low + high + 1) >>> 1
+      if (this.#agentStarts.at(middle) <= index) low = middle
+      else high = middle - 1
+    }
+    return this.#agentIds[low]
   }
 
   /** True when every record is a sidechain record (a sub-agent file imported on its own). */
   get onlySidechain(): boolean {
-    return this.nodes.length > 0 && this.nodes.every((node) => node.item.sidechain)
+    return this.index.size > 0 && this.sidechains === this.index.size
   }
 
   facts(): FormatFacts {
-    // Called once, after the last record: the id lookup is no longer needed.
-    this.#seen.clear()
-    const agentId = this.onlySidechain ? this.nodes[0]!.item.agentId : undefined
+    // Called once, after the last record.
+    this.index.seal()
+    for (const [index, id] of this.#maybeBroken) {
+      const parent = this.index.parentOf(index)
+      if (parent < 0 || (this.index.flagsOf(parent) & SIDECHAIN) !== (this.index.flagsOf(index) & SIDECHAIN))
+        this.broken.set(index, id)
+    }
+    this.#maybeBroken.clear()
+    const agentId = this.onlySidechain ? this.agentOf(0) : undefined
     const sourceId = this.sessionId
     return {
       formatVersion: this.#version ?? 'unknown',
@@ -411,34 +155,109 @@ class ClaudeScanner implements FormatScanner {
   }
 }
 
-/** One step of a session's build: a tree record (its index node), or a record riding along in file order. */
-type Step =
-  | TreeNode<ClaudeNode>
-  | {
-      readonly line: number
-      readonly kind: 'loose' | 'duplicate' | 'malformed'
-      readonly text?: string
-      readonly id?: string
-    }
-
-/**
- * Runs `steps` in order with their records, read again from the source: records met before
- * their step are held until it comes (a side segment placed after its branch point), so
- * memory holds only records read ahead, never the whole source.
- */
-function kindOf(step: Step): 'node' | 'loose' | 'duplicate' | 'malformed' {
-  return 'kind' in step ? step.kind : 'node'
+/** The main-session records or the sidechain records of the index, as a tree of their own (local indexes). */
+interface SubTree extends IndexedTree {
+  /** The record index of a local index. */
+  global(local: number): number
 }
 
+function subTree(index: TreeIndex, side: boolean | undefined): SubTree {
+  if (side === undefined) {
+    return {
+      size: index.size,
+      parentOf: (at) => index.parentOf(at),
+      attachable: (at) => index.attachable(at),
+      global: (at) => at,
+    }
+  }
+  const want = side ? SIDECHAIN : 0
+  const members = new IntList()
+  const local = new Int32Array(index.size).fill(-1)
+  for (let at = 0; at < index.size; at += 1) {
+    if ((index.flagsOf(at) & SIDECHAIN) !== want) continue
+    local[at] = members.length
+    members.push(at)
+  }
+  const globals = members.toArray()
+  return {
+    size: globals.length,
+    parentOf: (at) => {
+      const parent = index.parentOf(globals[at]!)
+      return parent < 0 ? -1 : local[parent]!
+    },
+    attachable: (at) => index.attachable(globals[at]!),
+    global: (at) => globals[at]!,
+  }
+}
+
+/** Extras: records that ride in file order along every path (records without a uuid, repeated uuids, lines that were not JSON). */
+const LOOSE = 0
+const DUPLICATE = 1
+const MALFORMED = 2
+
+interface Extras {
+  readonly lines: Int32Array
+  readonly kinds: Uint8Array
+  /** A duplicate's first record index, a malformed line's index in `scanner.malformed`. */
+  readonly refs: Int32Array
+}
+
+function extrasOf(scanner: ClaudeScanner): Extras {
+  const total = scanner.loose.length + scanner.duplicates.length + scanner.malformed.length
+  const extras = { lines: new Int32Array(total), kinds: new Uint8Array(total), refs: new Int32Array(total) }
+  let loose = 0
+  let duplicate = 0
+  let malformed = 0
+  const INFINITE = Number.MAX_SAFE_INTEGER
+  for (let at = 0; at < total; at += 1) {
+    const looseLine = loose < scanner.loose.length ? scanner.loose.at(loose) : INFINITE
+    const duplicateLine = scanner.duplicates[duplicate]?.line ?? INFINITE
+    const malformedLine = scanner.malformed[malformed]?.line ?? INFINITE
+    if (looseLine <= duplicateLine && looseLine <= malformedLine) {
+      extras.lines[at] = looseLine
+      extras.kinds[at] = LOOSE
+      loose += 1
+    } else if (duplicateLine <= malformedLine) {
+      extras.lines[at] = duplicateLine
+      extras.kinds[at] = DUPLICATE
+      extras.refs[at] = scanner.duplicates[duplicate]!.first
+      duplicate += 1
+    } else {
+      extras.lines[at] = malformedLine
+      extras.kinds[at] = MALFORMED
+      extras.refs[at] = malformed
+      malformed += 1
+    }
+  }
+  return extras
+}
+
+/**
+ * Runs `steps` (a record index, or `-1 - extra`) in order with their records, read again
+ * from the source: records met before their step are held until it comes (a side segment
+ * placed after its branch point), so memory holds only records read ahead, never the whole
+ * source. `onRead` sees every record read. Stops when `run` returns false.
+ *
+ * @returns False when `run` stopped it.
+ */
 async function walk(
   input: FormatInput,
-  steps: readonly Step[],
-  run: (step: Step, record: Record<string, unknown> | undefined) => Promise<void>,
-): Promise<void> {
+  plan: {
+    readonly steps: Int32Array
+    readonly lineOf: (step: number) => number
+    readonly malformed: (step: number) => boolean
+    readonly onRead: ((line: number, value: Record<string, unknown>) => void) | undefined
+  },
+  run: (step: number, record: Record<string, unknown> | undefined) => Promise<boolean>,
+): Promise<boolean> {
+  const { steps, lineOf, malformed, onRead } = plan
   // The lines to read, sorted (4 bytes each): a record read ahead is held only if a step wants it.
-  const wanted = Int32Array.from(
-    steps.filter((step) => kindOf(step) !== 'malformed').map((step) => step.line),
-  ).sort()
+  let count = 0
+  for (const step of steps) if (!malformed(step)) count += 1
+  const wanted = new Int32Array(count)
+  count = 0
+  for (const step of steps) if (!malformed(step)) wanted[count++] = lineOf(step)
+  wanted.sort()
   const isWanted = (line: number): boolean => {
     let low = 0
     let high = wanted.length - 1
@@ -455,129 +274,265 @@ async function walk(
   const records = input.replay()[Symbol.asyncIterator]()
   try {
     for (const step of steps) {
-      if (kindOf(step) === 'malformed') {
-        await run(step, undefined)
+      if (malformed(step)) {
+        if (!(await run(step, undefined))) return false
         continue
       }
-      while (!held.has(step.line)) {
+      const line = lineOf(step)
+      while (!held.has(line)) {
         const next = await records.next()
-        if (next.done === true) throw new Error(`line ${step.line} was not read again`)
-        if ('value' in next.value && isWanted(next.value.line)) held.set(next.value.line, next.value.value)
+        if (next.done === true) throw new Error(`line ${line} was not read again`)
+        if (!('value' in next.value)) continue
+        onRead?.(next.value.line, next.value.value)
+        if (isWanted(next.value.line)) held.set(next.value.line, next.value.value)
       }
-      const record = held.get(step.line)!
-      held.delete(step.line)
-      await run(step, record)
+      const record = held.get(line)!
+      held.delete(line)
+      if (!(await run(step, record))) return false
     }
+    return true
   } finally {
     await records.return?.()
   }
 }
 
-async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promise<FormatSession[]> {
-  const { nodes } = scanner
-  const onlySidechain = scanner.onlySidechain
-  const mainNodes = onlySidechain ? nodes : nodes.filter((node) => !node.item.sidechain)
-  const sideNodes = onlySidechain ? [] : nodes.filter((node) => node.item.sidechain)
-  const isAttachable = (node: TreeNode<ClaudeNode>): boolean => node.item.attachable
-  const mainPlan = planTree(mainNodes, isAttachable)
-  const sidePlan = sideNodes.length > 0 ? planTree(sideNodes, isAttachable) : undefined
-  // Records without a uuid, repeated uuids and lines that were not JSON ride in file order
-  // along every path (so a fork still shares its prefix with the main session); they are
-  // counted once.
-  const extras: Step[] = [
-    ...scanner.loose.map((line): Step => ({ line, kind: 'loose' })),
-    ...scanner.duplicates.map((duplicate): Step => ({
-      line: duplicate.line,
-      kind: 'duplicate',
-      id: duplicate.id,
-    })),
-    ...scanner.malformed.map((bad): Step => ({ line: bad.line, kind: 'malformed', text: bad.text })),
-  ].sort((left, right) => left.line - right.line)
-  const more = mainPlan.branches.length > 0 || sidePlan !== undefined
-  const counted = new Set<number>()
-  const build = async (
-    sequence: readonly TreeNode<ClaudeNode>[],
-    options: {
-      readonly withExtras: boolean
-      readonly session?: Omit<FormatSession, 'builder'>
-      readonly trackDigests: boolean
-    },
-  ): Promise<SessionBuilder> => {
-    const builder = input.newBuilder((line) => !counted.has(line), { trackDigests: options.trackDigests })
-    const pumped = options.session === undefined ? undefined : { ...options.session, builder }
-    const mapper = new ClaudeMapper(builder)
-    const steps: Step[] = []
-    let next = 0
-    for (const node of sequence) {
-      while (options.withExtras && next < extras.length && extras[next]!.line < node.line)
-        steps.push(extras[next++]!)
-      steps.push(node)
+/**
+ * Checks, while the records are read again, what the index claimed from hashes: a record's
+ * parent is the record whose uuid its `parentUuid` names, a repeated uuid repeats the first
+ * record's. Keeps the last record's uuid and those of records with several children.
+ */
+class IndexCheck {
+  readonly #index: TreeIndex
+  readonly #file: string
+  readonly #several: Uint8Array
+  readonly #uuids = new Map<number, string>()
+  #last = -1
+  #lastUuid: string | undefined
+
+  constructor(index: TreeIndex, file: string) {
+    this.#index = index
+    this.#file = file
+    const children = new Uint8Array(index.size)
+    for (let at = 0; at < index.size; at += 1) {
+      const parent = index.parentOf(at)
+      if (parent >= 0 && children[parent]! < 2) children[parent]! += 1
     }
-    while (options.withExtras && next < extras.length) steps.push(extras[next++]!)
-    await walk(input, steps, async (step, record) => {
-      if (!('kind' in step)) mapper.handle({ line: step.line, value: record! })
-      else if (step.kind === 'malformed') {
-        builder.line = step.line
-        builder.malformed(step.text ?? '')
-      } else if (step.kind === 'duplicate') {
-        builder.line = step.line
-        builder.beginRecord(record!['timestamp'])
-        builder.diagnostic(
-          'DUPLICATE_UUID',
-          `record uuid ${String(step.id)} appears again; kept verbatim only`,
-        )
-        builder.record(record, 'log-only:claude.duplicate-uuid')
-      } else mapper.handle({ line: step.line, value: record! })
-      if (pumped !== undefined) await input.pump(pumped)
+    this.#several = children
+  }
+
+  /** A new walk starts (a path of its own). */
+  reset(): void {
+    this.#uuids.clear()
+    this.#last = -1
+    this.#lastUuid = undefined
+  }
+
+  #collision(line: number, found: string | null, expected: string): ImportError {
+    return new ImportError({
+      code: ImportErrorCode.INDEX_COLLISION,
+      file: this.#file,
+      line,
+      message: `${this.#file} line ${line}: expected uuid ${JSON.stringify(expected)} as the index's hash said, found ${JSON.stringify(found)}: two uuids share one 64-bit hash, so the tree cannot be built from the index; nothing more imported (please report this source)`,
     })
-    if (input.live) return builder
+  }
+
+  node(index: number, value: Record<string, unknown>): void {
+    const parent = this.#index.parentOf(index)
+    if (parent >= 0) {
+      const expected = parent === this.#last ? this.#lastUuid : this.#uuids.get(parent)
+      const found = parentIdOf(value)
+      if (expected !== undefined && expected !== found)
+        throw this.#collision(this.#index.lineOf(index), found, expected)
+    }
+    const uuid = str(value['uuid'])
+    this.#last = index
+    this.#lastUuid = uuid
+    if (this.#several[index] === 2 && uuid !== undefined) this.#uuids.set(index, uuid)
+  }
+
+  duplicate(line: number, value: Record<string, unknown>, first: string | undefined): void {
+    const found = str(value['uuid']) ?? null
+    if (first !== undefined && first !== found) throw this.#collision(line, found, first)
+  }
+}
+
+/** Uuid strings of a few records (branch points, leaves, first records of repeated uuids), caught as the records go by. */
+class WantedIds {
+  readonly #ids = new Map<number, string | undefined>()
+
+  want(line: number): void {
+    if (!this.#ids.has(line)) this.#ids.set(line, undefined)
+  }
+
+  get(line: number): string | undefined {
+    return this.#ids.get(line)
+  }
+
+  readonly onRead = (line: number, value: Record<string, unknown>): void => {
+    if (this.#ids.has(line) && this.#ids.get(line) === undefined) this.#ids.set(line, str(value['uuid']))
+  }
+
+  /** Reads the source again for ids not caught yet (a branch written after the main leaf: rare). */
+  async complete(input: FormatInput): Promise<void> {
+    if (![...this.#ids.values()].includes(undefined)) return
+    for await (const parsed of input.replay()) if ('value' in parsed) this.onRead(parsed.line, parsed.value)
+  }
+}
+
+async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promise<FormatSession[]> {
+  const { index } = scanner
+  const onlySidechain = scanner.onlySidechain
+  const split = !onlySidechain && scanner.sidechains > 0
+  const mainTree = subTree(index, split ? false : undefined)
+  const sideTree = split ? subTree(index, true) : undefined
+  const mainPlan = planIndexedTree(mainTree)
+  const sidePlan = sideTree === undefined ? undefined : planIndexedTree(sideTree)
+  const extras = extrasOf(scanner)
+  const check = new IndexCheck(index, input.file)
+  const ids = new WantedIds()
+  for (const duplicate of scanner.duplicates) ids.want(index.lineOf(duplicate.first))
+  const wantBranches = (tree: SubTree, plan: IndexedPlan): void => {
+    for (const branch of plan.branches) {
+      ids.want(index.lineOf(tree.global(branch.branch)))
+      ids.want(index.lineOf(tree.global(branch.leaf)))
+    }
+  }
+  wantBranches(mainTree, mainPlan)
+  if (sideTree !== undefined && sidePlan !== undefined) {
+    wantBranches(sideTree, sidePlan)
+    const first = sidePlan.main[0]
+    if (first !== undefined) ids.want(index.lineOf(sideTree.global(first)))
+  }
+  const none = new Int32Array(0)
+  const lineOf = (step: number): number => (step >= 0 ? index.lineOf(step) : extras.lines[-1 - step]!)
+  const malformed = (step: number): boolean => step < 0 && extras.kinds[-1 - step] === MALFORMED
+  /** A sequence (local indexes of `tree`) merged with the extras in file order: record indexes, `-1 - extra`. */
+  const stepsOf = (tree: SubTree, sequence: Int32Array, withExtras: boolean): Int32Array => {
+    const extraLines = withExtras ? extras.lines : none
+    const steps = new Int32Array(sequence.length + extraLines.length)
+    let at = 0
+    let next = 0
+    for (const local of sequence) {
+      const node = tree.global(local)
+      const line = index.lineOf(node)
+      while (next < extraLines.length && extraLines[next]! < line) steps[at++] = -1 - next++
+      steps[at++] = node
+    }
+    while (next < extraLines.length) steps[at++] = -1 - next++
+    return steps
+  }
+  const more = mainPlan.branches.length > 0 || sidePlan !== undefined
+  const counted = more ? new Uint8Array(scanner.lastLine + 1) : undefined
+  const counts = (line: number): boolean => counted?.[line] !== 1
+  /** Maps `steps` into `builder`; false when `step` stopped it (a fork's probe). */
+  const run = async (
+    steps: Int32Array,
+    builder: SessionBuilder,
+    step: () => Promise<boolean>,
+  ): Promise<boolean> => {
+    const mapper = new ClaudeMapper(builder)
+    check.reset()
+    const complete = await walk(
+      input,
+      { steps, lineOf, malformed, onRead: ids.onRead },
+      async (at, record) => {
+        if (at >= 0) {
+          check.node(at, record!)
+          mapper.handle({ line: index.lineOf(at), value: record! })
+          return step()
+        }
+        const extra = -1 - at
+        const line = extras.lines[extra]!
+        const kind = extras.kinds[extra]
+        if (kind === MALFORMED) {
+          builder.line = line
+          builder.malformed(scanner.malformed[extras.refs[extra]!]!.text)
+        } else if (kind === DUPLICATE) {
+          const first = ids.get(index.lineOf(extras.refs[extra]!))
+          check.duplicate(line, record!, first)
+          builder.line = line
+          builder.beginRecord(record!['timestamp'])
+          builder.diagnostic(
+            'DUPLICATE_UUID',
+            `record uuid ${String(record!['uuid'])} appears again; kept verbatim only`,
+          )
+          builder.record(record, 'log-only:claude.duplicate-uuid')
+        } else mapper.handle({ line, value: record! })
+        return step()
+      },
+    )
+    if (!complete || input.live) return complete
     mapper.finish()
-    if (more) for (const step of steps) counted.add(step.line)
-    return builder
+    return true
+  }
+  const markCounted = (steps: Int32Array): void => {
+    if (counted !== undefined) for (const step of steps) counted[lineOf(step)] = 1
   }
   const sessions: FormatSession[] = []
-  const mainBuilder = await build(mainPlan.main, {
-    withExtras: true,
-    session: { key: '', role: 'main' },
-    trackDigests: mainPlan.branches.length > 0,
+  const mainBuilder = input.newBuilder(counts, { trackDigests: mainPlan.branches.length > 0 })
+  const mainSession: FormatSession = { key: '', role: 'main', builder: mainBuilder }
+  const mainSteps = stepsOf(mainTree, mainPlan.main, true)
+  await run(mainSteps, mainBuilder, async () => {
+    await input.pump(mainSession)
+    return true
   })
-  sessions.push({ key: '', role: 'main', builder: mainBuilder })
+  sessions.push(mainSession)
   if (input.live) return sessions
-  for (const id of mainPlan.brokenParents) {
-    mainBuilder.line = nodes.find((node) => node.id === id)?.line ?? 0
+  for (const [broken, id] of scanner.broken) {
+    if ((index.flagsOf(broken) & SIDECHAIN) !== 0 && !onlySidechain) continue
+    mainBuilder.line = index.lineOf(broken)
     mainBuilder.diagnostic(
       'BROKEN_PARENT',
       `record ${id}: its parentUuid is not in the file; treated as a root`,
     )
   }
+  markCounted(mainSteps)
+  await input.close(mainSession)
+  await ids.complete(input)
+  const uuidOf = (tree: SubTree, local: number): string => ids.get(index.lineOf(tree.global(local))) ?? ''
   const addBranches = async (
-    plan: TreePlan<ClaudeNode>,
-    forkOf: string,
-    withExtras: boolean,
+    tree: SubTree,
+    plan: IndexedPlan,
+    parent: { readonly forkOf: string; readonly withExtras: boolean },
   ): Promise<void> => {
     for (const branch of plan.branches) {
-      sessions.push({
-        key: `${forkOf === '' ? '' : `${forkOf}-`}fork-${shortId(branch.branchId)}`,
-        role: 'fork',
-        builder: await build(branch.sequence, { withExtras, trackDigests: false }),
+      const branchUuid = uuidOf(tree, branch.branch)
+      const { forkOf } = parent
+      const session = {
+        key: `${forkOf === '' ? '' : `${forkOf}-`}fork-${shortId(branchUuid)}`,
+        role: 'fork' as const,
         forkOf,
-        metadata: { branchUuid: branch.branchId, leafUuid: branch.leafId },
-      })
+        metadata: { branchUuid, leafUuid: uuidOf(tree, branch.leaf) },
+      }
+      const steps = stepsOf(tree, branch.sequence(), parent.withExtras)
+      sessions.push(
+        await input.fork(session, async (pass) => {
+          const builder = pass.newBuilder(counts)
+          const complete = await run(steps, builder, () => pass.step(builder))
+          if (complete && !pass.probe) markCounted(steps)
+          return builder
+        }),
+      )
     }
   }
-  await addBranches(mainPlan, '', true)
-  if (sidePlan !== undefined) {
+  await addBranches(mainTree, mainPlan, { forkOf: '', withExtras: true })
+  if (sideTree !== undefined && sidePlan !== undefined) {
     const first = sidePlan.main[0]
-    const agentId = first?.item.agentId ?? shortId(first?.id ?? 'sidechain')
+    const agentId =
+      (first === undefined ? undefined : scanner.agentOf(sideTree.global(first))) ??
+      shortId(first === undefined ? 'sidechain' : uuidOf(sideTree, first))
     const key = `agent-${shortId(agentId)}`
-    const session = { key, role: 'sidechain' as const, metadata: { agentId } }
-    const builder = await build(sidePlan.main, {
-      withExtras: false,
-      session,
-      trackDigests: sidePlan.branches.length > 0,
+    const builder = input.newBuilder(counts, { trackDigests: sidePlan.branches.length > 0 })
+    const session: FormatSession = { key, role: 'sidechain', builder, metadata: { agentId } }
+    const steps = stepsOf(sideTree, sidePlan.main, false)
+    await run(steps, builder, async () => {
+      await input.pump(session)
+      return true
     })
-    sessions.push({ ...session, builder })
-    await addBranches(sidePlan, key, false)
+    markCounted(steps)
+    await input.close(session)
+    sessions.push(session)
+    await addBranches(sideTree, sidePlan, { forkOf: key, withExtras: false })
   }
   return sessions
 }

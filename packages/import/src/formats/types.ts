@@ -14,6 +14,20 @@ export interface FormatSession {
   readonly metadata?: Readonly<Record<string, unknown>>
 }
 
+/**
+ * One build of a fork (see {@link FormatInput.fork}). The first, `probe`, finds how many
+ * leading events the fork shares with its parent: its builder counts nothing into the report
+ * and `step` returns false once that is known (stop there: return the builder unfinished).
+ * The second is the real one: `step` hands full batches over and always returns true.
+ */
+export interface ForkPass {
+  readonly probe: boolean
+  /** The builder to build the fork with (`counts`: as {@link FormatInput.newBuilder}). */
+  newBuilder(counts?: (line: number) => boolean): SessionBuilder
+  /** Call after each record with the fork's builder; false: stop building. */
+  step(builder: SessionBuilder): Promise<boolean>
+}
+
 /** What a format module's first pass learned about the source (the main session's header facts). */
 export interface FormatFacts {
   /** Version as the source records it, or `unknown`. */
@@ -57,6 +71,21 @@ export interface FormatInput {
    * pumped (they are seeded from their parent once complete).
    */
   pump(session: FormatSession): Promise<void>
+  /**
+   * A main session or sidechain is complete (finished): its last batch goes to the sink now,
+   * before the next session starts. A session the format returns without closing it is
+   * closed after `map` returns.
+   */
+  close(session: FormatSession): Promise<void>
+  /**
+   * Builds a fork of a closed session (`forkOf`) and hands it over in batches, never whole:
+   * `build` runs twice, from the start of the source each time (see {@link ForkPass}). A fork
+   * the format returns built (without this) is seeded and handed over after `map` returns.
+   */
+  fork(
+    session: Omit<FormatSession, 'builder'>,
+    build: (pass: ForkPass) => Promise<SessionBuilder>,
+  ): Promise<FormatSession>
   readonly file: string
   readonly lenient: boolean
   /**
