@@ -142,7 +142,7 @@ export class Assembly {
   readonly #started = new Map<string, ImportedSession['header']>()
   readonly #parents = new Map<
     string,
-    ForkParent | { readonly id: string; readonly builder: SessionBuilder }
+    ForkParent | { readonly id: string; readonly events: readonly LoggedEvent[] }
   >()
   /** Sessions done, by key, in the order they completed. */
   readonly #done = new Map<string, ImportedSession>()
@@ -217,21 +217,21 @@ export class Assembly {
     const { report, sink } = this.#context
     const id = this.#id(session)
     const { builder } = session
-    this.#parents.set(
-      session.key,
-      builder.digests === null ? { id, builder } : { id, digests: builder.digests },
-    )
     const eventCount = builder.nextSeq
     let events: readonly LoggedEvent[] = []
     let header: ImportedSession['header']
     if (sink === undefined) {
-      events = builder.events
+      events = builder.drain()
       this.#count(session, events)
       header = this.#header(session, events[0]?.time ?? EPOCH)
     } else {
       await this.#emit(session, true)
       header = this.#started.get(id)!
     }
+    this.#parents.set(
+      session.key,
+      builder.digests === null ? { id, events } : { id, digests: builder.digests },
+    )
     this.#done.set(session.key, {
       id,
       role: session.role,
@@ -244,11 +244,19 @@ export class Assembly {
     if (session.role === 'sidechain') report.sidechains += 1
   }
 
+  /** A closed main session grew (a live import going on): takes its new events, counted. */
+  take(session: FormatSession): LoggedEvent[] {
+    const events = session.builder.drain()
+    this.#count(session, events)
+    this.#context.report.events += events.length
+    return events
+  }
+
   #parent(forkOf: string | undefined): ForkParent {
     const parent = this.#parents.get(forkOf ?? '') ?? this.#parents.get('')!
     if ('digests' in parent) return parent
     // Not tracked: the parent's events are still held (no sink).
-    return { id: parent.id, digests: parent.builder.events.map(eventDigest) }
+    return { id: parent.id, digests: parent.events.map(eventDigest) }
   }
 
   /**

@@ -1,5 +1,5 @@
 import { createEventRegistry, SESSION_ID_PATTERN } from '@agent-ledger/session-events'
-import type { EventRegistry } from '@agent-ledger/session-events'
+import type { EventRegistry, LoggedEvent } from '@agent-ledger/session-events'
 
 import { Assembly } from './assembly.ts'
 import type { ImportedSession, ImportSink } from './assembly.ts'
@@ -8,7 +8,13 @@ import { claudeCodeFormat, looksLikeClaudeCode } from './formats/claude-code.ts'
 import { codexFormat, looksLikeCodex } from './formats/codex.ts'
 import { looksLikeOpenHandsV0, looksLikeOpenHandsV1, openHandsFormat } from './formats/openhands.ts'
 import { looksLikePi, piFormat } from './formats/pi.ts'
-import type { FormatInput, FormatModule } from './formats/types.ts'
+import type {
+  FormatInput,
+  FormatModule,
+  FormatScanner,
+  FormatSession,
+  LiveContinuation,
+} from './formats/types.ts'
 import { ImportError, ImportErrorCode } from './import-error.ts'
 import { parseLines } from './lines.ts'
 import type { ParsedLine } from './lines.ts'
@@ -210,6 +216,24 @@ export async function importSource(
   lines: AsyncIterable<string> | (() => AsyncIterable<string>),
   options: ImportOptions,
 ): Promise<ImportResult> {
+  return (await runImport(lines, options)).result
+}
+
+/** What a live import keeps to go on with appended lines (see {@link importLive}). */
+interface LiveState {
+  readonly scanner: FormatScanner
+  readonly facts: string
+  readonly assembly: Assembly
+  readonly report: ImportReport
+  readonly format: SourceFormat
+  readonly continued: { session: FormatSession; continuation: LiveContinuation } | undefined
+  readonly array: boolean
+}
+
+async function runImport(
+  lines: AsyncIterable<string> | (() => AsyncIterable<string>),
+  options: ImportOptions,
+): Promise<{ result: ImportResult; live: LiveState }> {
   const { file } = options
   if (typeof options.sha256 === 'string') checkDigest(file, options.sha256)
   const from = options.from ?? 'auto'
@@ -340,6 +364,7 @@ export async function importSource(
     batchEvents: Math.max(1, options.batchEvents ?? DEFAULT_BATCH_EVENTS),
     newBuilder: (counts) => newBuilder(counts),
   })
+  let continued: LiveState['continued']
   const input: FormatInput = {
     replay,
     report,
@@ -348,6 +373,9 @@ export async function importSource(
     live: options.live === true,
     newBuilder,
     pump: (session) => assembly.pump(session),
+    continueLive: (session, continuation) => {
+      continued = { session, continuation }
+    },
     close: (session) => assembly.close(session),
     fork: (session, build) => assembly.fork(session, build),
   }
@@ -358,7 +386,103 @@ export async function importSource(
         ? `detected ${format}: ${detected.reason}`
         : `given ${format} (content agrees: ${detected.reason})`,
   })
-  return { format, formatVersion: facts.formatVersion, ...done }
+  return {
+    result: { format, formatVersion: facts.formatVersion, ...done },
+    live: { scanner, facts: JSON.stringify(facts), assembly, report, format, continued, array },
+  }
+}
+
+/** What {@link LiveImport.append} did with the appended lines. */
+export type LiveAppend =
+  | {
+      readonly kind: 'appended'
+      /** The main session's id. */
+      readonly id: string
+      /** Events to append to the main session now (seqs following what was handed over before). */
+      readonly events: readonly LoggedEvent[]
+      /** The report of the import so far. */
+      readonly report: ImportReport
+    }
+  | {
+      /** The lines cannot be appended to what was built: import the whole source again (live). */
+      readonly kind: 'reimport'
+      readonly reason: string
+    }
+
+/** A live import that keeps its state (the index, the builder) to go on with appended lines. */
+export interface LiveImport {
+  /** The import of the source as it was (the main session only, nothing closed). */
+  readonly result: ImportResult
+  /**
+   * Maps complete lines appended to the source since the last call (or the import), in
+   * order, as a live import of the grown source would: the events to append, or `reimport`
+   * with the reason when they cannot be appended (a line that is not JSON, changed header
+   * facts, a Claude Code record that is not a child of the main path's leaf, a format mapped
+   * from the whole file). After `reimport` the live import is spent.
+   */
+  append(lines: readonly string[]): LiveAppend
+}
+
+/**
+ * Imports a source still being written (`import --follow`) and keeps what it built, so that
+ * lines appended later are mapped without reading the source again: a live import
+ * (`live: true`) whose {@link LiveImport.append} goes on where it stopped. The events it
+ * appends are those a live import of the grown source would give (tested against one).
+ *
+ * @param lines - A function reading the source from the start (each pass calls it; every
+ *   call must give the same lines).
+ * @param options - As {@link importSource} (`live` is implied).
+ * @throws {@link ImportError} As {@link importSource}.
+ */
+export async function importLive(
+  lines: () => AsyncIterable<string>,
+  options: Omit<ImportOptions, 'live'>,
+): Promise<LiveImport> {
+  const { result, live } = await runImport(lines, { ...options, live: true })
+  const { scanner, assembly, report, continued } = live
+  let line = report.lines
+  let spent: string | undefined =
+    continued === undefined || live.array
+      ? `the ${live.format} mapping of this source needs the whole file`
+      : undefined
+  const reimport = (reason: string): LiveAppend => {
+    spent ??= reason
+    return { kind: 'reimport', reason: spent }
+  }
+  return {
+    result,
+    append: (appended) => {
+      if (spent !== undefined || continued === undefined) return reimport(spent ?? '')
+      for (const raw of appended) {
+        line += 1
+        report.lines = line
+        const text = raw.endsWith('\r') ? raw.slice(0, -1) : raw
+        if (text.trim() === '') continue
+        let value: unknown
+        try {
+          value = JSON.parse(text)
+        } catch {
+          value = undefined
+        }
+        if (typeof value !== 'object' || value === null || Array.isArray(value))
+          return reimport(`line ${line} is not a JSON object`)
+        report.records += 1
+        const parsed = { line, value: value as Record<string, unknown> }
+        scanner.add(parsed)
+        if (JSON.stringify(scanner.facts()) !== live.facts)
+          return reimport(`line ${line} changes what the header says (session id, version, cwd, model...)`)
+        const refused = continued.continuation.add(parsed)
+        if (refused !== undefined) return reimport(`line ${line}: ${refused}`)
+      }
+      const events = assembly.take(continued.session)
+      return {
+        kind: 'appended',
+        id: result.sessions[0]!.id,
+        events,
+        report: { ...report, repairs: {}, format: live.format, formatVersion: result.formatVersion },
+      }
+    },
+  }
 }
 
 function checkDigest(file: string, sha256: unknown): string {

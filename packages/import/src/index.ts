@@ -13,6 +13,7 @@ export {
   IMPORTER_VERSION,
   importedSessionId,
   importEventRegistry,
+  importLive,
   importSource,
   SOURCE_FORMATS,
 } from './import-source.ts'
@@ -22,6 +23,8 @@ export type {
   ImportOptions,
   ImportResult,
   ImportSink,
+  LiveAppend,
+  LiveImport,
   SourceFormat,
 } from './import-source.ts'
 export { createIncrement, planIncrement } from './increment.ts'

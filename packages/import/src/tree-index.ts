@@ -56,7 +56,6 @@ export class TreeIndex implements IndexedTree {
   #pending: number[] = []
   readonly #scratch = new Uint32Array(2)
   readonly #hash: Hash64
-  #sealed = false
 
   constructor(hash: Hash64 = hash64) {
     this.#hash = hash
@@ -115,7 +114,6 @@ export class TreeIndex implements IndexedTree {
     readonly line: number
     readonly flags: number
   }): number {
-    if (this.#sealed) throw new Error('TreeIndex: add after seal')
     const scratch = this.#scratch
     this.#hash(record.id, scratch)
     const hi = scratch[0]!
@@ -149,12 +147,12 @@ export class TreeIndex implements IndexedTree {
 
   /**
    * Resolves the parents that came after their children in the file; a parent id that is
-   * still unknown is a broken chain (a root). Call once, after the last record.
+   * still unknown is a broken chain (a root). Call after the last record (again after more
+   * records: a live source).
    *
    * @returns The indexes of records whose parent id is not in the file, in file order.
    */
   seal(): number[] {
-    this.#sealed = true
     const broken: number[] = []
     const pending = this.#pending
     this.#pending = []

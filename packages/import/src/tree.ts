@@ -43,6 +43,8 @@ export interface IndexedBranch {
 /** {@link TreePlan} by record index. */
 export interface IndexedPlan {
   readonly main: Int32Array
+  /** The main path's leaf (the last leaf in file order), or -1 for an empty tree. */
+  readonly leaf: number
   readonly branches: readonly IndexedBranch[]
 }
 
@@ -147,7 +149,7 @@ export function planIndexedTree(tree: IndexedTree): IndexedPlan {
   const leaves = new Int32Array(leafCount)
   for (let index = 0, at = 0; index < size; index += 1) if (hasChild[index] === 0) leaves[at++] = index
   const mainLeaf = leaves.at(-1)
-  if (mainLeaf === undefined) return { main: new Int32Array(0), branches: [] }
+  if (mainLeaf === undefined) return { main: new Int32Array(0), leaf: -1, branches: [] }
   const marks = new Marks(size)
   const context = { leaves, marks }
   const main = withAttached(tree, pathTo(tree, mainLeaf, marks), context)
@@ -159,7 +161,7 @@ export function planIndexedTree(tree: IndexedTree): IndexedPlan {
     const first = path.find((node) => inMain[node] === 0) ?? leaf
     return { branch: first, leaf, sequence: () => withAttached(tree, path, context).sequence }
   })
-  return { main: main.sequence, branches }
+  return { main: main.sequence, leaf: mainLeaf, branches }
 }
 
 /**

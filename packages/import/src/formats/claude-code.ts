@@ -6,7 +6,14 @@ import type { IndexedPlan, IndexedTree } from '../tree.ts'
 import { indexHashing, IntList, TreeIndex } from '../tree-index.ts'
 import { attachable, ClaudeMapper } from './claude-code-mapper.ts'
 import { obj, str } from './types.ts'
-import type { FormatFacts, FormatInput, FormatModule, FormatScanner, FormatSession } from './types.ts'
+import type {
+  FormatFacts,
+  FormatInput,
+  FormatModule,
+  FormatScanner,
+  FormatSession,
+  LiveContinuation,
+} from './types.ts'
 
 /** The `type` values a Claude Code transcript line may have (for detection). */
 const CLAUDE_RECORD_TYPES: ReadonlySet<string> = new Set([
@@ -427,10 +434,11 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
   /** Maps `steps` into `builder`; false when `step` stopped it (a fork's probe). */
   const run = async (
     steps: Int32Array,
-    builder: SessionBuilder,
+    target: { readonly builder: SessionBuilder; readonly mapper?: ClaudeMapper },
     step: () => Promise<boolean>,
   ): Promise<boolean> => {
-    const mapper = new ClaudeMapper(builder)
+    const { builder } = target
+    const mapper = target.mapper ?? new ClaudeMapper(builder)
     check.reset()
     const complete = await walk(
       input,
@@ -472,12 +480,22 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
   const mainBuilder = input.newBuilder(counts, { trackDigests: mainPlan.branches.length > 0 })
   const mainSession: FormatSession = { key: '', role: 'main', builder: mainBuilder }
   const mainSteps = stepsOf(mainTree, mainPlan.main, true)
-  await run(mainSteps, mainBuilder, async () => {
+  const mainLeaf = mainPlan.leaf < 0 ? -1 : mainTree.global(mainPlan.leaf)
+  if (mainLeaf >= 0) ids.want(index.lineOf(mainLeaf))
+  const mainMapper = new ClaudeMapper(mainBuilder)
+  await run(mainSteps, { builder: mainBuilder, mapper: mainMapper }, async () => {
     await input.pump(mainSession)
     return true
   })
   sessions.push(mainSession)
-  if (input.live) return sessions
+  if (input.live) {
+    // Records appended later go on the main path only while they extend its leaf.
+    if (mainPlan.main.length === 0 || mainTree.global(mainPlan.main.at(-1)!) === mainLeaf) {
+      const leaf = { uuid: mainLeaf < 0 ? null : (ids.get(index.lineOf(mainLeaf)) ?? null) }
+      input.continueLive(mainSession, liveContinuation(scanner, mainMapper, leaf))
+    }
+    return sessions
+  }
   for (const [broken, id] of scanner.broken) {
     if ((index.flagsOf(broken) & SIDECHAIN) !== 0 && !onlySidechain) continue
     mainBuilder.line = index.lineOf(broken)
@@ -508,7 +526,7 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
       sessions.push(
         await input.fork(session, async (pass) => {
           const builder = pass.newBuilder(counts)
-          const complete = await run(steps, builder, () => pass.step(builder))
+          const complete = await run(steps, { builder }, () => pass.step(builder))
           if (complete && !pass.probe) markCounted(steps)
           return builder
         }),
@@ -525,7 +543,7 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
     const builder = input.newBuilder(counts, { trackDigests: sidePlan.branches.length > 0 })
     const session: FormatSession = { key, role: 'sidechain', builder, metadata: { agentId } }
     const steps = stepsOf(sideTree, sidePlan.main, false)
-    await run(steps, builder, async () => {
+    await run(steps, { builder }, async () => {
       await input.pump(session)
       return true
     })
@@ -535,6 +553,44 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
     await addBranches(sideTree, sidePlan, { forkOf: key, withExtras: false })
   }
   return sessions
+}
+
+/**
+ * How a live import goes on with appended records: a record without a uuid rides along in file
+ * order, a sidechain record (beside a main session) is not on the main path, and a record
+ * whose parent is the main path's leaf extends it. Anything else (a repeated uuid, a parent
+ * elsewhere in the tree: a branch switch, a new root) moves the main path: the source is
+ * imported again whole.
+ */
+function liveContinuation(
+  scanner: ClaudeScanner,
+  mapper: ClaudeMapper,
+  leaf: { uuid: string | null },
+): LiveContinuation {
+  let duplicates = scanner.duplicates.length
+  const onlySidechain = scanner.onlySidechain
+  return {
+    add: ({ line, value }) => {
+      const id = str(value['uuid'])
+      if (id === undefined) {
+        mapper.handle({ line, value })
+        return undefined
+      }
+      if (scanner.duplicates.length !== duplicates) {
+        duplicates = scanner.duplicates.length
+        return `uuid ${id} appears again`
+      }
+      if (scanner.onlySidechain !== onlySidechain) return 'the transcript is no longer only sidechain records'
+      if (!onlySidechain && value['isSidechain'] === true) return undefined
+      const parent = parentIdOf(value)
+      if (parent !== leaf.uuid) {
+        return `record ${id} hangs under ${parent === null ? 'no parent' : parent}, not under the main path's leaf ${leaf.uuid ?? '(none)'} (a branch switch)`
+      }
+      mapper.handle({ line, value })
+      leaf.uuid = id
+      return undefined
+    },
+  }
 }
 
 /**

@@ -28,6 +28,15 @@ export interface ForkPass {
   step(builder: SessionBuilder): Promise<boolean>
 }
 
+/**
+ * Maps records appended to a live source into the session a live import built, as a one-shot
+ * live import of the grown source would (the scanner has seen the record first).
+ */
+export interface LiveContinuation {
+  /** Maps the record; or says why it cannot be appended (then the source is imported again whole). */
+  add(record: { readonly line: number; readonly value: Record<string, unknown> }): string | undefined
+}
+
 /** What a format module's first pass learned about the source (the main session's header facts). */
 export interface FormatFacts {
   /** Version as the source records it, or `unknown`. */
@@ -86,6 +95,12 @@ export interface FormatInput {
     session: Omit<FormatSession, 'builder'>,
     build: (pass: ForkPass) => Promise<SessionBuilder>,
   ): Promise<FormatSession>
+  /**
+   * Following a live source: how the session built (the main one) goes on with records
+   * appended to the source later, without reading it again. A format that does not call it
+   * is imported again whole on every change.
+   */
+  continueLive(session: FormatSession, continuation: LiveContinuation): void
   readonly file: string
   readonly lenient: boolean
   /**
@@ -131,7 +146,14 @@ export function streamedFormat(
         } else records.handle(parsed.line, parsed.value)
         await input.pump(session)
       }
-      if (!input.live) records.finish()
+      if (input.live) {
+        input.continueLive(session, {
+          add: ({ line, value }) => {
+            records.handle(line, value)
+            return undefined
+          },
+        })
+      } else records.finish()
       return [session]
     },
   }
