@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -118,7 +118,12 @@ describe('agent-ledger import --follow', () => {
     follow.child.kill('SIGINT')
     const exit = await follow.exited
     expect(exit, follow.stderr()).toEqual({ code: 0, signal: null })
-    expect(follow.stdout()).toMatch(/followed through \d+ import\(s\)/)
+    expect(follow.stdout()).toMatch(
+      /followed through \d+ import\(s\) \(2 whole, \d+ appends of the new bytes/,
+    )
+    // Each change read only the bytes appended since the last poll: no whole import between the first and the final one.
+    expect(follow.stderr()).toMatch(/appended from the new bytes/)
+    expect(follow.stderr()).not.toMatch(/imported again whole/)
 
     const expected = await oneShot(readFileSync(source, 'utf8'), source)
     expect(readFileSync(source, 'utf8')).toBe(text)
@@ -135,6 +140,89 @@ describe('agent-ledger import --follow', () => {
     expect(header.createdAt).toBe(expected.sessions[0]!.header.createdAt)
     const verify = await runBin(['verify', join(store, ID), '--json'])
     expect(JSON.parse(verify.stdout)).toMatchObject({ status: 'ok', events: events.length })
+  })
+
+  it('reads only the appended bytes, and imports again whole when a record does not extend the main leaf or the file is replaced', async () => {
+    const store = join(root, 'store')
+    const source = join(root, 'transcript.jsonl')
+    const lines = transcriptLines({ turns: 30, compactEvery: 12 })
+    // In turn 14 the hook progress record is a sibling of the tool result (both under the
+    // tool_use), as Claude Code writes parallel records: the result does not extend the leaf.
+    const sibling = lines.findIndex((line) => line.includes('"tool_use_id":"toolu_gen_14"'))
+    const result = JSON.parse(lines[sibling]!) as Record<string, unknown>
+    const progress = JSON.parse(lines[sibling - 1]!) as Record<string, unknown>
+    expect(progress['type']).toBe('progress')
+    lines[sibling] = JSON.stringify({ ...result, parentUuid: progress['parentUuid'] })
+    const text = `${lines.join('\n')}\n`
+    const cut = (from: number, to: number): string[] => {
+      const part = text.slice(from, to)
+      const pieces: string[] = []
+      for (let index = 0; index < part.length; index += 301) pieces.push(part.slice(index, index + 301))
+      return pieces
+    }
+    const headEnd = text.indexOf(lines[20]!)
+    writeFileSync(source, text.slice(0, headEnd))
+    const follow = spawnBin(['import', '--follow', source, '--root', store, '--interval', '20', '--json'])
+    await until(
+      'the first import',
+      () => follow.stderr().includes('20 records'),
+      () => follow.stderr(),
+    )
+    // Up to just before the sibling result, in small pieces that cut lines.
+    const beforeSibling = text.indexOf(lines[sibling])
+    expect(await writer(source, cut(headEnd, beforeSibling))).toBe(0)
+    await until(
+      'the pieces',
+      () => follow.stderr().includes(`${sibling} records`),
+      () => follow.stderr(),
+    )
+    // The sibling result and a few more lines.
+    const afterSibling = text.indexOf(lines[sibling + 3]!)
+    expect(await writer(source, cut(beforeSibling, afterSibling))).toBe(0)
+    await until(
+      'the re-import',
+      () => follow.stderr().includes(`${sibling + 3} records`),
+      () => follow.stderr(),
+    )
+    // The file is replaced (written elsewhere, renamed over): same content and more.
+    const replacedEnd = text.indexOf(lines[sibling + 10]!)
+    writeFileSync(`${source}.new`, text.slice(0, replacedEnd))
+    renameSync(`${source}.new`, source)
+    await until(
+      'the replacement',
+      () => follow.stderr().includes(`${sibling + 10} records`),
+      () => follow.stderr(),
+    )
+    expect(await writer(source, cut(replacedEnd, text.length))).toBe(0)
+    await until(
+      'every record',
+      () => follow.stderr().includes(`${lines.length} records,`),
+      () => follow.stderr(),
+    )
+    follow.child.kill('SIGINT')
+    expect(await follow.exited, follow.stderr()).toEqual({ code: 0, signal: null })
+    expect(follow.stderr()).not.toMatch(/DIVERGED/)
+    const out = JSON.parse(follow.stdout()) as {
+      imports: number
+      followed: { appends: number; fullImports: number; appendedBytes: number; reimports: string[] }
+    }
+    expect(out.followed.reimports).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^line ${sibling + 1}: record \\S+ hangs under \\S+, not under the main path's leaf .*branch switch`,
+        ),
+      ),
+      'the file was replaced',
+    ])
+    // The first import, two re-imports, the final import; every other change was an append.
+    expect(out.followed.fullImports).toBe(4)
+    expect(out.followed.appends).toBeGreaterThan(10)
+    expect(out.imports).toBe(out.followed.fullImports + out.followed.appends)
+    expect(out.followed.appendedBytes).toBeLessThan(text.length - headEnd)
+    const expected = await oneShot(readFileSync(source, 'utf8'), source)
+    expect(readFileSync(source, 'utf8')).toBe(text)
+    const { events } = await readSession(store, ID)
+    expect(JSON.stringify(events)).toBe(JSON.stringify(expected.sessions[0]!.events))
   })
 
   it('waits for a source that does not exist yet and stops cleanly with nothing imported', async () => {
