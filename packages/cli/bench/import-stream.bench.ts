@@ -13,7 +13,7 @@
  *    beside a bare read stream + line split + `JSON.parse` of the same file (lines per second);
  * 2. the peak RSS above the RSS before the import started, beside the same figure for the
  *    bare loop. No events are held: memory grows with the number of records (the tree index,
- *    about 0.35 KB a record), not with their content; the README gives it from 16 MB to 1 GB.
+ *    about 33 bytes a record in typed arrays), not with their content; the README gives it from 64 MB to 1 GB.
  *
  * Timing is wall clock on a shared machine: ratios are the claim, absolute figures vary.
  */

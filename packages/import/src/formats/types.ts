@@ -76,8 +76,8 @@ export interface FormatInput {
   ): SessionBuilder
   /**
    * Called after each record with a session that is built in file order (a main session, a
-   * sidechain): hands its events to the caller's sink once a batch is full. Forks are not
-   * pumped (they are seeded from their parent once complete).
+   * sidechain): hands its events to the caller's sink once a batch is full. Forks are handed
+   * over through {@link FormatInput.fork}.
    */
   pump(session: FormatSession): Promise<void>
   /**
