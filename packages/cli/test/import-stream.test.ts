@@ -122,4 +122,34 @@ describe('agent-ledger import, streamed (a session larger than one batch)', () =
     // The dangling call at the end got its placeholder and the turn was closed.
     expect(expected.report.repairs).toEqual({ TOOL_OUTCOME_UNKNOWN: 1, CLOSE_TURN: 1 })
   })
+
+  it('a fork larger than one batch is stored as a one-shot import builds it (seeded with its inherited prefix), and verifies', async () => {
+    const store = join(root, 'store')
+    const source = join(root, 'forked.jsonl')
+    const lines = transcriptLines({ turns: 400 })
+    // A prompt on another branch in turn 390: a fork sharing about 5,400 events with the main session.
+    const at = lines.findIndex((line) => line.includes('"Turn 390: run the tests."'))
+    const prompt = JSON.parse(lines[at]!) as Record<string, unknown>
+    const fork = {
+      ...prompt,
+      uuid: 'b0000000-fork-4000-8000-000000000001',
+      message: { role: 'user', content: 'Lint instead.' },
+    }
+    lines.splice(at + 3, 0, JSON.stringify(fork))
+    const text = `${lines.join('\n')}\n`
+    writeFileSync(source, text)
+    const run = await cli(['import', source, '--root', store, '--json', '--no-progress'])
+    expect(run.code, run.stderr).toBe(0)
+    const expected = await oneShot(text)
+    const forked = expected.sessions.find((session) => session.role === 'fork')!
+    expect(forked.header).toMatchObject({ seeded: true })
+    expect(forked.events.length).toBeGreaterThan(2 * 2048)
+    const sessions = (JSON.parse(run.stdout) as ImportJson).sources[0]!.sessions
+    expect(sessions.map((session) => [session.id, session.action])).toEqual(
+      expected.sessions.map((session) => [session.id, 'created']),
+    )
+    expect(JSON.stringify(await stored(store, forked.id))).toBe(JSON.stringify(forked.events))
+    const verify = await cli(['verify', join(store, forked.id), '--json'])
+    expect(JSON.parse(verify.stdout)).toMatchObject({ status: 'ok' })
+  })
 })

@@ -112,6 +112,8 @@ export class StoreSink implements ImportSink {
   readonly #keepOpen: boolean
   readonly #live: boolean
   #open: OpenSession | null = null
+  /** The batches of a seeded session held until its seed is complete (see {@link StoreSink.write}). */
+  #held: { readonly first: ImportBatch; readonly events: LoggedEvent[] } | null = null
   /** One outcome per session, in the order they completed. */
   readonly outcomes: SessionOutcome[] = []
   /** Called after each batch written, with the session id and the events appended so far. */
@@ -136,13 +138,31 @@ export class StoreSink implements ImportSink {
     this.#writers = options.writers ?? new Map<string, ImportWriter>()
   }
 
-  async write(batch: ImportBatch): Promise<void> {
+  async write(input: ImportBatch): Promise<void> {
+    const batch = this.#seedWhole(input)
+    if (batch === null) return
     if (batch.first) this.#open = await this.#begin(batch)
     const open = this.#open!
     if (!batch.first) await this.#continue(open, batch.events)
     open.events += batch.events.length
     this.onProgress?.(open.id, open.appended)
     if (batch.last) await this.#end(open)
+  }
+
+  /**
+   * A seeded session (a fork) comes in batches, but the store's create takes its seed whole:
+   * its batches are held up to the one holding `session/end-seed`, then written as one.
+   */
+  #seedWhole(batch: ImportBatch): ImportBatch | null {
+    const held = this.#held
+    if (held === null && !(batch.first && batch.header.seeded === true)) return batch
+    const events = held === null ? [...batch.events] : [...held.events, ...batch.events]
+    if (!batch.last && !events.some((event) => event.type === 'session/end-seed')) {
+      this.#held = { first: held?.first ?? batch, events }
+      return null
+    }
+    this.#held = null
+    return { ...(held?.first ?? batch), events, last: batch.last }
   }
 
   async #begin(batch: ImportBatch): Promise<OpenSession> {
@@ -155,15 +175,18 @@ export class StoreSink implements ImportSink {
       // empty and every batch appended: the store repairs what a seed leaves open (a call
       // without its result, an open turn) when it opens the writer, and a batch cut in the
       // middle of a turn is not a session that ended there.
-      const whole = batch.last && !this.#live
+      // A seeded session (a fork) is created with its seed up to its session/end-seed marker.
+      const marker = batch.events.findIndex((event) => event.type === 'session/end-seed')
+      const seeded = batch.header.seeded === true && marker !== -1 ? marker + 1 : 0
+      const whole = batch.last && !this.#live ? batch.events.length : seeded
       const writer = await this.#store.create({
         id: batch.id,
         header: batch.header,
-        ...(whole ? { seed: batch.events } : {}),
+        ...(whole > 0 ? { seed: batch.events.slice(0, whole) } : {}),
       })
       this.#writers.set(batch.id, writer)
       const open = { ...base, writer, increment: null, created: true }
-      if (!whole) await this.#continue(open, batch.events)
+      if (whole < batch.events.length) await this.#continue(open, batch.events.slice(whole))
       return open
     }
     // Opened before reading: a session an interrupted import left mid-turn is repaired on
