@@ -33,7 +33,7 @@ export interface IndexedTree {
 }
 
 /** One branch of an {@link IndexedTree}: its sequence is computed when asked (it may be long). */
-export interface IndexedBranch {
+interface IndexedBranch {
   /** The first record of the branch that is not on the main path. */
   readonly branch: number
   readonly leaf: number
