@@ -239,7 +239,7 @@ class ClaudeMapper {
     }
     const texts = blocks.map(obj).filter((block) => block?.['type'] === 'text')
     const firstText = str(texts[0]?.['text']) ?? ''
-    if (value['isMeta'] === true || COMMAND_PREFIXES.some((prefix) => firstText.startsWith(prefix))) {
+    if (commandOrMeta(value)) {
       b.record(value, 'log-only:claude.local-command')
       return
     }
@@ -313,14 +313,37 @@ interface ClaudeNode {
   readonly attachable: boolean
   readonly sidechain: boolean
   readonly agentId: string | undefined
+  /** `message.id` of an assistant record: the blocks of one response are one message. */
+  readonly messageId: string | undefined
 }
 
-/** Side records that may ride along a path they are not on: tool results, progress, system notes. */
+/** The first text of a user record's content (a string, or its first `text` block). */
+function firstTextOf(content: unknown): string {
+  if (typeof content === 'string') return content
+  const first = arr(content)
+    .map(obj)
+    .find((block) => block?.['type'] === 'text')
+  return str(first?.['text']) ?? ''
+}
+
+/** A user record the mapping keeps log-only: a meta note, or a slash command's echo. */
+function commandOrMeta(value: Record<string, unknown>): boolean {
+  if (value['isMeta'] === true) return true
+  const text = firstTextOf(obj(value['message'])?.['content'])
+  return COMMAND_PREFIXES.some((prefix) => text.startsWith(prefix))
+}
+
+/**
+ * Side records that may ride along a path they are not on: tool results, progress, system
+ * notes, meta notes and command echoes (log-only, so a branch of only those is no fork).
+ */
 function attachable(value: Record<string, unknown>): boolean {
   const type = value['type']
   if (type === 'assistant') return false
   if (type === 'system') return value['subtype'] !== 'compact_boundary'
   if (type !== 'user') return true
+  if (value['isCompactSummary'] === true) return false
+  if (commandOrMeta(value)) return true
   const content = obj(value['message'])?.['content']
   if (typeof content === 'string') return false
   const blocks = arr(content)
@@ -343,6 +366,12 @@ class ClaudeScanner implements FormatScanner {
   /** Records repeating a uuid (a second /compact re-appending records). */
   readonly duplicates: { readonly line: number; readonly id: string }[] = []
   readonly malformed: { readonly line: number; readonly text: string }[] = []
+  /** True once a record names a parent (`parentUuid` or `logicalParentUuid`). */
+  linked = false
+  /** Compaction boundaries whose logical parent is not in the file, linked to the record before them. */
+  readonly relinked: { readonly line: number; readonly id: string; readonly parent: string }[] = []
+  /** The last user, assistant or system record outside / inside sidechains: where a boundary continues. */
+  readonly #last: [string | undefined, string | undefined] = [undefined, undefined]
   /** Every uuid seen, to its first string: a parent id shares its node's string (memory). */
   readonly #seen = new Map<string, string>()
   sessionId: string | undefined
@@ -373,7 +402,26 @@ class ClaudeScanner implements FormatScanner {
       return
     }
     this.#seen.set(id, id)
-    const rawParent = str(value['parentUuid']) ?? str(value['logicalParentUuid']) ?? null
+    let rawParent = str(value['parentUuid']) ?? str(value['logicalParentUuid']) ?? null
+    if (rawParent !== null) this.linked = true
+    const sidechain = value['isSidechain'] === true
+    const last = this.#last[sidechain ? 1 : 0]
+    if (
+      value['type'] === 'system' &&
+      value['subtype'] === 'compact_boundary' &&
+      (rawParent === null || !this.#seen.has(rawParent)) &&
+      last !== undefined
+    ) {
+      // The summary continues the conversation before it, whose last record Claude Code did not
+      // always write (a logicalParentUuid naming no record of the file): continue from the
+      // record before the boundary instead of starting a second tree.
+      this.relinked.push({ line: parsed.line, id, parent: last })
+      rawParent = last
+      this.linked = true
+    }
+    if (value['type'] === 'user' || value['type'] === 'assistant' || value['type'] === 'system')
+      this.#last[sidechain ? 1 : 0] = id
+    const messageId = value['type'] === 'assistant' ? str(obj(value['message'])?.['id']) : undefined
     const parent = rawParent === null ? null : (this.#seen.get(rawParent) ?? rawParent)
     this.nodes.push({
       id,
@@ -381,8 +429,9 @@ class ClaudeScanner implements FormatScanner {
       line: parsed.line,
       item: {
         attachable: attachable(value),
-        sidechain: value['isSidechain'] === true,
+        sidechain,
         agentId: str(value['agentId']),
+        messageId,
       },
     })
   }
@@ -473,14 +522,30 @@ async function walk(
   }
 }
 
+/**
+ * A file whose records name no parent at all (hand-trimmed or very old transcripts) has no
+ * tree: its records are one path in file order, not one root each.
+ */
+function chainedInFileOrder(nodes: readonly TreeNode<ClaudeNode>[]): TreeNode<ClaudeNode>[] {
+  return nodes.map((node, index) => (index === 0 ? node : { ...node, parent: nodes[index - 1]!.id }))
+}
+
 async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promise<FormatSession[]> {
-  const { nodes } = scanner
+  const flat = !scanner.linked && scanner.nodes.length > 1
+  const nodes = flat ? chainedInFileOrder(scanner.nodes) : scanner.nodes
   const onlySidechain = scanner.onlySidechain
-  const mainNodes = onlySidechain ? nodes : nodes.filter((node) => !node.item.sidechain)
-  const sideNodes = onlySidechain ? [] : nodes.filter((node) => node.item.sidechain)
-  const isAttachable = (node: TreeNode<ClaudeNode>): boolean => node.item.attachable
-  const mainPlan = planTree(mainNodes, isAttachable)
-  const sidePlan = sideNodes.length > 0 ? planTree(sideNodes, isAttachable) : undefined
+  const split = (sidechain: boolean): TreeNode<ClaudeNode>[] => {
+    const picked = nodes.filter((node) => node.item.sidechain === sidechain)
+    return flat ? chainedInFileOrder(picked) : picked
+  }
+  const mainNodes = onlySidechain ? nodes : split(false)
+  const sideNodes = onlySidechain ? [] : split(true)
+  const rules = {
+    attachable: (node: TreeNode<ClaudeNode>): boolean => node.item.attachable,
+    messageOf: (node: TreeNode<ClaudeNode>): string | undefined => node.item.messageId,
+  }
+  const mainPlan = planTree(mainNodes, rules)
+  const sidePlan = sideNodes.length > 0 ? planTree(sideNodes, rules) : undefined
   // Records without a uuid, repeated uuids and lines that were not JSON ride in file order
   // along every path (so a fork still shares its prefix with the main session); they are
   // counted once.
@@ -543,6 +608,17 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
   })
   sessions.push({ key: '', role: 'main', builder: mainBuilder })
   if (input.live) return sessions
+  if (flat) {
+    mainBuilder.line = 0
+    mainBuilder.diagnostic('NO_PARENT_LINKS', 'no record names a parentUuid; the records are read as one path in file order')
+  }
+  for (const relinked of scanner.relinked) {
+    mainBuilder.line = relinked.line
+    mainBuilder.diagnostic(
+      'COMPACT_PARENT_MISSING',
+      `compact_boundary ${relinked.id}: its logicalParentUuid is not in the file; continues from ${relinked.parent}, the record before it`,
+    )
+  }
   for (const id of mainPlan.brokenParents) {
     mainBuilder.line = nodes.find((node) => node.id === id)?.line ?? 0
     mainBuilder.diagnostic(
