@@ -324,7 +324,7 @@ export async function importSource(
   const format = detected.format
   const module = FORMATS[format]
   // Pass 1: every line once (strict mode refuses a bad line here, before anything is built).
-  const scanner = module.scanner()
+  const scanner = module.scanner({ sourceName: options.sourceName })
   const held: ParsedLine[] | null = reopen === undefined || array ? [] : null
   for (const parsed of skippedMalformed) {
     scanner.add(parsed)

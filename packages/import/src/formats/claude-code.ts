@@ -116,6 +116,8 @@ class ClaudeMapper {
   #results: PendingResult[] = []
   #compactPending = false
   #line = 0
+  /** The last user or assistant record was a slash command's echo (`<command-message>`...). */
+  #afterCommand = false
 
   constructor(builder: SessionBuilder) {
     this.#builder = builder
@@ -128,8 +130,10 @@ class ClaudeMapper {
     this.#line = record.line
     b.beginRecord(value['timestamp'])
     const type = str(value['type'])
+    const afterCommand = this.#afterCommand
+    if (type === 'user' || type === 'assistant') this.#afterCommand = false
     if (type === 'assistant') return this.#assistantRecord(value)
-    if (type === 'user') return this.#userRecord(record)
+    if (type === 'user') return this.#userRecord(record, afterCommand)
     if (type === 'system' && value['subtype'] === 'compact_boundary') {
       this.#flush()
       this.#compactPending = true
@@ -197,7 +201,7 @@ class ClaudeMapper {
     b.record(value, 'mapped')
   }
 
-  #userRecord(record: ClaudeRecord): void {
+  #userRecord(record: ClaudeRecord, afterCommand: boolean): void {
     const b = this.#builder
     const value = record.value
     const message = obj(value['message'])
@@ -239,7 +243,8 @@ class ClaudeMapper {
     }
     const texts = blocks.map(obj).filter((block) => block?.['type'] === 'text')
     const firstText = str(texts[0]?.['text']) ?? ''
-    if (commandOrMeta(value)) {
+    if (commandOrMeta(value) && !(afterCommand && commandExpansion(value, firstText))) {
+      this.#afterCommand = value['isMeta'] !== true && COMMAND_ECHOES.some((echo) => firstText.startsWith(echo))
       b.record(value, 'log-only:claude.local-command')
       return
     }
@@ -326,6 +331,18 @@ function firstTextOf(content: unknown): string {
   return str(first?.['text']) ?? ''
 }
 
+/** The echo of a slash command that runs a prompt (the prompt follows it as a meta record). */
+const COMMAND_ECHOES = ['<command-message>', '<command-name>']
+
+/**
+ * The prompt a slash command expands to (`/init`, a custom command): a meta record of plain
+ * text right after the command's echo. The model reads it as the user's prompt, so it is one
+ * (other meta records, `<system-reminder>` and caveats, are notes and stay log-only).
+ */
+function commandExpansion(value: Record<string, unknown>, text: string): boolean {
+  return value['isMeta'] === true && text.trim() !== '' && !text.trimStart().startsWith('<')
+}
+
 /** A user record the mapping keeps log-only: a meta note, or a slash command's echo. */
 function commandOrMeta(value: Record<string, unknown>): boolean {
   if (value['isMeta'] === true) return true
@@ -368,13 +385,23 @@ class ClaudeScanner implements FormatScanner {
   readonly malformed: { readonly line: number; readonly text: string }[] = []
   /** True once a record names a parent (`parentUuid` or `logicalParentUuid`). */
   linked = false
+
+  constructor(sourceName: string | undefined) {
+    this.#sourceName = sourceName
+  }
   /** Compaction boundaries whose logical parent is not in the file, linked to the record before them. */
   readonly relinked: { readonly line: number; readonly id: string; readonly parent: string }[] = []
   /** The last user, assistant or system record outside / inside sidechains: where a boundary continues. */
   readonly #last: [string | undefined, string | undefined] = [undefined, undefined]
+  /** The uuid of the last slash command echo: a meta record under it is the command's prompt. */
+  #lastEcho: string | undefined
   /** Every uuid seen, to its first string: a parent id shares its node's string (memory). */
   readonly #seen = new Map<string, string>()
+  /** The transcript's own session: its file name when a record carries it, else the last id outside sidechains. */
   sessionId: string | undefined
+  /** Every distinct `sessionId`, in order of appearance (a resumed session's file starts with the records of the one it resumes). */
+  readonly sessionIds: string[] = []
+  readonly #sourceName: string | undefined
   #version: string | undefined
   #cwd: string | undefined
   #model: string | undefined
@@ -386,7 +413,13 @@ class ClaudeScanner implements FormatScanner {
       return
     }
     const value = parsed.value
-    this.sessionId ??= str(value['sessionId'])
+    const sessionId = str(value['sessionId'])
+    if (sessionId !== undefined) {
+      if (!this.sessionIds.includes(sessionId)) this.sessionIds.push(sessionId)
+      const settled = this.sessionId !== undefined && this.sessionId === this.#sourceName
+      if (!settled && (value['isSidechain'] !== true || this.sessionId === undefined))
+        this.sessionId = sessionId
+    }
     this.#version ??= str(value['version'])
     this.#cwd ??= str(value['cwd'])
     this.#gitBranch ??= str(value['gitBranch'])
@@ -421,6 +454,13 @@ class ClaudeScanner implements FormatScanner {
     }
     if (value['type'] === 'user' || value['type'] === 'assistant' || value['type'] === 'system')
       this.#last[sidechain ? 1 : 0] = id
+    let riding = attachable(value)
+    if (value['type'] === 'user') {
+      const text = firstTextOf(obj(value['message'])?.['content'])
+      if (riding && rawParent !== null && rawParent === this.#lastEcho && commandExpansion(value, text))
+        riding = false
+      if (value['isMeta'] !== true && COMMAND_ECHOES.some((echo) => text.startsWith(echo))) this.#lastEcho = id
+    }
     const messageId = value['type'] === 'assistant' ? str(obj(value['message'])?.['id']) : undefined
     const parent = rawParent === null ? null : (this.#seen.get(rawParent) ?? rawParent)
     this.nodes.push({
@@ -428,12 +468,17 @@ class ClaudeScanner implements FormatScanner {
       parent,
       line: parsed.line,
       item: {
-        attachable: attachable(value),
+        attachable: riding,
         sidechain,
         agentId: str(value['agentId']),
         messageId,
       },
     })
+  }
+
+  /** The other sessions whose records this file holds (the ones it resumes), in order. */
+  get resumedFrom(): string[] {
+    return this.sessionIds.filter((id) => id !== this.sessionId)
   }
 
   /** True when every record is a sidechain record (a sub-agent file imported on its own). */
@@ -453,6 +498,7 @@ class ClaudeScanner implements FormatScanner {
       ...(this.onlySidechain ? { delegationDepth: 1, parentSourceId: sourceId } : {}),
       metadata: {
         ...(this.#model === undefined ? {} : { model: this.#model }),
+        ...(this.resumedFrom.length === 0 ? {} : { resumedFrom: this.resumedFrom }),
         ...(this.#gitBranch === undefined ? {} : { gitBranch: this.#gitBranch }),
         ...(agentId === undefined ? {} : { agentId }),
       },
@@ -523,6 +569,24 @@ async function walk(
 }
 
 /**
+ * The sub-agents of a file (1.0.x wrote each Task's sidechain inline, one tree each): records
+ * grouped by `agentId` when they carry one, else by the root of their tree, in file order.
+ */
+function sidechainGroups(nodes: readonly TreeNode<ClaudeNode>[]): TreeNode<ClaudeNode>[][] {
+  const rootOf = new Map<string, string>()
+  const groups = new Map<string, TreeNode<ClaudeNode>[]>()
+  for (const node of nodes) {
+    const root = (node.parent === null ? undefined : rootOf.get(node.parent)) ?? node.id
+    rootOf.set(node.id, root)
+    const key = node.item.agentId === undefined ? `root:${root}` : `agent:${node.item.agentId}`
+    const group = groups.get(key)
+    if (group === undefined) groups.set(key, [node])
+    else group.push(node)
+  }
+  return [...groups.values()]
+}
+
+/**
  * A file whose records name no parent at all (hand-trimmed or very old transcripts) has no
  * tree: its records are one path in file order, not one root each.
  */
@@ -545,7 +609,7 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
     messageOf: (node: TreeNode<ClaudeNode>): string | undefined => node.item.messageId,
   }
   const mainPlan = planTree(mainNodes, rules)
-  const sidePlan = sideNodes.length > 0 ? planTree(sideNodes, rules) : undefined
+  const sidePlans = sidechainGroups(sideNodes).map((group) => planTree(group, rules))
   // Records without a uuid, repeated uuids and lines that were not JSON ride in file order
   // along every path (so a fork still shares its prefix with the main session); they are
   // counted once.
@@ -558,7 +622,7 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
     })),
     ...scanner.malformed.map((bad): Step => ({ line: bad.line, kind: 'malformed', text: bad.text })),
   ].sort((left, right) => left.line - right.line)
-  const more = mainPlan.branches.length > 0 || sidePlan !== undefined
+  const more = mainPlan.branches.length > 0 || sidePlans.length > 0
   const counted = new Set<number>()
   const build = async (
     sequence: readonly TreeNode<ClaudeNode>[],
@@ -612,6 +676,13 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
     mainBuilder.line = 0
     mainBuilder.diagnostic('NO_PARENT_LINKS', 'no record names a parentUuid; the records are read as one path in file order')
   }
+  if (scanner.resumedFrom.length > 0) {
+    mainBuilder.line = 0
+    mainBuilder.diagnostic(
+      'RESUMED_SESSION',
+      `the file holds records of session ${scanner.resumedFrom.join(', ')} before its own (${scanner.sessionId ?? 'unknown'}): a resumed session; imported as ${scanner.sessionId ?? 'unknown'}`,
+    )
+  }
   for (const relinked of scanner.relinked) {
     mainBuilder.line = relinked.line
     mainBuilder.diagnostic(
@@ -642,10 +713,13 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
     }
   }
   await addBranches(mainPlan, '', true)
-  if (sidePlan !== undefined) {
+  const keys = new Set<string>()
+  for (const sidePlan of sidePlans) {
     const first = sidePlan.main[0]
     const agentId = first?.item.agentId ?? shortId(first?.id ?? 'sidechain')
-    const key = `agent-${shortId(agentId)}`
+    let key = `agent-${shortId(agentId)}`
+    for (let n = 2; keys.has(key); n += 1) key = `agent-${shortId(agentId)}-${n}`
+    keys.add(key)
     const session = { key, role: 'sidechain' as const, metadata: { agentId } }
     const builder = await build(sidePlan.main, {
       withExtras: false,
@@ -664,6 +738,6 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
  * path is known only at the last leaf); the second reads the records again in path order.
  */
 export const claudeCodeFormat: FormatModule = {
-  scanner: () => new ClaudeScanner(),
+  scanner: (context) => new ClaudeScanner(context.sourceName),
   map: (input, scanner) => mapClaudeCode(input, scanner as ClaudeScanner),
 }
