@@ -8,28 +8,55 @@ import { arr, count, obj, str } from './types.ts'
 import type { ParsedLine } from '../lines.ts'
 import type { FormatFacts, FormatInput, FormatModule, FormatScanner, FormatSession } from './types.ts'
 
-/** The `type` values a Claude Code transcript line may have (for detection). */
-const CLAUDE_RECORD_TYPES: ReadonlySet<string> = new Set([
-  'user',
-  'assistant',
-  'system',
-  'progress',
-  'file-history-snapshot',
+/** The `type` values of Claude Code conversation records (for detection). */
+const CLAUDE_RECORD_TYPES: ReadonlySet<string> = new Set(['user', 'assistant', 'system', 'progress', 'attachment'])
+
+/**
+ * Session metadata records a 2.x transcript may start with (titles, modes, links): each
+ * carries the `sessionId` and nothing else that identifies the format.
+ */
+const CLAUDE_SESSION_RECORD_TYPES: ReadonlySet<string> = new Set([
   'queue-operation',
-  'summary',
-  'attachment',
   'custom-title',
+  'ai-title',
+  'last-prompt',
+  'permission-mode',
+  'agent-name',
+  'mode',
+  'tag',
+  'worktree-state',
+  'pr-link',
 ])
 
-/** True when a first record looks like a Claude Code transcript line. */
+/** A message whose role is the record's type, or that has content and no role (trimmed copies). */
+function roleFits(message: Record<string, unknown> | undefined, type: string): boolean {
+  if (message === undefined) return false
+  const role = message['role']
+  return role === type || (role === undefined && 'content' in message)
+}
+
+/**
+ * True when a first record looks like a Claude Code transcript line: a conversation record
+ * with its tree fields (`uuid`, `parentUuid`, `sessionId`), or a `user`/`assistant` record
+ * whose `message.role` is its type and which carries one of them (or `cwd`) as trimmed
+ * copies do, a `summary`, a file-history snapshot, or a session metadata record.
+ */
 export function looksLikeClaudeCode(record: Record<string, unknown>): boolean {
   const type = str(record['type'])
-  if (type === undefined || !CLAUDE_RECORD_TYPES.has(type)) return false
+  if (type === undefined) return false
   if (type === 'file-history-snapshot') return 'snapshot' in record || 'messageId' in record
-  if (type === 'summary') return typeof record['leafUuid'] === 'string'
-  if (type === 'queue-operation') return typeof record['sessionId'] === 'string'
+  if (type === 'summary') return typeof record['leafUuid'] === 'string' || typeof record['summary'] === 'string'
+  if (CLAUDE_SESSION_RECORD_TYPES.has(type)) return typeof record['sessionId'] === 'string'
+  if (!CLAUDE_RECORD_TYPES.has(type)) return false
+  if (typeof record['uuid'] === 'string' && 'parentUuid' in record && typeof record['sessionId'] === 'string')
+    return true
   return (
-    typeof record['uuid'] === 'string' && 'parentUuid' in record && typeof record['sessionId'] === 'string'
+    (type === 'user' || type === 'assistant') &&
+    roleFits(obj(record['message']), type) &&
+    (typeof record['uuid'] === 'string' ||
+      typeof record['sessionId'] === 'string' ||
+      'parentUuid' in record ||
+      typeof record['cwd'] === 'string')
   )
 }
 
