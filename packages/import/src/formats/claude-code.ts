@@ -621,6 +621,37 @@ function chainedInFileOrder(nodes: readonly TreeNode<ClaudeNode>[]): TreeNode<Cl
   return nodes.map((node, index) => (index === 0 ? node : { ...node, parent: nodes[index - 1]!.id }))
 }
 
+/** A record of the conversation that named no parent, or one not in the file, after its first record. */
+interface Continued {
+  readonly line: number
+  readonly id: string
+  /** The parent it named (not in the file), or null. */
+  readonly named: string | null
+  /** The record before it, which it now continues. */
+  readonly parent: string
+}
+
+/**
+ * One conversation per file: a record after the first that names no parent, or a parent
+ * that is not in the file (Claude Code writes broken chains: anthropics/claude-code#22526),
+ * continues the record before it in file order, instead of starting a tree of its own whose
+ * other leaves would become forks and leave the earlier conversation out of the session.
+ */
+function continuedInFileOrder(nodes: readonly TreeNode<ClaudeNode>[]): {
+  readonly nodes: TreeNode<ClaudeNode>[]
+  readonly continued: Continued[]
+} {
+  const ids = new Set(nodes.map((node) => node.id))
+  const continued: Continued[] = []
+  const result = nodes.map((node, index) => {
+    if (index === 0 || (node.parent !== null && ids.has(node.parent))) return node
+    const parent = nodes[index - 1]!.id
+    continued.push({ line: node.line, id: node.id, named: node.parent, parent })
+    return { ...node, parent }
+  })
+  return { nodes: result, continued }
+}
+
 async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promise<FormatSession[]> {
   const flat = !scanner.linked && scanner.nodes.length > 1
   const nodes = flat ? chainedInFileOrder(scanner.nodes) : scanner.nodes
@@ -629,7 +660,7 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
     const picked = nodes.filter((node) => node.item.sidechain === sidechain)
     return flat ? chainedInFileOrder(picked) : picked
   }
-  const mainNodes = onlySidechain ? nodes : split(false)
+  const { nodes: mainNodes, continued } = continuedInFileOrder(onlySidechain ? nodes : split(false))
   const sideNodes = onlySidechain ? [] : split(true)
   const rules = {
     attachable: (node: TreeNode<ClaudeNode>): boolean => node.item.attachable,
@@ -699,9 +730,19 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
   })
   sessions.push({ key: '', role: 'main', builder: mainBuilder })
   if (input.live) return sessions
+  if (scanner.nodes.length === 0) {
+    mainBuilder.line = 0
+    mainBuilder.diagnostic(
+      'NO_CONVERSATION',
+      `no user, assistant or system record: the file holds only ${scanner.loose.length} summary, snapshot or metadata record(s), kept verbatim in an empty session`,
+    )
+  }
   if (flat) {
     mainBuilder.line = 0
-    mainBuilder.diagnostic('NO_PARENT_LINKS', 'no record names a parentUuid; the records are read as one path in file order')
+    mainBuilder.diagnostic(
+      'NO_PARENT_LINKS',
+      'no record names a parentUuid; the records are read as one path in file order',
+    )
   }
   if (scanner.resumedFrom.length > 0) {
     mainBuilder.line = 0
@@ -717,12 +758,18 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
       `compact_boundary ${relinked.id}: its logicalParentUuid is not in the file; continues from ${relinked.parent}, the record before it`,
     )
   }
-  for (const id of mainPlan.brokenParents) {
-    mainBuilder.line = nodes.find((node) => node.id === id)?.line ?? 0
-    mainBuilder.diagnostic(
-      'BROKEN_PARENT',
-      `record ${id}: its parentUuid is not in the file; treated as a root`,
-    )
+  for (const record of continued) {
+    mainBuilder.line = record.line
+    if (record.named === null)
+      mainBuilder.diagnostic(
+        'SECOND_ROOT',
+        `record ${record.id} names no parentUuid after the first record; continues from ${record.parent}, the record before it`,
+      )
+    else
+      mainBuilder.diagnostic(
+        'BROKEN_PARENT',
+        `record ${record.id}: its parentUuid ${record.named} is not in the file; continues from ${record.parent}, the record before it`,
+      )
   }
   const addBranches = async (
     plan: TreePlan<ClaudeNode>,
