@@ -9,7 +9,13 @@ import type { ParsedLine } from '../lines.ts'
 import type { FormatFacts, FormatInput, FormatModule, FormatScanner, FormatSession } from './types.ts'
 
 /** The `type` values of Claude Code conversation records (for detection). */
-const CLAUDE_RECORD_TYPES: ReadonlySet<string> = new Set(['user', 'assistant', 'system', 'progress', 'attachment'])
+const CLAUDE_RECORD_TYPES: ReadonlySet<string> = new Set([
+  'user',
+  'assistant',
+  'system',
+  'progress',
+  'attachment',
+])
 
 /**
  * Session metadata records a 2.x transcript may start with (titles, modes, links): each
@@ -45,7 +51,8 @@ export function looksLikeClaudeCode(record: Record<string, unknown>): boolean {
   const type = str(record['type'])
   if (type === undefined) return false
   if (type === 'file-history-snapshot') return 'snapshot' in record || 'messageId' in record
-  if (type === 'summary') return typeof record['leafUuid'] === 'string' || typeof record['summary'] === 'string'
+  if (type === 'summary')
+    return typeof record['leafUuid'] === 'string' || typeof record['summary'] === 'string'
   if (CLAUDE_SESSION_RECORD_TYPES.has(type)) return typeof record['sessionId'] === 'string'
   if (!CLAUDE_RECORD_TYPES.has(type)) return false
   if (typeof record['uuid'] === 'string' && 'parentUuid' in record && typeof record['sessionId'] === 'string')
@@ -271,7 +278,8 @@ class ClaudeMapper {
     const texts = blocks.map(obj).filter((block) => block?.['type'] === 'text')
     const firstText = str(texts[0]?.['text']) ?? ''
     if (commandOrMeta(value) && !(afterCommand && commandExpansion(value, firstText))) {
-      this.#afterCommand = value['isMeta'] !== true && COMMAND_ECHOES.some((echo) => firstText.startsWith(echo))
+      this.#afterCommand =
+        value['isMeta'] !== true && COMMAND_ECHOES.some((echo) => firstText.startsWith(echo))
       b.record(value, 'log-only:claude.local-command')
       return
     }
@@ -486,7 +494,8 @@ class ClaudeScanner implements FormatScanner {
       const text = firstTextOf(obj(value['message'])?.['content'])
       if (riding && rawParent !== null && rawParent === this.#lastEcho && commandExpansion(value, text))
         riding = false
-      if (value['isMeta'] !== true && COMMAND_ECHOES.some((echo) => text.startsWith(echo))) this.#lastEcho = id
+      if (value['isMeta'] !== true && COMMAND_ECHOES.some((echo) => text.startsWith(echo)))
+        this.#lastEcho = id
     }
     const messageId = value['type'] === 'assistant' ? str(obj(value['message'])?.['id']) : undefined
     const parent = rawParent === null ? null : (this.#seen.get(rawParent) ?? rawParent)
