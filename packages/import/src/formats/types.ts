@@ -68,7 +68,7 @@ export interface FormatInput {
 }
 
 /** What a first pass may know of the source besides its records. */
-export interface ScanContext {
+interface ScanContext {
   /** The source's name without its extension (`<session uuid>` for a Claude Code transcript), if the caller gave one. */
   readonly sourceName?: string | undefined
 }
