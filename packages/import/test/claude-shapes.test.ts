@@ -226,4 +226,27 @@ describe('Claude Code shapes of real transcripts (synthetic)', () => {
     })
     expect(messages[2]).toMatchObject({ role: 'tool', tool_call_id: 'toolu_shot', content: 'read 1 image' })
   })
+
+  it('queued-prompt.jsonl: a prompt queued while the agent worked (a queued_command attachment) is a user message mid-turn', async () => {
+    const result = await importFile(fixture('queued-prompt.jsonl'))
+    expect(result.report.messages).toEqual({ system: 0, user: 3, assistant: 3, tool: 2 })
+    expect(result.report.turns).toBe(1)
+    expect(result.report.logOnly).toEqual({ 'log-only:claude.attachment': 1 })
+    const messages = replay(result.sessions[0]!.events)
+    expect(messages.map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'user',
+      'assistant',
+      'tool',
+      'user',
+      'assistant',
+    ])
+    expect(messages[3]).toEqual({ role: 'user', content: 'also run the tests' })
+    expect(messages[6]).toMatchObject({
+      role: 'user',
+      content: [{ type: 'image_url' }, { type: 'text', text: 'and this error?' }],
+    })
+  })
 })

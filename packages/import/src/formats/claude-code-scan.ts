@@ -114,10 +114,25 @@ export function commandOrMeta(value: Record<string, unknown>): boolean {
  * Side records that may ride along a path they are not on: tool results, progress, system
  * notes, meta notes and command echoes (log-only, so a branch of only those is no fork).
  */
+/**
+ * The blocks of a prompt the user queued while the agent worked (2.1.x: an `attachment` of
+ * type `queued_command`), which the model reads mid-turn; `undefined` for other attachments.
+ */
+export function queuedPrompt(value: Record<string, unknown>): readonly unknown[] | undefined {
+  if (value['type'] !== 'attachment') return undefined
+  const attachment = obj(value['attachment'])
+  if (attachment?.['type'] !== 'queued_command' || attachment['isMeta'] === true) return undefined
+  const prompt = attachment['prompt']
+  if (typeof prompt === 'string') return prompt.trim() === '' ? undefined : [{ type: 'text', text: prompt }]
+  const blocks = arr(prompt)
+  return blocks.length === 0 ? undefined : blocks
+}
+
 function attachable(value: Record<string, unknown>): boolean {
   const type = value['type']
   if (type === 'assistant') return false
   if (type === 'system') return value['subtype'] !== 'compact_boundary'
+  if (type === 'attachment') return queuedPrompt(value) === undefined
   if (type !== 'user') return true
   if (value['isCompactSummary'] === true) return false
   if (commandOrMeta(value)) return true

@@ -13,6 +13,7 @@ import {
   commandExpansion,
   commandOrMeta,
   continuedInFileOrder,
+  queuedPrompt,
   shortId,
   sidechainGroups,
 } from './claude-code-scan.ts'
@@ -115,6 +116,8 @@ class ClaudeMapper {
     if (type === 'user' || type === 'assistant') this.#afterCommand = false
     if (type === 'assistant') return this.#assistantRecord(value)
     if (type === 'user') return this.#userRecord(record, afterCommand)
+    const queued = queuedPrompt(value)
+    if (queued !== undefined) return this.#queuedPrompt(value, queued)
     if (type === 'system' && value['subtype'] === 'compact_boundary') {
       this.#flush()
       this.#compactPending = true
@@ -231,22 +234,9 @@ class ClaudeMapper {
       return
     }
     this.#flush()
-    const parts: ContentPart[] = []
-    let images = 0
-    for (const raw of blocks) {
-      const block = obj(raw) ?? {}
-      if (block['type'] === 'text') parts.push({ type: 'text', text: str(block['text']) ?? '' })
-      else if (block['type'] === 'image') {
-        const part = imagePart(block)
-        if (part === undefined) images += 1
-        else parts.push(part)
-      } else b.lossy(`claude.user-block.${str(block['type']) ?? 'unknown'}`)
-    }
-    if (images > 0) b.lossy('claude.image-unreadable', images)
+    const userContent = this.#userContent(blocks)
     if (value['todos'] !== undefined) b.lossy('claude.todos')
-    const single = parts.length === 1 ? parts[0] : undefined
-    const userContent = single?.type === 'text' ? single.text : parts
-    if (parts.length === 0) {
+    if (userContent === undefined) {
       b.record(value, 'log-only:claude.empty-user')
       return
     }
@@ -259,6 +249,39 @@ class ClaudeMapper {
       return
     }
     b.user(userContent, { prompt: true })
+  }
+
+  /** Text and image blocks as a user message's content (one text as a string); `undefined` when none. */
+  #userContent(blocks: readonly unknown[]): string | ContentPart[] | undefined {
+    const b = this.#builder
+    const parts: ContentPart[] = []
+    let images = 0
+    for (const raw of blocks) {
+      const block = obj(raw) ?? {}
+      if (block['type'] === 'text') parts.push({ type: 'text', text: str(block['text']) ?? '' })
+      else if (block['type'] === 'image') {
+        const part = imagePart(block)
+        if (part === undefined) images += 1
+        else parts.push(part)
+      } else b.lossy(`claude.user-block.${str(block['type']) ?? 'unknown'}`)
+    }
+    if (images > 0) b.lossy('claude.image-unreadable', images)
+    if (parts.length === 0) return undefined
+    const single = parts.length === 1 ? parts[0] : undefined
+    return single?.type === 'text' ? single.text : parts
+  }
+
+  /** A prompt the user queued while the agent worked: a user message mid-turn (it starts no turn). */
+  #queuedPrompt(value: Record<string, unknown>, blocks: readonly unknown[]): void {
+    const b = this.#builder
+    this.#flush()
+    const content = this.#userContent(blocks)
+    if (content === undefined) {
+      b.record(value, 'log-only:claude.attachment')
+      return
+    }
+    b.record(value, 'mapped')
+    b.user(content, { prompt: false })
   }
 
   /** Emits the merged assistant message, then the results gathered for it. */
