@@ -2,7 +2,7 @@ import { join } from 'node:path'
 
 import { describe, expect, it } from 'vitest'
 
-import { importFile, replay, SYNTHETIC, verbatimLines } from './support/import.ts'
+import { importFile, importText, replay, SYNTHETIC, verbatimLines } from './support/import.ts'
 
 /**
  * Shapes of real Claude Code transcripts (0.2.x to 2.1.x) found in public repositories, each
@@ -248,5 +248,45 @@ describe('Claude Code shapes of real transcripts (synthetic)', () => {
       role: 'user',
       content: [{ type: 'image_url' }, { type: 'text', text: 'and this error?' }],
     })
+  })
+
+  it('records trimmed to type, message and cwd (no uuid, no session id) are detected and read in file order', async () => {
+    const text = [
+      {
+        type: 'user',
+        timestamp: '2026-03-02T10:00:00Z',
+        message: { content: 'fix the login bug' },
+        cwd: '/srv/app',
+      },
+      {
+        type: 'assistant',
+        timestamp: '2026-03-02T10:00:05Z',
+        message: {
+          content: [{ type: 'tool_use', id: 'toolu_1', name: 'Read', input: { file_path: 'auth.ts' } }],
+        },
+      },
+      {
+        type: 'user',
+        timestamp: '2026-03-02T10:00:06Z',
+        message: { content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'export {}' }] },
+      },
+      {
+        type: 'assistant',
+        timestamp: '2026-03-02T10:00:09Z',
+        message: { content: [{ type: 'text', text: 'Fixed.' }] },
+      },
+    ]
+      .map((record) => JSON.stringify(record))
+      .join('\n')
+    const result = await importText(text, { sourceName: 'trimmed' })
+    expect(result.format).toBe('claude-code')
+    expect(result.sessions.map((session) => session.id)).toEqual(['claude-trimmed'])
+    expect(result.report.diagnostics).toEqual([])
+    expect(replay(result.sessions[0]!.events).map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ])
   })
 })

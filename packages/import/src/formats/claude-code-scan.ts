@@ -160,6 +160,8 @@ export class ClaudeScanner implements FormatScanner {
   readonly malformed: { readonly line: number; readonly text: string }[] = []
   /** True once a record names a parent (`parentUuid` or `logicalParentUuid`). */
   linked = false
+  /** True once a user, assistant or system record is seen (with or without a `uuid`). */
+  conversation = false
 
   constructor(sourceName: string | undefined) {
     this.#sourceName = sourceName
@@ -188,6 +190,8 @@ export class ClaudeScanner implements FormatScanner {
       return
     }
     const value = parsed.value
+    if (value['type'] === 'user' || value['type'] === 'assistant' || value['type'] === 'system')
+      this.conversation = true
     const sessionId = str(value['sessionId'])
     if (sessionId !== undefined) {
       if (!this.sessionIds.includes(sessionId)) this.sessionIds.push(sessionId)

@@ -458,7 +458,7 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
   })
   sessions.push({ key: '', role: 'main', builder: mainBuilder })
   if (input.live) return sessions
-  if (scanner.nodes.length === 0) {
+  if (!scanner.conversation) {
     mainBuilder.line = 0
     mainBuilder.diagnostic(
       'NO_CONVERSATION',
