@@ -134,7 +134,7 @@ class ClaudeMapper {
   #assistantRecord(value: Record<string, unknown>): void {
     const b = this.#builder
     const message = obj(value['message'])
-    const messageId = str(message?.['id']) ?? `line-${String(value['uuid'])}`
+    const messageId = str(message?.['id']) ?? `line-${this.#line}`
     if (message === undefined || message['model'] === '<synthetic>' || value['isApiErrorMessage'] === true) {
       b.record(value, 'log-only:claude.synthetic-assistant')
       return
