@@ -168,6 +168,18 @@ export class ClaudeScanner implements FormatScanner {
   }
   /** Compaction boundaries whose logical parent is not in the file, linked to the record before them. */
   readonly relinked: { readonly line: number; readonly id: string; readonly parent: string }[] = []
+  /**
+   * One conversation per file: a record after the first (outside sidechains) that names no
+   * parent, or a parent not read before it (Claude Code writes broken chains:
+   * anthropics/claude-code#22526), continues the record before it in file order, instead of
+   * starting a tree of its own whose other leaves would become forks and leave the earlier
+   * conversation out of the session.
+   */
+  readonly continued: Continued[] = []
+  /** The same for sidechain records, applied only to a sub-agent file (inline 1.0.x sub-agents keep their own roots). */
+  readonly sideContinued: (Continued & { readonly index: number })[] = []
+  /** The last record outside / inside sidechains. */
+  readonly #previous: [string | undefined, string | undefined] = [undefined, undefined]
   /** The last user, assistant or system record outside / inside sidechains: where a boundary continues. */
   readonly #last: [string | undefined, string | undefined] = [undefined, undefined]
   /** The uuid of the last slash command echo: a meta record under it is the command's prompt. */
@@ -242,7 +254,17 @@ export class ClaudeScanner implements FormatScanner {
         this.#lastEcho = id
     }
     const messageId = value['type'] === 'assistant' ? str(obj(value['message'])?.['id']) : undefined
-    const parent = rawParent === null ? null : (this.#seen.get(rawParent) ?? rawParent)
+    let parent = rawParent === null ? null : (this.#seen.get(rawParent) ?? rawParent)
+    const previous = this.#previous[sidechain ? 1 : 0]
+    this.#previous[sidechain ? 1 : 0] = id
+    if (previous !== undefined && (parent === null || parent === id || !this.#seen.has(parent))) {
+      const record = { line: parsed.line, id, named: parent, parent: previous }
+      if (sidechain) this.sideContinued.push({ ...record, index: this.nodes.length })
+      else {
+        this.continued.push(record)
+        parent = previous
+      }
+    }
     this.nodes.push({
       id,
       parent,
@@ -259,6 +281,12 @@ export class ClaudeScanner implements FormatScanner {
   /** The other sessions whose records this file holds (the ones it resumes), in order. */
   get resumedFrom(): string[] {
     return this.sessionIds.filter((id) => id !== this.sessionId)
+  }
+
+  /** A sub-agent file: its records continue one another like a main session's ({@link continued}). */
+  continueSidechains(): void {
+    for (const record of this.sideContinued)
+      this.nodes[record.index] = { ...this.nodes[record.index]!, parent: record.parent }
   }
 
   /** True when every record is a sidechain record (a sub-agent file imported on its own). */
@@ -313,32 +341,11 @@ export function chainedInFileOrder(nodes: readonly TreeNode<ClaudeNode>[]): Tree
 }
 
 /** A record of the conversation that named no parent, or one not in the file, after its first record. */
-interface Continued {
+export interface Continued {
   readonly line: number
   readonly id: string
   /** The parent it named (not in the file), or null. */
   readonly named: string | null
   /** The record before it, which it now continues. */
   readonly parent: string
-}
-
-/**
- * One conversation per file: a record after the first that names no parent, or a parent
- * that is not in the file (Claude Code writes broken chains: anthropics/claude-code#22526),
- * continues the record before it in file order, instead of starting a tree of its own whose
- * other leaves would become forks and leave the earlier conversation out of the session.
- */
-export function continuedInFileOrder(nodes: readonly TreeNode<ClaudeNode>[]): {
-  readonly nodes: TreeNode<ClaudeNode>[]
-  readonly continued: Continued[]
-} {
-  const ids = new Set(nodes.map((node) => node.id))
-  const continued: Continued[] = []
-  const result = nodes.map((node, index) => {
-    if (index === 0 || (node.parent !== null && ids.has(node.parent))) return node
-    const parent = nodes[index - 1]!.id
-    continued.push({ line: node.line, id: node.id, named: node.parent, parent })
-    return { ...node, parent }
-  })
-  return { nodes: result, continued }
 }

@@ -12,7 +12,6 @@ import {
   chainedInFileOrder,
   commandExpansion,
   commandOrMeta,
-  continuedInFileOrder,
   queuedPrompt,
   shortId,
   sidechainGroups,
@@ -382,13 +381,15 @@ async function walk(
 
 async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promise<FormatSession[]> {
   const flat = !scanner.linked && scanner.nodes.length > 1
+  if (scanner.onlySidechain && !flat) scanner.continueSidechains()
   const nodes = flat ? chainedInFileOrder(scanner.nodes) : scanner.nodes
   const onlySidechain = scanner.onlySidechain
   const split = (sidechain: boolean): TreeNode<ClaudeNode>[] => {
     const picked = nodes.filter((node) => node.item.sidechain === sidechain)
     return flat ? chainedInFileOrder(picked) : picked
   }
-  const { nodes: mainNodes, continued } = continuedInFileOrder(onlySidechain ? nodes : split(false))
+  const mainNodes = onlySidechain ? nodes : split(false)
+  const continued = flat ? [] : onlySidechain ? scanner.sideContinued : scanner.continued
   const sideNodes = onlySidechain ? [] : split(true)
   const rules = {
     attachable: (node: TreeNode<ClaudeNode>): boolean => node.item.attachable,
