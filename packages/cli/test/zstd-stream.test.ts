@@ -47,14 +47,15 @@ function skippable(content: string): Uint8Array {
 }
 
 /**
- * A frame written by hand: single segment, one-byte content size, a content checksum flag,
- * one raw block (as a compressor writes incompressible data), and 4 checksum bytes.
+ * A frame written by hand: single segment, one-byte content size, one raw block (as a
+ * compressor writes incompressible data); with `checksum`, the flag and 4 bytes that are not
+ * the content's XXH64 (a damaged checksum).
  */
-function rawFrame(content: string): Uint8Array {
+function rawFrame(content: string, checksum = false): Uint8Array {
   const body = encoder.encode(content)
-  const frame = Buffer.alloc(4 + 1 + 1 + 3 + body.length + 4)
+  const frame = Buffer.alloc(4 + 1 + 1 + 3 + body.length + (checksum ? 4 : 0))
   frame.writeUInt32LE(0xfd2fb528, 0)
-  frame[4] = 0x20 | 0x04 // single segment, checksum; content size in 1 byte
+  frame[4] = 0x20 | (checksum ? 0x04 : 0) // single segment; content size in 1 byte
   frame[5] = body.length
   const blockHeader = 1 | (0 << 1) | (body.length << 3) // last, raw
   frame[6] = blockHeader & 0xff
@@ -140,6 +141,15 @@ describe('zstdText: .jsonl.zst read as a stream', () => {
         `${damaged}: expected Zstandard frames, found a frame its decoder refuses at offset ${one.length} (`,
       ) as unknown,
     })
+    // A content checksum that does not match: libzstd (node:zlib) checks it, fzstd does not.
+    const { path: checksum } = write('checksum.jsonl.zst', one, rawFrame('{"a": 1}\n', true))
+    if (zstdDecoderName() === 'node:zlib') {
+      await expect(read(checksum)).rejects.toMatchObject({
+        message: expect.stringContaining(
+          `found a frame its decoder refuses at offset ${one.length}`,
+        ) as unknown,
+      })
+    } else expect((await read(checksum)).text).toBe(`${lines(0, 50)}{"a": 1}\n`)
     // The reserved bit of a frame header descriptor.
     const descriptor = Buffer.from(rawFrame('{"a": 1}\n'))
     descriptor[4] = descriptor[4]! | 0x08
