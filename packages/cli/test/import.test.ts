@@ -145,6 +145,43 @@ describe('agent-ledger import (synthetic sources)', () => {
     ])
   })
 
+  it('a Codex rollout with two rollbacks imports as a family (main + 2 forks); importing again changes nothing', async () => {
+    const store = join(root, 'store')
+    const source = join(synthetic, 'codex', 'rollback.jsonl')
+    const first = await cli(['import', source, '--root', store, '--json', '--no-progress'])
+    expect(first.code).toBe(0)
+    const main = 'codex-019d1000-aaaa-7bbb-8ccc-000000000002'
+    const created = (JSON.parse(first.stdout) as ImportJson).sources[0]!.sessions
+    // Events as counted by hand in the import package's codex.test.ts.
+    expect(created.map((session) => [session.id, session.action, session.events])).toEqual([
+      [main, 'created', 28],
+      [`${main}-rollback-1`, 'created', 34],
+      [`${main}-rollback-2`, 'created', 39],
+    ])
+    const list = await cli(['list', store, '--json'])
+    const sessions = (
+      JSON.parse(list.stdout) as { sessions: { id: string; header: { parentSession?: string } }[] }
+    ).sessions
+    expect(sessions.map((session) => [session.id, session.header.parentSession ?? null]).sort()).toEqual([
+      [main, null],
+      [`${main}-rollback-1`, main],
+      [`${main}-rollback-2`, main],
+    ])
+    const again = await cli(['import', source, '--root', store, '--json', '--no-progress'])
+    expect(
+      (JSON.parse(again.stdout) as ImportJson).sources[0]!.sessions.map((session) => session.action),
+    ).toEqual(['unchanged', 'unchanged', 'unchanged'])
+    const messages = await cli(['messages', join(store, main), '--json'])
+    expect((JSON.parse(messages.stdout) as { content: unknown }[]).map((message) => message.content)).toEqual(
+      [
+        'You are Codex.',
+        '<environment_context>\n  <cwd>/home/user/proj</cwd>\n</environment_context>',
+        'first question',
+        'first answer',
+      ],
+    )
+  })
+
   it('an OpenHands events/ directory (one JSON file per event) is one source', async () => {
     const events = join(root, 'conv-7', 'events')
     mkdirSync(events, { recursive: true })

@@ -3,7 +3,7 @@ import type { EventRegistry, LoggedEvent, SessionHeaderInput } from '@agent-ledg
 
 import { eventDigest, SessionBuilder } from './builder.ts'
 import { claudeCodeFormat, looksLikeClaudeCode } from './formats/claude-code.ts'
-import { codexFormat, looksLikeCodex } from './formats/codex.ts'
+import { codexDetection, codexFormat } from './formats/codex.ts'
 import { looksLikeOpenHandsV0, looksLikeOpenHandsV1, openHandsFormat } from './formats/openhands.ts'
 import { looksLikePi, piFormat } from './formats/pi.ts'
 import type { FormatFacts, FormatInput, FormatModule, FormatSession } from './formats/types.ts'
@@ -114,12 +114,8 @@ export interface ImportResult {
 export function detectFormat(
   record: Record<string, unknown>,
 ): { format: SourceFormat; reason: string } | undefined {
-  if (looksLikeCodex(record)) {
-    return {
-      format: 'codex',
-      reason: `a {timestamp, type, payload} line of type "${String(record['type'])}"`,
-    }
-  }
+  const codex = codexDetection(record)
+  if (codex !== undefined) return { format: 'codex', reason: codex }
   if (looksLikePi(record)) {
     return {
       format: 'pi',
@@ -160,7 +156,32 @@ export function importedSessionId(format: SourceFormat, sourceId: string): strin
   return SESSION_ID_PATTERN.test(id) ? id : `${ID_PREFIX[format]}-source`
 }
 
-async function* arrayRecords(
+/**
+ * Whether a source is one JSON document rather than JSON lines: an array (an OpenHands
+ * trajectory), an object spread over lines (`{` alone on the first line), or a one-line object
+ * with an `items` array (an early Codex `{session, items}` rollout).
+ */
+function isDocument(firstLine: string): boolean {
+  const start = firstLine.trim()
+  if (start.startsWith('[') || start === '{') return true
+  if (!start.startsWith('{') || !start.includes('"items"')) return false
+  try {
+    const value: unknown = JSON.parse(start)
+    return typeof value === 'object' && value !== null && Array.isArray((value as { items?: unknown }).items)
+  } catch {
+    return false
+  }
+}
+
+/** The records of a JSON document: an array's elements, or an object's `items` after the object without them. */
+function documentElements(value: unknown): unknown[] {
+  if (Array.isArray(value)) return value
+  if (typeof value !== 'object' || value === null) return [value]
+  const { items, ...wrapper } = value as Record<string, unknown>
+  return Array.isArray(items) ? [wrapper, ...(items as unknown[])] : [value]
+}
+
+async function* documentRecords(
   firstLine: string,
   rest: AsyncIterator<string>,
   context: { readonly file: string; readonly report: ImportReport },
@@ -178,18 +199,18 @@ async function* arrayRecords(
       code: ImportErrorCode.MALFORMED_LINE,
       file: context.file,
       line: 1,
-      message: `${context.file}: expected a JSON array of events, found text that does not parse (${error instanceof Error ? error.message : String(error)})`,
+      message: `${context.file}: expected one JSON document (an array of events, or an object with items), found text that does not parse (${error instanceof Error ? error.message : String(error)})`,
     })
   }
   let index = 0
-  for (const element of Array.isArray(value) ? value : []) {
+  for (const element of documentElements(value)) {
     index += 1
     if (typeof element !== 'object' || element === null || Array.isArray(element)) {
       throw new ImportError({
         code: ImportErrorCode.INVALID_RECORD,
         file: context.file,
         line: index,
-        message: `${context.file} element ${index}: expected an event object, found ${element === null ? 'null' : typeof element}`,
+        message: `${context.file} element ${index}: expected an event object, found ${element === null ? 'null' : Array.isArray(element) ? 'an array' : typeof element}`,
       })
     }
     context.report.records += 1
@@ -257,7 +278,7 @@ export async function importSource(
   const lineIterator = (reopen === undefined ? (lines as AsyncIterable<string>) : reopen())[
     Symbol.asyncIterator
   ]()
-  // A JSON array (an OpenHands trajectory) is recognised by its first non-blank line.
+  // A JSON document (an OpenHands trajectory, an early Codex rollout) is recognised by its first non-blank line.
   let firstLine: string | undefined
   let skipped = 0
   for (let next = await lineIterator.next(); next.done !== true; next = await lineIterator.next()) {
@@ -275,10 +296,10 @@ export async function importSource(
     })
   }
   let records: AsyncIterator<ParsedLine>
-  const array = firstLine.trimStart().startsWith('[')
+  const array = isDocument(firstLine)
   if (array) {
     report.lines = skipped
-    records = arrayRecords(firstLine, lineIterator, { file, report })
+    records = documentRecords(firstLine, lineIterator, { file, report })
   } else {
     const restored = (async function* (): AsyncGenerator<string> {
       for (let index = 1; index < skipped; index += 1) yield ''

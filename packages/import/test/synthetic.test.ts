@@ -226,24 +226,6 @@ describe('OpenHands condensations (synthetic)', () => {
   })
 })
 
-describe('Codex rollback (synthetic, one line added to compacted.jsonl)', () => {
-  it('thread_rolled_back is not applied yet: counted, reported with its line, the record kept', async () => {
-    const text = readFileSync(fixture('codex', 'compacted.jsonl'), 'utf8')
-    // openai/codex protocol.rs: EventMsg::ThreadRolledBack { num_turns }.
-    const rollback = JSON.stringify({
-      timestamp: '2026-03-03T08:00:14.000Z',
-      type: 'event_msg',
-      payload: { type: 'thread_rolled_back', num_turns: 1 },
-    })
-    const result = await importText(`${text.trimEnd()}\n${rollback}\n`)
-    expect(result.report.lossy['codex.thread_rolled_back-not-applied']).toBe(1)
-    expect(result.report.diagnostics.filter((finding) => finding.code === 'ROLLBACK_NOT_APPLIED')).toEqual([
-      expect.objectContaining({ line: 23 }),
-    ])
-    expect(verbatimLines(result.sessions[0]!.events).at(-1)).toBe(23)
-  })
-})
-
 describe('bad input', () => {
   const codex = (): string => readFileSync(fixture('codex', 'compacted.jsonl'), 'utf8')
 

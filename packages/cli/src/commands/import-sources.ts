@@ -4,10 +4,9 @@ import { readdir, readFile, stat } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 
 import { splitLines } from '@agent-ledger/import'
-import { loadZstdCodec, parseFrameAt } from '@agent-ledger/session-store-jsonl/format'
 
-import { CliError, CliErrorCode } from '../cli-error.ts'
 import { ioError } from '../session-path.ts'
+import { zstdText } from './zstd-stream.ts'
 
 /** One source to import: a log file, a `.jsonl.zst` rollout, or an OpenHands `events/` directory. */
 export interface ImportSourceFile {
@@ -26,8 +25,6 @@ export interface OpenedSource {
   /** SHA-256 (hex) of the bytes read; complete once `lines` is exhausted. */
   digest(): string
 }
-
-const MAX_ZSTD_OUTPUT_BYTES = 1024 * 1024 * 1024
 
 function byNumber(left: string, right: string): number {
   const a = Number.parseInt(left, 10)
@@ -101,41 +98,6 @@ async function* fileText(path: string, hash: ReturnType<typeof createHash>, onBy
     hash.update(bytes)
     onBytes(bytes.length)
     yield decoder.decode(bytes, { stream: true })
-  }
-  const rest = decoder.decode()
-  if (rest !== '') yield rest
-}
-
-async function* zstdText(path: string, hash: ReturnType<typeof createHash>, onBytes: (n: number) => void) {
-  const compressed = await readFile(path)
-  hash.update(compressed)
-  const codec = await loadZstdCodec()
-  const decoder = new TextDecoder('utf-8')
-  let offset = 0
-  while (offset < compressed.length) {
-    const parsed = parseFrameAt(compressed, offset)
-    if (parsed.status !== 'complete') {
-      throw new CliError({
-        code: CliErrorCode.IO_ERROR,
-        path,
-        message: `${path}: expected Zstandard frames, found ${parsed.status === 'incomplete' ? 'a frame cut short' : 'bytes that are not a frame'} at offset ${offset}`,
-      })
-    }
-    const { frame } = parsed
-    if (frame.kind === 'zstd') {
-      // One frame is decoded at a time (a Codex rollout is usually one frame).
-      const chunks: string[] = []
-      codec.decompressFrameChunks(
-        compressed.subarray(offset, offset + frame.length),
-        { maxOutputBytes: MAX_ZSTD_OUTPUT_BYTES },
-        (chunk) => {
-          chunks.push(decoder.decode(chunk, { stream: true }))
-        },
-      )
-      yield* chunks
-    }
-    offset += frame.length
-    onBytes(frame.length)
   }
   const rest = decoder.decode()
   if (rest !== '') yield rest
