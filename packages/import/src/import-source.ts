@@ -8,7 +8,7 @@ import { looksLikeOpenHandsV0, looksLikeOpenHandsV1, openHandsFormat } from './f
 import { looksLikePi, piFormat } from './formats/pi.ts'
 import type { FormatFacts, FormatInput, FormatModule, FormatSession } from './formats/types.ts'
 import { ImportError, ImportErrorCode } from './import-error.ts'
-import { parseLines } from './lines.ts'
+import { parseJsonArray, parseLines } from './lines.ts'
 import type { ParsedLine } from './lines.ts'
 import { createReport } from './report.ts'
 import type { ImportReport } from './report.ts'
@@ -160,43 +160,6 @@ export function importedSessionId(format: SourceFormat, sourceId: string): strin
   return SESSION_ID_PATTERN.test(id) ? id : `${ID_PREFIX[format]}-source`
 }
 
-async function* arrayRecords(
-  firstLine: string,
-  rest: AsyncIterator<string>,
-  context: { readonly file: string; readonly report: ImportReport },
-): AsyncGenerator<ParsedLine> {
-  const parts = [firstLine]
-  for (let next = await rest.next(); next.done !== true; next = await rest.next()) {
-    parts.push(next.value)
-    context.report.lines += 1
-  }
-  let value: unknown
-  try {
-    value = JSON.parse(parts.join('\n'))
-  } catch (error) {
-    throw new ImportError({
-      code: ImportErrorCode.MALFORMED_LINE,
-      file: context.file,
-      line: 1,
-      message: `${context.file}: expected a JSON array of events, found text that does not parse (${error instanceof Error ? error.message : String(error)})`,
-    })
-  }
-  let index = 0
-  for (const element of Array.isArray(value) ? value : []) {
-    index += 1
-    if (typeof element !== 'object' || element === null || Array.isArray(element)) {
-      throw new ImportError({
-        code: ImportErrorCode.INVALID_RECORD,
-        file: context.file,
-        line: index,
-        message: `${context.file} element ${index}: expected an event object, found ${element === null ? 'null' : typeof element}`,
-      })
-    }
-    context.report.records += 1
-    yield { line: index, value: element as Record<string, unknown> }
-  }
-}
-
 const FORMATS: Readonly<Record<SourceFormat, FormatModule>> = {
   'claude-code': claudeCodeFormat,
   codex: codexFormat,
@@ -274,20 +237,19 @@ export async function importSource(
       message: `${file}: expected at least one record, found ${skipped === 0 ? 'an empty file' : 'only blank lines'}`,
     })
   }
-  let records: AsyncIterator<ParsedLine>
+  // A JSON array (an OpenHands trajectory) is read element by element, like lines.
   const array = firstLine.trimStart().startsWith('[')
-  if (array) {
-    report.lines = skipped
-    records = arrayRecords(firstLine, lineIterator, { file, report })
-  } else {
-    const restored = (async function* (): AsyncGenerator<string> {
-      for (let index = 1; index < skipped; index += 1) yield ''
-      yield firstLine
-      for (let next = await lineIterator.next(); next.done !== true; next = await lineIterator.next())
-        yield next.value
-    })()
-    records = parseLines(restored, { file, lenient, report })[Symbol.asyncIterator]()
-  }
+  const parse = (source: AsyncIterable<string>, into: ImportReport): AsyncGenerator<ParsedLine> =>
+    array
+      ? parseJsonArray(source, { file, report: into })
+      : parseLines(source, { file, lenient, report: into })
+  const restored = (async function* (): AsyncGenerator<string> {
+    for (let index = 1; index < skipped; index += 1) yield ''
+    yield firstLine
+    for (let next = await lineIterator.next(); next.done !== true; next = await lineIterator.next())
+      yield next.value
+  })()
+  const records = parse(restored, report)[Symbol.asyncIterator]()
   // Detection: the first JSON object (lenient mode may skip malformed lines before it).
   let first: ParsedLine | undefined
   const skippedMalformed: ParsedLine[] = []
@@ -325,7 +287,7 @@ export async function importSource(
   const module = FORMATS[format]
   // Pass 1: every line once (strict mode refuses a bad line here, before anything is built).
   const scanner = module.scanner()
-  const held: ParsedLine[] | null = reopen === undefined || array ? [] : null
+  const held: ParsedLine[] | null = reopen === undefined ? [] : null
   for (const parsed of skippedMalformed) {
     scanner.add(parsed)
     held?.push(parsed)
@@ -340,7 +302,7 @@ export async function importSource(
   const facts = scanner.facts()
   const replay =
     held === null
-      ? () => parseLines(reopen!(), { file, lenient, report: createReport(format, facts.formatVersion) })
+      ? () => parse(reopen!(), createReport(format, facts.formatVersion))
       : async function* (): AsyncGenerator<ParsedLine> {
           await Promise.resolve()
           yield* held
