@@ -159,6 +159,88 @@ describe('pi-mono (synthetic)', () => {
   })
 })
 
+describe('pi-mono SessionManager shapes (synthetic)', () => {
+  it('v3-session-manager.jsonl: bashExecution as pi shows it to the model, !! excluded, custom_message, an error turn, a second root', async () => {
+    const result = await importFile(fixture('pi', 'v3-session-manager.jsonl'))
+    // Two roots (resetLeaf): the last leaf's tree is the session, the first tree a fork.
+    expect(result.sessions.map((session) => session.role)).toEqual(['main', 'fork'])
+    const [main, fork] = result.sessions
+    expect(replay(main!.events)).toEqual([
+      { role: 'user', content: 'deploy it (edited)' },
+      { role: 'assistant', content: 'Deploying to staging.' },
+    ])
+    expect(main!.header.metadata).toMatchObject({
+      source: {
+        model: 'claude-x',
+        parentSessionFile:
+          '/home/u/.pi/agent/sessions/--home-u-app--/2026-03-31T09-00-00-000Z_11111111-2222-4333-8444-555555555555.jsonl',
+      },
+    })
+    const messages = replay(fork!.events)
+    expect(messages.map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+      'user',
+      'user',
+      'user',
+      'user',
+    ])
+    expect(messages.slice(4).map((message) => message.content)).toEqual([
+      'Ran `git status`\n```\nclean\n\n```',
+      'Ran `npm test`\n```\nFAIL x\n```\n\nCommand exited with code 1\n\n[Output truncated. Full output: /tmp/pi-bash-1.log]',
+      // b3 (`!!env`) is excluded from the context: not a message.
+      'Ran `sleep 9`\n(no output)\n\n(command cancelled)',
+      'Remember the staging flag.',
+      'try again with --staging',
+    ])
+    // The commands the user ran start no turn; the next prompt does, and the rate-limit error ends it.
+    expect(fork!.events.filter((event) => event.type === 'turn/end').map((event) => event.data)).toEqual([
+      { turn: 1, reason: 'completed' },
+      { turn: 2, reason: 'error' },
+    ])
+    expect(result.report.lossy).toEqual({
+      'pi.provider': 4,
+      'pi.signature': 1,
+      'pi.cost': 1,
+      'pi.details': 2,
+      'pi.display': 1,
+      'pi.errorMessage': 1,
+      'empty-assistant-message': 1,
+    })
+    expect(result.report.logOnly).toEqual({
+      'log-only:pi.session-header': 2,
+      'log-only:pi.model_change': 1,
+      'log-only:pi.thinking_level_change': 1,
+      'log-only:pi.bashExecution-excluded': 1,
+      'log-only:pi.session_info': 1,
+      'log-only:pi.label': 1,
+    })
+    // Nothing lost: every one of the 18 lines is kept verbatim in one session or the other.
+    const kept = new Set([...verbatimLines(main!.events), ...verbatimLines(fork!.events)])
+    expect([...kept].sort((a, b) => a - b)).toEqual(Array.from({ length: 18 }, (_, index) => index + 1))
+  })
+
+  it('v1-branched.jsonl: a v1 branched session (branchedFrom) and a v1 bashExecution', async () => {
+    const result = await importFile(fixture('pi', 'v1-branched.jsonl'))
+    expect(result.formatVersion).toBe('1')
+    const session = result.sessions[0]!
+    expect(replay(session.events)).toEqual([
+      { role: 'user', content: 'list the files' },
+      { role: 'assistant', content: 'Run ls yourself.' },
+      { role: 'user', content: 'Ran `ls`\n```\na.txt\n```' },
+    ])
+    expect(session.header.metadata).toMatchObject({
+      source: {
+        parentSessionFile:
+          '/home/u/.pi/agent/sessions/--home-u-app--/2026-01-09T08-00-00-000Z_22222222-3333-4444-8555-666666666666.jsonl',
+      },
+    })
+  })
+})
+
 describe('OpenHands V1 SDK (synthetic)', () => {
   it('v1-events.jsonl: parallel actions grouped by llm_response_id, results reordered, orphan dropped, think tags stripped', async () => {
     const result = await importFile(fixture('openhands', 'v1-events.jsonl'), { sourceName: 'conv-1' })

@@ -56,6 +56,25 @@ function usageOf(raw: unknown): Usage | undefined {
   }
 }
 
+/**
+ * The text pi gives the model for a `bashExecution` message (`bashExecutionToText` in
+ * `packages/coding-agent/src/core/messages.ts`): the command, its output in a fence (or that
+ * there was none), then whether it was cancelled or failed, and where a truncated output is.
+ */
+function bashExecutionText(message: Record<string, unknown>): string {
+  const output = str(message['output']) ?? ''
+  const lines = [`Ran \`${str(message['command']) ?? ''}\``]
+  lines.push(output === '' ? '(no output)' : `\`\`\`\n${output}\n\`\`\``)
+  const exitCode = message['exitCode']
+  if (message['cancelled'] === true) lines.push('\n\n(command cancelled)')
+  else if (typeof exitCode === 'number' && exitCode !== 0)
+    lines.push(`\n\nCommand exited with code ${exitCode}`)
+  const fullOutputPath = str(message['fullOutputPath'])
+  if (message['truncated'] === true && fullOutputPath !== undefined)
+    lines.push(`\n\n[Output truncated. Full output: ${fullOutputPath}]`)
+  return `${lines[0]!}\n${lines.slice(1).join('')}`
+}
+
 class PiMapper {
   readonly #b: SessionBuilder
   /** Seq of the first event each entry produced, for `firstKeptEntryId`. */
@@ -134,6 +153,7 @@ class PiMapper {
         } else b.lossy(`pi.block.${str(block['type']) ?? 'unknown'}`)
       }
       if (message['provider'] !== undefined) b.lossy('pi.provider')
+      if (typeof message['errorMessage'] === 'string') b.lossy('pi.errorMessage')
       if (obj(message['usage'])?.['cost'] !== undefined) b.lossy('pi.cost')
       b.record(value, 'mapped')
       b.assistant({ text, reasoning, toolCalls, usage: usageOf(message['usage']) })
@@ -153,6 +173,17 @@ class PiMapper {
       const { parts, text } = partsOf(message['content'], () => b.lossy('pi.image'))
       b.record(value, 'mapped')
       b.user(parts.length === 1 ? text : parts, { prompt: false })
+      return
+    }
+    if (role === 'bashExecution') {
+      // A command the user ran (`!cmd`): pi shows the model its text as a user message,
+      // unless it was run with `!!` (excluded from the context).
+      if (message['excludeFromContext'] === true) {
+        b.record(value, 'log-only:pi.bashExecution-excluded')
+        return
+      }
+      b.record(value, 'mapped')
+      b.user(bashExecutionText(message), { prompt: false })
       return
     }
     b.lossy(`pi.role.${role ?? 'unknown'}`)
@@ -211,16 +242,15 @@ class PiScanner implements FormatScanner {
   facts(): FormatFacts {
     const header = this.header
     const model = this.#model
+    const parentFile = str(header?.['parentSession']) ?? str(header?.['branchedFrom'])
     return {
       formatVersion: String(count(header?.['version']) ?? 1),
       sourceId: str(header?.['id']),
       cwd: str(header?.['cwd']),
       metadata: {
         ...(model === undefined ? {} : { model }),
-        // pi records the parent's file path, not an id: kept as data.
-        ...(str(header?.['parentSession']) === undefined
-          ? {}
-          : { parentSessionFile: header!['parentSession'] }),
+        // pi records the parent's file path, not an id (v1: `branchedFrom`): kept as data.
+        ...(parentFile === undefined ? {} : { parentSessionFile: parentFile }),
       },
     }
   }
