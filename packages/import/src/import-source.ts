@@ -4,7 +4,12 @@ import type { EventRegistry, LoggedEvent, SessionHeaderInput } from '@agent-ledg
 import { eventDigest, SessionBuilder } from './builder.ts'
 import { claudeCodeFormat, looksLikeClaudeCode } from './formats/claude-code.ts'
 import { codexFormat, looksLikeCodex } from './formats/codex.ts'
-import { looksLikeOpenHandsV0, looksLikeOpenHandsV1, openHandsFormat } from './formats/openhands.ts'
+import {
+  looksLikeOpenHandsV0,
+  looksLikeOpenHandsV1,
+  openHandsEvaluationLine,
+  openHandsFormat,
+} from './formats/openhands.ts'
 import { looksLikePi, piFormat } from './formats/pi.ts'
 import type { FormatFacts, FormatInput, FormatModule, FormatSession } from './formats/types.ts'
 import { ImportError, ImportErrorCode } from './import-error.ts'
@@ -270,9 +275,10 @@ export async function importSource(
   const detected = detectFormat(first.value)
   const keys = Object.keys(first.value).slice(0, 8).join(', ')
   if (detected === undefined) {
+    const found = openHandsEvaluationLine(first.value) ?? `an object with keys ${keys}`
     throw refuse(
       file,
-      `${file} line ${first.line}: expected a Claude Code, Codex, pi or OpenHands record, found an object with keys ${keys}; not imported`,
+      `${file} line ${first.line}: expected a Claude Code, Codex, pi or OpenHands record, found ${found}; not imported`,
       first.line,
     )
   }

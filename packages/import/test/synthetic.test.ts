@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { RepairCode } from '@agent-ledger/loop-repair'
 import { describe, expect, it } from 'vitest'
 
-import { ImportError, planIncrement } from '../src/index.ts'
+import { ImportError, planIncrement, USER_REJECTED } from '../src/index.ts'
 import { importFile, importText, replay, SYNTHETIC, verbatimLines } from './support/import.ts'
 
 const fixture = (...parts: string[]): string => join(SYNTHETIC, ...parts)
@@ -268,6 +268,66 @@ describe('OpenHands V1 SDK (synthetic)', () => {
   })
 })
 
+describe('OpenHands V1 SDK event kinds (synthetic)', () => {
+  it('v1-sdk-kinds.jsonl: rejected call, pause and interrupt end turns interrupted, a conversation error ends one in error, an image, a system prompt update', async () => {
+    const result = await importFile(fixture('openhands', 'v1-sdk-kinds.jsonl'))
+    const session = result.sessions[0]!
+    const messages = replay(session.events)
+    expect(messages.map((message) => message.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'user',
+      'assistant',
+      'tool',
+      'system',
+      'user',
+      'assistant',
+    ])
+    expect(messages[1]).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'what is in this screenshot?' },
+        { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+      ],
+    })
+    expect(messages[3]).toEqual({ role: 'tool', tool_call_id: 'call_1', content: 'too risky' })
+    expect(messages[8]).toEqual({ role: 'tool', tool_call_id: 'call_3', content: 'du: command timed out' })
+    expect(messages[9]).toEqual({ role: 'system', content: 'You are OpenHands, now with a browser.' })
+    expect(messages[11]).toEqual({
+      role: 'assistant',
+      content: 'I cannot browse yet.',
+      reasoning_content: 'no browser tool',
+    })
+    const results = session.events.filter((event) => event.type === 'tool/result').map((event) => event.data)
+    expect(results[0]).toMatchObject({
+      message: { tool_call_id: 'call_1' },
+      isError: true,
+      code: USER_REJECTED,
+    })
+    expect(results[2]).toMatchObject({ message: { tool_call_id: 'call_3' }, isError: true })
+    expect(session.events.filter((event) => event.type === 'turn/end').map((event) => event.data)).toEqual([
+      { turn: 1, reason: 'interrupted' },
+      { turn: 2, reason: 'interrupted' },
+      { turn: 3, reason: 'error' },
+    ])
+    expect(result.report.lossy).toEqual({
+      'time.no-zone-assumed-utc': 18,
+      'openhands.tool-specs': 2,
+      'openhands.security_risk': 3,
+    })
+    expect(result.report.logOnly).toEqual({
+      'log-only:openhands.TokenEvent': 1,
+      'log-only:openhands.ConversationStateUpdateEvent': 1,
+      'log-only:openhands.HookExecutionEvent': 1,
+    })
+    expect(verbatimLines(session.events)).toEqual(Array.from({ length: 18 }, (_, index) => index + 1))
+  })
+})
+
 describe('OpenHands condensations (synthetic)', () => {
   it('v1-condensation.jsonl: a contiguous Condensation with a summary is a compaction; a scattered one and one without summary are kept verbatim and counted', async () => {
     const result = await importFile(fixture('openhands', 'v1-condensation.jsonl'), { sourceName: 'conv-2' })
@@ -362,6 +422,51 @@ describe('bad input', () => {
     })
     await expect(importText('\n\n')).rejects.toMatchObject({ code: 'EMPTY_SOURCE' })
     await expect(importText(codex(), { sha256: 'nope' })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+  })
+
+  it('refuses an OpenHands evaluation output (one run per line in "history"), saying what it is and what to do', async () => {
+    // The shape of SWE-bench / resolver `output.jsonl` lines (All-Hands-AI/OpenHands
+    // tests/unit/resolver/mock_output/output.jsonl, evaluation/benchmarks/*/run_infer.py).
+    const full = {
+      instance_id: 'astropy__astropy-12907',
+      instruction: 'fix it',
+      history: [
+        {
+          id: 0,
+          timestamp: '2026-01-01T00:00:00',
+          source: 'user',
+          action: 'message',
+          args: { content: 'fix it' },
+        },
+        { id: 1, timestamp: '2026-01-01T00:00:01', source: 'agent', action: 'finish', args: {} },
+      ],
+      test_result: { git_patch: '' },
+    }
+    await expect(importText(`${JSON.stringify(full)}\n${JSON.stringify(full)}\n`)).rejects.toMatchObject({
+      code: 'UNRECOGNIZED_FORMAT',
+      line: 1,
+      message: expect.stringContaining(
+        'found an OpenHands evaluation output line ("astropy__astropy-12907") holding a run of 2 events in "history" beside its task and result: one line per run is not a session log; to import a run, write its "history" array to a file of its own',
+      ) as unknown,
+    })
+    const flattened = {
+      issue: { title: 'Add MIT license' },
+      history: [
+        { content: 'fix it', action: 'message' },
+        { command: 'ls', action: 'run' },
+        { content: '', observation: 'run' },
+      ],
+    }
+    await expect(importText(`${JSON.stringify(flattened)}\n`)).rejects.toMatchObject({
+      code: 'UNRECOGNIZED_FORMAT',
+      message: expect.stringContaining(
+        '("Add MIT license") holding a run of 3 events in "history" beside its task and result: one line per run is not a session log; its events are in an older flattened form',
+      ) as unknown,
+    })
+    // A "history" of something else is just an unknown object.
+    await expect(importText('{"history": [1, 2]}\n')).rejects.toMatchObject({
+      message: expect.stringContaining('found an object with keys history;') as unknown,
+    })
   })
 })
 
