@@ -165,7 +165,6 @@ const CLOSE_BRACE = 0x7d
 const OPEN_BRACKET = 0x5b
 const CLOSE_BRACKET = 0x5d
 const QUOTE = 0x22
-const BACKSLASH = 0x5c
 const COMMA = 0x2c
 
 function isSpace(code: number): boolean {
@@ -230,13 +229,26 @@ export async function* parseJsonArray(
     if (number === 1 && text.charCodeAt(0) === 0xfeff) text = text.slice(1)
     // Where the element being read starts on this line (0 when it began on an earlier one).
     let start = 0
+    let backslash = text.indexOf('\\')
     for (let at = 0; at < text.length; at += 1) {
       const code = text.charCodeAt(at)
       if (phase === 'element') {
         if (inString) {
-          if (escaped) escaped = false
-          else if (code === BACKSLASH) escaped = true
-          else if (code === QUOTE) inString = false
+          if (escaped) {
+            escaped = false
+            continue
+          }
+          // Jump to the next quote or backslash (most of an event is string content).
+          const quote = text.indexOf('"', at)
+          // The next backslash is looked up again only once passed (a line may hold many strings).
+          if (backslash !== -1 && backslash < at) backslash = text.indexOf('\\', at)
+          if (backslash !== -1 && (quote === -1 || backslash < quote)) {
+            escaped = true
+            at = backslash
+          } else if (quote !== -1) {
+            inString = false
+            at = quote
+          } else at = text.length
           continue
         }
         if (code === QUOTE) inString = true
