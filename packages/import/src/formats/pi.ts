@@ -328,7 +328,7 @@ async function mapPi(input: FormatInput, scanner: PiScanner): Promise<FormatSess
   await build(builder, steps, main)
   if (input.live) return [main]
   const sessions: FormatSession[] = [main]
-  const counted = new Set(plan.main.map((node) => node.line))
+  const counted = new Set(plan.branches.length > 0 ? plan.main.map((node) => node.line) : [])
   for (const branch of plan.branches) {
     const forkBuilder = input.newBuilder((line) => !counted.has(line))
     await build(forkBuilder, branch.sequence)
