@@ -22,6 +22,7 @@ interface ImportJson {
     file: string
     format: string
     sessions: { id: string; action: string; appended?: number; events: number }[]
+    report?: unknown
   }[]
   failures: { file: string; error: { code: string } }[]
 }
@@ -195,10 +196,24 @@ describe('agent-ledger import (synthetic sources)', () => {
           JSON.stringify(JSON.parse(line), null, 2),
         )
       })
+    // The conversation's state beside its events (V1 base_state.json, V0 metadata.json) is not a source.
+    writeFileSync(
+      join(root, 'conv-7', 'base_state.json'),
+      JSON.stringify({ id: 'conv-7', agent: {} }, null, 2),
+    )
+    writeFileSync(join(root, 'conv-7', 'metadata.json'), JSON.stringify({ conversation_id: 'conv-7' }))
     const run = await cli(['import', join(root, 'conv-7'), '--dry-run', '--json'])
     expect(run.code).toBe(0)
-    const source = (JSON.parse(run.stdout) as ImportJson).sources[0]!
-    expect(source).toMatchObject({ format: 'openhands', sessions: [{ id: 'openhands-conv-7' }] })
+    const sources = (JSON.parse(run.stdout) as ImportJson).sources
+    expect(sources).toHaveLength(1)
+    expect(sources[0]).toMatchObject({ format: 'openhands', sessions: [{ id: 'openhands-conv-7' }] })
+    // The events/ directory named itself: the same one source, named after its conversation.
+    const direct = await cli(['import', events, '--dry-run', '--json'])
+    expect(direct.code).toBe(0)
+    const named = (JSON.parse(direct.stdout) as ImportJson).sources
+    expect(named).toHaveLength(1)
+    expect(named[0]).toMatchObject({ format: 'openhands', sessions: [{ id: 'openhands-conv-7' }] })
+    expect(named[0]!.report).toEqual(sources[0]!.report)
   })
 
   it('a malformed line is refused with file and line (exit 1); --lenient imports and counts it', async () => {

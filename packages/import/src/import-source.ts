@@ -4,11 +4,16 @@ import type { EventRegistry, LoggedEvent, SessionHeaderInput } from '@agent-ledg
 import { eventDigest, SessionBuilder } from './builder.ts'
 import { claudeCodeFormat, looksLikeClaudeCode } from './formats/claude-code.ts'
 import { codexDetection, codexFormat } from './formats/codex.ts'
-import { looksLikeOpenHandsV0, looksLikeOpenHandsV1, openHandsFormat } from './formats/openhands.ts'
+import {
+  looksLikeOpenHandsV0,
+  looksLikeOpenHandsV1,
+  openHandsEvaluationLine,
+  openHandsFormat,
+} from './formats/openhands.ts'
 import { looksLikePi, piFormat } from './formats/pi.ts'
 import type { FormatFacts, FormatInput, FormatModule, FormatSession } from './formats/types.ts'
 import { ImportError, ImportErrorCode } from './import-error.ts'
-import { parseLines } from './lines.ts'
+import { parseJsonArray, parseLines } from './lines.ts'
 import type { ParsedLine } from './lines.ts'
 import { createReport } from './report.ts'
 import type { ImportReport } from './report.ts'
@@ -157,13 +162,14 @@ export function importedSessionId(format: SourceFormat, sourceId: string): strin
 }
 
 /**
- * Whether a source is one JSON document rather than JSON lines: an array (an OpenHands
- * trajectory), an object spread over lines (`{` alone on the first line), or a one-line object
- * with an `items` array (an early Codex `{session, items}` rollout).
+ * Whether a source is one JSON object rather than JSON lines: an object spread over lines (`{`
+ * alone on the first line), or a one-line object with an `items` array (an early Codex
+ * `{session, items}` rollout). A JSON array (an OpenHands trajectory) is not one: it is read
+ * element by element ({@link parseJsonArray}).
  */
 function isDocument(firstLine: string): boolean {
   const start = firstLine.trim()
-  if (start.startsWith('[') || start === '{') return true
+  if (start === '{') return true
   if (!start.startsWith('{') || !start.includes('"items"')) return false
   try {
     const value: unknown = JSON.parse(start)
@@ -181,14 +187,14 @@ function documentElements(value: unknown): unknown[] {
   return Array.isArray(items) ? [wrapper, ...(items as unknown[])] : [value]
 }
 
+/** The records of a one-object source (small: an early Codex rollout), parsed whole. */
 async function* documentRecords(
-  firstLine: string,
-  rest: AsyncIterator<string>,
+  source: AsyncIterable<string>,
   context: { readonly file: string; readonly report: ImportReport },
 ): AsyncGenerator<ParsedLine> {
-  const parts = [firstLine]
-  for (let next = await rest.next(); next.done !== true; next = await rest.next()) {
-    parts.push(next.value)
+  const parts: string[] = []
+  for await (const line of source) {
+    parts.push(line)
     context.report.lines += 1
   }
   let value: unknown
@@ -295,20 +301,23 @@ export async function importSource(
       message: `${file}: expected at least one record, found ${skipped === 0 ? 'an empty file' : 'only blank lines'}`,
     })
   }
-  let records: AsyncIterator<ParsedLine>
-  const array = isDocument(firstLine)
-  if (array) {
-    report.lines = skipped
-    records = documentRecords(firstLine, lineIterator, { file, report })
-  } else {
-    const restored = (async function* (): AsyncGenerator<string> {
-      for (let index = 1; index < skipped; index += 1) yield ''
-      yield firstLine
-      for (let next = await lineIterator.next(); next.done !== true; next = await lineIterator.next())
-        yield next.value
-    })()
-    records = parseLines(restored, { file, lenient, report })[Symbol.asyncIterator]()
-  }
+  // A JSON array (an OpenHands trajectory) is read element by element, like lines; a source
+  // that is one JSON object (an early Codex rollout) is parsed whole and held.
+  const array = firstLine.trimStart().startsWith('[')
+  const document = !array && isDocument(firstLine)
+  const parse = (source: AsyncIterable<string>, into: ImportReport): AsyncGenerator<ParsedLine> =>
+    array
+      ? parseJsonArray(source, { file, report: into })
+      : document
+        ? documentRecords(source, { file, report: into })
+        : parseLines(source, { file, lenient, report: into })
+  const restored = (async function* (): AsyncGenerator<string> {
+    for (let index = 1; index < skipped; index += 1) yield ''
+    yield firstLine
+    for (let next = await lineIterator.next(); next.done !== true; next = await lineIterator.next())
+      yield next.value
+  })()
+  const records = parse(restored, report)[Symbol.asyncIterator]()
   // Detection: the first JSON object (lenient mode may skip malformed lines before it).
   let first: ParsedLine | undefined
   const skippedMalformed: ParsedLine[] = []
@@ -329,9 +338,10 @@ export async function importSource(
   const detected = detectFormat(first.value)
   const keys = Object.keys(first.value).slice(0, 8).join(', ')
   if (detected === undefined) {
+    const found = openHandsEvaluationLine(first.value) ?? `an object with keys ${keys}`
     throw refuse(
       file,
-      `${file} line ${first.line}: expected a Claude Code, Codex, pi or OpenHands record, found an object with keys ${keys}; not imported`,
+      `${file} line ${first.line}: expected a Claude Code, Codex, pi or OpenHands record, found ${found}; not imported`,
       first.line,
     )
   }
@@ -346,7 +356,7 @@ export async function importSource(
   const module = FORMATS[format]
   // Pass 1: every line once (strict mode refuses a bad line here, before anything is built).
   const scanner = module.scanner({ sourceName: options.sourceName })
-  const held: ParsedLine[] | null = reopen === undefined || array ? [] : null
+  const held: ParsedLine[] | null = reopen === undefined || document ? [] : null
   for (const parsed of skippedMalformed) {
     scanner.add(parsed)
     held?.push(parsed)
@@ -361,7 +371,7 @@ export async function importSource(
   const facts = scanner.facts()
   const replay =
     held === null
-      ? () => parseLines(reopen!(), { file, lenient, report: createReport(format, facts.formatVersion) })
+      ? () => parse(reopen!(), createReport(format, facts.formatVersion))
       : async function* (): AsyncGenerator<ParsedLine> {
           await Promise.resolve()
           yield* held

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { readdir, readFile, stat } from 'node:fs/promises'
-import { basename, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 
 import { splitLines } from '@agent-ledger/import'
 
@@ -32,6 +32,9 @@ function byNumber(left: string, right: string): number {
   return Number.isNaN(a) || Number.isNaN(b) || a === b ? left.localeCompare(right) : a - b
 }
 
+/** Files beside an OpenHands `events/` directory that hold the conversation's state (not imported). */
+const OPENHANDS_STATE_FILES: ReadonlySet<string> = new Set(['base_state.json', 'metadata.json'])
+
 async function eventFiles(directory: string): Promise<string[]> {
   const names = (await readdir(directory)).filter((name) => name.endsWith('.json'))
   return names.sort(byNumber)
@@ -40,7 +43,9 @@ async function eventFiles(directory: string): Promise<string[]> {
 /**
  * The sources under `path`: the file itself, or every `.jsonl`, `.jsonl.zst` and `.json` file
  * below a directory (recursively; in each directory its files in name order, then its
- * directories), an `events/` directory of JSON files (OpenHands) counting as one source.
+ * directories), an `events/` directory of JSON files (OpenHands, named itself or found below)
+ * counting as one source named after the directory that holds it; `base_state.json` and
+ * `metadata.json` beside it (the conversation's state) are not sources.
  *
  * @throws {@link CliError} `IO_ERROR` when `path` cannot be read.
  */
@@ -58,21 +63,30 @@ export async function findSources(path: string, shown: string): Promise<ImportSo
     ]
   }
   const found: ImportSourceFile[] = []
+  /** An OpenHands `events/` directory with event files: one source named after its conversation. */
+  const eventsDir = async (full: string, conversation: string): Promise<boolean> => {
+    const files = await eventFiles(full)
+    if (files.length === 0) return false
+    let bytes = 0
+    for (const file of files) bytes += (await stat(join(full, file))).size
+    found.push({ path: full, kind: 'events-dir', sourceName: basename(conversation), bytes })
+    return true
+  }
   const walk = async (directory: string): Promise<void> => {
     // Files before directories, each in name order: a Claude Code session file comes before
     // the directory of its sub-agent files, so a parent is imported before its children.
     const entries = (await readdir(directory, { withFileTypes: true })).sort(
       (a, b) => Number(a.isDirectory()) - Number(b.isDirectory()) || a.name.localeCompare(b.name),
     )
+    // An OpenHands conversation directory: its events are the session; `base_state.json` (V1)
+    // and `metadata.json` (V0) beside them are the conversation's state, not session logs.
+    const conversation = entries.some((entry) => entry.isDirectory() && entry.name === 'events')
     for (const entry of entries) {
       const full = join(directory, entry.name)
       if (entry.isDirectory()) {
-        const files = entry.name === 'events' ? await eventFiles(full) : []
-        if (files.length > 0) {
-          let bytes = 0
-          for (const file of files) bytes += (await stat(join(full, file))).size
-          found.push({ path: full, kind: 'events-dir', sourceName: basename(directory), bytes })
-        } else await walk(full)
+        if (!(entry.name === 'events' && (await eventsDir(full, directory)))) await walk(full)
+      } else if (conversation && OPENHANDS_STATE_FILES.has(entry.name)) {
+        continue
       } else if (entry.isFile() && /\.(jsonl|json)(\.zst)?$/.test(entry.name)) {
         found.push({
           path: full,
@@ -84,7 +98,8 @@ export async function findSources(path: string, shown: string): Promise<ImportSo
     }
   }
   try {
-    await walk(path)
+    // The `events/` directory itself, named directly: one source too.
+    if (!(basename(path) === 'events' && (await eventsDir(path, dirname(path))))) await walk(path)
   } catch (error) {
     throw ioError(error, { path: shown, doing: 'read' })
   }
