@@ -16,7 +16,10 @@ import type { CheckpointSkipReason } from './checkpoint-options.ts'
 
 /** Globals of every runtime the core targets; declared here so the core needs no DOM or Node typings. */
 declare const TextEncoder: new () => { encode(input: string): Uint8Array }
-declare const TextDecoder: new (label: string, options: { fatal: boolean }) => { decode(input: Uint8Array): string }
+declare const TextDecoder: new (
+  label: string,
+  options: { fatal: boolean },
+) => { decode(input: Uint8Array): string }
 
 /** The `format` member of a core checkpoint body. */
 export const CORE_CHECKPOINT_FORMAT = 'agent-ledger.core-checkpoint'
@@ -100,7 +103,10 @@ function parseJson(bytes: Uint8Array): unknown {
 export function decodeCheckpointBody(body: Uint8Array, crc32c: Crc32c): CheckpointPayload | BodyRefusal {
   const newline = body.subarray(0, MAX_PREAMBLE_BYTES + 1).indexOf(0x0a)
   if (newline < 0) {
-    return { reason: 'decode', message: `expected a "${CORE_CHECKPOINT_FORMAT}" first line, found none in the first ${MAX_PREAMBLE_BYTES} bytes` }
+    return {
+      reason: 'decode',
+      message: `expected a "${CORE_CHECKPOINT_FORMAT}" first line, found none in the first ${MAX_PREAMBLE_BYTES} bytes`,
+    }
   }
   let preamble: unknown
   try {
@@ -109,7 +115,10 @@ export function decodeCheckpointBody(body: Uint8Array, crc32c: Crc32c): Checkpoi
     return { reason: 'decode', message: 'expected a JSON first line, found bytes that do not parse' }
   }
   if (!isRecord(preamble) || preamble.format !== CORE_CHECKPOINT_FORMAT) {
-    return { reason: 'decode', message: `expected format "${CORE_CHECKPOINT_FORMAT}", found ${JSON.stringify(isRecord(preamble) ? preamble.format : preamble) ?? 'nothing'}` }
+    return {
+      reason: 'decode',
+      message: `expected format "${CORE_CHECKPOINT_FORMAT}", found ${JSON.stringify(isRecord(preamble) ? preamble.format : preamble) ?? 'nothing'}`,
+    }
   }
   const version = preamble.checkpointVersion
   if (version !== CORE_CHECKPOINT_VERSION) {
@@ -122,7 +131,10 @@ export function decodeCheckpointBody(body: Uint8Array, crc32c: Crc32c): Checkpoi
   const data = body.subarray(newline + 1)
   const crc = HEX(crc32c(data))
   if (preamble.payloadCrc32c !== crc) {
-    return { reason: 'checksum', message: `expected payload CRC-32C ${JSON.stringify(preamble.payloadCrc32c) ?? 'none'}, found ${crc}` }
+    return {
+      reason: 'checksum',
+      message: `expected payload CRC-32C ${JSON.stringify(preamble.payloadCrc32c) ?? 'none'}, found ${crc}`,
+    }
   }
   let payload: unknown
   try {
@@ -138,7 +150,10 @@ export function decodeCheckpointBody(body: Uint8Array, crc32c: Crc32c): Checkpoi
     !isCount(payload.maxLineLength) ||
     !isRecord(payload.snapshot)
   ) {
-    return { reason: 'schema', message: 'expected a payload {seq, logChars, maxDepth, maxLineLength, snapshot}, found another shape' }
+    return {
+      reason: 'schema',
+      message: 'expected a payload {seq, logChars, maxDepth, maxLineLength, snapshot}, found another shape',
+    }
   }
   return payload as unknown as CheckpointPayload
 }

@@ -62,7 +62,12 @@ interface Refusal {
 }
 
 type Attempt =
-  | { readonly ok: true; readonly scan: ScanResult; readonly payload: CheckpointPayload; readonly replayed: number }
+  | {
+      readonly ok: true
+      readonly scan: ScanResult
+      readonly payload: CheckpointPayload
+      readonly replayed: number
+    }
   | Refusal
 
 const QUIET: ReadonlySet<CheckpointSkipReason> = new Set(['unsupported', 'disabled', 'missing'])
@@ -92,23 +97,22 @@ export async function scanWithCheckpoint(
   options: CheckpointScanOptions = {},
 ): Promise<CheckpointedScan> {
   const capability = context.backend.capabilities.checkpoints
-  if (capability === undefined) return await fullScan(context, id, options, refuse('unsupported', ''))
-  if (!context.checkpoint.enabled) return await fullScan(context, id, options, refuse('disabled', ''))
+  if (capability === undefined)
+    return await fullScan(context, { id, why: refuse('unsupported', ''), signal: options.signal })
+  if (!context.checkpoint.enabled)
+    return await fullScan(context, { id, why: refuse('disabled', ''), signal: options.signal })
   let record: CheckpointRecord | null
   try {
     record = await capability.getCheckpoint(id, { signal: options.signal })
   } catch (error) {
     if (isAbort(error)) throw error
-    return await fullScan(
-      context,
-      id,
-      options,
-      refuse('backend', `getCheckpoint failed: ${error instanceof Error ? error.message : String(error)}`, error),
-    )
+    const message = `getCheckpoint failed: ${error instanceof Error ? error.message : String(error)}`
+    return await fullScan(context, { id, why: refuse('backend', message, error), signal: options.signal })
   }
-  if (record === null) return await fullScan(context, id, options, refuse('missing', ''))
+  if (record === null)
+    return await fullScan(context, { id, why: refuse('missing', ''), signal: options.signal })
   const attempt = await fromCheckpoint(context, { id, record, options })
-  if (!attempt.ok) return await fullScan(context, id, options, attempt)
+  if (!attempt.ok) return await fullScan(context, { id, why: attempt, signal: options.signal })
   return {
     scan: attempt.scan,
     use: { used: true, seq: record.seq, replayedEvents: attempt.replayed },
@@ -119,11 +123,10 @@ export async function scanWithCheckpoint(
 
 async function fullScan(
   context: CheckpointContext,
-  id: string,
-  options: SignalOptions,
-  why: Refusal,
+  request: { readonly id: string; readonly why: Refusal } & SignalOptions,
 ): Promise<CheckpointedScan> {
-  const scan = await scanSession(context, id, { signal: options.signal })
+  const { id, why } = request
+  const scan = await scanSession(context, id, { signal: request.signal })
   if (!QUIET.has(why.reason)) {
     const warning: SessionStoreWarning = {
       code: 'CHECKPOINT_IGNORED',
@@ -167,7 +170,10 @@ async function boundEvent(
       })
       const crc = lineCrc(stored.line)
       if (crc !== record.eventCrc) {
-        return refuse('event', `expected event ${record.seq} with crc ${record.eventCrc}, found crc ${crc ?? 'none'}`)
+        return refuse(
+          'event',
+          `expected event ${record.seq} with crc ${record.eventCrc}, found crc ${crc ?? 'none'}`,
+        )
       }
       found = event
     }
@@ -181,7 +187,11 @@ async function boundEvent(
 
 async function fromCheckpoint(
   context: CheckpointContext,
-  request: { readonly id: string; readonly record: CheckpointRecord; readonly options: CheckpointScanOptions },
+  request: {
+    readonly id: string
+    readonly record: CheckpointRecord
+    readonly options: CheckpointScanOptions
+  },
 ): Promise<Attempt> {
   const { id, record, options } = request
   const { header, line: headerLine } = await readHeader(context, id, options)
@@ -197,11 +207,15 @@ async function fromCheckpoint(
     return refuse('past-head', `expected a seq below the head ${nextSeq}, found ${record.seq}`)
   }
   if (record.body.byteLength > context.checkpoint.maxBytes) {
-    return refuse('too-large', `expected at most ${context.checkpoint.maxBytes} bytes, found ${record.body.byteLength}`)
+    return refuse(
+      'too-large',
+      `expected at most ${context.checkpoint.maxBytes} bytes, found ${record.body.byteLength}`,
+    )
   }
   const payload = decodeCheckpointBody(record.body, context.crc32c)
   if ('reason' in payload) return refuse(payload.reason, payload.message)
-  if (payload.seq !== record.seq) return refuse('schema', `expected a payload for seq ${record.seq}, found ${payload.seq}`)
+  if (payload.seq !== record.seq)
+    return refuse('schema', `expected a payload for seq ${record.seq}, found ${payload.seq}`)
   if (payload.maxDepth > context.limits.maxDepth || payload.maxLineLength > context.limits.maxLineLength) {
     return refuse(
       'limits',
@@ -214,10 +228,20 @@ async function fromCheckpoint(
   try {
     projection = restoreProjection(payload.snapshot, { registry: context.registry })
   } catch (error) {
-    return refuse('snapshot', `the snapshot does not restore (${error instanceof Error ? error.message : String(error)})`, error)
+    return refuse(
+      'snapshot',
+      `the snapshot does not restore (${error instanceof Error ? error.message : String(error)})`,
+      error,
+    )
   }
-  if (projection.nextSeq !== record.seq + 1 || JSON.stringify(projection.lastEvent) !== JSON.stringify(bound.event)) {
-    return refuse('schema', `expected a snapshot ending with event ${record.seq} as stored, found nextSeq ${projection.nextSeq} and another last event`)
+  if (
+    projection.nextSeq !== record.seq + 1 ||
+    JSON.stringify(projection.lastEvent) !== JSON.stringify(bound.event)
+  ) {
+    return refuse(
+      'schema',
+      `expected a snapshot ending with event ${record.seq} as stored, found nextSeq ${projection.nextSeq} and another last event`,
+    )
   }
   const folded = await foldLines(
     context,

@@ -119,11 +119,7 @@ export interface SessionStoreWarning {
   readonly cause?: unknown
 }
 
-function count(
-  value: unknown,
-  name: keyof CheckpointOptions,
-  fallback: number,
-): number {
+function count(value: unknown, name: keyof CheckpointOptions, fallback: number): number {
   if (value === undefined) return fallback
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
     throw invalidOption(`checkpoint.${name}`, 'a non-negative integer', value)

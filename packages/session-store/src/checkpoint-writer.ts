@@ -56,7 +56,10 @@ export class CheckpointSchedule {
 
   /** True when the backend has the capability and checkpoints are on. */
   get active(): boolean {
-    return this.#init.context.checkpoint.enabled && this.#init.context.backend.capabilities.checkpoints !== undefined
+    return (
+      this.#init.context.checkpoint.enabled &&
+      this.#init.context.backend.capabilities.checkpoints !== undefined
+    )
   }
 
   /**
@@ -143,7 +146,11 @@ export class CheckpointSchedule {
     this.#lastAtMs = Date.parse(this.#init.clock())
     try {
       await capability.putCheckpoint(lease, planned.record)
-      this.#base = { seq: planned.record.seq, logChars: planned.logChars, bytes: planned.record.body.byteLength }
+      this.#base = {
+        seq: planned.record.seq,
+        logChars: planned.logChars,
+        bytes: planned.record.body.byteLength,
+      }
     } catch (error) {
       try {
         this.#init.context.warn({
@@ -171,9 +178,13 @@ export class CheckpointSchedule {
     lease: WriterLease,
   ): Promise<void> {
     await this.#inFlight
-    if (!this.active || head.lastCrc === null || head.seq <= this.#base.seq || !this.#grown(this.#logChars)) return
+    if (!this.active || head.lastCrc === null || head.seq <= this.#base.seq || !this.#grown(this.#logChars))
+      return
     if (head.projection.nextSeq !== head.seq + 1) return
-    const planned = this.#take({ seq: head.seq, lastCrc: head.lastCrc, logChars: this.#logChars }, head.projection)
+    const planned = this.#take(
+      { seq: head.seq, lastCrc: head.lastCrc, logChars: this.#logChars },
+      head.projection,
+    )
     this.store(planned, lease)
     await this.#inFlight
   }

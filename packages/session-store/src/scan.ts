@@ -132,7 +132,11 @@ export interface FoldResult {
  * @param options - `toSeq`, `onEvent`, the abort signal.
  * @returns Where the fold stopped, and any damage or torn tail.
  */
-export async function foldLines(context: CoreContext, start: FoldStart, options: ScanOptions = {}): Promise<FoldResult> {
+export async function foldLines(
+  context: CoreContext,
+  start: FoldStart,
+  options: ScanOptions = {},
+): Promise<FoldResult> {
   const { id, projection } = start
   let lastSeq = start.lastSeq
   let lastCrc = start.lastCrc
