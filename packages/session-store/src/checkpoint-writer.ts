@@ -8,6 +8,8 @@ import type { Projection } from '@agent-ledger/session-projection'
 
 import { encodeCheckpointBody } from './checkpoint-body.ts'
 import type { CheckpointBase, CheckpointContext } from './checkpoint-open.ts'
+import type { CheckpointUse } from './checkpoint-options.ts'
+import { lineCrc } from './line-codec.ts'
 import type { CheckpointRecord, WriterLease } from './port.ts'
 
 /** Room added to the last checkpoint's size in the growth rule (as the JSONL store). */
@@ -192,5 +194,65 @@ export class CheckpointSchedule {
   /** Waits for a checkpoint in flight (it never rejects). */
   async settled(): Promise<void> {
     await this.#inFlight
+  }
+}
+
+/** How a session was opened, as far as its writer's checkpoints care (internal). */
+export interface OpenedForWrite {
+  readonly id: string
+  readonly headerLine: string
+  /** Checksum of the last durable line (null: none). */
+  readonly lastCrc: string | null
+  readonly logChars: number
+  readonly base: CheckpointBase
+  readonly use: CheckpointUse
+}
+
+/**
+ * The opening of a session this store just published (create, fork): no checkpoint yet.
+ *
+ * @param id - The session.
+ * @param created - Its header line and every line it was published with.
+ * @returns How it was opened.
+ */
+export function createdOpen(
+  id: string,
+  created: { readonly headerLine: string; readonly lines: readonly string[] },
+): OpenedForWrite {
+  const { lines } = created
+  return {
+    id,
+    headerLine: created.headerLine,
+    lastCrc: lines.length === 0 ? null : lineCrc(lines.at(-1)!),
+    logChars: lines.reduce((sum, line) => sum + line.length + 1, 0),
+    base: { seq: -1, logChars: 0, bytes: 0 },
+    use: { used: false, reason: 'missing', message: '', replayedEvents: 0 },
+  }
+}
+
+/**
+ * The members of a writer's init that depend on how its session was opened.
+ *
+ * @param context - The store's context.
+ * @param clock - The store's clock.
+ * @param opened - How the session was opened.
+ * @returns The checkpoint schedule, what the open did with the checkpoint, the last durable crc.
+ */
+export function writerCheckpointParts(
+  context: CheckpointContext,
+  clock: () => string,
+  opened: OpenedForWrite,
+): { checkpoints: CheckpointSchedule; checkpointUse: CheckpointUse; lastCrc: string | null } {
+  return {
+    checkpoints: new CheckpointSchedule({
+      context,
+      sessionId: opened.id,
+      headerCrc: lineCrc(opened.headerLine) ?? '',
+      clock,
+      logChars: opened.logChars,
+      base: opened.base,
+    }),
+    checkpointUse: opened.use,
+    lastCrc: opened.lastCrc,
   }
 }

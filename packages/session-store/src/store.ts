@@ -11,10 +11,9 @@ import type { Projection } from '@agent-ledger/session-projection'
 
 import { registryDigest } from './checkpoint-body.ts'
 import { scanWithCheckpoint } from './checkpoint-open.ts'
-import type { CheckpointBase, CheckpointContext } from './checkpoint-open.ts'
+import type { CheckpointContext } from './checkpoint-open.ts'
 import { resolveCheckpointOptions } from './checkpoint-options.ts'
-import type { CheckpointUse } from './checkpoint-options.ts'
-import { CheckpointSchedule } from './checkpoint-writer.ts'
+import { createdOpen, writerCheckpointParts } from './checkpoint-writer.ts'
 import { crc32c as defaultCrc32c } from './crc32c.ts'
 import { decodeEventLine, encodeEvent } from './event-codec.ts'
 import { assertSessionId, buildHeader, parseHeaderLine } from './header.ts'
@@ -89,29 +88,6 @@ class SessionStoreImpl implements SessionStore {
     this.#headerExtra = redactionHeader(this.#context.redaction)
   }
 
-  /** The pieces of a writer that depend on how the session was opened. */
-  #writerParts(opened: {
-    readonly id: string
-    readonly headerLine: string
-    readonly lastCrc: string | null
-    readonly logChars: number
-    readonly base: CheckpointBase
-    readonly use: CheckpointUse
-  }): { checkpoints: CheckpointSchedule; checkpointUse: CheckpointUse; lastCrc: string | null } {
-    return {
-      checkpoints: new CheckpointSchedule({
-        context: this.#context,
-        sessionId: opened.id,
-        headerCrc: lineCrc(opened.headerLine) ?? '',
-        clock: this.#clock,
-        logChars: opened.logChars,
-        base: opened.base,
-      }),
-      checkpointUse: opened.use,
-      lastCrc: opened.lastCrc,
-    }
-  }
-
   #assertOpen(): void {
     if (this.#closed || this.#closing !== null) {
       throw new SessionStoreError({
@@ -177,14 +153,7 @@ class SessionStoreImpl implements SessionStore {
         clock: this.#clock,
         leaseMs: this.#leaseMs,
         backendRepairs: acquired.repaired,
-        ...this.#writerParts({
-          id,
-          headerLine: created.headerLine,
-          lastCrc: created.lines.length === 0 ? null : lineCrc(created.lines.at(-1)!),
-          logChars: created.lines.reduce((sum, line) => sum + line.length + 1, 0),
-          base: { seq: -1, logChars: 0, bytes: 0 },
-          use: { used: false, reason: 'missing', message: '', replayedEvents: 0 },
-        }),
+        ...writerCheckpointParts(this.#context, this.#clock, createdOpen(id, created)),
         onClosed: (writer) => this.#writers.delete(writer),
       }),
     )
@@ -232,7 +201,12 @@ class SessionStoreImpl implements SessionStore {
         clock: this.#clock,
         leaseMs: this.#leaseMs,
         backendRepairs: acquired.repaired,
-        ...this.#writerParts({ id, ...opened, headerLine: scan.headerLine, lastCrc: scan.lastCrc }),
+        ...writerCheckpointParts(this.#context, this.#clock, {
+          id,
+          ...opened,
+          headerLine: scan.headerLine,
+          lastCrc: scan.lastCrc,
+        }),
         onClosed: (closed) => this.#writers.delete(closed),
       })
     } catch (error) {
