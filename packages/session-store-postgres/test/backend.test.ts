@@ -36,13 +36,7 @@ describeOnServer('PostgreSQL backend', () => {
   let url: string
   let backend: PostgresBackend
 
-  useDatabase(
-    (database) => {
-      url = database.url
-      backend = database.backend
-    },
-    { readPageSize: 7 },
-  )
+  useDatabase((database) => ({ url, backend } = database), { readPageSize: 7 })
 
   async function openWriter(id: string, owner = 'writer-a', leaseMs = 60_000): Promise<WriterLease> {
     return (await backend.acquire(id, { owner, leaseMs })).lease

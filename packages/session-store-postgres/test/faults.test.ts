@@ -30,10 +30,7 @@ describeOnServer('PostgreSQL faults', () => {
   let url: string
   let backend: PostgresBackend
 
-  useDatabase((database) => {
-    url = database.url
-    backend = database.backend
-  })
+  useDatabase((database) => ({ url, backend } = database))
 
   it('a backend terminated after its INSERT and before COMMIT leaves no row; the append resolves by last_batch and lands exactly once', async () => {
     const id = sessionId('term')

@@ -29,13 +29,7 @@ describeOnServer('PostgreSQL hot paths', () => {
   /** One connection: every statement of these tests shares it (and its prepared statements). */
   let backend: PostgresBackend
 
-  useDatabase(
-    (database) => {
-      url = database.url
-      backend = database.backend
-    },
-    { poolSize: 1, readPageSize: 5 },
-  )
+  useDatabase((database) => ({ url, backend } = database), { poolSize: 1, readPageSize: 5 })
 
   it('interleaved appends of two sessions on one connection (one prepared append) stay dense; a fenced lease on it writes nothing', async () => {
     const a = sessionId('prep-a')

@@ -9,10 +9,7 @@ describeOnServer('PostgreSQL worker race', () => {
   let url: string
   let backend: PostgresBackend
 
-  useDatabase((database) => {
-    url = database.url
-    backend = database.backend
-  })
+  useDatabase((database) => ({ url, backend } = database))
 
   it('two worker processes racing for one session, 100 rounds each: exactly one writer per grant, dense seq', async () => {
     const result = await raceRounds(backend, url, 100)

@@ -24,10 +24,7 @@ describeOnServer('PostgreSQL worker processes', () => {
   let url: string
   let backend: PostgresBackend
 
-  useDatabase((database) => {
-    url = database.url
-    backend = database.backend
-  })
+  useDatabase((database) => ({ url, backend } = database))
 
   it('a writer process SIGSTOPped past its lease, resumed after a takeover: FENCED at its next flush, zero rows written by it after the takeover', async () => {
     const id = sessionId('stop')

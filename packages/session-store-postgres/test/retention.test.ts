@@ -46,10 +46,7 @@ describeOnServer('PostgreSQL retention recipe', () => {
   let url: string
   let backend: PostgresBackend
 
-  useDatabase((database) => {
-    url = database.url
-    backend = database.backend
-  })
+  useDatabase((database) => ({ url, backend } = database))
 
   /** A session with 3 lines, written under a lease of `leaseMs`; idle for `idleDays` (its updated_at moved back). */
   async function session(

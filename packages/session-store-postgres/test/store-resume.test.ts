@@ -16,10 +16,7 @@ describeOnServer('session core on PostgreSQL', () => {
   let url: string
   let backend: PostgresBackend
 
-  useDatabase((database) => {
-    url = database.url
-    backend = database.backend
-  })
+  useDatabase((database) => ({ url, backend } = database))
 
   it('a worker SIGKILLed mid-tool-call; a second process resumes after its lease expires with TOOL_OUTCOME_UNKNOWN and TOOL_NOT_STARTED', async () => {
     const id = sessionId('agent')
