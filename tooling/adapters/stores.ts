@@ -24,13 +24,13 @@ export interface ReadableStore {
 }
 
 /** A store and how to close it. */
-export interface ClosableStore<TStore> {
+interface ClosableStore<TStore> {
   readonly store: TStore
   readonly close: () => Promise<void>
 }
 
 /** One store, opened for one test. */
-export interface OpenedStore<TStore> extends ClosableStore<TStore> {
+interface OpenedStore<TStore> extends ClosableStore<TStore> {
   /** What a child process passes to `openStoreAt` to open the same store; null: in-process only. */
   readonly target: string | null
   /** A session id unique to this run (the PostgreSQL server may be shared between runs). */

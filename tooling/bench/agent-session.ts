@@ -15,7 +15,7 @@ export interface BenchEventInput {
 }
 
 /** What a compaction needs, as `planCompaction` of `@agent-ledger/session-projection` takes it. */
-export interface BenchCompactionRequest {
+interface BenchCompactionRequest {
   readonly compactionId: string
   readonly startSeq: number
   readonly endSeq: number
@@ -41,7 +41,7 @@ export function createRandom(seed: number): () => number {
 }
 
 /** Words of the filler text (code-like, so compressors see realistic text). */
-export const BENCH_WORDS: readonly string[] = [
+const BENCH_WORDS: readonly string[] = [
   'const',
   'return',
   'await',
