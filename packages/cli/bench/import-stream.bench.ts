@@ -17,15 +17,14 @@
  *
  * Timing is wall clock on a shared machine: ratios are the claim, absolute figures vary.
  */
-import { spawn } from 'node:child_process'
 import { closeSync, createReadStream, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 
 import { splitLines } from '@agent-ledger/import'
 
+import { runBenchChild } from '../../../tooling/bench/support.ts'
 import { runCli } from '../src/index.ts'
 
 /** One measured figure, in the shape tooling/bench/run.ts prints. */
@@ -218,23 +217,7 @@ async function childMain(job: string): Promise<void> {
 }
 
 function runChild(job: string): Promise<ChildResult> {
-  const loader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
-  const script = fileURLToPath(import.meta.url)
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--conditions=@agent-ledger/source', '--import', loader, script], {
-      env: { ...process.env, [CHILD_ENV]: job },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on('close', (code) => {
-      const line = stdout.trim().split('\n').pop() ?? ''
-      if (code !== 0 || line === '') reject(new Error(`bench child exited ${code}: ${stderr.slice(-2000)}`))
-      else resolve(JSON.parse(line) as ChildResult)
-    })
-  })
+  return runBenchChild(fileURLToPath(import.meta.url), { envName: CHILD_ENV, value: job })
 }
 
 /**

@@ -56,6 +56,15 @@ export type {
   VerifyReport,
 } from './store-api.ts'
 export type { CloseOptions, SessionWriter, WriterRecovery, WriterState } from './writer.ts'
+export { DEFAULT_CHECKPOINT_OPTIONS } from './checkpoint-options.ts'
+export type {
+  CheckpointOptions,
+  CheckpointSkipReason,
+  CheckpointUse,
+  ResolvedCheckpointOptions,
+  SessionStoreWarning,
+} from './checkpoint-options.ts'
+export { CORE_CHECKPOINT_FORMAT, CORE_CHECKPOINT_VERSION } from './checkpoint-body.ts'
 export { createMemoryBackend, createMemoryStorage } from './memory-backend.ts'
 export type { MemoryBackend, MemoryBackendOptions, MemoryStorage, MemoryTestHooks } from './memory-backend.ts'
 export { DEFAULT_LIMITS } from './event-codec.ts'

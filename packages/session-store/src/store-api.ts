@@ -10,6 +10,7 @@ import type {
 import type { PendingToolCall } from '@agent-ledger/loop-repair'
 import type { Projection } from '@agent-ledger/session-projection'
 
+import type { CheckpointOptions, CheckpointUse, SessionStoreWarning } from './checkpoint-options.ts'
 import type { Crc32c } from './crc32c.ts'
 import type { StoreLimits } from './event-codec.ts'
 import type { AbortSignalLike, ListFilter, SessionBackend, SignalOptions, TornTailInfo } from './port.ts'
@@ -53,6 +54,18 @@ export interface SessionStoreOptions {
    * follow is `UNSUPPORTED`).
    */
   readonly sleep?: ((ms: number, signal?: AbortSignalLike) => Promise<void>) | undefined
+  /**
+   * Projection checkpoints, when the backend offers the `checkpoints` capability: opens
+   * start from the newest one that checks out and replay only the later events; writers
+   * store new ones under the JSONL store's amortisation rules. See {@link CheckpointOptions}.
+   */
+  readonly checkpoint?: CheckpointOptions | undefined
+  /**
+   * Receives what the store handled on its own: a checkpoint ignored (the open replayed every
+   * event) or not stored. Default: none (the open results report the checkpoint too). A
+   * throwing handler is ignored.
+   */
+  readonly onWarning?: ((warning: SessionStoreWarning) => void) | undefined
 }
 
 /** What {@link SessionStore.create} publishes. */
@@ -86,6 +99,8 @@ export interface SessionReadResult {
   readonly error: SessionStoreError | null
   /** Assistant tool calls with no result yet (what a write open would repair). */
   readonly pendingToolCalls: readonly PendingToolCall[]
+  /** Whether the open started from a projection checkpoint, or why not. */
+  readonly checkpoint: CheckpointUse
 }
 
 /** Options of {@link SessionStore.readEvents}. */

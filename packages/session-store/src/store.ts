@@ -9,13 +9,17 @@ import type { RepairAction } from '@agent-ledger/loop-repair'
 import { createProjection } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
+import { registryDigest } from './checkpoint-body.ts'
+import { scanWithCheckpoint } from './checkpoint-open.ts'
+import type { CheckpointContext } from './checkpoint-open.ts'
+import { resolveCheckpointOptions } from './checkpoint-options.ts'
+import { createdOpen, writerCheckpointParts } from './checkpoint-writer.ts'
 import { crc32c as defaultCrc32c } from './crc32c.ts'
 import { decodeEventLine, encodeEvent } from './event-codec.ts'
 import { assertSessionId, buildHeader, parseHeaderLine } from './header.ts'
 import { lineCrc } from './line-codec.ts'
 import type { SessionBackend, SignalOptions, StoredLine } from './port.ts'
 import { isLineDamage, readHeader, scanSession } from './scan.ts'
-import type { CoreContext } from './scan.ts'
 import { encodeSeed, planForkedSession } from './seed.ts'
 import { DEFAULT_REDACTION_POLICY, redactionHeader } from './redaction.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
@@ -40,7 +44,7 @@ import type { SessionWriter } from './writer.ts'
 
 class SessionStoreImpl implements SessionStore {
   readonly backend: SessionBackend
-  readonly #context: CoreContext
+  readonly #context: CheckpointContext
   readonly #clock: () => string
   readonly #owner: string
   readonly #leaseMs: number
@@ -66,12 +70,20 @@ class SessionStoreImpl implements SessionStore {
     this.#owner = owner
     this.#leaseMs = leaseMs
     this.#sleep = options.sleep
+    const registry = options.registry ?? coreEventRegistry
+    const crc32c = options.crc32c ?? defaultCrc32c
+    const onWarning = options.onWarning
+    if (onWarning !== undefined && typeof onWarning !== 'function')
+      throw invalidOption('onWarning', 'a function', onWarning)
     this.#context = {
       backend: options.backend,
-      registry: options.registry ?? coreEventRegistry,
+      registry,
       limits: resolveLimits(options.limits),
-      crc32c: options.crc32c ?? defaultCrc32c,
+      crc32c,
       redaction: options.redaction === undefined ? DEFAULT_REDACTION_POLICY : options.redaction,
+      checkpoint: resolveCheckpointOptions(options.checkpoint),
+      registryDigest: registryDigest(registry, crc32c),
+      warn: onWarning ?? (() => undefined),
     }
     this.#headerExtra = redactionHeader(this.#context.redaction)
   }
@@ -108,7 +120,7 @@ class SessionStoreImpl implements SessionStore {
       lastCrc: lines.length === 0 ? null : lineCrc(lines.at(-1)!),
       signal: request.signal,
     })
-    return this.#openCreated(id, { header, projection, count: lines.length, signal: request.signal })
+    return this.#openCreated(id, { header, headerLine, projection, lines, signal: request.signal })
   }
 
   /** Opens a session this store just published, reusing its projection when nobody wrote in between. */
@@ -116,8 +128,10 @@ class SessionStoreImpl implements SessionStore {
     id: string,
     created: {
       readonly header: SessionHeader
+      readonly headerLine: string
       readonly projection: Projection
-      readonly count: number
+      /** Every line it was published with. */
+      readonly lines: readonly string[]
     } & SignalOptions,
   ): Promise<SessionWriter> {
     const acquired = await this.backend.acquire(id, {
@@ -125,7 +139,7 @@ class SessionStoreImpl implements SessionStore {
       leaseMs: this.#leaseMs,
       signal: created.signal,
     })
-    if (acquired.head.nextSeq !== created.count || acquired.head.lastBatchId !== null) {
+    if (acquired.head.nextSeq !== created.lines.length || acquired.head.lastBatchId !== null) {
       // Someone wrote between create and acquire: read it all like any open.
       await this.backend.release(acquired.lease)
       return this.openWriter(id, { signal: created.signal })
@@ -139,6 +153,7 @@ class SessionStoreImpl implements SessionStore {
         clock: this.#clock,
         leaseMs: this.#leaseMs,
         backendRepairs: acquired.repaired,
+        ...writerCheckpointParts(this.#context, this.#clock, createdOpen(id, created)),
         onClosed: (writer) => this.#writers.delete(writer),
       }),
     )
@@ -157,7 +172,11 @@ class SessionStoreImpl implements SessionStore {
     })
     let writer: SessionWriterImpl
     try {
-      const scan = await scanSession(this.#context, id, { signal: options.signal })
+      const opened = await scanWithCheckpoint(this.#context, id, {
+        signal: options.signal,
+        nextSeq: acquired.head.nextSeq,
+      })
+      const { scan } = opened
       if (scan.damage !== null) throw scan.damage
       const found = scan.lastSeq + 1
       if (found !== acquired.head.nextSeq || scan.lastCrc !== acquired.head.lastCrc) {
@@ -182,6 +201,12 @@ class SessionStoreImpl implements SessionStore {
         clock: this.#clock,
         leaseMs: this.#leaseMs,
         backendRepairs: acquired.repaired,
+        ...writerCheckpointParts(this.#context, this.#clock, {
+          id,
+          ...opened,
+          headerLine: scan.headerLine,
+          lastCrc: scan.lastCrc,
+        }),
         onClosed: (closed) => this.#writers.delete(closed),
       })
     } catch (error) {
@@ -230,9 +255,10 @@ class SessionStoreImpl implements SessionStore {
   ): Promise<SessionReadResult> {
     this.#assertOpen()
     assertSessionId(id)
-    const scan = await scanSession(this.#context, id, { signal: options.signal })
+    const { scan, use } = await scanWithCheckpoint(this.#context, id, { signal: options.signal })
     if (scan.damage !== null && options.allowDamaged !== true) throw scan.damage
     return {
+      checkpoint: use,
       header: scan.header,
       projection: scan.projection,
       lastSeq: scan.lastSeq,
@@ -372,7 +398,13 @@ class SessionStoreImpl implements SessionStore {
     } else {
       await this.backend.create({ ...child, lines: [...prefixLines, ...tailLines] })
     }
-    return this.#openCreated(to, { header, projection, count: projection.nextSeq, signal: options.signal })
+    return this.#openCreated(to, {
+      header,
+      headerLine,
+      projection,
+      lines: [...prefixLines, ...tailLines],
+      signal: options.signal,
+    })
   }
 
   async salvage(id: string, options: SignalOptions & { readonly to: string }): Promise<SalvageReport> {
