@@ -16,7 +16,7 @@ import { lineCrc } from './line-codec.ts'
 import type { SessionBackend, SignalOptions, StoredLine } from './port.ts'
 import { isLineDamage, readHeader, scanSession } from './scan.ts'
 import type { CoreContext } from './scan.ts'
-import { encodeSeed, planForkedSession } from './seed.ts'
+import { encodeSeed, encodeSeedStream, isSeedStream, planForkedSession, SeedEncoder } from './seed.ts'
 import { DEFAULT_REDACTION_POLICY, redactionHeader } from './redaction.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 import type {
@@ -98,7 +98,22 @@ class SessionStoreImpl implements SessionStore {
       extra: this.#headerExtra,
     })
     const projection = createProjection({ registry: this.#context.registry })
-    const lines = encodeSeed(this.#context, { id, header, seed: request.seed ?? [], projection })
+    const seed = request.seed ?? []
+    if (isSeedStream(seed)) {
+      // Each batch is checked, encoded and folded when the backend takes it; the backend
+      // writes it where no reader sees it and publishes the whole seed at the end.
+      const encoder = new SeedEncoder(this.#context, { id, header, projection })
+      throwIfAborted(request.signal, `Creating session ${id}`)
+      await this.backend.create({
+        id,
+        headerLine,
+        header,
+        lines: encodeSeedStream(encoder, seed),
+        signal: request.signal,
+      })
+      return this.#openCreated(id, { header, projection, count: encoder.count, signal: request.signal })
+    }
+    const lines = encodeSeed(this.#context, { id, header, seed, projection })
     throwIfAborted(request.signal, `Creating session ${id}`)
     await this.backend.create({
       id,
