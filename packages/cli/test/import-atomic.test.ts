@@ -132,7 +132,10 @@ describe('import publishes a session whole or not at all', () => {
       const text = `${(passes === 1 ? good : bad).join('\n')}\n`
       return splitLines(
         (async function* () {
-          for (let at = 0; at < text.length; at += 64 * 1024) yield text.slice(at, at + 64 * 1024)
+          for (let at = 0; at < text.length; at += 64 * 1024) {
+            await Promise.resolve()
+            yield text.slice(at, at + 64 * 1024)
+          }
         })(),
       )
     }

@@ -33,7 +33,7 @@ function seedOf(turns: number, outputBytes = 40): LoggedEvent[] {
         ...input,
         seq,
         time: new Date(Date.UTC(2026, 2, 1) + seq * 1000).toISOString(),
-      } as LoggedEvent)
+      })
     }
   }
   return events

@@ -68,6 +68,7 @@ export async function createStreamed(db: Db, request: CreateRequest): Promise<vo
       await client.query('ROLLBACK').catch((rollback: unknown) => {
         broken = rollback instanceof Error ? rollback : new Error(String(rollback))
       })
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- the caller's own error, unchanged (the port's contract)
     if (seed.streamError !== undefined) throw seed.streamError
     const failure = toStoreError(error, context)
     // The commit may have landed before the connection dropped: the same header and seed

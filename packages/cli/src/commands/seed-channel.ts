@@ -8,7 +8,7 @@
 
 interface Waiter<T> {
   resolve(step: IteratorResult<T>): void
-  reject(error: unknown): void
+  reject(error: Error): void
 }
 
 /** A single-slot channel: `push` resolves once the consumer has taken the batch. */
@@ -16,7 +16,7 @@ export class SeedChannel<T> implements AsyncIterable<T> {
   #slot: { readonly value: T; readonly taken: () => void } | null = null
   #waiter: Waiter<T> | null = null
   #ended = false
-  #failure: { readonly error: unknown } | null = null
+  #failure: { readonly error: Error } | null = null
   #iterated = false
 
   /**
@@ -50,7 +50,7 @@ export class SeedChannel<T> implements AsyncIterable<T> {
   }
 
   /** The producer failed: the consumer's next pull throws `error` (so it publishes nothing). */
-  fail(error: unknown): void {
+  fail(error: Error): void {
     if (this.#failure !== null) return
     this.#failure = { error }
     this.#slot?.taken()

@@ -259,6 +259,7 @@ class JsonlBackendImpl implements JsonlBackend {
       })
     } catch (error) {
       // The caller's stream failed: its own error, unchanged (nothing was linked).
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the caller's own error, unchanged (the port's contract)
       if (seed.streamError !== undefined) throw seed.streamError
       const cause = (error as { cause?: unknown }).cause
       throw toPortError(JsonlStoreError.is(error) && SessionStoreError.is(cause) ? cause : error, {

@@ -95,7 +95,11 @@ async function assertInvisible(backend: SessionBackend, sid: string, what: strin
 }
 
 /** Creates `sid` with the whole seed as an array, closes it, and returns its lines. */
-async function arrayCreated(store: SessionStore, backend: SessionBackend, sid: string, seed: LoggedEvent[]) {
+async function arrayCreated(
+  { store, backend }: { readonly store: SessionStore; readonly backend: SessionBackend },
+  sid: string,
+  seed: LoggedEvent[],
+) {
   const writer = await store.create({ id: sid, header: { cwd: '/seed' }, seed })
   await writer.close()
   return lines(backend, sid)
@@ -109,7 +113,7 @@ export const SEED_STREAM_CASES: readonly Case[] = [
     run: async ({ store, backend, id }) => {
       const s = store()
       const seed = seedEvents(180)
-      const expected = await arrayCreated(s, backend, id('array'), seed)
+      const expected = await arrayCreated({ store: s, backend }, id('array'), seed)
       const streamed = id('stream')
       const writer = await s.create({
         id: streamed,
@@ -182,7 +186,11 @@ export const SEED_STREAM_CASES: readonly Case[] = [
       await assertInvisible(other, sid, 'after the failure, from another instance')
       const writer = await s.create({ id: sid, header: { cwd: '/seed' }, seed: streamOf(batchesOf(seed)) })
       await writer.close()
-      deepEqual(await lines(backend, sid), await arrayCreated(s, backend, id('array'), seed), 'the retry')
+      deepEqual(
+        await lines(backend, sid),
+        await arrayCreated({ store: s, backend }, id('array'), seed),
+        'the retry',
+      )
     },
   },
   {
@@ -214,7 +222,7 @@ export const SEED_STREAM_CASES: readonly Case[] = [
       const s = store()
       const seed = seedEvents(70)
       const sid = id('exists')
-      const expected = await arrayCreated(s, backend, sid, seed)
+      const expected = await arrayCreated({ store: s, backend }, sid, seed)
       const late = streamOf(batchesOf(seed))
       await rejects(() => s.create({ id: sid, seed: late }), 'SESSION_EXISTS', 'create over an existing id')
       equal(late.taken, 0, 'no batch was taken for an existing id')
