@@ -11,9 +11,15 @@ interface Waiter<T> {
   reject(error: Error): void
 }
 
-/** A single-slot channel: `push` resolves once the consumer has taken the batch. */
+/**
+ * A single-slot channel: `push` resolves once the consumer is done with the batch (it asks
+ * for the next one, or the channel ends), so the producer builds the next batch only then:
+ * one batch alive at a time, as when each batch was appended and flushed in turn.
+ */
 export class SeedChannel<T> implements AsyncIterable<T> {
   #slot: { readonly value: T; readonly taken: () => void } | null = null
+  /** Resolves the push of the batch the consumer holds, when it asks for the next. */
+  #release: (() => void) | null = null
   #waiter: Waiter<T> | null = null
   #ended = false
   #failure: { readonly error: Error } | null = null
@@ -22,7 +28,7 @@ export class SeedChannel<T> implements AsyncIterable<T> {
   /**
    * Hands a batch to the consumer.
    *
-   * @returns A promise resolved when the consumer took it (it is then being written).
+   * @returns A promise resolved when the consumer is done with it (it asked for the next).
    * @throws Error when the channel was ended or failed, or a batch is already waiting.
    */
   push(value: T): Promise<void> {
@@ -35,8 +41,8 @@ export class SeedChannel<T> implements AsyncIterable<T> {
       const waiter = this.#waiter
       if (waiter !== null) {
         this.#waiter = null
+        this.#release = taken
         waiter.resolve({ done: false, value })
-        taken()
         return
       }
       this.#slot = { value, taken }
@@ -46,6 +52,7 @@ export class SeedChannel<T> implements AsyncIterable<T> {
   /** No more batches: the consumer's iteration ends after the waiting one. */
   end(): void {
     this.#ended = true
+    this.#releaseHeld()
     this.#settleWaiter()
   }
 
@@ -53,9 +60,16 @@ export class SeedChannel<T> implements AsyncIterable<T> {
   fail(error: Error): void {
     if (this.#failure !== null) return
     this.#failure = { error }
+    this.#releaseHeld()
     this.#slot?.taken()
     this.#slot = null
     this.#settleWaiter()
+  }
+
+  #releaseHeld(): void {
+    const release = this.#release
+    this.#release = null
+    release?.()
   }
 
   #settleWaiter(): void {
@@ -75,11 +89,12 @@ export class SeedChannel<T> implements AsyncIterable<T> {
     this.#iterated = true
     return {
       next: () => {
+        this.#releaseHeld()
         if (this.#failure !== null) return Promise.reject(this.#failure.error)
         const slot = this.#slot
         if (slot !== null) {
           this.#slot = null
-          slot.taken()
+          this.#release = slot.taken
           return Promise.resolve({ done: false, value: slot.value })
         }
         if (this.#ended) return Promise.resolve({ done: true, value: undefined })
@@ -90,6 +105,7 @@ export class SeedChannel<T> implements AsyncIterable<T> {
       // The consumer stopped (its write failed): later pushes are refused.
       return: () => {
         this.#ended = true
+        this.#releaseHeld()
         this.#slot?.taken()
         this.#slot = null
         return Promise.resolve({ done: true, value: undefined })

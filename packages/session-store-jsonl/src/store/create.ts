@@ -206,7 +206,8 @@ function streamedSeed(
       if (lines.length === 0) continue
       for (const line of lines) builder.push(line)
       lastLine = lines.at(-1)!
-      yield lines.length === 1 ? lines[0]! : Buffer.concat(lines)
+      // Line by line: the publish gathers them into its own write buffer (no copy of the batch).
+      yield* lines
     }
   }
   return {
