@@ -217,14 +217,13 @@ export interface OpenedForWrite {
  */
 export function createdOpen(
   id: string,
-  created: { readonly headerLine: string; readonly lines: readonly string[] },
+  created: { readonly headerLine: string; readonly lastLine: string | null; readonly chars: number },
 ): OpenedForWrite {
-  const { lines } = created
   return {
     id,
     headerLine: created.headerLine,
-    lastCrc: lines.length === 0 ? null : lineCrc(lines.at(-1)!),
-    logChars: lines.reduce((sum, line) => sum + line.length + 1, 0),
+    lastCrc: created.lastLine === null ? null : lineCrc(created.lastLine),
+    logChars: created.chars,
     base: { seq: -1, logChars: 0, bytes: 0 },
     use: { used: false, reason: 'missing', message: '', replayedEvents: 0 },
   }
@@ -255,4 +254,15 @@ export function writerCheckpointParts(
     checkpointUse: opened.use,
     lastCrc: opened.lastCrc,
   }
+}
+
+/** What a created session's writer keeps of the lines it was published with ({@link createdOpen}). */
+export function createdLines(lines: readonly string[]): {
+  count: number
+  lastLine: string | null
+  chars: number
+} {
+  let chars = 0
+  for (const line of lines) chars += line.length + 1
+  return { count: lines.length, lastLine: lines.at(-1) ?? null, chars }
 }

@@ -12,6 +12,7 @@ export type {
   AcquireRepair,
   AcquireResult,
   AppendBatch,
+  ArrayCreateRequest,
   BackendCapabilities,
   BackendProgress,
   CheckpointCapability,
@@ -29,6 +30,7 @@ export type {
   QuarantineCapability,
   QuarantineRecord,
   ReadOptions,
+  SeedLines,
   ServerForkRequest,
   SessionBackend,
   SessionHead,
@@ -40,6 +42,8 @@ export type {
   WriterLease,
 } from './port.ts'
 export { createSessionStore } from './store.ts'
+export { seedBatches } from './seed-lines.ts'
+export type { SeedBatches } from './seed-lines.ts'
 export type {
   CreateSessionRequest,
   FollowOptions,

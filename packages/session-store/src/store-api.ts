@@ -74,10 +74,17 @@ export interface CreateSessionRequest extends SignalOptions {
   /** Header fields (`cwd`, `metadata`, `parentSession`, `seeded`...); `format`, `version`, `integrity` are the store's. */
   readonly header?: Partial<SessionHeaderInput> | undefined
   /**
-   * Seed events with seqs 0..n-1 (a fork's prefix, a salvaged prefix). A `seeded: true`
-   * header needs a seed that ends with `session/end-seed`.
+   * Seed events with seqs 0..n-1 (a fork's prefix, a salvaged prefix, an import). A
+   * `seeded: true` header needs a seed holding one `session/end-seed`.
+   *
+   * An array, or an async iterable of event batches: a streamed seed is checked, encoded and
+   * folded batch by batch (seqs dense across batches) and written where no reader sees it;
+   * the session is published once, after the last batch, in the same one step as an array
+   * seed. An error the iterable throws, an abort or a crash midway publishes nothing (the
+   * iterable's error is rethrown unchanged), and a retry with the same id then succeeds.
+   * Memory holds one batch and the projection, not the seed.
    */
-  readonly seed?: readonly LoggedEvent[] | undefined
+  readonly seed?: readonly LoggedEvent[] | AsyncIterable<readonly LoggedEvent[]> | undefined
 }
 
 /** Options of {@link SessionStore.openWriter}. */

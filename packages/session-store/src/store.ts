@@ -13,14 +13,14 @@ import { registryDigest } from './checkpoint-body.ts'
 import { scanWithCheckpoint } from './checkpoint-open.ts'
 import type { CheckpointContext } from './checkpoint-open.ts'
 import { resolveCheckpointOptions } from './checkpoint-options.ts'
-import { createdOpen, writerCheckpointParts } from './checkpoint-writer.ts'
+import { createdLines, createdOpen, writerCheckpointParts } from './checkpoint-writer.ts'
 import { crc32c as defaultCrc32c } from './crc32c.ts'
 import { decodeEventLine, encodeEvent } from './event-codec.ts'
 import { assertSessionId, buildHeader, parseHeaderLine } from './header.ts'
 import { lineCrc } from './line-codec.ts'
 import type { SessionBackend, SignalOptions, StoredLine } from './port.ts'
 import { isLineDamage, readHeader, scanSession } from './scan.ts'
-import { encodeSeed, planForkedSession } from './seed.ts'
+import { encodeSeed, encodeSeedStream, isSeedStream, planForkedSession, SeedEncoder } from './seed.ts'
 import { DEFAULT_REDACTION_POLICY, redactionHeader } from './redaction.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 import type {
@@ -110,7 +110,30 @@ class SessionStoreImpl implements SessionStore {
       extra: this.#headerExtra,
     })
     const projection = createProjection({ registry: this.#context.registry })
-    const lines = encodeSeed(this.#context, { id, header, seed: request.seed ?? [], projection })
+    const seed = request.seed ?? []
+    if (isSeedStream(seed)) {
+      // Each batch is checked, encoded and folded when the backend takes it; the backend
+      // writes it where no reader sees it and publishes the whole seed at the end.
+      const encoder = new SeedEncoder(this.#context, { id, header, projection })
+      throwIfAborted(request.signal, `Creating session ${id}`)
+      await this.backend.create({
+        id,
+        headerLine,
+        header,
+        lines: encodeSeedStream(encoder, seed),
+        signal: request.signal,
+      })
+      return this.#openCreated(id, {
+        header,
+        headerLine,
+        projection,
+        count: encoder.count,
+        lastLine: encoder.lastLine,
+        chars: encoder.chars,
+        signal: request.signal,
+      })
+    }
+    const lines = encodeSeed(this.#context, { id, header, seed, projection })
     throwIfAborted(request.signal, `Creating session ${id}`)
     await this.backend.create({
       id,
@@ -120,7 +143,13 @@ class SessionStoreImpl implements SessionStore {
       lastCrc: lines.length === 0 ? null : lineCrc(lines.at(-1)!),
       signal: request.signal,
     })
-    return this.#openCreated(id, { header, headerLine, projection, lines, signal: request.signal })
+    return this.#openCreated(id, {
+      header,
+      headerLine,
+      projection,
+      ...createdLines(lines),
+      signal: request.signal,
+    })
   }
 
   /** Opens a session this store just published, reusing its projection when nobody wrote in between. */
@@ -130,8 +159,10 @@ class SessionStoreImpl implements SessionStore {
       readonly header: SessionHeader
       readonly headerLine: string
       readonly projection: Projection
-      /** Every line it was published with. */
-      readonly lines: readonly string[]
+      /** How many event lines it was published with, the last of them, and their characters. */
+      readonly count: number
+      readonly lastLine: string | null
+      readonly chars: number
     } & SignalOptions,
   ): Promise<SessionWriter> {
     const acquired = await this.backend.acquire(id, {
@@ -139,7 +170,7 @@ class SessionStoreImpl implements SessionStore {
       leaseMs: this.#leaseMs,
       signal: created.signal,
     })
-    if (acquired.head.nextSeq !== created.lines.length || acquired.head.lastBatchId !== null) {
+    if (acquired.head.nextSeq !== created.count || acquired.head.lastBatchId !== null) {
       // Someone wrote between create and acquire: read it all like any open.
       await this.backend.release(acquired.lease)
       return this.openWriter(id, { signal: created.signal })
@@ -402,7 +433,7 @@ class SessionStoreImpl implements SessionStore {
       header,
       headerLine,
       projection,
-      lines: [...prefixLines, ...tailLines],
+      ...createdLines([...prefixLines, ...tailLines]),
       signal: options.signal,
     })
   }
