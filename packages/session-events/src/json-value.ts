@@ -143,12 +143,18 @@ function tooLarge(path: string, limits: JsonLimits): SessionEventsError {
  * @returns The same value, now deeply frozen.
  */
 export function deepFreeze<TValue>(value: TValue): TValue {
-  const stack: unknown[] = [value]
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value
+  // Only unfrozen objects are stacked (strings and numbers, most of a JSON value, are not).
+  const stack: object[] = [value]
   while (stack.length > 0) {
-    const current = stack.pop()
-    if (typeof current !== 'object' || current === null || Object.isFrozen(current)) continue
+    const current = stack.pop()!
+    // Stacked twice (one object under two keys): walked once.
+    if (Object.isFrozen(current)) continue
     Object.freeze(current)
-    for (const key of Object.keys(current)) stack.push((current as Record<string, unknown>)[key])
+    for (const key of Object.keys(current)) {
+      const child: unknown = (current as Record<string, unknown>)[key]
+      if (typeof child === 'object' && child !== null && !Object.isFrozen(child)) stack.push(child)
+    }
   }
   return value
 }
