@@ -33,9 +33,10 @@ interface Pending {
   readonly depth: number
 }
 
-/** Marks the end of an object's children on the stack (it stops being an ancestor). */
+/** Marks the end of an object's children on the stack (it stops being an ancestor; its copy is complete). */
 interface Exit {
   readonly exit: object
+  readonly copy: object
 }
 
 /**
@@ -79,11 +80,14 @@ function shallowCopy(source: object): Record<string, unknown> | unknown[] {
  * Each object is copied shallowly once (a spread for the usual plain object), then its
  * copyable children are copied in their turn and put in place of the originals in the copy:
  * only the copy is written, and the caller's value is read once, in the same order as a
- * walk that copies property by property.
+ * walk that copies property by property. Each copy is frozen once its children are in place,
+ * so a copy is frozen only when everything copied below it is: the projection's deep freeze
+ * of an accepted event (whose data is all copies, or the check would have refused it) then
+ * stops at the copy instead of walking it again. The caller's objects are never frozen.
  *
  * @param value - The caller's value.
  * @param limits - Depth and entry bounds (past them, copying stops).
- * @returns The copy.
+ * @returns The copy (frozen, each copied object in it too).
  */
 export function snapshotJson(value: unknown, limits: SnapshotLimits): unknown {
   if (typeof value !== 'object' || value === null || !isCopyable(value)) return value
@@ -95,13 +99,14 @@ export function snapshotJson(value: unknown, limits: SnapshotLimits): unknown {
     const frame = stack.pop()!
     if ('exit' in frame) {
       ancestors.delete(frame.exit)
+      Object.freeze(frame.copy)
       continue
     }
     const { source, depth } = frame
     const copy = shallowCopy(source)
     ;(frame.parent as Record<string | number, unknown>)[frame.key] = copy
     ancestors.add(source)
-    stack.push({ exit: source })
+    stack.push({ exit: source, copy })
     if (Array.isArray(copy)) {
       const length = copy.length
       entries += length

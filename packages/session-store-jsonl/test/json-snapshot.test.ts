@@ -27,6 +27,17 @@ describe('snapshotJson (the append path copy)', () => {
     )
   })
 
+  it('freezes every copy it makes (the projection then stops its deep freeze at the root), never the caller objects', () => {
+    const value = { a: [{ b: 1 }, 'x'], c: { d: { e: null } } }
+    const copy = snapshotJson(value, LIMITS) as typeof value
+    for (const object of objectsOf(copy)) expect(Object.isFrozen(object)).toBe(true)
+    for (const object of objectsOf(value)) expect(Object.isFrozen(object)).toBe(false)
+    const date = new Date(0)
+    const kept = snapshotJson({ date }, LIMITS) as { date: Date }
+    expect(kept.date).toBe(date)
+    expect(Object.isFrozen(date)).toBe(false)
+  })
+
   it('keeps an own "__proto__" key as data and a null prototype as null', () => {
     const parsed = JSON.parse('{"a":{"__proto__":{"polluted":true},"b":[1,{"__proto__":2}]}}') as unknown
     const copy = snapshotJson(parsed, LIMITS) as { a: Record<string, unknown> }
@@ -65,7 +76,7 @@ describe('snapshotJson (the append path copy)', () => {
     expect(Object.getOwnPropertySymbols(copy.data)).toEqual([])
     expect(Object.getOwnPropertyDescriptor(copy.data, 'getter')).toMatchObject({
       value: { n: 1 },
-      writable: true,
+      enumerable: true,
     })
   })
 
