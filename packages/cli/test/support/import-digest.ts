@@ -23,7 +23,7 @@ const IMPORT_TEST = join(here, '..', '..', '..', 'import', 'test')
 /** The synthetic fixtures of `@agent-ledger/import`. */
 const SYNTHETIC = join(IMPORT_TEST, 'fixtures')
 /** The shared real recordings (beside the repository; absent outside CI and the team's machines). */
-export const SHARED = join(here, '..', '..', '..', '..', '..', 'shared', 'fixtures', 'import')
+const SHARED = join(here, '..', '..', '..', '..', '..', 'shared', 'fixtures', 'import')
 
 /** One source to import: a name (the file name it gets) and a way to write it. */
 export interface DigestSource {
@@ -54,7 +54,7 @@ function fixtureFiles(root: string, prefix: string): DigestSource[] {
  * one line uses non-ASCII text and escapes, and one line is written with spaces after the
  * separators (the verbatim record is then not the line's own text).
  */
-export function generatedLines(): string[] {
+function generatedLines(): string[] {
   const lines = transcriptLines({ turns: 300, outputBytes: 4096 })
   const prompts = lines.flatMap((line, index) => (line.includes('run the tests.') ? [index] : []))
   const edit = (prompt: number, text: string): void => {
