@@ -24,7 +24,7 @@ export type SourceFormat = (typeof SOURCE_FORMATS)[number]
  * Version of the mapping this build applies. It changes whenever the same source would give
  * different events; an incremental import refuses to extend a session imported by another one.
  */
-export const IMPORTER_VERSION = 2
+export const IMPORTER_VERSION = 3
 
 /** The registry that knows `import/source-record` (readers need not: the events are ignorable). */
 export const importEventRegistry: EventRegistry = createEventRegistry([sourceRecordEventType])
@@ -324,7 +324,7 @@ export async function importSource(
   const format = detected.format
   const module = FORMATS[format]
   // Pass 1: every line once (strict mode refuses a bad line here, before anything is built).
-  const scanner = module.scanner()
+  const scanner = module.scanner({ sourceName: options.sourceName })
   const held: ParsedLine[] | null = reopen === undefined || array ? [] : null
   for (const parsed of skippedMalformed) {
     scanner.add(parsed)

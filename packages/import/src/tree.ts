@@ -35,18 +35,47 @@ function pathTo<T>(leaf: TreeNode<T>, byId: ReadonlyMap<string, TreeNode<T>>): T
   return path.reverse()
 }
 
+/** How {@link planTree} decides which side records ride along a path. */
+export interface TreeRules<T> {
+  /** True for records that may ride along a path they are not on (tool results, progress). */
+  readonly attachable: (node: TreeNode<T>) => boolean
+  /**
+   * The message a record is part of, if any: a side record of a message that also has a record
+   * on the path is attached too (Claude Code writes the blocks of one response as a chain of
+   * records, and the result of a parallel call hangs off its own block, off the path).
+   */
+  readonly messageOf?: (node: TreeNode<T>) => string | undefined
+}
+
+interface Tree<T> {
+  readonly byId: ReadonlyMap<string, TreeNode<T>>
+  readonly leaves: readonly TreeNode<T>[]
+}
+
 /**
  * The main path (root to `leaf`) plus the side segments that only carry records attached to
- * it (parallel tool results that are siblings in the tree, hook progress...), each inserted
- * right after its branch point. Side segments with a record `attachable` refuses are
- * returned as `rest` leaves.
+ * it (parallel tool results that are siblings in the tree, hook progress, the other blocks of
+ * a message on the path...), each inserted right after its branch point. Side segments with
+ * a record the rules refuse are returned as `rest` leaves.
  */
 function withAttached<T>(
   path: readonly TreeNode<T>[],
-  tree: { readonly byId: ReadonlyMap<string, TreeNode<T>>; readonly leaves: readonly TreeNode<T>[] },
-  attachable: (node: TreeNode<T>) => boolean,
+  tree: Tree<T>,
+  rules: TreeRules<T>,
 ): { sequence: TreeNode<T>[]; rest: TreeNode<T>[] } {
   const onPath = new Set(path.map((node) => node.id))
+  const messageOf = rules.messageOf
+  const pathMessages = new Set<string>()
+  if (messageOf !== undefined)
+    for (const node of path) {
+      const message = messageOf(node)
+      if (message !== undefined) pathMessages.add(message)
+    }
+  const attachable = (node: TreeNode<T>): boolean => {
+    if (rules.attachable(node)) return true
+    const message = messageOf?.(node)
+    return message !== undefined && pathMessages.has(message)
+  }
   const taken = new Set<string>()
   const after = new Map<string | null, TreeNode<T>[][]>()
   const rest: TreeNode<T>[] = []
@@ -73,17 +102,25 @@ function withAttached<T>(
     after.set(anchor, list)
   }
   const sequence: TreeNode<T>[] = []
-  const emit = (anchor: string | null): void => {
-    for (const segment of after.get(anchor) ?? []) sequence.push(...segment)
+  const emitted = new Set<string>()
+  // A segment hanging off another attached segment follows the record it hangs off.
+  const emitSegments = (anchor: string | null): void => {
+    for (const segment of after.get(anchor) ?? [])
+      for (const node of segment) {
+        sequence.push(node)
+        emitted.add(node.id)
+        emitSegments(`@${node.id}`)
+      }
   }
-  emit(null)
+  emitSegments(null)
   for (const node of path) {
     sequence.push(node)
-    emit(node.id)
+    emitSegments(node.id)
   }
-  // Segments hanging off another attached segment: after everything, in file order.
+  // Segments hanging off a record no segment emitted (cannot happen in a tree; kept safe): last.
   for (const [anchor, segments] of after) {
-    if (anchor !== null && anchor.startsWith('@')) for (const segment of segments) sequence.push(...segment)
+    if (anchor !== null && anchor.startsWith('@') && !emitted.has(anchor.slice(1)))
+      for (const segment of segments) sequence.push(...segment)
   }
   return { sequence, rest }
 }
@@ -91,15 +128,19 @@ function withAttached<T>(
 /**
  * Plans the import of a tree: the main path ends at the last leaf in file order (the
  * session as its agent would resume it); every other leaf whose branch carries a record
- * `attachable` refuses becomes a branch (a fork); the rest is attached to the path.
+ * the rules refuse becomes a branch (a fork); the rest is attached to the path. Branch ids
+ * are distinct: of two leaves that leave the main path at the same record, the later one
+ * (in file order) keeps that record as its id, the earlier one takes its first record that
+ * no later branch shares.
  *
  * @param nodes - The records in file order; a repeated id keeps its first record (the caller decides what the repeat is).
- * @param attachable - True for records that may ride along a path they are not on (tool results, progress).
+ * @param rules - Which side records ride along a path: `attachable`, or a function (tool results, progress).
  */
 export function planTree<T>(
   nodes: readonly TreeNode<T>[],
-  attachable: (node: TreeNode<T>) => boolean,
+  rules: TreeRules<T> | ((node: TreeNode<T>) => boolean),
 ): TreePlan<T> {
+  const treeRules: TreeRules<T> = typeof rules === 'function' ? { attachable: rules } : rules
   const byId = new Map<string, TreeNode<T>>()
   for (const node of nodes) if (!byId.has(node.id)) byId.set(node.id, node)
   const parents = new Set<string>()
@@ -113,13 +154,16 @@ export function planTree<T>(
   const mainLeaf = leaves.at(-1)
   if (mainLeaf === undefined) return { main: [], branches: [], brokenParents }
   const tree = { byId, leaves }
-  const main = withAttached(pathTo(mainLeaf, byId), tree, attachable)
-  const mainIds = new Set(main.sequence.map((node) => node.id))
-  const branches = main.rest.map((leaf): TreeBranch<T> => {
+  const main = withAttached(pathTo(mainLeaf, byId), tree, treeRules)
+  const claimed = new Set(main.sequence.map((node) => node.id))
+  const branches: TreeBranch<T>[] = []
+  // Latest leaf first, so that it keeps the record where it leaves the main path as its id.
+  for (const leaf of [...main.rest].reverse()) {
     const path = pathTo(leaf, byId)
-    const first = path.find((node) => !mainIds.has(node.id)) ?? leaf
-    const attached = withAttached(path, tree, attachable)
-    return { branchId: first.id, leafId: leaf.id, sequence: attached.sequence }
-  })
-  return { main: main.sequence, branches, brokenParents }
+    const first = path.find((node) => !claimed.has(node.id)) ?? leaf
+    for (const node of path) claimed.add(node.id)
+    const attached = withAttached(path, tree, treeRules)
+    branches.push({ branchId: first.id, leafId: leaf.id, sequence: attached.sequence })
+  }
+  return { main: main.sequence, branches: branches.reverse(), brokenParents }
 }

@@ -42,8 +42,8 @@ async function eventFiles(directory: string): Promise<string[]> {
 
 /**
  * The sources under `path`: the file itself, or every `.jsonl`, `.jsonl.zst` and `.json` file
- * below a directory (recursively, in name order), an `events/` directory of JSON files
- * (OpenHands) counting as one source.
+ * below a directory (recursively; in each directory its files in name order, then its
+ * directories), an `events/` directory of JSON files (OpenHands) counting as one source.
  *
  * @throws {@link CliError} `IO_ERROR` when `path` cannot be read.
  */
@@ -62,8 +62,10 @@ export async function findSources(path: string, shown: string): Promise<ImportSo
   }
   const found: ImportSourceFile[] = []
   const walk = async (directory: string): Promise<void> => {
-    const entries = (await readdir(directory, { withFileTypes: true })).sort((a, b) =>
-      a.name.localeCompare(b.name),
+    // Files before directories, each in name order: a Claude Code session file comes before
+    // the directory of its sub-agent files, so a parent is imported before its children.
+    const entries = (await readdir(directory, { withFileTypes: true })).sort(
+      (a, b) => Number(a.isDirectory()) - Number(b.isDirectory()) || a.name.localeCompare(b.name),
     )
     for (const entry of entries) {
       const full = join(directory, entry.name)

@@ -5,33 +5,20 @@ import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
 import { planTree } from '../tree.ts'
 import type { TreeNode, TreePlan } from '../tree.ts'
 import { arr, count, obj, str } from './types.ts'
-import type { ParsedLine } from '../lines.ts'
-import type { FormatFacts, FormatInput, FormatModule, FormatScanner, FormatSession } from './types.ts'
+import type { FormatInput, FormatModule, FormatSession } from './types.ts'
+import {
+  ClaudeScanner,
+  COMMAND_ECHOES,
+  chainedInFileOrder,
+  commandExpansion,
+  commandOrMeta,
+  queuedPrompt,
+  shortId,
+  sidechainGroups,
+} from './claude-code-scan.ts'
+import type { ClaudeNode } from './claude-code-scan.ts'
 
-/** The `type` values a Claude Code transcript line may have (for detection). */
-const CLAUDE_RECORD_TYPES: ReadonlySet<string> = new Set([
-  'user',
-  'assistant',
-  'system',
-  'progress',
-  'file-history-snapshot',
-  'queue-operation',
-  'summary',
-  'attachment',
-  'custom-title',
-])
-
-/** True when a first record looks like a Claude Code transcript line. */
-export function looksLikeClaudeCode(record: Record<string, unknown>): boolean {
-  const type = str(record['type'])
-  if (type === undefined || !CLAUDE_RECORD_TYPES.has(type)) return false
-  if (type === 'file-history-snapshot') return 'snapshot' in record || 'messageId' in record
-  if (type === 'summary') return typeof record['leafUuid'] === 'string'
-  if (type === 'queue-operation') return typeof record['sessionId'] === 'string'
-  return (
-    typeof record['uuid'] === 'string' && 'parentUuid' in record && typeof record['sessionId'] === 'string'
-  )
-}
+export { looksLikeClaudeCode } from './claude-code-scan.ts'
 
 interface ClaudeRecord {
   readonly line: number
@@ -40,12 +27,6 @@ interface ClaudeRecord {
 
 const INTERRUPT_PREFIX = '[Request interrupted by user'
 const REJECTED_PREFIX = "The user doesn't want to proceed with this tool use"
-const COMMAND_PREFIXES = [
-  '<command-name>',
-  '<command-message>',
-  '<local-command-stdout>',
-  '<local-command-caveat>',
-]
 
 function usageOf(raw: unknown): Usage | undefined {
   const usage = obj(raw)
@@ -116,6 +97,8 @@ class ClaudeMapper {
   #results: PendingResult[] = []
   #compactPending = false
   #line = 0
+  /** The last user or assistant record was a slash command's echo (`<command-message>`...). */
+  #afterCommand = false
 
   constructor(builder: SessionBuilder) {
     this.#builder = builder
@@ -128,8 +111,12 @@ class ClaudeMapper {
     this.#line = record.line
     b.beginRecord(value['timestamp'])
     const type = str(value['type'])
+    const afterCommand = this.#afterCommand
+    if (type === 'user' || type === 'assistant') this.#afterCommand = false
     if (type === 'assistant') return this.#assistantRecord(value)
-    if (type === 'user') return this.#userRecord(record)
+    if (type === 'user') return this.#userRecord(record, afterCommand)
+    const queued = queuedPrompt(value)
+    if (queued !== undefined) return this.#queuedPrompt(value, queued)
     if (type === 'system' && value['subtype'] === 'compact_boundary') {
       this.#flush()
       this.#compactPending = true
@@ -146,7 +133,7 @@ class ClaudeMapper {
   #assistantRecord(value: Record<string, unknown>): void {
     const b = this.#builder
     const message = obj(value['message'])
-    const messageId = str(message?.['id']) ?? `line-${String(value['uuid'])}`
+    const messageId = str(message?.['id']) ?? `line-${this.#line}`
     if (message === undefined || message['model'] === '<synthetic>' || value['isApiErrorMessage'] === true) {
       b.record(value, 'log-only:claude.synthetic-assistant')
       return
@@ -197,7 +184,7 @@ class ClaudeMapper {
     b.record(value, 'mapped')
   }
 
-  #userRecord(record: ClaudeRecord): void {
+  #userRecord(record: ClaudeRecord, afterCommand: boolean): void {
     const b = this.#builder
     const value = record.value
     const message = obj(value['message'])
@@ -239,27 +226,16 @@ class ClaudeMapper {
     }
     const texts = blocks.map(obj).filter((block) => block?.['type'] === 'text')
     const firstText = str(texts[0]?.['text']) ?? ''
-    if (value['isMeta'] === true || COMMAND_PREFIXES.some((prefix) => firstText.startsWith(prefix))) {
+    if (commandOrMeta(value) && !(afterCommand && commandExpansion(value, firstText))) {
+      this.#afterCommand =
+        value['isMeta'] !== true && COMMAND_ECHOES.some((echo) => firstText.startsWith(echo))
       b.record(value, 'log-only:claude.local-command')
       return
     }
     this.#flush()
-    const parts: ContentPart[] = []
-    let images = 0
-    for (const raw of blocks) {
-      const block = obj(raw) ?? {}
-      if (block['type'] === 'text') parts.push({ type: 'text', text: str(block['text']) ?? '' })
-      else if (block['type'] === 'image') {
-        const part = imagePart(block)
-        if (part === undefined) images += 1
-        else parts.push(part)
-      } else b.lossy(`claude.user-block.${str(block['type']) ?? 'unknown'}`)
-    }
-    if (images > 0) b.lossy('claude.image-unreadable', images)
+    const userContent = this.#userContent(blocks)
     if (value['todos'] !== undefined) b.lossy('claude.todos')
-    const single = parts.length === 1 ? parts[0] : undefined
-    const userContent = single?.type === 'text' ? single.text : parts
-    if (parts.length === 0) {
+    if (userContent === undefined) {
       b.record(value, 'log-only:claude.empty-user')
       return
     }
@@ -272,6 +248,39 @@ class ClaudeMapper {
       return
     }
     b.user(userContent, { prompt: true })
+  }
+
+  /** Text and image blocks as a user message's content (one text as a string); `undefined` when none. */
+  #userContent(blocks: readonly unknown[]): string | ContentPart[] | undefined {
+    const b = this.#builder
+    const parts: ContentPart[] = []
+    let images = 0
+    for (const raw of blocks) {
+      const block = obj(raw) ?? {}
+      if (block['type'] === 'text') parts.push({ type: 'text', text: str(block['text']) ?? '' })
+      else if (block['type'] === 'image') {
+        const part = imagePart(block)
+        if (part === undefined) images += 1
+        else parts.push(part)
+      } else b.lossy(`claude.user-block.${str(block['type']) ?? 'unknown'}`)
+    }
+    if (images > 0) b.lossy('claude.image-unreadable', images)
+    if (parts.length === 0) return undefined
+    const single = parts.length === 1 ? parts[0] : undefined
+    return single?.type === 'text' ? single.text : parts
+  }
+
+  /** A prompt the user queued while the agent worked: a user message mid-turn (it starts no turn). */
+  #queuedPrompt(value: Record<string, unknown>, blocks: readonly unknown[]): void {
+    const b = this.#builder
+    this.#flush()
+    const content = this.#userContent(blocks)
+    if (content === undefined) {
+      b.record(value, 'log-only:claude.attachment')
+      return
+    }
+    b.record(value, 'mapped')
+    b.user(content, { prompt: false })
   }
 
   /** Emits the merged assistant message, then the results gathered for it. */
@@ -305,109 +314,6 @@ class ClaudeMapper {
     this.#flush()
     if (this.#compactPending) this.#builder.lossy('claude.compact_boundary-without-summary')
     this.#builder.finish('complete')
-  }
-}
-
-/** What the first pass keeps of a record with a `uuid`: its place in the tree, never its content. */
-interface ClaudeNode {
-  readonly attachable: boolean
-  readonly sidechain: boolean
-  readonly agentId: string | undefined
-}
-
-/** Side records that may ride along a path they are not on: tool results, progress, system notes. */
-function attachable(value: Record<string, unknown>): boolean {
-  const type = value['type']
-  if (type === 'assistant') return false
-  if (type === 'system') return value['subtype'] !== 'compact_boundary'
-  if (type !== 'user') return true
-  const content = obj(value['message'])?.['content']
-  if (typeof content === 'string') return false
-  const blocks = arr(content)
-  return blocks.length > 0 && blocks.every((block) => obj(block)?.['type'] === 'tool_result')
-}
-
-function shortId(id: string): string {
-  return id.replace(/[^A-Za-z0-9]/g, '').slice(0, 12)
-}
-
-/**
- * The first pass: the tree index (ids, parent ids, lines and three flags per record), the
- * lines of records outside the tree, and the header facts. Memory grows with the number of
- * records, not with their content.
- */
-class ClaudeScanner implements FormatScanner {
-  readonly nodes: TreeNode<ClaudeNode>[] = []
-  /** Records without a uuid (snapshots, queue operations): file order only. */
-  readonly loose: number[] = []
-  /** Records repeating a uuid (a second /compact re-appending records). */
-  readonly duplicates: { readonly line: number; readonly id: string }[] = []
-  readonly malformed: { readonly line: number; readonly text: string }[] = []
-  /** Every uuid seen, to its first string: a parent id shares its node's string (memory). */
-  readonly #seen = new Map<string, string>()
-  sessionId: string | undefined
-  #version: string | undefined
-  #cwd: string | undefined
-  #model: string | undefined
-  #gitBranch: string | undefined
-
-  add(parsed: ParsedLine): void {
-    if ('malformed' in parsed) {
-      this.malformed.push({ line: parsed.line, text: parsed.malformed })
-      return
-    }
-    const value = parsed.value
-    this.sessionId ??= str(value['sessionId'])
-    this.#version ??= str(value['version'])
-    this.#cwd ??= str(value['cwd'])
-    this.#gitBranch ??= str(value['gitBranch'])
-    const model = str(obj(value['message'])?.['model'])
-    if (model !== '<synthetic>') this.#model ??= model
-    const id = str(value['uuid'])
-    if (id === undefined) {
-      this.loose.push(parsed.line)
-      return
-    }
-    if (this.#seen.has(id)) {
-      this.duplicates.push({ line: parsed.line, id })
-      return
-    }
-    this.#seen.set(id, id)
-    const rawParent = str(value['parentUuid']) ?? str(value['logicalParentUuid']) ?? null
-    const parent = rawParent === null ? null : (this.#seen.get(rawParent) ?? rawParent)
-    this.nodes.push({
-      id,
-      parent,
-      line: parsed.line,
-      item: {
-        attachable: attachable(value),
-        sidechain: value['isSidechain'] === true,
-        agentId: str(value['agentId']),
-      },
-    })
-  }
-
-  /** True when every record is a sidechain record (a sub-agent file imported on its own). */
-  get onlySidechain(): boolean {
-    return this.nodes.length > 0 && this.nodes.every((node) => node.item.sidechain)
-  }
-
-  facts(): FormatFacts {
-    // Called once, after the last record: the id lookup is no longer needed.
-    this.#seen.clear()
-    const agentId = this.onlySidechain ? this.nodes[0]!.item.agentId : undefined
-    const sourceId = this.sessionId
-    return {
-      formatVersion: this.#version ?? 'unknown',
-      sourceId: agentId === undefined ? sourceId : `${sourceId ?? 'unknown'}-agent-${shortId(agentId)}`,
-      cwd: this.#cwd,
-      ...(this.onlySidechain ? { delegationDepth: 1, parentSourceId: sourceId } : {}),
-      metadata: {
-        ...(this.#model === undefined ? {} : { model: this.#model }),
-        ...(this.#gitBranch === undefined ? {} : { gitBranch: this.#gitBranch }),
-        ...(agentId === undefined ? {} : { agentId }),
-      },
-    }
   }
 }
 
@@ -474,13 +380,23 @@ async function walk(
 }
 
 async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promise<FormatSession[]> {
-  const { nodes } = scanner
+  const flat = !scanner.linked && scanner.nodes.length > 1
+  if (scanner.onlySidechain && !flat) scanner.continueSidechains()
+  const nodes = flat ? chainedInFileOrder(scanner.nodes) : scanner.nodes
   const onlySidechain = scanner.onlySidechain
-  const mainNodes = onlySidechain ? nodes : nodes.filter((node) => !node.item.sidechain)
-  const sideNodes = onlySidechain ? [] : nodes.filter((node) => node.item.sidechain)
-  const isAttachable = (node: TreeNode<ClaudeNode>): boolean => node.item.attachable
-  const mainPlan = planTree(mainNodes, isAttachable)
-  const sidePlan = sideNodes.length > 0 ? planTree(sideNodes, isAttachable) : undefined
+  const split = (sidechain: boolean): TreeNode<ClaudeNode>[] => {
+    const picked = nodes.filter((node) => node.item.sidechain === sidechain)
+    return flat ? chainedInFileOrder(picked) : picked
+  }
+  const mainNodes = onlySidechain ? nodes : split(false)
+  const continued = flat ? [] : onlySidechain ? scanner.sideContinued : scanner.continued
+  const sideNodes = onlySidechain ? [] : split(true)
+  const rules = {
+    attachable: (node: TreeNode<ClaudeNode>): boolean => node.item.attachable,
+    messageOf: (node: TreeNode<ClaudeNode>): string | undefined => node.item.messageId,
+  }
+  const mainPlan = planTree(mainNodes, rules)
+  const sidePlans = sidechainGroups(sideNodes).map((group) => planTree(group, rules))
   // Records without a uuid, repeated uuids and lines that were not JSON ride in file order
   // along every path (so a fork still shares its prefix with the main session); they are
   // counted once.
@@ -493,7 +409,7 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
     })),
     ...scanner.malformed.map((bad): Step => ({ line: bad.line, kind: 'malformed', text: bad.text })),
   ].sort((left, right) => left.line - right.line)
-  const more = mainPlan.branches.length > 0 || sidePlan !== undefined
+  const more = mainPlan.branches.length > 0 || sidePlans.length > 0
   const counted = new Set<number>()
   const build = async (
     sequence: readonly TreeNode<ClaudeNode>[],
@@ -543,12 +459,46 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
   })
   sessions.push({ key: '', role: 'main', builder: mainBuilder })
   if (input.live) return sessions
-  for (const id of mainPlan.brokenParents) {
-    mainBuilder.line = nodes.find((node) => node.id === id)?.line ?? 0
+  if (!scanner.conversation) {
+    mainBuilder.line = 0
     mainBuilder.diagnostic(
-      'BROKEN_PARENT',
-      `record ${id}: its parentUuid is not in the file; treated as a root`,
+      'NO_CONVERSATION',
+      `no user, assistant or system record: the file holds only ${scanner.loose.length} summary, snapshot or metadata record(s), kept verbatim in an empty session`,
     )
+  }
+  if (flat) {
+    mainBuilder.line = 0
+    mainBuilder.diagnostic(
+      'NO_PARENT_LINKS',
+      'no record names a parentUuid; the records are read as one path in file order',
+    )
+  }
+  if (scanner.resumedFrom.length > 0) {
+    mainBuilder.line = 0
+    mainBuilder.diagnostic(
+      'RESUMED_SESSION',
+      `the file holds records of session ${scanner.resumedFrom.join(', ')} before its own (${scanner.sessionId ?? 'unknown'}): a resumed session; imported as ${scanner.sessionId ?? 'unknown'}`,
+    )
+  }
+  for (const relinked of scanner.relinked) {
+    mainBuilder.line = relinked.line
+    mainBuilder.diagnostic(
+      'COMPACT_PARENT_MISSING',
+      `compact_boundary ${relinked.id}: its logicalParentUuid is not in the file; continues from ${relinked.parent}, the record before it`,
+    )
+  }
+  for (const record of continued) {
+    mainBuilder.line = record.line
+    if (record.named === null)
+      mainBuilder.diagnostic(
+        'SECOND_ROOT',
+        `record ${record.id} names no parentUuid after the first record; continues from ${record.parent}, the record before it`,
+      )
+    else
+      mainBuilder.diagnostic(
+        'BROKEN_PARENT',
+        `record ${record.id}: its parentUuid ${record.named} is not in the file; continues from ${record.parent}, the record before it`,
+      )
   }
   const addBranches = async (
     plan: TreePlan<ClaudeNode>,
@@ -566,10 +516,13 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
     }
   }
   await addBranches(mainPlan, '', true)
-  if (sidePlan !== undefined) {
+  const keys = new Set<string>()
+  for (const sidePlan of sidePlans) {
     const first = sidePlan.main[0]
     const agentId = first?.item.agentId ?? shortId(first?.id ?? 'sidechain')
-    const key = `agent-${shortId(agentId)}`
+    let key = `agent-${shortId(agentId)}`
+    for (let n = 2; keys.has(key); n += 1) key = `agent-${shortId(agentId)}-${n}`
+    keys.add(key)
     const session = { key, role: 'sidechain' as const, metadata: { agentId } }
     const builder = await build(sidePlan.main, {
       withExtras: false,
@@ -588,6 +541,6 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
  * path is known only at the last leaf); the second reads the records again in path order.
  */
 export const claudeCodeFormat: FormatModule = {
-  scanner: () => new ClaudeScanner(),
+  scanner: (context) => new ClaudeScanner(context.sourceName),
   map: (input, scanner) => mapClaudeCode(input, scanner as ClaudeScanner),
 }
