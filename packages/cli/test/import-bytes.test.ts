@@ -4,14 +4,15 @@ import { describe, expect, it } from 'vitest'
 import { digestSources, importDigest } from './support/import-digest.ts'
 
 /** The mapping version the digests were recorded with (every header carries it). */
-const RECORDED_WITH_IMPORTER_VERSION = 2
+const RECORDED_WITH_IMPORTER_VERSION = 3
 
 /**
  * The log bytes `agent-ledger import` wrote before the import-speed work (validation fast
  * paths, cheaper copies, fewer folds): that work must not change one byte of them.
  *
- * How these were obtained: on `main` at 224c64e (before any of that work), from the
- * repository root, `pnpm exec tsx --conditions=@agent-ledger/source
+ * How these were obtained: on `main` at 224c64e (before any of that work), then again on
+ * `main` at 1cbeb62 (the Claude Code mapping changes, importer version 3, still without that
+ * work), from the repository root, `pnpm exec tsx --conditions=@agent-ledger/source
  * packages/cli/test/support/import-digest.ts` (the same sources and the same digest as
  * below; run twice, same output). A change to the mapping that is meant to change the
  * output (it bumps `IMPORTER_VERSION`, which every header carries) re-records them with
@@ -19,23 +20,46 @@ const RECORDED_WITH_IMPORTER_VERSION = 2
  * compared.
  */
 const RECORDED: Readonly<Record<string, string>> = {
-  'synthetic-claude-code-branches.jsonl': 'dbced9ad33970cb6c5a0b0e037648f7ba344af78380cd9665cc9dd847f082f7f',
+  'synthetic-claude-code-agent-acompact.jsonl':
+    '1749b955fa6798011f416a2a1ce2fcbf40e6d5711009643569cd20e246de811d',
+  'synthetic-claude-code-branches.jsonl': '0e1da57dbd9c9778ea4ab08f911105502ea94804ef9bddce5c16e12aac95c2fc',
+  'synthetic-claude-code-broken-chain.jsonl':
+    '98fa6e36b2e627ba7255e5b4eef621a0730f1c6c66f5e0383e025a47e3187eba',
+  'synthetic-claude-code-compact-lost-parent.jsonl':
+    'e935e97e188a337efa602073f62e207d4f8125404e809b56579a5d003db02abe',
   'synthetic-claude-code-compaction.jsonl':
-    '5a7da47c261bb70b1a7028a54bcac879ba0c7d9e7a65317feed8fcf0a9e1a79e',
-  'synthetic-codex-compacted.jsonl': '0e3d67da44c422079e4025ec581af7c616ba0a830ef06647a4adee01309a1573',
+    '06dca3cd1880624e23dc554e18194b87fe9bb993cab2eed9dd6b09815377ef65',
+  'synthetic-claude-code-flat.jsonl': 'dacc2f81b19076aae73c41db6666325e1b13333b391d313d73e4c1bedc7c190f',
+  'synthetic-claude-code-images.jsonl': '2e81860bcaf8513266ace4f1adc43c078a402e3a90b8f9dd18973a23370161d2',
+  'synthetic-claude-code-inline-sidechains.jsonl':
+    'a8f5c1af7f50490235bab63fc679dc0aa9abe65dffc5525fa279e0a6ffbda919',
+  'synthetic-claude-code-metadata-first.jsonl':
+    '6b0bc67c19f2b56df8fec34630760166a22283b28d6fb7c2ed6072d174415a03',
+  'synthetic-claude-code-nested-forks.jsonl':
+    'c5b7eca7dc4cec78c8080f6005183b6b9616ccfac3b847e77e2d7f576eb05615',
+  'synthetic-claude-code-parallel-calls.jsonl':
+    'ad016d8773bb3af947e8510d730c7ebe5cbe317aee90a053cd3c6e56c4e1064c',
+  'synthetic-claude-code-queued-prompt.jsonl':
+    'a664be4d636971ac3eb8b60bd95677b438168834024976886fd04175401a6a44',
+  'synthetic-claude-code-resumed.jsonl': '06b4b82710dd9a28102dc51db1b5abf2f18023387c25c35d6b2e6de723f01e5a',
+  'synthetic-claude-code-slash-command.jsonl':
+    'b426b1b5a301588b804fa3021bc641fd78bbc574e52bc071553f427b3311228b',
+  'synthetic-claude-code-summary-only.jsonl':
+    '169dd0f9d75becf2fc015687ddcc5e56deee74591539055325d1b87f5afff322',
+  'synthetic-codex-compacted.jsonl': '3beb32fb820889fe88374ca12f3b58b72a1806ca67afa95d93cb23f8f0ff75c6',
   'synthetic-openhands-v0-condensation.jsonl':
-    'b9969cfd8d7faa4ba4244739c1dbf2c4cbfd3129d01690f82d9a21c9a0f84a00',
+    'd754261f8c0f8b9e094fa9f1d3798a4bf54fc1e92a43a1ff4ec3d67574a6b10a',
   'synthetic-openhands-v1-condensation.jsonl':
-    '11a1d14494962e0e10cacd7a63b6f23922afb9cfbe1a86f8f4ec3d879e36c1d5',
-  'synthetic-openhands-v1-events.jsonl': '7c2a9e45534bd42cfacbff8d984dc1facee21a60bb432f774c90ded5a7dcec18',
-  'synthetic-pi-v1.jsonl': 'af4b13a949b7de7b16f2b6717932ef333ecd460f551d0ea25c141dcbbd80e02b',
-  'synthetic-pi-v2.jsonl': '287b07e30f95c528914f31b368c0f0feb7311ac3af3e137e2d9c2ceeeb078fb7',
-  'synthetic-pi-v3-tree.jsonl': '0e621323cd79469dd578a100e7e27750c2c711b6d367369a10503e739585c0fe',
-  'shared-claude-code-short.jsonl': '972950c15b78bc42305fb642a4f93e88274bee64521c0d9e505ce7cf0b09e6eb',
+    '8409be4d8a30c593afa241e4cc2bf87c4311b0376325e22a8e8bd92ca46d3e53',
+  'synthetic-openhands-v1-events.jsonl': 'cbcc5d5c05b698ef110d89301035ad6beb024aa67d038f7660c79705275c0398',
+  'synthetic-pi-v1.jsonl': 'c721d7ba6487c9ecc351048557e9991d3a9379e4d11ea43dfeff9e9b5ffa5726',
+  'synthetic-pi-v2.jsonl': 'c50bc340e89b836c3f07ce496ac19b1d25d7ec36ba58ab8f79ec72286ddc305c',
+  'synthetic-pi-v3-tree.jsonl': '38da5e1e833f0f2fd014b039f4577115696d1116c7af53a0a1a5f8bd3d863fdb',
+  'shared-claude-code-short.jsonl': 'e37493157ee4428f3ea2f2f1e3bccbde51616aff5223db35a0810e33082c5806',
   'shared-codex-rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl':
-    '9a8c800a9a1a7ea21942e51b1d443dcf566ed51a46191de13c23a4f90bbf3ef7',
-  'shared-openhands-basic.json': '84ec401b633b41c6c167cfd25f4b6d753242a45762ff58bf16cd8806ac12a5b4',
-  'generated-claude-300-turns.jsonl': 'e5287a20bd974d3c02be48d73f5c5f706d84205d6c83e87767f1e2deb1c32780',
+    '61925fa4c188b02a21708c46e2082856a868ed51b50c050f4652994d03973574',
+  'shared-openhands-basic.json': '167ee95f0f97da6bf64716e2a539ded96b2a4d09624d899855baecddf2379050',
+  'generated-claude-300-turns.jsonl': 'f143559671a983022a521f92fdbf6fe2b0a063d1f307220cc024a550890ebe49',
 }
 
 describe('agent-ledger import writes the same bytes as before the import-speed work', () => {
