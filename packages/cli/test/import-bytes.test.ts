@@ -12,7 +12,8 @@ const RECORDED_WITH_IMPORTER_VERSION = 3
  *
  * How these were obtained: on `main` at 224c64e (before any of that work), then again on
  * `main` at 1cbeb62 (the Claude Code mapping changes, importer version 3, still without that
- * work), from the repository root, `pnpm exec tsx --conditions=@agent-ledger/source
+ * work), and last on `main` at 55db563 (the Codex, pi and OpenHands mapping changes and the
+ * streamed create merged, still without that work; importer version 3), from the repository root, `pnpm exec tsx --conditions=@agent-ledger/source
  * packages/cli/test/support/import-digest.ts` (the same sources and the same digest as
  * below; run twice, same output). A change to the mapping that is meant to change the
  * output (it bumps `IMPORTER_VERSION`, which every header carries) re-records them with
@@ -46,14 +47,22 @@ const RECORDED: Readonly<Record<string, string>> = {
     'b426b1b5a301588b804fa3021bc641fd78bbc574e52bc071553f427b3311228b',
   'synthetic-claude-code-summary-only.jsonl':
     '169dd0f9d75becf2fc015687ddcc5e56deee74591539055325d1b87f5afff322',
+  'synthetic-codex-bare-layout.jsonl': 'cdf51e294fcb071df5fc5280fffa76259f9e27c15e007c285369737c7fff638a',
   'synthetic-codex-compacted.jsonl': '3beb32fb820889fe88374ca12f3b58b72a1806ca67afa95d93cb23f8f0ff75c6',
+  'synthetic-codex-current-shapes.jsonl': '7acf8c32bd68c9be075f43fdfd9475e9dd424ee213c626b1d08a6ff996bd0114',
+  'synthetic-codex-legacy-document.json': '4b81c2cf57a6bb8bb330243795c2ed489b0f2b25af7d7b9ddce244a001b42a6d',
+  'synthetic-codex-rollback.jsonl': 'aed8a932a1e5449743865b3a37a5996a044a6e7920ea6e4e0c96b83bffde7829',
   'synthetic-openhands-v0-condensation.jsonl':
     'd754261f8c0f8b9e094fa9f1d3798a4bf54fc1e92a43a1ff4ec3d67574a6b10a',
   'synthetic-openhands-v1-condensation.jsonl':
     '8409be4d8a30c593afa241e4cc2bf87c4311b0376325e22a8e8bd92ca46d3e53',
   'synthetic-openhands-v1-events.jsonl': 'cbcc5d5c05b698ef110d89301035ad6beb024aa67d038f7660c79705275c0398',
+  'synthetic-openhands-v1-sdk-kinds.jsonl':
+    '5197bcf88dc11b18bedc9e6f3fbc97e1b1a1979ed3cf849ae8e9354ac2cc5850',
+  'synthetic-pi-v1-branched.jsonl': 'fae9666732370a3a2c7875ea40e02402ff0ffa1a0f2ff0312a16821ea7a7fd75',
   'synthetic-pi-v1.jsonl': 'c721d7ba6487c9ecc351048557e9991d3a9379e4d11ea43dfeff9e9b5ffa5726',
   'synthetic-pi-v2.jsonl': 'c50bc340e89b836c3f07ce496ac19b1d25d7ec36ba58ab8f79ec72286ddc305c',
+  'synthetic-pi-v3-session-manager.jsonl': '18df8c8f8b1f85f4465b39bed55e23e7ca0012fe72a887a028db6bd03c316249',
   'synthetic-pi-v3-tree.jsonl': '38da5e1e833f0f2fd014b039f4577115696d1116c7af53a0a1a5f8bd3d863fdb',
   'shared-claude-code-short.jsonl': 'e37493157ee4428f3ea2f2f1e3bccbde51616aff5223db35a0810e33082c5806',
   'shared-codex-rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl':
