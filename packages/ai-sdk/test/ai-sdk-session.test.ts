@@ -8,9 +8,11 @@ import { z } from 'zod'
 
 import { openAiSdkSession } from '../src/index.ts'
 import { crossProcessStoreKinds, storeKinds } from './stores.ts'
-import { allEvents, spawnTsChild, tempRoot, textResponse, toolCallResponse } from './support.ts'
+import { spawnTsChild } from '../../../tooling/adapters/child.ts'
+import { allEvents, tempRoot } from '../../../tooling/adapters/stores.ts'
+import { textResponse, toolCallResponse } from './support.ts'
 
-const root = tempRoot()
+const root = tempRoot('ai-sdk')
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
 function weatherTools(log: string[]) {
@@ -267,7 +269,7 @@ describe.each(crossProcessStoreKinds)('crash mid-tool and resume over the %s sto
       const { store, target, id: sessionId, close } = await kind.open()
       onTestFinished(close)
       const id = sessionId('killed')
-      const child = spawnTsChild('./fixtures/crash-mid-tool.ts', [target!, id])
+      const child = spawnTsChild(new URL('./fixtures/crash-mid-tool.ts', import.meta.url), [target!, id])
       await child.waitFor('IN_TOOL')
       child.child.kill('SIGKILL')
       expect((await child.exited).signal).toBe('SIGKILL')

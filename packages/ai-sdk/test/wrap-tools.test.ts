@@ -7,9 +7,9 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 
 import { wrapTools } from '../src/index.ts'
-import { allEvents, tempRoot } from './support.ts'
+import { allEvents, tempRoot } from '../../../tooling/adapters/stores.ts'
 
-const root = tempRoot()
+const root = tempRoot('ai-sdk')
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
 const execution = (toolCallId: string): ToolExecutionOptions => ({ toolCallId, messages: [] })

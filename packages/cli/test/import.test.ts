@@ -22,6 +22,7 @@ interface ImportJson {
     file: string
     format: string
     sessions: { id: string; action: string; appended?: number; events: number }[]
+    report?: unknown
   }[]
   failures: { file: string; error: { code: string } }[]
 }
@@ -145,6 +146,43 @@ describe('agent-ledger import (synthetic sources)', () => {
     ])
   })
 
+  it('a Codex rollout with two rollbacks imports as a family (main + 2 forks); importing again changes nothing', async () => {
+    const store = join(root, 'store')
+    const source = join(synthetic, 'codex', 'rollback.jsonl')
+    const first = await cli(['import', source, '--root', store, '--json', '--no-progress'])
+    expect(first.code).toBe(0)
+    const main = 'codex-019d1000-aaaa-7bbb-8ccc-000000000002'
+    const created = (JSON.parse(first.stdout) as ImportJson).sources[0]!.sessions
+    // Events as counted by hand in the import package's codex.test.ts.
+    expect(created.map((session) => [session.id, session.action, session.events])).toEqual([
+      [main, 'created', 28],
+      [`${main}-rollback-1`, 'created', 34],
+      [`${main}-rollback-2`, 'created', 39],
+    ])
+    const list = await cli(['list', store, '--json'])
+    const sessions = (
+      JSON.parse(list.stdout) as { sessions: { id: string; header: { parentSession?: string } }[] }
+    ).sessions
+    expect(sessions.map((session) => [session.id, session.header.parentSession ?? null]).sort()).toEqual([
+      [main, null],
+      [`${main}-rollback-1`, main],
+      [`${main}-rollback-2`, main],
+    ])
+    const again = await cli(['import', source, '--root', store, '--json', '--no-progress'])
+    expect(
+      (JSON.parse(again.stdout) as ImportJson).sources[0]!.sessions.map((session) => session.action),
+    ).toEqual(['unchanged', 'unchanged', 'unchanged'])
+    const messages = await cli(['messages', join(store, main), '--json'])
+    expect((JSON.parse(messages.stdout) as { content: unknown }[]).map((message) => message.content)).toEqual(
+      [
+        'You are Codex.',
+        '<environment_context>\n  <cwd>/home/user/proj</cwd>\n</environment_context>',
+        'first question',
+        'first answer',
+      ],
+    )
+  })
+
   it('an OpenHands events/ directory (one JSON file per event) is one source', async () => {
     const events = join(root, 'conv-7', 'events')
     mkdirSync(events, { recursive: true })
@@ -158,10 +196,24 @@ describe('agent-ledger import (synthetic sources)', () => {
           JSON.stringify(JSON.parse(line), null, 2),
         )
       })
+    // The conversation's state beside its events (V1 base_state.json, V0 metadata.json) is not a source.
+    writeFileSync(
+      join(root, 'conv-7', 'base_state.json'),
+      JSON.stringify({ id: 'conv-7', agent: {} }, null, 2),
+    )
+    writeFileSync(join(root, 'conv-7', 'metadata.json'), JSON.stringify({ conversation_id: 'conv-7' }))
     const run = await cli(['import', join(root, 'conv-7'), '--dry-run', '--json'])
     expect(run.code).toBe(0)
-    const source = (JSON.parse(run.stdout) as ImportJson).sources[0]!
-    expect(source).toMatchObject({ format: 'openhands', sessions: [{ id: 'openhands-conv-7' }] })
+    const sources = (JSON.parse(run.stdout) as ImportJson).sources
+    expect(sources).toHaveLength(1)
+    expect(sources[0]).toMatchObject({ format: 'openhands', sessions: [{ id: 'openhands-conv-7' }] })
+    // The events/ directory named itself: the same one source, named after its conversation.
+    const direct = await cli(['import', events, '--dry-run', '--json'])
+    expect(direct.code).toBe(0)
+    const named = (JSON.parse(direct.stdout) as ImportJson).sources
+    expect(named).toHaveLength(1)
+    expect(named[0]).toMatchObject({ format: 'openhands', sessions: [{ id: 'openhands-conv-7' }] })
+    expect(named[0]!.report).toEqual(sources[0]!.report)
   })
 
   it('a malformed line is refused with file and line (exit 1); --lenient imports and counts it', async () => {

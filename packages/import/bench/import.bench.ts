@@ -14,14 +14,13 @@
  *
  * Timing is wall clock on a shared machine: ratios are the claim, absolute figures vary.
  */
-import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 
+import { median, runBenchChild } from '../../../tooling/bench/support.ts'
 import { importSource, splitLines } from '../src/index.ts'
 
 /** One measured figure, in the shape tooling/bench/run.ts prints. */
@@ -96,29 +95,9 @@ async function childMain(job: string): Promise<void> {
 }
 
 function runChild(job: string): Promise<{ maxRssBytes: number }> {
-  const loader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
-  const script = fileURLToPath(import.meta.url)
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--conditions=@agent-ledger/source', '--import', loader, script], {
-      env: { ...process.env, [CHILD_ENV]: job },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on('close', (code) => {
-      const line = stdout.trim().split('\n').pop() ?? ''
-      if (code !== 0 || line === '') reject(new Error(`bench child exited ${code}: ${stderr.slice(-2000)}`))
-      else resolve(JSON.parse(line) as { maxRssBytes: number })
-    })
-  })
+  return runBenchChild(fileURLToPath(import.meta.url), { envName: CHILD_ENV, value: job })
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((left, right) => left - right)
-  return sorted[Math.floor(sorted.length / 2)]!
-}
 
 /**
  * The import figures.

@@ -506,11 +506,24 @@ export class SessionBuilder {
     try {
       // Verbatim records have one fixed shape built above (the store checks them again on
       // create); the schema check is kept for every mapped event, where mapping bugs live.
-      const parsed =
-        pending.type === SOURCE_RECORD_EVENT_TYPE
-          ? (event as unknown as LoggedEvent)
-          : parseEvent(event, this.#context.registry)
-      this.projection.apply(parsed)
+      // The projection of a log-only plugin event depends on its envelope only (seq, time,
+      // type, ignorable: no surface, no repair state), so a verbatim record is folded as its
+      // envelope: the record itself is neither walked nor frozen here (the store copies,
+      // checks and freezes what it writes).
+      let parsed: LoggedEvent
+      if (pending.type === SOURCE_RECORD_EVENT_TYPE) {
+        parsed = event as unknown as LoggedEvent
+        this.projection.apply({
+          seq: parsed.seq,
+          time,
+          type: pending.type,
+          data: null,
+          ignorable: true,
+        })
+      } else {
+        parsed = parseEvent(event, this.#context.registry)
+        this.projection.apply(parsed)
+      }
       this.events.push(parsed)
       this.#digests?.push(eventDigest(parsed))
     } catch (error) {

@@ -5,8 +5,13 @@ import { Assembly } from './assembly.ts'
 import type { ImportedSession, ImportSink } from './assembly.ts'
 import { SessionBuilder } from './builder.ts'
 import { claudeCodeFormat, looksLikeClaudeCode } from './formats/claude-code.ts'
-import { codexFormat, looksLikeCodex } from './formats/codex.ts'
-import { looksLikeOpenHandsV0, looksLikeOpenHandsV1, openHandsFormat } from './formats/openhands.ts'
+import { codexDetection, codexFormat } from './formats/codex.ts'
+import {
+  looksLikeOpenHandsV0,
+  looksLikeOpenHandsV1,
+  openHandsEvaluationLine,
+  openHandsFormat,
+} from './formats/openhands.ts'
 import { looksLikePi, piFormat } from './formats/pi.ts'
 import type {
   FormatInput,
@@ -16,7 +21,7 @@ import type {
   LiveContinuation,
 } from './formats/types.ts'
 import { ImportError, ImportErrorCode } from './import-error.ts'
-import { parseLines } from './lines.ts'
+import { parseJsonArray, parseLines } from './lines.ts'
 import type { ParsedLine } from './lines.ts'
 import { createReport } from './report.ts'
 import type { ImportReport } from './report.ts'
@@ -32,7 +37,7 @@ export type SourceFormat = (typeof SOURCE_FORMATS)[number]
  * Version of the mapping this build applies. It changes whenever the same source would give
  * different events; an incremental import refuses to extend a session imported by another one.
  */
-export const IMPORTER_VERSION = 2
+export const IMPORTER_VERSION = 3
 
 /** The registry that knows `import/source-record` (readers need not: the events are ignorable). */
 export const importEventRegistry: EventRegistry = createEventRegistry([sourceRecordEventType])
@@ -89,12 +94,8 @@ export interface ImportResult {
 export function detectFormat(
   record: Record<string, unknown>,
 ): { format: SourceFormat; reason: string } | undefined {
-  if (looksLikeCodex(record)) {
-    return {
-      format: 'codex',
-      reason: `a {timestamp, type, payload} line of type "${String(record['type'])}"`,
-    }
-  }
+  const codex = codexDetection(record)
+  if (codex !== undefined) return { format: 'codex', reason: codex }
   if (looksLikePi(record)) {
     return {
       format: 'pi',
@@ -135,14 +136,40 @@ export function importedSessionId(format: SourceFormat, sourceId: string): strin
   return SESSION_ID_PATTERN.test(id) ? id : `${ID_PREFIX[format]}-source`
 }
 
-async function* arrayRecords(
-  firstLine: string,
-  rest: AsyncIterator<string>,
+/**
+ * Whether a source is one JSON object rather than JSON lines: an object spread over lines (`{`
+ * alone on the first line), or a one-line object with an `items` array (an early Codex
+ * `{session, items}` rollout). A JSON array (an OpenHands trajectory) is not one: it is read
+ * element by element ({@link parseJsonArray}).
+ */
+function isDocument(firstLine: string): boolean {
+  const start = firstLine.trim()
+  if (start === '{') return true
+  if (!start.startsWith('{') || !start.includes('"items"')) return false
+  try {
+    const value: unknown = JSON.parse(start)
+    return typeof value === 'object' && value !== null && Array.isArray((value as { items?: unknown }).items)
+  } catch {
+    return false
+  }
+}
+
+/** The records of a JSON document: an array's elements, or an object's `items` after the object without them. */
+function documentElements(value: unknown): unknown[] {
+  if (Array.isArray(value)) return value
+  if (typeof value !== 'object' || value === null) return [value]
+  const { items, ...wrapper } = value as Record<string, unknown>
+  return Array.isArray(items) ? [wrapper, ...(items as unknown[])] : [value]
+}
+
+/** The records of a one-object source (small: an early Codex rollout), parsed whole. */
+async function* documentRecords(
+  source: AsyncIterable<string>,
   context: { readonly file: string; readonly report: ImportReport },
 ): AsyncGenerator<ParsedLine> {
-  const parts = [firstLine]
-  for (let next = await rest.next(); next.done !== true; next = await rest.next()) {
-    parts.push(next.value)
+  const parts: string[] = []
+  for await (const line of source) {
+    parts.push(line)
     context.report.lines += 1
   }
   let value: unknown
@@ -153,18 +180,18 @@ async function* arrayRecords(
       code: ImportErrorCode.MALFORMED_LINE,
       file: context.file,
       line: 1,
-      message: `${context.file}: expected a JSON array of events, found text that does not parse (${error instanceof Error ? error.message : String(error)})`,
+      message: `${context.file}: expected one JSON document (an array of events, or an object with items), found text that does not parse (${error instanceof Error ? error.message : String(error)})`,
     })
   }
   let index = 0
-  for (const element of Array.isArray(value) ? value : []) {
+  for (const element of documentElements(value)) {
     index += 1
     if (typeof element !== 'object' || element === null || Array.isArray(element)) {
       throw new ImportError({
         code: ImportErrorCode.INVALID_RECORD,
         file: context.file,
         line: index,
-        message: `${context.file} element ${index}: expected an event object, found ${element === null ? 'null' : typeof element}`,
+        message: `${context.file} element ${index}: expected an event object, found ${element === null ? 'null' : Array.isArray(element) ? 'an array' : typeof element}`,
       })
     }
     context.report.records += 1
@@ -250,7 +277,7 @@ async function runImport(
   const lineIterator = (reopen === undefined ? (lines as AsyncIterable<string>) : reopen())[
     Symbol.asyncIterator
   ]()
-  // A JSON array (an OpenHands trajectory) is recognised by its first non-blank line.
+  // A JSON document (an OpenHands trajectory, an early Codex rollout) is recognised by its first non-blank line.
   let firstLine: string | undefined
   let skipped = 0
   for (let next = await lineIterator.next(); next.done !== true; next = await lineIterator.next()) {
@@ -267,20 +294,23 @@ async function runImport(
       message: `${file}: expected at least one record, found ${skipped === 0 ? 'an empty file' : 'only blank lines'}`,
     })
   }
-  let records: AsyncIterator<ParsedLine>
+  // A JSON array (an OpenHands trajectory) is read element by element, like lines; a source
+  // that is one JSON object (an early Codex rollout) is parsed whole and held.
   const array = firstLine.trimStart().startsWith('[')
-  if (array) {
-    report.lines = skipped
-    records = arrayRecords(firstLine, lineIterator, { file, report })
-  } else {
-    const restored = (async function* (): AsyncGenerator<string> {
-      for (let index = 1; index < skipped; index += 1) yield ''
-      yield firstLine
-      for (let next = await lineIterator.next(); next.done !== true; next = await lineIterator.next())
-        yield next.value
-    })()
-    records = parseLines(restored, { file, lenient, report })[Symbol.asyncIterator]()
-  }
+  const document = !array && isDocument(firstLine)
+  const parse = (source: AsyncIterable<string>, into: ImportReport): AsyncGenerator<ParsedLine> =>
+    array
+      ? parseJsonArray(source, { file, report: into })
+      : document
+        ? documentRecords(source, { file, report: into })
+        : parseLines(source, { file, lenient, report: into })
+  const restored = (async function* (): AsyncGenerator<string> {
+    for (let index = 1; index < skipped; index += 1) yield ''
+    yield firstLine
+    for (let next = await lineIterator.next(); next.done !== true; next = await lineIterator.next())
+      yield next.value
+  })()
+  const records = parse(restored, report)[Symbol.asyncIterator]()
   // Detection: the first JSON object (lenient mode may skip malformed lines before it).
   let first: ParsedLine | undefined
   const skippedMalformed: ParsedLine[] = []
@@ -301,9 +331,10 @@ async function runImport(
   const detected = detectFormat(first.value)
   const keys = Object.keys(first.value).slice(0, 8).join(', ')
   if (detected === undefined) {
+    const found = openHandsEvaluationLine(first.value) ?? `an object with keys ${keys}`
     throw refuse(
       file,
-      `${file} line ${first.line}: expected a Claude Code, Codex, pi or OpenHands record, found an object with keys ${keys}; not imported`,
+      `${file} line ${first.line}: expected a Claude Code, Codex, pi or OpenHands record, found ${found}; not imported`,
       first.line,
     )
   }
@@ -317,8 +348,8 @@ async function runImport(
   const format = detected.format
   const module = FORMATS[format]
   // Pass 1: every line once (strict mode refuses a bad line here, before anything is built).
-  const scanner = module.scanner()
-  const held: ParsedLine[] | null = reopen === undefined || array ? [] : null
+  const scanner = module.scanner({ sourceName: options.sourceName })
+  const held: ParsedLine[] | null = reopen === undefined || document ? [] : null
   for (const parsed of skippedMalformed) {
     scanner.add(parsed)
     held?.push(parsed)
@@ -333,7 +364,7 @@ async function runImport(
   const facts = scanner.facts()
   const replay =
     held === null
-      ? () => parseLines(reopen!(), { file, lenient, report: createReport(format, facts.formatVersion) })
+      ? () => parse(reopen!(), createReport(format, facts.formatVersion))
       : async function* (): AsyncGenerator<ParsedLine> {
           await Promise.resolve()
           yield* held

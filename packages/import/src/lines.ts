@@ -106,3 +106,191 @@ export async function* splitLines(chunks: AsyncIterable<string>): AsyncGenerator
   }
   if (rest !== '') yield rest
 }
+
+/**
+ * Reads the records of the given lines again, in any order the caller asks for them, from a
+ * fresh pass over the source: a record met before it is asked for is held until then (only if
+ * it is one of `wanted`), so a walk that mostly follows file order holds only what it reads
+ * ahead. Used by the tree formats' second pass.
+ */
+export class LineFetcher {
+  readonly #wanted: Int32Array
+  readonly #held = new Map<number, Record<string, unknown>>()
+  readonly #records: AsyncIterator<ParsedLine>
+
+  /**
+   * @param records - A fresh pass over the source (`FormatInput.replay()`).
+   * @param wanted - Every line that will be asked for (4 bytes each).
+   */
+  constructor(records: AsyncIterable<ParsedLine>, wanted: Iterable<number>) {
+    this.#wanted = Int32Array.from(wanted).sort()
+    this.#records = records[Symbol.asyncIterator]()
+  }
+
+  #isWanted(line: number): boolean {
+    const wanted = this.#wanted
+    let low = 0
+    let high = wanted.length - 1
+    while (low <= high) {
+      const middle = (low + high) >>> 1
+      const value = wanted[middle]!
+      if (value === line) return true
+      if (value < line) low = middle + 1
+      else high = middle - 1
+    }
+    return false
+  }
+
+  /** The record at `line` (each wanted line is asked for once). */
+  async get(line: number): Promise<Record<string, unknown>> {
+    while (!this.#held.has(line)) {
+      const next = await this.#records.next()
+      if (next.done === true) throw new Error(`line ${line} was not read again`)
+      if ('value' in next.value && this.#isWanted(next.value.line))
+        this.#held.set(next.value.line, next.value.value)
+    }
+    const record = this.#held.get(line)!
+    this.#held.delete(line)
+    return record
+  }
+
+  /** Ends the pass (closes the source). */
+  async close(): Promise<void> {
+    await this.#records.return?.()
+  }
+}
+
+const OPEN_BRACE = 0x7b
+const CLOSE_BRACE = 0x7d
+const OPEN_BRACKET = 0x5b
+const CLOSE_BRACKET = 0x5d
+const QUOTE = 0x22
+const COMMA = 0x2c
+
+function isSpace(code: number): boolean {
+  return code === 0x20 || code === 0x09 || code === 0x0d || code === 0x0a
+}
+
+/**
+ * Parses a stream of lines holding one JSON array (an OpenHands trajectory) element by
+ * element: a small splitter tracks strings, escapes and nesting depth to find where each
+ * top-level element ends, and `JSON.parse` parses that element alone, so memory holds one
+ * element, never the array. Elements are numbered from 1 (the `line` of the records they
+ * give). Blank lines before the array, and a byte-order mark, are skipped.
+ *
+ * @param lines - The source's lines (without terminators), from the first one.
+ * @param context - File name and report (`lines` and `records` are counted; lenient mode does not apply).
+ * @throws {@link ImportError} `MALFORMED_LINE` (an element that does not parse, text outside the array),
+ *   `TORN_LINE` (the array ends before its closing bracket), `INVALID_RECORD` (an element that is not an object).
+ */
+export async function* parseJsonArray(
+  lines: AsyncIterable<string>,
+  context: Omit<LineContext, 'lenient'>,
+): AsyncGenerator<ParsedLine> {
+  const { file, report } = context
+  /** `before` the `[`, `value` (an element or `]` may come), in an `element`, `after` the `]`. */
+  let phase = 'before' as 'before' | 'value' | 'element' | 'after'
+  let depth = 0
+  let inString = false
+  let escaped = false
+  let parts: string[] = []
+  let elementLine = 0
+  let index = 0
+  let number = 0
+  const fail = (code: ImportErrorCode, line: number, what: string): ImportError =>
+    new ImportError({ code, file, line, message: `${file} line ${line}: ${what}` })
+  const finishElement = (text: string): ParsedLine => {
+    index += 1
+    let value: unknown
+    try {
+      value = JSON.parse(text)
+    } catch (error) {
+      throw fail(
+        ImportErrorCode.MALFORMED_LINE,
+        elementLine,
+        `element ${index} of the JSON array does not parse (${error instanceof Error ? error.message : String(error)})`,
+      )
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw new ImportError({
+        code: ImportErrorCode.INVALID_RECORD,
+        file,
+        line: index,
+        message: `${file} element ${index}: expected an event object, found ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`,
+      })
+    }
+    report.records += 1
+    return { line: index, value: value as Record<string, unknown> }
+  }
+  for await (const raw of lines) {
+    number += 1
+    report.lines = number
+    let text = raw
+    if (number === 1 && text.charCodeAt(0) === 0xfeff) text = text.slice(1)
+    // Where the element being read starts on this line (0 when it began on an earlier one).
+    let start = 0
+    let backslash = text.indexOf('\\')
+    for (let at = 0; at < text.length; at += 1) {
+      const code = text.charCodeAt(at)
+      if (phase === 'element') {
+        if (inString) {
+          if (escaped) {
+            escaped = false
+            continue
+          }
+          // Jump to the next quote or backslash (most of an event is string content).
+          const quote = text.indexOf('"', at)
+          // The next backslash is looked up again only once passed (a line may hold many strings).
+          if (backslash !== -1 && backslash < at) backslash = text.indexOf('\\', at)
+          if (backslash !== -1 && (quote === -1 || backslash < quote)) {
+            escaped = true
+            at = backslash
+          } else if (quote !== -1) {
+            inString = false
+            at = quote
+          } else at = text.length
+          continue
+        }
+        if (code === QUOTE) inString = true
+        else if (code === OPEN_BRACE || code === OPEN_BRACKET) depth += 1
+        else if (depth > 0 && (code === CLOSE_BRACE || code === CLOSE_BRACKET)) depth -= 1
+        else if (depth === 0 && (code === COMMA || code === CLOSE_BRACKET)) {
+          parts.push(text.slice(start, at))
+          const element = parts.join('\n')
+          parts = []
+          yield finishElement(element)
+          phase = code === COMMA ? 'value' : 'after'
+        }
+        continue
+      }
+      if (isSpace(code)) continue
+      if (phase === 'before' && code === OPEN_BRACKET) phase = 'value'
+      else if (phase === 'value' && code === CLOSE_BRACKET && index === 0) phase = 'after'
+      else if (phase === 'value' && code !== COMMA && code !== CLOSE_BRACKET) {
+        phase = 'element'
+        start = at
+        elementLine = number
+        depth = 0
+        at -= 1
+      } else {
+        throw fail(
+          ImportErrorCode.MALFORMED_LINE,
+          number,
+          phase === 'before'
+            ? `expected a JSON array of events, found ${JSON.stringify(text.slice(at, at + 20))}`
+            : phase === 'after'
+              ? `expected nothing after the JSON array's closing bracket, found ${JSON.stringify(text.slice(at, at + 20))}`
+              : `expected an element of the JSON array after element ${index}, found ${JSON.stringify(text.slice(at, at + 20))}`,
+        )
+      }
+    }
+    if (phase === 'element') parts.push(text.slice(start))
+  }
+  if (phase !== 'after') {
+    throw fail(
+      ImportErrorCode.TORN_LINE,
+      number,
+      `the JSON array ends after element ${index} without its closing bracket: the writer was cut short or is still writing`,
+    )
+  }
+}

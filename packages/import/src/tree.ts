@@ -24,180 +24,146 @@ export interface TreePlan<T> {
   readonly brokenParents: readonly string[]
 }
 
-/** A tree by record index (file order): each record's parent index, `-1` for a root or a broken chain. */
-export interface IndexedTree {
-  readonly size: number
-  parentOf(index: number): number
-  /** True for records that may ride along a path they are not on (tool results, progress). */
-  attachable(index: number): boolean
-}
-
-/** One branch of an {@link IndexedTree}: its sequence is computed when asked (it may be long). */
-interface IndexedBranch {
-  /** The first record of the branch that is not on the main path. */
-  readonly branch: number
-  readonly leaf: number
-  sequence(): Int32Array
-}
-
-/** {@link TreePlan} by record index. */
-export interface IndexedPlan {
-  readonly main: Int32Array
-  /** The main path's leaf (the last leaf in file order), or -1 for an empty tree. */
-  readonly leaf: number
-  readonly branches: readonly IndexedBranch[]
-}
-
-/** Per-record marks (one byte each), cleared by the caller for what it set. */
-class Marks {
-  readonly bytes: Uint8Array
-  constructor(size: number) {
-    this.bytes = new Uint8Array(size)
-  }
-}
-
-function pathTo(tree: IndexedTree, leaf: number, seen: Marks): Int32Array {
-  const path: number[] = []
-  for (let node = leaf; node >= 0 && seen.bytes[node] === 0; node = tree.parentOf(node)) {
-    seen.bytes[node] = 1
+function pathTo<T>(leaf: TreeNode<T>, byId: ReadonlyMap<string, TreeNode<T>>): TreeNode<T>[] {
+  const path: TreeNode<T>[] = []
+  const seen = new Set<string>()
+  for (let node: TreeNode<T> | undefined = leaf; node !== undefined && !seen.has(node.id);) {
+    seen.add(node.id)
     path.push(node)
+    node = node.parent === null ? undefined : byId.get(node.parent)
   }
-  for (const node of path) seen.bytes[node] = 0
-  return Int32Array.from(path.reverse())
+  return path.reverse()
+}
+
+/** How {@link planTree} decides which side records ride along a path. */
+export interface TreeRules<T> {
+  /** True for records that may ride along a path they are not on (tool results, progress). */
+  readonly attachable: (node: TreeNode<T>) => boolean
+  /**
+   * The message a record is part of, if any: a side record of a message that also has a record
+   * on the path is attached too (Claude Code writes the blocks of one response as a chain of
+   * records, and the result of a parallel call hangs off its own block, off the path).
+   */
+  readonly messageOf?: (node: TreeNode<T>) => string | undefined
+}
+
+interface Tree<T> {
+  readonly byId: ReadonlyMap<string, TreeNode<T>>
+  readonly leaves: readonly TreeNode<T>[]
 }
 
 /**
- * The main path (root to its leaf) plus the side segments that only carry records attached
- * to it (parallel tool results that are siblings in the tree, hook progress...), each
- * inserted right after its branch point. Side segments with a record `attachable` refuses
- * are returned as `rest` leaves.
+ * The main path (root to `leaf`) plus the side segments that only carry records attached to
+ * it (parallel tool results that are siblings in the tree, hook progress, the other blocks of
+ * a message on the path...), each inserted right after its branch point. Side segments with
+ * a record the rules refuse are returned as `rest` leaves.
  */
-function withAttached(
-  tree: IndexedTree,
-  path: Int32Array,
-  context: { readonly leaves: Int32Array; readonly marks: Marks },
-): { sequence: Int32Array; rest: number[] } {
-  const ON_PATH = 1
-  const TAKEN = 2
-  const SEEN = 4
-  const marks = context.marks.bytes
-  for (const node of path) marks[node]! |= ON_PATH
-  const after = new Map<number, number[][]>()
-  /** Anchors on another segment (not on the path): `-2 - index`. */
-  const rest: number[] = []
-  const taken: number[] = []
-  let attached = 0
-  for (const leaf of context.leaves) {
-    if ((marks[leaf]! & ON_PATH) !== 0) continue
-    const segment: number[] = []
-    let node = leaf
-    while (node >= 0 && (marks[node]! & (ON_PATH | TAKEN | SEEN)) === 0) {
-      marks[node]! |= SEEN
-      segment.push(node)
-      node = tree.parentOf(node)
+function withAttached<T>(
+  path: readonly TreeNode<T>[],
+  tree: Tree<T>,
+  rules: TreeRules<T>,
+): { sequence: TreeNode<T>[]; rest: TreeNode<T>[] } {
+  const onPath = new Set(path.map((node) => node.id))
+  const messageOf = rules.messageOf
+  const pathMessages = new Set<string>()
+  if (messageOf !== undefined)
+    for (const node of path) {
+      const message = messageOf(node)
+      if (message !== undefined) pathMessages.add(message)
     }
-    for (const item of segment) marks[item]! &= ~SEEN
-    if (!segment.every((item) => tree.attachable(item))) {
+  const attachable = (node: TreeNode<T>): boolean => {
+    if (rules.attachable(node)) return true
+    const message = messageOf?.(node)
+    return message !== undefined && pathMessages.has(message)
+  }
+  const taken = new Set<string>()
+  const after = new Map<string | null, TreeNode<T>[][]>()
+  const rest: TreeNode<T>[] = []
+  for (const leaf of tree.leaves) {
+    if (onPath.has(leaf.id)) continue
+    const segment: TreeNode<T>[] = []
+    let node: TreeNode<T> | undefined = leaf
+    const seen = new Set<string>()
+    while (node !== undefined && !onPath.has(node.id) && !taken.has(node.id) && !seen.has(node.id)) {
+      seen.add(node.id)
+      segment.push(node)
+      node = node.parent === null ? undefined : tree.byId.get(node.parent)
+    }
+    if (!segment.every(attachable)) {
       rest.push(leaf)
       continue
     }
     segment.reverse()
-    for (const item of segment) {
-      marks[item]! |= TAKEN
-      taken.push(item)
-    }
-    attached += segment.length
-    const anchor = node < 0 ? -1 : (marks[node]! & ON_PATH) !== 0 ? node : -2 - node
+    for (const item of segment) taken.add(item.id)
+    const anchor =
+      node !== undefined && onPath.has(node.id) ? node.id : node !== undefined ? `@${node.id}` : null
     const list = after.get(anchor) ?? []
     list.push(segment)
     after.set(anchor, list)
   }
-  const sequence = new Int32Array(path.length + attached)
-  let at = 0
-  const emit = (anchor: number): void => {
-    for (const segment of after.get(anchor) ?? []) for (const item of segment) sequence[at++] = item
+  const sequence: TreeNode<T>[] = []
+  const emitted = new Set<string>()
+  // A segment hanging off another attached segment follows the record it hangs off.
+  const emitSegments = (anchor: string | null): void => {
+    for (const segment of after.get(anchor) ?? [])
+      for (const node of segment) {
+        sequence.push(node)
+        emitted.add(node.id)
+        emitSegments(`@${node.id}`)
+      }
   }
-  emit(-1)
+  emitSegments(null)
   for (const node of path) {
-    sequence[at++] = node
-    emit(node)
+    sequence.push(node)
+    emitSegments(node.id)
   }
-  // Segments hanging off another attached segment: after everything, in file order.
+  // Segments hanging off a record no segment emitted (cannot happen in a tree; kept safe): last.
   for (const [anchor, segments] of after) {
-    if (anchor <= -2) for (const segment of segments) for (const item of segment) sequence[at++] = item
+    if (anchor !== null && anchor.startsWith('@') && !emitted.has(anchor.slice(1)))
+      for (const segment of segments) sequence.push(...segment)
   }
-  for (const node of path) marks[node]! &= ~ON_PATH
-  for (const node of taken) marks[node]! &= ~TAKEN
   return { sequence, rest }
 }
 
 /**
- * Plans the import of a tree given by record index: the main path ends at the last leaf in
- * file order (the session as its agent would resume it); every other leaf whose branch
- * carries a record `attachable` refuses becomes a branch (a fork); the rest is attached to
- * the path. Memory: a few bytes per record, no strings.
- */
-export function planIndexedTree(tree: IndexedTree): IndexedPlan {
-  const size = tree.size
-  const hasChild = new Uint8Array(size)
-  for (let index = 0; index < size; index += 1) {
-    const parent = tree.parentOf(index)
-    if (parent >= 0) hasChild[parent] = 1
-  }
-  let leafCount = 0
-  for (let index = 0; index < size; index += 1) if (hasChild[index] === 0) leafCount += 1
-  const leaves = new Int32Array(leafCount)
-  for (let index = 0, at = 0; index < size; index += 1) if (hasChild[index] === 0) leaves[at++] = index
-  const mainLeaf = leaves.at(-1)
-  if (mainLeaf === undefined) return { main: new Int32Array(0), leaf: -1, branches: [] }
-  const marks = new Marks(size)
-  const context = { leaves, marks }
-  const main = withAttached(tree, pathTo(tree, mainLeaf, marks), context)
-  const inMain = hasChild
-  inMain.fill(0)
-  for (const node of main.sequence) inMain[node] = 1
-  const branches = main.rest.map((leaf): IndexedBranch => {
-    const path = pathTo(tree, leaf, marks)
-    const first = path.find((node) => inMain[node] === 0) ?? leaf
-    return { branch: first, leaf, sequence: () => withAttached(tree, path, context).sequence }
-  })
-  return { main: main.sequence, leaf: mainLeaf, branches }
-}
-
-/**
- * Plans the import of a tree of records with string ids (held in memory: pi sessions).
+ * Plans the import of a tree: the main path ends at the last leaf in file order (the
+ * session as its agent would resume it); every other leaf whose branch carries a record
+ * the rules refuse becomes a branch (a fork); the rest is attached to the path. Branch ids
+ * are distinct: of two leaves that leave the main path at the same record, the later one
+ * (in file order) keeps that record as its id, the earlier one takes its first record that
+ * no later branch shares.
  *
  * @param nodes - The records in file order; a repeated id keeps its first record (the caller decides what the repeat is).
- * @param attachable - True for records that may ride along a path they are not on (tool results, progress).
+ * @param rules - Which side records ride along a path: `attachable`, or a function (tool results, progress).
  */
 export function planTree<T>(
   nodes: readonly TreeNode<T>[],
-  attachable: (node: TreeNode<T>) => boolean,
+  rules: TreeRules<T> | ((node: TreeNode<T>) => boolean),
 ): TreePlan<T> {
-  const byId = new Map<string, number>()
-  const unique: TreeNode<T>[] = []
-  for (const node of nodes) {
-    if (byId.has(node.id)) continue
-    byId.set(node.id, unique.length)
-    unique.push(node)
+  const treeRules: TreeRules<T> = typeof rules === 'function' ? { attachable: rules } : rules
+  const byId = new Map<string, TreeNode<T>>()
+  for (const node of nodes) if (!byId.has(node.id)) byId.set(node.id, node)
+  const parents = new Set<string>()
+  const brokenParents: string[] = []
+  for (const node of byId.values()) {
+    if (node.parent === null) continue
+    if (byId.has(node.parent)) parents.add(node.parent)
+    else brokenParents.push(node.id)
   }
-  const parents = unique.map((node) => (node.parent === null ? -1 : (byId.get(node.parent) ?? -1)))
-  const brokenParents = unique
-    .filter((node) => node.parent !== null && !byId.has(node.parent))
-    .map((node) => node.id)
-  const plan = planIndexedTree({
-    size: unique.length,
-    parentOf: (index) => parents[index]!,
-    attachable: (index) => attachable(unique[index]!),
-  })
-  const toNodes = (sequence: Int32Array): TreeNode<T>[] => Array.from(sequence, (index) => unique[index]!)
-  return {
-    main: toNodes(plan.main),
-    branches: plan.branches.map((branch) => ({
-      branchId: unique[branch.branch]!.id,
-      leafId: unique[branch.leaf]!.id,
-      sequence: toNodes(branch.sequence()),
-    })),
-    brokenParents,
+  const leaves = [...byId.values()].filter((node) => !parents.has(node.id))
+  const mainLeaf = leaves.at(-1)
+  if (mainLeaf === undefined) return { main: [], branches: [], brokenParents }
+  const tree = { byId, leaves }
+  const main = withAttached(pathTo(mainLeaf, byId), tree, treeRules)
+  const claimed = new Set(main.sequence.map((node) => node.id))
+  const branches: TreeBranch<T>[] = []
+  // Latest leaf first, so that it keeps the record where it leaves the main path as its id.
+  for (const leaf of [...main.rest].reverse()) {
+    const path = pathTo(leaf, byId)
+    const first = path.find((node) => !claimed.has(node.id)) ?? leaf
+    for (const node of path) claimed.add(node.id)
+    const attached = withAttached(path, tree, treeRules)
+    branches.push({ branchId: first.id, leafId: leaf.id, sequence: attached.sequence })
   }
+  return { main: main.sequence, branches: branches.reverse(), brokenParents }
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { RepairCode } from '@agent-ledger/loop-repair'
 import { describe, expect, it } from 'vitest'
 
-import { ImportError, planIncrement } from '../src/index.ts'
+import { ImportError, planIncrement, USER_REJECTED } from '../src/index.ts'
 import { importFile, importText, replay, SYNTHETIC, verbatimLines } from './support/import.ts'
 
 const fixture = (...parts: string[]): string => join(SYNTHETIC, ...parts)
@@ -159,6 +159,88 @@ describe('pi-mono (synthetic)', () => {
   })
 })
 
+describe('pi-mono SessionManager shapes (synthetic)', () => {
+  it('v3-session-manager.jsonl: bashExecution as pi shows it to the model, !! excluded, custom_message, an error turn, a second root', async () => {
+    const result = await importFile(fixture('pi', 'v3-session-manager.jsonl'))
+    // Two roots (resetLeaf): the last leaf's tree is the session, the first tree a fork.
+    expect(result.sessions.map((session) => session.role)).toEqual(['main', 'fork'])
+    const [main, fork] = result.sessions
+    expect(replay(main!.events)).toEqual([
+      { role: 'user', content: 'deploy it (edited)' },
+      { role: 'assistant', content: 'Deploying to staging.' },
+    ])
+    expect(main!.header.metadata).toMatchObject({
+      source: {
+        model: 'claude-x',
+        parentSessionFile:
+          '/home/u/.pi/agent/sessions/--home-u-app--/2026-03-31T09-00-00-000Z_11111111-2222-4333-8444-555555555555.jsonl',
+      },
+    })
+    const messages = replay(fork!.events)
+    expect(messages.map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+      'user',
+      'user',
+      'user',
+      'user',
+    ])
+    expect(messages.slice(4).map((message) => message.content)).toEqual([
+      'Ran `git status`\n```\nclean\n\n```',
+      'Ran `npm test`\n```\nFAIL x\n```\n\nCommand exited with code 1\n\n[Output truncated. Full output: /tmp/pi-bash-1.log]',
+      // b3 (`!!env`) is excluded from the context: not a message.
+      'Ran `sleep 9`\n(no output)\n\n(command cancelled)',
+      'Remember the staging flag.',
+      'try again with --staging',
+    ])
+    // The commands the user ran start no turn; the next prompt does, and the rate-limit error ends it.
+    expect(fork!.events.filter((event) => event.type === 'turn/end').map((event) => event.data)).toEqual([
+      { turn: 1, reason: 'completed' },
+      { turn: 2, reason: 'error' },
+    ])
+    expect(result.report.lossy).toEqual({
+      'pi.provider': 4,
+      'pi.signature': 1,
+      'pi.cost': 1,
+      'pi.details': 2,
+      'pi.display': 1,
+      'pi.errorMessage': 1,
+      'empty-assistant-message': 1,
+    })
+    expect(result.report.logOnly).toEqual({
+      'log-only:pi.session-header': 2,
+      'log-only:pi.model_change': 1,
+      'log-only:pi.thinking_level_change': 1,
+      'log-only:pi.bashExecution-excluded': 1,
+      'log-only:pi.session_info': 1,
+      'log-only:pi.label': 1,
+    })
+    // Nothing lost: every one of the 18 lines is kept verbatim in one session or the other.
+    const kept = new Set([...verbatimLines(main!.events), ...verbatimLines(fork!.events)])
+    expect([...kept].sort((a, b) => a - b)).toEqual(Array.from({ length: 18 }, (_, index) => index + 1))
+  })
+
+  it('v1-branched.jsonl: a v1 branched session (branchedFrom) and a v1 bashExecution', async () => {
+    const result = await importFile(fixture('pi', 'v1-branched.jsonl'))
+    expect(result.formatVersion).toBe('1')
+    const session = result.sessions[0]!
+    expect(replay(session.events)).toEqual([
+      { role: 'user', content: 'list the files' },
+      { role: 'assistant', content: 'Run ls yourself.' },
+      { role: 'user', content: 'Ran `ls`\n```\na.txt\n```' },
+    ])
+    expect(session.header.metadata).toMatchObject({
+      source: {
+        parentSessionFile:
+          '/home/u/.pi/agent/sessions/--home-u-app--/2026-01-09T08-00-00-000Z_22222222-3333-4444-8555-666666666666.jsonl',
+      },
+    })
+  })
+})
+
 describe('OpenHands V1 SDK (synthetic)', () => {
   it('v1-events.jsonl: parallel actions grouped by llm_response_id, results reordered, orphan dropped, think tags stripped', async () => {
     const result = await importFile(fixture('openhands', 'v1-events.jsonl'), { sourceName: 'conv-1' })
@@ -183,6 +265,66 @@ describe('OpenHands V1 SDK (synthetic)', () => {
       { role: 'tool', tool_call_id: 'call_c', content: 'command timed out' },
       { role: 'assistant', content: 'There are 2 files.' },
     ])
+  })
+})
+
+describe('OpenHands V1 SDK event kinds (synthetic)', () => {
+  it('v1-sdk-kinds.jsonl: rejected call, pause and interrupt end turns interrupted, a conversation error ends one in error, an image, a system prompt update', async () => {
+    const result = await importFile(fixture('openhands', 'v1-sdk-kinds.jsonl'))
+    const session = result.sessions[0]!
+    const messages = replay(session.events)
+    expect(messages.map((message) => message.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'user',
+      'assistant',
+      'tool',
+      'system',
+      'user',
+      'assistant',
+    ])
+    expect(messages[1]).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'what is in this screenshot?' },
+        { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+      ],
+    })
+    expect(messages[3]).toEqual({ role: 'tool', tool_call_id: 'call_1', content: 'too risky' })
+    expect(messages[8]).toEqual({ role: 'tool', tool_call_id: 'call_3', content: 'du: command timed out' })
+    expect(messages[9]).toEqual({ role: 'system', content: 'You are OpenHands, now with a browser.' })
+    expect(messages[11]).toEqual({
+      role: 'assistant',
+      content: 'I cannot browse yet.',
+      reasoning_content: 'no browser tool',
+    })
+    const results = session.events.filter((event) => event.type === 'tool/result').map((event) => event.data)
+    expect(results[0]).toMatchObject({
+      message: { tool_call_id: 'call_1' },
+      isError: true,
+      code: USER_REJECTED,
+    })
+    expect(results[2]).toMatchObject({ message: { tool_call_id: 'call_3' }, isError: true })
+    expect(session.events.filter((event) => event.type === 'turn/end').map((event) => event.data)).toEqual([
+      { turn: 1, reason: 'interrupted' },
+      { turn: 2, reason: 'interrupted' },
+      { turn: 3, reason: 'error' },
+    ])
+    expect(result.report.lossy).toEqual({
+      'time.no-zone-assumed-utc': 18,
+      'openhands.tool-specs': 2,
+      'openhands.security_risk': 3,
+    })
+    expect(result.report.logOnly).toEqual({
+      'log-only:openhands.TokenEvent': 1,
+      'log-only:openhands.ConversationStateUpdateEvent': 1,
+      'log-only:openhands.HookExecutionEvent': 1,
+    })
+    expect(verbatimLines(session.events)).toEqual(Array.from({ length: 18 }, (_, index) => index + 1))
   })
 })
 
@@ -226,24 +368,6 @@ describe('OpenHands condensations (synthetic)', () => {
   })
 })
 
-describe('Codex rollback (synthetic, one line added to compacted.jsonl)', () => {
-  it('thread_rolled_back is not applied yet: counted, reported with its line, the record kept', async () => {
-    const text = readFileSync(fixture('codex', 'compacted.jsonl'), 'utf8')
-    // openai/codex protocol.rs: EventMsg::ThreadRolledBack { num_turns }.
-    const rollback = JSON.stringify({
-      timestamp: '2026-03-03T08:00:14.000Z',
-      type: 'event_msg',
-      payload: { type: 'thread_rolled_back', num_turns: 1 },
-    })
-    const result = await importText(`${text.trimEnd()}\n${rollback}\n`)
-    expect(result.report.lossy['codex.thread_rolled_back-not-applied']).toBe(1)
-    expect(result.report.diagnostics.filter((finding) => finding.code === 'ROLLBACK_NOT_APPLIED')).toEqual([
-      expect.objectContaining({ line: 23 }),
-    ])
-    expect(verbatimLines(result.sessions[0]!.events).at(-1)).toBe(23)
-  })
-})
-
 describe('bad input', () => {
   const codex = (): string => readFileSync(fixture('codex', 'compacted.jsonl'), 'utf8')
 
@@ -280,6 +404,51 @@ describe('bad input', () => {
     })
     await expect(importText('\n\n')).rejects.toMatchObject({ code: 'EMPTY_SOURCE' })
     await expect(importText(codex(), { sha256: 'nope' })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+  })
+
+  it('refuses an OpenHands evaluation output (one run per line in "history"), saying what it is and what to do', async () => {
+    // The shape of SWE-bench / resolver `output.jsonl` lines (All-Hands-AI/OpenHands
+    // tests/unit/resolver/mock_output/output.jsonl, evaluation/benchmarks/*/run_infer.py).
+    const full = {
+      instance_id: 'astropy__astropy-12907',
+      instruction: 'fix it',
+      history: [
+        {
+          id: 0,
+          timestamp: '2026-01-01T00:00:00',
+          source: 'user',
+          action: 'message',
+          args: { content: 'fix it' },
+        },
+        { id: 1, timestamp: '2026-01-01T00:00:01', source: 'agent', action: 'finish', args: {} },
+      ],
+      test_result: { git_patch: '' },
+    }
+    await expect(importText(`${JSON.stringify(full)}\n${JSON.stringify(full)}\n`)).rejects.toMatchObject({
+      code: 'UNRECOGNIZED_FORMAT',
+      line: 1,
+      message: expect.stringContaining(
+        'found an OpenHands evaluation output line ("astropy__astropy-12907") holding a run of 2 events in "history" beside its task and result: one line per run is not a session log; to import a run, write its "history" array to a file of its own',
+      ) as unknown,
+    })
+    const flattened = {
+      issue: { title: 'Add MIT license' },
+      history: [
+        { content: 'fix it', action: 'message' },
+        { command: 'ls', action: 'run' },
+        { content: '', observation: 'run' },
+      ],
+    }
+    await expect(importText(`${JSON.stringify(flattened)}\n`)).rejects.toMatchObject({
+      code: 'UNRECOGNIZED_FORMAT',
+      message: expect.stringContaining(
+        '("Add MIT license") holding a run of 3 events in "history" beside its task and result: one line per run is not a session log; its events are in an older flattened form',
+      ) as unknown,
+    })
+    // A "history" of something else is just an unknown object.
+    await expect(importText('{"history": [1, 2]}\n')).rejects.toMatchObject({
+      message: expect.stringContaining('found an object with keys history;') as unknown,
+    })
   })
 })
 

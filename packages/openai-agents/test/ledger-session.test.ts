@@ -10,9 +10,11 @@ import { z } from 'zod'
 import { ITEMS_EVENT_TYPE, openAgentsSession } from '../src/index.ts'
 import type { LedgerStore } from '../src/index.ts'
 import { crossProcessStoreKinds, storeKinds } from './stores.ts'
-import { allEvents, call, say, ScriptedModel, spawnTsChild, tempRoot } from './support.ts'
+import { spawnTsChild } from '../../../tooling/adapters/child.ts'
+import { allEvents, tempRoot } from '../../../tooling/adapters/stores.ts'
+import { call, say, ScriptedModel } from './support.ts'
 
-const root = tempRoot()
+const root = tempRoot('agents')
 beforeAll(() => setTracingDisabled(true))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
@@ -388,7 +390,11 @@ describe.each(crossProcessStoreKinds)('a crashed run over the %s store', (_name,
       const { store, target, id: sessionId, close } = await kind.open()
       onTestFinished(close)
       const id = sessionId('killed-run')
-      const child = spawnTsChild('./fixtures/crash-mid-tool.ts', [target!, id, 'run'])
+      const child = spawnTsChild(new URL('./fixtures/crash-mid-tool.ts', import.meta.url), [
+        target!,
+        id,
+        'run',
+      ])
       await child.waitFor('IN_TOOL')
       child.child.kill('SIGKILL')
       expect((await child.exited).signal).toBe('SIGKILL')
@@ -418,7 +424,11 @@ describe.each(crossProcessStoreKinds)('a crashed run over the %s store', (_name,
 
 describe('crash and resume', () => {
   it('a process SIGKILLed between addItems of a function call and of its output resumes with TOOL_OUTCOME_UNKNOWN', async () => {
-    const child = spawnTsChild('./fixtures/crash-mid-tool.ts', [root, 'killed-add', 'add'])
+    const child = spawnTsChild(new URL('./fixtures/crash-mid-tool.ts', import.meta.url), [
+      root,
+      'killed-add',
+      'add',
+    ])
     await child.waitFor('ADDED')
     child.child.kill('SIGKILL')
     await child.exited

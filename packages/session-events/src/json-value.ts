@@ -41,9 +41,8 @@ export function assertJsonValue(
   path = 'data',
 ): void {
   const ancestors = new Set<object>()
-  const stack: { value: unknown; depth: number; path: string; exit: boolean }[] = [
-    { value, depth: 0, path, exit: false },
-  ]
+  // A frame's path is built only for an error message: its parent frame and key are kept instead.
+  const stack: CheckFrame[] = [{ value, depth: 0, parent: null, key: path, exit: false }]
   let entries = 0
   while (stack.length > 0) {
     const frame = stack.pop()!
@@ -58,62 +57,71 @@ export function assertJsonValue(
         continue
       case 'number':
         if (!Number.isFinite(current)) {
+          const at = pathOf(frame)
           throw new SessionEventsError({
             code: SessionEventsErrorCode.UNSERIALIZABLE_EVENT,
-            field: frame.path,
-            message: `${frame.path} cannot be written as JSON: expected a finite number, found ${String(current)}`,
+            field: at,
+            message: `${at} cannot be written as JSON: expected a finite number, found ${String(current)}`,
           })
         }
         continue
       case 'object':
         break
-      default:
+      default: {
+        const at = pathOf(frame)
         throw new SessionEventsError({
           code: SessionEventsErrorCode.UNSERIALIZABLE_EVENT,
-          field: frame.path,
-          message: `${frame.path} cannot be written as JSON: expected plain JSON data, found a ${typeof current}`,
+          field: at,
+          message: `${at} cannot be written as JSON: expected plain JSON data, found a ${typeof current}`,
         })
+      }
     }
     if (current === null) continue
     const depth = frame.depth + 1
     if (depth > limits.maxDepth) {
+      const at = pathOf(frame)
       throw new SessionEventsError({
         code: SessionEventsErrorCode.TOO_DEEP,
-        field: frame.path,
-        message: `${path} nests too deeply: expected at most ${limits.maxDepth} levels, found more at ${frame.path}`,
+        field: at,
+        message: `${path} nests too deeply: expected at most ${limits.maxDepth} levels, found more at ${at}`,
       })
     }
     if (ancestors.has(current)) {
+      const at = pathOf(frame)
       throw new SessionEventsError({
         code: SessionEventsErrorCode.UNSERIALIZABLE_EVENT,
-        field: frame.path,
-        message: `${frame.path} cannot be written as JSON: expected a tree, found a cycle back to an enclosing value`,
+        field: at,
+        message: `${at} cannot be written as JSON: expected a tree, found a cycle back to an enclosing value`,
       })
     }
     ancestors.add(current)
-    stack.push({ value: current, depth: frame.depth, path: frame.path, exit: true })
+    stack.push({ value: current, depth: frame.depth, parent: null, key: '', exit: true })
     if (Array.isArray(current)) {
       entries += current.length
       if (entries > limits.maxEntries) throw tooLarge(path, limits)
       for (let index = current.length - 1; index >= 0; index -= 1) {
         const element: unknown = current[index]
         if (element === undefined) {
+          const at = `${pathOf(frame)}[${index}]`
           throw new SessionEventsError({
             code: SessionEventsErrorCode.UNSERIALIZABLE_EVENT,
-            field: `${frame.path}[${index}]`,
-            message: `${frame.path}[${index}] cannot be written as JSON: expected a value, found undefined in an array`,
+            field: at,
+            message: `${at} cannot be written as JSON: expected a value, found undefined in an array`,
           })
         }
-        stack.push({ value: element, depth, path: `${frame.path}[${index}]`, exit: false })
+        // A valid string, boolean or finite number can throw nothing when its turn comes: not stacked.
+        if (isPlainScalar(element)) continue
+        stack.push({ value: element, depth, parent: frame, key: index, exit: false })
       }
       continue
     }
     const prototype: unknown = Object.getPrototypeOf(current)
     if (prototype !== Object.prototype && prototype !== null) {
+      const at = pathOf(frame)
       throw new SessionEventsError({
         code: SessionEventsErrorCode.UNSERIALIZABLE_EVENT,
-        field: frame.path,
-        message: `${frame.path} cannot be written as JSON: expected a plain object, found ${describe(current)}`,
+        field: at,
+        message: `${at} cannot be written as JSON: expected a plain object, found ${describe(current)}`,
       })
     }
     const keys = Object.keys(current)
@@ -122,10 +130,39 @@ export function assertJsonValue(
     for (let index = keys.length - 1; index >= 0; index -= 1) {
       const key = keys[index]!
       const child: unknown = (current as Record<string, unknown>)[key]
-      if (child === undefined) continue
-      stack.push({ value: child, depth, path: `${frame.path}.${key}`, exit: false })
+      if (child === undefined || isPlainScalar(child)) continue
+      stack.push({ value: child, depth, parent: frame, key, exit: false })
     }
   }
+}
+
+/** One value still to check by {@link assertJsonValue}: its parent frame and its key or index there. */
+interface CheckFrame {
+  readonly value: unknown
+  readonly depth: number
+  readonly parent: CheckFrame | null
+  /** The index in an array parent, the key in an object parent, the root's name for the root. */
+  readonly key: string | number
+  readonly exit: boolean
+}
+
+function isPlainScalar(value: unknown): boolean {
+  return (
+    typeof value === 'string' ||
+    typeof value === 'boolean' ||
+    (typeof value === 'number' && Number.isFinite(value))
+  )
+}
+
+/** The path of a frame as error messages name it: `data.a[2].b`. */
+function pathOf(frame: CheckFrame): string {
+  const parts: string[] = []
+  for (let at: CheckFrame | null = frame; at !== null; at = at.parent) {
+    parts.push(
+      at.parent === null ? String(at.key) : typeof at.key === 'number' ? `[${at.key}]` : `.${at.key}`,
+    )
+  }
+  return parts.reverse().join('')
 }
 
 function tooLarge(path: string, limits: JsonLimits): SessionEventsError {
@@ -143,12 +180,18 @@ function tooLarge(path: string, limits: JsonLimits): SessionEventsError {
  * @returns The same value, now deeply frozen.
  */
 export function deepFreeze<TValue>(value: TValue): TValue {
-  const stack: unknown[] = [value]
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value
+  // Only unfrozen objects are stacked (strings and numbers, most of a JSON value, are not).
+  const stack: object[] = [value]
   while (stack.length > 0) {
-    const current = stack.pop()
-    if (typeof current !== 'object' || current === null || Object.isFrozen(current)) continue
+    const current = stack.pop()!
+    // Stacked twice (one object under two keys): walked once.
+    if (Object.isFrozen(current)) continue
     Object.freeze(current)
-    for (const key of Object.keys(current)) stack.push((current as Record<string, unknown>)[key])
+    for (const key of Object.keys(current)) {
+      const child: unknown = (current as Record<string, unknown>)[key]
+      if (typeof child === 'object' && child !== null && !Object.isFrozen(child)) stack.push(child)
+    }
   }
   return value
 }

@@ -2,7 +2,10 @@ import type { z } from 'zod'
 
 import { coreEventSchemas, isCoreEventType, isSurfaceEventType } from './core-events.ts'
 import { envelopeSchema } from './envelope.ts'
+import type { Envelope } from './envelope.ts'
 import type { LoggedEvent, SessionEventMap, SessionEventType } from './event-map.ts'
+import { fastCoreData, fastEnvelope } from './fast-validate.ts'
+import type { FastEnvelope } from './fast-validate.ts'
 import { SessionEventsError, SessionEventsErrorCode } from './session-events-error.ts'
 
 /** A plugin event type: its name (also declared on {@link SessionEventMap}) and its runtime schema. */
@@ -111,6 +114,43 @@ function firstIssue(error: z.ZodError, prefix: string): { field: string; message
  * @throws {@link SessionEventsError} `INVALID_EVENT` (with `field`) or `UNKNOWN_EVENT_TYPE`.
  */
 export function parseEvent(value: unknown, registry: EventRegistry = coreEventRegistry): LoggedEvent {
+  // The fast path proves the common valid event without zod; anything it cannot prove goes
+  // to zod, which decides (see fast-validate.ts).
+  const event = fastEnvelope(value) ?? envelopeOf(value)
+  const typeClass = classifyEventType(event.type, event.ignorable === true, registry)
+  if (typeClass === 'unknown') {
+    throw new SessionEventsError({
+      code: SessionEventsErrorCode.UNKNOWN_EVENT_TYPE,
+      field: 'type',
+      seq: event.seq,
+      type: event.type,
+      message: `Event seq ${event.seq} has type ${JSON.stringify(event.type)}: expected a core or registered type, or "ignorable": true, found neither`,
+    })
+  }
+  if (typeClass !== 'ignorable-unknown') {
+    const schema = registry.schemaOf(event.type)!
+    const fast =
+      typeClass === 'core' &&
+      schema === coreEventSchemas[event.type as keyof typeof coreEventSchemas] &&
+      fastCoreData(event.type, event.data)
+    const data = fast ? undefined : schema.safeParse(event.data)
+    if (data !== undefined && !data.success) {
+      const issue = firstIssue(data.error, 'data')
+      throw new SessionEventsError({
+        code: SessionEventsErrorCode.INVALID_EVENT,
+        field: issue.field,
+        seq: event.seq,
+        type: event.type,
+        message: `Event seq ${event.seq} (${event.type}) is invalid: field "${issue.field}": ${issue.message}`,
+      })
+    }
+  }
+  checkSurfaceRules(event)
+  return value as LoggedEvent
+}
+
+/** The envelope as zod parses it, or zod's first issue as an `INVALID_EVENT`. */
+function envelopeOf(value: unknown): Envelope {
   const envelope = envelopeSchema.safeParse(value)
   const raw = value as { seq?: unknown; type?: unknown }
   const seq = typeof raw?.seq === 'number' ? raw.seq : undefined
@@ -125,57 +165,52 @@ export function parseEvent(value: unknown, registry: EventRegistry = coreEventRe
       message: `Event${seq === undefined ? '' : ` seq ${seq}`} is not a valid envelope: field "${issue.field}": ${issue.message}`,
     })
   }
-  const event = envelope.data
-  const typeClass = classifyEventType(event.type, event.ignorable === true, registry)
-  if (typeClass === 'unknown') {
-    throw new SessionEventsError({
-      code: SessionEventsErrorCode.UNKNOWN_EVENT_TYPE,
-      field: 'type',
-      seq: event.seq,
-      type: event.type,
-      message: `Event seq ${event.seq} has type ${JSON.stringify(event.type)}: expected a core or registered type, or "ignorable": true, found neither`,
-    })
-  }
-  if (typeClass !== 'ignorable-unknown') {
-    const schema = registry.schemaOf(event.type)!
-    const data = schema.safeParse(event.data)
-    if (!data.success) {
-      const issue = firstIssue(data.error, 'data')
-      throw new SessionEventsError({
-        code: SessionEventsErrorCode.INVALID_EVENT,
-        field: issue.field,
-        seq: event.seq,
-        type: event.type,
-        message: `Event seq ${event.seq} (${event.type}) is invalid: field "${issue.field}": ${issue.message}`,
-      })
-    }
-  }
+  return envelope.data
+}
+
+/** An `INVALID_EVENT` of a valid envelope (a module function: no closure per event on the hot path). */
+function invalidEvent(event: Envelope | FastEnvelope, field: string, message: string): SessionEventsError {
+  return new SessionEventsError({
+    code: SessionEventsErrorCode.INVALID_EVENT,
+    field,
+    seq: event.seq,
+    type: event.type,
+    message: `Event seq ${event.seq} (${event.type}) is invalid: ${message}`,
+  })
+}
+
+/** The static surface rules of {@link parseEvent}, on a valid envelope. */
+function checkSurfaceRules(event: Envelope | FastEnvelope): void {
   const surface = isSurfaceEventType(event.type)
-  const invalid = (field: string, message: string): SessionEventsError =>
-    new SessionEventsError({
-      code: SessionEventsErrorCode.INVALID_EVENT,
-      field,
-      seq: event.seq,
-      type: event.type,
-      message: `Event seq ${event.seq} (${event.type}) is invalid: ${message}`,
-    })
   if (!surface && event.surfaceOp !== undefined) {
-    throw invalid('surfaceOp', 'expected no "surfaceOp" on a log-only event, found one')
+    throw invalidEvent(event, 'surfaceOp', 'expected no "surfaceOp" on a log-only event, found one')
   }
   if (!surface && event.sourceEventSeqs !== undefined) {
-    throw invalid('sourceEventSeqs', 'expected no "sourceEventSeqs" on a log-only event, found some')
+    throw invalidEvent(
+      event,
+      'sourceEventSeqs',
+      'expected no "sourceEventSeqs" on a log-only event, found some',
+    )
   }
   if (surface && event.ignorable === true) {
-    throw invalid('ignorable', 'expected a surface event not to be ignorable, found "ignorable": true')
+    throw invalidEvent(
+      event,
+      'ignorable',
+      'expected a surface event not to be ignorable, found "ignorable": true',
+    )
   }
   if (event.sourceEventSeqs !== undefined) {
     const seen = new Set<number>()
     for (const cited of event.sourceEventSeqs) {
       if (cited >= event.seq) {
-        throw invalid('sourceEventSeqs', `expected cited seqs earlier than ${event.seq}, found ${cited}`)
+        throw invalidEvent(
+          event,
+          'sourceEventSeqs',
+          `expected cited seqs earlier than ${event.seq}, found ${cited}`,
+        )
       }
       if (seen.has(cited))
-        throw invalid('sourceEventSeqs', `expected unique cited seqs, found ${cited} twice`)
+        throw invalidEvent(event, 'sourceEventSeqs', `expected unique cited seqs, found ${cited} twice`)
       seen.add(cited)
     }
   }
@@ -183,10 +218,10 @@ export function parseEvent(value: unknown, registry: EventRegistry = coreEventRe
     typeof event.surfaceOp === 'object' &&
     (event.surfaceOp.startSeq >= event.seq || event.surfaceOp.endSeq >= event.seq)
   ) {
-    throw invalid(
+    throw invalidEvent(
+      event,
       'surfaceOp',
       `expected a replace range of earlier seqs than ${event.seq}, found ${event.surfaceOp.startSeq}..${event.surfaceOp.endSeq}`,
     )
   }
-  return value as LoggedEvent
 }

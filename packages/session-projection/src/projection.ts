@@ -123,9 +123,12 @@ interface ProjectionInit {
   readonly surface: readonly SurfaceNode[]
 }
 
-function isEarlier(time: string, previous: string): boolean {
-  const current = Date.parse(time)
-  const before = Date.parse(previous)
+/** The surface node of a surface event (a module function: no closure per event on the hot path). */
+function surfaceNode(event: SurfaceEvent): SurfaceNode {
+  return Object.freeze({ seq: event.seq, type: event.type, message: event.data.message })
+}
+
+function isEarlier(current: number, before: number): boolean {
   return Number.isFinite(current) && Number.isFinite(before) && current < before
 }
 
@@ -152,6 +155,8 @@ class ProjectionImpl implements Projection {
   private readonly list: SurfaceList
   private seqNext: number
   private timeLast: string | null
+  /** `Date.parse(timeLast)` once computed (each event's time is parsed once, not twice). */
+  private timeLastMs: number | undefined
   private eventLast: LoggedEvent | null
   private repair: RepairState
   private compaction: OpenCompaction | null
@@ -327,20 +332,23 @@ class ProjectionImpl implements Projection {
     counters.events += 1
     if (plan.typeClass === 'plugin') counters.pluginEvents += 1
     if (plan.typeClass === 'ignorable-unknown') counters.ignoredUnknown += 1
-    if (this.timeLast !== null && isEarlier(event.time, this.timeLast)) counters.nonMonotonicTime += 1
+    // Most events share their predecessor's time (a batch, an import): no parsing then.
+    if (this.timeLast !== null && event.time !== this.timeLast) {
+      const current = Date.parse(event.time)
+      if (isEarlier(current, this.timeLastMs ?? Date.parse(this.timeLast))) counters.nonMonotonicTime += 1
+      this.timeLastMs = current
+    }
     const { step } = plan
     if (step.kind !== 'log-only') {
       counters.surfaceEvents += 1
       const known = event as SurfaceEvent
-      const node = (): SurfaceNode =>
-        Object.freeze({ seq: known.seq, type: known.type, message: known.data.message })
       switch (step.kind) {
         case 'insert':
-          this.list.insert(step.index, node())
+          this.list.insert(step.index, surfaceNode(known))
           break
         case 'replace':
           counters.replaces += 1
-          this.list.replace(step.start, step.end, node())
+          this.list.replace(step.start, step.end, surfaceNode(known))
           break
         case 'drop':
           if (step.duplicate) counters.duplicateToolResults += 1

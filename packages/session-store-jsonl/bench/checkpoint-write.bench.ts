@@ -27,6 +27,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
+import { benchText, createRandom } from '../../../tooling/bench/agent-session.ts'
 import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { CHECKPOINT_FILE_NAME, decodeCheckpointBody, decodeCheckpointHead, LOG_FILE_NAME } from '../src/format.ts'
 import type { LineRef } from '../src/format.ts'
@@ -66,29 +67,10 @@ function ioCounters(): { readonly writeBytes: number; readonly wchar: number } {
   return { writeBytes: field('write_bytes'), wchar: field('wchar') }
 }
 
-/** mulberry32: small, fast, deterministic. */
-function createRandom(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 const WORDS = ['const', 'return', 'await', 'function', 'import', 'session', 'event', 'buffer', 'flush']
 
 function text(random: () => number, bytes: number): string {
-  const parts: string[] = []
-  let length = 0
-  while (length < bytes) {
-    const word = WORDS[Math.floor(random() * WORDS.length)]!
-    parts.push(word, random() < 0.1 ? '\n' : ' ')
-    length += word.length + 1
-  }
-  return parts.join('')
+  return benchText(random, bytes, { words: WORDS, newlines: 0.1 })
 }
 
 /** The workload, in this (child) process. */

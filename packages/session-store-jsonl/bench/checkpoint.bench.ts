@@ -31,6 +31,8 @@ import type { EventInput, LoggedEvent } from '@agent-ledger/session-events'
 import { createProjection, planCompaction } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
+import { agentSessionInputs } from '../../../tooling/bench/agent-session.ts'
+import type { AgentSessionSizes } from '../../../tooling/bench/agent-session.ts'
 import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { interleave } from './support/measure.ts'
 import type { CheckpointContext } from '../src/checkpoint-open.ts'
@@ -67,58 +69,14 @@ const quietLogger: StoreLogger = {
   },
 }
 
-/** mulberry32: small, fast, deterministic. */
-function createRandom(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-const WORDS = [
-  'const',
-  'return',
-  'await',
-  'function',
-  'import',
-  'export',
-  'session',
-  'event',
-  'projection',
-  'checkpoint',
-  'offset',
-  'buffer',
-  'flush',
-  'writer',
-  'reader',
-  'turn',
-  'message',
-  'tool',
-  'result',
-  'error',
-  'test',
-  'expect',
-  'value',
-  'index',
-  'length',
-  'file',
-  'line',
-  'seq',
-  'header',
-  'crc',
-]
-
-function text(random: () => number, bytes: number): string {
-  let out = ''
-  while (out.length < bytes) {
-    out += WORDS[Math.floor(random() * WORDS.length)]!
-    out += random() < 0.1 ? '\n' : ' '
-  }
-  return out
+/** The texts of the session (characters): tool results from 60 bytes to 6 KB. */
+const SIZES: AgentSessionSizes = {
+  system: 1500,
+  user: [40, 300],
+  toolResultSmall: [60, 1200],
+  toolResultLarge: [1200, 5000],
+  answer: [80, 400],
+  summary: 600,
 }
 
 /**
@@ -132,66 +90,26 @@ function* agentSession(
   projection: Projection,
   options: { readonly seed: number; readonly compactEvery: number },
 ): Generator<{ readonly event: LoggedEvent; readonly line: Buffer }> {
-  const random = createRandom(options.seed)
   let tick = 0
-  const emit = (input: EventInput): { event: LoggedEvent; line: Buffer } => {
-    const fields = input
+  for (const input of agentSessionInputs<EventInput>({
+    surface: () => projection.surface(),
+    compact: (request) => planCompaction(projection, request),
+    seed: options.seed,
+    compactEvery: options.compactEvery,
+    sizes: SIZES,
+    text: { newlines: 0.1 },
+  })) {
     const event = canonicalEvent({
       seq: projection.nextSeq,
       time: new Date(START + 250 * tick++).toISOString(),
-      type: fields.type,
-      data: fields.data,
-      surfaceOp: fields.surfaceOp,
-      sourceEventSeqs: fields.sourceEventSeqs,
+      type: input.type,
+      data: input.data,
+      surfaceOp: input.surfaceOp,
+      sourceEventSeqs: input.sourceEventSeqs,
     }) as LoggedEvent
     const line = encodeEventLine(event)
     projection.apply(event)
-    return { event, line }
-  }
-  yield emit({
-    type: 'system/message',
-    data: { message: { role: 'system', content: `You are a coding agent. ${text(random, 1500)}` } },
-  })
-  for (let turn = 1; ; turn += 1) {
-    const callId = `call_${turn}`
-    const args = JSON.stringify({ path: `src/module-${turn % 97}.ts` })
-    yield emit({ type: 'turn/start', data: { turn } })
-    yield emit({
-      type: 'user/message',
-      data: { message: { role: 'user', content: text(random, 40 + random() * 300) } },
-    })
-    yield emit({
-      type: 'assistant/message',
-      data: {
-        message: {
-          role: 'assistant',
-          content: null,
-          tool_calls: [{ id: callId, type: 'function', function: { name: 'read_file', arguments: args } }],
-        },
-      },
-    })
-    yield emit({ type: 'tool/call', data: { callId, name: 'read_file', arguments: args } })
-    const resultBytes = random() < 0.8 ? 60 + random() * 1200 : 1200 + random() * 5000
-    yield emit({
-      type: 'tool/result',
-      data: { message: { role: 'tool', tool_call_id: callId, content: text(random, resultBytes) } },
-    })
-    yield emit({
-      type: 'assistant/message',
-      data: { message: { role: 'assistant', content: text(random, 80 + random() * 400) } },
-    })
-    yield emit({ type: 'turn/end', data: { turn, reason: 'completed' } })
-    if (options.compactEvery > 0 && turn % options.compactEvery === 0) {
-      const surface = projection.surface()
-      const plan = planCompaction(projection, {
-        compactionId: `compaction-${turn}`,
-        startSeq: surface[1]!.seq,
-        endSeq: surface.at(-1)!.seq,
-        summary: text(random, 600),
-        reason: 'context-window',
-      })
-      for (const input of plan) yield emit(input)
-    }
+    yield { event, line }
   }
 }
 

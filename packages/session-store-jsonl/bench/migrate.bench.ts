@@ -13,14 +13,13 @@
  * `floor:<file>`, this module runs that one job when executed and prints one JSON line
  * `{ "maxRssBytes", "seconds", "events" }`.
  */
-import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs'
 import { open } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 
+import { median, runBenchChild } from '../../../tooling/bench/support.ts'
 import { migrateSession } from '../src/migration/migrate-session.ts'
 import { writeLargeV0Session } from '../test/fixtures/v0/generate-v0-session.ts'
 
@@ -93,33 +92,10 @@ async function childMain(job: string): Promise<void> {
  * @param job - `migrate:<session dir>` or `floor:<file>`.
  * @returns Peak RSS in bytes, seconds and events of the child.
  */
-export async function runChild(
-  job: string,
-): Promise<{ maxRssBytes: number; seconds: number; events: number }> {
-  const loader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
-  const script = fileURLToPath(import.meta.url)
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--conditions=@agent-ledger/source', '--import', loader, script], {
-      env: { ...process.env, [CHILD_ENV]: job },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on('close', (code) => {
-      const line = stdout.trim().split('\n').pop() ?? ''
-      if (code !== 0 || line === '')
-        reject(new Error(`bench child ${job} exited ${code}: ${stderr.slice(-2000)}`))
-      else resolve(JSON.parse(line) as { maxRssBytes: number; seconds: number; events: number })
-    })
-  })
+export function runChild(job: string): Promise<{ maxRssBytes: number; seconds: number; events: number }> {
+  return runBenchChild(fileURLToPath(import.meta.url), { envName: CHILD_ENV, value: job })
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((left, right) => left - right)
-  return sorted[Math.floor(sorted.length / 2)]!
-}
 
 /**
  * The migration figures: events/s beside the bare loop, and peak RSS beside the bare loop's.

@@ -1,3 +1,5 @@
+import { DEFAULT_CHECKPOINT_OPTIONS as CORE_CHECKPOINT_DEFAULTS } from '@agent-ledger/session-store'
+
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 
 /**
@@ -37,15 +39,8 @@ export interface CheckpointOptions {
   maxBytes: number
 }
 
-/** The documented default {@link CheckpointOptions}. */
-export const DEFAULT_CHECKPOINT_OPTIONS: Readonly<CheckpointOptions> = Object.freeze({
-  enabled: true,
-  everyEvents: 1000,
-  minIntervalMs: 5000,
-  minLogBytes: 1024 * 1024,
-  minGrowthRatio: 16,
-  maxBytes: 1024 * 1024 * 1024,
-})
+/** The documented default {@link CheckpointOptions}: the session core's, one set of rules for both stores. */
+export const DEFAULT_CHECKPOINT_OPTIONS: Readonly<CheckpointOptions> = CORE_CHECKPOINT_DEFAULTS
 
 /**
  * Fills in the defaults of partial checkpoint options and checks them.

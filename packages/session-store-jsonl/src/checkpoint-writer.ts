@@ -424,6 +424,42 @@ function findUnencodable(root: unknown): string | null {
   return null
 }
 
+/** What a writer over a freshly written log starts from (see {@link linesFacts}). */
+export interface LinesFacts {
+  readonly lastLine: LastEventLine | null
+  readonly seqIndex: SeqIndexEntry[]
+  readonly carry: CheckpointCarry
+}
+
+/**
+ * {@link linesFacts} line by line, for a log written as a stream (a streamed create): the
+ * line bytes are not kept, only their small per-line facts.
+ *
+ * @param startOffset - The plain offset of the first line (the header line's length).
+ * @param firstSeq - The seq of the first line.
+ */
+export function linesFactsBuilder(
+  startOffset: number,
+  firstSeq: number,
+): { push(line: Buffer): void; facts(): LinesFacts } {
+  const seqIndex: SeqIndexEntry[] = []
+  const lineRefs = new Map<number, LineRef>()
+  let offset = startOffset
+  let seq = firstSeq
+  let lastLine: LastEventLine | null = null
+  return {
+    push(line) {
+      if (seq % SEQ_INDEX_STRIDE === 0) seqIndex.push([seq, offset])
+      const ref = lineRefOf(line.subarray(0, line.length - 1), { seq, offset })
+      if (ref !== null) lineRefs.set(seq, ref)
+      lastLine = { seq, eventOffset: offset, offset: offset + line.length, crc: null }
+      offset += line.length
+      seq += 1
+    },
+    facts: () => ({ lastLine, seqIndex, carry: { lineRefs, prefix: null } }),
+  }
+}
+
 /**
  * The last line, the sparse index entries and the line references of consecutive event
  * lines that end at `endOffset` (e.g. the seed events of a new session).
@@ -433,28 +469,10 @@ function findUnencodable(root: unknown): string | null {
  * @param firstSeq - Seq of the first line.
  * @returns The last line (null when `lines` is empty), the index entries, and the carry of a new writer.
  */
-export function linesFacts(
-  lines: readonly Buffer[],
-  endOffset: number,
-  firstSeq: number,
-): {
-  readonly lastLine: LastEventLine | null
-  readonly seqIndex: SeqIndexEntry[]
-  readonly carry: CheckpointCarry
-} {
-  const seqIndex: SeqIndexEntry[] = []
-  const lineRefs = new Map<number, LineRef>()
+export function linesFacts(lines: readonly Buffer[], endOffset: number, firstSeq: number): LinesFacts {
   let offset = endOffset
   for (const line of lines) offset -= line.length
-  let lastLine: LastEventLine | null = null
-  for (let index = 0; index < lines.length; index += 1) {
-    const line = lines[index]!
-    const seq = firstSeq + index
-    if (seq % SEQ_INDEX_STRIDE === 0) seqIndex.push([seq, offset])
-    const ref = lineRefOf(line.subarray(0, line.length - 1), { seq, offset })
-    if (ref !== null) lineRefs.set(seq, ref)
-    lastLine = { seq, eventOffset: offset, offset: offset + line.length, crc: null }
-    offset += line.length
-  }
-  return { lastLine, seqIndex, carry: { lineRefs, prefix: null } }
+  const builder = linesFactsBuilder(offset, firstSeq)
+  for (const line of lines) builder.push(line)
+  return builder.facts()
 }

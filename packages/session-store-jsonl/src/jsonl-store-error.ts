@@ -134,6 +134,8 @@ export const JsonlErrorCode = {
   NOT_REGULAR_FILE: 'NOT_REGULAR_FILE',
   /** A store option is out of range (a limit that is not a positive integer, `maxEventBytes` > `maxLineBytes`...). */
   INVALID_OPTION: 'INVALID_OPTION',
+  /** The caller's `signal` aborted an operation (a streamed create between batches): nothing was published. */
+  ABORTED: 'ABORTED',
 } as const
 export type JsonlErrorCode = (typeof JsonlErrorCode)[keyof typeof JsonlErrorCode]
 

@@ -52,6 +52,17 @@ function setChild(frame: Frame, key: string | number, value: unknown): void {
   define(frame.copy, key, value)
 }
 
+/** The hook's answer for one string (a module function: no closure per event on the hot path). */
+function apply(redact: (text: string) => string, text: string): string {
+  const result: unknown = redact(text)
+  if (typeof result !== 'string') {
+    throw new TypeError(
+      `the redaction hook returned ${result === null ? 'null' : typeof result}, expected a string`,
+    )
+  }
+  return result
+}
+
 /**
  * Applies `redact` to every string inside a JSON value, copy-on-write and without
  * recursion: unchanged subtrees are shared, changed ones are fresh plain objects with the
@@ -63,16 +74,7 @@ function setChild(frame: Frame, key: string | number, value: unknown): void {
  * @throws The hook's error, or a TypeError when it returns a non-string.
  */
 export function redactJson(value: unknown, redact: (text: string) => string): unknown {
-  const apply = (text: string): string => {
-    const result: unknown = redact(text)
-    if (typeof result !== 'string') {
-      throw new TypeError(
-        `the redaction hook returned ${result === null ? 'null' : typeof result}, expected a string`,
-      )
-    }
-    return result
-  }
-  if (typeof value === 'string') return apply(value)
+  if (typeof value === 'string') return apply(redact, value)
   if (typeof value !== 'object' || value === null) return value
   const root = frameOf(value, null, '')
   const stack: Frame[] = [root]
@@ -83,7 +85,7 @@ export function redactJson(value: unknown, redact: (text: string) => string): un
       frame.index += 1
       const child: unknown = (frame.source as Record<string | number, unknown>)[key]
       if (typeof child === 'string') {
-        const redacted = apply(child)
+        const redacted = apply(redact, child)
         if (redacted !== child) setChild(frame, key, redacted)
       } else if (typeof child === 'object' && child !== null) {
         stack.push(frameOf(child, frame, key))

@@ -50,8 +50,9 @@ class SessionStoreImpl implements SessionStore {
   create(request: {
     readonly id: string
     readonly header?: Partial<SessionHeaderInput>
-    readonly seed?: readonly LoggedEvent[]
+    readonly seed?: readonly LoggedEvent[] | AsyncIterable<readonly LoggedEvent[]>
     readonly encoding?: LogEncoding
+    readonly signal?: { readonly aborted: boolean; readonly reason?: unknown } | undefined
   }): Promise<SessionWriter> {
     return create(this.#ctx, request)
   }

@@ -16,7 +16,7 @@ import { errnoOf, toStoreError } from './fs-errors.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import type { FlushPolicy, StoreLimits } from './limits.ts'
-import { canonicalEvent, encodeEventLine } from './line-codec.ts'
+import { canonicalEvent, encodeJsonLine } from './line-codec.ts'
 import type { TornTail } from './log-scanner.ts'
 import { snapshotJson } from './json-snapshot.ts'
 import { redactJson } from './redaction.ts'
@@ -260,7 +260,8 @@ export class SessionWriterImpl implements SessionWriter {
     } catch (error) {
       throw this.#invalid(seq, { code: undefined, field: undefined, error })
     }
-    const bytes = encodeEventLine(event)
+    // `event` is canonical already (built by canonicalEvent above): encodeEventLine's copy is not needed.
+    const bytes = encodeJsonLine(JSON.stringify(event))
     const lineBytes = bytes.length - 1
     if (lineBytes > limits.maxEventBytes) {
       throw new JsonlStoreError({

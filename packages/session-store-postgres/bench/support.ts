@@ -11,6 +11,8 @@ import pg from 'pg'
 import { pgUnavailableReason, startCluster } from '../../../tooling/pg/cluster.ts'
 import type { PgCluster } from '../../../tooling/pg/cluster.ts'
 
+export { median } from '../../../tooling/bench/support.ts'
+
 /** A server for one benchmark module. */
 export interface BenchServer {
   readonly url: string
@@ -71,11 +73,6 @@ export async function bareClient(url: string): Promise<pg.Client> {
   return client
 }
 
-/** The middle value (the upper one of an even count). */
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
-}
 
 /** The value below which `fraction` of `values` fall (nearest rank). */
 export function percentile(values: readonly number[], fraction: number): number {

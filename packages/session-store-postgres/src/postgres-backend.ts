@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 
-import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
+import { lineCrc, SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type {
   AcquireOptions,
   AcquireResult,
@@ -23,6 +23,7 @@ import pg from 'pg'
 
 import { appendBatch } from './append.ts'
 import { forkSession, readCheckpoint, writeCheckpoint } from './capabilities.ts'
+import { createStreamed } from './create-stream.ts'
 import { Db } from './db.ts'
 import type { DbSettings, HeadRow } from './db.ts'
 import { AppendListener } from './follow.ts'
@@ -206,13 +207,15 @@ export class PostgresBackend implements SessionBackend {
   async create(request: CreateRequest): Promise<void> {
     const action = `create session ${request.id}`
     this.checkOpen(action, request.signal)
+    if (!Array.isArray(request.lines)) return createStreamed(this.db, request)
+    const lines = request.lines as readonly string[]
     const values = [
       request.id,
       request.headerLine,
       request.header.parentSession ?? null,
       request.header.cwd ?? null,
-      request.lines,
-      request.lastCrc,
+      lines,
+      request.lastCrc ?? (lines.length === 0 ? null : lineCrc(lines.at(-1)!)),
     ]
     let created: { created: number } | undefined
     try {
@@ -224,7 +227,7 @@ export class PostgresBackend implements SessionBackend {
       // count stored under this id means it did.
       if (!(SessionStoreError.is(error) && error.details.reason === PostgresFailureReason.CONNECTION_LOST))
         throw error
-      if (await this.landedAsCreated(request.id, request.headerLine, request.lines.length)) return
+      if (await this.landedAsCreated(request.id, request.headerLine, lines.length)) return
       throw error
     }
     if (created?.created !== 1) {

@@ -32,6 +32,27 @@ e AS (
 SELECT (SELECT count(*) FROM s)::int AS created, (SELECT count(*) FROM e)::int AS events`
 
 /**
+ * Streamed create, step 1 (inside the create's transaction): the session row with an empty
+ * head. $1 id, $2 header line, $3 parent, $4 cwd. 0 rows: the id exists.
+ */
+export const CREATE_STREAM_ROW_SQL = `
+INSERT INTO ledger_sessions (session_id, header_line, parent_session, cwd, next_seq, last_crc)
+VALUES ($1, $2, $3, $4, 0, NULL)
+ON CONFLICT (session_id) DO NOTHING`
+
+/** Streamed create, step 2 (per batch, same transaction): $1 id, $2 seq of the first line, $3 lines[]. */
+export const CREATE_STREAM_LINES = {
+  name: 'agent_ledger_create_stream_lines',
+  text: `
+INSERT INTO ledger_events (session_id, seq, line, writer_epoch)
+SELECT $1, $2::bigint + t.o - 1, t.l, 0 FROM unnest($3::text[]) WITH ORDINALITY AS t(l, o)`,
+}
+
+/** Streamed create, step 3 (same transaction, then COMMIT): the head. $1 id, $2 next seq, $3 last crc. */
+export const CREATE_STREAM_HEAD_SQL = `
+UPDATE ledger_sessions SET next_seq = $2, last_crc = $3, updated_at = clock_timestamp() WHERE session_id = $1`
+
+/**
  * Acquire: bump the epoch (fencing every earlier lease) when no live lease of another owner
  * is held, or with takeover. Waits for the row lock of an in-flight append, so the head it
  * returns is final. $1 id, $2 owner, $3 lease ms, $4 takeover.

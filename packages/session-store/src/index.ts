@@ -12,6 +12,7 @@ export type {
   AcquireRepair,
   AcquireResult,
   AppendBatch,
+  ArrayCreateRequest,
   BackendCapabilities,
   BackendProgress,
   CheckpointCapability,
@@ -29,6 +30,7 @@ export type {
   QuarantineCapability,
   QuarantineRecord,
   ReadOptions,
+  SeedLines,
   ServerForkRequest,
   SessionBackend,
   SessionHead,
@@ -40,6 +42,8 @@ export type {
   WriterLease,
 } from './port.ts'
 export { createSessionStore } from './store.ts'
+export { seedBatches } from './seed-lines.ts'
+export type { SeedBatches } from './seed-lines.ts'
 export type {
   CreateSessionRequest,
   FollowOptions,
@@ -56,6 +60,15 @@ export type {
   VerifyReport,
 } from './store-api.ts'
 export type { CloseOptions, SessionWriter, WriterRecovery, WriterState } from './writer.ts'
+export { DEFAULT_CHECKPOINT_OPTIONS } from './checkpoint-options.ts'
+export type {
+  CheckpointOptions,
+  CheckpointSkipReason,
+  CheckpointUse,
+  ResolvedCheckpointOptions,
+  SessionStoreWarning,
+} from './checkpoint-options.ts'
+export { CORE_CHECKPOINT_FORMAT, CORE_CHECKPOINT_VERSION } from './checkpoint-body.ts'
 export { createMemoryBackend, createMemoryStorage } from './memory-backend.ts'
 export type { MemoryBackend, MemoryBackendOptions, MemoryStorage, MemoryTestHooks } from './memory-backend.ts'
 export { DEFAULT_LIMITS } from './event-codec.ts'

@@ -23,6 +23,7 @@ import type {
   WriterLease,
 } from './port.ts'
 import { throwIfAborted as throwIfAbortedAs } from './checks.ts'
+import { seedBatches } from './seed-lines.ts'
 import { attempt, before, checkedSeq, isoOf, parseCursor } from './memory-helpers.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 
@@ -238,7 +239,7 @@ class MemoryBackendImpl implements MemoryBackend {
     return session
   }
 
-  #insert(request: CreateRequest, lines: readonly string[]): void {
+  #insert(request: CreateRequest & { readonly lastCrc: string | null }, lines: readonly string[]): void {
     const now = this.#now()
     this.#sessions.set(request.id, {
       id: request.id,
@@ -268,15 +269,36 @@ class MemoryBackendImpl implements MemoryBackend {
     }
   }
 
-  create(request: CreateRequest): Promise<void> {
-    return attempt(() => {
+  async create(request: CreateRequest): Promise<void> {
+    const streamed = await attempt(() => {
       this.#open()
       throwIfAborted(request.signal, `Creating session ${request.id}`)
       this.#assertAbsent(request.id)
       this.#assertSpace(`create session ${request.id}`)
-      this.#insert(request, request.lines)
-      return undefined
+      if (!Array.isArray(request.lines)) return true
+      this.#insert(
+        { ...request, lastCrc: seedBatches(request, `Creating session ${request.id}`).lastCrc() },
+        request.lines as readonly string[],
+      )
+      return false
     })
+    if (streamed) await this.#createStreamed(request)
+  }
+
+  /** A streamed seed: gathered in a private array, published by the same insert as an array seed. */
+  async #createStreamed(request: CreateRequest): Promise<void> {
+    const action = `Creating session ${request.id}`
+    const seed = seedBatches(request, action)
+    const lines: string[] = []
+    for await (const batch of seed) {
+      this.#open()
+      this.#assertSpace(`create session ${request.id}`)
+      for (const line of batch) lines.push(line)
+    }
+    this.#open()
+    // Checked again at the publish: another create may have won meanwhile.
+    this.#assertAbsent(request.id)
+    this.#insert({ ...request, lastCrc: seed.lastCrc() }, lines)
   }
 
   #fork(request: ServerForkRequest): Promise<void> {

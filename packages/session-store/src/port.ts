@@ -51,6 +51,13 @@ export interface SignalOptions {
   readonly signal?: AbortSignalLike | undefined
 }
 
+/**
+ * A seed's lines: an array held in memory, or a stream of line batches (an import, a copy,
+ * a long fork) that the backend writes where no reader sees it and publishes at its end.
+ * Batches come in seq order; an empty batch is allowed and skipped.
+ */
+export type SeedLines = readonly string[] | AsyncIterable<readonly string[]>
+
 /** What {@link SessionBackend.create} publishes, atomically. */
 export interface CreateRequest extends SignalOptions {
   /** The session id (already checked against `SESSION_ID_PATTERN` by the core). */
@@ -62,9 +69,25 @@ export interface CreateRequest extends SignalOptions {
    * (`cwd`, `parentSession`, `createdAt`, `metadata`); the line stays the source of truth.
    */
   readonly header: SessionHeader
-  /** Seed event lines with seqs 0..n-1, in order (empty for a fresh session). */
+  /**
+   * Seed event lines with seqs 0..n-1, in order (empty for a fresh session): an array, or a
+   * stream of batches ({@link SeedLines}). A streamed seed is consumed once, batch by batch;
+   * the signal is checked between batches; an error the stream throws passes through
+   * unchanged and nothing is published.
+   */
+  readonly lines: SeedLines
+  /**
+   * Checksum (8 hex digits) of the last seed line, or null when there is none: the head's
+   * `lastCrc`. Required with an array seed. With a streamed seed it is not known before the
+   * end: leave it undefined and the backend takes the checksum of the last line it received
+   * (`lineCrc`); a value given is checked against that line.
+   */
+  readonly lastCrc?: string | null | undefined
+}
+
+/** A create request whose seed is an array (what {@link ForkCapability.fork} takes for the child). */
+export interface ArrayCreateRequest extends CreateRequest {
   readonly lines: readonly string[]
-  /** Checksum (8 hex digits) of the last seed line, or null when there is none: the head's `lastCrc`. */
   readonly lastCrc: string | null
 }
 
@@ -261,7 +284,7 @@ export interface ServerForkRequest extends SignalOptions {
   /** Checksum of the parent's line `boundarySeq` as the core read it; a different one is `CONFLICT`. */
   readonly boundaryCrc: string
   /** The child: its id, header, and the lines that follow the copied prefix (closers, `session/end-seed`), seqs from `boundarySeq + 1`. */
-  readonly child: CreateRequest
+  readonly child: ArrayCreateRequest
 }
 
 /** Server-side fork: the prefix is copied without travelling through the core. */
@@ -361,7 +384,16 @@ export interface SessionBackend {
    * `read` see all of it, or (on any failure, crash or abort) nothing. The head is
    * `{ nextSeq: lines.length, lastCrc, lastBatchId: null, epoch: 0, owner: null }`.
    *
-   * @throws `SESSION_EXISTS` (the existing session untouched), `DISK_FULL`, `ABORTED`, `BACKEND_FAILED`.
+   * A streamed seed ({@link SeedLines}) is written batch by batch where no reader sees it
+   * (a file backend: its temp file; a database: its transaction) and published at the end,
+   * in the same one step as an array seed. `SESSION_EXISTS` is checked before the first
+   * batch is taken and again at the publish; `signal` between batches. On an error of the
+   * stream, an abort or a crash midway, nothing is visible and a retry with the same id
+   * succeeds.
+   *
+   * @throws `SESSION_EXISTS` (the existing session untouched), `DISK_FULL`, `ABORTED`, `BACKEND_FAILED`,
+   *   `INVALID_OPTION` (a streamed batch that is not an array of strings, a `lastCrc` that
+   *   does not match the last streamed line), or the stream's own error unchanged.
    */
   create(request: CreateRequest): Promise<void>
 

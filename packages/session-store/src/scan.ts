@@ -26,19 +26,12 @@ export interface CoreContext {
   readonly redaction: RedactionPolicy | null
 }
 
-/** The outcome of {@link scanSession}. */
-export interface ScanResult {
+/** The outcome of {@link scanSession}: the header, then where the fold of every line stopped. */
+export interface ScanResult extends FoldResult {
   readonly header: SessionHeader
   readonly headerLine: string
   /** The projection of the good prefix. */
   readonly projection: Projection
-  /** Seq of the last good event (-1 when none). */
-  readonly lastSeq: number
-  /** Checksum of the last good event's line, or null. */
-  readonly lastCrc: string | null
-  /** Location of the first line not read (for salvage reports), when the backend gave one. */
-  readonly damage: SessionStoreError | null
-  readonly tornTail: TornTailInfo | null
 }
 
 /** Options of {@link scanSession}. */
@@ -105,13 +98,55 @@ export async function scanSession(
 ): Promise<ScanResult> {
   const { header, line: headerLine } = await readHeader(context, id, options)
   const projection = createProjection({ registry: context.registry })
-  let lastSeq = -1
-  let lastCrc: string | null = null
+  const folded = await foldLines(context, { id, projection, lastSeq: -1, lastCrc: null }, options)
+  return { header, headerLine, projection, ...folded }
+}
+
+/** What {@link foldLines} continues from. */
+export interface FoldStart {
+  readonly id: string
+  /** Folded up to `lastSeq`; receives every later good event. */
+  readonly projection: Projection
+  readonly lastSeq: number
+  readonly lastCrc: string | null
+}
+
+/** What {@link foldLines} found. */
+export interface FoldResult {
+  readonly lastSeq: number
+  readonly lastCrc: string | null
+  readonly damage: SessionStoreError | null
+  readonly tornTail: TornTailInfo | null
+  /** Events folded. */
+  readonly events: number
+  /** Size of the lines folded, each counted with its `\n` (UTF-16 code units: bytes for ASCII). */
+  readonly chars: number
+}
+
+/**
+ * Reads lines from `start.lastSeq + 1` with every check and folds them into `start.projection`
+ * (internal: the full scan and the tail after a checkpoint).
+ *
+ * @param context - Backend and checks.
+ * @param start - The session, the projection and where it stands.
+ * @param options - `toSeq`, `onEvent`, the abort signal.
+ * @returns Where the fold stopped, and any damage or torn tail.
+ */
+export async function foldLines(
+  context: CoreContext,
+  start: FoldStart,
+  options: ScanOptions = {},
+): Promise<FoldResult> {
+  const { id, projection } = start
+  let lastSeq = start.lastSeq
+  let lastCrc = start.lastCrc
   let damage: SessionStoreError | null = null
   let tornTail: TornTailInfo | null = null
+  let events = 0
+  let chars = 0
   try {
     for await (const stored of context.backend.read(id, {
-      fromSeq: 0,
+      fromSeq: lastSeq + 1,
       toSeq: options.toSeq,
       signal: options.signal,
       onTornTail: (tail) => {
@@ -140,11 +175,13 @@ export async function scanSession(
       }
       lastSeq = event.seq
       lastCrc = lineCrc(stored.line)
+      events += 1
+      chars += stored.line.length + 1
       options.onEvent?.(stored, event)
     }
   } catch (error) {
     if (!isLineDamage(error)) throw error
     damage = error
   }
-  return { header, headerLine, projection, lastSeq, lastCrc, damage, tornTail }
+  return { lastSeq, lastCrc, damage, tornTail, events, chars }
 }

@@ -16,6 +16,131 @@ import type { CoreContext } from './scan.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 import { describe } from './checks.ts'
 
+/** A seed given as batches: an array, or a stream of event batches. */
+export type SeedEvents = readonly LoggedEvent[] | AsyncIterable<readonly LoggedEvent[]>
+
+/** True for a streamed seed (an async iterable that is not an array). */
+export function isSeedStream(seed: unknown): seed is AsyncIterable<readonly LoggedEvent[]> {
+  return (
+    !Array.isArray(seed) &&
+    typeof seed === 'object' &&
+    seed !== null &&
+    typeof (seed as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function'
+  )
+}
+
+/** What the `session/end-seed` rule needs to know about a whole seed. */
+interface SeedSummary {
+  readonly count: number
+  readonly markers: number
+  readonly firstMarker: LoggedEvent | null
+  readonly lastType: string | null
+}
+
+/**
+ * Checks and encodes seed events batch by batch (seqs dense from 0 across batches), folding
+ * each into `projection`; {@link SeedEncoder.finish} applies the `session/end-seed` rule to
+ * the whole seed. Memory holds one batch's lines; the rule needs only counts.
+ */
+export class SeedEncoder {
+  readonly #context: CoreContext
+  readonly #id: string
+  readonly #header: SessionHeader
+  readonly #projection: Projection
+  #count = 0
+  #markers = 0
+  #firstMarker: LoggedEvent | null = null
+  #lastType: string | null = null
+  #lastLine: string | null = null
+  #chars = 0
+
+  constructor(
+    context: CoreContext,
+    request: { readonly id: string; readonly header: SessionHeader; readonly projection: Projection },
+  ) {
+    this.#context = context
+    this.#id = request.id
+    this.#header = request.header
+    this.#projection = request.projection
+  }
+
+  /** Events encoded so far. */
+  get count(): number {
+    return this.#count
+  }
+
+  /** The last line encoded, or null before the first. */
+  get lastLine(): string | null {
+    return this.#lastLine
+  }
+
+  /** Characters of the lines encoded so far, a newline each included. */
+  get chars(): number {
+    return this.#chars
+  }
+
+  /**
+   * Checks and encodes one batch.
+   *
+   * @returns The batch's lines.
+   * @throws {@link SessionStoreError} `INVALID_SEED` (not an array, a seq out of order), the event codes.
+   */
+  encode(batch: unknown): string[] {
+    const id = this.#id
+    if (!Array.isArray(batch)) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.INVALID_SEED,
+        sessionId: id,
+        message:
+          this.#count === 0
+            ? `Cannot create session ${id}: seed must be an array of events or an async iterable of event arrays, found ${describe(batch)}.`
+            : `Cannot create session ${id}: every streamed seed batch must be an array of events, found ${describe(batch)} after ${this.#count} events; nothing was published.`,
+      })
+    }
+    const lines: string[] = []
+    for (const event of batch as readonly LoggedEvent[]) {
+      const index = this.#count
+      const found = (event as { seq?: unknown } | null)?.seq
+      if (found !== index) {
+        throw new SessionStoreError({
+          code: SessionStoreErrorCode.INVALID_SEED,
+          sessionId: id,
+          seq: index,
+          message: `Cannot create session ${id}: seed event ${index} must have seq ${index} (dense from 0), found ${describe(found)}.`,
+          details: { expected: index, found: typeof found === 'number' ? found : null },
+        })
+      }
+      const time = (event as { time?: unknown }).time
+      const prepared = encodeEvent(
+        event,
+        { seq: index, time: time as string },
+        { ...this.#context, sessionId: id, projection: this.#projection, role: 'seed event' },
+      )
+      this.#projection.apply(prepared.event)
+      lines.push(prepared.line)
+      this.#lastLine = prepared.line
+      this.#chars += prepared.line.length + 1
+      this.#count += 1
+      this.#lastType = event.type
+      if (event.type === 'session/end-seed') {
+        this.#markers += 1
+        this.#firstMarker ??= event
+      }
+    }
+    return lines
+  }
+
+  /** Applies the `session/end-seed` rule to the whole seed (call after the last batch). */
+  finish(): void {
+    checkSeedMarker(this.#id, this.#header, {
+      count: this.#count,
+      markers: this.#markers,
+      firstMarker: this.#firstMarker,
+      lastType: this.#lastType,
+    })
+  }
+}
+
 /** Checks and encodes seed events (seqs dense from 0), folding them into `projection`. */
 export function encodeSeed(
   context: CoreContext,
@@ -26,37 +151,23 @@ export function encodeSeed(
     readonly projection: Projection
   },
 ): string[] {
-  const { id, header, seed, projection } = request
-  if (!Array.isArray(seed)) {
-    throw new SessionStoreError({
-      code: SessionStoreErrorCode.INVALID_SEED,
-      sessionId: id,
-      message: `Cannot create session ${id}: seed must be an array of events, found ${describe(seed)}.`,
-    })
-  }
-  const lines: string[] = []
-  for (const [index, event] of seed.entries()) {
-    const found = (event as { seq?: unknown } | null)?.seq
-    if (found !== index) {
-      throw new SessionStoreError({
-        code: SessionStoreErrorCode.INVALID_SEED,
-        sessionId: id,
-        seq: index,
-        message: `Cannot create session ${id}: seed event ${index} must have seq ${index} (dense from 0), found ${describe(found)}.`,
-        details: { expected: index, found: typeof found === 'number' ? found : null },
-      })
-    }
-    const time = (event as { time?: unknown }).time
-    const prepared = encodeEvent(
-      event,
-      { seq: index, time: time as string },
-      { ...context, sessionId: id, projection, role: 'seed event' },
-    )
-    projection.apply(prepared.event)
-    lines.push(prepared.line)
-  }
-  checkSeedMarker(id, header, seed)
+  const encoder = new SeedEncoder(context, request)
+  const lines = encoder.encode(request.seed)
+  encoder.finish()
   return lines
+}
+
+/**
+ * The seed's lines as a stream of batches for the backend: each event batch is checked,
+ * encoded and folded when the backend asks for it; the `session/end-seed` rule is checked
+ * after the last, so a seed that breaks it fails the create before anything is published.
+ */
+export async function* encodeSeedStream(
+  encoder: SeedEncoder,
+  seed: AsyncIterable<readonly LoggedEvent[]>,
+): AsyncGenerator<readonly string[], void, undefined> {
+  for await (const batch of seed) yield encoder.encode(batch)
+  encoder.finish()
 }
 
 /**
@@ -64,18 +175,17 @@ export function encodeSeed(
  * it. Events after the marker are the new session's own (an importer's fork publishes them in
  * the same create), as the JSONL store accepts them.
  */
-function checkSeedMarker(id: string, header: SessionHeader, seed: readonly LoggedEvent[]): void {
+function checkSeedMarker(id: string, header: SessionHeader, seed: SeedSummary): void {
   if (header.seeded !== true) return
-  const markers = seed.filter((event) => event.type === 'session/end-seed')
-  const last = markers[0] ?? null
-  if (markers.length !== 1 || last === null) {
+  const last = seed.firstMarker
+  if (seed.markers !== 1 || last === null) {
     throw new SessionStoreError({
       code: SessionStoreErrorCode.INVALID_SEED,
       sessionId: id,
-      message: `Cannot create session ${id}: a seeded header needs a seed holding exactly one session/end-seed event, found ${markers.length === 0 ? `${seed.length} seed event(s) and no marker` : `${markers.length} markers`}.`,
+      message: `Cannot create session ${id}: a seeded header needs a seed holding exactly one session/end-seed event, found ${seed.markers === 0 ? `${seed.count} seed event(s) and no marker` : `${seed.markers} markers`}.`,
       details: {
         expected: 'session/end-seed',
-        found: markers.length === 0 ? (seed.at(-1)?.type ?? null) : markers.length,
+        found: seed.markers === 0 ? seed.lastType : seed.markers,
       },
     })
   }
@@ -202,6 +312,12 @@ export async function planForkedSession(context: CoreContext, request: ForkPlanR
     projection.apply(prepared.event)
     tailLines.push(prepared.line)
   }
-  checkSeedMarker(to, header, seed.events)
+  const markers = seed.events.filter((event) => event.type === 'session/end-seed')
+  checkSeedMarker(to, header, {
+    count: seed.events.length,
+    markers: markers.length,
+    firstMarker: markers[0] ?? null,
+    lastType: seed.events.at(-1)?.type ?? null,
+  })
   return { header, headerLine, projection, prefixLines, tailLines }
 }

@@ -10,6 +10,7 @@ import type {
 import type { PendingToolCall } from '@agent-ledger/loop-repair'
 import type { Projection } from '@agent-ledger/session-projection'
 
+import type { CheckpointOptions, CheckpointUse, SessionStoreWarning } from './checkpoint-options.ts'
 import type { Crc32c } from './crc32c.ts'
 import type { StoreLimits } from './event-codec.ts'
 import type { AbortSignalLike, ListFilter, SessionBackend, SignalOptions, TornTailInfo } from './port.ts'
@@ -53,6 +54,18 @@ export interface SessionStoreOptions {
    * follow is `UNSUPPORTED`).
    */
   readonly sleep?: ((ms: number, signal?: AbortSignalLike) => Promise<void>) | undefined
+  /**
+   * Projection checkpoints, when the backend offers the `checkpoints` capability: opens
+   * start from the newest one that checks out and replay only the later events; writers
+   * store new ones under the JSONL store's amortisation rules. See {@link CheckpointOptions}.
+   */
+  readonly checkpoint?: CheckpointOptions | undefined
+  /**
+   * Receives what the store handled on its own: a checkpoint ignored (the open replayed every
+   * event) or not stored. Default: none (the open results report the checkpoint too). A
+   * throwing handler is ignored.
+   */
+  readonly onWarning?: ((warning: SessionStoreWarning) => void) | undefined
 }
 
 /** What {@link SessionStore.create} publishes. */
@@ -61,10 +74,17 @@ export interface CreateSessionRequest extends SignalOptions {
   /** Header fields (`cwd`, `metadata`, `parentSession`, `seeded`...); `format`, `version`, `integrity` are the store's. */
   readonly header?: Partial<SessionHeaderInput> | undefined
   /**
-   * Seed events with seqs 0..n-1 (a fork's prefix, a salvaged prefix). A `seeded: true`
-   * header needs a seed that ends with `session/end-seed`.
+   * Seed events with seqs 0..n-1 (a fork's prefix, a salvaged prefix, an import). A
+   * `seeded: true` header needs a seed holding one `session/end-seed`.
+   *
+   * An array, or an async iterable of event batches: a streamed seed is checked, encoded and
+   * folded batch by batch (seqs dense across batches) and written where no reader sees it;
+   * the session is published once, after the last batch, in the same one step as an array
+   * seed. An error the iterable throws, an abort or a crash midway publishes nothing (the
+   * iterable's error is rethrown unchanged), and a retry with the same id then succeeds.
+   * Memory holds one batch and the projection, not the seed.
    */
-  readonly seed?: readonly LoggedEvent[] | undefined
+  readonly seed?: readonly LoggedEvent[] | AsyncIterable<readonly LoggedEvent[]> | undefined
 }
 
 /** Options of {@link SessionStore.openWriter}. */
@@ -86,6 +106,8 @@ export interface SessionReadResult {
   readonly error: SessionStoreError | null
   /** Assistant tool calls with no result yet (what a write open would repair). */
   readonly pendingToolCalls: readonly PendingToolCall[]
+  /** Whether the open started from a projection checkpoint, or why not. */
+  readonly checkpoint: CheckpointUse
 }
 
 /** Options of {@link SessionStore.readEvents}. */

@@ -9,14 +9,18 @@ import type { RepairAction } from '@agent-ledger/loop-repair'
 import { createProjection } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
+import { registryDigest } from './checkpoint-body.ts'
+import { scanWithCheckpoint } from './checkpoint-open.ts'
+import type { CheckpointContext } from './checkpoint-open.ts'
+import { resolveCheckpointOptions } from './checkpoint-options.ts'
+import { createdLines, createdOpen, writerCheckpointParts } from './checkpoint-writer.ts'
 import { crc32c as defaultCrc32c } from './crc32c.ts'
 import { decodeEventLine, encodeEvent } from './event-codec.ts'
 import { assertSessionId, buildHeader, parseHeaderLine } from './header.ts'
 import { lineCrc } from './line-codec.ts'
 import type { SessionBackend, SignalOptions, StoredLine } from './port.ts'
 import { isLineDamage, readHeader, scanSession } from './scan.ts'
-import type { CoreContext } from './scan.ts'
-import { encodeSeed, planForkedSession } from './seed.ts'
+import { encodeSeed, encodeSeedStream, isSeedStream, planForkedSession, SeedEncoder } from './seed.ts'
 import { DEFAULT_REDACTION_POLICY, redactionHeader } from './redaction.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 import type {
@@ -40,7 +44,7 @@ import type { SessionWriter } from './writer.ts'
 
 class SessionStoreImpl implements SessionStore {
   readonly backend: SessionBackend
-  readonly #context: CoreContext
+  readonly #context: CheckpointContext
   readonly #clock: () => string
   readonly #owner: string
   readonly #leaseMs: number
@@ -66,12 +70,20 @@ class SessionStoreImpl implements SessionStore {
     this.#owner = owner
     this.#leaseMs = leaseMs
     this.#sleep = options.sleep
+    const registry = options.registry ?? coreEventRegistry
+    const crc32c = options.crc32c ?? defaultCrc32c
+    const onWarning = options.onWarning
+    if (onWarning !== undefined && typeof onWarning !== 'function')
+      throw invalidOption('onWarning', 'a function', onWarning)
     this.#context = {
       backend: options.backend,
-      registry: options.registry ?? coreEventRegistry,
+      registry,
       limits: resolveLimits(options.limits),
-      crc32c: options.crc32c ?? defaultCrc32c,
+      crc32c,
       redaction: options.redaction === undefined ? DEFAULT_REDACTION_POLICY : options.redaction,
+      checkpoint: resolveCheckpointOptions(options.checkpoint),
+      registryDigest: registryDigest(registry, crc32c),
+      warn: onWarning ?? (() => undefined),
     }
     this.#headerExtra = redactionHeader(this.#context.redaction)
   }
@@ -98,7 +110,30 @@ class SessionStoreImpl implements SessionStore {
       extra: this.#headerExtra,
     })
     const projection = createProjection({ registry: this.#context.registry })
-    const lines = encodeSeed(this.#context, { id, header, seed: request.seed ?? [], projection })
+    const seed = request.seed ?? []
+    if (isSeedStream(seed)) {
+      // Each batch is checked, encoded and folded when the backend takes it; the backend
+      // writes it where no reader sees it and publishes the whole seed at the end.
+      const encoder = new SeedEncoder(this.#context, { id, header, projection })
+      throwIfAborted(request.signal, `Creating session ${id}`)
+      await this.backend.create({
+        id,
+        headerLine,
+        header,
+        lines: encodeSeedStream(encoder, seed),
+        signal: request.signal,
+      })
+      return this.#openCreated(id, {
+        header,
+        headerLine,
+        projection,
+        count: encoder.count,
+        lastLine: encoder.lastLine,
+        chars: encoder.chars,
+        signal: request.signal,
+      })
+    }
+    const lines = encodeSeed(this.#context, { id, header, seed, projection })
     throwIfAborted(request.signal, `Creating session ${id}`)
     await this.backend.create({
       id,
@@ -108,7 +143,13 @@ class SessionStoreImpl implements SessionStore {
       lastCrc: lines.length === 0 ? null : lineCrc(lines.at(-1)!),
       signal: request.signal,
     })
-    return this.#openCreated(id, { header, projection, count: lines.length, signal: request.signal })
+    return this.#openCreated(id, {
+      header,
+      headerLine,
+      projection,
+      ...createdLines(lines),
+      signal: request.signal,
+    })
   }
 
   /** Opens a session this store just published, reusing its projection when nobody wrote in between. */
@@ -116,8 +157,12 @@ class SessionStoreImpl implements SessionStore {
     id: string,
     created: {
       readonly header: SessionHeader
+      readonly headerLine: string
       readonly projection: Projection
+      /** How many event lines it was published with, the last of them, and their characters. */
       readonly count: number
+      readonly lastLine: string | null
+      readonly chars: number
     } & SignalOptions,
   ): Promise<SessionWriter> {
     const acquired = await this.backend.acquire(id, {
@@ -139,6 +184,7 @@ class SessionStoreImpl implements SessionStore {
         clock: this.#clock,
         leaseMs: this.#leaseMs,
         backendRepairs: acquired.repaired,
+        ...writerCheckpointParts(this.#context, this.#clock, createdOpen(id, created)),
         onClosed: (writer) => this.#writers.delete(writer),
       }),
     )
@@ -157,7 +203,11 @@ class SessionStoreImpl implements SessionStore {
     })
     let writer: SessionWriterImpl
     try {
-      const scan = await scanSession(this.#context, id, { signal: options.signal })
+      const opened = await scanWithCheckpoint(this.#context, id, {
+        signal: options.signal,
+        nextSeq: acquired.head.nextSeq,
+      })
+      const { scan } = opened
       if (scan.damage !== null) throw scan.damage
       const found = scan.lastSeq + 1
       if (found !== acquired.head.nextSeq || scan.lastCrc !== acquired.head.lastCrc) {
@@ -182,6 +232,12 @@ class SessionStoreImpl implements SessionStore {
         clock: this.#clock,
         leaseMs: this.#leaseMs,
         backendRepairs: acquired.repaired,
+        ...writerCheckpointParts(this.#context, this.#clock, {
+          id,
+          ...opened,
+          headerLine: scan.headerLine,
+          lastCrc: scan.lastCrc,
+        }),
         onClosed: (closed) => this.#writers.delete(closed),
       })
     } catch (error) {
@@ -230,9 +286,10 @@ class SessionStoreImpl implements SessionStore {
   ): Promise<SessionReadResult> {
     this.#assertOpen()
     assertSessionId(id)
-    const scan = await scanSession(this.#context, id, { signal: options.signal })
+    const { scan, use } = await scanWithCheckpoint(this.#context, id, { signal: options.signal })
     if (scan.damage !== null && options.allowDamaged !== true) throw scan.damage
     return {
+      checkpoint: use,
       header: scan.header,
       projection: scan.projection,
       lastSeq: scan.lastSeq,
@@ -372,7 +429,13 @@ class SessionStoreImpl implements SessionStore {
     } else {
       await this.backend.create({ ...child, lines: [...prefixLines, ...tailLines] })
     }
-    return this.#openCreated(to, { header, projection, count: projection.nextSeq, signal: options.signal })
+    return this.#openCreated(to, {
+      header,
+      headerLine,
+      projection,
+      ...createdLines([...prefixLines, ...tailLines]),
+      signal: options.signal,
+    })
   }
 
   async salvage(id: string, options: SignalOptions & { readonly to: string }): Promise<SalvageReport> {

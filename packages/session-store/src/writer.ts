@@ -15,6 +15,8 @@ import type {
 import type { RepairAction } from '@agent-ledger/loop-repair'
 import type { Projection } from '@agent-ledger/session-projection'
 
+import type { CheckpointUse } from './checkpoint-options.ts'
+import type { CheckpointSchedule } from './checkpoint-writer.ts'
 import type { Crc32c } from './crc32c.ts'
 import { encodeEvent } from './event-codec.ts'
 import type { StoreLimits } from './event-codec.ts'
@@ -28,6 +30,8 @@ export interface WriterRecovery {
   readonly backendRepairs: readonly AcquireRepair[]
   /** The closing events loop-repair planned (already durable), one action per event. */
   readonly repairs: readonly RepairAction[]
+  /** What the open did with the session's projection checkpoint (a new session: `missing`). */
+  readonly checkpoint: CheckpointUse
 }
 
 /**
@@ -112,6 +116,12 @@ export interface WriterInit {
   readonly clock: () => string
   readonly leaseMs: number
   readonly backendRepairs: readonly AcquireRepair[]
+  /** What the open did with the checkpoint. */
+  readonly checkpointUse: CheckpointUse
+  /** Checksum of the last durable event's line (null: none). */
+  readonly lastCrc: string | null
+  /** The checkpoint schedule (a no-op when the backend has no capability). */
+  readonly checkpoints: CheckpointSchedule
   /** Called once the writer is closed (the store forgets it). */
   readonly onClosed: (writer: SessionWriterImpl) => void
 }
@@ -120,6 +130,17 @@ interface Buffered {
   readonly line: string
   readonly crc: string
   readonly bytes: number
+  readonly turnEnd: boolean
+}
+
+function batchShape(entries: readonly Buffered[]): { events: number; chars: number; turnEnd: boolean } {
+  let chars = 0
+  let turnEnd = false
+  for (const entry of entries) {
+    chars += entry.line.length + 1
+    turnEnd ||= entry.turnEnd
+  }
+  return { events: entries.length, chars, turnEnd }
 }
 
 function timeOf(clock: () => string): number {
@@ -138,6 +159,7 @@ export class SessionWriterImpl implements SessionWriter {
   #buffered: Buffered[] = []
   #bufferedBytes = 0
   #durableSeq: number
+  #durableCrc: string | null
   #batchCounter = 0
   /** A batch whose outcome is not known yet: settled before the next append. */
   #unsettled: { readonly batchId: string; readonly count: number } | null = null
@@ -156,7 +178,13 @@ export class SessionWriterImpl implements SessionWriter {
     this.#lease = init.lease
     this.#leaseRenewedAt = timeOf(init.clock)
     this.#durableSeq = init.projection.nextSeq - 1
-    this.#recovery = Object.freeze({ backendRepairs: init.backendRepairs, repairs: Object.freeze([]) })
+    this.#durableCrc = init.lastCrc
+    init.checkpoints.start(this.#durableSeq)
+    this.#recovery = Object.freeze({
+      backendRepairs: init.backendRepairs,
+      repairs: Object.freeze([]),
+      checkpoint: init.checkpointUse,
+    })
   }
 
   get durableSeq(): number {
@@ -286,7 +314,12 @@ export class SessionWriterImpl implements SessionWriter {
       })
     }
     this.projection.apply(prepared.event)
-    this.#buffered.push({ line: prepared.line, crc: prepared.crc, bytes: prepared.byteLength })
+    this.#buffered.push({
+      line: prepared.line,
+      crc: prepared.crc,
+      bytes: prepared.byteLength,
+      turnEnd: prepared.event.type === 'turn/end',
+    })
     this.#bufferedBytes += prepared.byteLength
     return prepared.event
   }
@@ -336,6 +369,8 @@ export class SessionWriterImpl implements SessionWriter {
     const written = this.#buffered.splice(0, count)
     for (const entry of written) this.#bufferedBytes -= entry.bytes
     this.#durableSeq += count
+    this.#durableCrc = written.at(-1)?.crc ?? this.#durableCrc
+    this.#init.checkpoints.noteDurable(this.#durableSeq, batchShape(written))
   }
 
   /** Settles a batch whose append outcome was unknown, with the head's batch id. */
@@ -385,6 +420,8 @@ export class SessionWriterImpl implements SessionWriter {
     await this.#maybeRenew()
     const batch = this.#buffered.slice()
     const lastCrc = batch.at(-1)!.crc
+    // Taken now, while the projection ends exactly with the batch; stored once it is durable.
+    const checkpoint = this.#init.checkpoints.plan({ ...batchShape(batch), lastCrc }, this.projection)
     this.#batchCounter += 1
     const batchId = `${this.#lease.owner}:${this.#lease.epoch}:${this.#batchCounter}`
     try {
@@ -417,6 +454,7 @@ export class SessionWriterImpl implements SessionWriter {
       throw this.#settleFailure(error)
     }
     this.#markDurable(batch.length)
+    if (checkpoint !== null) this.#init.checkpoints.store(checkpoint, this.#lease)
     return { durableSeq: this.#durableSeq }
   }
 
@@ -441,6 +479,14 @@ export class SessionWriterImpl implements SessionWriter {
       }
     } else {
       await this.#chain
+    }
+    if (this.#state === 'open') {
+      await this.#init.checkpoints.finish(
+        { seq: this.#durableSeq, lastCrc: this.#durableCrc, projection: this.projection },
+        this.#lease,
+      )
+    } else {
+      await this.#init.checkpoints.settled()
     }
     await this.#init.backend.release(this.#lease)
     this.#state = 'closed'

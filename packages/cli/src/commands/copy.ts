@@ -1,4 +1,4 @@
-import { lineCrc, SessionStoreError } from '@agent-ledger/session-store'
+import { SessionStoreError } from '@agent-ledger/session-store'
 import type { SessionBackend, SessionStore as CoreStore } from '@agent-ledger/session-store'
 
 import { flag, JSON_OPTION, NO_PROGRESS_OPTION, text } from '../args.ts'
@@ -29,12 +29,14 @@ JSONL -> PostgreSQL -> JSONL has byte-identical lines, and forks keep their pare
   2. a target session with the same id is compared line by line: identical -> skipped
      (so copy is idempotent and can be re-run after an interruption); different ->
      refused with TARGET_EXISTS, nothing written (exit 1);
-  3. the session is published whole in one create (header and every line at once: a
-     copy interrupted at any point leaves the target session complete or absent);
+  3. the session is streamed into one create, batch by batch, and published whole
+     at its end (a JSONL target stages it in a temp file, PostgreSQL in one
+     transaction): a copy interrupted at any point leaves the target session
+     complete or absent;
   4. the target is verified and read back, and its lines compared with the source's
      (COPY_MISMATCH otherwise).
-A live session can be copied: what was durable when it was read is copied.
-A session is held in memory while it is copied (its lines, once).
+A live session can be copied: what was durable when it was verified is copied.
+Memory holds one batch of lines, not the session (sources are read as streams).
 
 A PostgreSQL target's schema is migrated first (as "agent-ledger db migrate"); a
 PostgreSQL source must already be current. Passwords in URLs are never printed.
@@ -70,32 +72,82 @@ interface CopyEnds {
   readonly signal: AbortSignal | undefined
 }
 
-/** The header line and every durable line of a session, from a backend. */
-async function readLines(
+/** Lines per batch of a streamed copy (and bytes, whichever comes first). */
+const COPY_BATCH_LINES = 1024
+const COPY_BATCH_BYTES = 4 * 1024 * 1024
+
+/** A session's durable lines `0..toSeq` as batches, read as a stream (memory: one batch). */
+async function* lineBatches(
+  backend: SessionBackend,
+  id: string,
+  options: { readonly toSeq: number; readonly signal: AbortSignal | undefined },
+): AsyncGenerator<string[], void, undefined> {
+  let batch: string[] = []
+  let bytes = 0
+  for await (const stored of backend.read(id, { fromSeq: 0, toSeq: options.toSeq, signal: options.signal })) {
+    batch.push(stored.line)
+    bytes += stored.line.length
+    if (batch.length >= COPY_BATCH_LINES || bytes >= COPY_BATCH_BYTES) {
+      yield batch
+      batch = []
+      bytes = 0
+    }
+  }
+  if (batch.length > 0) yield batch
+}
+
+/**
+ * The first difference between two sessions' header lines and lines `0..toSeq` (the
+ * target's lines past it count as a difference), in words, or null when identical. Both are
+ * read as streams, side by side.
+ */
+async function difference(
+  from: SessionBackend,
+  to: SessionBackend,
+  session: { readonly id: string; readonly toSeq: number; readonly signal: AbortSignal | undefined },
+): Promise<string | null> {
+  const { id, toSeq, signal } = session
+  const [a, b] = await Promise.all([from.readHeader(id, { signal }), to.readHeader(id, { signal })])
+  if (a.line !== b.line) return 'the header lines differ'
+  const source = from.read(id, { fromSeq: 0, toSeq, signal })[Symbol.asyncIterator]()
+  const target = to.read(id, { fromSeq: 0, signal })[Symbol.asyncIterator]()
+  try {
+    for (let seq = 0; ; seq += 1) {
+      const [left, right] = await Promise.all([
+        seq <= toSeq ? source.next() : Promise.resolve({ done: true as const, value: undefined }),
+        target.next(),
+      ])
+      if (left.done === true && right.done === true) return null
+      if (left.done === true || right.done === true) {
+        const count = async (iterator: AsyncIterator<unknown>, from: number): Promise<number> => {
+          let n = from
+          while ((await iterator.next()).done !== true) n += 1
+          return n
+        }
+        const sourceCount = left.done === true ? seq : await count(source, seq + 1)
+        const targetCount = right.done === true ? seq : await count(target, seq + 1)
+        return `the source has ${sourceCount} events, the target ${targetCount}`
+      }
+      if (left.value.line !== right.value.line) return `the lines of seq ${seq} differ`
+    }
+  } finally {
+    await source.return?.()
+    await target.return?.()
+  }
+}
+
+async function exists(
   backend: SessionBackend,
   id: string,
   signal: AbortSignal | undefined,
-): Promise<{ readonly headerLine: string; readonly lines: string[] }> {
-  const header = await backend.readHeader(id, { signal })
-  const lines: string[] = []
-  for await (const stored of backend.read(id, { fromSeq: 0, signal })) lines.push(stored.line)
-  return { headerLine: header.line, lines }
-}
-
-/** The first difference between two sessions' lines, in words, or null when identical. */
-function difference(
-  source: { readonly headerLine: string; readonly lines: readonly string[] },
-  target: { readonly headerLine: string; readonly lines: readonly string[] },
-): string | null {
-  if (source.headerLine !== target.headerLine) return 'the header lines differ'
-  const common = Math.min(source.lines.length, target.lines.length)
-  for (let seq = 0; seq < common; seq += 1) {
-    if (source.lines[seq] !== target.lines[seq]) return `the lines of seq ${seq} differ`
+): Promise<boolean> {
+  try {
+    await backend.readHeader(id, { signal })
+    return true
+  } catch (error) {
+    if (SessionStoreError.is(error, 'SESSION_NOT_FOUND')) return false
+    throw error
   }
-  if (source.lines.length !== target.lines.length) {
-    return `the source has ${source.lines.length} events, the target ${target.lines.length}`
-  }
-  return null
 }
 
 /** Copies one session (see the help text for the steps). */
@@ -106,44 +158,41 @@ async function copySession(context: CommandContext, ends: CopyEnds, id: string):
   if (verified.status === 'damaged' || verified.header === null) {
     return { id, action: 'failed', events: verified.events, parentSession, error: verified.damage }
   }
-  const source = await readLines(from.backend, id, signal)
+  // What was verified is what is copied: a live session's later lines stay behind.
+  const toSeq = verified.lastSeq
+  const events = toSeq + 1
   if (verified.tornTail !== null) {
     context.notice(
       'warning',
-      `${id}: the source ends with a torn tail (${verified.tornTail.bytes} bytes, never acknowledged): left behind; ${source.lines.length} events copied`,
+      `${id}: the source ends with a torn tail (${verified.tornTail.bytes} bytes, never acknowledged): left behind; ${events} events copied`,
     )
   }
-  const existing = await readLines(to.backend, id, signal).catch((error: unknown) => {
-    if (SessionStoreError.is(error, 'SESSION_NOT_FOUND')) return null
-    throw error
-  })
-  if (existing !== null) {
-    const differs = difference(source, existing)
-    if (differs === null) {
-      return { id, action: 'identical', events: source.lines.length, parentSession, error: null }
-    }
+  if (await exists(to.backend, id, signal)) {
+    const differs = await difference(from.backend, to.backend, { id, toSeq, signal })
+    if (differs === null) return { id, action: 'identical', events, parentSession, error: null }
     const error = new CliError({
       code: CliErrorCode.TARGET_EXISTS,
       exitCode: ExitCode.DAMAGE,
       message: `session ${id} already exists in ${to.spec.shown} with other content (${differs}): expected no session or an identical one; nothing was written (delete or rename the target session, or copy into another store)`,
       details: { session: id, store: to.spec.shown, difference: differs },
     })
-    return { id, action: 'failed', events: source.lines.length, parentSession, error }
+    return { id, action: 'failed', events, parentSession, error }
   }
+  const header = await from.backend.readHeader(id, { signal })
+  // Streamed into one create: the target stages every batch and publishes the session once.
   await to.backend.create({
     id,
-    headerLine: source.headerLine,
+    headerLine: header.line,
     header: verified.header,
-    lines: source.lines,
-    lastCrc: source.lines.length === 0 ? null : lineCrc(source.lines.at(-1)!),
+    lines: events === 0 ? [] : lineBatches(from.backend, id, { toSeq, signal }),
+    ...(events === 0 ? { lastCrc: null } : {}),
     signal,
   })
   const check = await to.store.verify(id, { signal })
-  const copied = await readLines(to.backend, id, signal)
   const differs =
     check.status !== 'ok'
       ? `the target verifies as ${check.status}${check.damage === null ? '' : ` (${check.damage.code})`}`
-      : difference(source, copied)
+      : await difference(from.backend, to.backend, { id, toSeq, signal })
   if (differs !== null) {
     const error = new CliError({
       code: CliErrorCode.COPY_MISMATCH,
@@ -151,9 +200,9 @@ async function copySession(context: CommandContext, ends: CopyEnds, id: string):
       message: `session ${id} was written to ${to.spec.shown} but does not read back as the source: ${differs}`,
       details: { session: id, store: to.spec.shown, difference: differs },
     })
-    return { id, action: 'failed', events: source.lines.length, parentSession, error }
+    return { id, action: 'failed', events, parentSession, error }
   }
-  return { id, action: 'copied', events: source.lines.length, parentSession, error: null }
+  return { id, action: 'copied', events, parentSession, error: null }
 }
 
 /** Ids in an order that puts every parent (when it is copied too) before its forks. */

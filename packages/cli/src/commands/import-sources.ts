@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { readdir, readFile, stat } from 'node:fs/promises'
-import { basename, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 
 import { splitLines } from '@agent-ledger/import'
-import { loadZstdCodec, parseFrameAt } from '@agent-ledger/session-store-jsonl/format'
 
-import { CliError, CliErrorCode } from '../cli-error.ts'
 import { ioError } from '../session-path.ts'
+import { zstdText } from './zstd-stream.ts'
 
 /** One source to import: a log file, a `.jsonl.zst` rollout, or an OpenHands `events/` directory. */
 export interface ImportSourceFile {
@@ -27,13 +26,14 @@ export interface OpenedSource {
   digest(): string
 }
 
-const MAX_ZSTD_OUTPUT_BYTES = 1024 * 1024 * 1024
-
 function byNumber(left: string, right: string): number {
   const a = Number.parseInt(left, 10)
   const b = Number.parseInt(right, 10)
   return Number.isNaN(a) || Number.isNaN(b) || a === b ? left.localeCompare(right) : a - b
 }
+
+/** Files beside an OpenHands `events/` directory that hold the conversation's state (not imported). */
+const OPENHANDS_STATE_FILES: ReadonlySet<string> = new Set(['base_state.json', 'metadata.json'])
 
 async function eventFiles(directory: string): Promise<string[]> {
   const names = (await readdir(directory)).filter((name) => name.endsWith('.json'))
@@ -42,8 +42,10 @@ async function eventFiles(directory: string): Promise<string[]> {
 
 /**
  * The sources under `path`: the file itself, or every `.jsonl`, `.jsonl.zst` and `.json` file
- * below a directory (recursively, in name order), an `events/` directory of JSON files
- * (OpenHands) counting as one source.
+ * below a directory (recursively; in each directory its files in name order, then its
+ * directories), an `events/` directory of JSON files (OpenHands, named itself or found below)
+ * counting as one source named after the directory that holds it; `base_state.json` and
+ * `metadata.json` beside it (the conversation's state) are not sources.
  *
  * @throws {@link CliError} `IO_ERROR` when `path` cannot be read.
  */
@@ -61,19 +63,30 @@ export async function findSources(path: string, shown: string): Promise<ImportSo
     ]
   }
   const found: ImportSourceFile[] = []
+  /** An OpenHands `events/` directory with event files: one source named after its conversation. */
+  const eventsDir = async (full: string, conversation: string): Promise<boolean> => {
+    const files = await eventFiles(full)
+    if (files.length === 0) return false
+    let bytes = 0
+    for (const file of files) bytes += (await stat(join(full, file))).size
+    found.push({ path: full, kind: 'events-dir', sourceName: basename(conversation), bytes })
+    return true
+  }
   const walk = async (directory: string): Promise<void> => {
-    const entries = (await readdir(directory, { withFileTypes: true })).sort((a, b) =>
-      a.name.localeCompare(b.name),
+    // Files before directories, each in name order: a Claude Code session file comes before
+    // the directory of its sub-agent files, so a parent is imported before its children.
+    const entries = (await readdir(directory, { withFileTypes: true })).sort(
+      (a, b) => Number(a.isDirectory()) - Number(b.isDirectory()) || a.name.localeCompare(b.name),
     )
+    // An OpenHands conversation directory: its events are the session; `base_state.json` (V1)
+    // and `metadata.json` (V0) beside them are the conversation's state, not session logs.
+    const conversation = entries.some((entry) => entry.isDirectory() && entry.name === 'events')
     for (const entry of entries) {
       const full = join(directory, entry.name)
       if (entry.isDirectory()) {
-        const files = entry.name === 'events' ? await eventFiles(full) : []
-        if (files.length > 0) {
-          let bytes = 0
-          for (const file of files) bytes += (await stat(join(full, file))).size
-          found.push({ path: full, kind: 'events-dir', sourceName: basename(directory), bytes })
-        } else await walk(full)
+        if (!(entry.name === 'events' && (await eventsDir(full, directory)))) await walk(full)
+      } else if (conversation && OPENHANDS_STATE_FILES.has(entry.name)) {
+        continue
       } else if (entry.isFile() && /\.(jsonl|json)(\.zst)?$/.test(entry.name)) {
         found.push({
           path: full,
@@ -85,7 +98,8 @@ export async function findSources(path: string, shown: string): Promise<ImportSo
     }
   }
   try {
-    await walk(path)
+    // The `events/` directory itself, named directly: one source too.
+    if (!(basename(path) === 'events' && (await eventsDir(path, dirname(path))))) await walk(path)
   } catch (error) {
     throw ioError(error, { path: shown, doing: 'read' })
   }
@@ -99,41 +113,6 @@ async function* fileText(path: string, hash: ReturnType<typeof createHash>, onBy
     hash.update(bytes)
     onBytes(bytes.length)
     yield decoder.decode(bytes, { stream: true })
-  }
-  const rest = decoder.decode()
-  if (rest !== '') yield rest
-}
-
-async function* zstdText(path: string, hash: ReturnType<typeof createHash>, onBytes: (n: number) => void) {
-  const compressed = await readFile(path)
-  hash.update(compressed)
-  const codec = await loadZstdCodec()
-  const decoder = new TextDecoder('utf-8')
-  let offset = 0
-  while (offset < compressed.length) {
-    const parsed = parseFrameAt(compressed, offset)
-    if (parsed.status !== 'complete') {
-      throw new CliError({
-        code: CliErrorCode.IO_ERROR,
-        path,
-        message: `${path}: expected Zstandard frames, found ${parsed.status === 'incomplete' ? 'a frame cut short' : 'bytes that are not a frame'} at offset ${offset}`,
-      })
-    }
-    const { frame } = parsed
-    if (frame.kind === 'zstd') {
-      // One frame is decoded at a time (a Codex rollout is usually one frame).
-      const chunks: string[] = []
-      codec.decompressFrameChunks(
-        compressed.subarray(offset, offset + frame.length),
-        { maxOutputBytes: MAX_ZSTD_OUTPUT_BYTES },
-        (chunk) => {
-          chunks.push(decoder.decode(chunk, { stream: true }))
-        },
-      )
-      yield* chunks
-    }
-    offset += frame.length
-    onBytes(frame.length)
   }
   const rest = decoder.decode()
   if (rest !== '') yield rest

@@ -17,6 +17,7 @@ import type {
 
 import type { Progress } from '../progress.ts'
 import { openSource } from './import-sources.ts'
+import { SeedChannel } from './seed-channel.ts'
 import type { ImportSourceFile, OpenedSource } from './import-sources.ts'
 
 /** An event as a writer's `append` takes it. */
@@ -35,7 +36,12 @@ export interface ImportWriter {
  * (`--store postgres://...`) both have them, so one import path serves every store.
  */
 export interface ImportStore {
-  create(request: Parameters<JsonlStore['create']>[0]): Promise<ImportWriter>
+  create(request: {
+    readonly id: string
+    readonly header?: Parameters<JsonlStore['create']>[0]['header']
+    /** An array, or the session's batches as a stream (published after the last). */
+    readonly seed?: readonly LoggedEvent[] | AsyncIterable<readonly LoggedEvent[]>
+  }): Promise<ImportWriter>
   openWriter(id: string): Promise<ImportWriter>
   readEvents(id: string): AsyncIterable<LoggedEvent>
 }
@@ -82,10 +88,19 @@ function appendInput(event: LoggedEvent): AppendInput {
   return input as AppendInput
 }
 
+/** A new session being published: its batches flow into the store's create as a streamed seed. */
+interface Publishing {
+  readonly channel: SeedChannel<readonly LoggedEvent[]>
+  /** The create: resolves with the writer once the session is published (after the last batch). */
+  readonly created: Promise<ImportWriter>
+}
+
 interface OpenSession {
   readonly id: string
   readonly role: string
-  readonly writer: ImportWriter | null
+  writer: ImportWriter | null
+  /** Set while a new session's seed streams into its create (until its last batch). */
+  publishing: Publishing | null
   /** Set for a session that existed: the fresh events are compared with the stored ones. */
   readonly increment: Increment | null
   readonly created: boolean
@@ -94,14 +109,20 @@ interface OpenSession {
 }
 
 /**
- * Writes an import's batches through the store: a new session is created with its first
- * batch as the seed (a session of one batch is published whole, or not at all) and the next
- * batches are appended and flushed one by one; a session that exists is compared with the
- * fresh events as they come (its stored events read as a stream) and only what is new is
- * appended. Memory holds one batch and the writer's projection.
+ * Writes an import's batches through the store. A new session, whatever its role (main,
+ * sidechain, fork), is created with ALL its batches as one streamed seed: the store writes
+ * them where no reader sees them (the JSONL temp file, a PostgreSQL transaction) and
+ * publishes the session once, after its last batch, so an import interrupted at any point
+ * (a kill, a full disk, a bad line found late) publishes nothing of it and a re-import
+ * starts clean. A session that exists is compared with the fresh events as they come (its
+ * stored events read as a stream) and only what is new is appended. Memory holds about one
+ * batch being built, one being written, and the writer's projection.
  *
- * Writers may be kept open across imports (`keepOpen`, for `import --follow`): a session
- * followed while its source grows is never reopened, so no repair on open runs between polls.
+ * A live import (`--follow`) is different by design: its session is created empty and each
+ * batch appended and flushed, so what the agent has written so far is readable while the
+ * source still grows (a followed session is never complete before its end). Writers may be
+ * kept open across imports (`keepOpen`): a followed session is never reopened, so no repair
+ * on open runs between polls.
  */
 export class StoreSink implements ImportSink {
   readonly #store: ImportStore
@@ -112,8 +133,6 @@ export class StoreSink implements ImportSink {
   readonly #keepOpen: boolean
   readonly #live: boolean
   #open: OpenSession | null = null
-  /** The batches of a seeded session held until its seed is complete (see {@link StoreSink.write}). */
-  #held: { readonly first: ImportBatch; readonly events: LoggedEvent[] } | null = null
   /** One outcome per session, in the order they completed. */
   readonly outcomes: SessionOutcome[] = []
   /** Called after each batch written, with the session id and the events appended so far. */
@@ -138,9 +157,7 @@ export class StoreSink implements ImportSink {
     this.#writers = options.writers ?? new Map<string, ImportWriter>()
   }
 
-  async write(input: ImportBatch): Promise<void> {
-    const batch = this.#seedWhole(input)
-    if (batch === null) return
+  async write(batch: ImportBatch): Promise<void> {
     if (batch.first) this.#open = await this.#begin(batch)
     const open = this.#open!
     if (!batch.first) await this.#continue(open, batch.events)
@@ -149,44 +166,28 @@ export class StoreSink implements ImportSink {
     if (batch.last) await this.#end(open)
   }
 
-  /**
-   * A seeded session (a fork) comes in batches, but the store's create takes its seed whole:
-   * its batches are held up to the one holding `session/end-seed`, then written as one.
-   */
-  #seedWhole(batch: ImportBatch): ImportBatch | null {
-    const held = this.#held
-    if (held === null && !(batch.first && batch.header.seeded === true)) return batch
-    const events = held === null ? [...batch.events] : [...held.events, ...batch.events]
-    if (!batch.last && !events.some((event) => event.type === 'session/end-seed')) {
-      this.#held = { first: held?.first ?? batch, events }
-      return null
-    }
-    this.#held = null
-    return { ...(held?.first ?? batch), events, last: batch.last }
-  }
-
   async #begin(batch: ImportBatch): Promise<OpenSession> {
-    const base = { id: batch.id, role: batch.role, events: 0, appended: 0 }
+    const base = { id: batch.id, role: batch.role, events: 0, appended: 0, publishing: null }
     if (this.#dryRun) return { ...base, writer: null, increment: null, created: false }
     const kept = this.#writers.get(batch.id)
     if (kept === undefined && !(await exists(this.#store, batch.id))) {
       this.#setTime(batch.header.createdAt)
-      // A complete session of one batch is published whole. Otherwise the session is created
-      // empty and every batch appended: the store repairs what a seed leaves open (a call
-      // without its result, an open turn) when it opens the writer, and a batch cut in the
-      // middle of a turn is not a session that ended there.
-      // A seeded session (a fork) is created with its seed up to its session/end-seed marker.
-      const marker = batch.events.findIndex((event) => event.type === 'session/end-seed')
-      const seeded = batch.header.seeded === true && marker !== -1 ? marker + 1 : 0
-      const whole = batch.last && !this.#live ? batch.events.length : seeded
-      const writer = await this.#store.create({
-        id: batch.id,
-        header: batch.header,
-        ...(whole > 0 ? { seed: batch.events.slice(0, whole) } : {}),
-      })
+      if (!this.#live) {
+        // Every batch, the first included, goes into one streamed seed; the create resolves
+        // after the last one, when the session is published whole.
+        const channel = new SeedChannel<readonly LoggedEvent[]>()
+        const created = this.#store.create({ id: batch.id, header: batch.header, seed: channel })
+        created.catch(() => undefined)
+        const open: OpenSession = { ...base, writer: null, increment: null, created: true }
+        open.publishing = { channel, created }
+        await this.#continue(open, batch.events)
+        return open
+      }
+      // Live: created empty, each batch appended and flushed (readable while the source grows).
+      const writer = await this.#store.create({ id: batch.id, header: batch.header })
       this.#writers.set(batch.id, writer)
       const open = { ...base, writer, increment: null, created: true }
-      if (whole < batch.events.length) await this.#continue(open, batch.events.slice(whole))
+      await this.#continue(open, batch.events)
       return open
     }
     // Opened before reading: a session an interrupted import left mid-turn is repaired on
@@ -202,7 +203,24 @@ export class StoreSink implements ImportSink {
     return open
   }
 
+  /** Hands a batch of a new session's seed to its create: resolved once the store took it. */
+  async #stream(open: OpenSession, publishing: Publishing, events: readonly LoggedEvent[]): Promise<void> {
+    if (events.length === 0) return
+    for (const event of events) this.#setTime(event.time)
+    const pushed = publishing.channel.push(events)
+    pushed.catch(() => undefined)
+    try {
+      await Promise.race([pushed, publishing.created])
+    } catch (error) {
+      // The create failed (its error is the one to report) or stopped taking batches.
+      await publishing.created
+      throw error
+    }
+    open.appended += events.length
+  }
+
   async #continue(open: OpenSession, events: readonly LoggedEvent[]): Promise<void> {
+    if (open.publishing !== null) return this.#stream(open, open.publishing, events)
     if (open.writer === null) return
     const toAppend = open.increment === null ? events : await open.increment.push(events)
     if (toAppend.length === 0) return
@@ -229,6 +247,13 @@ export class StoreSink implements ImportSink {
   }
 
   async #end(open: OpenSession): Promise<void> {
+    if (open.publishing !== null) {
+      const { channel, created } = open.publishing
+      channel.end()
+      open.writer = await created
+      open.publishing = null
+      this.#writers.set(open.id, open.writer)
+    }
     this.#open = null
     let outcome: SessionOutcome
     if (open.writer === null)
@@ -248,8 +273,23 @@ export class StoreSink implements ImportSink {
     this.outcomes.push(outcome)
   }
 
-  /** Closes every writer still open (after an error, or at the end of `--follow`). */
+  /**
+   * Closes every writer still open (after an error, or at the end of `--follow`). A new
+   * session still streaming into its create is abandoned: its create fails and publishes
+   * nothing of it.
+   */
   async close(): Promise<void> {
+    const publishing = this.#open?.publishing ?? null
+    if (publishing !== null) {
+      this.#open!.publishing = null
+      publishing.channel.fail(
+        new Error(
+          `the import of ${this.#file} stopped before session ${this.#open!.id} was complete; nothing of it was published`,
+        ),
+      )
+      await publishing.created.catch(() => undefined)
+    }
+    this.#open = null
     const writers = [...this.#writers.values()]
     this.#writers.clear()
     for (const writer of writers) await writer.close()

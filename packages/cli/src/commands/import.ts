@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { resolve } from 'node:path'
 
-import { importEventRegistry, SOURCE_FORMATS } from '@agent-ledger/import'
+import { ImportError, ImportErrorCode, importEventRegistry, SOURCE_FORMATS } from '@agent-ledger/import'
 import type { SourceFormat } from '@agent-ledger/import'
 import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 
@@ -108,6 +108,14 @@ function summary(outcome: SourceOutcome): string {
   return `${lines.map((line) => terminalSafe(line)).join('\n')}\n`
 }
 
+/** A refusal that says the file is no session at all (in a directory walk, skipped rather than failed). */
+function notASession(error: unknown): error is ImportError {
+  return (
+    ImportError.is(error) &&
+    (error.code === ImportErrorCode.UNRECOGNIZED_FORMAT || error.code === ImportErrorCode.EMPTY_SOURCE)
+  )
+}
+
 async function runScan(context: CommandContext, home: string, json: boolean): Promise<number> {
   const found: { agent: string; file: string; bytes: number; modifiedAt: string }[] = []
   for (const location of defaultLocations(home)) {
@@ -120,6 +128,8 @@ async function runScan(context: CommandContext, home: string, json: boolean): Pr
     }
     for (const source of sources) {
       if (location.agent === 'codex' && !/rollout-.*\.jsonl(\.zst)?$/.test(source.path)) continue
+      // Claude Code transcripts are .jsonl; the .json files beside them are indexes and metadata.
+      if (location.agent === 'claude-code' && !source.path.endsWith('.jsonl')) continue
       const info = await stat(source.path)
       found.push({
         agent: location.agent,
@@ -135,7 +145,7 @@ async function runScan(context: CommandContext, home: string, json: boolean): Pr
   }
   for (const item of found) {
     await context.out.write(
-      `${terminalSafe(`${item.agent}\t${item.file}\t${item.bytes} B\t${item.modifiedAt}`)}\n`,
+      `${[item.agent, item.file, `${item.bytes} B`, item.modifiedAt].map((field) => terminalSafe(field)).join('\t')}\n`,
     )
   }
   await context.out.write(`${found.length} session file(s) found under ${terminalSafe(home)}\n`)
@@ -232,6 +242,9 @@ export const importCommand: CommandSpec = {
     }
     const outcomes: SourceOutcome[] = []
     const failures: { file: string; error: unknown }[] = []
+    // In a directory, a file that is no session (an agent's index or metadata .json, an empty
+    // transcript) is skipped and listed, not a failure: ~/.claude/projects holds such files.
+    const skipped: { file: string; code: string; reason: string }[] = []
     for (const source of sources) {
       const file = displayPath(source.path, context.cwd)
       const progress = new Progress(context.io, {
@@ -255,6 +268,11 @@ export const importCommand: CommandSpec = {
       } catch (error) {
         await sink.close()
         if (sources.length === 1) throw error
+        if (notASession(error)) {
+          skipped.push({ file, code: error.code, reason: error.message })
+          if (!json) context.notice('note', `skipped (${error.code}): ${error.message}`)
+          continue
+        }
         failures.push({ file, error })
         if (!json) context.io.stderr(formatErrorLine(error, context.errorContext))
       }
@@ -265,6 +283,7 @@ export const importCommand: CommandSpec = {
           root: dryRun ? null : spec?.kind === 'postgres' ? spec.shown : displayPath(root, context.cwd),
           dryRun,
           sources: outcomes,
+          skipped,
           failures: failures.map((failure) => ({
             file: failure.file,
             error: errorJson(failure.error, context.errorContext),

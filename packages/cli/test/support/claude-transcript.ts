@@ -104,6 +104,6 @@ export function transcriptLines(options: {
   return lines
 }
 
-function uuidOf(turn: number, step: number): string {
+export function uuidOf(turn: number, step: number): string {
   return `00000000-0000-4000-8000-${(turn * 10 + step).toString(16).padStart(12, '0')}`
 }

@@ -1,270 +1,350 @@
-import type { SessionBuilder } from '../builder.ts'
-import { ImportError, ImportErrorCode } from '../import-error.ts'
-import type { ParsedLine } from '../lines.ts'
-import { planIndexedTree } from '../tree.ts'
-import type { IndexedPlan, IndexedTree } from '../tree.ts'
-import { indexHashing, IntList, TreeIndex } from '../tree-index.ts'
-import { attachable, ClaudeMapper } from './claude-code-mapper.ts'
-import { obj, str } from './types.ts'
-import type {
-  FormatFacts,
-  FormatInput,
-  FormatModule,
-  FormatScanner,
-  FormatSession,
-  LiveContinuation,
-} from './types.ts'
+import type { ContentPart, Usage } from '@agent-ledger/session-events'
 
-/** The `type` values a Claude Code transcript line may have (for detection). */
-const CLAUDE_RECORD_TYPES: ReadonlySet<string> = new Set([
-  'user',
-  'assistant',
-  'system',
-  'progress',
-  'file-history-snapshot',
-  'queue-operation',
-  'summary',
-  'attachment',
-  'custom-title',
-])
+import { USER_REJECTED } from '../builder.ts'
+import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
+import { planTree } from '../tree.ts'
+import type { TreeNode, TreePlan } from '../tree.ts'
+import { arr, count, obj, str } from './types.ts'
+import type { FormatInput, FormatModule, FormatSession, ForkPass, LiveContinuation } from './types.ts'
+import {
+  ClaudeScanner,
+  COMMAND_ECHOES,
+  chainedInFileOrder,
+  commandExpansion,
+  commandOrMeta,
+  queuedPrompt,
+  shortId,
+  sidechainGroups,
+} from './claude-code-scan.ts'
+import type { ClaudeNode } from './claude-code-scan.ts'
 
-/** True when a first record looks like a Claude Code transcript line. */
-export function looksLikeClaudeCode(record: Record<string, unknown>): boolean {
-  const type = str(record['type'])
-  if (type === undefined || !CLAUDE_RECORD_TYPES.has(type)) return false
-  if (type === 'file-history-snapshot') return 'snapshot' in record || 'messageId' in record
-  if (type === 'summary') return typeof record['leafUuid'] === 'string'
-  if (type === 'queue-operation') return typeof record['sessionId'] === 'string'
-  return (
-    typeof record['uuid'] === 'string' && 'parentUuid' in record && typeof record['sessionId'] === 'string'
-  )
+export { looksLikeClaudeCode } from './claude-code-scan.ts'
+
+interface ClaudeRecord {
+  readonly line: number
+  readonly value: Record<string, unknown>
 }
 
-function shortId(id: string): string {
-  return id.replace(/[^A-Za-z0-9]/g, '').slice(0, 12)
+const INTERRUPT_PREFIX = '[Request interrupted by user'
+const REJECTED_PREFIX = "The user doesn't want to proceed with this tool use"
+
+function usageOf(raw: unknown): Usage | undefined {
+  const usage = obj(raw)
+  if (usage === undefined) return undefined
+  const input = count(usage['input_tokens'])
+  const output = count(usage['output_tokens'])
+  const cacheRead = count(usage['cache_read_input_tokens'])
+  const cacheWrite = count(usage['cache_creation_input_tokens'])
+  if (input === undefined && output === undefined) return undefined
+  const prompt = (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0)
+  const result: Usage = {
+    prompt_tokens: prompt,
+    completion_tokens: output ?? 0,
+    total_tokens: prompt + (output ?? 0),
+  }
+  return cacheRead === undefined ? result : { ...result, cached_tokens: cacheRead }
 }
 
-/** Flag bits of a record in the tree index. */
-const ATTACHABLE = TreeIndex.ATTACHABLE
-const SIDECHAIN = 2
-
-/** The id a record's parent link names (`logicalParentUuid` across a compaction), or null for a root. */
-function parentIdOf(value: Record<string, unknown>): string | null {
-  return str(value['parentUuid']) ?? str(value['logicalParentUuid']) ?? null
+function textOfBlocks(blocks: readonly unknown[]): { text: string; images: number } {
+  const texts: string[] = []
+  let images = 0
+  for (const block of blocks) {
+    const part = obj(block)
+    if (part?.['type'] === 'text' && typeof part['text'] === 'string') texts.push(part['text'])
+    else if (part?.['type'] === 'image') images += 1
+  }
+  return { text: texts.join('\n'), images }
 }
+
+function imagePart(block: Record<string, unknown>): ContentPart | undefined {
+  const source = obj(block['source'])
+  if (source === undefined) return undefined
+  if (source['type'] === 'base64' && typeof source['data'] === 'string') {
+    const mediaType = str(source['media_type']) ?? 'image/png'
+    return { type: 'image_url', image_url: { url: `data:${mediaType};base64,${source['data']}` } }
+  }
+  if (source['type'] === 'url' && typeof source['url'] === 'string') {
+    return { type: 'image_url', image_url: { url: source['url'] } }
+  }
+  return undefined
+}
+
+interface PendingAssistant {
+  readonly messageId: string
+  readonly text: string[]
+  readonly reasoning: string[]
+  readonly toolCalls: ImportedToolCall[]
+  usage: Usage | undefined
+  /** Time of its last record: the message gets it, not the time of the record that ends it. */
+  time: unknown
+}
+
+interface PendingResult {
+  readonly line: number
+  readonly callId: string
+  readonly content: string
+  readonly isError: boolean
+  readonly rejected: boolean
+  readonly time: unknown
+  /** The record, on its first result: kept verbatim when the result is placed, so a source read mid-call stays a prefix. */
+  readonly record: Record<string, unknown> | undefined
+}
+
+/** Maps the records of one path, in order, into a builder. */
+class ClaudeMapper {
+  readonly #builder: SessionBuilder
+  #assistant: PendingAssistant | null = null
+  #results: PendingResult[] = []
+  #compactPending = false
+  #line = 0
+  /** The last user or assistant record was a slash command's echo (`<command-message>`...). */
+  #afterCommand = false
+
+  constructor(builder: SessionBuilder) {
+    this.#builder = builder
+  }
+
+  handle(record: ClaudeRecord): void {
+    const b = this.#builder
+    const value = record.value
+    b.line = record.line
+    this.#line = record.line
+    b.beginRecord(value['timestamp'])
+    const type = str(value['type'])
+    const afterCommand = this.#afterCommand
+    if (type === 'user' || type === 'assistant') this.#afterCommand = false
+    if (type === 'assistant') return this.#assistantRecord(value)
+    if (type === 'user') return this.#userRecord(record, afterCommand)
+    const queued = queuedPrompt(value)
+    if (queued !== undefined) return this.#queuedPrompt(value, queued)
+    if (type === 'system' && value['subtype'] === 'compact_boundary') {
+      this.#flush()
+      this.#compactPending = true
+      const metadata = obj(value['compactMetadata'])
+      if (metadata?.['preTokens'] !== undefined) b.lossy('claude.compact.preTokens')
+      if (metadata?.['preservedSegment'] !== undefined) b.lossy('claude.compact.preservedSegment')
+      b.record(value, 'log-only:claude.compact_boundary')
+      return
+    }
+    const kind = type === 'system' ? `system.${str(value['subtype']) ?? 'unknown'}` : (type ?? 'unknown')
+    b.record(value, `log-only:claude.${kind}`)
+  }
+
+  #assistantRecord(value: Record<string, unknown>): void {
+    const b = this.#builder
+    const message = obj(value['message'])
+    const messageId = str(message?.['id']) ?? `line-${this.#line}`
+    if (message === undefined || message['model'] === '<synthetic>' || value['isApiErrorMessage'] === true) {
+      b.record(value, 'log-only:claude.synthetic-assistant')
+      return
+    }
+    if (this.#assistant !== null && this.#assistant.messageId !== messageId) this.#flush()
+    if (this.#assistant === null) {
+      this.#assistant = {
+        messageId,
+        text: [],
+        reasoning: [],
+        toolCalls: [],
+        usage: undefined,
+        time: undefined,
+      }
+    }
+    const pending = this.#assistant
+    pending.time = value['timestamp']
+    const content = message['content']
+    const blocks = typeof content === 'string' ? [{ type: 'text', text: content }] : arr(content)
+    for (const raw of blocks) {
+      const block = obj(raw) ?? {}
+      const blockType = str(block['type'])
+      if (blockType === 'text') {
+        const text = str(block['text']) ?? ''
+        if (text.trim() === '') b.lossy('claude.whitespace-text')
+        else pending.text.push(text)
+      } else if (blockType === 'thinking') {
+        pending.reasoning.push(str(block['thinking']) ?? '')
+        if (block['signature'] !== undefined) b.lossy('claude.signature')
+      } else if (blockType === 'redacted_thinking') {
+        b.lossy('claude.redacted_thinking')
+      } else if (blockType === 'tool_use') {
+        const id = str(block['id'])
+        const name = str(block['name'])
+        if (id === undefined || id === '' || name === undefined || name === '') {
+          b.lossy('claude.tool_use-without-id')
+          continue
+        }
+        pending.toolCalls.push({ id, name, arguments: JSON.stringify(block['input'] ?? {}) })
+        if (block['caller'] !== undefined) b.lossy('claude.caller')
+      } else {
+        b.lossy(`claude.block.${blockType ?? 'unknown'}`)
+      }
+    }
+    // Every split record repeats the usage of the whole response: take the last, never sum.
+    const usage = usageOf(message['usage'])
+    if (usage !== undefined) pending.usage = usage
+    b.record(value, 'mapped')
+  }
+
+  #userRecord(record: ClaudeRecord, afterCommand: boolean): void {
+    const b = this.#builder
+    const value = record.value
+    const message = obj(value['message'])
+    const content = message?.['content']
+    if (value['isCompactSummary'] === true) {
+      this.#flush()
+      const text = typeof content === 'string' ? content : textOfBlocks(arr(content)).text
+      b.compact({ summary: text, content: text, reason: 'claude-code compact' })
+      this.#compactPending = false
+      b.record(value, 'mapped')
+      return
+    }
+    const blocks = typeof content === 'string' ? [{ type: 'text', text: content }] : arr(content)
+    const results = blocks.map(obj).filter((block) => block?.['type'] === 'tool_result')
+    if (results.length > 0) {
+      let first = true
+      for (const block of results) {
+        const raw = block!['content']
+        const { text, images } = typeof raw === 'string' ? { text: raw, images: 0 } : textOfBlocks(arr(raw))
+        if (images > 0) b.lossy('claude.tool_result-image', images)
+        const rejected =
+          value['toolUseResult'] === 'User rejected tool use' ||
+          (block!['is_error'] === true && text.startsWith(REJECTED_PREFIX))
+        this.#results.push({
+          line: record.line,
+          callId: str(block!['tool_use_id']) ?? '',
+          content: text,
+          isError: block!['is_error'] === true,
+          rejected,
+          time: value['timestamp'],
+          record: first ? value : undefined,
+        })
+        first = false
+      }
+      if (value['toolUseResult'] !== undefined) b.lossy('claude.toolUseResult')
+      const others = blocks.length - results.length
+      if (others > 0) b.lossy('claude.user-blocks-beside-tool_result', others)
+      return
+    }
+    const texts = blocks.map(obj).filter((block) => block?.['type'] === 'text')
+    const firstText = str(texts[0]?.['text']) ?? ''
+    if (commandOrMeta(value) && !(afterCommand && commandExpansion(value, firstText))) {
+      this.#afterCommand =
+        value['isMeta'] !== true && COMMAND_ECHOES.some((echo) => firstText.startsWith(echo))
+      b.record(value, 'log-only:claude.local-command')
+      return
+    }
+    this.#flush()
+    const userContent = this.#userContent(blocks)
+    if (value['todos'] !== undefined) b.lossy('claude.todos')
+    if (userContent === undefined) {
+      b.record(value, 'log-only:claude.empty-user')
+      return
+    }
+    const interrupt = firstText.startsWith(INTERRUPT_PREFIX)
+    if (!interrupt) b.beforePrompt()
+    b.record(value, 'mapped')
+    if (interrupt) {
+      b.user(userContent, { prompt: false })
+      b.endTurn('interrupted')
+      return
+    }
+    b.user(userContent, { prompt: true })
+  }
+
+  /** Text and image blocks as a user message's content (one text as a string); `undefined` when none. */
+  #userContent(blocks: readonly unknown[]): string | ContentPart[] | undefined {
+    const b = this.#builder
+    const parts: ContentPart[] = []
+    let images = 0
+    for (const raw of blocks) {
+      const block = obj(raw) ?? {}
+      if (block['type'] === 'text') parts.push({ type: 'text', text: str(block['text']) ?? '' })
+      else if (block['type'] === 'image') {
+        const part = imagePart(block)
+        if (part === undefined) images += 1
+        else parts.push(part)
+      } else b.lossy(`claude.user-block.${str(block['type']) ?? 'unknown'}`)
+    }
+    if (images > 0) b.lossy('claude.image-unreadable', images)
+    if (parts.length === 0) return undefined
+    const single = parts.length === 1 ? parts[0] : undefined
+    return single?.type === 'text' ? single.text : parts
+  }
+
+  /** A prompt the user queued while the agent worked: a user message mid-turn (it starts no turn). */
+  #queuedPrompt(value: Record<string, unknown>, blocks: readonly unknown[]): void {
+    const b = this.#builder
+    this.#flush()
+    const content = this.#userContent(blocks)
+    if (content === undefined) {
+      b.record(value, 'log-only:claude.attachment')
+      return
+    }
+    b.record(value, 'mapped')
+    b.user(content, { prompt: false })
+  }
+
+  /** Emits the merged assistant message, then the results gathered for it. */
+  #flush(): void {
+    const b = this.#builder
+    const pending = this.#assistant
+    if (pending === null && this.#results.length === 0) return
+    const now = b.time
+    const line = this.#line
+    this.#assistant = null
+    if (pending !== null) {
+      b.setTime(pending.time)
+      b.assistant(pending)
+    }
+    const results = this.#results
+    this.#results = []
+    for (const result of results) {
+      b.line = result.line
+      b.setTime(result.time)
+      if (result.record !== undefined) b.record(result.record, 'mapped')
+      b.toolResult(result.callId, result.content, {
+        isError: result.isError,
+        ...(result.rejected ? { code: USER_REJECTED } : {}),
+      })
+    }
+    b.setTime(now)
+    b.line = line
+  }
+
+  finish(): void {
+    this.#flush()
+    if (this.#compactPending) this.#builder.lossy('claude.compact_boundary-without-summary')
+    this.#builder.finish('complete')
+  }
+}
+
+/** One step of a session's build: a tree record (its index node), or a record riding along in file order. */
+type Step =
+  | TreeNode<ClaudeNode>
+  | {
+      readonly line: number
+      readonly kind: 'loose' | 'duplicate' | 'malformed'
+      readonly text?: string
+      readonly id?: string
+    }
 
 /**
- * The first pass: the tree index (a hash of each uuid, the parent's record index, the line
- * and two flags per record, in typed arrays: see {@link TreeIndex}), the lines of records
- * outside the tree, and the header facts. Memory grows with the number of records (about
- * 33 bytes each), not with their content; no uuid string is kept, except for the rare record
- * whose parent is not (yet) in the index.
+ * Runs `steps` in order with their records, read again from the source: records met before
+ * their step are held until it comes (a side segment placed after its branch point), so
+ * memory holds only records read ahead, never the whole source.
  */
-class ClaudeScanner implements FormatScanner {
-  readonly index = new TreeIndex(indexHashing.hash)
-  /** Lines of records without a uuid (snapshots, queue operations): file order only. */
-  readonly loose = new IntList()
-  /** Records repeating a uuid (a second /compact re-appending records): line and the first record's index. */
-  readonly duplicates: { readonly line: number; readonly first: number }[] = []
-  readonly malformed: { readonly line: number; readonly text: string }[] = []
-  /** Records whose parent was not indexed before them or is on the other side (main/sidechain): their uuid. */
-  readonly #maybeBroken = new Map<number, string>()
-  /** `agentId` by runs of record indexes (it changes rarely in file order). */
-  readonly #agentStarts = new IntList()
-  readonly #agentIds: (string | undefined)[] = []
-  sidechains = 0
-  lastLine = 0
-  /** Records whose parent is not in the file (or on the other side), with their uuid; set by {@link ClaudeScanner.facts}. */
-  broken = new Map<number, string>()
-  sessionId: string | undefined
-  #version: string | undefined
-  #cwd: string | undefined
-  #model: string | undefined
-  #gitBranch: string | undefined
-
-  add(parsed: ParsedLine): void {
-    this.lastLine = Math.max(this.lastLine, parsed.line)
-    if ('malformed' in parsed) {
-      this.malformed.push({ line: parsed.line, text: parsed.malformed })
-      return
-    }
-    const value = parsed.value
-    this.sessionId ??= str(value['sessionId'])
-    this.#version ??= str(value['version'])
-    this.#cwd ??= str(value['cwd'])
-    this.#gitBranch ??= str(value['gitBranch'])
-    const model = str(obj(value['message'])?.['model'])
-    if (model !== '<synthetic>') this.#model ??= model
-    const id = str(value['uuid'])
-    if (id === undefined) {
-      this.loose.push(parsed.line)
-      return
-    }
-    const sidechain = value['isSidechain'] === true
-    const flags = (attachable(value) ? ATTACHABLE : 0) | (sidechain ? SIDECHAIN : 0)
-    const parentId = parentIdOf(value)
-    const index = this.index.add({ id, parent: parentId, line: parsed.line, flags })
-    if (index < 0) {
-      this.duplicates.push({ line: parsed.line, first: -1 - index })
-      return
-    }
-    if (sidechain) this.sidechains += 1
-    const agentId = str(value['agentId'])
-    const runs = this.#agentIds.length
-    if (runs === 0 || this.#agentIds[runs - 1] !== agentId) {
-      this.#agentStarts.push(index)
-      this.#agentIds.push(agentId)
-    }
-    const parent = this.index.parentOf(index)
-    if (parentId !== null && (parent < 0 || (this.index.flagsOf(parent) & SIDECHAIN) !== (flags & SIDECHAIN)))
-      this.#maybeBroken.set(index, id)
-  }
-
-  /** The `agentId` of a record. */
-  agentOf(index: number): string | undefined {
-    let low = 0
-    let high = this.#agentStarts.length - 1
-    while (low < high) {
-      const middle = (low + high + 1) >>> 1
-      if (this.#agentStarts.at(middle) <= index) low = middle
-      else high = middle - 1
-    }
-    return this.#agentIds[low]
-  }
-
-  /** True when every record is a sidechain record (a sub-agent file imported on its own). */
-  get onlySidechain(): boolean {
-    return this.index.size > 0 && this.sidechains === this.index.size
-  }
-
-  facts(): FormatFacts {
-    // Called once, after the last record.
-    this.index.seal()
-    for (const [index, id] of this.#maybeBroken) {
-      const parent = this.index.parentOf(index)
-      if (parent < 0 || (this.index.flagsOf(parent) & SIDECHAIN) !== (this.index.flagsOf(index) & SIDECHAIN))
-        this.broken.set(index, id)
-    }
-    this.#maybeBroken.clear()
-    const agentId = this.onlySidechain ? this.agentOf(0) : undefined
-    const sourceId = this.sessionId
-    return {
-      formatVersion: this.#version ?? 'unknown',
-      sourceId: agentId === undefined ? sourceId : `${sourceId ?? 'unknown'}-agent-${shortId(agentId)}`,
-      cwd: this.#cwd,
-      ...(this.onlySidechain ? { delegationDepth: 1, parentSourceId: sourceId } : {}),
-      metadata: {
-        ...(this.#model === undefined ? {} : { model: this.#model }),
-        ...(this.#gitBranch === undefined ? {} : { gitBranch: this.#gitBranch }),
-        ...(agentId === undefined ? {} : { agentId }),
-      },
-    }
-  }
+function kindOf(step: Step): 'node' | 'loose' | 'duplicate' | 'malformed' {
+  return 'kind' in step ? step.kind : 'node'
 }
 
-/** The main-session records or the sidechain records of the index, as a tree of their own (local indexes). */
-interface SubTree extends IndexedTree {
-  /** The record index of a local index. */
-  global(local: number): number
-}
-
-function subTree(index: TreeIndex, side: boolean | undefined): SubTree {
-  if (side === undefined) {
-    return {
-      size: index.size,
-      parentOf: (at) => index.parentOf(at),
-      attachable: (at) => index.attachable(at),
-      global: (at) => at,
-    }
-  }
-  const want = side ? SIDECHAIN : 0
-  const members = new IntList()
-  const local = new Int32Array(index.size).fill(-1)
-  for (let at = 0; at < index.size; at += 1) {
-    if ((index.flagsOf(at) & SIDECHAIN) !== want) continue
-    local[at] = members.length
-    members.push(at)
-  }
-  const globals = members.toArray()
-  return {
-    size: globals.length,
-    parentOf: (at) => {
-      const parent = index.parentOf(globals[at]!)
-      return parent < 0 ? -1 : local[parent]!
-    },
-    attachable: (at) => index.attachable(globals[at]!),
-    global: (at) => globals[at]!,
-  }
-}
-
-/** Extras: records that ride in file order along every path (records without a uuid, repeated uuids, lines that were not JSON). */
-const LOOSE = 0
-const DUPLICATE = 1
-const MALFORMED = 2
-
-interface Extras {
-  readonly lines: Int32Array
-  readonly kinds: Uint8Array
-  /** A duplicate's first record index, a malformed line's index in `scanner.malformed`. */
-  readonly refs: Int32Array
-}
-
-function extrasOf(scanner: ClaudeScanner): Extras {
-  const total = scanner.loose.length + scanner.duplicates.length + scanner.malformed.length
-  const extras = { lines: new Int32Array(total), kinds: new Uint8Array(total), refs: new Int32Array(total) }
-  let loose = 0
-  let duplicate = 0
-  let malformed = 0
-  const INFINITE = Number.MAX_SAFE_INTEGER
-  for (let at = 0; at < total; at += 1) {
-    const looseLine = loose < scanner.loose.length ? scanner.loose.at(loose) : INFINITE
-    const duplicateLine = scanner.duplicates[duplicate]?.line ?? INFINITE
-    const malformedLine = scanner.malformed[malformed]?.line ?? INFINITE
-    if (looseLine <= duplicateLine && looseLine <= malformedLine) {
-      extras.lines[at] = looseLine
-      extras.kinds[at] = LOOSE
-      loose += 1
-    } else if (duplicateLine <= malformedLine) {
-      extras.lines[at] = duplicateLine
-      extras.kinds[at] = DUPLICATE
-      extras.refs[at] = scanner.duplicates[duplicate]!.first
-      duplicate += 1
-    } else {
-      extras.lines[at] = malformedLine
-      extras.kinds[at] = MALFORMED
-      extras.refs[at] = malformed
-      malformed += 1
-    }
-  }
-  return extras
-}
-
-/**
- * Runs `steps` (a record index, or `-1 - extra`) in order with their records, read again
- * from the source: records met before their step are held until it comes (a side segment
- * placed after its branch point), so memory holds only records read ahead, never the whole
- * source. `onRead` sees every record read. Stops when `run` returns false.
- *
- * @returns False when `run` stopped it.
- */
 async function walk(
   input: FormatInput,
-  plan: {
-    readonly steps: Int32Array
-    readonly lineOf: (step: number) => number
-    readonly malformed: (step: number) => boolean
-    readonly onRead: ((line: number, value: Record<string, unknown>) => void) | undefined
-  },
-  run: (step: number, record: Record<string, unknown> | undefined) => Promise<boolean>,
+  steps: readonly Step[],
+  run: (step: Step, record: Record<string, unknown> | undefined) => Promise<boolean>,
 ): Promise<boolean> {
-  const { steps, lineOf, malformed, onRead } = plan
   // The lines to read, sorted (4 bytes each): a record read ahead is held only if a step wants it.
-  let count = 0
-  for (const step of steps) if (!malformed(step)) count += 1
-  const wanted = new Int32Array(count)
-  count = 0
-  for (const step of steps) if (!malformed(step)) wanted[count++] = lineOf(step)
-  wanted.sort()
+  const wanted = Int32Array.from(
+    steps.filter((step) => kindOf(step) !== 'malformed').map((step) => step.line),
+  ).sort()
   const isWanted = (line: number): boolean => {
     let low = 0
     let high = wanted.length - 1
@@ -281,20 +361,17 @@ async function walk(
   const records = input.replay()[Symbol.asyncIterator]()
   try {
     for (const step of steps) {
-      if (malformed(step)) {
+      if (kindOf(step) === 'malformed') {
         if (!(await run(step, undefined))) return false
         continue
       }
-      const line = lineOf(step)
-      while (!held.has(line)) {
+      while (!held.has(step.line)) {
         const next = await records.next()
-        if (next.done === true) throw new Error(`line ${line} was not read again`)
-        if (!('value' in next.value)) continue
-        onRead?.(next.value.line, next.value.value)
-        if (isWanted(next.value.line)) held.set(next.value.line, next.value.value)
+        if (next.done === true) throw new Error(`line ${step.line} was not read again`)
+        if ('value' in next.value && isWanted(next.value.line)) held.set(next.value.line, next.value.value)
       }
-      const record = held.get(line)!
-      held.delete(line)
+      const record = held.get(step.line)!
+      held.delete(step.line)
       if (!(await run(step, record))) return false
     }
     return true
@@ -303,272 +380,207 @@ async function walk(
   }
 }
 
-/**
- * Checks, while the records are read again, what the index claimed from hashes: a record's
- * parent is the record whose uuid its `parentUuid` names, a repeated uuid repeats the first
- * record's. Keeps the last record's uuid and those of records with several children.
- */
-class IndexCheck {
-  readonly #index: TreeIndex
-  readonly #file: string
-  readonly #several: Uint8Array
-  readonly #uuids = new Map<number, string>()
-  #last = -1
-  #lastUuid: string | undefined
-
-  constructor(index: TreeIndex, file: string) {
-    this.#index = index
-    this.#file = file
-    const children = new Uint8Array(index.size)
-    for (let at = 0; at < index.size; at += 1) {
-      const parent = index.parentOf(at)
-      if (parent >= 0 && children[parent]! < 2) children[parent]! += 1
-    }
-    this.#several = children
-  }
-
-  /** A new walk starts (a path of its own). */
-  reset(): void {
-    this.#uuids.clear()
-    this.#last = -1
-    this.#lastUuid = undefined
-  }
-
-  #collision(line: number, found: string | null, expected: string): ImportError {
-    return new ImportError({
-      code: ImportErrorCode.INDEX_COLLISION,
-      file: this.#file,
-      line,
-      message: `${this.#file} line ${line}: expected uuid ${JSON.stringify(expected)} as the index's hash said, found ${JSON.stringify(found)}: two uuids share one 64-bit hash, so the tree cannot be built from the index; nothing more imported (please report this source)`,
-    })
-  }
-
-  node(index: number, value: Record<string, unknown>): void {
-    const parent = this.#index.parentOf(index)
-    if (parent >= 0) {
-      const expected = parent === this.#last ? this.#lastUuid : this.#uuids.get(parent)
-      const found = parentIdOf(value)
-      if (expected !== undefined && expected !== found)
-        throw this.#collision(this.#index.lineOf(index), found, expected)
-    }
-    const uuid = str(value['uuid'])
-    this.#last = index
-    this.#lastUuid = uuid
-    if (this.#several[index] === 2 && uuid !== undefined) this.#uuids.set(index, uuid)
-  }
-
-  duplicate(line: number, value: Record<string, unknown>, first: string | undefined): void {
-    const found = str(value['uuid']) ?? null
-    if (first !== undefined && first !== found) throw this.#collision(line, found, first)
-  }
-}
-
-/** Uuid strings of a few records (branch points, leaves, first records of repeated uuids), caught as the records go by. */
-class WantedIds {
-  readonly #ids = new Map<number, string | undefined>()
-
-  want(line: number): void {
-    if (!this.#ids.has(line)) this.#ids.set(line, undefined)
-  }
-
-  get(line: number): string | undefined {
-    return this.#ids.get(line)
-  }
-
-  readonly onRead = (line: number, value: Record<string, unknown>): void => {
-    if (this.#ids.has(line) && this.#ids.get(line) === undefined) this.#ids.set(line, str(value['uuid']))
-  }
-
-  /** Reads the source again for ids not caught yet (a branch written after the main leaf: rare). */
-  async complete(input: FormatInput): Promise<void> {
-    if (![...this.#ids.values()].includes(undefined)) return
-    for await (const parsed of input.replay()) if ('value' in parsed) this.onRead(parsed.line, parsed.value)
-  }
-}
-
 async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promise<FormatSession[]> {
-  const { index } = scanner
+  const flat = !scanner.linked && scanner.nodes.length > 1
+  if (scanner.onlySidechain && !flat) scanner.continueSidechains()
+  const nodes = flat ? chainedInFileOrder(scanner.nodes) : scanner.nodes
   const onlySidechain = scanner.onlySidechain
-  const split = !onlySidechain && scanner.sidechains > 0
-  const mainTree = subTree(index, split ? false : undefined)
-  const sideTree = split ? subTree(index, true) : undefined
-  const mainPlan = planIndexedTree(mainTree)
-  const sidePlan = sideTree === undefined ? undefined : planIndexedTree(sideTree)
-  const extras = extrasOf(scanner)
-  const check = new IndexCheck(index, input.file)
-  const ids = new WantedIds()
-  for (const duplicate of scanner.duplicates) ids.want(index.lineOf(duplicate.first))
-  const wantBranches = (tree: SubTree, plan: IndexedPlan): void => {
-    for (const branch of plan.branches) {
-      ids.want(index.lineOf(tree.global(branch.branch)))
-      ids.want(index.lineOf(tree.global(branch.leaf)))
-    }
+  const split = (sidechain: boolean): TreeNode<ClaudeNode>[] => {
+    const picked = nodes.filter((node) => node.item.sidechain === sidechain)
+    return flat ? chainedInFileOrder(picked) : picked
   }
-  wantBranches(mainTree, mainPlan)
-  if (sideTree !== undefined && sidePlan !== undefined) {
-    wantBranches(sideTree, sidePlan)
-    const first = sidePlan.main[0]
-    if (first !== undefined) ids.want(index.lineOf(sideTree.global(first)))
+  const mainNodes = onlySidechain ? nodes : split(false)
+  const continued = flat ? [] : onlySidechain ? scanner.sideContinued : scanner.continued
+  const sideNodes = onlySidechain ? [] : split(true)
+  const rules = {
+    attachable: (node: TreeNode<ClaudeNode>): boolean => node.item.attachable,
+    messageOf: (node: TreeNode<ClaudeNode>): string | undefined => node.item.messageId,
   }
-  const none = new Int32Array(0)
-  const lineOf = (step: number): number => (step >= 0 ? index.lineOf(step) : extras.lines[-1 - step]!)
-  const malformed = (step: number): boolean => step < 0 && extras.kinds[-1 - step] === MALFORMED
-  /** A sequence (local indexes of `tree`) merged with the extras in file order: record indexes, `-1 - extra`. */
-  const stepsOf = (tree: SubTree, sequence: Int32Array, withExtras: boolean): Int32Array => {
-    const extraLines = withExtras ? extras.lines : none
-    const steps = new Int32Array(sequence.length + extraLines.length)
-    let at = 0
+  const mainPlan = planTree(mainNodes, rules)
+  const sidePlans = sidechainGroups(sideNodes).map((group) => planTree(group, rules))
+  // Records without a uuid, repeated uuids and lines that were not JSON ride in file order
+  // along every path (so a fork still shares its prefix with the main session); they are
+  // counted once.
+  const extras: Step[] = [
+    ...scanner.loose.map((line): Step => ({ line, kind: 'loose' })),
+    ...scanner.duplicates.map((duplicate): Step => ({
+      line: duplicate.line,
+      kind: 'duplicate',
+      id: duplicate.id,
+    })),
+    ...scanner.malformed.map((bad): Step => ({ line: bad.line, kind: 'malformed', text: bad.text })),
+  ].sort((left, right) => left.line - right.line)
+  const more = mainPlan.branches.length > 0 || sidePlans.length > 0
+  const counted = new Set<number>()
+  let mainMapper: ClaudeMapper | undefined
+  const build = async (
+    sequence: readonly TreeNode<ClaudeNode>[],
+    options: {
+      readonly withExtras: boolean
+      readonly session?: Omit<FormatSession, 'builder'>
+      readonly trackDigests: boolean
+      /** A fork's pass (see {@link FormatInput.fork}): its builder, and when to stop. */
+      readonly pass?: ForkPass
+    },
+  ): Promise<SessionBuilder> => {
+    const { pass } = options
+    const counts = (line: number): boolean => !counted.has(line)
+    const builder =
+      pass === undefined
+        ? input.newBuilder(counts, { trackDigests: options.trackDigests })
+        : pass.newBuilder(counts)
+    const pumped = options.session === undefined ? undefined : { ...options.session, builder }
+    const mapper = new ClaudeMapper(builder)
+    if (options.session?.role === 'main') mainMapper = mapper
+    const steps: Step[] = []
     let next = 0
-    for (const local of sequence) {
-      const node = tree.global(local)
-      const line = index.lineOf(node)
-      while (next < extraLines.length && extraLines[next]! < line) steps[at++] = -1 - next++
-      steps[at++] = node
+    for (const node of sequence) {
+      while (options.withExtras && next < extras.length && extras[next]!.line < node.line)
+        steps.push(extras[next++]!)
+      steps.push(node)
     }
-    while (next < extraLines.length) steps[at++] = -1 - next++
-    return steps
-  }
-  const more = mainPlan.branches.length > 0 || sidePlan !== undefined
-  const counted = more ? new Uint8Array(scanner.lastLine + 1) : undefined
-  const counts = (line: number): boolean => counted?.[line] !== 1
-  /** Maps `steps` into `builder`; false when `step` stopped it (a fork's probe). */
-  const run = async (
-    steps: Int32Array,
-    target: { readonly builder: SessionBuilder; readonly mapper?: ClaudeMapper },
-    step: () => Promise<boolean>,
-  ): Promise<boolean> => {
-    const { builder } = target
-    const mapper = target.mapper ?? new ClaudeMapper(builder)
-    check.reset()
-    const complete = await walk(
-      input,
-      { steps, lineOf, malformed, onRead: ids.onRead },
-      async (at, record) => {
-        if (at >= 0) {
-          check.node(at, record!)
-          mapper.handle({ line: index.lineOf(at), value: record! })
-          return step()
-        }
-        const extra = -1 - at
-        const line = extras.lines[extra]!
-        const kind = extras.kinds[extra]
-        if (kind === MALFORMED) {
-          builder.line = line
-          builder.malformed(scanner.malformed[extras.refs[extra]!]!.text)
-        } else if (kind === DUPLICATE) {
-          const first = ids.get(index.lineOf(extras.refs[extra]!))
-          check.duplicate(line, record!, first)
-          builder.line = line
-          builder.beginRecord(record!['timestamp'])
-          builder.diagnostic(
-            'DUPLICATE_UUID',
-            `record uuid ${String(record!['uuid'])} appears again; kept verbatim only`,
-          )
-          builder.record(record, 'log-only:claude.duplicate-uuid')
-        } else mapper.handle({ line, value: record! })
-        return step()
-      },
-    )
-    if (!complete || input.live) return complete
+    while (options.withExtras && next < extras.length) steps.push(extras[next++]!)
+    const complete = await walk(input, steps, async (step, record) => {
+      if (!('kind' in step)) mapper.handle({ line: step.line, value: record! })
+      else if (step.kind === 'malformed') {
+        builder.line = step.line
+        builder.malformed(step.text ?? '')
+      } else if (step.kind === 'duplicate') {
+        builder.line = step.line
+        builder.beginRecord(record!['timestamp'])
+        builder.diagnostic(
+          'DUPLICATE_UUID',
+          `record uuid ${String(step.id)} appears again; kept verbatim only`,
+        )
+        builder.record(record, 'log-only:claude.duplicate-uuid')
+      } else mapper.handle({ line: step.line, value: record! })
+      if (pumped !== undefined) await input.pump(pumped)
+      return pass === undefined || (await pass.step(builder))
+    })
+    if (input.live || !complete) return builder
     mapper.finish()
-    return true
-  }
-  const markCounted = (steps: Int32Array): void => {
-    if (counted !== undefined) for (const step of steps) counted[lineOf(step)] = 1
+    if (more && pass?.probe !== true) for (const step of steps) counted.add(step.line)
+    return builder
   }
   const sessions: FormatSession[] = []
-  const mainBuilder = input.newBuilder(counts, { trackDigests: mainPlan.branches.length > 0 })
-  const mainSession: FormatSession = { key: '', role: 'main', builder: mainBuilder }
-  const mainSteps = stepsOf(mainTree, mainPlan.main, true)
-  const mainLeaf = mainPlan.leaf < 0 ? -1 : mainTree.global(mainPlan.leaf)
-  if (mainLeaf >= 0) ids.want(index.lineOf(mainLeaf))
-  const mainMapper = new ClaudeMapper(mainBuilder)
-  await run(mainSteps, { builder: mainBuilder, mapper: mainMapper }, async () => {
-    await input.pump(mainSession)
-    return true
+  const mainBuilder = await build(mainPlan.main, {
+    withExtras: true,
+    session: { key: '', role: 'main' },
+    trackDigests: mainPlan.branches.length > 0,
   })
+  const mainSession: FormatSession = { key: '', role: 'main', builder: mainBuilder }
   sessions.push(mainSession)
   if (input.live) {
-    // Records appended later go on the main path only while they extend its leaf.
-    if (mainPlan.main.length === 0 || mainTree.global(mainPlan.main.at(-1)!) === mainLeaf) {
-      const leaf = { uuid: mainLeaf < 0 ? null : (ids.get(index.lineOf(mainLeaf)) ?? null) }
-      input.continueLive(mainSession, liveContinuation(scanner, mainMapper, leaf))
-    }
+    if (!flat && !onlySidechain && mainMapper !== undefined)
+      input.continueLive(mainSession, liveContinuation(mainNodes, mainPlan.main, mainMapper))
     return sessions
   }
-  for (const [broken, id] of scanner.broken) {
-    if ((index.flagsOf(broken) & SIDECHAIN) !== 0 && !onlySidechain) continue
-    mainBuilder.line = index.lineOf(broken)
+  if (!scanner.conversation) {
+    mainBuilder.line = 0
     mainBuilder.diagnostic(
-      'BROKEN_PARENT',
-      `record ${id}: its parentUuid is not in the file; treated as a root`,
+      'NO_CONVERSATION',
+      `no user, assistant or system record: the file holds only ${scanner.loose.length} summary, snapshot or metadata record(s), kept verbatim in an empty session`,
     )
   }
-  markCounted(mainSteps)
-  await input.close(mainSession)
-  await ids.complete(input)
-  const uuidOf = (tree: SubTree, local: number): string => ids.get(index.lineOf(tree.global(local))) ?? ''
+  if (flat) {
+    mainBuilder.line = 0
+    mainBuilder.diagnostic(
+      'NO_PARENT_LINKS',
+      'no record names a parentUuid; the records are read as one path in file order',
+    )
+  }
+  if (scanner.resumedFrom.length > 0) {
+    mainBuilder.line = 0
+    mainBuilder.diagnostic(
+      'RESUMED_SESSION',
+      `the file holds records of session ${scanner.resumedFrom.join(', ')} before its own (${scanner.sessionId ?? 'unknown'}): a resumed session; imported as ${scanner.sessionId ?? 'unknown'}`,
+    )
+  }
+  for (const relinked of scanner.relinked) {
+    mainBuilder.line = relinked.line
+    mainBuilder.diagnostic(
+      'COMPACT_PARENT_MISSING',
+      `compact_boundary ${relinked.id}: its logicalParentUuid is not in the file; continues from ${relinked.parent}, the record before it`,
+    )
+  }
+  for (const record of continued) {
+    mainBuilder.line = record.line
+    if (record.named === null)
+      mainBuilder.diagnostic(
+        'SECOND_ROOT',
+        `record ${record.id} names no parentUuid after the first record; continues from ${record.parent}, the record before it`,
+      )
+    else
+      mainBuilder.diagnostic(
+        'BROKEN_PARENT',
+        `record ${record.id}: its parentUuid ${record.named} is not in the file; continues from ${record.parent}, the record before it`,
+      )
+  }
   const addBranches = async (
-    tree: SubTree,
-    plan: IndexedPlan,
-    parent: { readonly forkOf: string; readonly withExtras: boolean },
+    plan: TreePlan<ClaudeNode>,
+    forkOf: string,
+    withExtras: boolean,
   ): Promise<void> => {
     for (const branch of plan.branches) {
-      const branchUuid = uuidOf(tree, branch.branch)
-      const { forkOf } = parent
       const session = {
-        key: `${forkOf === '' ? '' : `${forkOf}-`}fork-${shortId(branchUuid)}`,
+        key: `${forkOf === '' ? '' : `${forkOf}-`}fork-${shortId(branch.branchId)}`,
         role: 'fork' as const,
         forkOf,
-        metadata: { branchUuid, leafUuid: uuidOf(tree, branch.leaf) },
+        metadata: { branchUuid: branch.branchId, leafUuid: branch.leafId },
       }
-      const steps = stepsOf(tree, branch.sequence(), parent.withExtras)
+      // Handed over in batches as it is built (seeded on the way), never held whole.
       sessions.push(
-        await input.fork(session, async (pass) => {
-          const builder = pass.newBuilder(counts)
-          const complete = await run(steps, { builder }, () => pass.step(builder))
-          if (complete && !pass.probe) markCounted(steps)
-          return builder
-        }),
+        await input.fork(session, (pass) =>
+          build(branch.sequence, { withExtras, trackDigests: false, pass }),
+        ),
       )
     }
   }
-  await addBranches(mainTree, mainPlan, { forkOf: '', withExtras: true })
-  if (sideTree !== undefined && sidePlan !== undefined) {
+  await input.close(mainSession)
+  await addBranches(mainPlan, '', true)
+  const keys = new Set<string>()
+  for (const sidePlan of sidePlans) {
     const first = sidePlan.main[0]
-    const agentId =
-      (first === undefined ? undefined : scanner.agentOf(sideTree.global(first))) ??
-      shortId(first === undefined ? 'sidechain' : uuidOf(sideTree, first))
-    const key = `agent-${shortId(agentId)}`
-    const builder = input.newBuilder(counts, { trackDigests: sidePlan.branches.length > 0 })
-    const session: FormatSession = { key, role: 'sidechain', builder, metadata: { agentId } }
-    const steps = stepsOf(sideTree, sidePlan.main, false)
-    await run(steps, { builder }, async () => {
-      await input.pump(session)
-      return true
+    const agentId = first?.item.agentId ?? shortId(first?.id ?? 'sidechain')
+    let key = `agent-${shortId(agentId)}`
+    for (let n = 2; keys.has(key); n += 1) key = `agent-${shortId(agentId)}-${n}`
+    keys.add(key)
+    const session = { key, role: 'sidechain' as const, metadata: { agentId } }
+    const builder = await build(sidePlan.main, {
+      withExtras: false,
+      session,
+      trackDigests: sidePlan.branches.length > 0,
     })
-    markCounted(steps)
-    await input.close(session)
-    sessions.push(session)
-    await addBranches(sideTree, sidePlan, { forkOf: key, withExtras: false })
+    const sidechain = { ...session, builder }
+    sessions.push(sidechain)
+    await input.close(sidechain)
+    await addBranches(sidePlan, key, false)
   }
   return sessions
 }
 
 /**
- * How a live import goes on with appended records: a record without a uuid rides along in file
- * order, a sidechain record (beside a main session) is not on the main path, and a record
- * whose parent is the main path's leaf extends it. Anything else (a repeated uuid, a parent
- * elsewhere in the tree: a branch switch, a new root) moves the main path: the source is
- * imported again whole.
+ * How a live import's main session goes on with appended records (`import --follow`): a record
+ * is mapped only where a live import of the grown source would put it, at the end of the main
+ * path: a record without a uuid (file order), a sidechain record (not in the main session),
+ * or a new record whose parent is the main path's leaf and whose message has no record off
+ * the path (that record would then ride along). Anything else (a branch switch, a repeated
+ * uuid, a compaction boundary whose parent is elsewhere) asks for a re-import.
  */
 function liveContinuation(
-  scanner: ClaudeScanner,
+  nodes: readonly TreeNode<ClaudeNode>[],
+  mainSequence: readonly TreeNode<ClaudeNode>[],
   mapper: ClaudeMapper,
-  leaf: { uuid: string | null },
 ): LiveContinuation {
-  let duplicates = scanner.duplicates.length
-  const onlySidechain = scanner.onlySidechain
+  const ids = new Set(nodes.map((node) => node.id))
+  const parents = new Set(nodes.map((node) => node.parent))
+  let leaf = nodes.findLast((node) => !parents.has(node.id))?.id ?? null
+  parents.clear()
+  const onMain = new Set(mainSequence.map((node) => node.id))
+  const offPathMessages = new Set<string>()
+  for (const node of nodes)
+    if (!onMain.has(node.id) && node.item.messageId !== undefined) offPathMessages.add(node.item.messageId)
+  onMain.clear()
   return {
     add: ({ line, value }) => {
       const id = str(value['uuid'])
@@ -576,18 +588,17 @@ function liveContinuation(
         mapper.handle({ line, value })
         return undefined
       }
-      if (scanner.duplicates.length !== duplicates) {
-        duplicates = scanner.duplicates.length
-        return `uuid ${id} appears again`
-      }
-      if (scanner.onlySidechain !== onlySidechain) return 'the transcript is no longer only sidechain records'
-      if (!onlySidechain && value['isSidechain'] === true) return undefined
-      const parent = parentIdOf(value)
-      if (parent !== leaf.uuid) {
-        return `record ${id} hangs under ${parent === null ? 'no parent' : parent}, not under the main path's leaf ${leaf.uuid ?? '(none)'} (a branch switch)`
-      }
+      if (ids.has(id)) return `uuid ${id} appears again`
+      ids.add(id)
+      if (value['isSidechain'] === true) return undefined
+      const parent = str(value['parentUuid']) ?? str(value['logicalParentUuid']) ?? null
+      if (parent === null || parent !== leaf)
+        return `record ${id} hangs under ${parent ?? 'no parent'}, not under the main path's leaf ${leaf ?? '(none)'} (a branch switch)`
+      const message = value['type'] === 'assistant' ? str(obj(value['message'])?.['id']) : undefined
+      if (message !== undefined && offPathMessages.has(message))
+        return `record ${id} is part of message ${message}, which has records off the main path`
       mapper.handle({ line, value })
-      leaf.uuid = id
+      leaf = id
       return undefined
     },
   }
@@ -599,6 +610,6 @@ function liveContinuation(
  * path is known only at the last leaf); the second reads the records again in path order.
  */
 export const claudeCodeFormat: FormatModule = {
-  scanner: () => new ClaudeScanner(),
+  scanner: (context) => new ClaudeScanner(context.sourceName),
   map: (input, scanner) => mapClaudeCode(input, scanner as ClaudeScanner),
 }

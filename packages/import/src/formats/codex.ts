@@ -1,39 +1,22 @@
-import type { Usage } from '@agent-ledger/session-events'
+import type { ContentPart, Usage } from '@agent-ledger/session-events'
 
 import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
-import { arr, count, obj, str, streamedFormat } from './types.ts'
-import type { ParsedLine } from '../lines.ts'
-import type { FormatFacts, FormatModule, FormatScanner } from './types.ts'
+import {
+  classify,
+  codexDetection,
+  CodexScanner,
+  isTurnBoundary,
+  textOf,
+  userContent,
+} from './codex-records.ts'
+import type { Rollback } from './codex-records.ts'
+import { arr, count, obj, str } from './types.ts'
+import type { FormatInput, FormatModule, FormatSession } from './types.ts'
 
-const CODEX_LINE_TYPES: ReadonlySet<string> = new Set([
-  'session_meta',
-  'response_item',
-  'event_msg',
-  'turn_context',
-  'compacted',
-])
-
-/** True when a first record looks like a Codex CLI rollout line (`{timestamp, type, payload}`). */
-export function looksLikeCodex(record: Record<string, unknown>): boolean {
-  return (
-    typeof record['type'] === 'string' &&
-    CODEX_LINE_TYPES.has(record['type']) &&
-    obj(record['payload']) !== undefined
-  )
-}
+export { codexDetection }
 
 /** `event_msg` kinds that repeat a `response_item` (edge case 17): log-only. */
 const DUPLICATE_EVENTS: ReadonlySet<string> = new Set(['user_message', 'agent_message', 'agent_reasoning'])
-
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content
-  const texts: string[] = []
-  for (const item of arr(content)) {
-    const part = obj(item)
-    if (typeof part?.['text'] === 'string') texts.push(part['text'])
-  }
-  return texts.join('\n')
-}
 
 function outputOf(raw: unknown): { text: string; isError: boolean } {
   if (typeof raw === 'string') return { text: raw, isError: false }
@@ -68,16 +51,40 @@ interface Group {
   time: string | undefined
 }
 
-/** Maps rollout lines, in order, into a builder. */
+/** A user or developer message that arrived while calls were waiting for their outputs. */
+interface Deferred {
+  readonly role: string
+  readonly content: string | ContentPart[]
+  /** A user prompt that starts a turn (sources without turn markers). */
+  readonly prompt: boolean
+}
+
+/** How one session reads the rollout: which lines are dropped by a rollback, whether prompts start turns. */
+interface MapperOptions {
+  /** Lines a rollback dropped from this session (kept verbatim only). */
+  readonly dropped: (line: number) => boolean
+  /** The source has no turn markers (`task_started`): user prompts start turns. */
+  readonly promptsStartTurns: boolean
+}
+
+/** Maps rollout records, in order, into a builder. */
 class CodexMapper {
   readonly #b: SessionBuilder
+  readonly #options: MapperOptions
   #group: Group | null = null
   #turnOpenBySource = false
-  constructor(builder: SessionBuilder) {
+  /** Call ids of the last assistant message still waiting for their outputs. */
+  readonly #awaiting = new Set<string>()
+  #deferred: Deferred[] = []
+  #dropping = false
+
+  constructor(builder: SessionBuilder, options: MapperOptions) {
     this.#b = builder
+    this.#options = options
   }
 
   #open(): Group {
+    this.#release()
     this.#group ??= { text: [], reasoning: [], toolCalls: [], usage: undefined, time: undefined }
     this.#group.time = this.#b.time
     return this.#group
@@ -91,43 +98,84 @@ class CodexMapper {
     this.#b.setTime(group.time)
     this.#b.assistant(group)
     this.#b.setTime(now)
+    this.#awaiting.clear()
+    for (const call of group.toolCalls) this.#awaiting.add(call.id)
+  }
+
+  /** Places the messages held back for open calls (before anything that is not an output). */
+  #release(): void {
+    const deferred = this.#deferred
+    this.#deferred = []
+    this.#awaiting.clear()
+    for (const message of deferred) this.#message(message)
+  }
+
+  /** Ends the assistant message being gathered and places held messages: something else follows. */
+  #settle(): void {
+    this.#flush()
+    this.#release()
+  }
+
+  #message({ role, content, prompt }: Deferred): void {
+    const b = this.#b
+    if (role === 'user') b.user(content, { prompt })
+    else {
+      b.lossy('codex.developer-role')
+      b.system(typeof content === 'string' ? content : textOf(content), role === 'system' ? undefined : role)
+    }
   }
 
   handle(line: number, value: Record<string, unknown>): void {
     const b = this.#b
     b.line = line
-    b.beginRecord(value['timestamp'])
-    const type = str(value['type'])
-    const payload = obj(value['payload']) ?? {}
-    if (type === 'session_meta') {
-      const base = obj(payload['base_instructions'])
-      const instructions = str(base?.['text']) ?? str(payload['instructions'])
-      b.record(value, instructions === undefined ? 'log-only:codex.session_meta' : 'mapped')
-      if (instructions !== undefined) b.system(instructions)
+    const record = classify(value)
+    // A `{session, items}` document's wrapper has its time in the session object.
+    b.beginRecord(value['timestamp'] ?? (record.kind === 'meta' ? record.meta['timestamp'] : undefined))
+    if (this.#options.dropped(line)) {
+      // Rolled back: the turns Codex dropped are not in this session's history (a fork has them).
+      if (!this.#dropping) this.#settle()
+      this.#dropping = true
+      b.record(value, 'log-only:codex.rolled-back')
       return
     }
-    if (type === 'response_item') return this.#responseItem(value, payload)
-    if (type === 'event_msg') return this.#eventMsg(value, payload)
-    if (type === 'turn_context') {
+    this.#dropping = false
+    if (record.kind === 'meta') {
+      const base = obj(record.meta['base_instructions'])
+      const instructions = str(base?.['text']) ?? str(record.meta['instructions'])
+      const mapped = instructions !== undefined && instructions !== ''
+      b.record(value, mapped ? 'mapped' : 'log-only:codex.session_meta')
+      if (mapped) b.system(instructions)
+      return
+    }
+    if (record.kind === 'item') return this.#responseItem(value, record.item)
+    if (record.kind === 'event') return this.#eventMsg(value, record.event)
+    if (record.kind === 'turn_context') {
       b.record(value, 'log-only:codex.turn_context')
       return
     }
-    if (type === 'compacted') {
-      this.#flush()
-      b.record(value, 'mapped')
-      const summary = str(payload['message']) ?? ''
-      const items = arr(payload['replacement_history']).map(obj)
-      const firstUser = items.findIndex((item) => item?.['type'] === 'message' && item['role'] === 'user')
-      const replacing = firstUser === -1 ? summary : textOf(items[firstUser]!['content'])
-      b.compact({ summary, content: replacing, reason: 'codex compacted' })
-      items.forEach((item, index) => {
-        if (index === firstUser || item === undefined) return
-        this.#responseItem(undefined, item)
-      })
-      this.#flush()
+    if (record.kind === 'compacted') return this.#compacted(value, record.compacted)
+    if (record.kind === 'state') {
+      b.record(value, 'log-only:codex.state')
       return
     }
-    b.record(value, `log-only:codex.${type ?? 'unknown'}`)
+    b.lossy(`codex.${record.type}`)
+    b.record(value, `log-only:codex.${record.type}`)
+  }
+
+  #compacted(value: Record<string, unknown>, payload: Record<string, unknown>): void {
+    const b = this.#b
+    this.#settle()
+    b.record(value, 'mapped')
+    const summary = str(payload['message']) ?? ''
+    const items = arr(payload['replacement_history']).map(obj)
+    const firstUser = items.findIndex((item) => item?.['type'] === 'message' && item['role'] === 'user')
+    const replacing = firstUser === -1 ? summary : textOf(items[firstUser]!['content'])
+    b.compact({ summary, content: replacing, reason: 'codex compacted' })
+    items.forEach((item, index) => {
+      if (index === firstUser || item === undefined) return
+      this.#responseItem(undefined, item)
+    })
+    this.#settle()
   }
 
   #responseItem(value: Record<string, unknown> | undefined, item: Record<string, unknown>): void {
@@ -137,21 +185,28 @@ class CodexMapper {
       if (value !== undefined) b.record(value, disposition)
     }
     if (itemType === 'message') {
-      const role = str(item['role'])
-      const text = textOf(item['content'])
+      const role = str(item['role']) ?? 'developer'
       if (role === 'assistant') {
-        this.#open().text.push(text)
+        this.#open().text.push(textOf(item['content']))
         if (item['phase'] !== undefined) b.lossy('codex.phase')
         keep('mapped')
         return
       }
-      this.#flush()
-      keep('mapped')
-      if (role === 'user') b.user(text, { prompt: false })
-      else {
-        b.lossy('codex.developer-role')
-        b.system(text, role === 'system' ? undefined : (role ?? 'developer'))
+      const content = userContent(item['content'])
+      const prompt = role === 'user' && this.#options.promptsStartTurns && isTurnBoundary(item)
+      if (this.#group !== null && this.#group.toolCalls.length > 0) this.#flush()
+      if (this.#awaiting.size > 0 && value !== undefined) {
+        // A developer notice (an approval, a steer) written between a call and its output: a
+        // provider wants the outputs right after the call, so the message follows them.
+        b.lossy('codex.message-after-open-call')
+        keep('mapped')
+        this.#deferred.push({ role, content, prompt })
+        return
       }
+      this.#settle()
+      if (prompt) b.beforePrompt()
+      keep('mapped')
+      this.#message({ role, content, prompt })
       return
     }
     if (itemType === 'reasoning') {
@@ -160,7 +215,8 @@ class CodexMapper {
         .filter((text): text is string => text !== undefined)
       const content = textOf(item['content'])
       const reasoning = content !== '' ? content : summary.join('\n')
-      if (reasoning !== '') this.#open().reasoning.push(reasoning)
+      const group = this.#open()
+      if (reasoning !== '') group.reasoning.push(reasoning)
       if (item['encrypted_content'] !== undefined && item['encrypted_content'] !== null) {
         b.lossy('codex.encrypted_content')
       }
@@ -191,7 +247,10 @@ class CodexMapper {
       keep('mapped')
       const output = outputOf(item['output'])
       if (typeof item['output'] === 'object' && item['output'] !== null) b.lossy('codex.structured-output')
-      b.toolResult(str(item['call_id']) ?? '', output.text, { isError: output.isError })
+      const callId = str(item['call_id']) ?? ''
+      b.toolResult(callId, output.text, { isError: output.isError })
+      this.#awaiting.delete(callId)
+      if (this.#awaiting.size === 0) this.#release()
       return
     }
     b.lossy(`codex.response_item.${itemType ?? 'unknown'}`)
@@ -201,17 +260,17 @@ class CodexMapper {
   #eventMsg(value: Record<string, unknown>, payload: Record<string, unknown>): void {
     const b = this.#b
     const kind = str(payload['type']) ?? 'unknown'
-    if (kind === 'task_started') {
-      this.#flush()
+    if (kind === 'task_started' || kind === 'turn_started') {
+      this.#settle()
       b.record(value, 'mapped')
       b.startTurn()
       this.#turnOpenBySource = true
       return
     }
-    if (kind === 'task_complete' || kind === 'turn_aborted') {
-      this.#flush()
+    if (kind === 'task_complete' || kind === 'turn_complete' || kind === 'turn_aborted') {
+      this.#settle()
       b.record(value, 'mapped')
-      b.endTurn(kind === 'task_complete' ? 'completed' : 'aborted')
+      b.endTurn(kind === 'turn_aborted' ? 'aborted' : 'completed')
       this.#turnOpenBySource = false
       return
     }
@@ -230,57 +289,113 @@ class CodexMapper {
       b.record(value, `log-only:codex.event_msg-duplicate`)
       return
     }
-    if (kind === 'thread_rolled_back') {
-      // The guide maps a rollback to a fork before the dropped turns; not built yet: the
-      // turns stay visible, which the report says.
-      b.lossy('codex.thread_rolled_back-not-applied')
-      b.diagnostic(
-        'ROLLBACK_NOT_APPLIED',
-        `thread_rolled_back (${count(payload['num_turns']) ?? '?'} turn(s)): expected the dropped turns to leave the conversation, found no mapping for it yet; they stay visible in the imported session`,
-      )
-    }
     b.record(value, `log-only:codex.event_msg.${kind}`)
   }
 
+  /** A rollback this session applies (the dropped turns went to a fork). */
+  rolledBack(rollback: Rollback): void {
+    const b = this.#b
+    if (rollback.intoCompaction) {
+      b.lossy('codex.rollback-into-compaction')
+      b.diagnostic(
+        'ROLLBACK_INTO_COMPACTION',
+        `thread_rolled_back (${rollback.numTurns} turn(s)): expected that many turns after the last compaction, found ${rollback.cut === undefined ? 'none' : 'fewer'}; the compaction is kept whole, so ${rollback.cut === undefined ? 'nothing was dropped' : 'the turns after it were dropped'}`,
+      )
+    }
+  }
+
   finish(): void {
-    this.#flush()
+    this.#settle()
     // Turns come from the source: one still open at the end was cut short.
     this.#b.finish(this.#turnOpenBySource ? 'interrupt' : 'complete')
   }
 }
 
-class CodexScanner implements FormatScanner {
-  meta: Record<string, unknown> | undefined
-  model: string | undefined
-
-  add(parsed: ParsedLine): void {
-    if (!('value' in parsed)) return
-    const type = parsed.value['type']
-    const payload = obj(parsed.value['payload'])
-    if (type === 'session_meta') this.meta ??= payload
-    else if (type === 'turn_context') this.model ??= str(payload?.['model'])
-  }
-
-  facts(): FormatFacts {
-    const meta = this.meta ?? {}
-    const git = obj(meta['git'])
-    return {
-      formatVersion: str(meta['cli_version']) ?? 'unknown',
-      sourceId: str(meta['id']),
-      cwd: str(meta['cwd']),
-      parentSourceId: str(meta['forked_from_id']),
-      metadata: {
-        ...(this.model === undefined ? {} : { model: this.model }),
-        ...(str(meta['originator']) === undefined ? {} : { originator: meta['originator'] }),
-        ...(str(meta['model_provider']) === undefined ? {} : { modelProvider: meta['model_provider'] }),
-        ...(str(git?.['branch']) === undefined ? {} : { gitBranch: git!['branch'] }),
-      },
-    }
-  }
+/** Whether a line lies in one of the `[cut, rollback line)` ranges. */
+function inRanges(ranges: readonly (readonly [number, number])[], line: number): boolean {
+  return ranges.some(([start, end]) => line >= start && line < end)
 }
 
-/** Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): mapped as they stream. */
-export const codexFormat: FormatModule = streamedFormat(
-  () => new CodexScanner(),
-  (builder) => new CodexMapper(builder),
-)
+async function build(
+  input: FormatInput,
+  scanner: CodexScanner,
+  plan: {
+    readonly session?: Omit<FormatSession, 'builder'>
+    readonly dropped: readonly (readonly [number, number])[]
+    /** Lines this session counts into the report (others are counted by another session). */
+    readonly counts: (line: number) => boolean
+    readonly trackDigests: boolean
+    /** Stop before this line (a fork ends where its rollback is). */
+    readonly until?: number
+  },
+): Promise<SessionBuilder> {
+  const builder = input.newBuilder(plan.counts, { trackDigests: plan.trackDigests })
+  const mapper = new CodexMapper(builder, {
+    dropped: (line) => inRanges(plan.dropped, line),
+    promptsStartTurns: !scanner.turnEvents,
+  })
+  const rollbacks = new Map(scanner.rollbacks.map((rollback) => [rollback.line, rollback]))
+  const session = plan.session === undefined ? undefined : { ...plan.session, builder }
+  for await (const parsed of input.replay()) {
+    if (plan.until !== undefined && parsed.line >= plan.until) break
+    if ('malformed' in parsed) {
+      builder.line = parsed.line
+      builder.malformed(parsed.malformed)
+    } else {
+      mapper.handle(parsed.line, parsed.value)
+      const rollback = rollbacks.get(parsed.line)
+      if (rollback !== undefined) mapper.rolledBack(rollback)
+    }
+    if (session !== undefined) await input.pump(session)
+  }
+  if (!input.live) mapper.finish()
+  return builder
+}
+
+/**
+ * The main session is the history Codex resumes: every `thread_rolled_back` drops the turns it
+ * names (kept verbatim only). Each rollback that dropped something is a fork holding the
+ * dropped turns, seeded with what it shares with the main session up to the first of them.
+ */
+async function mapCodex(input: FormatInput, scanner: CodexScanner): Promise<readonly FormatSession[]> {
+  const applied = scanner.rollbacks.filter(
+    (rollback): rollback is Rollback & { cut: number } => rollback.cut !== undefined,
+  )
+  const ranges = applied.map((rollback) => [rollback.cut, rollback.line] as const)
+  const main = await build(input, scanner, {
+    session: { key: '', role: 'main' },
+    dropped: ranges,
+    counts: (line) => !inRanges(ranges, line),
+    trackDigests: ranges.length > 0 && !input.live,
+  })
+  const sessions: FormatSession[] = [{ key: '', role: 'main', builder: main }]
+  if (input.live) return sessions
+  for (const [index, rollback] of applied.entries()) {
+    // The fork replays the history as it was just before its rollback: earlier rollbacks applied.
+    const earlier = ranges.slice(0, index)
+    const own = ranges[index]!
+    const builder = await build(input, scanner, {
+      dropped: earlier,
+      counts: (line) => inRanges([own], line) && !inRanges(earlier, line),
+      trackDigests: false,
+      until: rollback.line,
+    })
+    sessions.push({
+      key: `rollback-${index + 1}`,
+      role: 'fork',
+      builder,
+      forkOf: '',
+      metadata: { rollbackLine: rollback.line, numTurns: rollback.numTurns, branchLine: rollback.cut },
+    })
+  }
+  return sessions
+}
+
+/**
+ * Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`, and the older
+ * layouts): mapped as they stream; each rollback adds a fork.
+ */
+export const codexFormat: FormatModule = {
+  scanner: () => new CodexScanner(),
+  map: (input, scanner) => mapCodex(input, scanner as CodexScanner),
+}

@@ -23,6 +23,30 @@ export function looksLikeOpenHandsV1(record: Record<string, unknown>): boolean {
   )
 }
 
+/**
+ * When a record that matches no format is a line of an OpenHands evaluation output
+ * (`output.jsonl` of SWE-bench or the resolver: one run per line, its events in `history`
+ * beside the task and its result), what to say about it; otherwise undefined.
+ */
+export function openHandsEvaluationLine(record: Record<string, unknown>): string | undefined {
+  const history = record['history']
+  if (!Array.isArray(history)) return undefined
+  // Events as the evaluation serialised them (full V0 or V1 events, or older flattened ones).
+  const first = obj(history[0])
+  if (first === undefined || !('action' in first || 'observation' in first || 'kind' in first))
+    return undefined
+  const instance = str(record['instance_id']) ?? str(obj(record['issue'])?.['title'])
+  const full = looksLikeOpenHandsV0(first) || looksLikeOpenHandsV1(first)
+  return (
+    `an OpenHands evaluation output line${instance === undefined ? '' : ` (${JSON.stringify(instance)})`} holding ` +
+    `a run of ${history.length} events in "history" beside its task and result: one line per run is not a ` +
+    'session log; ' +
+    (full
+      ? 'to import a run, write its "history" array to a file of its own (a trajectory) and import that'
+      : 'its events are in an older flattened form without ids, sources or times, which cannot be imported')
+  )
+}
+
 function usageOf(raw: unknown): Usage | undefined {
   const usage = obj(raw)
   if (usage === undefined) return undefined
@@ -44,6 +68,20 @@ function textOf(content: unknown): string {
     .map((item) => str(obj(item)?.['text']))
     .filter((text): text is string => text !== undefined)
     .join('\n')
+}
+
+type UserContent = Parameters<SessionBuilder['user']>[0]
+
+/** V1 `ImageContent {type: "image", image_urls}` items as `image_url` parts. */
+function imagePartsOf(content: unknown): ContentPart[] {
+  const parts: ContentPart[] = []
+  for (const item of arr(content)) {
+    const block = obj(item)
+    if (block?.['type'] !== 'image') continue
+    for (const url of arr(block['image_urls']))
+      if (typeof url === 'string') parts.push({ type: 'image_url', image_url: { url } })
+  }
+  return parts
 }
 
 function toolCallsOf(raw: unknown): ImportedToolCall[] {
@@ -233,9 +271,34 @@ class OpenHandsMapper {
       const text = textOf(message['content'])
       if (message['role'] !== 'assistant' && value['source'] === 'user') b.beforePrompt()
       b.record(value, 'mapped')
-      if (message['role'] === 'assistant') b.assistant({ text: [text], reasoning: [], toolCalls: [] })
-      else b.user(text, { prompt: value['source'] === 'user' })
+      if (arr(value['extended_content']).length > 0) b.lossy('openhands.extended_content')
+      if (message['role'] === 'assistant') {
+        if (imagePartsOf(message['content']).length > 0) b.lossy('openhands.assistant-image')
+        const reasoning = str(message['reasoning_content'])
+        b.assistant({ text: [text], reasoning: reasoning === undefined ? [] : [reasoning], toolCalls: [] })
+      } else {
+        const images = imagePartsOf(message['content'])
+        const content: UserContent =
+          images.length === 0 ? text : [...(text === '' ? [] : [{ type: 'text' as const, text }]), ...images]
+        b.user(content, { prompt: value['source'] === 'user' })
+      }
       this.#seqByEvent.set(this.#eventId, b.nextSeq - 1)
+      return
+    }
+    if (kind === 'PauseEvent' || kind === 'InterruptEvent' || kind === 'ConversationErrorEvent') {
+      // The user paused or interrupted the run, or the run loop failed: the open turn ends so
+      // (a call still waiting for its result keeps the turn open: the result may come).
+      if (b.turnOpen && b.projection.repairState.pendingCalls.length === 0) {
+        b.record(value, 'mapped')
+        b.endTurn(kind === 'ConversationErrorEvent' ? 'error' : 'interrupted')
+      } else b.record(value, `log-only:openhands.${kind}`)
+      return
+    }
+    if (kind === 'SystemPromptUpdateEvent') {
+      // A new system prompt (and tools) on restore: the model sees it from here on.
+      b.record(value, 'mapped')
+      b.system(textOf([value['system_prompt']]))
+      if (value['tools'] !== undefined) b.lossy('openhands.tool-specs')
       return
     }
     if (kind === 'ObservationEvent' || kind === 'UserRejectObservation' || kind === 'AgentErrorEvent') {

@@ -4,17 +4,13 @@ import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
 import { planTree } from '../tree.ts'
 import type { TreeNode } from '../tree.ts'
 import { arr, count, obj, str } from './types.ts'
+import { LineFetcher } from '../lines.ts'
 import type { ParsedLine } from '../lines.ts'
 import type { FormatFacts, FormatInput, FormatModule, FormatScanner, FormatSession } from './types.ts'
 
 /** True when a first record is a pi-mono session header (`{type: "session", id, timestamp, cwd}`). */
 export function looksLikePi(record: Record<string, unknown>): boolean {
   return record['type'] === 'session' && typeof record['id'] === 'string' && typeof record['cwd'] === 'string'
-}
-
-interface PiEntry {
-  readonly line: number
-  readonly value: Record<string, unknown>
 }
 
 /** Entries that never reach the model: they may ride along a path they are not on. */
@@ -60,6 +56,25 @@ function usageOf(raw: unknown): Usage | undefined {
   }
 }
 
+/**
+ * The text pi gives the model for a `bashExecution` message (`bashExecutionToText` in
+ * `packages/coding-agent/src/core/messages.ts`): the command, its output in a fence (or that
+ * there was none), then whether it was cancelled or failed, and where a truncated output is.
+ */
+function bashExecutionText(message: Record<string, unknown>): string {
+  const output = str(message['output']) ?? ''
+  const lines = [`Ran \`${str(message['command']) ?? ''}\``]
+  lines.push(output === '' ? '(no output)' : `\`\`\`\n${output}\n\`\`\``)
+  const exitCode = message['exitCode']
+  if (message['cancelled'] === true) lines.push('\n\n(command cancelled)')
+  else if (typeof exitCode === 'number' && exitCode !== 0)
+    lines.push(`\n\nCommand exited with code ${exitCode}`)
+  const fullOutputPath = str(message['fullOutputPath'])
+  if (message['truncated'] === true && fullOutputPath !== undefined)
+    lines.push(`\n\n[Output truncated. Full output: ${fullOutputPath}]`)
+  return `${lines[0]!}\n${lines.slice(1).join('')}`
+}
+
 class PiMapper {
   readonly #b: SessionBuilder
   /** Seq of the first event each entry produced, for `firstKeptEntryId`. */
@@ -69,9 +84,8 @@ class PiMapper {
     this.#b = builder
   }
 
-  handle(node: TreeNode<PiEntry>): void {
+  handle(node: { readonly id: string; readonly line: number }, value: Record<string, unknown>): void {
     const b = this.#b
-    const value = node.item.value
     b.line = node.line
     b.beginRecord(value['timestamp'])
     this.#firstSeq.set(node.id, b.nextSeq)
@@ -139,6 +153,7 @@ class PiMapper {
         } else b.lossy(`pi.block.${str(block['type']) ?? 'unknown'}`)
       }
       if (message['provider'] !== undefined) b.lossy('pi.provider')
+      if (typeof message['errorMessage'] === 'string') b.lossy('pi.errorMessage')
       if (obj(message['usage'])?.['cost'] !== undefined) b.lossy('pi.cost')
       b.record(value, 'mapped')
       b.assistant({ text, reasoning, toolCalls, usage: usageOf(message['usage']) })
@@ -160,6 +175,17 @@ class PiMapper {
       b.user(parts.length === 1 ? text : parts, { prompt: false })
       return
     }
+    if (role === 'bashExecution') {
+      // A command the user ran (`!cmd`): pi shows the model its text as a user message,
+      // unless it was run with `!!` (excluded from the context).
+      if (message['excludeFromContext'] === true) {
+        b.record(value, 'log-only:pi.bashExecution-excluded')
+        return
+      }
+      b.record(value, 'mapped')
+      b.user(bashExecutionText(message), { prompt: false })
+      return
+    }
     b.lossy(`pi.role.${role ?? 'unknown'}`)
     b.record(value, `log-only:pi.role.${role ?? 'unknown'}`)
   }
@@ -169,101 +195,144 @@ class PiMapper {
   }
 }
 
+/** What the first pass keeps of an entry: the tree index, never the content. */
+interface PiNode {
+  /** May ride along a path it is not on (labels, model changes...). */
+  readonly attachable: boolean
+}
+
+/**
+ * The first pass: the header, the tree index (raw id, parent id, line and a flag per entry),
+ * the lines that were not JSON, and the model. Memory grows with the number of entries, not
+ * with their content.
+ */
 class PiScanner implements FormatScanner {
   header: Record<string, unknown> | undefined
-  readonly entries: PiEntry[] = []
-  readonly malformed: { line: number; text: string }[] = []
+  headerLine = 1
+  readonly entries: {
+    readonly line: number
+    readonly id: string | undefined
+    readonly parent: string | null
+    readonly item: PiNode
+  }[] = []
+  readonly malformed: { readonly line: number; readonly text: string }[] = []
+  #model: string | undefined
 
   add(parsed: ParsedLine): void {
-    if ('malformed' in parsed) this.malformed.push({ line: parsed.line, text: parsed.malformed })
-    else if (this.header === undefined && parsed.value['type'] === 'session') this.header = parsed.value
-    else this.entries.push({ line: parsed.line, value: parsed.value })
+    if ('malformed' in parsed) {
+      this.malformed.push({ line: parsed.line, text: parsed.malformed })
+      return
+    }
+    const value = parsed.value
+    if (this.header === undefined && value['type'] === 'session') {
+      this.header = value
+      this.headerLine = parsed.line
+      return
+    }
+    const message = obj(value['message'])
+    if (message?.['role'] === 'assistant') this.#model ??= str(message['model'])
+    this.entries.push({
+      line: parsed.line,
+      id: str(value['id']),
+      parent: value['parentId'] === null ? null : (str(value['parentId']) ?? null),
+      item: { attachable: CONTEXT_FREE.has(str(value['type']) ?? '') },
+    })
   }
 
   facts(): FormatFacts {
     const header = this.header
-    const model = this.entries
-      .map((entry) => obj(entry.value['message']))
-      .map((message) => (message?.['role'] === 'assistant' ? str(message['model']) : undefined))
-      .find((found) => found !== undefined)
+    const model = this.#model
+    const parentFile = str(header?.['parentSession']) ?? str(header?.['branchedFrom'])
     return {
       formatVersion: String(count(header?.['version']) ?? 1),
       sourceId: str(header?.['id']),
       cwd: str(header?.['cwd']),
       metadata: {
         ...(model === undefined ? {} : { model }),
-        // pi records the parent's file path, not an id: kept as data.
-        ...(str(header?.['parentSession']) === undefined
-          ? {}
-          : { parentSessionFile: header!['parentSession'] }),
+        // pi records the parent's file path, not an id (v1: `branchedFrom`): kept as data.
+        ...(parentFile === undefined ? {} : { parentSessionFile: parentFile }),
       },
     }
   }
 }
 
-function mapPi(input: FormatInput, scanner: PiScanner): FormatSession[] {
+/** One step of a session's build: an entry (its index node), or a line that was not JSON. */
+type PiStep = TreeNode<PiNode> | { readonly line: number; readonly malformed: string }
+
+async function mapPi(input: FormatInput, scanner: PiScanner): Promise<FormatSession[]> {
   const { header, entries, malformed } = scanner
   const version = count(header?.['version']) ?? 1
-  const nodes: TreeNode<PiEntry>[] = []
+  const nodes: TreeNode<PiNode>[] = []
   let previous: string | null = null
-  entries.forEach((entry) => {
-    const value = entry.value
-    let id = str(value['id'])
-    let parent = value['parentId'] === null ? null : (str(value['parentId']) ?? null)
+  for (const entry of entries) {
+    let id = entry.id
+    let parent = entry.parent
     if (version < 2 || id === undefined) {
       id = `v1-${entry.line}`
       parent = previous
     }
-    let item = entry
-    if (version < 2 && value['type'] === 'compaction' && typeof value['firstKeptEntryIndex'] === 'number') {
-      // The index counts file entries with the header at 0.
-      const target = entries[value['firstKeptEntryIndex'] - 1]
-      const migrated: Record<string, unknown> = { ...value }
-      if (target !== undefined) migrated['firstKeptEntryId'] = `v1-${target.line}`
-      item = { line: entry.line, value: migrated }
-    }
     previous = id
-    nodes.push({ id, parent, line: entry.line, item })
-  })
-  const attachable = (node: TreeNode<PiEntry>): boolean =>
-    CONTEXT_FREE.has(str(node.item.value['type']) ?? '')
-  const plan = planTree(nodes, attachable)
-  const sessions: FormatSession[] = []
-  const builder = input.newBuilder(undefined, { trackDigests: plan.branches.length > 0 })
-  if (header !== undefined) {
-    builder.line = malformed.length > 0 && malformed[0]!.line < 2 ? 2 : 1
-    builder.setTime(header['timestamp'])
-    builder.record(header, 'log-only:pi.session-header')
+    nodes.push({ id, parent, line: entry.line, item: entry.item })
   }
-  const mapper = new PiMapper(builder)
-  const main = new Set<number>()
+  /** v1: the compaction's kept entry, by its index among the entries (the header counts as 0). */
+  const migrate = (value: Record<string, unknown>): Record<string, unknown> => {
+    if (version >= 2 || value['type'] !== 'compaction' || typeof value['firstKeptEntryIndex'] !== 'number')
+      return value
+    const target = entries[value['firstKeptEntryIndex'] - 1]
+    const migrated: Record<string, unknown> = { ...value }
+    if (target !== undefined) migrated['firstKeptEntryId'] = `v1-${target.line}`
+    return migrated
+  }
+  const plan = planTree(nodes, (node) => node.item.attachable)
+  const build = async (
+    builder: SessionBuilder,
+    steps: readonly PiStep[],
+    session?: FormatSession,
+  ): Promise<void> => {
+    const mapper = new PiMapper(builder)
+    if (header !== undefined) {
+      builder.line = scanner.headerLine
+      builder.setTime(header['timestamp'])
+      builder.record(header, 'log-only:pi.session-header')
+    }
+    const fetcher = new LineFetcher(
+      input.replay(),
+      steps.filter((step) => !('malformed' in step)).map((step) => step.line),
+    )
+    try {
+      for (const step of steps) {
+        if ('malformed' in step) {
+          builder.line = step.line
+          builder.malformed(step.malformed)
+        } else mapper.handle(step, migrate(await fetcher.get(step.line)))
+        if (session !== undefined) await input.pump(session)
+      }
+    } finally {
+      await fetcher.close()
+    }
+    if (!input.live) mapper.finish()
+  }
+  const steps: PiStep[] = []
   let next = 0
   for (const node of plan.main) {
     while (next < malformed.length && malformed[next]!.line < node.line) {
-      builder.line = malformed[next]!.line
-      builder.malformed(malformed[next++]!.text)
+      const bad = malformed[next++]!
+      steps.push({ line: bad.line, malformed: bad.text })
     }
-    main.add(node.line)
-    mapper.handle(node)
+    steps.push(node)
   }
-  for (; next < malformed.length; next += 1) {
-    builder.line = malformed[next]!.line
-    builder.malformed(malformed[next]!.text)
-  }
-  if (input.live) return [{ key: '', role: 'main', builder }]
-  mapper.finish()
-  sessions.push({ key: '', role: 'main', builder })
+  for (; next < malformed.length; next += 1)
+    steps.push({ line: malformed[next]!.line, malformed: malformed[next]!.text })
+  const builder = input.newBuilder(undefined, { trackDigests: plan.branches.length > 0 })
+  const main: FormatSession = { key: '', role: 'main', builder }
+  await build(builder, steps, main)
+  if (input.live) return [main]
+  const sessions: FormatSession[] = [main]
+  const counted = new Set(plan.branches.length > 0 ? plan.main.map((node) => node.line) : [])
   for (const branch of plan.branches) {
-    const forkBuilder = input.newBuilder((line) => !main.has(line))
-    if (header !== undefined) {
-      forkBuilder.line = 1
-      forkBuilder.setTime(header['timestamp'])
-      forkBuilder.record(header, 'log-only:pi.session-header')
-    }
-    const forkMapper = new PiMapper(forkBuilder)
-    for (const node of branch.sequence) forkMapper.handle(node)
-    forkMapper.finish()
-    for (const node of branch.sequence) main.add(node.line)
+    const forkBuilder = input.newBuilder((line) => !counted.has(line))
+    await build(forkBuilder, branch.sequence)
+    for (const node of branch.sequence) counted.add(node.line)
     sessions.push({
       key: `fork-${branch.branchId.replace(/[^A-Za-z0-9]/g, '').slice(0, 12)}`,
       role: 'fork',
@@ -279,10 +348,10 @@ function mapPi(input: FormatInput, scanner: PiScanner): FormatSession[] {
  * pi-mono sessions (`~/.pi/agent/sessions/--<cwd>--/<ts>_<uuid>.jsonl`), versions 1 to 3.
  * pi's own migrations are applied on the fly: v1 entries (no ids) get ids in file order and
  * chain to the previous entry, `firstKeptEntryIndex` becomes the entry at that index; v2's
- * `hookMessage` role is read as v3's `custom`. The entries are held in memory (a tree; pi
- * sessions are small).
+ * `hookMessage` role is read as v3's `custom`. The first pass keeps the tree index; the second
+ * reads the entries again in path order (each fork reads the source once more).
  */
 export const piFormat: FormatModule = {
   scanner: () => new PiScanner(),
-  map: (input, scanner) => Promise.resolve(mapPi(input, scanner as PiScanner)),
+  map: (input, scanner) => mapPi(input, scanner as PiScanner),
 }

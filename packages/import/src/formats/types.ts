@@ -111,9 +111,15 @@ export interface FormatInput {
   readonly live: boolean
 }
 
+/** What a first pass may know of the source besides its records. */
+interface ScanContext {
+  /** The source's name without its extension (`<session uuid>` for a Claude Code transcript), if the caller gave one. */
+  readonly sourceName?: string | undefined
+}
+
 /** A format module: a first pass (scanner), then the mapping. */
 export interface FormatModule {
-  scanner(): FormatScanner
+  scanner(context: ScanContext): FormatScanner
   /** Main session first, then forks and sidechains in the order they were built. */
   map(input: FormatInput, scanner: FormatScanner): Promise<readonly FormatSession[]>
 }

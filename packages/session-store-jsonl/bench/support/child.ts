@@ -2,43 +2,24 @@
  * Child processes for memory figures: a benchmark module re-runs itself under tsx in a fresh
  * Node process (so its peak RSS is its own), with `--expose-gc`, and reads one JSON line back.
  */
-import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { pathToFileURL } from 'node:url'
+
+import { runBenchChild } from '../../../../tooling/bench/support.ts'
 
 /**
  * Runs `script` in a child Node process with the tsx loader, the source condition and
- * `--expose-gc`, the job in environment variable `envName`, and parses the last stdout line.
+ * `--expose-gc` (tooling/bench/support.ts), the job as JSON in environment variable
+ * `envName`, and parses the last stdout line.
  *
  * @param script - Absolute path of the module to run.
  * @param job - Environment variable name and JSON-serializable job.
  * @returns What the child printed on its last line.
  */
-export async function runChild<TResult>(
+export function runChild<TResult>(
   script: string,
   job: { readonly envName: string; readonly value: unknown },
 ): Promise<TResult> {
-  const loader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--expose-gc', '--conditions=@agent-ledger/source', '--import', loader, script],
-      {
-        env: { ...process.env, [job.envName]: JSON.stringify(job.value) },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    )
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on('close', (code) => {
-      const line = stdout.trim().split('\n').pop() ?? ''
-      if (code !== 0 || line === '') reject(new Error(`bench child exited ${code}: ${stderr.slice(-2000)}`))
-      else resolve(JSON.parse(line) as TResult)
-    })
-  })
+  return runBenchChild<TResult>(script, { envName: job.envName, value: JSON.stringify(job.value) }, { exposeGc: true })
 }
 
 /** Resident-set figures of the current process, in bytes, from /proc/self/status. */

@@ -3,6 +3,7 @@
  * interleaved (ABAB) runs of a contender beside its floor, so the machine's noise (a shared
  * 2-core box) hits both alike.
  */
+import { median } from '../../../../tooling/bench/support.ts'
 
 /** One measured figure, in the shape `tooling/bench/run.ts` prints. */
 export interface BenchResult {
@@ -18,18 +19,6 @@ export interface BenchResult {
 /** Options of a benchmark module's `run`. */
 export interface RunOptions {
   readonly scale?: 'default' | 'large'
-}
-
-/**
- * Median of a non-empty list (the lower middle for an even count).
- *
- * @param values - The samples.
- * @returns Their median.
- */
-function median(values: readonly number[]): number {
-  if (values.length === 0) throw new Error('median of no samples')
-  const sorted = [...values].sort((left, right) => left - right)
-  return sorted[Math.floor((sorted.length - 1) / 2)]!
 }
 
 /**

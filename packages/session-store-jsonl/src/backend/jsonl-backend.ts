@@ -11,7 +11,7 @@ import { join } from 'node:path'
 
 import { coreEventRegistry } from '@agent-ledger/session-events'
 import type { EventRegistry } from '@agent-ledger/session-events'
-import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
+import { seedBatches, SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type {
   AcquireOptions,
   AcquireResult,
@@ -196,10 +196,16 @@ class JsonlBackendImpl implements JsonlBackend {
     const adapter = await logAdapter(id, this.encoding, this.#limits).catch((error: unknown) => {
       throw toPortError(error, { sessionId: id, action })
     })
-    const start = adapter.start(
-      Buffer.from(`${request.headerLine}\n`, 'utf8'),
-      Buffer.from(request.lines.map((line) => `${line}\n`).join(''), 'utf8'),
-    )
+    const headerBytes = Buffer.from(`${request.headerLine}\n`, 'utf8')
+    // An array seed is encoded whole; a streamed one batch by batch into the temp file (the
+    // publish protocol's: fsynced, read back, then linked), so no reader sees it before the link.
+    const seed = seedBatches(request, `Creating session ${id}`)
+    const array = Array.isArray(request.lines) ? (request.lines as readonly string[]) : null
+    const content =
+      array === null
+        ? () => adapter.stream(headerBytes, lineBytes(seed))
+        : () =>
+            once(adapter.start(headerBytes, Buffer.from(array.map((line) => `${line}\n`).join(''), 'utf8')))
     await checkRoot(this.#fs, this.root, true)
     const directory = await ensureSessionDirectory(this.#fs, this.root, id)
     await this.#assertNoLog(id, directory)
@@ -225,22 +231,24 @@ class JsonlBackendImpl implements JsonlBackend {
         target: adapter.log.name,
         kind: 'create',
         operation: 'create',
-        content: () => once(start),
+        content,
         // Read back from disk and checked before the link: the header, every seed line, nothing torn.
         verify: async (staged) => {
           const scanned = await scanHead(adapter, staged)
           throwIfAborted(request.signal, `Creating session ${id}`, id)
           const { outcome } = scanned
+          const count = array === null ? seed.count : array.length
+          const lastCrc = seed.lastCrc()
           if (
             outcome.damage !== null ||
             outcome.tornTail !== null ||
             scanned.headerLine !== request.headerLine ||
-            scanned.nextSeq !== request.lines.length ||
-            scanned.lastCrc !== request.lastCrc
+            scanned.nextSeq !== count ||
+            scanned.lastCrc !== lastCrc
           ) {
             throw portError(SessionStoreErrorCode.BACKEND_FAILED, {
               sessionId: id,
-              message: `Creating session ${id}: the staged ${adapter.log.name} does not read back as written: expected the header and ${request.lines.length} lines ending with crc ${request.lastCrc ?? 'none'}, found ${scanned.nextSeq} lines ending with crc ${scanned.lastCrc ?? 'none'}${outcome.damage === null ? '' : ` and damage (${outcome.damage.message})`}; nothing was published.`,
+              message: `Creating session ${id}: the staged ${adapter.log.name} does not read back as written: expected the header and ${count} lines ending with crc ${lastCrc ?? 'none'}, found ${scanned.nextSeq} lines ending with crc ${scanned.lastCrc ?? 'none'}${outcome.damage === null ? '' : ` and damage (${outcome.damage.message})`}; nothing was published.`,
             })
           }
         },
@@ -250,6 +258,9 @@ class JsonlBackendImpl implements JsonlBackend {
         lock,
       })
     } catch (error) {
+      // The caller's stream failed: its own error, unchanged (nothing was linked).
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the caller's own error, unchanged (the port's contract)
+      if (seed.streamError !== undefined) throw seed.streamError
       const cause = (error as { cause?: unknown }).cause
       throw toPortError(JsonlStoreError.is(error) && SessionStoreError.is(cause) ? cause : error, {
         sessionId: id,
@@ -511,6 +522,13 @@ class JsonlBackendImpl implements JsonlBackend {
       await held.handle.close().catch(() => undefined)
     }
   }
+}
+
+/** A streamed seed's batches as the plain bytes of their lines, one chunk per batch. */
+async function* lineBytes(
+  batches: AsyncIterable<readonly string[]>,
+): AsyncGenerator<Buffer, void, undefined> {
+  for await (const batch of batches) yield Buffer.from(`${batch.join('\n')}\n`, 'utf8')
 }
 
 /** One chunk as the async iterable `publishFile` reads its content from. */

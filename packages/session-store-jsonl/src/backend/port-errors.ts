@@ -21,6 +21,7 @@ const SAME: Readonly<Partial<Record<string, SessionStoreErrorCode>>> = {
   [JsonlErrorCode.WINDOW_TOO_LARGE]: SessionStoreErrorCode.CORRUPT_LINE,
   [JsonlErrorCode.LINE_TOO_LARGE]: SessionStoreErrorCode.LINE_TOO_LARGE,
   [JsonlErrorCode.INVALID_OPTION]: SessionStoreErrorCode.INVALID_OPTION,
+  [JsonlErrorCode.ABORTED]: SessionStoreErrorCode.ABORTED,
 }
 
 const DISK_FULL_CAUSES = new Set(['ENOSPC', 'EDQUOT', 'EFBIG'])

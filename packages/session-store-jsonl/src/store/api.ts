@@ -176,9 +176,17 @@ export interface SessionStore {
   create(request: {
     readonly id: string
     readonly header?: Partial<SessionHeaderInput>
-    readonly seed?: readonly LoggedEvent[]
+    /**
+     * Seed events (seqs from 0): an array, or an async iterable of event batches (an
+     * import, a copy), each batch checked, encoded and folded as it comes and written to the
+     * temp file; the log is linked once, after the last batch (nothing published on an
+     * error of the iterable, rethrown unchanged, on an abort or on a crash midway).
+     */
+    readonly seed?: readonly LoggedEvent[] | AsyncIterable<readonly LoggedEvent[]>
     /** `plain` or `zstd`; default the store's `encoding` option. */
     readonly encoding?: LogEncoding
+    /** Checked between streamed seed batches: `ABORTED`, nothing published. */
+    readonly signal?: { readonly aborted: boolean; readonly reason?: unknown } | undefined
   }): Promise<SessionWriter>
   /**
    * Opens a session for appending: takes the writer lock, scans the log, quarantines and

@@ -25,12 +25,8 @@ import type { StoreContext } from './context.ts'
  * `parentSession` and, with `inheritedEventCount`, the matching boundary; a marker without
  * `seeded: true` is refused too. Nothing is published otherwise.
  */
-export function assertSeedMatchesHeader(
-  id: string,
-  header: SessionHeader,
-  seed: readonly LoggedEvent[],
-): void {
-  const markers = seed.filter((event) => event.type === 'session/end-seed')
+export function assertSeedMatchesHeader(id: string, header: SessionHeader, seed: SeedTally): void {
+  const markers = seed.markers
   const refuse = (expected: string, found: string): never => {
     throw new JsonlStoreError({
       code: JsonlErrorCode.INVALID_HEADER,
@@ -50,7 +46,7 @@ export function assertSeedMatchesHeader(
   if (markers.length !== 1) {
     refuse(
       'a seed holding its one session/end-seed marker (the header says "seeded": true)',
-      markers.length === 0 ? `${seed.length} seed event(s) and no marker` : `${markers.length} markers`,
+      markers.length === 0 ? `${seed.count} seed event(s) and no marker` : `${markers.length} markers`,
     )
   }
   const data = markers[0]!.data as { readonly parentSession?: unknown; readonly boundarySeq?: unknown }
@@ -129,10 +125,26 @@ export function buildHeader(
   return header as SessionHeader
 }
 
+/**
+ * What the `session/end-seed` rule needs of a whole seed, gathered batch by batch: the event
+ * count and the marker events (not the seed).
+ */
+export interface SeedTally {
+  count: number
+  readonly markers: LoggedEvent[]
+}
+
+/**
+ * Checks, redacts and encodes one batch of seed events (a whole array seed, or one batch of
+ * a streamed one), folding each into `into.projection` (which checks the seqs) and counting
+ * it in `into.tally`.
+ *
+ * @returns The batch's lines, `\n` included.
+ */
 export function encodeSeed(
   ctx: StoreContext,
   seed: readonly LoggedEvent[],
-  into: { readonly id: string; readonly projection: Projection; readonly events: LoggedEvent[] },
+  into: { readonly id: string; readonly projection: Projection; readonly tally: SeedTally },
 ): Buffer[] {
   const { id, projection } = into
   const file = `${id}/${LOG_FILE_NAME}`
@@ -161,7 +173,8 @@ export function encodeSeed(
         cause: error,
       })
     }
-    into.events.push(event)
+    into.tally.count += 1
+    if (event.type === 'session/end-seed') into.tally.markers.push(event)
     const line = encodeEventLine(event)
     if (line.length - 1 > ctx.limits.maxEventBytes) {
       throw new JsonlStoreError({

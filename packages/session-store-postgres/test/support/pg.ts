@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto'
 
 import pg from 'pg'
-import { inject } from 'vitest'
+import { afterAll, beforeAll, describe, inject } from 'vitest'
 
 import { pgUnavailableReason } from '../../../../tooling/pg/cluster.ts'
+import { openPostgresBackend } from '../../src/index.ts'
+import type { PostgresBackend, PostgresBackendOptions } from '../../src/index.ts'
 
 export { createRequest, crcOf, eventLine, eventLines, sessionId } from './lines.ts'
 
@@ -67,4 +69,46 @@ export async function storedRows(
     [id],
   )
   return rows.map((row) => ({ seq: Number(row.seq), line: row.line, epoch: Number(row.writer_epoch) }))
+}
+
+/**
+ * A `describe` of tests that need the shared server: skipped, with the reason in its title,
+ * when there is none (CI already failed in the global setup).
+ *
+ * @param title - The block's title.
+ * @param body - Its tests.
+ */
+export function describeOnServer(title: string, body: () => void): void {
+  describe.skipIf(adminUrl === null)(
+    `${title}${skipReason === null ? '' : ` (skipped: ${skipReason})`}`,
+    body,
+  )
+}
+
+/** A fresh database and a backend on it. */
+export interface TestDatabase {
+  readonly url: string
+  readonly backend: PostgresBackend
+}
+
+/**
+ * In the current `describe`: before its tests, creates a database of its own and opens a
+ * backend on it (`onOpen` receives both); after them, closes the backend.
+ *
+ * @param onOpen - Receives the database's URL and the backend.
+ * @param options - Backend options besides the connection string.
+ */
+export function useDatabase(
+  onOpen: (database: TestDatabase) => void,
+  options: Omit<PostgresBackendOptions, 'connectionString'> = {},
+): void {
+  let backend: PostgresBackend | undefined
+  beforeAll(async () => {
+    const url = await createDatabase(adminUrl as string)
+    backend = await openPostgresBackend({ connectionString: url, ...options })
+    onOpen({ url, backend })
+  })
+  afterAll(async () => {
+    await backend?.close()
+  })
 }

@@ -1,0 +1,10 @@
+/**
+ * `agent-ledger <args>` from source in a child process (the fault tests SIGKILL it): spawn
+ * with `node --conditions=@agent-ledger/source --import tsx test/support/cli-child.ts ...`.
+ */
+import { runCli } from '../../src/index.ts'
+
+process.exitCode = await runCli(process.argv.slice(2), {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+})

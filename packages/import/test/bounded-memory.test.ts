@@ -1,0 +1,219 @@
+import { createHash } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+import { describe, expect, it } from 'vitest'
+
+import { importSource, splitLines } from '../src/index.ts'
+import type { ImportBatch, ImportResult } from '../src/index.ts'
+import { parseJsonArray } from '../src/lines.ts'
+import { createReport } from '../src/report.ts'
+import { importText, SHARED_FIXTURES, sharedFixturesAvailable, SYNTHETIC } from './support/import.ts'
+
+/**
+ * Digests of every pi and OpenHands fixture's import (sessions and report, the importer
+ * version left out), computed by the whole-in-memory importer this package had before pi
+ * was streamed and JSON arrays were split element by element (main at 224c64e). A streamed
+ * import must give the same bytes.
+ */
+const BEFORE_STREAMING: Readonly<Record<string, string>> = {
+  'pi/v1.jsonl': '7edac11622483cd4739d6e9d79727c51a24afffdb0cc8a2990281128ddd8187a',
+  'pi/v2.jsonl': '97a6413c08bbebf21d289af8464c9fdba8bae5fe34a5153535251be7d5f9bcd5',
+  'pi/v3-tree.jsonl': 'b7a13e376e45ea8a712b06afdbae8ff7b819df708ba07ad6289e180e1c2fac87',
+  'openhands/v0-condensation.jsonl': '2c37c3d04167adfa4dc4bd5ed5fc5b7c71de03811d2131a388d29bd39bbf9df4',
+  'openhands/v1-condensation.jsonl': 'aa4781206a6463ce23a22628c49658596397d1e261c79dd3378a8335febbe66f',
+  'openhands/v1-events.jsonl': '4b005823e80929f39b00d9bfb5126ed01c4f4752543d24b417c3d634f729591c',
+  'shared:openhands/basic.json': '10735edef84a2fd1937fdca8f58f49109d3e914a949155aa4ff0ef7ec8df49c8',
+}
+
+function digest(result: Pick<ImportResult, 'sessions' | 'report'>): string {
+  const text = JSON.stringify({ sessions: result.sessions, report: result.report }).replace(
+    /"importer":\{"name":"@agent-ledger\/import","version":\d+\}/g,
+    '"importer":null',
+  )
+  return createHash('sha256').update(text).digest('hex')
+}
+
+/** A source read again on every call, in 173-character chunks; counts the reads and the lines handed out. */
+function reader(text: string): {
+  open: () => AsyncIterable<string>
+  opened: () => number
+  lines: () => number
+} {
+  let opened = 0
+  let lines = 0
+  return {
+    open: () => {
+      opened += 1
+      const split = splitLines(
+        (async function* () {
+          await Promise.resolve()
+          for (let index = 0; index < text.length; index += 173) yield text.slice(index, index + 173)
+        })(),
+      )
+      return (async function* () {
+        for await (const line of split) {
+          lines += 1
+          yield line
+        }
+      })()
+    },
+    opened: () => opened,
+    lines: () => lines,
+  }
+}
+
+async function streamed(
+  text: string,
+  onBatch: (batch: ImportBatch) => void = () => undefined,
+): Promise<{ result: ImportResult; batches: ImportBatch[]; opened: number }> {
+  const source = reader(text)
+  const batches: ImportBatch[] = []
+  const result = await importSource(source.open, {
+    file: 'source.jsonl',
+    sha256: createHash('sha256').update(text).digest('hex'),
+    sourceName: 'x',
+    batchEvents: 2,
+    sink: {
+      write: (batch) => {
+        batches.push(batch)
+        onBatch(batch)
+        return Promise.resolve()
+      },
+    },
+  })
+  return { result, batches, opened: source.opened() }
+}
+
+function fixtureFiles(): [string, string][] {
+  const files: [string, string][] = ['pi', 'openhands'].flatMap((dir) =>
+    readdirSync(join(SYNTHETIC, dir)).map((name): [string, string] => [
+      `${dir}/${name}`,
+      join(SYNTHETIC, dir, name),
+    ]),
+  )
+  if (sharedFixturesAvailable())
+    files.push(['shared:openhands/basic.json', join(SHARED_FIXTURES, 'openhands', 'basic.json')])
+  return files
+}
+
+describe('bounded memory: pi streamed, JSON arrays split element by element', () => {
+  it('gives the fixtures that existed before streaming the same bytes as the whole-in-memory importer', async () => {
+    let compared = 0
+    for (const [name, path] of fixtureFiles()) {
+      const expected = BEFORE_STREAMING[name]
+      if (expected === undefined) continue
+      const text = readFileSync(path, 'utf8')
+      expect(digest(await importText(text, { sourceName: 'x' })), name).toBe(expected)
+      // Streamed: the same sessions once the batches are joined back.
+      const { result, batches } = await streamed(text)
+      const sessions = result.sessions.map((session) => ({
+        ...session,
+        events: batches.filter((batch) => batch.id === session.id).flatMap((batch) => batch.events),
+      }))
+      expect(digest({ sessions, report: result.report }), `${name} streamed`).toBe(expected)
+      compared += 1
+    }
+    expect(compared).toBe(sharedFixturesAvailable() ? 7 : 6)
+  })
+
+  it('pi: the first pass keeps the tree index; the main path and each fork read the source again', async () => {
+    const text = readFileSync(join(SYNTHETIC, 'pi', 'v3-tree.jsonl'), 'utf8')
+    const lines = text.trimEnd().split('\n').length
+    const source = reader(text)
+    const seenAtFirstBatch: number[] = []
+    const result = await importSource(source.open, {
+      file: 'v3-tree.jsonl',
+      sha256: createHash('sha256').update(text).digest('hex'),
+      batchEvents: 2,
+      sink: {
+        write: () => {
+          seenAtFirstBatch.push(source.lines())
+          return Promise.resolve()
+        },
+      },
+    })
+    const forks = result.sessions.filter((session) => session.role === 'fork').length
+    expect(forks).toBeGreaterThan(0)
+    // Pass 1, the main path, one read per fork.
+    expect(source.opened()).toBe(2 + forks)
+    // The main session's first batch leaves while its pass is still reading the source.
+    expect(seenAtFirstBatch[0]).toBeLessThan(2 * lines)
+  })
+
+  it('OpenHands V0 trajectory: elements are handed over before the array is read to its end', async () => {
+    const elements = Array.from({ length: 40 }, (_, index) =>
+      JSON.stringify({
+        id: index,
+        timestamp: '2026-01-01T00:00:00',
+        source: index % 2 === 0 ? 'user' : 'agent',
+        action: 'message',
+        message: `message ${index} with ] and } and "quotes" and \\ inside`,
+        args: { content: `message ${index}`, wait_for_response: false },
+      }),
+    )
+    // Pretty-printed across lines, as the OpenHands trajectories are.
+    const text = `[\n  ${elements.join(',\n  ')}\n]\n`
+    const source = reader(text)
+    const report = createReport('openhands', 'unknown')
+    const seen: number[] = []
+    for await (const parsed of parseJsonArray(source.open(), { file: 't.json', report })) {
+      expect('value' in parsed && parsed.value['id']).toBe(parsed.line - 1)
+      seen.push(source.lines())
+    }
+    expect(seen).toHaveLength(40)
+    expect(seen[0]).toBeLessThanOrEqual(3)
+    expect(report).toMatchObject({ lines: 42, records: 40 })
+    // Re-read for the second pass, never held: the import reads the source twice.
+    const { result, opened } = await streamed(text)
+    expect(opened).toBe(2)
+    expect(result.report.records).toBe(40)
+  })
+})
+
+describe('parseJsonArray', () => {
+  async function parse(text: string): Promise<unknown[]> {
+    const values: unknown[] = []
+    const report = createReport('openhands', 'unknown')
+    for await (const parsed of parseJsonArray(reader(text).open(), { file: 'a.json', report }))
+      values.push('value' in parsed ? parsed.value : parsed)
+    return values
+  }
+
+  it('splits elements whatever the layout: one line, nested arrays, strings with brackets, commas and escapes', async () => {
+    const values = [
+      { a: [1, [2, { b: '],}' }]], c: 'x\\"y' },
+      { s: 'a,b', t: '\\\\' },
+      { u: '\u2028 \ud83d\ude00' },
+    ]
+    expect(await parse(JSON.stringify(values))).toEqual(values)
+    expect(
+      await parse(`\uFEFF\n\n  [\r\n${JSON.stringify(values, null, 2).slice(1, -1)}\r\n]  \n\n`),
+    ).toEqual(values)
+    expect(await parse('[]')).toEqual([])
+    expect(await parse(' [ \n ] ')).toEqual([])
+  })
+
+  it('refuses what is not one array of objects, naming the line or element', async () => {
+    await expect(parse('[{"a":1},\n{"b": }]')).rejects.toMatchObject({
+      code: 'MALFORMED_LINE',
+      line: 2,
+      message: expect.stringContaining('element 2 of the JSON array does not parse') as unknown,
+    })
+    await expect(parse('[{"a":1},\n{"b":2}')).rejects.toMatchObject({ code: 'TORN_LINE', line: 2 })
+    await expect(parse('[{"a":1},\n{"b":"cut')).rejects.toMatchObject({ code: 'TORN_LINE' })
+    await expect(parse('[{"a":1}] {"b":2}')).rejects.toMatchObject({
+      code: 'MALFORMED_LINE',
+      message: expect.stringContaining("after the JSON array's closing bracket") as unknown,
+    })
+    await expect(parse('[{"a":1},]')).rejects.toMatchObject({ code: 'MALFORMED_LINE' })
+    await expect(parse('[{"a":1},,{"b":2}]')).rejects.toMatchObject({ code: 'MALFORMED_LINE' })
+    await expect(parse('[{"a":1}, 2]')).rejects.toMatchObject({
+      code: 'INVALID_RECORD',
+      line: 2,
+      message: 'a.json element 2: expected an event object, found number',
+    })
+    await expect(parse('[[1]]')).rejects.toMatchObject({ code: 'INVALID_RECORD', line: 1 })
+    await expect(parse('[null]')).rejects.toMatchObject({ code: 'INVALID_RECORD' })
+  })
+})
