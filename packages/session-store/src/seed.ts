@@ -16,9 +16,6 @@ import type { CoreContext } from './scan.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 import { describe } from './checks.ts'
 
-/** A seed given as batches: an array, or a stream of event batches. */
-export type SeedEvents = readonly LoggedEvent[] | AsyncIterable<readonly LoggedEvent[]>
-
 /** True for a streamed seed (an async iterable that is not an array). */
 export function isSeedStream(seed: unknown): seed is AsyncIterable<readonly LoggedEvent[]> {
   return (

@@ -22,10 +22,10 @@ import { publishNewSession } from './publish-new.ts'
 import { checkpointWriter, newWriter, repairAndReturn } from './open-writer.ts'
 
 /** A create's seed: an array of events, or a stream of event batches (published at its end). */
-export type SeedInput = readonly LoggedEvent[] | AsyncIterable<readonly LoggedEvent[]>
+type SeedInput = readonly LoggedEvent[] | AsyncIterable<readonly LoggedEvent[]>
 
 /** The part of an `AbortSignal` a create reads. */
-export interface CreateSignal {
+interface CreateSignal {
   readonly aborted: boolean
   readonly reason?: unknown
 }
