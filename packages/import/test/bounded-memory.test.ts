@@ -117,7 +117,7 @@ describe('bounded memory: pi streamed, JSON arrays split element by element', ()
     expect(compared).toBe(sharedFixturesAvailable() ? 7 : 6)
   })
 
-  it('pi: the first pass keeps the tree index; the main path and each fork read the source again', async () => {
+  it('pi: the first pass keeps the tree index; the main path and each fork (twice: probe, build) read the source again', async () => {
     const text = readFileSync(join(SYNTHETIC, 'pi', 'v3-tree.jsonl'), 'utf8')
     const lines = text.trimEnd().split('\n').length
     const source = reader(text)
@@ -135,8 +135,9 @@ describe('bounded memory: pi streamed, JSON arrays split element by element', ()
     })
     const forks = result.sessions.filter((session) => session.role === 'fork').length
     expect(forks).toBeGreaterThan(0)
-    // Pass 1, the main path, one read per fork.
-    expect(source.opened()).toBe(2 + forks)
+    // Pass 1, the main path, two reads per fork (a probe for the prefix it shares, then the
+    // build handed over in batches).
+    expect(source.opened()).toBe(2 + 2 * forks)
     // The main session's first batch leaves while its pass is still reading the source.
     expect(seenAtFirstBatch[0]).toBeLessThan(2 * lines)
   })

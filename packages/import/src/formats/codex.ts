@@ -11,7 +11,7 @@ import {
 } from './codex-records.ts'
 import type { Rollback } from './codex-records.ts'
 import { arr, count, obj, str } from './types.ts'
-import type { FormatInput, FormatModule, FormatSession } from './types.ts'
+import type { FormatInput, FormatModule, FormatSession, ForkPass, LiveContinuation } from './types.ts'
 
 export { codexDetection }
 
@@ -327,9 +327,17 @@ async function build(
     readonly trackDigests: boolean
     /** Stop before this line (a fork ends where its rollback is). */
     readonly until?: number
+    /** A fork's pass (see {@link FormatInput.fork}): its builder, and when to stop. */
+    readonly pass?: ForkPass
+    /** A live import: how the main session goes on with appended records. */
+    readonly continueLive?: (continuation: LiveContinuation) => void
   },
 ): Promise<SessionBuilder> {
-  const builder = input.newBuilder(plan.counts, { trackDigests: plan.trackDigests })
+  const { pass } = plan
+  const builder =
+    pass === undefined
+      ? input.newBuilder(plan.counts, { trackDigests: plan.trackDigests })
+      : pass.newBuilder(plan.counts)
   const mapper = new CodexMapper(builder, {
     dropped: (line) => inRanges(plan.dropped, line),
     promptsStartTurns: !scanner.turnEvents,
@@ -347,6 +355,22 @@ async function build(
       if (rollback !== undefined) mapper.rolledBack(rollback)
     }
     if (session !== undefined) await input.pump(session)
+    if (pass !== undefined && !(await pass.step(builder))) return builder
+  }
+  if (plan.continueLive !== undefined) {
+    const rollbacks = scanner.rollbacks.length
+    const turnEvents = scanner.turnEvents
+    // Appended records follow the history as it is; a rollback (it drops turns already
+    // imported) or the first turn marker (prompts no longer start turns) asks for a re-import.
+    plan.continueLive({
+      add: ({ line, value }) => {
+        if (scanner.rollbacks.length !== rollbacks) return 'a thread_rolled_back drops turns already imported'
+        if (scanner.turnEvents !== turnEvents)
+          return 'the first turn marker: user prompts no longer start turns'
+        mapper.handle(line, value)
+        return undefined
+      },
+    })
   }
   if (!input.live) mapper.finish()
   return builder
@@ -362,31 +386,41 @@ async function mapCodex(input: FormatInput, scanner: CodexScanner): Promise<read
     (rollback): rollback is Rollback & { cut: number } => rollback.cut !== undefined,
   )
   const ranges = applied.map((rollback) => [rollback.cut, rollback.line] as const)
+  let live: LiveContinuation | undefined
   const main = await build(input, scanner, {
     session: { key: '', role: 'main' },
     dropped: ranges,
     counts: (line) => !inRanges(ranges, line),
     trackDigests: ranges.length > 0 && !input.live,
+    ...(input.live ? { continueLive: (continuation) => (live = continuation) } : {}),
   })
-  const sessions: FormatSession[] = [{ key: '', role: 'main', builder: main }]
+  const mainSession: FormatSession = { key: '', role: 'main', builder: main }
+  const sessions: FormatSession[] = [mainSession]
+  if (live !== undefined) input.continueLive(mainSession, live)
   if (input.live) return sessions
+  await input.close(mainSession)
   for (const [index, rollback] of applied.entries()) {
     // The fork replays the history as it was just before its rollback: earlier rollbacks applied.
     const earlier = ranges.slice(0, index)
     const own = ranges[index]!
-    const builder = await build(input, scanner, {
-      dropped: earlier,
-      counts: (line) => inRanges([own], line) && !inRanges(earlier, line),
-      trackDigests: false,
-      until: rollback.line,
-    })
-    sessions.push({
+    const session = {
       key: `rollback-${index + 1}`,
-      role: 'fork',
-      builder,
+      role: 'fork' as const,
       forkOf: '',
       metadata: { rollbackLine: rollback.line, numTurns: rollback.numTurns, branchLine: rollback.cut },
-    })
+    }
+    // Handed over in batches as it is built (seeded on the way), never held whole.
+    sessions.push(
+      await input.fork(session, (pass) =>
+        build(input, scanner, {
+          dropped: earlier,
+          counts: (line) => inRanges([own], line) && !inRanges(earlier, line),
+          trackDigests: false,
+          until: rollback.line,
+          pass,
+        }),
+      ),
+    )
   }
   return sessions
 }

@@ -6,7 +6,14 @@ import type { TreeNode } from '../tree.ts'
 import { arr, count, obj, str } from './types.ts'
 import { LineFetcher } from '../lines.ts'
 import type { ParsedLine } from '../lines.ts'
-import type { FormatFacts, FormatInput, FormatModule, FormatScanner, FormatSession } from './types.ts'
+import type {
+  FormatFacts,
+  FormatInput,
+  FormatModule,
+  FormatScanner,
+  FormatSession,
+  ForkPass,
+} from './types.ts'
 
 /** True when a first record is a pi-mono session header (`{type: "session", id, timestamp, cwd}`). */
 export function looksLikePi(record: Record<string, unknown>): boolean {
@@ -287,8 +294,10 @@ async function mapPi(input: FormatInput, scanner: PiScanner): Promise<FormatSess
   const build = async (
     builder: SessionBuilder,
     steps: readonly PiStep[],
-    session?: FormatSession,
-  ): Promise<void> => {
+    /** `session`: pumped as it is built; `pass`: a fork's pass (see {@link FormatInput.fork}). */
+    options: { readonly session?: FormatSession; readonly pass?: ForkPass } = {},
+  ): Promise<boolean> => {
+    const { session, pass } = options
     const mapper = new PiMapper(builder)
     if (header !== undefined) {
       builder.line = scanner.headerLine
@@ -306,11 +315,13 @@ async function mapPi(input: FormatInput, scanner: PiScanner): Promise<FormatSess
           builder.malformed(step.malformed)
         } else mapper.handle(step, migrate(await fetcher.get(step.line)))
         if (session !== undefined) await input.pump(session)
+        if (pass !== undefined && !(await pass.step(builder))) return false
       }
     } finally {
       await fetcher.close()
     }
     if (!input.live) mapper.finish()
+    return true
   }
   const steps: PiStep[] = []
   let next = 0
@@ -325,21 +336,27 @@ async function mapPi(input: FormatInput, scanner: PiScanner): Promise<FormatSess
     steps.push({ line: malformed[next]!.line, malformed: malformed[next]!.text })
   const builder = input.newBuilder(undefined, { trackDigests: plan.branches.length > 0 })
   const main: FormatSession = { key: '', role: 'main', builder }
-  await build(builder, steps, main)
+  await build(builder, steps, { session: main })
   if (input.live) return [main]
   const sessions: FormatSession[] = [main]
   const counted = new Set(plan.branches.length > 0 ? plan.main.map((node) => node.line) : [])
+  await input.close(main)
   for (const branch of plan.branches) {
-    const forkBuilder = input.newBuilder((line) => !counted.has(line))
-    await build(forkBuilder, branch.sequence)
-    for (const node of branch.sequence) counted.add(node.line)
-    sessions.push({
+    const session = {
       key: `fork-${branch.branchId.replace(/[^A-Za-z0-9]/g, '').slice(0, 12)}`,
-      role: 'fork',
-      builder: forkBuilder,
+      role: 'fork' as const,
       forkOf: '',
       metadata: { branchEntryId: branch.branchId, leafEntryId: branch.leafId },
-    })
+    }
+    // Handed over in batches as it is built (seeded on the way), never held whole.
+    sessions.push(
+      await input.fork(session, async (pass) => {
+        const forkBuilder = pass.newBuilder((line) => !counted.has(line))
+        const complete = await build(forkBuilder, branch.sequence, { pass })
+        if (complete && !pass.probe) for (const node of branch.sequence) counted.add(node.line)
+        return forkBuilder
+      }),
+    )
   }
   return sessions
 }
