@@ -12,8 +12,8 @@
  *    through the JSONL store in batches): source records per second and events per second,
  *    beside a bare read stream + line split + `JSON.parse` of the same file (lines per second);
  * 2. the peak RSS above the RSS before the import started, beside the same figure for the
- *    bare loop. No events are held: memory grows with the number of records (the tree index,
- *    about 33 bytes a record in typed arrays), not with their content; the README gives it from 64 MB to 1 GB.
+ *    bare loop. No events are held: memory grows with the number of records (the tree index),
+ *    not with their content; the README gives it from 64 MB to 1 GB.
  *
  * Timing is wall clock on a shared machine: ratios are the claim, absolute figures vary. The
  * same rate per CPU second (user + system time of each child) is printed too: on a machine

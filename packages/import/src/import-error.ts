@@ -18,12 +18,6 @@ export const ImportErrorCode = {
    * provider would refuse.
    */
   INVALID_IMPORT: 'INVALID_IMPORT',
-  /**
-   * Two record ids of a tree-shaped source share one 64-bit index hash (the first pass keeps
-   * hashes, not ids): the tree would be wrong, so the import stops. Never seen in practice
-   * (about one chance in 10^7 for a million records); the message names both lines.
-   */
-  INDEX_COLLISION: 'INDEX_COLLISION',
   /** An incremental import found that the session already stored is not a prefix of the new import. */
   DIVERGED: 'DIVERGED',
 } as const
