@@ -16,7 +16,6 @@
  *
  * Memory, not speed, is the claim here (the import bench has the speed figures).
  */
-import { spawn } from 'node:child_process'
 import {
   closeSync,
   createReadStream,
@@ -27,26 +26,16 @@ import {
   statSync,
   writeSync,
 } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 
 import { splitLines } from '@agent-ledger/import'
 
+import { runBenchChild } from '../../../tooling/bench/support.ts'
+import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { runCli } from '../src/index.ts'
 import { transcriptLines, uuidOf } from '../test/support/claude-transcript.ts'
-
-/** One measured figure, in the shape tooling/bench/run.ts prints. */
-interface BenchResult {
-  name: string
-  value: number
-  unit: string
-  floor?: { name: string; value: number }
-  ratio?: number
-  target?: string
-  met?: boolean
-}
 
 const CHILD_ENV = 'AGENT_LEDGER_SEED_STREAM_BENCH_CHILD'
 const TURNS_PER_CHUNK = 200
@@ -128,23 +117,7 @@ async function childMain(job: string): Promise<void> {
 }
 
 function runChild(job: string): Promise<ChildResult> {
-  const loader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
-  const script = fileURLToPath(import.meta.url)
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--conditions=@agent-ledger/source', '--import', loader, script], {
-      env: { ...process.env, [CHILD_ENV]: job },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-    child.on('close', (code) => {
-      const line = stdout.trim().split('\n').pop() ?? ''
-      if (code !== 0 || line === '') reject(new Error(`bench child exited ${code}: ${stderr.slice(-2000)}`))
-      else resolve(JSON.parse(line) as ChildResult)
-    })
-  })
+  return runBenchChild<ChildResult>(fileURLToPath(import.meta.url), { envName: CHILD_ENV, value: job })
 }
 
 const mb = (bytes: number): number => bytes / (1024 * 1024)
