@@ -128,17 +128,7 @@ export class LineFetcher {
   }
 
   #isWanted(line: number): boolean {
-    const wanted = this.#wanted
-    let low = 0
-    let high = wanted.length - 1
-    while (low <= high) {
-      const middle = (low + high) >>> 1
-      const value = wanted[middle]!
-      if (value === line) return true
-      if (value < line) low = middle + 1
-      else high = middle - 1
-    }
-    return false
+    return sortedHas(this.#wanted, line)
   }
 
   /** The record at `line` (each wanted line is asked for once). */
@@ -293,4 +283,18 @@ export async function* parseJsonArray(
       `the JSON array ends after element ${index} without its closing bracket: the writer was cut short or is still writing`,
     )
   }
+}
+
+/** Whether the sorted `values` hold `value` (binary search). */
+export function sortedHas(values: Int32Array, value: number): boolean {
+  let low = 0
+  let high = values.length - 1
+  while (low <= high) {
+    const middle = (low + high) >>> 1
+    const found = values[middle]!
+    if (found === value) return true
+    if (found < value) low = middle + 1
+    else high = middle - 1
+  }
+  return false
 }

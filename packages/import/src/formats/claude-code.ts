@@ -2,6 +2,7 @@ import type { ContentPart, Usage } from '@agent-ledger/session-events'
 
 import { USER_REJECTED } from '../builder.ts'
 import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
+import { sortedHas } from '../lines.ts'
 import { planTree } from '../tree.ts'
 import type { TreeNode, TreePlan } from '../tree.ts'
 import { arr, count, obj, str } from './types.ts'
@@ -345,18 +346,7 @@ async function walk(
   const wanted = Int32Array.from(
     steps.filter((step) => kindOf(step) !== 'malformed').map((step) => step.line),
   ).sort()
-  const isWanted = (line: number): boolean => {
-    let low = 0
-    let high = wanted.length - 1
-    while (low <= high) {
-      const middle = (low + high) >>> 1
-      const value = wanted[middle]!
-      if (value === line) return true
-      if (value < line) low = middle + 1
-      else high = middle - 1
-    }
-    return false
-  }
+  const isWanted = (line: number): boolean => sortedHas(wanted, line)
   const held = new Map<number, Record<string, unknown>>()
   const records = input.replay()[Symbol.asyncIterator]()
   try {
