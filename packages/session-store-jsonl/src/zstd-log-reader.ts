@@ -61,6 +61,12 @@ export interface ZstdScanOptions extends Omit<ScannerOptions, 'limits' | 'resume
   readonly end?: number
   /** Receives the plain content of every frame that passed, in order (a view valid during the call). */
   readonly onPlain?: (chunk: Uint8Array) => void
+  /**
+   * Lines mode only: the source starts at the frame at compressed offset `offset`, whose
+   * first line follows event `lastSeq` and starts at plain offset `plainOffset` (a seek
+   * point); the frames before it are not read.
+   */
+  readonly from?: { readonly offset: number; readonly plainOffset: number; readonly lastSeq: number }
 }
 
 /** Frame counters of a `.zstd` scan. */
@@ -310,19 +316,34 @@ export async function* scanZstdLogChunks(
   source: ByteSource,
   options: ZstdScanOptions,
 ): AsyncGenerator<void, ZstdScanOutcome, undefined> {
-  const { limits, file } = options
-  const scanner = new LogScanner({ ...options, limits })
-  const frames = new ZstdFrameScanner()
-  let bytesRead = 0
-  let plainOffset = 0
-  let goodEnd = 0
+  const { limits, file, from } = options
+  const scanner = new LogScanner({
+    ...options,
+    limits,
+    ...(from === undefined
+      ? {}
+      : {
+          resume: {
+            header: null,
+            headerEndOffset: 0,
+            lastSeq: from.lastSeq,
+            offset: from.plainOffset,
+            stats: { goodLines: from.lastSeq + 2, events: from.lastSeq + 1, ignoredUnknown: 0 },
+          },
+        }),
+  })
+  const frames = new ZstdFrameScanner(from === undefined ? {} : { startOffset: from.offset })
+  let bytesRead = from?.offset ?? 0
+  let plainOffset = from?.plainOffset ?? 0
+  let goodEnd = from?.offset ?? 0
   let headerEnd = 0
-  let goodFrames = 0
+  // Resumed: the header frame (and every frame before the seek point) passed before.
+  let goodFrames = from === undefined ? 0 : 1
   let skippable = 0
   let lastFrameOffset = -1
   let sealedOpen = true
   const sealed = { frames: 0, compressedEnd: 0, plainEnd: 0 }
-  let linesSeen = 0
+  let linesSeen = from === undefined ? 0 : from.lastSeq + 2
   let suspect = null as Suspect | null
   let damage = null as JsonlStoreError | null
   let stopped = false

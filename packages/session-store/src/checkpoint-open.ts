@@ -50,7 +50,7 @@ export interface CheckpointedScan {
 
 /** Options of {@link scanWithCheckpoint}. */
 export interface CheckpointScanOptions extends SignalOptions {
-  /** The head's `nextSeq` when the caller has it (a write open); else `head()` is asked. */
+  /** The head's `nextSeq` when the caller has it (a write open); a read open leaves it out and a checkpoint past the log's end is found by reading its event. */
   readonly nextSeq?: number | undefined
 }
 
@@ -181,7 +181,9 @@ async function boundEvent(
     if (!isLineDamage(error)) throw error
     return refuse('event', `event ${record.seq} fails its checks (${error.code})`, error)
   }
-  if (found === undefined) return refuse('event', `expected event ${record.seq}, found none`)
+  if (found === undefined) {
+    return refuse('past-head', `expected a seq below the head of the log, found ${record.seq} (no such event)`)
+  }
   return { event: found }
 }
 
@@ -202,9 +204,15 @@ async function fromCheckpoint(
   if (record.registryDigest !== context.registryDigest) {
     return refuse('registry', `expected registry ${context.registryDigest}, found ${record.registryDigest}`)
   }
-  const nextSeq = options.nextSeq ?? (await context.backend.head(id, { signal: options.signal })).nextSeq
-  if (!Number.isSafeInteger(record.seq) || record.seq < 0 || record.seq >= nextSeq) {
-    return refuse('past-head', `expected a seq below the head ${nextSeq}, found ${record.seq}`)
+  // A read open does not ask for the head (a file backend would scan the whole log for it):
+  // a checkpoint past the head has no stored event `seq`, which `boundEvent` finds.
+  const nextSeq = options.nextSeq
+  if (
+    !Number.isSafeInteger(record.seq) ||
+    record.seq < 0 ||
+    (nextSeq !== undefined && record.seq >= nextSeq)
+  ) {
+    return refuse('past-head', `expected a seq below the head ${nextSeq ?? 'of the log'}, found ${record.seq}`)
   }
   if (record.body.byteLength > context.checkpoint.maxBytes) {
     return refuse(

@@ -46,6 +46,8 @@ export interface Held {
   readonly epoch: number
   record: LeaseRecord
   offset: number
+  /** Plain-content size of the log at the durable head when the lease was granted (a `.zstd` log's decompressed size). */
+  readonly plainEnd: number
   nextSeq: number
   lastCrc: string | null
   /** Set when a failure left the log in a state no retry on this lease can fix. */
@@ -154,6 +156,7 @@ export async function recoverLog(
     epoch: record.epoch,
     record,
     offset: outcome.goodEndOffset,
+    plainEnd: (outcome as { zstd?: { plainGoodEnd: number } }).zstd?.plainGoodEnd ?? outcome.goodEndOffset,
     nextSeq: scanned.nextSeq,
     lastCrc: scanned.lastCrc,
     failed,

@@ -42,6 +42,8 @@ import type { LockOptions, WriterLock } from '../writer-lock.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
 import { appendToHeld, assertFence, lockNonce, recoverLog, takeLock } from './held-lease.ts'
 import type { Held, LeaseContext } from './held-lease.ts'
+import { checkpointCapability, readSeekPoint, trackBatch } from './checkpoints.ts'
+import type { SeekTrack } from './checkpoints.ts'
 import { maintenanceCapabilities } from './maintenance.ts'
 import { waitForAppend } from './follow.ts'
 import { readLease, writeLease } from './lease-file.ts'
@@ -105,6 +107,8 @@ class JsonlBackendImpl implements JsonlBackend {
   readonly #randomHex: (byteCount: number) => string
   readonly #now: () => number
   readonly #held = new Map<string, Held>()
+  /** Per held lease: where its recent batches start (the seek points of its checkpoints). */
+  readonly #seeks = new Map<string, SeekTrack>()
   readonly #heads = new Map<string, CachedHead>()
   readonly #lastBatch = new Map<string, { batchId: string; nextSeq: number; epoch: number }>()
   readonly #leaseContext: LeaseContext
@@ -157,6 +161,19 @@ class JsonlBackendImpl implements JsonlBackend {
             waitOptions,
           ),
       },
+      checkpoints: checkpointCapability({
+        fs: this.#fs,
+        root: this.root,
+        randomHex: this.#randomHex,
+        assertOpen: () => this.#open(),
+        checkedId: (id) => this.#id(id),
+        fenced: async (lease) => {
+          const held = this.#heldFor(lease)
+          await assertFence(this.#leaseContext, held)
+          const track = this.#seeks.get(heldKey(held.id, held.epoch)) ?? { plainEnd: 0, batches: [] }
+          return { directory: held.directory, log: held.adapter.log.name, track }
+        },
+      }),
       ...maintenanceCapabilities({
         ...context,
         lock: this.#lock,
@@ -318,6 +335,7 @@ class JsonlBackendImpl implements JsonlBackend {
       opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked, 'write')
       const held = await recoverLog(this.#leaseContext, checked, { opened, lock, record })
       this.#held.set(heldKey(checked, record.epoch), held.held)
+      this.#seeks.set(heldKey(checked, record.epoch), { plainEnd: held.held.plainEnd, batches: [] })
       this.#lastBatch.delete(checked)
       this.#heads.delete(checked)
       const lease: WriterLease = {
@@ -365,10 +383,26 @@ class JsonlBackendImpl implements JsonlBackend {
     }
     this.#id(id)
     const held = this.#heldFor(lease)
+    const offset = held.offset
     try {
       await appendToHeld(this.#leaseContext, held, batch)
     } finally {
       this.#heads.delete(id)
+    }
+    const track = this.#seeks.get(heldKey(id, lease.epoch))
+    if (track !== undefined) {
+      let plainBytes = held.offset - offset
+      if (held.adapter.encoding !== 'plain') {
+        plainBytes = 0
+        for (const line of batch.lines) plainBytes += Buffer.byteLength(line, 'utf8') + 1
+      }
+      trackBatch(track, {
+        log: held.adapter.log.name,
+        firstSeq: batch.expectedSeq,
+        lines: batch.lines,
+        offset,
+        plainBytes,
+      })
     }
     this.#lastBatch.set(id, { batchId: batch.batchId, nextSeq: held.nextSeq, epoch: held.epoch })
   }
@@ -389,6 +423,7 @@ class JsonlBackendImpl implements JsonlBackend {
     const held = this.#held.get(key)
     if (held === undefined) return
     this.#held.delete(key)
+    this.#seeks.delete(key)
     await held.handle.close().catch(() => undefined)
     // The lock's own release claims its token first (a new file); on a full disk that fails, so
     // fall back to removing writer.lock while it still carries our nonce: a release needs no space.
@@ -498,6 +533,9 @@ class JsonlBackendImpl implements JsonlBackend {
         toSeq,
         signal: options.signal,
         onTornTail: options.onTornTail,
+        // A read that does not start at 0 starts at the checkpoint's batch when it can.
+        seek: fromSeq === 0 ? null : await readSeekPoint(this.#fs, opened.directory, opened.log.name),
+        maxDepth: this.#limits.maxDepth,
       })
     } finally {
       await opened.handle.close().catch(() => undefined)

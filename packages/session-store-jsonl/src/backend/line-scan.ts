@@ -8,6 +8,7 @@ import type { AbortSignalLike, StoredLine, TornTailInfo } from '@agent-ledger/se
 import type { FileHandleOps } from '../fs-ops.ts'
 import type { ScanOutcome, TornTail } from '../log-scanner.ts'
 import type { LogAdapter } from '../log-adapter.ts'
+import type { SeekPoint } from './checkpoints.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
 
 /** The durable head a scan found. */
@@ -123,16 +124,25 @@ export interface LineRange {
   readonly toSeq?: number | undefined
   readonly signal?: AbortSignalLike | undefined
   readonly onTornTail?: ((tail: TornTailInfo) => void) | undefined
+  /** Where line `seek.fromSeq` starts (from the stored checkpoint), used when `seek.fromSeq <= fromSeq`. */
+  readonly seek?: SeekPoint | null | undefined
+  /** The depth limit the scanner checks lines against (handed to the core with each parsed line). */
+  readonly maxDepth: number
 }
 
 /**
  * Streams event lines `fromSeq..toSeq`: the lines of each chunk are yielded as soon as the
  * chunk is scanned (a `.zstd` frame's only after the whole frame passed its checks). Damage
  * is thrown after every good line before it; a torn tail ends the read and is reported.
+ * Each line comes with the object the scanner parsed and checked (`StoredLine.checked`), so
+ * the core decodes it only once.
+ *
+ * With a usable seek point the scan starts there; when the line found there is not the one
+ * the point recorded (its checksum differs, or there is none), the read starts over at byte 0.
  *
  * @param adapter - The log's encoding.
  * @param handle - The open log (closed by the caller).
- * @param range - Seqs, signal and the torn-tail callback.
+ * @param range - Seqs, signal, the torn-tail callback and the seek point.
  * @returns The lines.
  */
 export async function* readLines(
@@ -140,18 +150,57 @@ export async function* readLines(
   handle: FileHandleOps,
   range: LineRange,
 ): AsyncGenerator<StoredLine, void, undefined> {
+  const seek = range.seek
+  if (
+    seek !== null &&
+    seek !== undefined &&
+    seek.log === adapter.log.name &&
+    seek.fromSeq > 0 &&
+    seek.fromSeq <= range.fromSeq
+  ) {
+    const resumed = yield* readFrom(adapter, handle, range, seek)
+    if (resumed === 'found') return
+  }
+  yield* readFrom(adapter, handle, range, null)
+}
+
+/**
+ * One scan from byte 0 or from a seek point; returns `missed` (nothing yielded) when the
+ * seek point's line is not there.
+ */
+async function* readFrom(
+  adapter: LogAdapter,
+  handle: FileHandleOps,
+  range: LineRange,
+  seek: SeekPoint | null,
+): AsyncGenerator<StoredLine, 'found' | 'missed', undefined> {
   const { sessionId, fromSeq, toSeq } = range
   const file = adapter.log.file
+  const maxDepth = range.maxDepth
   const queue: StoredLine[] = []
+  // Until the seek point's line is confirmed, nothing is yielded (a wrong point starts over).
+  let confirmed = seek === null
+  let missed = false
   const scan = adapter.scan(handle, {
-    onLine: (location) => {
+    ...(seek === null
+      ? {}
+      : { from: { offset: seek.offset, plainOffset: seek.plainOffset, lastSeq: seek.fromSeq - 1 } }),
+    onLine: (location, value) => {
       if (location.line === 1) return false
       const seq = location.line - 2
+      if (!confirmed) {
+        if (seq !== seek!.fromSeq || crcOf(location.bytes) !== seek!.firstCrc) {
+          missed = true
+          return true
+        }
+        confirmed = true
+      }
       if (seq >= fromSeq && (toSeq === undefined || seq <= toSeq)) {
         queue.push({
           seq,
           line: location.bytes.toString('utf8'),
           location: { file, line: location.line, offset: location.offset },
+          ...(value === undefined ? {} : { checked: { value, maxDepth } }),
         })
       }
       return toSeq !== undefined && seq >= toSeq
@@ -164,13 +213,16 @@ export async function* readLines(
     try {
       step = await scan.next()
     } catch (error) {
+      if (!confirmed) return 'missed'
       throw toPortError(error, { sessionId, action })
     }
+    if (missed) return 'missed'
     while (queue.length > 0) yield queue.shift()!
     if (step.done !== true) continue
+    if (!confirmed) return 'missed'
     const outcome = step.value
     if (outcome.damage !== null) throw toPortError(outcome.damage, { sessionId, action })
     if (outcome.tornTail !== null) range.onTornTail?.(tornTailInfo(adapter, outcome.tornTail))
-    return
+    return 'found'
   }
 }
