@@ -263,6 +263,8 @@ export interface CheckpointContext {
     readonly directory: string
     readonly log: string
     readonly track: SeekTrack
+    /** The durable head's `nextSeq` under the lease. */
+    readonly nextSeq: number
   }>
 }
 
@@ -293,7 +295,14 @@ export function checkpointCapability(context: CheckpointContext): CheckpointCapa
       context.assertOpen()
       const id = lease.sessionId
       throwIfAborted(options.signal, `Storing the checkpoint of session ${id}`, id)
-      const { directory, log, track } = await context.fenced(lease)
+      const { directory, log, track, nextSeq } = await context.fenced(lease)
+      if (!isSeq(record.seq) || record.seq >= nextSeq) {
+        throw portError(SessionStoreErrorCode.INVALID_OPTION, {
+          sessionId: id,
+          message: `Cannot store a checkpoint of session ${id} at seq ${String(record.seq)}: expected a seq below the durable head ${nextSeq}; nothing was written.`,
+          details: { option: 'seq', expected: `< ${nextSeq}`, found: record.seq },
+        })
+      }
       const previous = await readSeekPoint(context.fs, directory, log)
       const bytes = encodeCheckpointFile(record, seekPointFor(track, record.seq, previous))
       try {

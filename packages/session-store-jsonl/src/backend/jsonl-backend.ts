@@ -45,6 +45,8 @@ import type { Held, LeaseContext } from './held-lease.ts'
 import { checkpointCapability, readSeekPoint, trackBatch } from './checkpoints.ts'
 import type { SeekTrack } from './checkpoints.ts'
 import { maintenanceCapabilities } from './maintenance.ts'
+import { isOlderGeneration, olderHead, readOlderHeader, readOlderLines } from './older-read.ts'
+import type { OlderReadContext } from './older-read.ts'
 import { waitForAppend } from './follow.ts'
 import { readLease, writeLease } from './lease-file.ts'
 import type { LeaseRecord } from './lease-file.ts'
@@ -112,6 +114,7 @@ class JsonlBackendImpl implements JsonlBackend {
   readonly #heads = new Map<string, CachedHead>()
   readonly #lastBatch = new Map<string, { batchId: string; nextSeq: number; epoch: number }>()
   readonly #leaseContext: LeaseContext
+  readonly #older: OlderReadContext
   #closed = false
 
   constructor(options: JsonlBackendOptions) {
@@ -148,6 +151,7 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#now = options.now ?? Date.now
     this.#leaseContext = { fs: this.#fs, limits: this.#limits, lock: this.#lock }
     const context = { fs: this.#fs, root: this.root, limits: this.#limits }
+    this.#older = { ...context, registry: options.registry ?? coreEventRegistry }
     this.capabilities = {
       follow: {
         waitForAppend: (id, waitOptions) =>
@@ -171,7 +175,7 @@ class JsonlBackendImpl implements JsonlBackend {
           const held = this.#heldFor(lease)
           await assertFence(this.#leaseContext, held)
           const track = this.#seeks.get(heldKey(held.id, held.epoch)) ?? { plainEnd: 0, batches: [] }
-          return { directory: held.directory, log: held.adapter.log.name, track }
+          return { directory: held.directory, log: held.adapter.log.name, track, nextSeq: held.nextSeq }
         },
       }),
       ...maintenanceCapabilities({
@@ -476,7 +480,14 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#open()
     const checked = this.#id(id)
     throwIfAborted(options.signal, `Reading the head of session ${checked}`, checked)
-    const opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked)
+    const opened = await this.#openForRead(checked)
+    if (opened === null) {
+      // An older generation: its migrated head (read only, nothing written).
+      const directory = await sessionDirectory(this.#fs, this.root, checked)
+      const head = await olderHead(this.#older, checked)
+      const mtimeMs = (await this.#fs.lstat(directory)).mtimeMs
+      return await this.#headOf(null, { id: checked, directory, mtimeMs, ...head })
+    }
     try {
       const stats = await opened.handle.stat()
       const key = `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`
@@ -505,7 +516,8 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#open()
     const checked = this.#id(id)
     throwIfAborted(options.signal, `Reading the header of session ${checked}`, checked)
-    const opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked)
+    const opened = await this.#openForRead(checked)
+    if (opened === null) return await readOlderHeader(this.#older, checked)
     try {
       const adapter = await logAdapter(checked, opened.log.encoding, this.#limits)
       const { line, location } = await readHeaderLine(adapter, opened.handle, checked)
@@ -522,7 +534,11 @@ class JsonlBackendImpl implements JsonlBackend {
     const checked = this.#id(id)
     const fromSeq = seqOption(options.fromSeq, 'fromSeq')
     const toSeq = options.toSeq === undefined ? undefined : seqOption(options.toSeq, 'toSeq')
-    const opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked)
+    const opened = await this.#openForRead(checked)
+    if (opened === null) {
+      yield* readOlderLines(this.#older, checked, { ...options, fromSeq, toSeq })
+      return
+    }
     try {
       const adapter = await logAdapter(checked, opened.log.encoding, this.#limits).catch((error: unknown) => {
         throw toPortError(error, { sessionId: checked, action: `read session ${checked}` })
@@ -539,6 +555,19 @@ class JsonlBackendImpl implements JsonlBackend {
       })
     } finally {
       await opened.handle.close().catch(() => undefined)
+    }
+  }
+
+  /**
+   * The current v4 log opened for reading, or null when the session has only an older
+   * generation (read through migration in memory, as the JSONL store API reads it).
+   */
+  async #openForRead(id: string): Promise<Awaited<ReturnType<typeof openLog>> | null> {
+    try {
+      return await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, id)
+    } catch (error) {
+      if (isOlderGeneration(error)) return null
+      throw error
     }
   }
 
