@@ -214,6 +214,10 @@ async function fromCheckpoint(
   ) {
     return refuse('past-head', `expected a seq below the head ${nextSeq ?? 'of the log'}, found ${record.seq}`)
   }
+  // The binding first: a record whose event is not stored (past the head) or has another
+  // checksum is refused for that, whatever its body says.
+  const bound = await boundEvent(context, { id, record, signal: options.signal })
+  if ('ok' in bound) return bound
   if (record.body.byteLength > context.checkpoint.maxBytes) {
     return refuse(
       'too-large',
@@ -230,8 +234,6 @@ async function fromCheckpoint(
       `expected limits up to maxDepth ${context.limits.maxDepth} and maxLineLength ${context.limits.maxLineLength}, found ${payload.maxDepth} and ${payload.maxLineLength}`,
     )
   }
-  const bound = await boundEvent(context, { id, record, signal: options.signal })
-  if ('ok' in bound) return bound
   let projection: Projection
   try {
     projection = restoreProjection(payload.snapshot, { registry: context.registry })

@@ -25,6 +25,7 @@ import type { LeaseRecord } from './lease-file.ts'
 import { logAdapter } from '../log-adapter.ts'
 import type { LogAdapter } from '../log-adapter.ts'
 import { scanHead, tornTailInfo } from './line-scan.ts'
+import type { SeekPoint } from './checkpoints.ts'
 import type { OpenedLog } from './open-log.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
 
@@ -48,6 +49,8 @@ export interface Held {
   offset: number
   /** Plain-content size of the log at the durable head when the lease was granted (a `.zstd` log's decompressed size). */
   readonly plainEnd: number
+  /** Where a read of the last durable event can start, found by the acquire's scan (null: no event). */
+  readonly tailSeek: SeekPoint | null
   nextSeq: number
   lastCrc: string | null
   /** Set when a failure left the log in a state no retry on this lease can fix. */
@@ -157,6 +160,7 @@ export async function recoverLog(
     record,
     offset: outcome.goodEndOffset,
     plainEnd: (outcome as { zstd?: { plainGoodEnd: number } }).zstd?.plainGoodEnd ?? outcome.goodEndOffset,
+    tailSeek: scanned.lastStart,
     nextSeq: scanned.nextSeq,
     lastCrc: scanned.lastCrc,
     failed,

@@ -339,7 +339,11 @@ class JsonlBackendImpl implements JsonlBackend {
       opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked, 'write')
       const held = await recoverLog(this.#leaseContext, checked, { opened, lock, record })
       this.#held.set(heldKey(checked, record.epoch), held.held)
-      this.#seeks.set(heldKey(checked, record.epoch), { plainEnd: held.held.plainEnd, batches: [] })
+      const tail = held.held.tailSeek
+      this.#seeks.set(heldKey(checked, record.epoch), {
+        plainEnd: held.held.plainEnd,
+        batches: tail === null ? [] : [{ lastSeq: held.held.nextSeq - 1, point: tail }],
+      })
       this.#lastBatch.delete(checked)
       this.#heads.delete(checked)
       const lease: WriterLease = {

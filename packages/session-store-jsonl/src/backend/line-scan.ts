@@ -8,6 +8,7 @@ import type { AbortSignalLike, StoredLine, TornTailInfo } from '@agent-ledger/se
 import type { FileHandleOps } from '../fs-ops.ts'
 import type { ScanOutcome, TornTail } from '../log-scanner.ts'
 import type { LogAdapter } from '../log-adapter.ts'
+import type { ZstdLogStats } from '../zstd-log-reader.ts'
 import type { SeekPoint } from './checkpoints.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
 
@@ -20,6 +21,12 @@ export interface ScannedHead {
   /** The header line (line 1) as text, or null when there is no whole one. */
   readonly headerLine: string | null
   readonly outcome: ScanOutcome
+  /**
+   * Where a read of the last event can start (a plain log: the last line; a `.zstd` log: the
+   * last frame holding events), or null when there is no event. Offsets of the scanned
+   * source; for a staged copy they are those of the copy.
+   */
+  readonly lastStart: SeekPoint | null
 }
 
 /** The 8 hex digits of a line's `,"crc":"xxxxxxxx"}` suffix (the line passed its checksum). */
@@ -46,17 +53,39 @@ export async function scanHead(
   source: FileHandleOps | AsyncIterable<Buffer>,
 ): Promise<ScannedHead> {
   let lastCrc: string | null = null
+  let lastOffset = -1
   let headerLine: string | null = null
   const outcome = await drain(
     adapter.scan(source, {
       onLine: (location) => {
-        if (location.line > 1) lastCrc = crcOf(location.bytes)
-        else headerLine = location.bytes.toString('utf8')
+        if (location.line > 1) {
+          lastCrc = crcOf(location.bytes)
+          lastOffset = location.offset
+        } else headerLine = location.bytes.toString('utf8')
         return false
       },
     }),
   )
-  return { nextSeq: outcome.lastSeq + 1, lastCrc, headerLine, outcome }
+  const nextSeq = outcome.lastSeq + 1
+  let lastStart: SeekPoint | null = null
+  const log = adapter.log.name
+  if (adapter.encoding === 'plain') {
+    if (lastCrc !== null && lastOffset >= 0) {
+      lastStart = { log, fromSeq: nextSeq - 1, offset: lastOffset, plainOffset: lastOffset, firstCrc: lastCrc }
+    }
+  } else {
+    const frame = (outcome as { zstd?: ZstdLogStats }).zstd?.lastEventFrame ?? null
+    if (frame !== null && frame.firstLine - 2 < nextSeq) {
+      lastStart = {
+        log,
+        fromSeq: frame.firstLine - 2,
+        offset: frame.offset,
+        plainOffset: frame.plainOffset,
+        firstCrc: frame.firstCrc,
+      }
+    }
+  }
+  return { nextSeq, lastCrc, headerLine, outcome, lastStart }
 }
 
 /**
