@@ -47,7 +47,10 @@ const SIZES = {
 const EAGER: CheckpointOptions = { everyEvents: 1, minIntervalMs: 0, minLogBytes: 0, minGrowthRatio: 0 }
 const log = progress('core-read')
 
-function coreStore(root: string, options: { encoding?: 'plain' | 'zstd'; checkpoint?: CheckpointOptions | { enabled: false } } = {}): SessionStore {
+function coreStore(
+  root: string,
+  options: { encoding?: 'plain' | 'zstd'; checkpoint?: CheckpointOptions | { enabled: false } } = {},
+): SessionStore {
   let tick = 0
   return createSessionStore({
     backend: createJsonlBackend({ root, encoding: options.encoding ?? 'plain', lock: { heartbeatMs: 0 } }),
@@ -97,14 +100,19 @@ function appendTurn(writer: SessionWriter, turn: number): void {
   const pad = 'lorem ipsum dolor sit amet consectetur '.repeat(1 + (turn % 5))
   const callId = `c${turn}`
   writer.append({ type: 'turn/start', data: { turn } })
-  writer.append({ type: 'user/message', data: { message: { role: 'user', content: `question ${turn}: ${pad}` } } })
+  writer.append({
+    type: 'user/message',
+    data: { message: { role: 'user', content: `question ${turn}: ${pad}` } },
+  })
   writer.append({
     type: 'assistant/message',
     data: {
       message: {
         role: 'assistant',
         content: null,
-        tool_calls: [{ id: callId, type: 'function', function: { name: 'read', arguments: `{"n":${turn}}` } }],
+        tool_calls: [
+          { id: callId, type: 'function', function: { name: 'read', arguments: `{"n":${turn}}` } },
+        ],
       },
     },
   })
@@ -113,7 +121,10 @@ function appendTurn(writer: SessionWriter, turn: number): void {
     type: 'tool/result',
     data: { message: { role: 'tool', tool_call_id: callId, content: `result ${turn} ${pad}${pad}` } },
   })
-  writer.append({ type: 'assistant/message', data: { message: { role: 'assistant', content: `answer ${turn}` } } })
+  writer.append({
+    type: 'assistant/message',
+    data: { message: { role: 'assistant', content: `answer ${turn}` } },
+  })
   writer.append({ type: 'turn/end', data: { turn, reason: 'completed' } })
   if (turn % 50 !== 0) return
   const surface = writer.projection.surface()
@@ -141,7 +152,10 @@ async function writeColdSession(encoding: 'plain' | 'zstd', total: number): Prom
   const id = 'cold'
   const plainStore = coreStore(root, { encoding, checkpoint: { enabled: false } })
   const first = await plainStore.create({ id, header: { cwd: '/bench/core-read' } })
-  first.append({ type: 'system/message', data: { message: { role: 'system', content: 'You are a bench agent.' } } })
+  first.append({
+    type: 'system/message',
+    data: { message: { role: 'system', content: 'You are a bench agent.' } },
+  })
   let turn = 1
   let sinceFlush = 0
   while (first.projection.nextSeq < total - 220) {
@@ -193,7 +207,10 @@ async function coldFigures(encoding: 'plain' | 'zstd', total: number): Promise<B
         name: `core cold open over JSONL ${encoding}, ${session.events} events, checkpoint ${behind} events behind (openReader, new backend + store)`,
         value: coldS * 1000,
         unit: 'ms',
-        floor: { name: 'full replay of the same session (openReader, checkpoints off), ms', value: fullS * 1000 },
+        floor: {
+          name: 'full replay of the same session (openReader, checkpoints off), ms',
+          value: fullS * 1000,
+        },
         ratio,
         target: `<= ${COLD_TARGET}`,
         met: ratio <= COLD_TARGET,
@@ -257,14 +274,19 @@ export async function run(options: RunOptions = {}): Promise<BenchResult[]> {
   const results: BenchResult[] = []
   log(`full replay of the ${sizes.datasetMb} MB dataset`)
   results.push(await replayFigure(dataset, sizes.datasetMb))
-  for (const encoding of ['plain', 'zstd'] as const) results.push(...(await coldFigures(encoding, sizes.events)))
+  for (const encoding of ['plain', 'zstd'] as const)
+    results.push(...(await coldFigures(encoding, sizes.events)))
   log(`peak RSS of opening the ${sizes.datasetMb} MB dataset (child process)`)
   results.push(await memoryFigure(dataset, sizes.datasetMb))
   return results
 }
 
 const childJob = process.env[CHILD_ENV]
-if (childJob !== undefined && process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+if (
+  childJob !== undefined &&
+  process.argv[1] !== undefined &&
+  fileURLToPath(import.meta.url) === process.argv[1]
+) {
   const report = await memoryChild(JSON.parse(childJob) as { root: string; id: string })
   process.stdout.write(`${JSON.stringify(report)}\n`)
 }

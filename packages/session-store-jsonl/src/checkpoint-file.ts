@@ -25,16 +25,17 @@ export type CheckpointFileRead =
  *
  * @param fs - The file-system seam.
  * @param directory - The session directory.
- * @param maxBytes - Largest checkpoint read.
- * @param name - The file (default the JSONL store's `projection.checkpoint.msgpack`).
+ * @param limit - Largest checkpoint read; with `name`, another file than the JSONL store's
+ *   `projection.checkpoint.msgpack` (the core's `core.checkpoint`).
  * @returns The bytes, `absent`, or why the file cannot be used.
  */
 export async function readCheckpointFile(
   fs: FsOps,
   directory: string,
-  maxBytes: number,
-  name: string = CHECKPOINT_FILE_NAME,
+  limit: number | { readonly maxBytes: number; readonly name: string },
 ): Promise<CheckpointFileRead> {
+  const { maxBytes, name } =
+    typeof limit === 'number' ? { maxBytes: limit, name: CHECKPOINT_FILE_NAME } : limit
   let handle: FileHandleOps
   try {
     handle = await fs.open(join(directory, name), constants.O_RDONLY | constants.O_NOFOLLOW)

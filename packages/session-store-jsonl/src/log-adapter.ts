@@ -158,7 +158,10 @@ export async function logAdapter(
   const log = sessionLog(id, encoding)
   const chunks = (source: FileHandleOps | AsyncIterable<Buffer>, start?: number): AsyncIterable<Buffer> =>
     isHandle(source)
-      ? readFileChunks(source, { chunkBytes: limits.readChunkBytes, ...(start === undefined ? {} : { start }) })
+      ? readFileChunks(source, {
+          chunkBytes: limits.readChunkBytes,
+          ...(start === undefined ? {} : { start }),
+        })
       : source
   const sized = (options: EventScanOptions): { readonly chunkBytes: number } => ({
     chunkBytes: options.chunkBytes ?? limits.readChunkBytes,

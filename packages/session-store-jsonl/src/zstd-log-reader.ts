@@ -339,7 +339,11 @@ export async function* scanZstdLogChunks(
       : {
           onLine: (location: LineLocation, value?: Record<string, unknown>) => {
             if (location.line === frameFirst.line)
-              frameFirst.crc = location.bytes.toString('latin1', location.bytes.length - 10, location.bytes.length - 2)
+              frameFirst.crc = location.bytes.toString(
+                'latin1',
+                location.bytes.length - 10,
+                location.bytes.length - 2,
+              )
             return onLine(location, value)
           },
         }),

@@ -19,7 +19,11 @@ import { createJsonlBackend, createSessionStore as createJsonlStore } from '../s
 import { CHECKPOINT_FILE_NAME } from '../src/checkpoint-format.ts'
 import { nodeFsOps } from '../src/fs-ops.ts'
 import type { FsOps } from '../src/fs-ops.ts'
-import { CORE_CHECKPOINT_FILE_NAME, decodeCheckpointFile, encodeCheckpointFile } from '../src/backend/checkpoints.ts'
+import {
+  CORE_CHECKPOINT_FILE_NAME,
+  decodeCheckpointFile,
+  encodeCheckpointFile,
+} from '../src/backend/checkpoints.ts'
 import { tempRoot } from './backend/jsonl-harness.ts'
 
 const EAGER: CheckpointOptions = { everyEvents: 1, minIntervalMs: 0, minLogBytes: 0, minGrowthRatio: 0 }
@@ -53,7 +57,10 @@ async function writeTurns(store: SessionStore, id: string, from: number, count: 
   for (let turn = from; turn < from + count; turn++) {
     writer.append({ type: 'turn/start', data: { turn } })
     writer.append({ type: 'user/message', data: { message: { role: 'user', content: `question ${turn}` } } })
-    writer.append({ type: 'assistant/message', data: { message: { role: 'assistant', content: `answer ${turn}` } } })
+    writer.append({
+      type: 'assistant/message',
+      data: { message: { role: 'assistant', content: `answer ${turn}` } },
+    })
     writer.append({ type: 'turn/end', data: { turn, reason: 'completed' } })
     await writer.flush()
   }
@@ -132,7 +139,10 @@ for (const encoding of ['plain', 'zstd'] as const) {
       const decoded = decodeCheckpointFile(readFileSync(path))!
       expect(decoded.seek).not.toBeNull()
       // A well-formed file whose seek point names another line (its checksum differs).
-      const wrong = { ...decoded.seek!, firstCrc: decoded.seek!.firstCrc === '00000000' ? '00000001' : '00000000' }
+      const wrong = {
+        ...decoded.seek!,
+        firstCrc: decoded.seek!.firstCrc === '00000000' ? '00000001' : '00000000',
+      }
       writeFileSync(path, encodeCheckpointFile(decoded.record, wrong))
       const cold = stores(backendOver(root, encoding))
       const read = await cold.eager.openReader('c')
@@ -190,11 +200,17 @@ for (const encoding of ['plain', 'zstd'] as const) {
 describe('JSONL backend checkpoints: files and durability', () => {
   it("the JSONL store API's projection.checkpoint.msgpack is never read by the core (reported missing)", async () => {
     const root = await newRoot()
-    const legacy = createJsonlStore({ root, checkpoint: { minLogBytes: 0, minIntervalMs: 0, everyEvents: 1, minGrowthRatio: 0 } })
+    const legacy = createJsonlStore({
+      root,
+      checkpoint: { minLogBytes: 0, minIntervalMs: 0, everyEvents: 1, minGrowthRatio: 0 },
+    })
     const writer = await legacy.create({ id: 'legacy', header: { cwd: '/legacy' } })
     for (let turn = 1; turn <= 30; turn++) {
       writer.append({ type: 'turn/start', data: { turn } })
-      writer.append({ type: 'user/message', data: { message: { role: 'user', content: `q ${turn} ${'x'.repeat(200)}` } } })
+      writer.append({
+        type: 'user/message',
+        data: { message: { role: 'user', content: `q ${turn} ${'x'.repeat(200)}` } },
+      })
       writer.append({ type: 'turn/end', data: { turn, reason: 'completed' } })
       await writer.flush()
     }
@@ -233,7 +249,11 @@ describe('JSONL backend checkpoints: files and durability', () => {
       rename: async (from, to) => {
         if (!to.endsWith(CORE_CHECKPOINT_FILE_NAME)) return nodeFsOps.rename(from, to)
         calls.push('rename')
-        if (state.failRename) throw Object.assign(new Error('EIO: injected rename failure'), { code: 'EIO' })
+        if (state.failRename) {
+          const error = new Error('EIO: injected rename failure')
+          Object.defineProperty(error, 'code', { value: 'EIO', enumerable: true })
+          throw error
+        }
         return nodeFsOps.rename(from, to)
       },
       fsyncDirectory: async (directory) => {
@@ -250,9 +270,11 @@ describe('JSONL backend checkpoints: files and durability', () => {
     state.failRename = true
     const { lease } = await backend.acquire('f', { owner: 'tamper', leaseMs: 60_000, takeover: true })
     const record = decodeCheckpointFile(before)!.record
-    await expect(backend.capabilities.checkpoints!.putCheckpoint(lease, { ...record })).rejects.toMatchObject({
-      code: 'BACKEND_FAILED',
-    })
+    await expect(backend.capabilities.checkpoints!.putCheckpoint(lease, { ...record })).rejects.toMatchObject(
+      {
+        code: 'BACKEND_FAILED',
+      },
+    )
     await backend.release(lease)
     expect(readFileSync(join(root, 'f', CORE_CHECKPOINT_FILE_NAME))).toEqual(before)
     expect(readdirSync(join(root, 'f')).filter((name) => name.startsWith('.tmp-'))).toEqual([])

@@ -182,7 +182,10 @@ async function boundEvent(
     return refuse('event', `event ${record.seq} fails its checks (${error.code})`, error)
   }
   if (found === undefined) {
-    return refuse('past-head', `expected a seq below the head of the log, found ${record.seq} (no such event)`)
+    return refuse(
+      'past-head',
+      `expected a seq below the head of the log, found ${record.seq} (no such event)`,
+    )
   }
   return { event: found }
 }
@@ -212,7 +215,10 @@ async function fromCheckpoint(
     record.seq < 0 ||
     (nextSeq !== undefined && record.seq >= nextSeq)
   ) {
-    return refuse('past-head', `expected a seq below the head ${nextSeq ?? 'of the log'}, found ${record.seq}`)
+    return refuse(
+      'past-head',
+      `expected a seq below the head ${nextSeq ?? 'of the log'}, found ${record.seq}`,
+    )
   }
   // The binding first: a record whose event is not stored (past the head) or has another
   // checksum is refused for that, whatever its body says.

@@ -18,10 +18,18 @@ import { constants } from 'node:fs'
 import { join } from 'node:path'
 
 import { SessionStoreErrorCode } from '@agent-ledger/session-store'
-import type { CheckpointCapability, CheckpointRecord, SignalOptions, WriterLease } from '@agent-ledger/session-store'
+import type {
+  AppendBatch,
+  CheckpointCapability,
+  CheckpointRecord,
+  SignalOptions,
+  WriterLease,
+} from '@agent-ledger/session-store'
 
 import { readCheckpointFile, writeCheckpointFile } from '../checkpoint-file.ts'
 import type { FsOps } from '../fs-ops.ts'
+import type { Held } from './held-lease.ts'
+import type { SeekPoint } from './seek-point.ts'
 import { crc32cHex } from '../line-codec.ts'
 import { portError, throwIfAborted } from './port-errors.ts'
 import { sessionDirectory } from './session-dirs.ts'
@@ -35,20 +43,6 @@ const MAX_ENVELOPE_BYTES = 4096
 /** Largest checkpoint file read (the core refuses bodies over its own `maxBytes` anyway). */
 const MAX_FILE_BYTES = 1024 * 1024 * 1024
 
-/**
- * Where a read of seqs `>= fromSeq` may start: the file offset of line `fromSeq` (for a
- * `.zstd` log, the start of the frame whose first line it is), its plain-content offset, and
- * the checksum that line must have.
- */
-export interface SeekPoint {
-  /** The log's file name (`session.v4.jsonl` or `session.v4.jsonl.zstd`): another log ignores it. */
-  readonly log: string
-  readonly fromSeq: number
-  readonly offset: number
-  readonly plainOffset: number
-  readonly firstCrc: string
-}
-
 /** The seek points of the batches a held lease appended (most recent last), and the plain end. */
 export interface SeekTrack {
   plainEnd: number
@@ -59,41 +53,60 @@ export interface SeekTrack {
 const TRACKED_BATCHES = 64
 
 /**
+ * The seek track of a lease just granted: the point the acquire's scan found for the last
+ * durable event (a checkpoint at the head of a writer that appends nothing can seek there).
+ *
+ * @param held - The lease's state.
+ * @returns The track.
+ */
+export function seekTrack(held: Held): SeekTrack {
+  const tail = held.tailSeek
+  return {
+    plainEnd: held.plainEnd,
+    batches: tail === null ? [] : [{ lastSeq: held.nextSeq - 1, point: tail }],
+  }
+}
+
+/**
  * Remembers where a batch that just became durable starts.
  *
- * @param track - The lease's seek track.
- * @param batch - The log, the batch's first seq, line count, first line and where it was written.
+ * @param track - The lease's seek track (nothing is done without one).
+ * @param appended - The lease's state after the append, the log size before it and the batch.
  */
 export function trackBatch(
-  track: SeekTrack,
-  batch: {
-    readonly log: string
-    readonly firstSeq: number
-    readonly lines: readonly string[]
-    readonly offset: number
-    readonly plainBytes: number
-  },
+  track: SeekTrack | undefined,
+  appended: { readonly held: Held; readonly offset: number; readonly batch: AppendBatch },
 ): void {
-  const first = batch.lines[0]!
+  if (track === undefined) return
+  const { held, offset, batch } = appended
+  let plainBytes = held.offset - offset
+  if (held.adapter.encoding !== 'plain') {
+    plainBytes = 0
+    for (const line of batch.lines) plainBytes += Buffer.byteLength(line, 'utf8') + 1
+  }
   track.batches.push({
-    lastSeq: batch.firstSeq + batch.lines.length - 1,
+    lastSeq: batch.expectedSeq + batch.lines.length - 1,
     point: {
-      log: batch.log,
-      fromSeq: batch.firstSeq,
-      offset: batch.offset,
+      log: held.adapter.log.name,
+      fromSeq: batch.expectedSeq,
+      offset,
       plainOffset: track.plainEnd,
-      firstCrc: first.slice(-10, -2),
+      firstCrc: batch.lines[0]!.slice(-10, -2),
     },
   })
   if (track.batches.length > TRACKED_BATCHES) track.batches.shift()
-  track.plainEnd += batch.plainBytes
+  track.plainEnd += plainBytes
 }
 
 /**
  * The seek point of the tracked batch holding `seq`, else the stored checkpoint's own one
  * when it is at or before `seq`, else null (the read starts at byte 0).
  */
-function seekPointFor(track: SeekTrack | undefined, seq: number, previous: SeekPoint | null): SeekPoint | null {
+function seekPointFor(
+  track: SeekTrack | undefined,
+  seq: number,
+  previous: SeekPoint | null,
+): SeekPoint | null {
   const batch = track?.batches.find((entry) => entry.point.fromSeq <= seq && seq <= entry.lastSeq)
   if (batch !== undefined) return batch.point
   return previous !== null && previous.fromSeq <= seq ? previous : null
@@ -286,7 +299,10 @@ export function checkpointCapability(context: CheckpointContext): CheckpointCapa
       } catch {
         return null
       }
-      const read = await readCheckpointFile(context.fs, directory, MAX_FILE_BYTES, CORE_CHECKPOINT_FILE_NAME)
+      const read = await readCheckpointFile(context.fs, directory, {
+        maxBytes: MAX_FILE_BYTES,
+        name: CORE_CHECKPOINT_FILE_NAME,
+      })
       if (read.kind !== 'bytes') return null
       return decodeCheckpointFile(read.bytes)?.record ?? null
     },

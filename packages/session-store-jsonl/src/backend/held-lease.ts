@@ -25,7 +25,7 @@ import type { LeaseRecord } from './lease-file.ts'
 import { logAdapter } from '../log-adapter.ts'
 import type { LogAdapter } from '../log-adapter.ts'
 import { scanHead, tornTailInfo } from './line-scan.ts'
-import type { SeekPoint } from './checkpoints.ts'
+import type { SeekPoint } from './seek-point.ts'
 import type { OpenedLog } from './open-log.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
 

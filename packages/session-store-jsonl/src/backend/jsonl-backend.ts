@@ -42,7 +42,7 @@ import type { LockOptions, WriterLock } from '../writer-lock.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
 import { appendToHeld, assertFence, lockNonce, recoverLog, takeLock } from './held-lease.ts'
 import type { Held, LeaseContext } from './held-lease.ts'
-import { checkpointCapability, readSeekPoint, trackBatch } from './checkpoints.ts'
+import { checkpointCapability, readSeekPoint, seekTrack, trackBatch } from './checkpoints.ts'
 import type { SeekTrack } from './checkpoints.ts'
 import { maintenanceCapabilities } from './maintenance.ts'
 import { isOlderGeneration, olderHead, readOlderHeader, readOlderLines } from './older-read.ts'
@@ -54,7 +54,7 @@ import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
 import { listSessions } from './list.ts'
 import { openLog } from './open-log.ts'
-import { portError, throwIfAborted, toPortError } from './port-errors.ts'
+import { portError, seqOption, throwIfAborted, toPortError } from './port-errors.ts'
 import { checkRoot, ensureSessionDirectory, sessionDirectory } from './session-dirs.ts'
 
 /** Options of {@link createJsonlBackend}. */
@@ -339,11 +339,7 @@ class JsonlBackendImpl implements JsonlBackend {
       opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked, 'write')
       const held = await recoverLog(this.#leaseContext, checked, { opened, lock, record })
       this.#held.set(heldKey(checked, record.epoch), held.held)
-      const tail = held.held.tailSeek
-      this.#seeks.set(heldKey(checked, record.epoch), {
-        plainEnd: held.held.plainEnd,
-        batches: tail === null ? [] : [{ lastSeq: held.held.nextSeq - 1, point: tail }],
-      })
+      this.#seeks.set(heldKey(checked, record.epoch), seekTrack(held.held))
       this.#lastBatch.delete(checked)
       this.#heads.delete(checked)
       const lease: WriterLease = {
@@ -397,21 +393,7 @@ class JsonlBackendImpl implements JsonlBackend {
     } finally {
       this.#heads.delete(id)
     }
-    const track = this.#seeks.get(heldKey(id, lease.epoch))
-    if (track !== undefined) {
-      let plainBytes = held.offset - offset
-      if (held.adapter.encoding !== 'plain') {
-        plainBytes = 0
-        for (const line of batch.lines) plainBytes += Buffer.byteLength(line, 'utf8') + 1
-      }
-      trackBatch(track, {
-        log: held.adapter.log.name,
-        firstSeq: batch.expectedSeq,
-        lines: batch.lines,
-        offset,
-        plainBytes,
-      })
-    }
+    trackBatch(this.#seeks.get(heldKey(id, lease.epoch)), { held, offset, batch })
     this.#lastBatch.set(id, { batchId: batch.batchId, nextSeq: held.nextSeq, epoch: held.epoch })
   }
 
@@ -605,14 +587,6 @@ async function* lineBytes(
 /** One chunk as the async iterable `publishFile` reads its content from. */
 async function* once(chunk: Buffer): AsyncGenerator<Buffer, void, undefined> {
   yield await Promise.resolve(chunk)
-}
-
-function seqOption(value: unknown, option: string): number {
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value
-  throw portError(SessionStoreErrorCode.INVALID_OPTION, {
-    message: `Read option ${option} must be a non-negative integer, found ${JSON.stringify(value) ?? String(value)}.`,
-    details: { option },
-  })
 }
 
 /**

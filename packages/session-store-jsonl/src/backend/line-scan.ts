@@ -9,7 +9,7 @@ import type { FileHandleOps } from '../fs-ops.ts'
 import type { ScanOutcome, TornTail } from '../log-scanner.ts'
 import type { LogAdapter } from '../log-adapter.ts'
 import type { ZstdLogStats } from '../zstd-log-reader.ts'
-import type { SeekPoint } from './checkpoints.ts'
+import type { SeekPoint } from './seek-point.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
 
 /** The durable head a scan found. */
@@ -71,7 +71,13 @@ export async function scanHead(
   const log = adapter.log.name
   if (adapter.encoding === 'plain') {
     if (lastCrc !== null && lastOffset >= 0) {
-      lastStart = { log, fromSeq: nextSeq - 1, offset: lastOffset, plainOffset: lastOffset, firstCrc: lastCrc }
+      lastStart = {
+        log,
+        fromSeq: nextSeq - 1,
+        offset: lastOffset,
+        plainOffset: lastOffset,
+        firstCrc: lastCrc,
+      }
     }
   } else {
     const frame = (outcome as { zstd?: ZstdLogStats }).zstd?.lastEventFrame ?? null
@@ -187,10 +193,10 @@ export async function* readLines(
     seek.fromSeq > 0 &&
     seek.fromSeq <= range.fromSeq
   ) {
-    const resumed = yield* readFrom(adapter, handle, range, seek)
+    const resumed = yield* readFrom(adapter, handle, { ...range, seek })
     if (resumed === 'found') return
   }
-  yield* readFrom(adapter, handle, range, null)
+  yield* readFrom(adapter, handle, { ...range, seek: null })
 }
 
 /**
@@ -200,10 +206,9 @@ export async function* readLines(
 async function* readFrom(
   adapter: LogAdapter,
   handle: FileHandleOps,
-  range: LineRange,
-  seek: SeekPoint | null,
+  range: LineRange & { readonly seek: SeekPoint | null },
 ): AsyncGenerator<StoredLine, 'found' | 'missed', undefined> {
-  const { sessionId, fromSeq, toSeq } = range
+  const { sessionId, fromSeq, toSeq, seek } = range
   const file = adapter.log.file
   const maxDepth = range.maxDepth
   const queue: StoredLine[] = []

@@ -39,7 +39,11 @@ export const OLDER_CASES: readonly Case[] = [
       const again = await store.openReader(id)
       deepEqual(again.projection.snapshot(), read.projection.snapshot(), 'a second read, the same projection')
       equal(await planted.fingerprint(), before, 'stored bytes after the reads')
-      const refused = await rejects(() => store.openWriter(id), SessionStoreErrorCode.UNSUPPORTED, 'write open')
+      const refused = await rejects(
+        () => store.openWriter(id),
+        SessionStoreErrorCode.UNSUPPORTED,
+        'write open',
+      )
       equal(refused.details['capability'], 'migrate', 'the capability the write open needs')
       deepEqual(await events(store, id), all, 'the events after the refused write open')
       ok(context.backend.capabilities.migrate !== undefined, 'a backend with older formats offers migrate')
