@@ -23,7 +23,7 @@ import type { SessionLog } from './zstd-session.ts'
 /** How the lines of a log are scanned in lines mode (see `ScannerOptions.onLine`). */
 interface LineScan {
   /** Every line that passed the per-line checks (header = line 1); return true to stop. */
-  readonly onLine: (location: LineLocation, value?: Record<string, unknown>) => boolean
+  readonly onLine: (location: LineLocation, value?: Record<string, unknown>, text?: string) => boolean
   /** Stop before this 1-based line number. */
   readonly stopBeforeLine?: number | undefined
   /**

@@ -337,14 +337,14 @@ export async function* scanZstdLogChunks(
     ...(onLine === undefined
       ? {}
       : {
-          onLine: (location: LineLocation, value?: Record<string, unknown>) => {
+          onLine: (location: LineLocation, value?: Record<string, unknown>, text?: string) => {
             if (location.line === frameFirst.line)
               frameFirst.crc = location.bytes.toString(
                 'latin1',
                 location.bytes.length - 10,
                 location.bytes.length - 2,
               )
-            return onLine(location, value)
+            return onLine(location, value, text)
           },
         }),
     ...(from === undefined

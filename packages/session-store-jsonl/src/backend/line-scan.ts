@@ -219,7 +219,7 @@ async function* readFrom(
     ...(seek === null
       ? {}
       : { from: { offset: seek.offset, plainOffset: seek.plainOffset, lastSeq: seek.fromSeq - 1 } }),
-    onLine: (location, value) => {
+    onLine: (location, value, text) => {
       if (location.line === 1) return false
       const seq = location.line - 2
       if (!confirmed) {
@@ -232,7 +232,7 @@ async function* readFrom(
       if (seq >= fromSeq && (toSeq === undefined || seq <= toSeq)) {
         queue.push({
           seq,
-          line: location.bytes.toString('utf8'),
+          line: text ?? location.bytes.toString('utf8'),
           location: { file, line: location.line, offset: location.offset },
           ...(value === undefined ? {} : { checked: { value, maxDepth } }),
         })

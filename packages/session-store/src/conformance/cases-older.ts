@@ -14,10 +14,9 @@ export const OLDER_CASES: readonly Case[] = [
     title:
       'v0 read: an older-format session opens migrated in memory (openReader, readEvents, verify agree), its bytes untouched by reads; a write open is UNSUPPORTED (migrate first)',
     run: async (context) => {
-      const plant = context.harness.plantOlderSession
-      if (plant === undefined) return
       const id = context.id('v0')
-      const planted = await plant.call(context.harness, id)
+      const planted = await context.harness.plantOlderSession?.(id)
+      if (planted === undefined) return
       const before = await planted.fingerprint()
       const store = context.store('v0-reader')
       const read = await store.openReader(id)
