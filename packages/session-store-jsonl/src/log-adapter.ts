@@ -35,7 +35,7 @@ interface LineScan {
 }
 
 /** Where a lines-mode scan starts (see `LineScan.from`). */
-export interface LineScanStart {
+interface LineScanStart {
   readonly offset: number
   readonly plainOffset: number
   readonly lastSeq: number

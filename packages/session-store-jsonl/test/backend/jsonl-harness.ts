@@ -58,7 +58,7 @@ const V0_FIXTURE = new URL('../fixtures/v0/normal-tool-calls.jsonl', import.meta
  * @param id - The session id.
  * @returns Its migrated event count (the v0 header is not an event) and a fingerprint of its directory.
  */
-export async function plantV0Session(
+async function plantV0Session(
   root: string,
   id: string,
 ): Promise<{ readonly events: number; readonly fingerprint: () => Promise<string> }> {
