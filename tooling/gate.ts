@@ -68,7 +68,7 @@ function duration(ms: number): string {
 }
 
 /** The existing files a report pattern names (`*` is one directory entry). */
-export function expandReports(root: string, pattern: string): string[] {
+function expandReports(root: string, pattern: string): string[] {
   let paths = ['']
   for (const segment of pattern.split('/')) {
     const next: string[] = []
@@ -123,7 +123,7 @@ interface ReportCounts {
  * not load, or a hook threw) counts as one failed test; an unreadable report counts as one
  * failure naming the report.
  */
-export function readReport(root: string, file: string): ReportCounts {
+function readReport(root: string, file: string): ReportCounts {
   let report: VitestJsonReport
   try {
     report = JSON.parse(readFileSync(join(root, file), 'utf8')) as VitestJsonReport
@@ -324,7 +324,7 @@ interface TurboRunSummary {
 }
 
 /** Per-task wall times from the newest turbo run summary (`--summarize`) written since `startedAt`. */
-export function turboTaskTimes(root: string, startedAt: number): TaskTime[] {
+function turboTaskTimes(root: string, startedAt: number): TaskTime[] {
   const directory = join(root, '.turbo', 'runs')
   if (!existsSync(directory)) return []
   const newest = readdirSync(directory)
@@ -355,7 +355,7 @@ const PACKAGE_REPORTS = (name: string): string[] => [`packages/*/${name}`, `apps
  * frameworks:next suites run from the sources on their own Node. So after a failing step the
  * run goes on and the closing report covers everything.
  */
-export const GATE_STEPS: readonly GateStep[] = [
+const GATE_STEPS: readonly GateStep[] = [
   { name: 'prettier', command: ['prettier', '--check', '.'] },
   { name: 'layers', command: ['tsx', 'tooling/check-layers.ts'] },
   { name: 'cycles', command: ['pnpm', 'run', 'cycles'] },
@@ -390,7 +390,7 @@ export const GATE_STEPS: readonly GateStep[] = [
 ]
 
 /** The crash run's one step (`pnpm test:crash`). */
-export const CRASH_STEPS: readonly GateStep[] = [
+const CRASH_STEPS: readonly GateStep[] = [
   {
     name: 'turbo test:crash',
     command: ['turbo', 'run', 'test:crash', '--continue=dependencies-successful'],
