@@ -356,7 +356,7 @@ const PACKAGE_REPORTS = (name: string): string[] => [`packages/*/${name}`, `apps
  * run goes on and the closing report covers everything.
  */
 const GATE_STEPS: readonly GateStep[] = [
-  { name: 'prettier', command: ['prettier', '--check', '.'] },
+  { name: 'prettier', command: ['prettier', '--check', '.', '--cache', '--cache-strategy', 'content'] },
   { name: 'layers', command: ['tsx', 'tooling/check-layers.ts'] },
   { name: 'cycles', command: ['pnpm', 'run', 'cycles'] },
   { name: 'knip', command: ['pnpm', 'run', 'knip'] },
