@@ -12,8 +12,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     testTimeout: 120_000,
     reporters: ['default', 'json'],
-    // Outside tooling/: turbo hashes tooling/** into every task, and a report there would
-    // change that hash on every run.
+    // Outside tooling/: turbo hashes parts of tooling/ into every task (turbo.json's
+    // globalDependencies); a report kept beside the root package.json never touches them.
     outputFile: { json: fileURLToPath(new URL('../tooling-test-results.json', import.meta.url)) },
   },
 })
