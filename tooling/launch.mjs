@@ -43,7 +43,9 @@ function stamp(path) {
 }
 
 function cacheName(entry) {
-  return relative(ROOT, entry).replaceAll(/[\\/]/g, '__').replace(/\.[cm]?tsx?$/, '')
+  return relative(ROOT, entry)
+    .replaceAll(/[\\/]/g, '__')
+    .replace(/\.[cm]?tsx?$/, '')
 }
 
 function readManifest(file) {
@@ -55,7 +57,8 @@ function readManifest(file) {
 }
 
 function isFresh(manifest) {
-  if (manifest === undefined || manifest.format !== FORMAT || manifest.launcher !== stamp(LAUNCHER)) return false
+  if (manifest === undefined || manifest.format !== FORMAT || manifest.launcher !== stamp(LAUNCHER))
+    return false
   for (const [path, recorded] of Object.entries(manifest.files)) {
     if (stamp(join(ROOT, path)) !== recorded) return false
   }
@@ -92,27 +95,29 @@ function workspacePlugin() {
 
 async function build(entry, bundle, manifestFile) {
   const esbuild = await import('esbuild')
-  const result = await esbuild.build({
-    entryPoints: [entry],
-    absWorkingDir: ROOT,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: `node${process.versions.node}`,
-    conditions: [CONDITION],
-    sourcemap: 'linked',
-    sourcesContent: false,
-    metafile: true,
-    write: false,
-    logLevel: 'silent',
-    outfile: bundle,
-    plugins: [workspacePlugin()],
-  }).catch((error) => {
-    const errors = error.errors ?? []
-    const text = esbuild.formatMessagesSync(errors, { kind: 'error', color: process.stderr.isTTY })
-    process.stderr.write(`launch: cannot bundle ${relative(ROOT, entry)}:\n${text.join('')}`)
-    process.exit(1)
-  })
+  const result = await esbuild
+    .build({
+      entryPoints: [entry],
+      absWorkingDir: ROOT,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: `node${process.versions.node}`,
+      conditions: [CONDITION],
+      sourcemap: 'linked',
+      sourcesContent: false,
+      metafile: true,
+      write: false,
+      logLevel: 'silent',
+      outfile: bundle,
+      plugins: [workspacePlugin()],
+    })
+    .catch((error) => {
+      const errors = error.errors ?? []
+      const text = esbuild.formatMessagesSync(errors, { kind: 'error', color: process.stderr.isTTY })
+      process.stderr.write(`launch: cannot bundle ${relative(ROOT, entry)}:\n${text.join('')}`)
+      process.exit(1)
+    })
   const inputs = Object.keys(result.metafile.inputs).map((input) => join(ROOT, input))
   // The lockfile and install state (third-party paths are baked in), esbuild itself.
   const files = {

@@ -18,9 +18,18 @@ interface Ran {
 
 function launch(entry: string, ...args: string[]): Promise<Ran> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [launcher, entry, ...args], { cwd: root, encoding: 'utf8' }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr })
-    })
+    execFile(
+      process.execPath,
+      [launcher, entry, ...args],
+      { cwd: root, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        resolve({
+          code: error === null ? 0 : typeof error.code === 'number' ? error.code : null,
+          stdout,
+          stderr,
+        })
+      },
+    )
   })
 }
 
@@ -45,7 +54,7 @@ describe('tooling/launch.mjs', () => {
         "import { message } from './message.ts'",
         "import { detail } from './detail'",
         'const args: string[] = process.argv.slice(2)',
-        "console.log(`${message} ${detail} ${JSON.stringify(args)} ${import.meta.url}`)",
+        'console.log(`${message} ${detail} ${JSON.stringify(args)} ${import.meta.url}`)',
         'process.exitCode = Number(args[0])',
         '',
       ].join('\n'),
@@ -94,7 +103,9 @@ describe('tooling/launch.mjs', () => {
     expect(run.code).toBe(1)
     expect(run.stderr).toMatch(/launch: cannot bundle .*broken\.ts/)
     for (const suffix of ['.mjs', '.mjs.map', '.json']) {
-      rmSync(join(cache, relative(root, join(work, 'broken')).replaceAll('/', '__') + suffix), { force: true })
+      rmSync(join(cache, relative(root, join(work, 'broken')).replaceAll('/', '__') + suffix), {
+        force: true,
+      })
     }
   })
 })
