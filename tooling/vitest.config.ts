@@ -2,6 +2,8 @@ import { fileURLToPath } from 'node:url'
 
 import { defineConfig } from 'vitest/config'
 
+import { testTime } from './test-time.ts'
+
 /**
  * Tests of the repository tooling itself (release dry run, README examples, links), run
  * by the gate as `pnpm test:tooling`; their report joins the closing `N passed` line.
@@ -10,7 +12,8 @@ export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 120_000,
+    testTimeout: testTime(120_000),
+    hookTimeout: testTime(30_000),
     reporters: ['default', 'json'],
     // Outside tooling/: turbo hashes parts of tooling/ into every task (turbo.json's
     // globalDependencies); a report kept beside the root package.json never touches them.
