@@ -24,6 +24,7 @@ import type { CliIo } from './io.ts'
 import { exitCodeOf } from './report-error.ts'
 import { locationNotes } from './session-path.ts'
 import { resolveTarget } from './store-target.ts'
+import { nearest } from './suggest.ts'
 
 /** Every command, in the order `--help` lists them. */
 const COMMANDS: readonly CommandSpec[] = [
@@ -87,6 +88,15 @@ agent-ledger ${version()}
 `
 }
 
+function unknownCommand(name: string): string {
+  const names = COMMANDS.map((candidate) => candidate.name)
+  const suggestion = name.startsWith('-') ? undefined : nearest(name, names)
+  const shown = JSON.stringify(name)
+  return suggestion === undefined
+    ? `unknown command ${shown}: expected one of ${names.join(', ')}; run agent-ledger --help`
+    : `unknown command ${shown}; did you mean "${suggestion}"? (run agent-ledger --help for all commands)`
+}
+
 /**
  * Runs the `agent-ledger` command line with `argv` (the arguments after the program name).
  *
@@ -107,7 +117,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     io.stdout(topic === undefined ? globalHelp() : topic.help)
     return ExitCode.OK
   }
-  if (name === '--version' || name === '-V') {
+  if (name === '--version' || name === '-v' || name === '-V') {
     io.stdout(`${version()}\n`)
     return ExitCode.OK
   }
@@ -116,7 +126,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     await context.reportError(
       new CliError({
         code: CliErrorCode.USAGE,
-        message: `unknown command ${JSON.stringify(name)}: expected one of ${COMMANDS.map((candidate) => candidate.name).join(', ')}; run agent-ledger --help`,
+        message: unknownCommand(name),
       }),
       false,
     )

@@ -106,7 +106,7 @@ describe('CLI conventions', () => {
     }
   })
 
-  it('cat --seq N prints one event with its whole text; a seq past the end is a usage error in words', async () => {
+  it('cat --seq N prints one event with its whole text; a seq past the end is PAST_END (exit 1) in words', async () => {
     const run = await cli(['cat', join(root, 'a1'), '--seq', '3'])
     expect(run.code).toBe(0)
     expect(run.stdout).toMatch(/^#3 \S+ assistant\/message "Reading f1\.ts" call read_file\(call_1\)\n/)
@@ -114,8 +114,8 @@ describe('CLI conventions', () => {
       '--- content ---\nReading f1.ts\n--- arguments of read_file (call_1) ---\n{"path":"f1.ts"}\n',
     )
     const past = await cli(['cat', join(root, 'a1'), '--seq', '99'], { cwd: root })
-    expect(past.code).toBe(2)
-    expect(past.stderr).toContain('found no event with that seq')
+    expect(past.code).toBe(1)
+    expect(past.stderr).toMatch(/PAST_END: session \S*a1 has \d+ events; --seq 99 is past the end/)
     const both = await cli(['cat', join(root, 'a1'), '--seq', '1', '--from', '0'])
     expect(both.stderr).toContain('expected --seq N alone or --from/--to, found both')
   })

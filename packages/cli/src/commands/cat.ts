@@ -1,10 +1,11 @@
 import { flag, JSON_OPTION, seqOption, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
-import { ExitCode, usageError } from '../cli-error.ts'
+import { CliError, CliErrorCode, ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import { describeEvent } from '../describe-event.ts'
 import { fullEventText } from '../event-text.ts'
 import { resolveTarget, STORE_OPTION } from '../store-target.ts'
+import { countOf, formatCount } from '../terminal-text.ts'
 
 const HELP = `Usage: agent-ledger cat <session> [--from N] [--to N | --seq N] [--json] [--store <url|dir>]
 
@@ -30,7 +31,8 @@ Damage in the middle: the events before it are printed, then the error on stderr
 
 Exit codes:
   0  printed
-  1  the log is damaged after the printed prefix, or its header is refused
+  1  the log is damaged after the printed prefix, or its header is refused, or --from /
+     --seq is past the last event (PAST_END: the message says how many events there are)
   2  usage or I/O error
 `
 
@@ -75,10 +77,21 @@ export const catCommand: CommandSpec = {
       if (oneSeq !== undefined && !json) await context.out.write(fullEventText(event))
     }
     await context.out.flush()
-    if (oneSeq !== undefined && !found) {
-      throw usageError(
-        `cat: expected --seq ${oneSeq} to name an event of ${args.positionals[0]!}, found no event with that seq (the log is shorter)`,
-      )
+    if (!found && fromSeq !== undefined) {
+      // Seqs are dense from 0: nothing printed from a given seq means the log ends before it.
+      let count = 0
+      const all =
+        target.kind === 'database'
+          ? target.store.readEvents(target.id)
+          : context.store(target.location.root).readEvents(target.location.id)
+      for await (const _event of all) count++
+      const asked = oneSeq === undefined ? `--from ${fromSeq}` : `--seq ${oneSeq}`
+      throw new CliError({
+        code: CliErrorCode.PAST_END,
+        exitCode: ExitCode.DAMAGE,
+        message: `session ${args.positionals[0]!} has ${countOf(count, 'event')}; ${asked} is past the end (the last seq is ${count === 0 ? 'none' : formatCount(count - 1)})`,
+        details: { events: count, ...(oneSeq === undefined ? { from: fromSeq } : { seq: oneSeq }) },
+      })
     }
     return ExitCode.OK
   },
