@@ -29,6 +29,8 @@ export interface CommandSpec {
   readonly streams?: boolean
   /** True for commands that write sessions (a PostgreSQL store's schema is then migrated on open). */
   readonly writes?: boolean
+  /** True when the command's output can be long: on a terminal it then goes through the pager (unless `--no-pager`). */
+  pages?(args: ParsedArgs): boolean
   /** Names of the positional arguments, in order (`<session>`); all are required unless `positionalsOptional`. */
   readonly positionals: readonly string[]
   /** True when the positionals may also be left out altogether (`import --scan`). */
@@ -43,6 +45,8 @@ export interface CommandSpec {
 
 /** `--json`: machine output on stdout. */
 export const JSON_OPTION: OptionSpec = { type: 'boolean' }
+/** `--no-pager`: print directly on a terminal, not through the pager. */
+export const NO_PAGER_OPTION: OptionSpec = { type: 'boolean' }
 /** `--no-progress`: no progress lines on stderr. */
 export const NO_PROGRESS_OPTION: OptionSpec = { type: 'boolean' }
 

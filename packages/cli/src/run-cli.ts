@@ -133,6 +133,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     return ExitCode.USAGE
   }
   const json = rest.includes('--json')
+  let pager: { end(): Promise<void> } | null = null
   try {
     const args = parseCommandArgs(command, rest)
     if (args === 'help') {
@@ -140,6 +141,9 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
       return ExitCode.OK
     }
     if (args.values['no-progress'] === true) context.progressEnabled = false
+    if (command.pages?.(args) === true && args.values['no-pager'] !== true) {
+      pager = io.startPager?.(context.env) ?? null
+    }
     context.writes = command.writes === true
     if (command.positionals[0] === '<session>') {
       const target = await resolveTarget(context, args)
@@ -154,6 +158,8 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     await context.reportError(error, json && command.streams !== true)
     return exitCodeOf(error)
   } finally {
+    context.io.endStatus()
+    await pager?.end()
     await context.closeStores()
   }
 }

@@ -1,4 +1,4 @@
-import { flag, JSON_OPTION, seqOption, text } from '../args.ts'
+import { flag, JSON_OPTION, NO_PAGER_OPTION, seqOption, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { CliError, CliErrorCode, ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
@@ -24,6 +24,7 @@ Options:
                 per-line "crc" member), for jq and other tools
   --store S     the store: a directory or a postgres:// URL (default $AGENT_LEDGER_STORE);
                 <session> is then a session id in it
+  --no-pager    print directly, not through the pager (a terminal only)
   -h, --help    show this help
 
 A torn tail (an unacknowledged or in-progress last line) ends the output quietly.
@@ -43,12 +44,15 @@ export const catCommand: CommandSpec = {
   help: HELP,
   streams: true,
   options: {
+    'no-pager': NO_PAGER_OPTION,
+
     json: JSON_OPTION,
     from: { type: 'string' },
     to: { type: 'string' },
     seq: { type: 'string' },
     store: STORE_OPTION,
   },
+  pages: () => true,
   positionals: ['<session>'],
   async run(context, args) {
     const json = flag(args, 'json')

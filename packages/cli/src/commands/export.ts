@@ -5,7 +5,7 @@ import { basename, dirname, join, resolve } from 'node:path'
 
 import type { LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
 
-import { flag, NO_PROGRESS_OPTION, text } from '../args.ts'
+import { flag, NO_PAGER_OPTION, NO_PROGRESS_OPTION, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { CliError, CliErrorCode, ExitCode, usageError } from '../cli-error.ts'
 import type { CommandContext } from '../context.ts'
@@ -86,6 +86,7 @@ Options:
   --no-progress      no progress lines on stderr
   --store S          the store: a directory or a postgres:// URL (default
                      $AGENT_LEDGER_STORE); <session> is then a session id in it
+  --no-pager         print directly, not through the pager (a terminal only)
   -h, --help         show this help
 
 Exit codes:
@@ -339,12 +340,15 @@ export const exportCommand: CommandSpec = {
   help: HELP,
   streams: true,
   options: {
+    'no-pager': NO_PAGER_OPTION,
+
     format: { type: 'string' },
     output: { type: 'string', short: 'o' },
     force: { type: 'boolean' },
     'no-progress': NO_PROGRESS_OPTION,
     store: STORE_OPTION,
   },
+  pages: (args) => text(args, 'output') === undefined || text(args, 'output') === '-',
   positionals: ['<session>'],
   async run(context, args) {
     const format = text(args, 'format')

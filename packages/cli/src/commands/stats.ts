@@ -3,7 +3,7 @@ import { resolve } from 'node:path'
 
 import { LOG_FILE_PATTERN } from '@agent-ledger/session-store-jsonl/format'
 
-import { flag, JSON_OPTION, text } from '../args.ts'
+import { flag, JSON_OPTION, NO_PAGER_OPTION, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
@@ -33,6 +33,7 @@ Options:
                     inputTokens, outputTokens, cachedTokens, durationMs (default id)
   --store S         the store: a directory or a postgres:// URL (default $AGENT_LEDGER_STORE);
                     the argument is then a session id in it, or left out for every session
+  --no-pager        print directly, not through the pager (a terminal only)
   -h, --help        show this help
 
 Exit codes:
@@ -178,7 +179,9 @@ export const statsCommand: CommandSpec = {
   name: 'stats',
   summary: 'turns, messages, tool calls and errors, repairs, compactions, tokens and durations',
   help: HELP,
-  options: { json: JSON_OPTION, sort: { type: 'string' }, store: STORE_OPTION },
+  options: {
+    'no-pager': NO_PAGER_OPTION,  json: JSON_OPTION, sort: { type: 'string' }, store: STORE_OPTION },
+  pages: () => true,
   positionals: ['<session|root>'],
   positionalsOptional: true,
   async run(context, args) {
