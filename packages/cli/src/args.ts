@@ -29,6 +29,8 @@ export interface CommandSpec {
   readonly streams?: boolean
   /** True for commands that write sessions (a PostgreSQL store's schema is then migrated on open). */
   readonly writes?: boolean
+  /** True for a read-only command that reads one log: its `<session>` may be `-` (standard input). */
+  readonly stdin?: boolean
   /** True when the command's output can be long: on a terminal it then goes through the pager (unless `--no-pager`). */
   pages?(args: ParsedArgs): boolean
   /** Names of the positional arguments, in order (`<session>`); all are required unless `positionalsOptional`. */

@@ -23,8 +23,8 @@ export interface CliIo {
   clock?(): string
   /** Environment variables (`AGENT_LEDGER_STORE`). Default `process.env`. */
   env?: Readonly<Record<string, string | undefined>>
-  /** All of standard input as UTF-8, for a file argument given as `-`. Default: the process's stdin. */
-  readStdin?(): Promise<string>
+  /** Standard input, for a file or session argument given as `-`. Default: the process's stdin. */
+  stdin?: AsyncIterable<Uint8Array>
   /**
    * The width of standard error when it is a terminal; undefined when it is not (a pipe, a
    * file). On a terminal, progress is redrawn in place on one line. Default: undefined.
@@ -93,14 +93,15 @@ export function statusLineIo(io: CliIo): StatusIo {
 }
 
 /**
- * Reads the process's standard input to its end, as UTF-8.
+ * Reads all of standard input (`io.stdin`, else the process's), as UTF-8.
  *
+ * @param io - The CLI's streams.
  * @returns The text.
  */
-export async function readProcessStdin(): Promise<string> {
+export async function readStdinText(io: CliIo): Promise<string> {
   const chunks: Buffer[] = []
-  for await (const chunk of process.stdin)
-    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer))
+  for await (const chunk of io.stdin ?? process.stdin)
+    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk as Uint8Array))
   return Buffer.concat(chunks).toString('utf8')
 }
 

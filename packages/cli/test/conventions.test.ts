@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { Readable } from 'node:stream'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
@@ -42,7 +43,7 @@ describe('CLI conventions', () => {
   it('compact --summary-file - reads the summary from standard input', async () => {
     const run = await cli(['compact', join(root, 'a1'), '--from', '2', '--to', '6', '--summary-file', '-'], {
       cwd: root,
-      readStdin: () => Promise.resolve('Summary from stdin.'),
+      stdin: Readable.from([Buffer.from('Summary from stdin.')]),
     })
     expect(run.stderr).toBe('')
     expect(run.code).toBe(0)

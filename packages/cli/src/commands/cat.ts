@@ -53,6 +53,7 @@ export const catCommand: CommandSpec = {
     store: STORE_OPTION,
   },
   pages: () => true,
+  stdin: true,
   positionals: ['<session>'],
   async run(context, args) {
     const json = flag(args, 'json')

@@ -349,6 +349,7 @@ export const exportCommand: CommandSpec = {
     store: STORE_OPTION,
   },
   pages: (args) => text(args, 'output') === undefined || text(args, 'output') === '-',
+  stdin: true,
   positionals: ['<session>'],
   async run(context, args) {
     const format = text(args, 'format')

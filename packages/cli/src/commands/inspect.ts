@@ -199,6 +199,7 @@ export const inspectCommand: CommandSpec = {
   options: {
     'no-pager': NO_PAGER_OPTION,  json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION, store: STORE_OPTION },
   pages: () => true,
+  stdin: true,
   positionals: ['<session>'],
   async run(context, args) {
     const location = requireFiles('inspect', await resolveTarget(context, args))

@@ -178,6 +178,7 @@ export const messagesCommand: CommandSpec = {
     store: STORE_OPTION,
   },
   pages: () => true,
+  stdin: true,
   positionals: ['<session>'],
   async run(context, args) {
     const target = await resolveTarget(context, args)

@@ -182,6 +182,7 @@ export const statsCommand: CommandSpec = {
   options: {
     'no-pager': NO_PAGER_OPTION,  json: JSON_OPTION, sort: { type: 'string' }, store: STORE_OPTION },
   pages: () => true,
+  stdin: true,
   positionals: ['<session|root>'],
   positionalsOptional: true,
   async run(context, args) {
