@@ -97,7 +97,9 @@ function joinDashValues(spec: CommandSpec, argv: readonly string[]): string[] {
     arg === '--help' ||
     options.some(
       ([name, option]) =>
-        arg === `--${name}` || arg.startsWith(`--${name}=`) || (option.short !== undefined && arg === `-${option.short}`),
+        arg === `--${name}` ||
+        arg.startsWith(`--${name}=`) ||
+        (option.short !== undefined && arg === `-${option.short}`),
     )
   const out: string[] = []
   for (let index = 0; index < argv.length; index++) {
@@ -108,10 +110,17 @@ function joinDashValues(spec: CommandSpec, argv: readonly string[]): string[] {
     }
     const named = options.find(
       ([name, option]) =>
-        option.type === 'string' && (arg === `--${name}` || (option.short !== undefined && arg === `-${option.short}`)),
+        option.type === 'string' &&
+        (arg === `--${name}` || (option.short !== undefined && arg === `-${option.short}`)),
     )
     const next = argv[index + 1]
-    if (named !== undefined && next !== undefined && next.startsWith('-') && next !== '-' && !isOption(next)) {
+    if (
+      named !== undefined &&
+      next !== undefined &&
+      next.startsWith('-') &&
+      next !== '-' &&
+      !isOption(next)
+    ) {
       out.push(`--${named[0]}=${next}`)
       index++
     } else {
@@ -140,7 +149,9 @@ export function parseCommandArgs(spec: CommandSpec, argv: readonly string[]): Pa
     })
     parsed = { values: result.values, positionals: result.positionals }
   } catch (error) {
-    throw usageError(`${spec.name}: ${describeParseError(spec, error, argv)}; run agent-ledger ${spec.name} --help`)
+    throw usageError(
+      `${spec.name}: ${describeParseError(spec, error, argv)}; run agent-ledger ${spec.name} --help`,
+    )
   }
   if (parsed.values['help'] === true) return 'help'
   const { positionals } = parsed

@@ -76,10 +76,10 @@ export function startPager(
     child.once('error', () => resolve())
   })
   // Writes after the pager quit fail with EPIPE: the exit handler above ends the process.
-  child.stdin!.on('error', () => undefined)
+  child.stdin.on('error', () => undefined)
   const onInterrupt = (): void => {
     ending = true
-    child.stdin!.end()
+    child.stdin.end()
     void exited.then(() => process.exit(130))
   }
   process.once('SIGINT', onInterrupt)
@@ -89,7 +89,7 @@ export function startPager(
       end: async () => {
         ending = true
         process.off('SIGINT', onInterrupt)
-        child.stdin!.end()
+        child.stdin.end()
         await exited
       },
     },

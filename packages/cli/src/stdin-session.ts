@@ -24,7 +24,7 @@ export interface StdinSession {
   /** The session directory (absolute): named by the header's session id. */
   readonly directory: string
   /** Removes the temporary root. Never throws. */
-  cleanup(): Promise<void>
+  readonly cleanup: () => Promise<void>
 }
 
 function notALog(found: string): CliError {

@@ -96,7 +96,9 @@ describe('wording', () => {
     await writeSession(testStore(root), 'big', { turns: 300 })
     const run = await cli(['stats', join(root, 'big')])
     expect(run.code).toBe(0)
-    const events = Number(/"events":(\d+)/.exec((await cli(['stats', join(root, 'big'), '--json'])).stdout)![1])
+    const events = Number(
+      /"events":(\d+)/.exec((await cli(['stats', join(root, 'big'), '--json'])).stdout)![1],
+    )
     expect(events).toBeGreaterThan(999)
     expect(run.stdout).toContain(`session big: ${events.toLocaleString('en-US')} events over`)
     expect(run.stdout).toMatch(/: \d{1,3},\d{3} events over/)
@@ -106,7 +108,16 @@ describe('wording', () => {
   })
 
   it('stats says "1 error", not "1 errors"', async () => {
-    const synthetic = join(import.meta.dirname, '..', '..', 'import', 'test', 'fixtures', 'codex', 'compacted.jsonl')
+    const synthetic = join(
+      import.meta.dirname,
+      '..',
+      '..',
+      'import',
+      'test',
+      'fixtures',
+      'codex',
+      'compacted.jsonl',
+    )
     expect((await cli(['import', synthetic, '--root', root])).code).toBe(0)
     const run = await cli(['stats', join(root, 'codex-019c9000-aaaa-7bbb-8ccc-000000000001')])
     expect(run.stdout).toContain('  tool calls: 2, 1 error\n')

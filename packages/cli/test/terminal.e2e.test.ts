@@ -42,7 +42,10 @@ async function writeTurns(id: string, turns: number): Promise<void> {
   for (let turn = 1; turn <= turns; turn++) {
     writer.append({ type: 'turn/start', data: { turn } })
     writer.append({ type: 'user/message', data: { message: { role: 'user', content: `Question ${turn}?` } } })
-    writer.append({ type: 'assistant/message', data: { message: { role: 'assistant', content: `Answer ${turn}.` } } })
+    writer.append({
+      type: 'assistant/message',
+      data: { message: { role: 'assistant', content: `Answer ${turn}.` } },
+    })
     writer.append({ type: 'turn/end', data: { turn, reason: 'completed' } })
   }
   await writer.close()
@@ -114,7 +117,7 @@ describe.skipIf(!hasScript)('the pager, on a real terminal', () => {
     expect(existsSync(paged)).toBe(false)
   })
 
-  it('stdout piped (not a terminal) prints directly even with PAGER set', async () => {
+  it('stdout piped (not a terminal) prints directly even with PAGER set', () => {
     const paged = join(root, 'paged.txt')
     const pager = recordingPager(paged)
     const output = execFileSync(process.execPath, [BIN, 'cat', join(root, 'a1')], {
@@ -191,20 +194,26 @@ describe('"-": a session log from standard input', () => {
     }
   })
 
-  it.skipIf(!hasZstd)('zstd -dc x.zstd | agent-ledger cat -, and zstd-compressed stdin as it is', async () => {
-    const compressed = join(root, 'a1.zstd')
-    execFileSync('zstd', ['-q', join(root, 'a1', 'session.v4.jsonl'), '-o', compressed])
-    const direct = await runBin(['cat', join(root, 'a1')])
-    const decompressed = await piped(['zstd', '-dc', compressed], ['cat', '-'])
-    expect(decompressed.code).toBe(0)
-    expect(decompressed.stdout).toBe(direct.stdout)
-    const raw = await piped(['cat', compressed], ['cat', '-'])
-    expect(raw.stderr).toBe('')
-    expect(raw.stdout).toBe(direct.stdout)
-  })
+  it.skipIf(!hasZstd)(
+    'zstd -dc x.zstd | agent-ledger cat -, and zstd-compressed stdin as it is',
+    async () => {
+      const compressed = join(root, 'a1.zstd')
+      execFileSync('zstd', ['-q', join(root, 'a1', 'session.v4.jsonl'), '-o', compressed])
+      const direct = await runBin(['cat', join(root, 'a1')])
+      const decompressed = await piped(['zstd', '-dc', compressed], ['cat', '-'])
+      expect(decompressed.code).toBe(0)
+      expect(decompressed.stdout).toBe(direct.stdout)
+      const raw = await piped(['cat', compressed], ['cat', '-'])
+      expect(raw.stderr).toBe('')
+      expect(raw.stdout).toBe(direct.stdout)
+    },
+  )
 
   it('a command that writes refuses "-" (STDIN_REFUSED, exit 2)', async () => {
-    const run = await piped(['cat', join(root, 'a1', 'session.v4.jsonl')], ['compact', '-', '--from', '1', '--to', '2', '--summary', 's'])
+    const run = await piped(
+      ['cat', join(root, 'a1', 'session.v4.jsonl')],
+      ['compact', '-', '--from', '1', '--to', '2', '--summary', 's'],
+    )
     expect(run.code).toBe(2)
     expect(run.stderr).toMatch(/STDIN_REFUSED: compact: expected a session directory, found "-"/)
   })

@@ -30,7 +30,9 @@ const FORMATS = {
   anthropic: { kind: 'provider', help: 'the repaired projection as an Anthropic Messages API body' },
 } as const
 type ExportFormat = keyof typeof FORMATS
-type FormatsOf<Kind> = { [F in ExportFormat]: (typeof FORMATS)[F]['kind'] extends Kind ? F : never }[ExportFormat]
+type FormatsOf<TKind> = {
+  [F in ExportFormat]: (typeof FORMATS)[F]['kind'] extends TKind ? F : never
+}[ExportFormat]
 
 /** Every `--format` the command accepts, in the order help and errors list them. */
 const EXPORT_FORMATS = Object.keys(FORMATS) as ExportFormat[]

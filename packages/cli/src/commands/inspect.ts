@@ -197,7 +197,11 @@ export const inspectCommand: CommandSpec = {
   summary: 'header, files, generation, events, turns, surface size, pending calls, open compaction',
   help: HELP,
   options: {
-    'no-pager': NO_PAGER_OPTION,  json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION, store: STORE_OPTION },
+    'no-pager': NO_PAGER_OPTION,
+    json: JSON_OPTION,
+    'no-progress': NO_PROGRESS_OPTION,
+    store: STORE_OPTION,
+  },
   pages: () => true,
   stdin: true,
   positionals: ['<session>'],

@@ -39,7 +39,10 @@ export const listCommand: CommandSpec = {
   summary: 'list the sessions of a store root (broken ones listed as problems)',
   help: HELP,
   options: {
-    'no-pager': NO_PAGER_OPTION,  json: JSON_OPTION, store: STORE_OPTION },
+    'no-pager': NO_PAGER_OPTION,
+    json: JSON_OPTION,
+    store: STORE_OPTION,
+  },
   pages: () => true,
   positionals: ['<root>'],
   positionalsOptional: true,

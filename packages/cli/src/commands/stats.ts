@@ -180,7 +180,11 @@ export const statsCommand: CommandSpec = {
   summary: 'turns, messages, tool calls and errors, repairs, compactions, tokens and durations',
   help: HELP,
   options: {
-    'no-pager': NO_PAGER_OPTION,  json: JSON_OPTION, sort: { type: 'string' }, store: STORE_OPTION },
+    'no-pager': NO_PAGER_OPTION,
+    json: JSON_OPTION,
+    sort: { type: 'string' },
+    store: STORE_OPTION,
+  },
   pages: () => true,
   stdin: true,
   positionals: ['<session|root>'],

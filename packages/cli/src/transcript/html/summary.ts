@@ -10,7 +10,9 @@ const CHART_HEIGHT = 120
 
 function counts(record: Readonly<Record<string, number>>): string {
   const entries = Object.entries(record).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-  return entries.length === 0 ? 'none' : entries.map(([key, value]) => `${key} ${formatCount(value)}`).join(', ')
+  return entries.length === 0
+    ? 'none'
+    : entries.map(([key, value]) => `${key} ${formatCount(value)}`).join(', ')
 }
 
 function percent(rate: number): string {
