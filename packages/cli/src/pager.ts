@@ -7,7 +7,7 @@ import { delimiter, isAbsolute, join } from 'node:path'
 export const PAGER_ENV = ['AGENT_LEDGER_PAGER', 'PAGER'] as const
 
 /** The pager when neither variable is set. */
-export const DEFAULT_PAGER = 'less -FRX'
+const DEFAULT_PAGER = 'less -FRX'
 
 /**
  * The pager command a user asked for: `AGENT_LEDGER_PAGER`, else `PAGER`, else
@@ -16,7 +16,7 @@ export const DEFAULT_PAGER = 'less -FRX'
  * @param env - The environment.
  * @returns The shell command, or null for none.
  */
-export function pagerCommand(env: Readonly<Record<string, string | undefined>>): string | null {
+function pagerCommand(env: Readonly<Record<string, string | undefined>>): string | null {
   const chosen = PAGER_ENV.map((name) => env[name]).find((value) => value !== undefined) ?? DEFAULT_PAGER
   const command = chosen.trim()
   return command === '' || command === 'cat' ? null : command

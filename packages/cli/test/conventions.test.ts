@@ -91,7 +91,7 @@ describe('CLI conventions', () => {
     const unknown = await cli(['cat', join(root, 'a1'), '--bogus'])
     expect(unknown.code).toBe(2)
     expect(unknown.stderr).toBe(
-      'agent-ledger: USAGE: cat: unknown option --bogus: expected one of --json, --from, --to, --seq, --store, -h/--help; run agent-ledger cat --help\n',
+      'agent-ledger: USAGE: cat: unknown option --bogus: expected one of --no-pager, --json, --from, --to, --seq, --store, -h/--help; run agent-ledger cat --help\n',
     )
     const missing = await cli(['cat', join(root, 'a1'), '--from'])
     expect(missing.stderr).toBe(

@@ -80,10 +80,11 @@ render), so memory stays bounded by the pairing tables, not by the log.
 
 Options:
   --format F         the output format, one of ${EXPORT_FORMATS.join(', ')} (required)
-  -o, --output FILE  write to FILE instead of stdout (- is stdout). FILE is created
-                     with mode 0600 (owner only), like the session log it comes from:
-                     a transcript holds everything the session saw; chmod it to share
-                     it. An existing FILE is refused (OUTPUT_EXISTS) unless --force
+  -o, --output FILE  write to FILE instead of stdout (- is stdout).
+                     FILE is created with mode 0600 (owner only), like the session
+                     log it comes from: a transcript holds everything the session
+                     saw; chmod it to share it. An existing FILE is refused
+                     (OUTPUT_EXISTS) unless --force
   --force            with -o FILE: replace an existing FILE (atomically)
   --no-progress      no progress lines on stderr
   --store S          the store: a directory or a postgres:// URL (default
