@@ -570,7 +570,7 @@ class SessionStoreImpl implements SessionStore {
           SessionStoreErrorCode.HEADER_ID_MISMATCH,
           SessionStoreErrorCode.VERSION_TOO_NEW,
         ) &&
-        !isLineDamage(error)
+        !isLineDamage(error, this.backend)
       ) {
         throw error
       }

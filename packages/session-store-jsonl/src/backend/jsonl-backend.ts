@@ -50,7 +50,7 @@ import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
 import { listSessions } from './list.ts'
 import { openLog } from './open-log.ts'
-import { portError, throwIfAborted, toPortError } from './port-errors.ts'
+import { JSONL_DAMAGE_CODES, portError, throwIfAborted, toPortError } from './port-errors.ts'
 import { checkRoot, ensureSessionDirectory, sessionDirectory } from './session-dirs.ts'
 
 /** Options of {@link createJsonlBackend}. */
@@ -96,6 +96,8 @@ function defaultRandomHex(byteCount: number): string {
 
 class JsonlBackendImpl implements JsonlBackend {
   readonly name = 'jsonl'
+  /** `.zstd` frame damage: recorded by a scan like `CORRUPT_LINE`, with its own code kept. */
+  readonly damageCodes = JSONL_DAMAGE_CODES
   readonly root: string
   readonly encoding: LogEncoding
   readonly capabilities: BackendCapabilities
