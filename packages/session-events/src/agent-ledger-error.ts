@@ -8,7 +8,10 @@
 const marker = Symbol.for('@agent-ledger/error')
 
 /** Everything an {@link AgentLedgerError} carries besides its code and message. */
-export interface AgentLedgerErrorOptions<TCode extends string = string, TDetails = Readonly<Record<string, unknown>>> {
+export interface AgentLedgerErrorOptions<
+  TCode extends string = string,
+  TDetails = Readonly<Record<string, unknown>>,
+> {
   /** One of the throwing package's stable codes. */
   readonly code: TCode
   /** One sentence: what failed, on which input, what was expected and what was found. */

@@ -11,7 +11,8 @@ export const SESSION_FORMAT_NAME = 'agent-ledger.session'
  * case, alone or followed by `_` or `-`: such a name cannot be a file on Windows, so no
  * backend stores it (a session copied from a database to files would fail there).
  */
-const DEVICE_NAME = '(?:[Cc][Oo][Nn]|[Pp][Rr][Nn]|[Aa][Uu][Xx]|[Nn][Uu][Ll]|[Cc][Oo][Mm][0-9]|[Ll][Pp][Tt][0-9])'
+const DEVICE_NAME =
+  '(?:[Cc][Oo][Nn]|[Pp][Rr][Nn]|[Aa][Uu][Xx]|[Nn][Uu][Ll]|[Cc][Oo][Mm][0-9]|[Ll][Pp][Tt][0-9])'
 
 /**
  * Session ids, the one rule of every backend: letters, digits, `_` and `-`, 1 to 128

@@ -403,6 +403,7 @@ class SessionStoreImpl implements SessionStore {
         details: { option: 'atSeq', found: typeof atSeq === 'number' ? atSeq : typeof atSeq },
       })
     }
+    await this.#assertAbsent(to, `Cannot fork ${id} into ${to}`, options.signal)
     const { header, headerLine, projection, prefixLines, tailLines } = await planForkedSession(
       this.#context,
       {
@@ -438,10 +439,29 @@ class SessionStoreImpl implements SessionStore {
     })
   }
 
+  /**
+   * Refuses a target id that already holds a session, before the source is read (the
+   * backend's create or fork checks again at its publish).
+   */
+  async #assertAbsent(to: string, what: string, signal: SignalOptions['signal']): Promise<void> {
+    try {
+      await this.backend.head(to, { signal })
+    } catch (error) {
+      if (SessionStoreError.is(error, SessionStoreErrorCode.SESSION_NOT_FOUND)) return
+      throw error
+    }
+    throw new SessionStoreError({
+      code: SessionStoreErrorCode.SESSION_EXISTS,
+      sessionId: to,
+      message: `${what}: expected no session ${to}, found one on the ${this.backend.name} backend; nothing was read or written.`,
+    })
+  }
+
   async salvage(id: string, options: SignalOptions & { readonly to: string }): Promise<SalvageReport> {
     this.#assertOpen()
     assertSessionId(id)
     const to = assertSessionId(options.to, 'salvage target id')
+    await this.#assertAbsent(to, `Cannot salvage ${id} into ${to}`, options.signal)
     const lines: string[] = []
     const scan = await scanSession(this.#context, id, {
       signal: options.signal,

@@ -267,12 +267,15 @@ async function appendFailure(
   }
   // The first failure's code is kept (FSYNC_FAILED, FILE_REPLACED...), except a full disk:
   // freeing space cannot revive this lease, so `DISK_FULL` (retryable) would mislead.
-  held.failed = portError(mapped.code === SessionStoreErrorCode.DISK_FULL ? JsonlErrorCode.WRITER_FAILED : mapped.code, {
-    sessionId: held.id,
-    message: `${mapped.message} This lease can no longer append (the next acquire repairs the log); acquire again.`,
-    details: { ...mapped.details, poisoned: true },
-    cause: failure.error,
-  })
+  held.failed = portError(
+    mapped.code === SessionStoreErrorCode.DISK_FULL ? JsonlErrorCode.WRITER_FAILED : mapped.code,
+    {
+      sessionId: held.id,
+      message: `${mapped.message} This lease can no longer append (the next acquire repairs the log); acquire again.`,
+      details: { ...mapped.details, poisoned: true },
+      cause: failure.error,
+    },
+  )
   return held.failed
 }
 

@@ -70,7 +70,11 @@ function renamed(error: JsonlStoreError): SessionStoreErrorCode | undefined {
   if (error.code === JsonlErrorCode.MIGRATION_CONFLICT && error.details['reason'] === 'exists')
     return SessionStoreErrorCode.SESSION_EXISTS
   const inner = error.details['cause']
-  if (PUBLISH_OR_WRITE_FAILURES.has(error.code) && typeof inner === 'string' && /^E(NOSPC|DQUOT|FBIG)$/.test(inner))
+  if (
+    PUBLISH_OR_WRITE_FAILURES.has(error.code) &&
+    typeof inner === 'string' &&
+    /^E(NOSPC|DQUOT|FBIG)$/.test(inner)
+  )
     return SessionStoreErrorCode.DISK_FULL
   return undefined
 }
