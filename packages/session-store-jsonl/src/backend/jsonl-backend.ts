@@ -180,11 +180,8 @@ class JsonlBackendImpl implements JsonlBackend {
     try {
       return assertSessionId(id)
     } catch (error) {
-      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
-        message: JsonlStoreError.is(error) ? error.message : `Invalid session id ${JSON.stringify(id)}.`,
-        details: { option: 'id' },
-        cause: error,
-      })
+      // `INVALID_SESSION_ID`, the code of every backend and of the core for the one id rule.
+      throw toPortError(error, { sessionId: undefined, action: 'use that session id' })
     }
   }
 
