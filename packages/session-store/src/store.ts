@@ -9,6 +9,7 @@ import type { RepairAction } from '@agent-ledger/loop-repair'
 import { createProjection } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
+import { guardBackend } from './backend-guard.ts'
 import { registryDigest } from './checkpoint-body.ts'
 import { scanWithCheckpoint } from './checkpoint-open.ts'
 import type { CheckpointContext } from './checkpoint-open.ts'
@@ -65,7 +66,8 @@ class SessionStoreImpl implements SessionStore {
     const leaseMs = options.leaseMs ?? 30_000
     if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0)
       throw invalidOption('leaseMs', 'a positive integer', leaseMs)
-    this.backend = options.backend
+    // The caller's backend, whose untyped failures become BACKEND_FAILED (typed ones pass as they are).
+    this.backend = guardBackend(options.backend)
     this.#clock = options.clock
     this.#owner = owner
     this.#leaseMs = leaseMs
@@ -76,7 +78,7 @@ class SessionStoreImpl implements SessionStore {
     if (onWarning !== undefined && typeof onWarning !== 'function')
       throw invalidOption('onWarning', 'a function', onWarning)
     this.#context = {
-      backend: options.backend,
+      backend: this.backend,
       registry,
       limits: resolveLimits(options.limits),
       crc32c,
