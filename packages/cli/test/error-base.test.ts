@@ -15,18 +15,34 @@ describe('one error base', () => {
     [
       'SessionEventsError',
       new SessionEventsError({ code: 'INVALID_EVENT', message: 'm' }),
-      SessionEventsError.is,
+      (value: unknown) => SessionEventsError.is(value),
     ],
-    ['ProjectionError', new ProjectionError({ code: 'SEQ_GAP', message: 'm' }), ProjectionError.is],
-    ['SessionStoreError', new SessionStoreError({ code: 'FENCED', message: 'm' }), SessionStoreError.is],
+    [
+      'ProjectionError',
+      new ProjectionError({ code: 'SEQ_GAP', message: 'm' }),
+      (value: unknown) => ProjectionError.is(value),
+    ],
+    [
+      'SessionStoreError',
+      new SessionStoreError({ code: 'FENCED', message: 'm' }),
+      (value: unknown) => SessionStoreError.is(value),
+    ],
     [
       'JsonlStoreError',
       new JsonlStoreError({ code: 'SYMLINK_REFUSED', message: 'm', file: 'f' }),
-      JsonlStoreError.is,
+      (value: unknown) => JsonlStoreError.is(value),
     ],
-    ['ZstdFrameError', new ZstdFrameError({ code: 'TORN_FRAME', message: 'm' }), ZstdFrameError.is],
-    ['ImportError', new ImportError({ code: 'EMPTY_SOURCE', message: 'm' }), ImportError.is],
-    ['CliError', new CliError({ code: 'USAGE', message: 'm' }), CliError.is],
+    [
+      'ZstdFrameError',
+      new ZstdFrameError({ code: 'TORN_FRAME', message: 'm' }),
+      (value: unknown) => ZstdFrameError.is(value),
+    ],
+    [
+      'ImportError',
+      new ImportError({ code: 'EMPTY_SOURCE', message: 'm' }),
+      (value: unknown) => ImportError.is(value),
+    ],
+    ['CliError', new CliError({ code: 'USAGE', message: 'm' }), (value: unknown) => CliError.is(value)],
     [
       'ConformanceError',
       new ConformanceError('m'),

@@ -38,7 +38,9 @@ describe('AgentLedgerError', () => {
     expect(AgentLedgerError.is(events)).toBe(true)
     expect(AgentLedgerError.is(events, 'INVALID_EVENT', 'TOO_DEEP')).toBe(true)
     expect(AgentLedgerError.is(events, 'TOO_DEEP')).toBe(false)
-    expect(AgentLedgerError.is(Object.assign(new Error('x'), { code: 'INVALID_EVENT' }))).toBe(false)
+    const lookalike = new Error('x')
+    Object.defineProperty(lookalike, 'code', { value: 'INVALID_EVENT' })
+    expect(AgentLedgerError.is(lookalike)).toBe(false)
     expect(AgentLedgerError.is(null)).toBe(false)
     expect(AgentLedgerError.is('INVALID_EVENT')).toBe(false)
   })
@@ -46,10 +48,9 @@ describe('AgentLedgerError', () => {
   it('is() works across copies of the package: the marker is a registered symbol, not the class', () => {
     // What a second copy of this package (built code beside source code) creates: another
     // class, the same Symbol.for marker.
-    const fromOtherCopy = Object.assign(new Error('m'), {
-      code: 'ALPHA',
-      [Symbol.for('@agent-ledger/error')]: true,
-    })
+    const fromOtherCopy = new Error('m')
+    Object.defineProperty(fromOtherCopy, 'code', { value: 'ALPHA' })
+    Object.defineProperty(fromOtherCopy, Symbol.for('@agent-ledger/error'), { value: true })
     expect(fromOtherCopy instanceof AgentLedgerError).toBe(false)
     expect(AgentLedgerError.is(fromOtherCopy, 'ALPHA')).toBe(true)
   })

@@ -6,7 +6,7 @@ import { AgentLedgerError } from '@agent-ledger/session-events'
 
 import type { SessionBackend } from './port.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
-import type { BackendErrorCode } from './session-store-error.ts'
+import type { AnySessionStoreErrorCode } from './session-store-error.ts'
 
 /** The port methods that return a promise (`read` streams: its errors are the backend's own). */
 const GUARDED = new Set<PropertyKey>([
@@ -36,7 +36,7 @@ export function asPortError(error: unknown, backend: string, method: string): Se
   if (SessionStoreError.is(error)) return error
   if (AgentLedgerError.is(error)) {
     return new SessionStoreError({
-      code: error.code as BackendErrorCode,
+      code: error.code as AnySessionStoreErrorCode,
       message: error.message,
       details:
         typeof error.details === 'object' && error.details !== null

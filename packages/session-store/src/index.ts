@@ -6,6 +6,7 @@
  */
 export { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 export type {
+  AnySessionStoreErrorCode,
   BackendErrorCode,
   BackendErrorCodeMap,
   LineLocation,

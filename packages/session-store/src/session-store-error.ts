@@ -123,7 +123,11 @@ export type SessionStoreErrorCode = (typeof SessionStoreErrorCode)[keyof typeof 
 export interface BackendErrorCodeMap {}
 
 /** A code a backend added through {@link BackendErrorCodeMap}. */
-export type BackendErrorCode = keyof BackendErrorCodeMap & string
+export type BackendErrorCode = Extract<keyof BackendErrorCodeMap, string>
+
+/** Every code a {@link SessionStoreError} may carry: the table above and the backends' own. */
+// eslint-disable-next-line @typescript-eslint/no-redundant-type-constituents -- BackendErrorCode is `never` until a backend augments the map
+export type AnySessionStoreErrorCode = SessionStoreErrorCode | BackendErrorCode
 
 /**
  * Where a stored line lives, as the backend knows it: a file backend gives the file, the
@@ -144,7 +148,7 @@ const brand = Symbol.for('@agent-ledger/session-store/SessionStoreError')
 /** Everything a {@link SessionStoreError} carries besides its code and message. */
 export interface SessionStoreErrorOptions {
   /** A port or core code, or a backend's own code ({@link BackendErrorCode}) kept unchanged. */
-  readonly code: SessionStoreErrorCode | BackendErrorCode
+  readonly code: AnySessionStoreErrorCode
   readonly message: string
   /** The session concerned, when there is one. */
   readonly sessionId?: string | undefined
@@ -164,7 +168,7 @@ export interface SessionStoreErrorOptions {
  * and location so the message is never the only clue. Its `code` is one of
  * {@link SessionStoreErrorCode} or a backend's own ({@link BackendErrorCode}).
  */
-export class SessionStoreError extends AgentLedgerError<SessionStoreErrorCode | BackendErrorCode> {
+export class SessionStoreError extends AgentLedgerError<AnySessionStoreErrorCode> {
   override readonly name = 'SessionStoreError'
   readonly sessionId: string | undefined
   readonly seq: number | undefined
@@ -190,7 +194,7 @@ export class SessionStoreError extends AgentLedgerError<SessionStoreErrorCode | 
    */
   static override is(
     value: unknown,
-    ...codes: readonly (SessionStoreErrorCode | BackendErrorCode)[]
+    ...codes: readonly AnySessionStoreErrorCode[]
   ): value is SessionStoreError {
     if (typeof value !== 'object' || value === null || !(brand in value)) return false
     return codes.length === 0 || (codes as readonly string[]).includes((value as SessionStoreError).code)

@@ -49,7 +49,8 @@ const clock = () => '2026-01-01T00:00:00.000Z'
 
 describe('errors leaving a backend', () => {
   it('an untyped error (an errno) is BACKEND_FAILED naming the backend and the call, with details.cause and the original as cause', async () => {
-    const raw = Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' })
+    const raw = new Error('EIO: i/o error, read')
+    Object.defineProperty(raw, 'code', { value: 'EIO', enumerable: true })
     const { backend } = failingBackend(() => Promise.reject(raw))
     const store = createSessionStore({ backend, clock })
     await (await store.create({ id: 's1' })).close()

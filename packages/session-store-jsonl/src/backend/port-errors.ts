@@ -16,6 +16,7 @@ import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 
 declare module '@agent-ledger/session-store' {
   /** The JSONL store's codes reach the callers of `createSessionStore` unchanged. */
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- a declaration-merging hook: the members come from the extends
   interface BackendErrorCodeMap extends Record<JsonlErrorCode, true> {}
 }
 
