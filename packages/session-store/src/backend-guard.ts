@@ -4,7 +4,7 @@
  */
 import { AgentLedgerError } from '@agent-ledger/session-events'
 
-import type { SessionBackend } from './port.ts'
+import type { CreateRequest, SessionBackend } from './port.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 import type { AnySessionStoreErrorCode } from './session-store-error.ts'
 
@@ -32,7 +32,7 @@ const GUARDED = new Set<PropertyKey>([
  * @param method - The port method called.
  * @returns The error to throw.
  */
-export function asPortError(error: unknown, backend: string, method: string): SessionStoreError {
+function asPortError(error: unknown, backend: string, method: string): SessionStoreError {
   if (SessionStoreError.is(error)) return error
   if (AgentLedgerError.is(error)) {
     return new SessionStoreError({
@@ -55,6 +55,21 @@ export function asPortError(error: unknown, backend: string, method: string): Se
   })
 }
 
+/** `request` with a streamed seed that records what its stream throws in `thrown`. */
+function watchedSeed(request: CreateRequest, thrown: Set<unknown>): CreateRequest {
+  if (Array.isArray(request.lines)) return request
+  const lines = request.lines as AsyncIterable<readonly string[]>
+  async function* watched(): AsyncGenerator<readonly string[]> {
+    try {
+      yield* lines
+    } catch (error) {
+      thrown.add(error)
+      throw error
+    }
+  }
+  return { ...request, lines: watched() }
+}
+
 /**
  * Wraps `backend` so that every promise-returning port method rejects only with a
  * `SessionStoreError` ({@link asPortError}). Every other member (capabilities, a backend's
@@ -73,13 +88,15 @@ export function guardBackend(backend: SessionBackend): SessionBackend {
       if (method === undefined) {
         const original = value as (...args: unknown[]) => unknown
         method = GUARDED.has(key)
-          ? (...args: unknown[]): Promise<unknown> => {
+          ? async (...args: unknown[]): Promise<unknown> => {
+              // A streamed seed's own error passes through unchanged (the port's contract).
+              const fromStream = new Set<unknown>()
+              const call = key === 'create' ? [watchedSeed(args[0] as CreateRequest, fromStream)] : args
               try {
-                return Promise.resolve(original.apply(target, args)).catch((error: unknown) => {
-                  throw asPortError(error, target.name, String(key))
-                })
+                return await original.apply(target, call)
               } catch (error) {
-                return Promise.reject(asPortError(error, target.name, String(key)))
+                if (!fromStream.has(error)) throw asPortError(error, target.name, String(key))
+                throw error
               }
             }
           : original.bind(target)
