@@ -1,3 +1,5 @@
+import { AgentLedgerError } from '@agent-ledger/session-events'
+
 /** Why mini-agent stopped. Branch on these, never on `message`. */
 export const MiniAgentErrorCode = {
   /** The command line could not be understood (unknown command, missing or bad option). */
@@ -22,21 +24,19 @@ export type MiniAgentErrorCode = (typeof MiniAgentErrorCode)[keyof typeof MiniAg
 const brand = Symbol.for('@agent-ledger/demo/MiniAgentError')
 
 /** Thrown by mini-agent outside the session store (the store throws its own `JsonlStoreError`). */
-export class MiniAgentError extends Error {
+export class MiniAgentError extends AgentLedgerError<MiniAgentErrorCode> {
   override readonly name = 'MiniAgentError'
-  readonly code: MiniAgentErrorCode
   /** HTTP status, for `PROVIDER_HTTP_ERROR`. */
   readonly status: number | undefined
   readonly [brand] = true
 
   constructor(options: { code: MiniAgentErrorCode; message: string; status?: number; cause?: unknown }) {
-    super(options.message, options.cause === undefined ? undefined : { cause: options.cause })
-    this.code = options.code
+    super({ code: options.code, message: options.message, cause: options.cause })
     this.status = options.status
   }
 
   /** True for a `MiniAgentError` from any copy of this app. */
-  static is(value: unknown): value is MiniAgentError {
+  static override is(value: unknown): value is MiniAgentError {
     return typeof value === 'object' && value !== null && brand in value
   }
 }

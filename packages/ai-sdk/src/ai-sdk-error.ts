@@ -1,3 +1,5 @@
+import { AgentLedgerError } from '@agent-ledger/session-events'
+
 /** Why the AI SDK adapter refused an input or an operation. Branch on these, never on `message`. */
 export const AiSdkErrorCode = {
   /** A message part has no place in the OpenAI chat wire shape (a non-image file, a provider-executed tool result...): `details.part`. */
@@ -14,10 +16,8 @@ export type AiSdkErrorCode = (typeof AiSdkErrorCode)[keyof typeof AiSdkErrorCode
 const brand = Symbol.for('@agent-ledger/ai-sdk/AiSdkAdapterError')
 
 /** Thrown by `@agent-ledger/ai-sdk`. Carries the offending input's position in `details`. */
-export class AiSdkAdapterError extends Error {
+export class AiSdkAdapterError extends AgentLedgerError<AiSdkErrorCode> {
   override readonly name = 'AiSdkAdapterError'
-  readonly code: AiSdkErrorCode
-  readonly details: Readonly<Record<string, unknown>>
   readonly [brand] = true
 
   constructor(options: {
@@ -26,13 +26,11 @@ export class AiSdkAdapterError extends Error {
     details?: Record<string, unknown>
     cause?: unknown
   }) {
-    super(options.message, { cause: options.cause })
-    this.code = options.code
-    this.details = Object.freeze({ ...options.details })
+    super({ ...options, details: Object.freeze({ ...options.details }) })
   }
 
   /** True for an `AiSdkAdapterError` from any copy of this package. */
-  static is(value: unknown): value is AiSdkAdapterError {
+  static override is(value: unknown): value is AiSdkAdapterError {
     return typeof value === 'object' && value !== null && brand in value
   }
 }

@@ -1,3 +1,5 @@
+import { AgentLedgerError } from '@agent-ledger/session-events'
+
 /** The process exit codes of `agent-ledger`, the same for every command. */
 export const ExitCode = {
   /** The command did what was asked and found nothing wrong. */
@@ -37,15 +39,12 @@ export type CliErrorCode = (typeof CliErrorCode)[keyof typeof CliErrorCode]
 const brand = Symbol.for('@agent-ledger/cli/CliError')
 
 /** Thrown inside the CLI for usage and environment problems; `runCli` turns it into one stderr line and exit code 2. */
-export class CliError extends Error {
+export class CliError extends AgentLedgerError<CliErrorCode> {
   override readonly name = 'CliError'
-  readonly code: CliErrorCode
   /** The file or directory concerned, as shown to the user, when there is one. */
   readonly path: string | undefined
   /** The exit code `runCli` returns for this error. */
   readonly exitCode: ExitCode
-  /** Extra context (the errno of an I/O failure, the option at fault...). */
-  readonly details: Readonly<Record<string, unknown>>
   readonly [brand] = true
 
   constructor(options: {
@@ -56,15 +55,13 @@ export class CliError extends Error {
     details?: Readonly<Record<string, unknown>>
     cause?: unknown
   }) {
-    super(options.message, options.cause === undefined ? undefined : { cause: options.cause })
-    this.code = options.code
+    super({ code: options.code, message: options.message, details: options.details, cause: options.cause })
     this.path = options.path
     this.exitCode = options.exitCode ?? ExitCode.USAGE
-    this.details = options.details ?? {}
   }
 
   /** True for a `CliError` from any copy of this package. */
-  static is(value: unknown): value is CliError {
+  static override is(value: unknown): value is CliError {
     return typeof value === 'object' && value !== null && brand in value
   }
 }

@@ -1,3 +1,5 @@
+import { AgentLedgerError } from '@agent-ledger/session-events'
+
 /** Why an import was refused. Branch on these, never on `message`. */
 export const ImportErrorCode = {
   /** The content matches none of the supported formats (`--from auto`), or not the one asked for. */
@@ -26,9 +28,8 @@ export type ImportErrorCode = (typeof ImportErrorCode)[keyof typeof ImportErrorC
 const brand = Symbol.for('@agent-ledger/import/ImportError')
 
 /** Thrown by the importers; carries the source file and line so the message is never the only clue. */
-export class ImportError extends Error {
+export class ImportError extends AgentLedgerError<ImportErrorCode> {
   override readonly name = 'ImportError'
-  readonly code: ImportErrorCode
   /** The source file as the caller named it. */
   readonly file: string | undefined
   /** 1-based line (or record number, for a JSON array source) the error is about. */
@@ -42,14 +43,13 @@ export class ImportError extends Error {
     line?: number | undefined
     cause?: unknown
   }) {
-    super(options.message, options.cause === undefined ? undefined : { cause: options.cause })
-    this.code = options.code
+    super({ code: options.code, message: options.message, cause: options.cause })
     this.file = options.file
     this.line = options.line
   }
 
   /** True for an `ImportError` from any copy of this package. */
-  static is(value: unknown): value is ImportError {
+  static override is(value: unknown): value is ImportError {
     return typeof value === 'object' && value !== null && brand in value
   }
 }

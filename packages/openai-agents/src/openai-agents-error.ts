@@ -1,3 +1,5 @@
+import { AgentLedgerError } from '@agent-ledger/session-events'
+
 /** Why the OpenAI Agents SDK adapter refused an input or an operation. Branch on these, never on `message`. */
 export const AgentsAdapterErrorCode = {
   /** An item is not an object with a known shape (`details.index`). */
@@ -10,10 +12,8 @@ export type AgentsAdapterErrorCode = (typeof AgentsAdapterErrorCode)[keyof typeo
 const brand = Symbol.for('@agent-ledger/openai-agents/AgentsAdapterError')
 
 /** Thrown by `@agent-ledger/openai-agents`. Carries the offending input's position in `details`. */
-export class AgentsAdapterError extends Error {
+export class AgentsAdapterError extends AgentLedgerError<AgentsAdapterErrorCode> {
   override readonly name = 'AgentsAdapterError'
-  readonly code: AgentsAdapterErrorCode
-  readonly details: Readonly<Record<string, unknown>>
   readonly [brand] = true
 
   constructor(options: {
@@ -22,13 +22,11 @@ export class AgentsAdapterError extends Error {
     details?: Record<string, unknown>
     cause?: unknown
   }) {
-    super(options.message, { cause: options.cause })
-    this.code = options.code
-    this.details = Object.freeze({ ...options.details })
+    super({ ...options, details: Object.freeze({ ...options.details }) })
   }
 
   /** True for an `AgentsAdapterError` from any copy of this package. */
-  static is(value: unknown): value is AgentsAdapterError {
+  static override is(value: unknown): value is AgentsAdapterError {
     return typeof value === 'object' && value !== null && brand in value
   }
 }

@@ -6,13 +6,56 @@ export const SESSION_FORMAT_VERSION = 4
 /** The `format` field of every v1+ header line. */
 export const SESSION_FORMAT_NAME = 'agent-ledger.session'
 
-/** Session ids: letters, digits, `_` and `-`, 1 to 128 characters, not starting with `-`. */
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$/
+/**
+ * A Windows device name (`CON`, `PRN`, `AUX`, `NUL`, `COM0`-`COM9`, `LPT0`-`LPT9`) in any
+ * case, alone or followed by `_` or `-`: such a name cannot be a file on Windows, so no
+ * backend stores it (a session copied from a database to files would fail there).
+ */
+const DEVICE_NAME =
+  '(?:[Cc][Oo][Nn]|[Pp][Rr][Nn]|[Aa][Uu][Xx]|[Nn][Uu][Ll]|[Cc][Oo][Mm][0-9]|[Ll][Pp][Tt][0-9])'
+
+/**
+ * Session ids, the one rule of every backend: letters, digits, `_` and `-`, 1 to 128
+ * characters, not starting with `-`, and not a Windows device name (`CON`, `nul`, `COM1`,
+ * `aux-2`...). Such an id is always exactly one path component and the same on every backend.
+ */
+export const SESSION_ID_PATTERN = new RegExp(`^(?!${DEVICE_NAME}(?:$|[_-]))[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$`)
+
+/** What {@link SESSION_ID_PATTERN} asks for, in words (for messages). */
+export const SESSION_ID_RULE =
+  '1-128 characters from [A-Za-z0-9_-], not starting with "-" and not a Windows device name (CON, PRN, AUX, NUL, COM0-9, LPT0-9)'
+
+/**
+ * Whether `value` is an allowed session id ({@link SESSION_ID_PATTERN}).
+ *
+ * @param value - Anything.
+ * @returns True for a string matching the pattern.
+ */
+export function isSessionId(value: unknown): value is string {
+  return typeof value === 'string' && SESSION_ID_PATTERN.test(value)
+}
+
+/**
+ * The id as it may appear in an error: JSON-escaped, every character outside printable
+ * ASCII written as `\uXXXX` (so control characters, bidi overrides and lookalikes are
+ * visible), truncated to 64 characters; a non-string as `(type)`.
+ *
+ * @param id - Any value passed as a session id.
+ * @returns A printable, bounded rendering.
+ */
+export function describeSessionId(id: unknown): string {
+  const text =
+    typeof id === 'string'
+      ? JSON.stringify(id).replace(
+          /[^\x20-\x7e]/g,
+          (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+        )
+      : `(${typeof id})`
+  return text.length > 64 ? `${text.slice(0, 61)}...` : text
+}
 
 /** Schema of a session id. */
-export const sessionIdSchema = z
-  .string()
-  .regex(SESSION_ID_PATTERN, 'a session id ([A-Za-z0-9_-], 1-128 chars)')
+export const sessionIdSchema = z.string().regex(SESSION_ID_PATTERN, `a session id (${SESSION_ID_RULE})`)
 
 /** Where this generation came from when it was written by migration. */
 export const migratedFromSchema = z.object({

@@ -52,10 +52,13 @@ export type {
   SessionEventType,
 } from './event-map.ts'
 export {
+  describeSessionId,
+  isSessionId,
   migratedFromSchema,
   SESSION_FORMAT_NAME,
   SESSION_FORMAT_VERSION,
   SESSION_ID_PATTERN,
+  SESSION_ID_RULE,
   sessionHeaderSchema,
   sessionIdSchema,
 } from './header.ts'
@@ -70,6 +73,8 @@ export {
   parseEvent,
 } from './registry.ts'
 export type { EventRegistry, EventTypeClass, EventTypeDefinition } from './registry.ts'
+export { AgentLedgerError } from './agent-ledger-error.ts'
+export type { AgentLedgerErrorOptions } from './agent-ledger-error.ts'
 export { SessionEventsError, SessionEventsErrorCode } from './session-events-error.ts'
 export { TurnEndReason, turnEndReasonSchema } from './turn-end-reason.ts'
 export {

@@ -106,7 +106,7 @@ function firstIssue(error: z.ZodError, prefix: string): { field: string; message
  *
  * Checks, in order: the envelope; the known/ignorable rule; `data` against the type's
  * schema; the static surface rules (only the four surface types carry `surfaceOp` or
- * `sourceEventSeqs`; cited seqs are unique and earlier than `seq`; surface events are never
+ * `sourceEventSeqs`; a `sourceEventSeqs` cites at least one seq, unique and earlier than `seq`; surface events are never
  * `ignorable`).
  *
  * @param value - A parsed JSON object or a caller-built event.
@@ -200,6 +200,13 @@ function checkSurfaceRules(event: Envelope | FastEnvelope): void {
     )
   }
   if (event.sourceEventSeqs !== undefined) {
+    if (event.sourceEventSeqs.length === 0) {
+      throw invalidEvent(
+        event,
+        'sourceEventSeqs',
+        'expected at least one cited seq (or no "sourceEventSeqs" at all), found []',
+      )
+    }
     const seen = new Set<number>()
     for (const cited of event.sourceEventSeqs) {
       if (cited >= event.seq) {

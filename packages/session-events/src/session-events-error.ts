@@ -1,3 +1,5 @@
+import { AgentLedgerError } from './agent-ledger-error.ts'
+
 /** Why an event, a header or a plugin definition was refused. Branch on these, never on `message`. */
 export const SessionEventsErrorCode = {
   /** The value is not a valid envelope or its `data` does not match its type's schema. */
@@ -20,9 +22,8 @@ export type SessionEventsErrorCode = (typeof SessionEventsErrorCode)[keyof typeo
 const brand = Symbol.for('@agent-ledger/session-events/SessionEventsError')
 
 /** Thrown by the event contract. Carries the field and values so the message is never the only clue. */
-export class SessionEventsError extends Error {
+export class SessionEventsError extends AgentLedgerError<SessionEventsErrorCode> {
   override readonly name = 'SessionEventsError'
-  readonly code: SessionEventsErrorCode
   /** Dotted path of the offending field, when one is known (`data.message.role`). */
   readonly field: string | undefined
   /** The event's `seq`, when the input had a numeric one. */
@@ -39,15 +40,14 @@ export class SessionEventsError extends Error {
     type?: string | undefined
     cause?: unknown
   }) {
-    super(options.message, options.cause === undefined ? undefined : { cause: options.cause })
-    this.code = options.code
+    super({ code: options.code, message: options.message, cause: options.cause })
     this.field = options.field
     this.seq = options.seq
     this.type = options.type
   }
 
   /** True for a `SessionEventsError` from any copy of this package. */
-  static is(value: unknown): value is SessionEventsError {
+  static override is(value: unknown): value is SessionEventsError {
     return typeof value === 'object' && value !== null && brand in value
   }
 }

@@ -21,11 +21,11 @@ function prototypeKeys(): string[] {
 describe('parseEvent', () => {
   it('returns the same object, without rebuilding it, and keeps unknown keys', () => {
     const event = {
-      seq: 0,
+      seq: 1,
       time,
       type: 'tool/result',
       data: { message: { role: 'tool', tool_call_id: 'c', content: 'x', vendor: { a: 1 } }, extra: [1, 2] },
-      sourceEventSeqs: [],
+      sourceEventSeqs: [0],
       writer: 'future-version',
     }
     const parsed = parseEvent(event)
@@ -176,6 +176,7 @@ describe('parseEvent', () => {
       ['the seq itself', [3]],
       ['a later seq', [4]],
       ['a repeated seq', [1, 1]],
+      ['nothing (an empty array)', []],
     ])('refuses sourceEventSeqs citing %s', (_name, sourceEventSeqs) => {
       expect(
         refusal({ seq: 3, time, type: 'user/message', data: { message: user }, sourceEventSeqs }),
@@ -198,5 +199,40 @@ describe('parseEvent', () => {
         })
       }
     })
+  })
+})
+
+describe('an empty sourceEventSeqs', () => {
+  it.each([
+    [
+      'a compaction summary message (replace)',
+      'user/message',
+      { message: { role: 'user', content: '[summary] x' } },
+      { op: 'replace', startSeq: 1, endSeq: 2 },
+    ],
+    [
+      'a tool result',
+      'tool/result',
+      { message: { role: 'tool', tool_call_id: 'c1', content: 'ok' } },
+      undefined,
+    ],
+  ])('is refused on %s, naming the field and what was found', (_name, type, data, surfaceOp) => {
+    const event = {
+      seq: 3,
+      time,
+      type,
+      data,
+      sourceEventSeqs: [],
+      ...(surfaceOp === undefined ? {} : { surfaceOp }),
+    }
+    let caught: unknown
+    try {
+      parseEvent(event)
+    } catch (error) {
+      caught = error
+    }
+    expect(SessionEventsError.is(caught)).toBe(true)
+    expect(caught).toMatchObject({ code: 'INVALID_EVENT', field: 'sourceEventSeqs', seq: 3 })
+    expect((caught as Error).message).toContain('found []')
   })
 })

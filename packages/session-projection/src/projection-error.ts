@@ -1,4 +1,4 @@
-import { SessionEventsError } from '@agent-ledger/session-events'
+import { AgentLedgerError, SessionEventsError } from '@agent-ledger/session-events'
 
 /** Why the projection, the in-memory log, a compaction plan or a fork plan refused its input. Branch on these, never on `message`. */
 export const ProjectionErrorCode = {
@@ -47,9 +47,8 @@ const brand = Symbol.for('@agent-ledger/session-projection/ProjectionError')
  * `field`, and the original `SessionEventsError` as `cause`: callers of this package catch
  * one error class.
  */
-export class ProjectionError extends Error {
+export class ProjectionError extends AgentLedgerError<ProjectionErrorCode> {
   override readonly name = 'ProjectionError'
-  readonly code: ProjectionErrorCode
   /** Seq of the event (or fork boundary) the error is about, when there is one. */
   readonly seq: number | undefined
   /** What was expected: the next seq, an uncited seq, the supported snapshot version. */
@@ -69,8 +68,7 @@ export class ProjectionError extends Error {
     field?: string | undefined
     cause?: unknown
   }) {
-    super(options.message, options.cause === undefined ? undefined : { cause: options.cause })
-    this.code = options.code
+    super({ code: options.code, message: options.message, cause: options.cause })
     this.seq = options.seq
     this.expected = options.expected
     this.found = options.found
@@ -78,7 +76,7 @@ export class ProjectionError extends Error {
   }
 
   /** True for a `ProjectionError` from any copy of this package. */
-  static is(value: unknown): value is ProjectionError {
+  static override is(value: unknown): value is ProjectionError {
     return typeof value === 'object' && value !== null && brand in value
   }
 }

@@ -1,3 +1,5 @@
+import { AgentLedgerError } from '@agent-ledger/session-events'
+
 /** Why a session could not be created, opened, read or written. Branch on these, never on `message`. */
 export const JsonlErrorCode = {
   /** The session id does not match the allowlist; rejected before any file-system call. */
@@ -142,9 +144,8 @@ export type JsonlErrorCode = (typeof JsonlErrorCode)[keyof typeof JsonlErrorCode
 const brand = Symbol.for('@agent-ledger/session-store-jsonl/JsonlStoreError')
 
 /** Thrown by the JSONL store. Carries the file, line, byte offset and seq so the message is never the only clue. */
-export class JsonlStoreError extends Error {
+export class JsonlStoreError extends AgentLedgerError<JsonlErrorCode> {
   override readonly name = 'JsonlStoreError'
-  readonly code: JsonlErrorCode
   /** The file concerned, relative to the store root when possible. */
   readonly file: string
   /** 1-based line number, when the error concerns one line. */
@@ -155,8 +156,6 @@ export class JsonlStoreError extends Error {
   readonly seq: number | undefined
   /** The last `seq` that passed every check before the error, when known. */
   readonly lastGoodSeq: number | undefined
-  /** Row-specific context (holderPid, holderHost, expected, found, reason, cause code...). */
-  readonly details: Readonly<Record<string, unknown>>
   readonly [brand] = true
 
   constructor(options: {
@@ -170,18 +169,16 @@ export class JsonlStoreError extends Error {
     details?: Readonly<Record<string, unknown>> | undefined
     cause?: unknown
   }) {
-    super(options.message, options.cause === undefined ? undefined : { cause: options.cause })
-    this.code = options.code
+    super({ code: options.code, message: options.message, details: options.details, cause: options.cause })
     this.file = options.file
     this.line = options.line
     this.offset = options.offset
     this.seq = options.seq
     this.lastGoodSeq = options.lastGoodSeq
-    this.details = options.details ?? {}
   }
 
   /** True for a `JsonlStoreError` from any copy of this package. */
-  static is(value: unknown): value is JsonlStoreError {
+  static override is(value: unknown): value is JsonlStoreError {
     return typeof value === 'object' && value !== null && brand in value
   }
 }

@@ -221,7 +221,13 @@ export class SessionWriterImpl implements SessionWriter {
     }
     // Every field of the caller's input is read exactly once, into a copy: what is validated
     // below is what is written (an accessor answering differently later changes nothing).
-    const fields = snapshotJson(input, limits) as EventInput
+    let fields: EventInput
+    try {
+      fields = snapshotJson(input, limits) as EventInput
+    } catch (error) {
+      // A getter that throws, a Proxy whose trap throws: the caller's error is the cause.
+      throw this.#invalid(seq, { code: JsonlErrorCode.UNSERIALIZABLE_EVENT, field: undefined, error })
+    }
     let event = canonicalEvent({
       seq,
       time,

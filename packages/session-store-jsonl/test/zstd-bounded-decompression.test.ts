@@ -91,7 +91,15 @@ function runChild(): NonNullable<typeof childReport> {
   writeFileSync(script, CHILD)
   const result = spawnSync(
     process.execPath,
-    ['--import', 'tsx', '--expose-gc', script, join(packageDir, 'src', 'zstd'), bombFile],
+    [
+      '--conditions=@agent-ledger/source',
+      '--import',
+      'tsx',
+      '--expose-gc',
+      script,
+      join(packageDir, 'src', 'zstd'),
+      bombFile,
+    ],
     { cwd: packageDir, encoding: 'utf8', timeout: testTime(120_000) },
   )
   if (result.status !== 0) throw new Error(`child failed (${result.status}): ${result.stderr}`)

@@ -1,6 +1,11 @@
 import { randomBytes } from 'node:crypto'
 
-import { lineCrc, SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
+import {
+  assertSessionId,
+  lineCrc,
+  SessionStoreError,
+  SessionStoreErrorCode,
+} from '@agent-ledger/session-store'
 import type {
   AcquireOptions,
   AcquireResult,
@@ -160,7 +165,9 @@ export class PostgresBackend implements SessionBackend {
 
   // ---------------------------------------------------------------- plumbing
 
-  private checkOpen(action: string, signal?: SignalOptions['signal']): void {
+  /** Refuses a closed backend, an aborted signal and an id that breaks the one session-id rule (`INVALID_SESSION_ID`). */
+  private checkOpen(action: string, signal?: SignalOptions['signal'], ...ids: readonly string[]): void {
+    for (const id of ids) assertSessionId(id)
     if (this.closed) {
       throw new SessionStoreError({
         code: SessionStoreErrorCode.BACKEND_CLOSED,
@@ -206,7 +213,7 @@ export class PostgresBackend implements SessionBackend {
 
   async create(request: CreateRequest): Promise<void> {
     const action = `create session ${request.id}`
-    this.checkOpen(action, request.signal)
+    this.checkOpen(action, request.signal, request.id)
     if (!Array.isArray(request.lines)) return createStreamed(this.db, request)
     const lines = request.lines as readonly string[]
     const values = [
@@ -251,7 +258,7 @@ export class PostgresBackend implements SessionBackend {
 
   async acquire(id: string, options: AcquireOptions): Promise<AcquireResult> {
     const action = `acquire the writer lease of session ${id}`
-    this.checkOpen(action, options.signal)
+    this.checkOpen(action, options.signal, id)
     if (!Number.isSafeInteger(options.leaseMs) || options.leaseMs <= 0 || options.leaseMs > 2 ** 31 - 1) {
       throw new SessionStoreError({
         code: SessionStoreErrorCode.INVALID_OPTION,
@@ -345,7 +352,7 @@ export class PostgresBackend implements SessionBackend {
 
   async head(id: string, options?: SignalOptions): Promise<SessionHead> {
     const action = `read the head of session ${id}`
-    this.checkOpen(action, options?.signal)
+    this.checkOpen(action, options?.signal, id)
     const context = this.db.context(action, id)
     let row: HeadRow | undefined
     if (this.unsettled.has(id)) {
@@ -382,7 +389,7 @@ export class PostgresBackend implements SessionBackend {
 
   async readHeader(id: string, options?: SignalOptions): Promise<StoredHeader> {
     const action = `read the header of session ${id}`
-    this.checkOpen(action, options?.signal)
+    this.checkOpen(action, options?.signal, id)
     const row = (
       await this.db.query<{ header_line: string }>(this.db.context(action, id), sql.HEADER_SQL, [id])
     ).rows[0]
@@ -392,7 +399,7 @@ export class PostgresBackend implements SessionBackend {
 
   async *read(id: string, options: ReadOptions): AsyncIterable<StoredLine> {
     const action = `read session ${id}`
-    this.checkOpen(action, options.signal)
+    this.checkOpen(action, options.signal, id)
     const head = (
       await this.db.query<{ next_seq: string }>(this.db.context(action, id), sql.HEADER_SQL, [id])
     ).rows[0]
@@ -546,7 +553,12 @@ export class PostgresBackend implements SessionBackend {
   }
 
   private async fork(request: ServerForkRequest): Promise<void> {
-    this.checkOpen(`fork session ${request.parentId}`, request.signal ?? request.child.signal)
+    this.checkOpen(
+      `fork session ${request.parentId}`,
+      request.signal ?? request.child.signal,
+      request.parentId,
+      request.child.id,
+    )
     await forkSession(this.db, request)
   }
 

@@ -7,7 +7,7 @@ import { beforeAll, describe, it } from 'vitest'
 import { testTime } from '../../../tooling/test-time.ts'
 import { openPostgresBackend } from '../src/index.ts'
 import type { PostgresBackend } from '../src/index.ts'
-import { adminUrl, createDatabase, skipReason } from './support/pg.ts'
+import { adminUrl, createDatabase, skipReason, sqlOnce } from './support/pg.ts'
 
 describe.skipIf(adminUrl === null)(
   `conformance${skipReason === null ? '' : ` (skipped: ${skipReason})`}`,
@@ -33,11 +33,32 @@ describe.skipIf(adminUrl === null)(
           instances.push(backend)
           return backend
         }
+        const triggers: string[] = []
         return {
           backend: await make(),
           reopen: make,
+          injectFault: async (id) => {
+            // A real server-side refusal of this session's inserts: SQLSTATE P0001 from a trigger.
+            const name = `conformance_fault_${triggers.length}_${randomBytes(3).toString('hex')}`
+            triggers.push(name)
+            await sqlOnce(
+              url,
+              `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN RAISE EXCEPTION 'conformance: inserts refused for %', NEW.session_id; END $$`,
+            )
+            await sqlOnce(
+              url,
+              `CREATE TRIGGER ${name} BEFORE INSERT ON ledger_events FOR EACH ROW
+               WHEN (NEW.session_id = '${id}') EXECUTE FUNCTION ${name}()`,
+            )
+            return { code: 'BACKEND_FAILED', details: { reason: 'QUERY_FAILED', sqlstate: 'P0001' } }
+          },
           cleanup: async () => {
             for (const instance of instances) await instance.close()
+            for (const name of triggers) {
+              await sqlOnce(url, `DROP TRIGGER ${name} ON ledger_events`)
+              await sqlOnce(url, `DROP FUNCTION ${name}()`)
+            }
           },
         }
       },

@@ -178,7 +178,7 @@ async function boundEvent(
       found = event
     }
   } catch (error) {
-    if (!isLineDamage(error)) throw error
+    if (!isLineDamage(error, context.backend)) throw error
     return refuse('event', `event ${record.seq} fails its checks (${error.code})`, error)
   }
   if (found === undefined) {

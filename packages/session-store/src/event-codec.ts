@@ -122,18 +122,31 @@ export function encodeEvent(
   const fields = input as Record<string, unknown>
   const jsonLimits = { maxDepth: context.limits.maxDepth, maxEntries: context.limits.maxEntries }
   // The one read of the caller's input: every field and every getter below it, once.
-  const candidate = snapshotInput(
-    canonicalEvent({
+  let candidate: unknown
+  try {
+    candidate = snapshotInput(
+      canonicalEvent({
+        seq,
+        time: position.time,
+        type: fields['type'] as string,
+        data: fields['data'],
+        surfaceOp: fields['surfaceOp'],
+        sourceEventSeqs: fields['sourceEventSeqs'],
+        ignorable: fields['ignorable'],
+      }),
+      jsonLimits,
+    )
+  } catch (error) {
+    // A getter that throws, a Proxy whose trap throws: the caller's error is the cause.
+    throw new SessionStoreError({
+      code: SessionStoreErrorCode.UNSERIALIZABLE_EVENT,
+      sessionId: context.sessionId,
       seq,
-      time: position.time,
-      type: fields['type'] as string,
-      data: fields['data'],
-      surfaceOp: fields['surfaceOp'],
-      sourceEventSeqs: fields['sourceEventSeqs'],
-      ignorable: fields['ignorable'],
-    }),
-    jsonLimits,
-  )
+      message: `Cannot accept ${what} seq ${seq} for session ${context.sessionId}: expected plain data that can be read, found a getter or a Proxy trap that threw while reading it (${messageOf(error)}); nothing was buffered.`,
+      details: { reason: 'read-threw' },
+      cause: error,
+    })
+  }
   let json: string
   try {
     // Precise refusals (cycles, BigInt, NaN, class instances, depth) without recursion.

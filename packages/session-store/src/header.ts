@@ -3,9 +3,12 @@
  */
 import {
   assertJsonValue,
+  describeSessionId,
+  isSessionId,
   SESSION_FORMAT_NAME,
   SESSION_FORMAT_VERSION,
   SESSION_ID_PATTERN,
+  SESSION_ID_RULE,
   sessionHeaderSchema,
 } from '@agent-ledger/session-events'
 import type { JsonLimits, SessionHeader, SessionHeaderInput } from '@agent-ledger/session-events'
@@ -30,19 +33,21 @@ const HEADER_FIELDS = [
 ] as const
 
 /**
- * Checks a session id against `SESSION_ID_PATTERN`.
+ * Checks a session id against `SESSION_ID_PATTERN`, the one rule of every backend (no
+ * Windows device names either: `CON` is refused here whatever the backend).
  *
  * @param id - The candidate id.
  * @param role - What the id is, for the message (`session id`, `fork target`...).
  * @returns The id.
- * @throws {@link SessionStoreError} `INVALID_SESSION_ID`.
+ * @throws {@link SessionStoreError} `INVALID_SESSION_ID` with `details.id` (escaped, at most 64 characters).
  */
 export function assertSessionId(id: unknown, role = 'session id'): string {
-  if (typeof id === 'string' && SESSION_ID_PATTERN.test(id)) return id
+  if (isSessionId(id)) return id
+  const shown = describeSessionId(id)
   throw new SessionStoreError({
     code: SessionStoreErrorCode.INVALID_SESSION_ID,
-    message: `Invalid ${role} ${describe(id)}: expected 1-128 characters of [A-Za-z0-9_-] not starting with "-", found ${typeof id === 'string' ? `${id.length} characters that do not match` : typeof id}.`,
-    details: { pattern: SESSION_ID_PATTERN.source },
+    message: `Invalid ${role} ${shown}: expected ${SESSION_ID_RULE}, found ${typeof id === 'string' ? `${id.length} characters that do not match` : typeof id}.`,
+    details: { id: shown, pattern: SESSION_ID_PATTERN.source },
   })
 }
 

@@ -5,7 +5,13 @@
  * the backend conformance suite. No I/O of its own, no clock, no randomness.
  */
 export { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
-export type { LineLocation, SessionStoreErrorOptions } from './session-store-error.ts'
+export type {
+  AnySessionStoreErrorCode,
+  BackendErrorCode,
+  BackendErrorCodeMap,
+  LineLocation,
+  SessionStoreErrorOptions,
+} from './session-store-error.ts'
 export type {
   AbortSignalLike,
   AcquireOptions,
@@ -43,6 +49,7 @@ export type {
   WriterLease,
 } from './port.ts'
 export { createSessionStore } from './store.ts'
+export { assertSessionId } from './header.ts'
 export { seedBatches } from './seed-lines.ts'
 export type { SeedBatches } from './seed-lines.ts'
 export type {

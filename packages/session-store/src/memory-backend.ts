@@ -26,6 +26,7 @@ import { throwIfAborted as throwIfAbortedAs } from './checks.ts'
 import { seedBatches } from './seed-lines.ts'
 import { attempt, before, checkedSeq, isoOf, parseCursor } from './memory-helpers.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
+import { assertSessionId } from './header.ts'
 
 interface StoredSession {
   readonly id: string
@@ -215,6 +216,7 @@ class MemoryBackendImpl implements MemoryBackend {
   }
 
   #session(id: string): StoredSession {
+    assertSessionId(id)
     const session = this.#sessions.get(id)
     if (session === undefined) {
       throw new SessionStoreError({
@@ -260,6 +262,7 @@ class MemoryBackendImpl implements MemoryBackend {
   }
 
   #assertAbsent(id: string): void {
+    assertSessionId(id)
     if (this.#sessions.has(id)) {
       throw new SessionStoreError({
         code: SessionStoreErrorCode.SESSION_EXISTS,

@@ -10,11 +10,18 @@
  * The core encodes and checks lines; a backend never needs to parse one (it may, e.g. to
  * find a torn tail).
  *
- * **Errors.** A backend throws only {@link SessionStoreError}, with one of the codes marked
- * *backend* in {@link SessionStoreErrorCode}: `SESSION_EXISTS`, `SESSION_NOT_FOUND`,
- * `SESSION_LOCKED`, `FENCED`, `CONFLICT`, `UNKNOWN_OUTCOME`, `DISK_FULL`, `CORRUPT_LINE`,
- * `LINE_TOO_LARGE`, `ABORTED`, `BACKEND_FAILED`, `BACKEND_CLOSED`, `UNSUPPORTED`,
- * `INVALID_OPTION`. Messages name the session, what was expected and what was found.
+ * **Errors.** A backend throws only {@link SessionStoreError}: with one of the codes marked
+ * *backend* in {@link SessionStoreErrorCode} where the port has a word for the failure
+ * (`SESSION_EXISTS`, `SESSION_NOT_FOUND`, `SESSION_LOCKED`, `FENCED`, `CONFLICT`,
+ * `UNKNOWN_OUTCOME`, `DISK_FULL`, `CORRUPT_LINE`, `LINE_TOO_LARGE`, `ABORTED`,
+ * `BACKEND_CLOSED`, `UNSUPPORTED`, `INVALID_OPTION`, `INVALID_SESSION_ID`), else with its own
+ * code ({@link BackendErrorCodeMap}: `SYMLINK_REFUSED`, `ACCESS_DENIED`...), else
+ * `BACKEND_FAILED`. The core acts on the port codes and rethrows every backend error as it
+ * is; anything else a backend lets escape is wrapped as `BACKEND_FAILED` with `cause`.
+ * Messages name the session, what was expected and what was found.
+ *
+ * **Session ids.** A backend refuses an id that breaks `SESSION_ID_PATTERN` (the one rule,
+ * Windows device names included) with `INVALID_SESSION_ID`, like the core.
  *
  * **Seqs.** Event seqs are dense from 0. The header is not an event and has no seq. A
  * session's *head* is the seq the next event gets (`nextSeq`, 0 for a session holding
@@ -396,6 +403,12 @@ export interface SessionBackend {
   readonly name: string
   /** Optional capabilities, discovered by the core. */
   readonly capabilities: BackendCapabilities
+  /**
+   * Codes of this backend's own ({@link BackendErrorCodeMap}) that mean a stored line is
+   * damaged, as `CORRUPT_LINE` does (a `.zstd` frame that will not decode): a scan records
+   * them as the session's damage (verify, salvage, `allowDamaged`) instead of failing.
+   */
+  readonly damageCodes?: readonly string[] | undefined
 
   /**
    * Publishes a new session, header and seed lines, atomically: afterwards `readHeader` and

@@ -42,19 +42,24 @@ export interface ScanOptions extends SignalOptions {
   readonly onEvent?: ((stored: StoredLine, event: LoggedEvent) => void) | undefined
 }
 
-/** True for the codes that say a stored line (not the call) is bad: a scan records them as damage. */
-export function isLineDamage(error: unknown): error is SessionStoreError {
-  return SessionStoreError.is(
-    error,
-    SessionStoreErrorCode.CORRUPT_LINE,
-    SessionStoreErrorCode.LINE_TOO_LARGE,
-    SessionStoreErrorCode.TOO_DEEP,
-    SessionStoreErrorCode.SEQ_GAP,
-    SessionStoreErrorCode.SEQ_DUPLICATE,
-    SessionStoreErrorCode.SEQ_CONFLICT,
-    SessionStoreErrorCode.INVALID_EVENT,
-    SessionStoreErrorCode.UNKNOWN_EVENT_TYPE,
-  )
+const LINE_DAMAGE: ReadonlySet<string> = new Set([
+  SessionStoreErrorCode.CORRUPT_LINE,
+  SessionStoreErrorCode.LINE_TOO_LARGE,
+  SessionStoreErrorCode.TOO_DEEP,
+  SessionStoreErrorCode.SEQ_GAP,
+  SessionStoreErrorCode.SEQ_DUPLICATE,
+  SessionStoreErrorCode.SEQ_CONFLICT,
+  SessionStoreErrorCode.INVALID_EVENT,
+  SessionStoreErrorCode.UNKNOWN_EVENT_TYPE,
+])
+
+/**
+ * True for the codes that say a stored line (not the call) is bad: a scan records them as
+ * damage. `backend` adds its own damage codes ({@link SessionBackend.damageCodes}).
+ */
+export function isLineDamage(error: unknown, backend?: SessionBackend): error is SessionStoreError {
+  if (!SessionStoreError.is(error)) return false
+  return LINE_DAMAGE.has(error.code) || backend?.damageCodes?.includes(error.code) === true
 }
 
 /**
@@ -186,7 +191,7 @@ export async function foldLines(
       options.onEvent?.(stored, event)
     }
   } catch (error) {
-    if (!isLineDamage(error)) throw error
+    if (!isLineDamage(error, context.backend)) throw error
     damage = error
   }
   return { lastSeq, lastCrc, damage, tornTail, events, chars }

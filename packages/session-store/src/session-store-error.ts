@@ -1,3 +1,5 @@
+import { AgentLedgerError } from '@agent-ledger/session-events'
+
 /**
  * Why a session operation failed. Branch on these, never on `message`.
  *
@@ -101,6 +103,33 @@ export const SessionStoreErrorCode = {
 export type SessionStoreErrorCode = (typeof SessionStoreErrorCode)[keyof typeof SessionStoreErrorCode]
 
 /**
+ * The codes backends add to the port's: a backend's own typed error keeps its code on the
+ * way through the port (a JSONL log behind a symbolic link is `SYMLINK_REFUSED` from
+ * `createSessionStore` too, never `BACKEND_FAILED`). A backend package declares its codes by
+ * augmenting this interface from the package root:
+ *
+ * ```ts
+ * declare module '@agent-ledger/session-store' {
+ *   interface BackendErrorCodeMap extends Record<JsonlErrorCode, true> {}
+ * }
+ * ```
+ *
+ * The core acts on the port codes above only; a backend code is a failure of the call,
+ * rethrown with its code, `details` and `cause` unchanged. A backend code that means damage
+ * of a stored line (a `.zstd` frame that will not decode) is listed in
+ * {@link SessionBackend.damageCodes} so a scan records it like `CORRUPT_LINE`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- a declaration-merging hook
+export interface BackendErrorCodeMap {}
+
+/** A code a backend added through {@link BackendErrorCodeMap}. */
+export type BackendErrorCode = Extract<keyof BackendErrorCodeMap, string>
+
+/** Every code a {@link SessionStoreError} may carry: the table above and the backends' own. */
+// eslint-disable-next-line @typescript-eslint/no-redundant-type-constituents -- BackendErrorCode is `never` until a backend augments the map
+export type AnySessionStoreErrorCode = SessionStoreErrorCode | BackendErrorCode
+
+/**
  * Where a stored line lives, as the backend knows it: a file backend gives the file, the
  * 1-based line number and the byte offset of the line's first byte; a database backend
  * may give only a table name or nothing.
@@ -118,7 +147,8 @@ const brand = Symbol.for('@agent-ledger/session-store/SessionStoreError')
 
 /** Everything a {@link SessionStoreError} carries besides its code and message. */
 export interface SessionStoreErrorOptions {
-  readonly code: SessionStoreErrorCode
+  /** A port or core code, or a backend's own code ({@link BackendErrorCode}) kept unchanged. */
+  readonly code: AnySessionStoreErrorCode
   readonly message: string
   /** The session concerned, when there is one. */
   readonly sessionId?: string | undefined
@@ -135,27 +165,24 @@ export interface SessionStoreErrorOptions {
 
 /**
  * The one error type of the session core and of every backend. Carries the session, seq
- * and location so the message is never the only clue.
+ * and location so the message is never the only clue. Its `code` is one of
+ * {@link SessionStoreErrorCode} or a backend's own ({@link BackendErrorCode}).
  */
-export class SessionStoreError extends Error {
+export class SessionStoreError extends AgentLedgerError<AnySessionStoreErrorCode> {
   override readonly name = 'SessionStoreError'
-  readonly code: SessionStoreErrorCode
   readonly sessionId: string | undefined
   readonly seq: number | undefined
   readonly lastGoodSeq: number | undefined
   readonly location: LineLocation | undefined
-  readonly details: Readonly<Record<string, unknown>>
   readonly [brand] = true
 
   /** @param options - Code, message and context. */
   constructor(options: SessionStoreErrorOptions) {
-    super(options.message, options.cause === undefined ? undefined : { cause: options.cause })
-    this.code = options.code
+    super({ code: options.code, message: options.message, details: options.details, cause: options.cause })
     this.sessionId = options.sessionId
     this.seq = options.seq
     this.lastGoodSeq = options.lastGoodSeq
     this.location = options.location
-    this.details = options.details ?? {}
   }
 
   /**
@@ -165,8 +192,11 @@ export class SessionStoreError extends Error {
    * @param codes - When given, the error's code must be one of them.
    * @returns Whether `value` is such an error.
    */
-  static is(value: unknown, ...codes: readonly SessionStoreErrorCode[]): value is SessionStoreError {
+  static override is(
+    value: unknown,
+    ...codes: readonly AnySessionStoreErrorCode[]
+  ): value is SessionStoreError {
     if (typeof value !== 'object' || value === null || !(brand in value)) return false
-    return codes.length === 0 || codes.includes((value as SessionStoreError).code)
+    return codes.length === 0 || (codes as readonly string[]).includes((value as SessionStoreError).code)
   }
 }

@@ -9,6 +9,7 @@ import type { RepairAction } from '@agent-ledger/loop-repair'
 import { createProjection } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
+import { guardBackend } from './backend-guard.ts'
 import { registryDigest } from './checkpoint-body.ts'
 import { scanWithCheckpoint } from './checkpoint-open.ts'
 import type { CheckpointContext } from './checkpoint-open.ts'
@@ -65,7 +66,8 @@ class SessionStoreImpl implements SessionStore {
     const leaseMs = options.leaseMs ?? 30_000
     if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0)
       throw invalidOption('leaseMs', 'a positive integer', leaseMs)
-    this.backend = options.backend
+    // The caller's backend, whose untyped failures become BACKEND_FAILED (typed ones pass as they are).
+    this.backend = guardBackend(options.backend)
     this.#clock = options.clock
     this.#owner = owner
     this.#leaseMs = leaseMs
@@ -76,7 +78,7 @@ class SessionStoreImpl implements SessionStore {
     if (onWarning !== undefined && typeof onWarning !== 'function')
       throw invalidOption('onWarning', 'a function', onWarning)
     this.#context = {
-      backend: options.backend,
+      backend: this.backend,
       registry,
       limits: resolveLimits(options.limits),
       crc32c,
@@ -403,6 +405,7 @@ class SessionStoreImpl implements SessionStore {
         details: { option: 'atSeq', found: typeof atSeq === 'number' ? atSeq : typeof atSeq },
       })
     }
+    await this.#assertAbsent(to, `Cannot fork ${id} into ${to}`, options.signal)
     const { header, headerLine, projection, prefixLines, tailLines } = await planForkedSession(
       this.#context,
       {
@@ -438,10 +441,29 @@ class SessionStoreImpl implements SessionStore {
     })
   }
 
+  /**
+   * Refuses a target id that already holds a session, before the source is read (the
+   * backend's create or fork checks again at its publish).
+   */
+  async #assertAbsent(to: string, what: string, signal: SignalOptions['signal']): Promise<void> {
+    try {
+      await this.backend.head(to, { signal })
+    } catch (error) {
+      if (SessionStoreError.is(error, SessionStoreErrorCode.SESSION_NOT_FOUND)) return
+      throw error
+    }
+    throw new SessionStoreError({
+      code: SessionStoreErrorCode.SESSION_EXISTS,
+      sessionId: to,
+      message: `${what}: expected no session ${to}, found one on the ${this.backend.name} backend; nothing was read or written.`,
+    })
+  }
+
   async salvage(id: string, options: SignalOptions & { readonly to: string }): Promise<SalvageReport> {
     this.#assertOpen()
     assertSessionId(id)
     const to = assertSessionId(options.to, 'salvage target id')
+    await this.#assertAbsent(to, `Cannot salvage ${id} into ${to}`, options.signal)
     const lines: string[] = []
     const scan = await scanSession(this.#context, id, {
       signal: options.signal,
@@ -570,7 +592,7 @@ class SessionStoreImpl implements SessionStore {
           SessionStoreErrorCode.HEADER_ID_MISMATCH,
           SessionStoreErrorCode.VERSION_TOO_NEW,
         ) &&
-        !isLineDamage(error)
+        !isLineDamage(error, this.backend)
       ) {
         throw error
       }

@@ -28,6 +28,11 @@ runBackendConformance({
       setFull: (full: boolean) => {
         for (const instance of instances) instance.testHooks.full = full
       },
+      injectFault: () => {
+        // The memory backend's one storage fault: a full disk, refused by its acquire.
+        for (const instance of instances) instance.testHooks.full = true
+        return Promise.resolve({ code: 'DISK_FULL' })
+      },
       cleanup: async () => {
         for (const instance of instances) await instance.close()
       },

@@ -111,7 +111,7 @@ export async function recoverLog(
   const { handle } = opened
   const stats = await handle.stat()
   if (stats.nlink !== 1) {
-    throw portError(SessionStoreErrorCode.BACKEND_FAILED, {
+    throw portError(JsonlErrorCode.HARDLINK_REFUSED, {
       sessionId: id,
       message: `${opened.log.file} has ${stats.nlink} hard links: expected exactly one (another name could be a victim file); nothing was written.`,
       details: { jsonlCode: JsonlErrorCode.HARDLINK_REFUSED, nlink: stats.nlink },
@@ -272,12 +272,17 @@ async function appendFailure(
     held.failed = mapped
     return mapped
   }
-  held.failed = portError(SessionStoreErrorCode.BACKEND_FAILED, {
-    sessionId: held.id,
-    message: `${mapped.message} This lease can no longer append (the next acquire repairs the log); acquire again.`,
-    details: { ...mapped.details, poisoned: true },
-    cause: failure.error,
-  })
+  // The first failure's code is kept (FSYNC_FAILED, FILE_REPLACED...), except a full disk:
+  // freeing space cannot revive this lease, so `DISK_FULL` (retryable) would mislead.
+  held.failed = portError(
+    mapped.code === SessionStoreErrorCode.DISK_FULL ? JsonlErrorCode.WRITER_FAILED : mapped.code,
+    {
+      sessionId: held.id,
+      message: `${mapped.message} This lease can no longer append (the next acquire repairs the log); acquire again.`,
+      details: { ...mapped.details, poisoned: true },
+      cause: failure.error,
+    },
+  )
   return held.failed
 }
 

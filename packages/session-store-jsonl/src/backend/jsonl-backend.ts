@@ -54,7 +54,7 @@ import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
 import { listSessions } from './list.ts'
 import { openLog } from './open-log.ts'
-import { portError, seqOption, throwIfAborted, toPortError } from './port-errors.ts'
+import { JSONL_DAMAGE_CODES, portError, seqOption, throwIfAborted, toPortError } from './port-errors.ts'
 import { checkRoot, ensureSessionDirectory, sessionDirectory } from './session-dirs.ts'
 
 /** Options of {@link createJsonlBackend}. */
@@ -100,6 +100,8 @@ function defaultRandomHex(byteCount: number): string {
 
 class JsonlBackendImpl implements JsonlBackend {
   readonly name = 'jsonl'
+  /** `.zstd` frame damage: recorded by a scan like `CORRUPT_LINE`, with its own code kept. */
+  readonly damageCodes = JSONL_DAMAGE_CODES
   readonly root: string
   readonly encoding: LogEncoding
   readonly capabilities: BackendCapabilities
@@ -199,11 +201,8 @@ class JsonlBackendImpl implements JsonlBackend {
     try {
       return assertSessionId(id)
     } catch (error) {
-      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
-        message: JsonlStoreError.is(error) ? error.message : `Invalid session id ${JSON.stringify(id)}.`,
-        details: { option: 'id' },
-        cause: error,
-      })
+      // `INVALID_SESSION_ID`, the code of every backend and of the core for the one id rule.
+      throw toPortError(error, { sessionId: undefined, action: 'use that session id' })
     }
   }
 

@@ -15,6 +15,7 @@ import { assertSessionId } from '../session-id.ts'
 import { locateSessionLog } from '../zstd-session.ts'
 import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine } from './line-scan.ts'
+import { JsonlErrorCode } from '../jsonl-store-error.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
 import { checkRoot } from './session-dirs.ts'
 import { openLog } from './open-log.ts'
@@ -91,9 +92,10 @@ async function candidateOf(context: ListContext, id: string): Promise<Candidate 
       return {
         id,
         u: 0,
-        problem: portError(SessionStoreErrorCode.BACKEND_FAILED, {
+        problem: portError(JsonlErrorCode.SYMLINK_REFUSED, {
           sessionId: id,
           message: `The directory of session ${id} is a symbolic link: expected a real directory (never followed).`,
+          details: { jsonlCode: JsonlErrorCode.SYMLINK_REFUSED, which: 'session-directory' },
         }),
       }
     }

@@ -1,32 +1,46 @@
 /**
- * The JSONL backend's errors: every failure leaves the backend as a `SessionStoreError` with
- * one of the port's backend codes; the store's own `JsonlStoreError` stays the `cause`.
+ * The JSONL backend's errors: every failure leaves the backend as a `SessionStoreError`
+ * carrying the JSONL store's own code unchanged (`SYMLINK_REFUSED`, `ACCESS_DENIED`,
+ * `CORRUPT_FRAME`...; declared to the port through `BackendErrorCodeMap`), with the store's
+ * `JsonlStoreError` as `cause`. Only two JSONL codes are renamed, because the port has a word
+ * for the same failure that the core acts on: `LOCK_LOST` is `FENCED`, and a publish that
+ * found the target already there (`MIGRATION_CONFLICT`, reason `exists`) is
+ * `SESSION_EXISTS`; `details.jsonlCode` keeps the JSONL code either way.
  */
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type { AbortSignalLike, LineLocation } from '@agent-ledger/session-store'
 
+import { errnoOf, toStoreError } from '../fs-errors.ts'
+import { NOT_REGULAR_ERRNO } from '../fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 
-/** JSONL codes that keep their meaning on the port; every other code is `BACKEND_FAILED`. */
-const SAME: Readonly<Partial<Record<string, SessionStoreErrorCode>>> = {
-  [JsonlErrorCode.SESSION_EXISTS]: SessionStoreErrorCode.SESSION_EXISTS,
-  [JsonlErrorCode.SESSION_NOT_FOUND]: SessionStoreErrorCode.SESSION_NOT_FOUND,
-  [JsonlErrorCode.SESSION_LOCKED]: SessionStoreErrorCode.SESSION_LOCKED,
-  [JsonlErrorCode.LOCK_LOST]: SessionStoreErrorCode.FENCED,
-  [JsonlErrorCode.DISK_FULL]: SessionStoreErrorCode.DISK_FULL,
-  [JsonlErrorCode.CORRUPT_LINE]: SessionStoreErrorCode.CORRUPT_LINE,
-  [JsonlErrorCode.CORRUPT_FRAME]: SessionStoreErrorCode.CORRUPT_LINE,
-  [JsonlErrorCode.TOO_DEEP]: SessionStoreErrorCode.CORRUPT_LINE,
-  [JsonlErrorCode.DECOMPRESSION_LIMIT]: SessionStoreErrorCode.CORRUPT_LINE,
-  [JsonlErrorCode.WINDOW_TOO_LARGE]: SessionStoreErrorCode.CORRUPT_LINE,
-  [JsonlErrorCode.LINE_TOO_LARGE]: SessionStoreErrorCode.LINE_TOO_LARGE,
-  [JsonlErrorCode.INVALID_OPTION]: SessionStoreErrorCode.INVALID_OPTION,
-  [JsonlErrorCode.ABORTED]: SessionStoreErrorCode.ABORTED,
+declare module '@agent-ledger/session-store' {
+  /** The JSONL store's codes reach the callers of `createSessionStore` unchanged. */
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- a declaration-merging hook: the members come from the extends
+  interface BackendErrorCodeMap extends Record<JsonlErrorCode, true> {}
 }
 
-const DISK_FULL_CAUSES = new Set(['ENOSPC', 'EDQUOT', 'EFBIG'])
+/** JSONL codes of damage the port has no word for: a scan records them like `CORRUPT_LINE`. */
+export const JSONL_DAMAGE_CODES: readonly string[] = [
+  JsonlErrorCode.CORRUPT_FRAME,
+  JsonlErrorCode.DECOMPRESSION_LIMIT,
+  JsonlErrorCode.WINDOW_TOO_LARGE,
+]
 
-/** A failed publish (of any operation) or write: its `details.cause` may be a full disk. */
+/** Errno codes the JSONL store has a code of its own for (see `toStoreError`). */
+const MAPPED_ERRNOS = new Set([
+  'ELOOP',
+  NOT_REGULAR_ERRNO,
+  'ENXIO',
+  'EACCES',
+  'EPERM',
+  'EROFS',
+  'ENOSPC',
+  'EDQUOT',
+  'EFBIG',
+])
+
+/** A publish of any operation, or a write: a full disk among its causes is `DISK_FULL`. */
 const PUBLISH_OR_WRITE_FAILURES: ReadonlySet<string> = new Set([
   JsonlErrorCode.MIGRATION_FAILED,
   JsonlErrorCode.CREATE_FAILED,
@@ -51,11 +65,27 @@ function locationOf(error: JsonlStoreError): LineLocation | undefined {
   }
 }
 
+/** The port's word for a JSONL error, when the port has one under another name. */
+function renamed(error: JsonlStoreError): SessionStoreErrorCode | undefined {
+  if (error.code === JsonlErrorCode.LOCK_LOST) return SessionStoreErrorCode.FENCED
+  if (error.code === JsonlErrorCode.MIGRATION_CONFLICT && error.details['reason'] === 'exists')
+    return SessionStoreErrorCode.SESSION_EXISTS
+  const inner = error.details['cause']
+  if (
+    PUBLISH_OR_WRITE_FAILURES.has(error.code) &&
+    typeof inner === 'string' &&
+    /^E(NOSPC|DQUOT|FBIG)$/.test(inner)
+  )
+    return SessionStoreErrorCode.DISK_FULL
+  return undefined
+}
+
 /**
  * Any failure inside the backend as a port error. A `SessionStoreError` passes through; a
- * `JsonlStoreError` keeps its meaning where the port has one (`LOCK_LOST` is `FENCED`, a
- * publish that failed for lack of space is `DISK_FULL`, one that found the target is
- * `SESSION_EXISTS`) and is `BACKEND_FAILED` otherwise, with `details.jsonlCode`.
+ * `JsonlStoreError` keeps its code (two renamed, see the module comment), its details,
+ * seq, `lastGoodSeq` and location; a file-system error is first typed as the JSONL store
+ * types it (ELOOP `SYMLINK_REFUSED`, EACCES `ACCESS_DENIED`, ENOSPC `DISK_FULL`...);
+ * anything else is `BACKEND_FAILED` with `details.cause` (the errno, or `unknown`).
  *
  * @param error - What was thrown.
  * @param context - The session and what the backend was doing (a verb phrase: `append to session x`).
@@ -66,43 +96,36 @@ export function toPortError(
   context: { readonly sessionId?: string | undefined; readonly action: string },
 ): SessionStoreError {
   if (SessionStoreError.is(error)) return error
-  if (!JsonlStoreError.is(error)) {
-    const cause = errnoCause(error)
+  const errno = errnoOf(error)
+  if (!JsonlStoreError.is(error) && (errno === undefined || !MAPPED_ERRNOS.has(errno))) {
+    const cause = errno ?? 'unknown'
     return new SessionStoreError({
-      code: DISK_FULL_CAUSES.has(cause)
-        ? SessionStoreErrorCode.DISK_FULL
-        : SessionStoreErrorCode.BACKEND_FAILED,
+      code: SessionStoreErrorCode.BACKEND_FAILED,
       sessionId: context.sessionId,
       message: `Cannot ${context.action}: ${error instanceof Error ? error.message : String(error)} (${cause}).`,
       details: { cause },
       cause: error,
     })
   }
-  const inner = error.details['cause']
-  const published = PUBLISH_OR_WRITE_FAILURES.has(error.code)
-  let code = SAME[error.code] ?? SessionStoreErrorCode.BACKEND_FAILED
-  if (published && typeof inner === 'string' && DISK_FULL_CAUSES.has(inner))
-    code = SessionStoreErrorCode.DISK_FULL
-  if (error.code === JsonlErrorCode.MIGRATION_CONFLICT && error.details['reason'] === 'exists') {
-    code = SessionStoreErrorCode.SESSION_EXISTS
-  }
+  const typed = JsonlStoreError.is(error)
+    ? error
+    : toStoreError(error, { op: context.action, file: pathOf(error), fallback: JsonlErrorCode.READ_FAILED })
   return new SessionStoreError({
-    code,
+    code: renamed(typed) ?? typed.code,
     sessionId: context.sessionId,
-    seq: error.seq,
-    lastGoodSeq: error.lastGoodSeq,
-    location: locationOf(error),
-    message: `Cannot ${context.action}: ${error.message}`,
-    details: { ...error.details, jsonlCode: error.code },
-    cause: error,
+    seq: typed.seq,
+    lastGoodSeq: typed.lastGoodSeq,
+    location: locationOf(typed),
+    message: `Cannot ${context.action}: ${typed.message}`,
+    details: { ...typed.details, jsonlCode: typed.code },
+    cause: typed,
   })
 }
 
-function errnoCause(error: unknown): string {
-  if (typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string') {
-    return error.code
-  }
-  return 'unknown'
+/** The path a Node file-system error names, or `(unknown path)`. */
+function pathOf(error: unknown): string {
+  const path = (error as { path?: unknown } | null)?.path
+  return typeof path === 'string' ? path : '(unknown path)'
 }
 
 /**
@@ -125,12 +148,12 @@ export function throwIfAborted(signal: AbortSignalLike | undefined, what: string
 /**
  * A port error built here (not mapped from a JSONL error).
  *
- * @param code - The port code.
+ * @param code - The port code, or the JSONL store's own code for a failure the port has no word for.
  * @param parts - Session, message, details.
  * @returns The error.
  */
 export function portError(
-  code: SessionStoreErrorCode,
+  code: SessionStoreErrorCode | JsonlErrorCode,
   parts: {
     readonly sessionId?: string | undefined
     readonly message: string

@@ -8,6 +8,7 @@ import { SessionStoreErrorCode } from '@agent-ledger/session-store'
 
 import { errnoOf } from '../fs-errors.ts'
 import type { FsOps } from '../fs-ops.ts'
+import { JsonlErrorCode } from '../jsonl-store-error.ts'
 import { portError, toPortError } from './port-errors.ts'
 
 async function mkdirs(fs: FsOps, path: string): Promise<void> {
@@ -52,7 +53,7 @@ export async function checkRoot(fs: FsOps, root: string, create: boolean): Promi
   const uid = typeof process.getuid === 'function' ? process.getuid() : undefined
   const mode = stats.mode & 0o777
   if (!stats.isDirectory() || (mode & 0o022) !== 0 || (uid !== undefined && stats.uid !== uid)) {
-    throw portError(SessionStoreErrorCode.BACKEND_FAILED, {
+    throw portError(JsonlErrorCode.UNSAFE_ROOT, {
       message: `The store root ${root} is unsafe: expected a directory owned by uid ${String(uid)} and writable only by it, found ${stats.isDirectory() ? 'a directory' : 'not a directory'} with mode ${mode.toString(8)} owned by uid ${stats.uid}.`,
       details: { reason: 'unsafe-root', jsonlCode: 'UNSAFE_ROOT', mode: mode.toString(8), owner: stats.uid },
     })
@@ -84,7 +85,7 @@ export async function sessionDirectory(fs: FsOps, root: string, id: string): Pro
     throw toPortError(error, { sessionId: id, action: `stat the directory of session ${id}` })
   }
   if (stats.isSymbolicLink()) {
-    throw portError(SessionStoreErrorCode.BACKEND_FAILED, {
+    throw portError(JsonlErrorCode.SYMLINK_REFUSED, {
       sessionId: id,
       message: `The directory of session ${id} is a symbolic link: expected a real directory (never followed).`,
       details: { jsonlCode: 'SYMLINK_REFUSED', which: 'session-directory' },

@@ -182,6 +182,27 @@ async function assertNoLog(ctx: StoreContext, id: string, directory: string): Pr
   })
 }
 
+/**
+ * Refuses a target id that already holds a session (`SESSION_EXISTS`, or `SYMLINK_REFUSED`
+ * for a symbolic link), before any source is read: a fork into an existing id says so at
+ * once. The publish checks again (another create may win meanwhile).
+ *
+ * @param ctx - The store.
+ * @param id - The target id (checked).
+ */
+export async function assertSessionAbsent(ctx: StoreContext, id: string): Promise<void> {
+  const directory = join(ctx.root, id)
+  let stats
+  try {
+    stats = await ctx.fs.lstat(directory)
+  } catch (error) {
+    if (errnoOf(error) === 'ENOENT') return
+    throw toStoreError(error, { op: 'stat', file: id, fallback: JsonlErrorCode.READ_FAILED })
+  }
+  // Anything but a real directory (a symbolic link...) is refused by the create itself.
+  if (stats.isDirectory()) await assertNoLog(ctx, id, directory)
+}
+
 function symlinkError(id: string, file: string): JsonlStoreError {
   return new JsonlStoreError({
     code: JsonlErrorCode.SYMLINK_REFUSED,

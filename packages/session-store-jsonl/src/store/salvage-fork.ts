@@ -15,7 +15,7 @@ import type { StoreContext } from './context.ts'
 import { openLog, scanOpenLog, scanPrefix } from './log-access.ts'
 import { olderGeneration } from './older-generation.ts'
 import { buildHeader } from './header-seed.ts'
-import { publishNewSession } from './publish-new.ts'
+import { assertSessionAbsent, publishNewSession } from './publish-new.ts'
 import { create } from './create.ts'
 import { readEvents, verify } from './read.ts'
 import { readHeader } from './views.ts'
@@ -173,6 +173,7 @@ export async function fork(
 ): Promise<SessionWriter> {
   assertSessionId(id)
   const to = assertSessionId(request.to)
+  await assertSessionAbsent(ctx, to)
   const { header, prefix } = await forkSource(ctx, id, request.atSeq)
   let seed: ReturnType<typeof planFork>
   try {

@@ -1,3 +1,5 @@
+import { AgentLedgerError } from '@agent-ledger/session-events'
+
 /** Why a Zstandard frame could not be read or written. Branch on these, never on `message`. */
 export const ZstdFrameErrorCode = {
   /**
@@ -79,9 +81,8 @@ export interface ZstdFrameErrorOptions {
  * store maps it to its own `JsonlStoreError` codes; the context fields say which frame and
  * which byte.
  */
-export class ZstdFrameError extends Error {
+export class ZstdFrameError extends AgentLedgerError<ZstdFrameErrorCode> {
   override readonly name = 'ZstdFrameError'
-  readonly code: ZstdFrameErrorCode
   readonly frameIndex: number | undefined
   readonly compressedOffset: number | undefined
   readonly reason: ZstdCorruptReason | undefined
@@ -92,8 +93,7 @@ export class ZstdFrameError extends Error {
   readonly [brand] = true
 
   constructor(options: ZstdFrameErrorOptions) {
-    super(options.message, options.cause === undefined ? undefined : { cause: options.cause })
-    this.code = options.code
+    super({ code: options.code, message: options.message, cause: options.cause })
     this.frameIndex = options.frameIndex
     this.compressedOffset = options.compressedOffset
     this.reason = options.reason
@@ -104,7 +104,7 @@ export class ZstdFrameError extends Error {
   }
 
   /** True for a `ZstdFrameError` from any copy of this package. */
-  static is(value: unknown): value is ZstdFrameError {
+  static override is(value: unknown): value is ZstdFrameError {
     return typeof value === 'object' && value !== null && brand in value
   }
 }

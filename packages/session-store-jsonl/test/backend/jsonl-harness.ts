@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -116,6 +116,15 @@ export async function jsonlHarness(encoding: 'plain' | 'zstd'): Promise<Conforma
     plantOlderSession: (id) => plantV0Session(root, id),
     setFull: (full) => {
       state.full = full
+    },
+    injectFault: async (id) => {
+      // A real symbolic link where the log was, pointing at the moved log: never followed.
+      const directory = join(root, id)
+      const log = (await readdir(directory)).find((name) => /^session\.v\d+\.jsonl(\.zstd)?$/.test(name))
+      if (log === undefined) throw new Error(`no log in ${directory}`)
+      await rename(join(directory, log), join(root, `${id}-moved-${log}`))
+      await symlink(join(root, `${id}-moved-${log}`), join(directory, log))
+      return { code: 'SYMLINK_REFUSED', details: { jsonlCode: 'SYMLINK_REFUSED' } }
     },
     cleanup: async () => {
       for (const instance of instances) await instance.close()

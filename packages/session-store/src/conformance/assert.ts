@@ -2,11 +2,18 @@
  * Framework-neutral assertions for the conformance suite: plain `Error`s, so the suite
  * runs under vitest, jest, mocha or `node:test` alike.
  */
+import { AgentLedgerError } from '@agent-ledger/session-events'
+
 import { SessionStoreError } from '../session-store-error.ts'
 
-/** Thrown when a conformance expectation fails. */
-export class ConformanceError extends Error {
+/** Thrown when a conformance expectation fails: code `CONFORMANCE_FAILED`, the message says what was expected and found. */
+export class ConformanceError extends AgentLedgerError<'CONFORMANCE_FAILED'> {
   override readonly name = 'ConformanceError'
+
+  /** @param message - What was compared, what was expected and what was found. */
+  constructor(message: string) {
+    super({ code: 'CONFORMANCE_FAILED', message })
+  }
 }
 
 function show(value: unknown): string {

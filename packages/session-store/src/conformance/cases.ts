@@ -4,6 +4,7 @@
 import type { SessionBackend } from '../port.ts'
 import { createSessionStore } from '../store.ts'
 import { CHECKPOINT_CASES } from './cases-checkpoints.ts'
+import { ERROR_CASES } from './cases-errors.ts'
 import { LEASE_CASES } from './cases-leases.ts'
 import { OLDER_CASES } from './cases-older.ts'
 import { SEED_STREAM_CASES } from './cases-seed-stream.ts'
@@ -11,7 +12,14 @@ import { SESSION_CASES } from './cases-sessions.ts'
 import { makeClock, pollSleep, wait } from './harness.ts'
 import type { CaseContext, ConformanceOptions } from './harness.ts'
 
-const CASES = [...LEASE_CASES, ...SESSION_CASES, ...SEED_STREAM_CASES, ...CHECKPOINT_CASES, ...OLDER_CASES]
+const CASES = [
+  ...LEASE_CASES,
+  ...SESSION_CASES,
+  ...SEED_STREAM_CASES,
+  ...CHECKPOINT_CASES,
+  ...OLDER_CASES,
+  ...ERROR_CASES,
+]
 
 /**
  * Registers every case under one `describe` block.

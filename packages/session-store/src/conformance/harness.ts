@@ -37,8 +37,27 @@ export interface ConformanceHarness {
   plantOlderSession?(
     id: string,
   ): Promise<{ readonly events: number; readonly fingerprint: () => Promise<string> }>
+
+  /**
+   * Makes session `id` (created, holding events, no writer open) fail for real in a way this
+   * backend has a typed error for, and returns that error's code and the `details` members
+   * it carries: the "code preserved" case then checks that opening the session for write,
+   * appending and flushing through `createSessionStore` rejects with exactly that code and
+   * those details (the core must not rewrap a backend's error). Examples: a file backend
+   * replaces the log by a symbolic link (`SYMLINK_REFUSED`); a database installs a trigger
+   * that refuses the session's inserts (`BACKEND_FAILED`, `details.sqlstate`); the memory
+   * backend fills its disk (`DISK_FULL`). Without it, that case is skipped.
+   */
+  injectFault?(id: string): Promise<InjectedFault>
   /** Frees the storage and closes every backend instance made. */
   cleanup(): Promise<void>
+}
+
+/** What {@link ConformanceHarness.injectFault} made happen: the code and details the caller must see. */
+export interface InjectedFault {
+  readonly code: string
+  /** Members of the error's `details` that must reach the caller with these values. */
+  readonly details?: Readonly<Record<string, unknown>> | undefined
 }
 
 /** Options of `runBackendConformance`. */

@@ -22,7 +22,7 @@
 import { registerCases } from './cases.ts'
 import type { ConformanceOptions } from './harness.ts'
 
-export type { ConformanceHarness, ConformanceOptions } from './harness.ts'
+export type { ConformanceHarness, ConformanceOptions, InjectedFault } from './harness.ts'
 export { ConformanceError } from './assert.ts'
 
 /**
