@@ -70,7 +70,7 @@ function messageOf(error: unknown): string {
 }
 
 /** Maps a session-events or projection error to a store code (`details.projectionCode` keeps the original). */
-function eventError(
+export function eventError(
   error: unknown,
   context: { readonly sessionId: string; readonly seq: number; readonly what: string },
 ): SessionStoreError {
@@ -122,7 +122,7 @@ export function encodeEvent(
   const fields = input as Record<string, unknown>
   const jsonLimits = { maxDepth: context.limits.maxDepth, maxEntries: context.limits.maxEntries }
   // The one read of the caller's input: every field and every getter below it, once.
-  const candidate = snapshotInput(
+  const snapshot = snapshotInput(
     canonicalEvent({
       seq,
       time: position.time,
@@ -134,12 +134,16 @@ export function encodeEvent(
     }),
     jsonLimits,
   )
+  const candidate = snapshot.copy
   let json: string
-  try {
-    // Precise refusals (cycles, BigInt, NaN, class instances, depth) without recursion.
-    assertJsonValue(candidate, jsonLimits, 'event')
-  } catch (error) {
-    throw fail(error)
+  // A copy the snapshot proved plain JSON data passes this check by construction; anything
+  // else gets it (precise refusals: cycles, BigInt, NaN, class instances, depth, no recursion).
+  if (!snapshot.plain) {
+    try {
+      assertJsonValue(candidate, jsonLimits, 'event')
+    } catch (error) {
+      throw fail(error)
+    }
   }
   // Plain data from here on (our own copy): redaction may rewrite it in place.
   const redaction = context.redaction
@@ -182,8 +186,10 @@ export function encodeEvent(
     }
     throw fail(error)
   }
-  // What is checked, kept and returned is exactly what will be written (parsed back from it).
-  const event = JSON.parse(json) as LoggedEvent
+  // What is checked, kept and returned is exactly what will be written: the copy itself when
+  // it is plain JSON data (parsing it back would give the same members in the same order;
+  // redaction only put strings in it), else the parse of the line.
+  const event = (snapshot.plain ? candidate : JSON.parse(json)) as LoggedEvent
   try {
     parseEvent(event, context.registry)
     context.projection?.check(event)

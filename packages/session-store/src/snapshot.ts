@@ -24,27 +24,55 @@ function define(target: Record<string, unknown> | unknown[], key: string | numbe
   }
 }
 
+/** What {@link snapshotInput} made: the copy, and whether it is certainly plain JSON data. */
+export interface InputSnapshot {
+  readonly copy: unknown
+  /**
+   * True only when the copy is a tree of plain objects and arrays whose leaves are strings,
+   * booleans, `null` and finite numbers other than `-0`, with no `undefined` member or array
+   * element, no object reached twice, within `maxDepth` levels and `maxEntries` values: then
+   * `assertJsonValue` accepts it and `JSON.parse(JSON.stringify(copy))` equals it member for
+   * member, in the same order. False answers nothing: the full checks decide.
+   */
+  readonly plain: boolean
+}
+
+function isPlainLeaf(value: unknown): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true
+    case 'number':
+      return Number.isFinite(value) && !Object.is(value, -0)
+    default:
+      return value === null
+  }
+}
+
 /**
  * Copies plain arrays and plain objects (own enumerable string keys, each read once),
  * iteratively. Everything else (primitives, class instances, functions, BigInt) is kept as
  * is, for the JSON validator to refuse with its precise code. A repeated object maps to the
  * same copy, so a cycle stays a cycle (and is refused as one). Past `maxDepth` levels or
- * `maxEntries` values, the original is kept and the validator reports the excess.
+ * `maxEntries` values, the original is kept and the validator reports the excess. The same
+ * walk says whether the copy is certainly plain JSON data ({@link InputSnapshot.plain}), so
+ * the append pipeline can skip the checks and the parse-back that cannot fail on such data.
  *
  * @param value - The caller's input.
  * @param limits - Depth and size bounds.
- * @returns The copy.
+ * @returns The copy and its plain flag.
  */
-export function snapshotInput(value: unknown, limits: SnapshotLimits): unknown {
-  if (typeof value !== 'object' || value === null) return value
+export function snapshotInput(value: unknown, limits: SnapshotLimits): InputSnapshot {
+  if (typeof value !== 'object' || value === null) return { copy: value, plain: isPlainLeaf(value) }
+  if (!Array.isArray(value) && !isPlainObject(value)) return { copy: value, plain: false }
   const copies = new Map<object, unknown>()
   let entries = 0
+  let plain = limits.maxDepth >= 1
   const copyOf = (original: object): object => {
     const made: object = Array.isArray(original) ? [] : {}
     copies.set(original, made)
     return made
   }
-  if (!Array.isArray(value) && !isPlainObject(value)) return value
   const root = copyOf(value)
   const stack: { readonly original: object; readonly copy: object; readonly depth: number }[] = [
     { original: value, copy: root, depth: 1 },
@@ -64,11 +92,13 @@ export function snapshotInput(value: unknown, limits: SnapshotLimits): unknown {
         depth >= limits.maxDepth ||
         entries > limits.maxEntries
       ) {
+        if (plain && !isPlainLeaf(child)) plain = false
         define(copy as Record<string, unknown>, key, child)
         continue
       }
       const seen = copies.get(child)
       if (seen !== undefined) {
+        plain = false
         define(copy as Record<string, unknown>, key, seen)
         continue
       }
@@ -77,5 +107,5 @@ export function snapshotInput(value: unknown, limits: SnapshotLimits): unknown {
       stack.push({ original: child, copy: childCopy, depth: depth + 1 })
     }
   }
-  return root
+  return { copy: root, plain: plain && entries <= limits.maxEntries }
 }

@@ -9,6 +9,8 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 
+import { crc32c as nativeCrc32c } from '@node-rs/crc32'
+
 import { coreEventRegistry } from '@agent-ledger/session-events'
 import type { EventRegistry } from '@agent-ledger/session-events'
 import { seedBatches, SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
@@ -96,6 +98,8 @@ function defaultRandomHex(byteCount: number): string {
 
 class JsonlBackendImpl implements JsonlBackend {
   readonly name = 'jsonl'
+  /** The native CRC-32C, offered to the core for every line it encodes and checks. */
+  readonly crc32c = (bytes: Uint8Array): number => nativeCrc32c(bytes as Buffer) >>> 0
   readonly root: string
   readonly encoding: LogEncoding
   readonly capabilities: BackendCapabilities
