@@ -110,13 +110,14 @@ export function encodeEvent(
 ): PreparedEvent {
   const { seq } = position
   const what = context.role ?? 'event'
-  const fail = (error: unknown): SessionStoreError =>
-    eventError(error, { sessionId: context.sessionId, seq, what })
+  // No closure per event: errors are built by eventError with this context, only on failure.
+  const where = { sessionId: context.sessionId, seq, what }
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw fail(
+    throw eventError(
       new Error(
         `expected an object with "type" and "data", found ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}`,
       ),
+      where,
     )
   }
   const fields = input as Record<string, unknown>
@@ -142,7 +143,7 @@ export function encodeEvent(
     try {
       assertJsonValue(candidate, jsonLimits, 'event')
     } catch (error) {
-      throw fail(error)
+      throw eventError(error, where)
     }
   }
   // Plain data from here on (our own copy): redaction may rewrite it in place.
@@ -151,7 +152,7 @@ export function encodeEvent(
     const record = candidate as Record<string, unknown>
     try {
       // The snapshot is our own copy: redact it in place (a string `data` is replaced).
-      record['data'] = redactInPlace(record['data'], (text) => redaction.redact(text))
+      record['data'] = redactInPlace(record['data'], redaction)
     } catch (error) {
       throw new SessionStoreError({
         code: SessionStoreErrorCode.REDACTION_FAILED,
@@ -184,7 +185,7 @@ export function encodeEvent(
         cause: error,
       })
     }
-    throw fail(error)
+    throw eventError(error, where)
   }
   // What is checked, kept and returned is exactly what will be written: the copy itself when
   // it is plain JSON data (parsing it back would give the same members in the same order;
@@ -194,7 +195,7 @@ export function encodeEvent(
     parseEvent(event, context.registry)
     context.projection?.check(event)
   } catch (error) {
-    throw fail(error)
+    throw eventError(error, where)
   }
   const encoded = checksumJson(json, context.crc32c)
   if (encoded.byteLength > context.limits.maxEventBytes) {

@@ -33,18 +33,17 @@ const MAX_SCRATCH_BYTES = 1024 * 1024
 let scratch = new Uint8Array(64 * 1024)
 
 /**
- * Runs `use` on the UTF-8 bytes of `text`, encoded into a reused scratch buffer (no
- * allocation per line): the bytes are valid only during the call.
+ * The UTF-8 bytes of `text`, encoded into a reused scratch buffer (no allocation per line):
+ * valid only until the next call, so use them at once.
  */
-function withUtf8<T>(text: string, use: (bytes: Uint8Array) => T): T {
+function scratchUtf8(text: string): Uint8Array {
   // A UTF-16 code unit is at most 3 UTF-8 bytes: a buffer of 3 x length always holds it.
   const worst = text.length * 3
   if (worst > scratch.length) {
-    if (worst > MAX_SCRATCH_BYTES) return use(encoder.encode(text))
+    if (worst > MAX_SCRATCH_BYTES) return encoder.encode(text)
     scratch = new Uint8Array(Math.min(MAX_SCRATCH_BYTES, Math.max(worst, scratch.length * 2)))
   }
-  const { written } = encoder.encodeInto(text, scratch)
-  return use(scratch.subarray(0, written))
+  return scratch.subarray(0, encoder.encodeInto(text, scratch).written)
 }
 
 function hex8(value: number): string {
@@ -60,13 +59,9 @@ function hex8(value: number): string {
  */
 export function checksumJson(json: string, crc32c: Crc32c): EncodedLine {
   const body = json.slice(0, -1)
-  let byteLength = 0
-  const crc = hex8(
-    withUtf8(body, (bytes) => {
-      byteLength = bytes.length
-      return crc32c(bytes)
-    }),
-  )
+  const bytes = scratchUtf8(body)
+  const byteLength = bytes.length
+  const crc = hex8(crc32c(bytes))
   return { line: `${body}${SUFFIX_HEAD}${crc}"}`, crc, byteLength: byteLength + CRC_SUFFIX_LENGTH }
 }
 

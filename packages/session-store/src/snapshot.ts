@@ -37,6 +37,13 @@ export interface InputSnapshot {
   readonly plain: boolean
 }
 
+/** `[0, 1, ..., length - 1]` (the keys of an array, read by index). */
+function indexes(length: number): number[] {
+  const keys = new Array<number>(length)
+  for (let index = 0; index < length; index += 1) keys[index] = index
+  return keys
+}
+
 function isPlainLeaf(value: unknown): boolean {
   switch (typeof value) {
     case 'string':
@@ -68,20 +75,14 @@ export function snapshotInput(value: unknown, limits: SnapshotLimits): InputSnap
   const copies = new Map<object, unknown>()
   let entries = 0
   let plain = limits.maxDepth >= 1
-  const copyOf = (original: object): object => {
-    const made: object = Array.isArray(original) ? [] : {}
-    copies.set(original, made)
-    return made
-  }
-  const root = copyOf(value)
+  const root: object = Array.isArray(value) ? [] : {}
+  copies.set(value, root)
   const stack: { readonly original: object; readonly copy: object; readonly depth: number }[] = [
     { original: value, copy: root, depth: 1 },
   ]
   while (stack.length > 0) {
     const { original, copy, depth } = stack.pop()!
-    const keys: (string | number)[] = Array.isArray(original)
-      ? Array.from({ length: original.length }, (_, index) => index)
-      : Object.keys(original)
+    const keys: readonly (string | number)[] = Array.isArray(original) ? indexes(original.length) : Object.keys(original)
     for (const key of keys) {
       entries += 1
       const child = (original as Record<string | number, unknown>)[key]
@@ -102,7 +103,8 @@ export function snapshotInput(value: unknown, limits: SnapshotLimits): InputSnap
         define(copy as Record<string, unknown>, key, seen)
         continue
       }
-      const childCopy = copyOf(child)
+      const childCopy: object = Array.isArray(child) ? [] : {}
+      copies.set(child, childCopy)
       define(copy as Record<string, unknown>, key, childCopy)
       stack.push({ original: child, copy: childCopy, depth: depth + 1 })
     }
