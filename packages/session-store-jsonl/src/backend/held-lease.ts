@@ -20,8 +20,8 @@ import type { StoreLimits } from '../limits.ts'
 import { quarantineTail } from '../quarantine.ts'
 import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions, WriterLock } from '../writer-lock.ts'
-import { readLease } from './lease-file.ts'
-import type { LeaseRecord } from './lease-file.ts'
+import { isOwnLease, openOwnLease, readLease } from './lease-file.ts'
+import type { LeaseRecord, OwnLeaseFile } from './lease-file.ts'
 import { logAdapter } from '../log-adapter.ts'
 import type { LogAdapter } from '../log-adapter.ts'
 import { scanHead, tornTailInfo } from './line-scan.ts'
@@ -45,6 +45,8 @@ export interface Held {
   readonly lock: WriterLock
   readonly epoch: number
   record: LeaseRecord
+  /** `writer.lease` as this holder last wrote it, held open (the one-`lstat` fence check); null: read it whole. */
+  leaseFile: OwnLeaseFile | null
   offset: number
   nextSeq: number
   lastCrc: string | null
@@ -153,6 +155,8 @@ export async function recoverLog(
     lock,
     epoch: record.epoch,
     record,
+    // Last: nothing after it can throw, so the descriptor is never leaked.
+    leaseFile: await openOwnLease(context.fs, opened.directory, id, record),
     offset: outcome.goodEndOffset,
     nextSeq: scanned.nextSeq,
     lastCrc: scanned.lastCrc,
@@ -167,18 +171,23 @@ export async function recoverLog(
  * @throws {@link SessionStoreError} `FENCED`.
  */
 export async function assertFence(context: LeaseContext, held: Held): Promise<void> {
-  const current = await readLease(context.fs, held.directory, held.id)
-  if (current === null || current.epoch !== held.epoch) {
-    throw portError(SessionStoreErrorCode.FENCED, {
-      sessionId: held.id,
-      message: `The lease of ${held.record.owner} on session ${held.id} was fenced: expected epoch ${held.epoch}, found ${current?.epoch ?? 'none'} (held by ${current?.owner ?? 'nobody'}); nothing was written.`,
-      details: { expected: held.epoch, found: current?.epoch ?? null, holder: current?.owner ?? null },
-    })
+  // Both checks at once: one round trip when writer.lease is still the file this holder wrote.
+  const [own, lock] = await Promise.allSettled([
+    isOwnLease(context.fs, held.directory, held.leaseFile),
+    held.lock.assertHeld(),
+  ])
+  if (own.status !== 'fulfilled' || !own.value) {
+    const current = await readLease(context.fs, held.directory, held.id)
+    if (current === null || current.epoch !== held.epoch) {
+      throw portError(SessionStoreErrorCode.FENCED, {
+        sessionId: held.id,
+        message: `The lease of ${held.record.owner} on session ${held.id} was fenced: expected epoch ${held.epoch}, found ${current?.epoch ?? 'none'} (held by ${current?.owner ?? 'nobody'}); nothing was written.`,
+        details: { expected: held.epoch, found: current?.epoch ?? null, holder: current?.owner ?? null },
+      })
+    }
   }
-  try {
-    await held.lock.assertHeld()
-  } catch (error) {
-    throw toPortError(error, {
+  if (lock.status === 'rejected') {
+    throw toPortError(lock.reason, {
       sessionId: held.id,
       action: `write session ${held.id} (epoch ${held.epoch})`,
     })
@@ -194,7 +203,10 @@ export async function assertFence(context: LeaseContext, held: Held): Promise<vo
 export async function appendToHeld(context: LeaseContext, held: Held, batch: AppendBatch): Promise<void> {
   const { id } = held
   if (held.failed !== null) throw held.failed
-  await assertFence(context, held)
+  // The fence and the log's size are independent reads: together, one round trip (the
+  // fence's refusal first, as when they ran one after the other).
+  const [fence, stats] = await Promise.allSettled([assertFence(context, held), held.handle.stat()])
+  if (fence.status === 'rejected') throw fence.reason
   if (batch.expectedSeq !== held.nextSeq) {
     throw portError(SessionStoreErrorCode.CONFLICT, {
       sessionId: id,
@@ -202,7 +214,8 @@ export async function appendToHeld(context: LeaseContext, held: Held, batch: App
       details: { expected: batch.expectedSeq, found: held.nextSeq },
     })
   }
-  const size = (await held.handle.stat()).size
+  if (stats.status === 'rejected') throw toPortError(stats.reason, { sessionId: id, action: `append to session ${id}` })
+  const size = stats.value.size
   if (size !== held.offset) {
     throw portError(SessionStoreErrorCode.CONFLICT, {
       sessionId: id,

@@ -46,7 +46,7 @@ import { appendToHeld, assertFence, lockNonce, recoverLog, takeLock } from './he
 import type { Held, LeaseContext } from './held-lease.ts'
 import { maintenanceCapabilities } from './maintenance.ts'
 import { waitForAppend } from './follow.ts'
-import { readLease, writeLease } from './lease-file.ts'
+import { openOwnLease, readLease, writeLease } from './lease-file.ts'
 import type { LeaseRecord } from './lease-file.ts'
 import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
@@ -306,6 +306,7 @@ class JsonlBackendImpl implements JsonlBackend {
     const now = this.#now()
     const lock = await takeLock(this.#leaseContext, checked, { directory, before, now, options })
     let opened: Awaited<ReturnType<typeof openLog>> | undefined
+    let recovered: Held | undefined
     try {
       // Under the lock: the epoch that fences every earlier lease, durably, before anything else.
       const prior = await readLease(this.#fs, directory, checked)
@@ -321,6 +322,7 @@ class JsonlBackendImpl implements JsonlBackend {
       await removeStaleTemps(this.#fs, directory)
       opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked, 'write')
       const held = await recoverLog(this.#leaseContext, checked, { opened, lock, record })
+      recovered = held.held
       this.#held.set(heldKey(checked, record.epoch), held.held)
       this.#lastBatch.delete(checked)
       this.#heads.delete(checked)
@@ -334,6 +336,7 @@ class JsonlBackendImpl implements JsonlBackend {
       return { lease, head: await this.#headOf(held.held, null), repaired: held.repaired }
     } catch (error) {
       await opened?.handle.close().catch(() => undefined)
+      await recovered?.leaseFile?.handle.close().catch(() => undefined)
       await lock.release().catch(() => undefined)
       throw toPortError(error, { sessionId: checked, action: `acquire session ${checked}` })
     }
@@ -385,6 +388,10 @@ class JsonlBackendImpl implements JsonlBackend {
     const record = { ...held.record, expiresAt: this.#now() + held.record.leaseMs }
     await writeLease(this.#fs, { directory: held.directory, id: held.id, randomHex: this.#randomHex }, record)
     held.record = record
+    // The renewed record is a new file: hold it open for the fast fence check instead.
+    const previous = held.leaseFile
+    held.leaseFile = await openOwnLease(this.#fs, held.directory, held.id, record)
+    await previous?.handle.close().catch(() => undefined)
     return { ...lease, expiresAt: new Date(record.expiresAt).toISOString() }
   }
 
@@ -394,6 +401,7 @@ class JsonlBackendImpl implements JsonlBackend {
     if (held === undefined) return
     this.#held.delete(key)
     await held.handle.close().catch(() => undefined)
+    await held.leaseFile?.handle.close().catch(() => undefined)
     // The lock's own release claims its token first (a new file); on a full disk that fails, so
     // fall back to removing writer.lock while it still carries our nonce: a release needs no space.
     const released = await held.lock.release().then(
@@ -524,6 +532,7 @@ class JsonlBackendImpl implements JsonlBackend {
         message: `The JSONL backend over ${this.root} was closed: expected an open backend, found it closed.`,
       })
       await held.handle.close().catch(() => undefined)
+      await held.leaseFile?.handle.close().catch(() => undefined)
     }
   }
 }
