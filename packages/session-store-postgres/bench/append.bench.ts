@@ -2,6 +2,11 @@
  * PostgreSQL backend benchmark (`pnpm bench --only session-store-postgres`), every figure
  * beside a floor measured in the same run on the same server (fsync on, loopback):
  *
+ * - durable append through the session core at batch 1 and 100: events/s through
+ *   `createSessionStore({ backend })` + `writer.append` + `await writer.flush()` (validation,
+ *   redaction, encoding, checkpoints, then one `backend.append`) vs `JSON.stringify` of the same
+ *   events + a bare `INSERT ... SELECT unnest($1::text[])` per batch on one connection
+ *   (target >= 0.5 at batch 1, >= 0.8 at batch 100);
  * - durable append at batch 1 and 100: events/s through `backend.append` (one statement:
  *   fencing check, head update, lines) vs a bare `INSERT ... SELECT unnest($1::text[])`
  *   of the same lines into a plain table with the same primary key, on one connection.
@@ -26,7 +31,16 @@ import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { openPostgresBackend } from '../src/index.ts'
 import type { PostgresBackend } from '../src/index.ts'
 import { createRequest, crcOf, seal } from '../test/support/lines.ts'
-import { bareClient, FLOOR_INSERT_SQL, FLOOR_TABLE_SQL, median, timed, withServer } from './support.ts'
+import {
+  bareClient,
+  bareStream,
+  coreSession,
+  FLOOR_INSERT_SQL,
+  FLOOR_TABLE_SQL,
+  median,
+  timed,
+  withServer,
+} from './support.ts'
 
 /** Events in the full-read figure: enough that one read takes at least a second. */
 const READ_EVENTS = 100_000
@@ -115,6 +129,46 @@ async function appendFigure(fixture: Fixture, batch: number, batches: number): P
     floor: { name: 'bare INSERT unnest, same lines, same server', value: median(floor) },
     ratio,
     ...(batch === 100 ? { target: '>= 0.8', met: ratio >= 0.8 } : {}),
+  }
+}
+
+/** Durable append through the session core (see the module comment). */
+async function coreAppendFigure(
+  url: string,
+  bare: pg.Client,
+  plan: { readonly batch: number; readonly batches: number; readonly target: number },
+): Promise<BenchResult> {
+  const { batch, batches, target } = plan
+  const ours: number[] = []
+  const floor: number[] = []
+  const ratios: number[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    const write = bareStream(bare)
+    const floorSeconds = await timed(async () => {
+      for (let index = 0; index < batches; index++) await write(index * batch, batch)
+    })
+    const session = await coreSession(url, 10)
+    try {
+      const ourSeconds = await timed(async () => {
+        for (let index = 0; index < batches; index++) await session.write(index * batch, batch)
+      })
+      const events = batch * batches
+      floor.push(events / floorSeconds)
+      ours.push(events / ourSeconds)
+      ratios.push(floorSeconds / ourSeconds)
+    } finally {
+      await session.close()
+    }
+  }
+  const ratio = median(ratios)
+  return {
+    name: `postgres durable append through createSessionStore, batch ${batch} (${batches} flushes)`,
+    value: median(ours),
+    unit: 'events/s',
+    floor: { name: 'JSON.stringify + bare INSERT unnest per batch, same events, same server', value: median(floor) },
+    ratio,
+    target: `>= ${target}`,
+    met: ratio >= target,
   }
 }
 
@@ -230,6 +284,8 @@ export async function run(): Promise<BenchResult[]> {
       await bare.query(FLOOR_TABLE_SQL)
       const fixture: Fixture = { backend, bare }
       const results: BenchResult[] = []
+      results.push(await coreAppendFigure(url, bare, { batch: 1, batches: 100, target: 0.5 }))
+      results.push(await coreAppendFigure(url, bare, { batch: 100, batches: 20, target: 0.8 }))
       results.push(await appendFigure(fixture, 1, 100))
       results.push(await appendFigure(fixture, 100, 20))
       results.push(await readFigure(fixture, READ_EVENTS))

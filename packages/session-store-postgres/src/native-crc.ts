@@ -11,5 +11,5 @@ import { crc32c } from '@node-rs/crc32'
  * @returns The checksum as an unsigned 32-bit integer.
  */
 export function nativeCrc32c(bytes: Uint8Array): number {
-  return crc32c(bytes as Buffer) >>> 0
+  return crc32c(bytes) >>> 0
 }

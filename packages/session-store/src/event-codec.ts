@@ -152,7 +152,7 @@ export function encodeEvent(
     const record = candidate as Record<string, unknown>
     try {
       // The snapshot is our own copy: redact it in place (a string `data` is replaced).
-      record['data'] = redactInPlace(record['data'], redaction)
+      record['data'] = redactInPlace(record['data'], redaction, snapshot.plain)
     } catch (error) {
       throw new SessionStoreError({
         code: SessionStoreErrorCode.REDACTION_FAILED,

@@ -46,8 +46,16 @@ function scratchUtf8(text: string): Uint8Array {
   return scratch.subarray(0, encoder.encodeInto(text, scratch).written)
 }
 
+/** Two lowercase hex digits of each byte value (`Number#toString(16)` is slow on the append path). */
+const HEX_BYTES: readonly string[] = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'))
+
 function hex8(value: number): string {
-  return (value >>> 0).toString(16).padStart(8, '0')
+  return (
+    HEX_BYTES[(value >>> 24) & 0xff]! +
+    HEX_BYTES[(value >>> 16) & 0xff]! +
+    HEX_BYTES[(value >>> 8) & 0xff]! +
+    HEX_BYTES[value & 0xff]!
+  )
 }
 
 /**

@@ -79,13 +79,15 @@ function redactString(policy: RedactionPolicy, text: string): string {
  *
  * @param value - The snapshot's `data`.
  * @param policy - Its `redact` is called once per string (as a method) and must return a string.
+ * @param tree - True when no object is reached twice (a plain snapshot): no visited set is kept.
  * @returns The value to store (a new string when `value` itself is a string).
  * @throws The hook's error, or a TypeError when it returns a non-string.
  */
-export function redactInPlace(value: unknown, policy: RedactionPolicy): unknown {
+export function redactInPlace(value: unknown, policy: RedactionPolicy, tree = false): unknown {
   if (typeof value === 'string') return redactString(policy, value)
   if (typeof value !== 'object' || value === null) return value
-  const seen = new Set<object>([value])
+  // A tree (no object reached twice) needs no visited set: each object is stacked once anyway.
+  const seen = tree ? null : new Set<object>([value])
   const stack: object[] = [value]
   while (stack.length > 0) {
     const target = stack.pop() as Record<string | number, unknown>
@@ -103,7 +105,7 @@ function visit(
   target: Record<string | number, unknown>,
   key: string | number,
   stack: object[],
-  seen: Set<object>,
+  seen: Set<object> | null,
   policy: RedactionPolicy,
 ): void {
   const child = target[key]
@@ -112,8 +114,11 @@ function visit(
     if (redacted !== child) {
       Object.defineProperty(target, key, { value: redacted, writable: true, enumerable: true, configurable: true })
     }
-  } else if (typeof child === 'object' && child !== null && !seen.has(child)) {
-    seen.add(child)
+  } else if (typeof child === 'object' && child !== null) {
+    if (seen !== null) {
+      if (seen.has(child)) return
+      seen.add(child)
+    }
     stack.push(child)
   }
 }

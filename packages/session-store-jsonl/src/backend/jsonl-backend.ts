@@ -99,7 +99,7 @@ function defaultRandomHex(byteCount: number): string {
 class JsonlBackendImpl implements JsonlBackend {
   readonly name = 'jsonl'
   /** The native CRC-32C, offered to the core for every line it encodes and checks. */
-  readonly crc32c = (bytes: Uint8Array): number => nativeCrc32c(bytes as Buffer) >>> 0
+  readonly crc32c = (bytes: Uint8Array): number => nativeCrc32c(bytes) >>> 0
   readonly root: string
   readonly encoding: LogEncoding
   readonly capabilities: BackendCapabilities
