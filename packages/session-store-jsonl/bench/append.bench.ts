@@ -38,6 +38,7 @@ import { LOG_FILE_NAME } from '../src/format.ts'
 import { ensureDataset, generateAgentSessionHeader } from './support/dataset.ts'
 import type { Dataset, TimedInput } from './support/dataset.ts'
 import { bareAppend, fairAppend } from './support/floors.ts'
+import { median } from '../../../tooling/bench/support.ts'
 import { interleaveAll, progress, throughputFigure } from './support/measure.ts'
 import type { BenchResult, RunOptions } from './support/measure.ts'
 
@@ -57,6 +58,12 @@ const TARGETS: ReadonlyMap<number, number> = new Map([
 const TARGET_BATCH = 100
 const log = progress('append')
 let sessionCounter = 0
+
+/** CPU microseconds (user + system) this process used since `before`. */
+function cpuMicros(before: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(before)
+  return used.user + used.system
+}
 
 /**
  * The first `count` events of a dataset as writer inputs (envelope without seq, crc dropped).
@@ -146,6 +153,7 @@ async function batchFigure(
   })
   const base = generateAgentSessionHeader()
   let run = 0
+  const cpu = { ours: [] as number[], fair: [] as number[] }
   let reference: Buffer | null = null
   let floorBytes: { header: Buffer; batches: Buffer[]; events: Record<string, unknown>[][] } | null = null
   const ours = async (): Promise<number> => {
@@ -158,6 +166,7 @@ async function batchFigure(
       header: { createdAt: base.createdAt, cwd: base.cwd, metadata: base.metadata },
     })
     const started = performance.now()
+    const cpuBefore = process.cpuUsage()
     for (let at = 0; at < events; at += batch) {
       for (let index = at; index < at + batch; index += 1) {
         const next = inputs[index]!
@@ -167,6 +176,7 @@ async function batchFigure(
       await writer.flush()
     }
     const elapsed = (performance.now() - started) / 1000
+    cpu.ours.push(cpuMicros(cpuBefore) / events)
     await writer.close()
     const file = join(scratch, 'root', id, LOG_FILE_NAME)
     const bytes = readFileSync(file)
@@ -188,7 +198,9 @@ async function batchFigure(
   }
   const fair = async (): Promise<number> => {
     const file = join(scratch, 'fair.jsonl')
+    const cpuBefore = process.cpuUsage()
     const elapsed = await fairAppend(file, floorBytes!.events, floorBytes!.header)
+    cpu.fair.push(cpuMicros(cpuBefore) / events)
     rmSync(file, { force: true })
     return elapsed
   }
@@ -196,6 +208,11 @@ async function batchFigure(
   await ours()
   const samples = await interleaveAll(ROUNDS, { ours, bare, fair })
   await store.close()
+  // The measured cause when a ratio is low: this process's CPU per event (the rest of each
+  // run is waiting for the write and the fdatasync, which ours and the floor share).
+  log(
+    `batch ${batch} (${variant.label}): CPU per event ours ${median(cpu.ours).toFixed(1)} us, fair floor ${median(cpu.fair).toFixed(1)} us (process CPU, medians; writer-cpu.bench.ts breaks the writer's down)`,
+  )
   const megabytes = floorBytes!.batches.reduce((sum, bytes) => sum + bytes.length, 0) / 1e6
   const name = `durable append, batch ${batch} (${batches} batches, ${events} events, ${megabytes.toFixed(1)} MB; append + flush; ${variant.label})`
   return [

@@ -13,13 +13,22 @@
  * chat without tools (~150-300 bytes: a turn start, a user message, an assistant answer, a
  * turn end). A context row repeats the small set with redaction off.
  *
+ * Where the time goes (context rows, each the median CPU per event of one step over the same
+ * events, ratio to the same JSON.stringify): `JSON.stringify` + UTF-8 encoding (V8 returns a
+ * large stringify result as a rope that any writer must flatten to get bytes: the CRC needs
+ * them, a file write too), the default redaction pass over every string, and the projection
+ * fold (`apply`, with its deep freeze). The writer's own work beyond these is the input
+ * snapshot (one read of the caller's data), the schema checks and the buffering.
+ *
  * Run alone with `pnpm bench --only writer-cpu`.
  */
 import { readFileSync } from 'node:fs'
 
 import { crc32c } from '@node-rs/crc32'
-import type { EventInput } from '@agent-ledger/session-events'
-import { createMemoryBackend, createSessionStore } from '@agent-ledger/session-store'
+import { coreEventRegistry } from '@agent-ledger/session-events'
+import type { EventInput, LoggedEvent } from '@agent-ledger/session-events'
+import { createProjection } from '@agent-ledger/session-projection'
+import { createMemoryBackend, createSessionStore, DEFAULT_REDACTION_POLICY } from '@agent-ledger/session-store'
 import type { RedactionPolicy } from '@agent-ledger/session-store'
 
 import { median } from '../../../tooling/bench/support.ts'
@@ -91,9 +100,9 @@ let sessionCounter = 0
 async function cpuFigure(
   name: string,
   inputs: readonly TimedInput[],
-  redaction: RedactionPolicy | null | undefined,
-  target: boolean,
+  options: { readonly redaction?: RedactionPolicy | null | undefined; readonly target: boolean },
 ): Promise<BenchResult> {
+  const { redaction, target } = options
   let now = inputs[0]!.time
   const store = createSessionStore({
     backend: createMemoryBackend({ crc32c: (bytes) => crc32c(bytes) >>> 0 }),
@@ -150,6 +159,64 @@ async function cpuFigure(
   }
 }
 
+/** The strings of a value (the redaction pass visits each). */
+function stringsOf(value: unknown, into: string[]): string[] {
+  if (typeof value === 'string') into.push(value)
+  else if (typeof value === 'object' && value !== null) {
+    for (const child of Object.values(value)) stringsOf(child, into)
+  }
+  return into
+}
+
+/** Context rows: the CPU per event of the steps the writer cannot skip, beside the same stringify. */
+async function stepFigures(label: string, inputs: readonly TimedInput[]): Promise<BenchResult[]> {
+  const encoder = new TextEncoder()
+  const events = inputs.map(({ input, time }, seq) => ({ seq, time, type: input.type, data: input.data }))
+  const strings = events.map((event) => stringsOf(event.data, []))
+  const lines = events.map((event) => JSON.stringify(event))
+  let sink = 0
+  const perEvent = (micros: number): number => micros / events.length
+  const steps: Record<string, () => void> = {
+    stringify: () => {
+      for (const event of events) sink += JSON.stringify(event).length
+    },
+    'JSON.stringify + UTF-8 encode': () => {
+      for (const event of events) sink += encoder.encode(JSON.stringify(event)).length
+    },
+    'default redaction pass': () => {
+      for (const list of strings) for (const text of list) sink += DEFAULT_REDACTION_POLICY.redact(text).length
+    },
+    'projection apply (fold + deep freeze)': () => {
+      const projection = createProjection({ registry: coreEventRegistry })
+      for (const line of lines) projection.apply(JSON.parse(line) as LoggedEvent)
+      sink += projection.nextSeq
+    },
+  }
+  const samples = new Map<string, number[]>()
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const [name, step] of Object.entries(steps)) {
+      const list = samples.get(name) ?? []
+      list.push(perEvent(await cpuMicros(step)))
+      samples.set(name, list)
+    }
+  }
+  if (sink < 0) console.error(sink)
+  const stringify = median(samples.get('stringify')!)
+  return Object.keys(steps)
+    .filter((name) => name !== 'stringify')
+    .map((name) => {
+      const value = median(samples.get(name)!)
+      return {
+        name: `of which (${label}): ${name}${name.startsWith('projection') ? ' (includes a JSON.parse per event)' : ''}`,
+        value,
+        unit: 'us CPU/event',
+        floor: { name: 'JSON.stringify of the same events', value: stringify },
+        ratio: value / stringify,
+        target: 'context',
+      }
+    })
+}
+
 /**
  * Runs the writer CPU figures (see the module comment).
  *
@@ -165,8 +232,7 @@ export async function run(_options: RunOptions = {}): Promise<BenchResult[]> {
     await cpuFigure(
       `writer CPU per event, ${realistic.length} realistic events (createSessionStore, memory backend, redaction on)`,
       realistic,
-      undefined,
-      true,
+      { target: true },
     ),
   ]
   log('small events')
@@ -174,17 +240,17 @@ export async function run(_options: RunOptions = {}): Promise<BenchResult[]> {
     await cpuFigure(
       `writer CPU per event, ${small.length} small chat events (createSessionStore, memory backend, redaction on)`,
       small,
-      undefined,
-      true,
+      { target: true },
     ),
   )
   results.push(
     await cpuFigure(
       `writer CPU per event, ${small.length} small chat events, redaction off (context)`,
       small,
-      null,
-      false,
+      { redaction: null, target: false },
     ),
   )
+  log('steps')
+  results.push(...(await stepFigures('realistic', realistic)), ...(await stepFigures('small', small)))
   return results
 }

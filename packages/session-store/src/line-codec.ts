@@ -47,7 +47,9 @@ function scratchUtf8(text: string): Uint8Array {
 }
 
 /** Two lowercase hex digits of each byte value (`Number#toString(16)` is slow on the append path). */
-const HEX_BYTES: readonly string[] = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'))
+const HEX_BYTES: readonly string[] = Array.from({ length: 256 }, (_, byte) =>
+  byte.toString(16).padStart(2, '0'),
+)
 
 function hex8(value: number): string {
   return (

@@ -67,7 +67,9 @@ export const DEFAULT_REDACTION_POLICY: RedactionPolicy = Object.freeze({
 function redactString(policy: RedactionPolicy, text: string): string {
   const result: unknown = policy.redact(text)
   if (typeof result !== 'string') {
-    throw new TypeError(`the redaction hook returned ${result === null ? 'null' : typeof result}, expected a string`)
+    throw new TypeError(
+      `the redaction hook returned ${result === null ? 'null' : typeof result}, expected a string`,
+    )
   }
   return result
 }
@@ -89,30 +91,39 @@ export function redactInPlace(value: unknown, policy: RedactionPolicy, tree = fa
   // A tree (no object reached twice) needs no visited set: each object is stacked once anyway.
   const seen = tree ? null : new Set<object>([value])
   const stack: object[] = [value]
+  const walk: Walk = { stack, seen, policy }
   while (stack.length > 0) {
     const target = stack.pop() as Record<string | number, unknown>
     if (Array.isArray(target)) {
-      for (let index = 0; index < target.length; index += 1) visit(target, index, stack, seen, policy)
+      for (let index = 0; index < target.length; index += 1) visit(walk, target, index)
       continue
     }
-    for (const key of Object.keys(target)) visit(target, key, stack, seen, policy)
+    for (const key of Object.keys(target)) visit(walk, target, key)
   }
   return value
 }
 
+/** The state of one {@link redactInPlace} walk. */
+interface Walk {
+  readonly stack: object[]
+  /** Objects already stacked; null for a tree (none is reached twice). */
+  readonly seen: Set<object> | null
+  readonly policy: RedactionPolicy
+}
+
 /** One member of {@link redactInPlace}'s walk: a string redacted in place, an object stacked once. */
-function visit(
-  target: Record<string | number, unknown>,
-  key: string | number,
-  stack: object[],
-  seen: Set<object> | null,
-  policy: RedactionPolicy,
-): void {
+function visit(walk: Walk, target: Record<string | number, unknown>, key: string | number): void {
+  const { stack, seen, policy } = walk
   const child = target[key]
   if (typeof child === 'string') {
     const redacted = redactString(policy, child)
     if (redacted !== child) {
-      Object.defineProperty(target, key, { value: redacted, writable: true, enumerable: true, configurable: true })
+      Object.defineProperty(target, key, {
+        value: redacted,
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      })
     }
   } else if (typeof child === 'object' && child !== null) {
     if (seen !== null) {

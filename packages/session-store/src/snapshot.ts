@@ -82,7 +82,9 @@ export function snapshotInput(value: unknown, limits: SnapshotLimits): InputSnap
   ]
   while (stack.length > 0) {
     const { original, copy, depth } = stack.pop()!
-    const keys: readonly (string | number)[] = Array.isArray(original) ? indexes(original.length) : Object.keys(original)
+    const keys: readonly (string | number)[] = Array.isArray(original)
+      ? indexes(original.length)
+      : Object.keys(original)
     for (const key of keys) {
       entries += 1
       const child = (original as Record<string | number, unknown>)[key]

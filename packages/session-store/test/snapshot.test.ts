@@ -59,7 +59,8 @@ describe('snapshotInput: the plain flag (the append fast path)', () => {
     const back: unknown = JSON.parse(JSON.stringify(copy))
     const walk = (left: unknown, right: unknown): boolean => {
       if (typeof left !== 'object' || left === null) return Object.is(left, right)
-      if (typeof right !== 'object' || right === null || Array.isArray(left) !== Array.isArray(right)) return false
+      if (typeof right !== 'object' || right === null || Array.isArray(left) !== Array.isArray(right))
+        return false
       const leftKeys = Object.keys(left)
       const rightKeys = Object.keys(right)
       if (leftKeys.join('\u0000') !== rightKeys.join('\u0000')) return false
@@ -73,7 +74,13 @@ describe('snapshotInput: the plain flag (the append fast path)', () => {
   it('answers plain only for data the JSON check accepts and a parse-back reproduces exactly', () => {
     const value = fc.oneof(
       fc.jsonValue({ maxDepth: 5 }),
-      fc.anything({ maxDepth: 4, withBigInt: true, withDate: true, withNullPrototype: true, withSparseArray: true }),
+      fc.anything({
+        maxDepth: 4,
+        withBigInt: true,
+        withDate: true,
+        withNullPrototype: true,
+        withSparseArray: true,
+      }),
     )
     fc.assert(
       fc.property(value, (input) => {
@@ -101,7 +108,9 @@ describe('snapshotInput: the plain flag (the append fast path)', () => {
     for (const data of cases) {
       expect(snapshotInput({ data }, { maxDepth: 3, maxEntries: 40 }).plain).toBe(false)
     }
-    expect(snapshotInput({ data: { a: [1, 'x', true, null, { b: 2.5 }] } }, { maxDepth: 4, maxEntries: 40 }).plain).toBe(true)
+    expect(
+      snapshotInput({ data: { a: [1, 'x', true, null, { b: 2.5 }] } }, { maxDepth: 4, maxEntries: 40 }).plain,
+    ).toBe(true)
   })
 })
 

@@ -156,7 +156,7 @@ export async function recoverLog(
     epoch: record.epoch,
     record,
     // Last: nothing after it can throw, so the descriptor is never leaked.
-    leaseFile: await openOwnLease(context.fs, opened.directory, id, record),
+    leaseFile: await openOwnLease(context.fs, { directory: opened.directory, id }, record),
     offset: outcome.goodEndOffset,
     nextSeq: scanned.nextSeq,
     lastCrc: scanned.lastCrc,
@@ -214,7 +214,8 @@ export async function appendToHeld(context: LeaseContext, held: Held, batch: App
       details: { expected: batch.expectedSeq, found: held.nextSeq },
     })
   }
-  if (stats.status === 'rejected') throw toPortError(stats.reason, { sessionId: id, action: `append to session ${id}` })
+  if (stats.status === 'rejected')
+    throw toPortError(stats.reason, { sessionId: id, action: `append to session ${id}` })
   const size = stats.value.size
   if (size !== held.offset) {
     throw portError(SessionStoreErrorCode.CONFLICT, {

@@ -390,7 +390,7 @@ class JsonlBackendImpl implements JsonlBackend {
     held.record = record
     // The renewed record is a new file: hold it open for the fast fence check instead.
     const previous = held.leaseFile
-    held.leaseFile = await openOwnLease(this.#fs, held.directory, held.id, record)
+    held.leaseFile = await openOwnLease(this.#fs, { directory: held.directory, id: held.id }, record)
     await previous?.handle.close().catch(() => undefined)
     return { ...lease, expiresAt: new Date(record.expiresAt).toISOString() }
   }

@@ -136,10 +136,10 @@ export interface OwnLeaseFile {
  */
 export async function openOwnLease(
   fs: FsOps,
-  directory: string,
-  id: string,
+  where: { readonly directory: string; readonly id: string },
   record: LeaseRecord,
 ): Promise<OwnLeaseFile | null> {
+  const { directory, id } = where
   let handle: FileHandleOps
   try {
     handle = await fs.open(join(directory, LEASE_FILE_NAME), constants.O_RDONLY | constants.O_NOFOLLOW)

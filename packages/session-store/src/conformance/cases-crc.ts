@@ -10,7 +10,8 @@ import type { Case } from './harness.ts'
 /** The CRC a backend offers is CRC-32C; the lines written with it verify with the core's pure one. */
 export const CRC_CASES: readonly Case[] = [
   {
-    title: 'a CRC-32C the backend offers equals the core one (check value, every length to 80 bytes, non-ASCII)',
+    title:
+      'a CRC-32C the backend offers equals the core one (check value, every length to 80 bytes, non-ASCII)',
     run: ({ backend }) => {
       const offered = backend.crc32c
       if (offered === undefined) return Promise.resolve()
