@@ -100,7 +100,7 @@ export const FLOOR_INSERT_SQL =
   'INSERT INTO bench_floor (session_id, seq, line) SELECT $1, $2::bigint + o - 1, l FROM unnest($3::text[]) WITH ORDINALITY AS t(l, o)'
 
 /** The events the through-the-core figures append: an assistant tool call, then its answer (~350 bytes each). */
-export function benchInput(seq: number): EventInput {
+function benchInput(seq: number): EventInput {
   const call = `call_${seq - (seq % 2)}`
   if (seq % 2 === 0) {
     return {
@@ -121,10 +121,10 @@ export function benchInput(seq: number): EventInput {
 }
 
 /** The clock of the through-the-core figures: fixed, so the floor stringifies the same events. */
-export const BENCH_TIME = '2026-01-01T00:00:00.000Z'
+const BENCH_TIME = '2026-01-01T00:00:00.000Z'
 
 /** What a bare appender writes for event `seq`: `JSON.stringify` of the event, no checksum. */
-export function floorLine(seq: number): string {
+function floorLine(seq: number): string {
   const input = benchInput(seq)
   return JSON.stringify({ seq, time: BENCH_TIME, type: input.type, data: input.data })
 }
