@@ -16,6 +16,9 @@
  * afterwards) so that its imports resolve through that package's dependencies; the root
  * README's examples resolve from `apps/demo`, which depends on every package.
  *
+ * Then the root README's ```` ```sh walk ```` blocks are run in a scratch clone of HEAD, which
+ * must stay clean (`tooling/readme-walk.ts`).
+ *
  * Usage: `tsx tooling/readme-examples.ts` (exit 1 on any failure; part of `pnpm test`).
  */
 import { execFile } from 'node:child_process'
@@ -25,6 +28,8 @@ import { basename, dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import ts from 'typescript'
+
+import { walkReadme } from './readme-walk.ts'
 
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '..')
 const EXAMPLES_DIRECTORY = '.readme-examples'
@@ -244,10 +249,14 @@ export async function checkReadmes(
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
   const { problems, ran, fragments } = await checkReadmes(repositoryReadmes())
+  const walk = await walkReadme({ repository: root })
+  problems.push(...walk.problems)
   for (const problem of problems) console.error(problem)
   if (problems.length > 0) {
     console.error(`readme-examples: ${problems.length} problem(s)`)
     process.exit(1)
   }
-  console.log(`readme-examples: ${ran} example(s) type-checked and run, ${fragments} fragment(s) parsed`)
+  console.log(
+    `readme-examples: ${ran} example(s) type-checked and run, ${fragments} fragment(s) parsed, ${walk.ran} README command(s) walked in a clean clone of HEAD`,
+  )
 }

@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config'
 
+import { testTime } from './test-time.ts'
 import { sourceConditions } from './vitest.shared.ts'
 
 /** The long crash and fuzz runs (`pnpm test:crash`), kept out of the default gate. */
@@ -8,8 +9,9 @@ export default defineConfig({
   ssr: { resolve: { conditions: sourceConditions } },
   test: {
     include: ['test/**/*.crash.test.ts'],
-    testTimeout: 900_000,
-    hookTimeout: 60_000,
+    // Only stops a hung run: the rounds are bounded by count, never by time.
+    testTimeout: testTime(1_800_000),
+    hookTimeout: testTime(60_000),
     reporters: ['default', 'json'],
     outputFile: { json: 'crash-results.json' },
   },

@@ -1,6 +1,8 @@
 import { defaultServerConditions } from 'vite'
 import { defineConfig } from 'vitest/config'
 
+import { testTime } from './test-time.ts'
+
 /** Sibling packages resolve to their TypeScript sources, so tests need no build. */
 export const sourceConditions = ['@agent-ledger/source', ...defaultServerConditions]
 
@@ -9,6 +11,10 @@ export const sourceConditions = ['@agent-ledger/source', ...defaultServerConditi
  *
  * The default run (`pnpm test`) takes `test/**\/*.test.ts` and the type tests; the long
  * crash and fuzz runs (`*.crash.test.ts`) only run under `pnpm test:crash`.
+ *
+ * Every timeout is `testTime(ms)` (tooling/test-time.ts): a timeout only stops a hung test,
+ * and the scale (`AGENT_LEDGER_TEST_TIME_SCALE`, else from `CI` and the load average)
+ * stretches it on a busy machine. The e2e and crash configs take theirs from here too.
  */
 export default defineConfig({
   resolve: { conditions: sourceConditions },
@@ -18,8 +24,8 @@ export default defineConfig({
     exclude: ['**/*.e2e.test.ts', '**/*.crash.test.ts', '**/node_modules/**'],
     typecheck: { enabled: true, include: ['test/**/*.test-d.ts'] },
     restoreMocks: true,
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    testTimeout: testTime(60_000),
+    hookTimeout: testTime(30_000),
     reporters: ['default', 'json'],
     outputFile: { json: 'test-results.json' },
   },

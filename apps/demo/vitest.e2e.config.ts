@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config'
 
+import { testTime } from '../../tooling/test-time.ts'
 import { sourceConditions } from '../../tooling/vitest.shared.ts'
 
 /**
@@ -13,8 +14,8 @@ export default defineConfig({
     include: ['test/**/*.e2e.test.ts'],
     // One throwaway PostgreSQL cluster for the run (skipped locally without the binaries, fatal under CI=true).
     globalSetup: ['test/support/pg-global-setup.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 30_000,
+    testTimeout: testTime(120_000),
+    hookTimeout: testTime(60_000),
     reporters: ['default', 'json'],
     outputFile: { json: 'e2e-results.json' },
   },

@@ -31,7 +31,7 @@ export function frameworkNextConfig(): ViteUserConfig {
       // The type tests run against the workspace's framework types in the normal suite.
       typecheck: { enabled: false },
       globalSetup: ['../../tooling/pg/global-setup.ts'],
-      // Not test-results.json: that is the Node 20 run's report (tooling/test-summary.ts reads it).
+      // Not test-results.json (the Node 20 run's report): tooling/gate.ts reads this one as the frameworks-next step's.
       outputFile: { json: NEXT_REPORT },
     },
   })

@@ -28,6 +28,8 @@ import { tmpdir } from 'node:os'
 import { delimiter, dirname, join } from 'node:path'
 import { promisify } from 'node:util'
 
+import { testTime, waitUntil } from '../test-time.ts'
+
 const run = promisify(execFile)
 
 /** The database user every throwaway cluster trusts (and only this one). */
@@ -185,7 +187,7 @@ export class PgCluster {
           join(this.dir, 'server.log'),
           '-w',
           '-t',
-          '60',
+          String(Math.ceil(testTime(60_000) / 1000)),
           '-o',
           options,
           'start',
@@ -209,10 +211,10 @@ export class PgCluster {
     const pid = this.postmasterPid()
     if (pid === undefined || !isAlive(pid)) return
     process.kill(pid, SIGNALS[mode])
-    for (let waited = 0; isAlive(pid); waited += 50) {
-      if (waited > 60_000) throw new Error(`postmaster ${pid} still alive 60 s after ${SIGNALS[mode]}`)
-      await sleep(50)
-    }
+    await waitUntil(`postmaster ${pid} to exit after ${SIGNALS[mode]}`, () => !isAlive(pid), {
+      timeoutMs: 60_000,
+      pollMs: 50,
+    })
   }
 
   /** The last lines of the server log, for error messages. */

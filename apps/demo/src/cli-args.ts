@@ -63,7 +63,8 @@ Options:
   --takeover        resume on PostgreSQL: take the writer lease even if it has not expired (the
                     holder died; it is fenced and can write nothing more)
   --lease-ms N      PostgreSQL writer lease in milliseconds (default 30000)
-  --workspace DIR   the directory the tools may touch (run: the current directory; resume: the session's)
+  --workspace DIR   the directory the tools may touch (run: .mini-agent/workspace under the
+                    current directory, created if missing; resume: the session's)
   --provider NAME   scripted (built-in, offline; default) or openai (OPENAI_BASE_URL, OPENAI_API_KEY, MODEL)
   --id ID           session id for run (default: generated from the time)
   --max-steps N     model requests per turn before it ends as max-tokens (default 12)

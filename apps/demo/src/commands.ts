@@ -1,3 +1,6 @@
+import { mkdir } from 'node:fs/promises'
+import path from 'node:path'
+
 import { describeEvent } from '@agent-ledger/cli'
 import type { TurnEndReason } from '@agent-ledger/session-events'
 
@@ -92,9 +95,21 @@ async function runOneTurn(
   return result
 }
 
+/**
+ * The workspace of `run` when `--workspace` is not given: `.mini-agent/workspace` under the
+ * working directory, beside the default session root (created on first use). The agent's files
+ * then never land in the directory it was started from: a checkout stays clean, and
+ * `--workspace .` is the explicit choice to let the agent work there.
+ */
+const DEFAULT_WORKSPACE = path.join('.mini-agent', 'workspace')
+
 async function run(command: Extract<Command, { kind: 'run' }>, io: CommandIo): Promise<number> {
   const provider = createProvider(command.provider ?? 'scripted', io.env)
-  const workspace = command.workspace ?? io.cwd
+  let workspace = command.workspace
+  if (workspace === undefined) {
+    workspace = path.join(io.cwd, DEFAULT_WORKSPACE)
+    await mkdir(workspace, { recursive: true })
+  }
   const tools = await createWorkspaceTools({ workspace, protectedPaths: [command.root] })
   const store = await openAgentStore(command.store, leaseOf(command))
   try {
@@ -117,12 +132,11 @@ async function runIn(
     workspace: string
   },
 ): Promise<number> {
-  const { command, io, provider } = context
-  const workspace = command.workspace ?? io.cwd
+  const { command, io, provider, workspace } = context
   const id = command.id ?? newSessionId(new Date())
   const writer = await startSession(store, {
     id,
-    workspace: context.workspace,
+    workspace,
     provider,
     compress: command.compress,
   })

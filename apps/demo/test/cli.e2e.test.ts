@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 
@@ -12,6 +12,11 @@ let cwd: string
 beforeAll(async () => {
   cwd = await mkdtemp(path.join(os.tmpdir(), 'mini-agent-e2e-cli-'))
   await writeFile(path.join(cwd, 'readme.txt'), 'hello from the workspace\n')
+  await mkdir(path.join(cwd, '.mini-agent', 'workspace'), { recursive: true })
+  await writeFile(
+    path.join(cwd, '.mini-agent', 'workspace', 'readme.txt'),
+    'hello from the default workspace\n',
+  )
 })
 
 afterAll(async () => {
@@ -19,14 +24,16 @@ afterAll(async () => {
 })
 
 describe('mini-agent command line (child processes)', () => {
-  it('run uses .mini-agent/sessions under the working directory by default, and sessions lists it', async () => {
+  it('run uses .mini-agent/sessions and .mini-agent/workspace under the working directory by default, and sessions lists it', async () => {
     const run = await runMiniAgent(['run', 'Summarize readme.txt'], { cwd })
     expect(run.code, run.stderr).toBe(0)
     expect(run.stdout).toContain('Done: the summary is in readme.txt.summary.md.')
     const root = path.join(cwd, '.mini-agent', 'sessions')
     const [id] = await readdir(root)
     expect(existsSync(path.join(root, id!, 'session.v4.jsonl'))).toBe(true)
-    expect(existsSync(path.join(cwd, 'readme.txt.summary.md'))).toBe(true)
+    // The agent worked in the default workspace; the working directory itself is untouched.
+    expect(existsSync(path.join(cwd, '.mini-agent', 'workspace', 'readme.txt.summary.md'))).toBe(true)
+    expect((await readdir(cwd)).sort()).toEqual(['.mini-agent', 'readme.txt'])
 
     const listing = await runMiniAgent(['sessions'], { cwd })
     expect(listing.code).toBe(0)

@@ -6,6 +6,7 @@ import path from 'node:path'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { childEnv, runMiniAgent } from './support/mini-agent-process.ts'
 
 const REPOSITORY_ROOT = path.join(import.meta.dirname, '..', '..', '..')
@@ -89,7 +90,7 @@ function shell(line: string): Promise<{ code: number; stdout: string; stderr: st
     execFile(
       'sh',
       ['-c', line],
-      { cwd: REPOSITORY_ROOT, encoding: 'utf8', timeout: 120_000 },
+      { cwd: REPOSITORY_ROOT, encoding: 'utf8', timeout: testTime(120_000) },
       (error, stdout, stderr) => {
         resolve({
           code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1,

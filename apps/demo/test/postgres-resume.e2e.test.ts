@@ -17,6 +17,7 @@ import { openPostgresBackend } from '@agent-ledger/session-store-postgres'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 
+import { testTime, waitUntil } from '../../../tooling/test-time.ts'
 import { childEnv, runMiniAgent } from './support/mini-agent-process.ts'
 
 const adminUrl = inject('pgUrl')
@@ -49,7 +50,7 @@ describe.skipIf(adminUrl === null)(
       const parsed = new URL(adminUrl!)
       parsed.pathname = `/${database}`
       url = parsed.toString()
-    }, 60_000)
+    }, testTime(60_000))
 
     afterAll(async () => {
       await rm(base, { recursive: true, force: true })
@@ -155,7 +156,7 @@ describe.skipIf(adminUrl === null)(
           '--id',
           id,
           '--lease-ms',
-          '1000',
+          String(testTime(1_000)),
           '--crash-at',
           'after-assistant',
           'Summarize notes.md',
@@ -166,15 +167,18 @@ describe.skipIf(adminUrl === null)(
       const afterCrash = await events(id)
       expect(afterCrash.at(-1)!.type).toBe('assistant/message')
       // Wait on the server's clock (the one the lease is judged by) until the lease has expired.
-      for (let tries = 0; tries < 200; tries += 1) {
-        const [row] = await sql<{ live: boolean }>(
-          url,
-          'SELECT lease_until > now() AS live FROM ledger_sessions WHERE session_id = $1',
-          [id],
-        )
-        if (row?.live === false) break
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
+      await waitUntil(
+        "the crashed run's lease to expire",
+        async () => {
+          const [row] = await sql<{ live: boolean }>(
+            url,
+            'SELECT lease_until > now() AS live FROM ledger_sessions WHERE session_id = $1',
+            [id],
+          )
+          return row?.live === false
+        },
+        { pollMs: 100 },
+      )
       const resumed = await runMiniAgent(['resume', id, 'Continue where you left off.'], { env: env() })
       expect(resumed.code, resumed.stderr).toBe(0)
       expect(resumed.stdout).toContain('placeholder TOOL_NOT_STARTED for list_dir')
@@ -189,18 +193,24 @@ describe.skipIf(adminUrl === null)(
       expect(shown).toMatch(/tool\/result for \S+ \[error TOOL_NOT_STARTED\]/)
     })
 
-    it('the demo story runs on PostgreSQL (mini-agent demo with AGENT_LEDGER_STORE, as pnpm demo:postgres runs it)', async () => {
-      const story = await runMiniAgent(['demo'], { env: env() })
-      expect(story.code, story.stdout + story.stderr).toBe(0)
-      expect(story.stdout).not.toContain('DEMO FAILED')
-      expect(story.stdout).toMatch(/^ {2}sessions: postgres ledger@127\.0\.0\.1:\d+\/demo_[0-9a-f]+$/m)
-      expect(story.stdout).toContain("openWriter took over the dead child's lease")
-      expect(story.stdout).toMatch(/placeholder TOOL_OUTCOME_UNKNOWN for write_file/)
-      expect(story.stdout).toContain('== 9. Copy to a JSONL directory ==')
-      expect(story.stdout).toContain('agent-ledger tail -n 2 prints the same on the database and on the copy')
-      // The child got the URL from the environment: it is never on a command line in the output.
-      expect(story.stdout).not.toContain('postgres://')
-    }, 120_000)
+    it(
+      'the demo story runs on PostgreSQL (mini-agent demo with AGENT_LEDGER_STORE, as pnpm demo:postgres runs it)',
+      async () => {
+        const story = await runMiniAgent(['demo'], { env: env() })
+        expect(story.code, story.stdout + story.stderr).toBe(0)
+        expect(story.stdout).not.toContain('DEMO FAILED')
+        expect(story.stdout).toMatch(/^ {2}sessions: postgres ledger@127\.0\.0\.1:\d+\/demo_[0-9a-f]+$/m)
+        expect(story.stdout).toContain("openWriter took over the dead child's lease")
+        expect(story.stdout).toMatch(/placeholder TOOL_OUTCOME_UNKNOWN for write_file/)
+        expect(story.stdout).toContain('== 9. Copy to a JSONL directory ==')
+        expect(story.stdout).toContain(
+          'agent-ledger tail -n 2 prints the same on the database and on the copy',
+        )
+        // The child got the URL from the environment: it is never on a command line in the output.
+        expect(story.stdout).not.toContain('postgres://')
+      },
+      testTime(120_000),
+    )
 
     async function runCliText(argv: readonly string[]): Promise<string> {
       let stdout = ''

@@ -5,6 +5,7 @@ import path from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { MiniAgentError } from '../src/mini-agent-error.ts'
 import { createWorkspaceTools } from '../src/tools.ts'
 import type { WorkspaceTools } from '../src/tools.ts'
@@ -26,7 +27,7 @@ beforeEach(async () => {
   tools = await createWorkspaceTools({
     workspace,
     protectedPaths: [path.join(workspace, '.mini-agent', 'sessions')],
-    commandTimeoutMs: 5_000,
+    commandTimeoutMs: testTime(5_000),
     maxOutputBytes: 64,
   })
 })

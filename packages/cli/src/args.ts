@@ -29,6 +29,10 @@ export interface CommandSpec {
   readonly streams?: boolean
   /** True for commands that write sessions (a PostgreSQL store's schema is then migrated on open). */
   readonly writes?: boolean
+  /** True for a read-only command that reads one log: its `<session>` may be `-` (standard input). */
+  readonly stdin?: boolean
+  /** True when the command's output can be long: on a terminal it then goes through the pager (unless `--no-pager`). */
+  pages?(args: ParsedArgs): boolean
   /** Names of the positional arguments, in order (`<session>`); all are required unless `positionalsOptional`. */
   readonly positionals: readonly string[]
   /** True when the positionals may also be left out altogether (`import --scan`). */
@@ -43,6 +47,8 @@ export interface CommandSpec {
 
 /** `--json`: machine output on stdout. */
 export const JSON_OPTION: OptionSpec = { type: 'boolean' }
+/** `--no-pager`: print directly on a terminal, not through the pager. */
+export const NO_PAGER_OPTION: OptionSpec = { type: 'boolean' }
 /** `--no-progress`: no progress lines on stderr. */
 export const NO_PROGRESS_OPTION: OptionSpec = { type: 'boolean' }
 
@@ -57,20 +63,71 @@ function optionList(spec: CommandSpec): string {
  * Node's parseArgs errors in our own words: which option, what was expected, what was found.
  * Node's text (with its advice about \`--\` and an unbalanced quote) never reaches the user.
  */
-function describeParseError(spec: CommandSpec, error: unknown): string {
+function describeParseError(spec: CommandSpec, error: unknown, argv: readonly string[]): string {
   const code = (error as { code?: unknown } | null)?.code
   const message = error instanceof Error ? error.message : String(error)
   const option = /'(-{1,2}[^' ]+)/.exec(message)?.[1] ?? 'an option'
   switch (code) {
     case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
       return `unknown option ${option}: expected one of ${optionList(spec)}`
-    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
-      return /does not take an argument/.test(message)
-        ? `${option} takes no value, found one`
-        : `expected a value after ${option}, found none`
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE': {
+      if (/does not take an argument/.test(message)) return `${option} takes no value, found one`
+      // "ambiguous": the next argument is one of the command's options (`-o --force`).
+      const given = /is ambiguous/.test(message) ? argv[argv.indexOf(option) + 1] : undefined
+      return given === undefined
+        ? `expected a value after ${option}, found none`
+        : `expected a value after ${option}, found the option ${given}`
+    }
     default:
       return `could not read the arguments (${message.split('\n')[0]!.replace(/\.$/, '')})`
   }
+}
+
+/**
+ * Like getopt, a string option takes the next argument as its value even when it starts
+ * with a dash (`tail -n -3` gives `--lines` the value `-3`, which the command then checks),
+ * unless that argument is one of the command's own options (`-o --force` stays an error).
+ *
+ * @returns The arguments with such values joined as `--name=value`.
+ */
+function joinDashValues(spec: CommandSpec, argv: readonly string[]): string[] {
+  const options = Object.entries(spec.options)
+  const isOption = (arg: string): boolean =>
+    arg === '-h' ||
+    arg === '--help' ||
+    options.some(
+      ([name, option]) =>
+        arg === `--${name}` ||
+        arg.startsWith(`--${name}=`) ||
+        (option.short !== undefined && arg === `-${option.short}`),
+    )
+  const out: string[] = []
+  for (let index = 0; index < argv.length; index++) {
+    const arg = argv[index]!
+    if (arg === '--') {
+      out.push(...argv.slice(index))
+      break
+    }
+    const named = options.find(
+      ([name, option]) =>
+        option.type === 'string' &&
+        (arg === `--${name}` || (option.short !== undefined && arg === `-${option.short}`)),
+    )
+    const next = argv[index + 1]
+    if (
+      named !== undefined &&
+      next !== undefined &&
+      next.startsWith('-') &&
+      next !== '-' &&
+      !isOption(next)
+    ) {
+      out.push(`--${named[0]}=${next}`)
+      index++
+    } else {
+      out.push(arg)
+    }
+  }
+  return out
 }
 
 /**
@@ -85,14 +142,16 @@ export function parseCommandArgs(spec: CommandSpec, argv: readonly string[]): Pa
   let parsed: { values: Record<string, unknown>; positionals: string[] }
   try {
     const result = parseArgs({
-      args: [...argv],
+      args: joinDashValues(spec, argv),
       options: { ...spec.options, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
       strict: true,
     })
     parsed = { values: result.values, positionals: result.positionals }
   } catch (error) {
-    throw usageError(`${spec.name}: ${describeParseError(spec, error)}; run agent-ledger ${spec.name} --help`)
+    throw usageError(
+      `${spec.name}: ${describeParseError(spec, error, argv)}; run agent-ledger ${spec.name} --help`,
+    )
   }
   if (parsed.values['help'] === true) return 'help'
   const { positionals } = parsed

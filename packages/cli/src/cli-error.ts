@@ -27,6 +27,10 @@ export const CliErrorCode = {
   TARGET_EXISTS: 'TARGET_EXISTS',
   /** `copy` read back the target and found it differs from the source (exit 1). */
   COPY_MISMATCH: 'COPY_MISMATCH',
+  /** `cat --from N` / `--seq N` past the last event of the session (exit 1). */
+  PAST_END: 'PAST_END',
+  /** `-` (standard input) given as the session of a command that writes, or with `--store` (exit 2). */
+  STDIN_REFUSED: 'STDIN_REFUSED',
 } as const
 export type CliErrorCode = (typeof CliErrorCode)[keyof typeof CliErrorCode]
 

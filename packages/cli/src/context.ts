@@ -3,8 +3,8 @@ import type { FileHandleOps, FsOps, SessionStore, StoreLogger } from '@agent-led
 
 import type { SessionStore as CoreStore } from '@agent-ledger/session-store'
 
-import { Output } from './io.ts'
-import type { CliIo } from './io.ts'
+import { Output, statusLineIo } from './io.ts'
+import type { CliIo, StatusIo } from './io.ts'
 import { errorJson, formatErrorLine } from './report-error.ts'
 import type { ErrorContext } from './report-error.ts'
 import { coreStore, openBackend } from './open-store.ts'
@@ -13,7 +13,8 @@ import { terminalSafe } from './terminal-text.ts'
 
 /** What every command gets: the streams, buffered stdout, the working directory and shared helpers. */
 export class CommandContext {
-  readonly io: CliIo
+  /** The CLI's streams; a progress line drawn in place is ended before other output. */
+  readonly io: StatusIo
   readonly out: Output
   readonly cwd: string
   /** False under `--no-progress`. */
@@ -30,8 +31,8 @@ export class CommandContext {
 
   /** @param io - The CLI's streams and environment. */
   constructor(io: CliIo) {
-    this.io = io
-    this.out = new Output(io)
+    this.io = statusLineIo(io)
+    this.out = new Output(this.io)
     this.cwd = io.cwd ?? process.cwd()
     this.env = io.env ?? process.env
   }

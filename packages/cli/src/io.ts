@@ -1,5 +1,7 @@
 import { performance } from 'node:perf_hooks'
 
+import { PAGER_ENV, startPager } from './pager.ts'
+
 /**
  * Where the CLI writes and what it reads from its environment; injected so tests and
  * embedding harnesses can capture output and stop long-running commands.
@@ -21,30 +23,98 @@ export interface CliIo {
   clock?(): string
   /** Environment variables (`AGENT_LEDGER_STORE`). Default `process.env`. */
   env?: Readonly<Record<string, string | undefined>>
-  /** All of standard input as UTF-8, for a file argument given as `-`. Default: the process's stdin. */
-  readStdin?(): Promise<string>
+  /** Standard input, for a file or session argument given as `-`. Default: the process's stdin. */
+  stdin?: AsyncIterable<Uint8Array>
+  /**
+   * The width of standard error when it is a terminal; undefined when it is not (a pipe, a
+   * file). On a terminal, progress is redrawn in place on one line. Default: undefined.
+   */
+  stderrColumns?: number
+  /**
+   * Sends the rest of stdout through a pager when stdout is a terminal (the commands whose
+   * output can be long). Returns what waits for the pager to exit after the last write, or
+   * null when output stays direct (stdout not a terminal, no pager wanted, its program not
+   * found). Default: never pages.
+   */
+  startPager?(env: Readonly<Record<string, string | undefined>>): { end(): Promise<void> } | null
+}
+
+/** {@link CliIo} with one status line on a terminal's stderr: redrawn in place, ended before any other output. */
+export interface StatusIo extends CliIo {
+  /**
+   * Draws `line` as the status line: on a terminal (`stderrColumns`), `\r`, the line cut to
+   * the width, clear-to-end-of-line; elsewhere the line and a newline.
+   */
+  status(line: string): void
+  /** Ends a drawn status line with a newline (nothing when none is drawn). */
+  endStatus(): void
+}
+
+const CLEAR_TO_END = '\u001b[K'
+
+/**
+ * Wraps `io` so a progress line drawn in place on a terminal is ended (a newline) before
+ * anything else is written to stdout or stderr, and never wraps past the terminal's width.
+ *
+ * @param io - The CLI's streams.
+ * @returns The same streams with {@link StatusIo.status} and {@link StatusIo.endStatus}.
+ */
+export function statusLineIo(io: CliIo): StatusIo {
+  let drawn = false
+  const endStatus = (): void => {
+    if (!drawn) return
+    drawn = false
+    io.stderr('\n')
+  }
+  return {
+    ...io,
+    stdout(text) {
+      endStatus()
+      io.stdout(text)
+    },
+    stderr(text) {
+      endStatus()
+      io.stderr(text)
+    },
+    status(line) {
+      const columns = io.stderrColumns
+      if (columns === undefined) {
+        io.stderr(`${line}\n`)
+        return
+      }
+      // One column short of the width: a line that fills it would wrap on some terminals.
+      const width = Math.max(1, columns - 1)
+      const shown = [...line].slice(0, width).join('')
+      io.stderr(`\r${shown}${CLEAR_TO_END}`)
+      drawn = true
+    },
+    endStatus,
+  }
 }
 
 /**
- * Reads the process's standard input to its end, as UTF-8.
+ * Reads all of standard input (`io.stdin`, else the process's), as UTF-8.
  *
+ * @param io - The CLI's streams.
  * @returns The text.
  */
-export async function readProcessStdin(): Promise<string> {
+export async function readStdinText(io: CliIo): Promise<string> {
   const chunks: Buffer[] = []
-  for await (const chunk of process.stdin)
-    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer))
+  for await (const chunk of io.stdin ?? process.stdin)
+    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk as Uint8Array))
   return Buffer.concat(chunks).toString('utf8')
 }
 
-/** The process's own streams, with backpressure on stdout. */
+/** The process's own streams, with backpressure on stdout, and a pager when stdout is a terminal. */
 export function processIo(): CliIo {
   let waiting: Promise<void> | null = null
+  let target: NodeJS.WritableStream = process.stdout
   return {
     stdout(text) {
-      if (!process.stdout.write(text) && waiting === null) {
+      if (!target.write(text) && waiting === null) {
+        const stream = target
         waiting = new Promise((resolve) => {
-          process.stdout.once('drain', () => {
+          stream.once('drain', () => {
             waiting = null
             resolve()
           })
@@ -53,6 +123,27 @@ export function processIo(): CliIo {
     },
     stderr: (text) => process.stderr.write(text),
     drain: () => waiting ?? Promise.resolve(),
+    ...(process.stderr.isTTY ? { stderrColumns: process.stderr.columns || 80 } : {}),
+    startPager(env) {
+      if (process.stdout.isTTY !== true) return null
+      const started = startPager(env)
+      if (started.pager === null) {
+        if (started.missing !== null) {
+          process.stderr.write(
+            `agent-ledger: warning: pager ${JSON.stringify(started.missing)} not found (from ${PAGER_ENV.join(' or ')}); printing directly\n`,
+          )
+        }
+        return null
+      }
+      const { pager } = started
+      target = pager.child.stdin!
+      return {
+        end: async () => {
+          await pager.end()
+          target = process.stdout
+        },
+      }
+    },
   }
 }
 

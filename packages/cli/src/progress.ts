@@ -1,5 +1,5 @@
 import { monotonicNow } from './io.ts'
-import type { CliIo } from './io.ts'
+import type { StatusIo } from './io.ts'
 import { formatBytes } from './terminal-text.ts'
 
 /** How often a progress line is printed at most. */
@@ -7,10 +7,12 @@ const PROGRESS_INTERVAL_MS = 1000
 
 /**
  * Progress lines on stderr for long operations (`verify: 45% (90 MB / 200 MB)`), at most
- * one per {@link PROGRESS_INTERVAL_MS}. Short operations finish before the first line.
+ * one per {@link PROGRESS_INTERVAL_MS}. Short operations finish before the first line. On a
+ * terminal the line is redrawn in place (see statusLineIo in io.ts); elsewhere each update is
+ * one line.
  */
 export class Progress {
-  readonly #io: CliIo
+  readonly #io: StatusIo
   readonly #label: string
   readonly #unit: 'bytes' | 'events'
   readonly #now: () => number
@@ -23,7 +25,7 @@ export class Progress {
    * @param options - The label (the command), the unit, the total if known, and whether to print at all.
    */
   constructor(
-    io: CliIo,
+    io: StatusIo,
     options: {
       readonly label: string
       readonly unit: 'bytes' | 'events'
@@ -61,10 +63,10 @@ export class Progress {
       this.#unit === 'bytes' ? formatBytes(value) : `${value} events`
     const total = this.#total
     if (total === null || total <= 0) {
-      this.#io.stderr(`${label}: ${format(done)}\n`)
+      this.#io.status(`${label}: ${format(done)}`)
       return
     }
     const percent = Math.min(100, Math.floor((done / total) * 100))
-    this.#io.stderr(`${label}: ${percent}% (${format(done)} / ${format(total)})\n`)
+    this.#io.status(`${label}: ${percent}% (${format(done)} / ${format(total)})`)
   }
 }

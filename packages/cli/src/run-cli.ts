@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 
 import { parseCommandArgs } from './args.ts'
-import type { CommandSpec } from './args.ts'
+import type { CommandSpec, ParsedArgs } from './args.ts'
 import { CliError, CliErrorCode, ExitCode } from './cli-error.ts'
 import { catCommand } from './commands/cat.ts'
 import { compactCommand } from './commands/compact.ts'
@@ -24,6 +24,8 @@ import type { CliIo } from './io.ts'
 import { exitCodeOf } from './report-error.ts'
 import { locationNotes } from './session-path.ts'
 import { resolveTarget } from './store-target.ts'
+import { STDIN_ARGUMENT, stdinSession } from './stdin-session.ts'
+import { nearest } from './suggest.ts'
 
 /** Every command, in the order `--help` lists them. */
 const COMMANDS: readonly CommandSpec[] = [
@@ -87,6 +89,34 @@ agent-ledger ${version()}
 `
 }
 
+function unknownCommand(name: string): string {
+  const names = COMMANDS.map((candidate) => candidate.name)
+  const suggestion = name.startsWith('-') ? undefined : nearest(name, names)
+  const shown = JSON.stringify(name)
+  return suggestion === undefined
+    ? `unknown command ${shown}: expected one of ${names.join(', ')}; run agent-ledger --help`
+    : `unknown command ${shown}; did you mean "${suggestion}"? (run agent-ledger --help for all commands)`
+}
+
+/** The commands whose `<session>` may be `-`, for messages and `--help`. */
+const STDIN_COMMANDS = COMMANDS.filter((command) => command.stdin === true).map((command) => command.name)
+
+/** `-` given to a command that cannot read its session from standard input, or with `--store`. */
+function refuseStdin(command: CommandSpec, args: ParsedArgs): void {
+  const why =
+    command.stdin !== true
+      ? `${command.name} ${command.writes === true ? 'writes to its session' : 'needs the session on disk'}`
+      : args.values['store'] !== undefined
+        ? `with --store, <session> is a session id in that store`
+        : null
+  if (why === null) return
+  throw new CliError({
+    code: CliErrorCode.STDIN_REFUSED,
+    message: `${command.name}: expected a session directory, found "-" (standard input): ${why}; "-" is read by ${STDIN_COMMANDS.join(', ')}`,
+    details: { command: command.name },
+  })
+}
+
 /**
  * Runs the `agent-ledger` command line with `argv` (the arguments after the program name).
  *
@@ -107,7 +137,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     io.stdout(topic === undefined ? globalHelp() : topic.help)
     return ExitCode.OK
   }
-  if (name === '--version' || name === '-V') {
+  if (name === '--version' || name === '-v' || name === '-V') {
     io.stdout(`${version()}\n`)
     return ExitCode.OK
   }
@@ -116,20 +146,32 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     await context.reportError(
       new CliError({
         code: CliErrorCode.USAGE,
-        message: `unknown command ${JSON.stringify(name)}: expected one of ${COMMANDS.map((candidate) => candidate.name).join(', ')}; run agent-ledger --help`,
+        message: unknownCommand(name),
       }),
       false,
     )
     return ExitCode.USAGE
   }
   const json = rest.includes('--json')
+  let pager: { end(): Promise<void> } | null = null
+  let stdinCleanup: (() => Promise<void>) | null = null
   try {
-    const args = parseCommandArgs(command, rest)
-    if (args === 'help') {
+    const parsed = parseCommandArgs(command, rest)
+    if (parsed === 'help') {
       io.stdout(command.help)
       return ExitCode.OK
     }
+    let args = parsed
+    if (args.positionals[0] === STDIN_ARGUMENT && command.positionals[0]?.startsWith('<session') === true) {
+      refuseStdin(command, args)
+      const session = await stdinSession(io.stdin ?? process.stdin)
+      stdinCleanup = session.cleanup
+      args = { ...args, positionals: [session.directory, ...args.positionals.slice(1)] }
+    }
     if (args.values['no-progress'] === true) context.progressEnabled = false
+    if (command.pages?.(args) === true && args.values['no-pager'] !== true) {
+      pager = io.startPager?.(context.env) ?? null
+    }
     context.writes = command.writes === true
     if (command.positionals[0] === '<session>') {
       const target = await resolveTarget(context, args)
@@ -144,6 +186,9 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     await context.reportError(error, json && command.streams !== true)
     return exitCodeOf(error)
   } finally {
+    context.io.endStatus()
+    await pager?.end()
     await context.closeStores()
+    await stdinCleanup?.()
   }
 }

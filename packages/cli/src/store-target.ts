@@ -1,3 +1,4 @@
+import { lstat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 
 import type { LoggedEvent } from '@agent-ledger/session-events'
@@ -70,6 +71,23 @@ function looksLikePath(argument: string): boolean {
   return argument.includes('/') || argument.includes('\\') || argument === '.' || argument === '..'
 }
 
+async function exists(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    () => false,
+  )
+}
+
+/** `--store DIR` and an id with no session directory under DIR: the message names the id as an id, not a path. */
+function sessionIdNotFound(id: string, store: string): CliError {
+  return new CliError({
+    code: CliErrorCode.NOT_A_SESSION,
+    message: `session id ${JSON.stringify(id)} not found in store ${store}: expected a session directory ${JSON.stringify(id)} in it; run agent-ledger list ${store} for its sessions`,
+    path: store,
+    details: { id, store },
+  })
+}
+
 /**
  * Resolves the `<session>` of a command against its store.
  *
@@ -99,7 +117,9 @@ export async function resolveTarget(context: CommandContext, args: ParsedArgs): 
     }
     const spec = parseStoreSpec(store.value, context.cwd)
     if (spec.kind === 'jsonl') {
-      target = { kind: 'jsonl', location: await resolveSession(join(spec.root, argument), context) }
+      const directory = join(spec.root, argument)
+      if (!(await exists(directory))) throw sessionIdNotFound(argument, spec.shown)
+      target = { kind: 'jsonl', location: await resolveSession(directory, context) }
     } else {
       target = { kind: 'database', id: argument, store: await context.database(spec), where: spec.shown }
     }

@@ -88,3 +88,27 @@ export function formatBytes(bytes: number): string {
   }
   return `${value >= 100 ? value.toFixed(0) : value.toFixed(1)} ${unit}`
 }
+
+const GROUPED = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
+
+/**
+ * A count for people: digits grouped by thousands (`15,635,389`). Machine output (`--json`) keeps raw numbers.
+ *
+ * @param value - An integer.
+ * @returns The grouped digits.
+ */
+export function formatCount(value: number): string {
+  return GROUPED.format(value)
+}
+
+/**
+ * A count and its noun, pluralised (`1 error`, `2 errors`), the count grouped by thousands.
+ *
+ * @param value - The count.
+ * @param singular - The noun for one (`error`).
+ * @param pluralForm - The noun for other counts. Default: `singular` + `s`.
+ * @returns The phrase.
+ */
+export function countOf(value: number, singular: string, pluralForm = `${singular}s`): string {
+  return `${formatCount(value)} ${value === 1 ? singular : pluralForm}`
+}

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { Readable } from 'node:stream'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
@@ -42,7 +43,7 @@ describe('CLI conventions', () => {
   it('compact --summary-file - reads the summary from standard input', async () => {
     const run = await cli(['compact', join(root, 'a1'), '--from', '2', '--to', '6', '--summary-file', '-'], {
       cwd: root,
-      readStdin: () => Promise.resolve('Summary from stdin.'),
+      stdin: Readable.from([Buffer.from('Summary from stdin.')]),
     })
     expect(run.stderr).toBe('')
     expect(run.code).toBe(0)
@@ -90,7 +91,7 @@ describe('CLI conventions', () => {
     const unknown = await cli(['cat', join(root, 'a1'), '--bogus'])
     expect(unknown.code).toBe(2)
     expect(unknown.stderr).toBe(
-      'agent-ledger: USAGE: cat: unknown option --bogus: expected one of --json, --from, --to, --seq, --store, -h/--help; run agent-ledger cat --help\n',
+      'agent-ledger: USAGE: cat: unknown option --bogus: expected one of --no-pager, --json, --from, --to, --seq, --store, -h/--help; run agent-ledger cat --help\n',
     )
     const missing = await cli(['cat', join(root, 'a1'), '--from'])
     expect(missing.stderr).toBe(
@@ -106,7 +107,7 @@ describe('CLI conventions', () => {
     }
   })
 
-  it('cat --seq N prints one event with its whole text; a seq past the end is a usage error in words', async () => {
+  it('cat --seq N prints one event with its whole text; a seq past the end is PAST_END (exit 1) in words', async () => {
     const run = await cli(['cat', join(root, 'a1'), '--seq', '3'])
     expect(run.code).toBe(0)
     expect(run.stdout).toMatch(/^#3 \S+ assistant\/message "Reading f1\.ts" call read_file\(call_1\)\n/)
@@ -114,8 +115,8 @@ describe('CLI conventions', () => {
       '--- content ---\nReading f1.ts\n--- arguments of read_file (call_1) ---\n{"path":"f1.ts"}\n',
     )
     const past = await cli(['cat', join(root, 'a1'), '--seq', '99'], { cwd: root })
-    expect(past.code).toBe(2)
-    expect(past.stderr).toContain('found no event with that seq')
+    expect(past.code).toBe(1)
+    expect(past.stderr).toMatch(/PAST_END: session \S*a1 has \d+ events; --seq 99 is past the end/)
     const both = await cli(['cat', join(root, 'a1'), '--seq', '1', '--from', '0'])
     expect(both.stderr).toContain('expected --seq N alone or --from/--to, found both')
   })

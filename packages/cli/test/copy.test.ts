@@ -9,6 +9,7 @@ import { join } from 'node:path'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { adminUrl, createDatabase, pgTitle, sqlOnce } from './support/pg.ts'
 import {
   cli,
@@ -90,60 +91,64 @@ describe.skipIf(adminUrl === null)(pgTitle('agent-ledger copy'), () => {
     for (const id of ['a1', 'a1-fork', 'cmp', 'crashed']) expected.set(id, readFileSync(logPath(source, id)))
     flipByteInLine(source, 'bad', 5)
     url = await createDatabase(adminUrl!, PASSWORD)
-  }, 60_000)
+  }, testTime(60_000))
 
   afterAll(() => {
     for (const root of made) rmSync(root, { recursive: true, force: true })
   })
 
-  it('JSONL -> PostgreSQL -> JSONL: every log byte-identical; forks keep parentSession; a damaged session is reported, not copied', async () => {
-    const first = await run(['copy', source, url, '--json', '--no-progress'])
-    expect(first.code).toBe(1)
-    const report = JSON.parse(first.stdout) as CopyReport
-    expect(report.from).toBe(source)
-    expect(report.to).toMatch(/^postgres ledger@127\.0\.0\.1:\d+\/cli_[0-9a-f]+$/)
-    expect(report).toMatchObject({ copied: 5, identical: 0, failed: 1 })
-    const byId = new Map(report.sessions.map((session) => [session.id, session]))
-    expect(byId.get('bad')).toMatchObject({ action: 'failed', error: { code: 'CORRUPT_LINE' } })
-    expect(byId.get('a1-fork')).toMatchObject({ action: 'copied', events: 8, parentSession: 'a1' })
-    expect(byId.get('zs')).toMatchObject({ action: 'copied', events: 15 })
-    const order = report.sessions.map((session) => session.id)
-    expect(order.indexOf('a1')).toBeLessThan(order.indexOf('a1-fork'))
-    expect(first.stderr).toMatch(
-      /^agent-ledger: bad not copied: CORRUPT_LINE in .*bad\/session\.v4\.jsonl line 5 \(offset \d+\): .*\[seq 3, last good seq 2\]$/m,
-    )
-
-    // In the database, read with plain SQL: the header and every line, byte for byte.
-    for (const id of GOOD) {
-      const [head] = await sqlOnce<{ header_line: string; parent_session: string | null }>(
-        url,
-        'SELECT header_line, parent_session FROM ledger_sessions WHERE session_id = $1',
-        [id],
+  it(
+    'JSONL -> PostgreSQL -> JSONL: every log byte-identical; forks keep parentSession; a damaged session is reported, not copied',
+    async () => {
+      const first = await run(['copy', source, url, '--json', '--no-progress'])
+      expect(first.code).toBe(1)
+      const report = JSON.parse(first.stdout) as CopyReport
+      expect(report.from).toBe(source)
+      expect(report.to).toMatch(/^postgres ledger@127\.0\.0\.1:\d+\/cli_[0-9a-f]+$/)
+      expect(report).toMatchObject({ copied: 5, identical: 0, failed: 1 })
+      const byId = new Map(report.sessions.map((session) => [session.id, session]))
+      expect(byId.get('bad')).toMatchObject({ action: 'failed', error: { code: 'CORRUPT_LINE' } })
+      expect(byId.get('a1-fork')).toMatchObject({ action: 'copied', events: 8, parentSession: 'a1' })
+      expect(byId.get('zs')).toMatchObject({ action: 'copied', events: 15 })
+      const order = report.sessions.map((session) => session.id)
+      expect(order.indexOf('a1')).toBeLessThan(order.indexOf('a1-fork'))
+      expect(first.stderr).toMatch(
+        /^agent-ledger: bad not copied: CORRUPT_LINE in .*bad\/session\.v4\.jsonl line 5 \(offset \d+\): .*\[seq 3, last good seq 2\]$/m,
       )
-      const rows = await sqlOnce<{ line: string }>(
-        url,
-        'SELECT line FROM ledger_events WHERE session_id = $1 ORDER BY seq',
-        [id],
-      )
-      const text = `${[head!.header_line, ...rows.map((row) => row.line)].join('\n')}\n`
-      expect(Buffer.from(text, 'utf8').equals(expected.get(id)!), id).toBe(true)
-      expect(head!.parent_session, id).toBe(id === 'a1-fork' ? 'a1' : null)
-    }
-    expect(await sqlOnce(url, "SELECT 1 FROM ledger_sessions WHERE session_id = 'bad'")).toEqual([])
 
-    // Back into a new directory: every log file has the source's bytes.
-    const back = tempRoot()
-    const second = await run(['copy', url, back, '--no-progress'])
-    expect(second.code).toBe(0)
-    expect(second.stdout).toMatch(
-      /^copied 5 sessions \(\d+ events\) from postgres .* to .*; 0 already identical; 0 failed\n$/m,
-    )
-    for (const id of GOOD) {
-      expect(readFileSync(logPath(back, id)).equals(expected.get(id)!), id).toBe(true)
-    }
-    const verified = await run(['verify', join(back, 'a1-fork'), '--json'])
-    expect(JSON.parse(verified.stdout)).toMatchObject({ status: 'ok', events: 8 })
-  }, 60_000)
+      // In the database, read with plain SQL: the header and every line, byte for byte.
+      for (const id of GOOD) {
+        const [head] = await sqlOnce<{ header_line: string; parent_session: string | null }>(
+          url,
+          'SELECT header_line, parent_session FROM ledger_sessions WHERE session_id = $1',
+          [id],
+        )
+        const rows = await sqlOnce<{ line: string }>(
+          url,
+          'SELECT line FROM ledger_events WHERE session_id = $1 ORDER BY seq',
+          [id],
+        )
+        const text = `${[head!.header_line, ...rows.map((row) => row.line)].join('\n')}\n`
+        expect(Buffer.from(text, 'utf8').equals(expected.get(id)!), id).toBe(true)
+        expect(head!.parent_session, id).toBe(id === 'a1-fork' ? 'a1' : null)
+      }
+      expect(await sqlOnce(url, "SELECT 1 FROM ledger_sessions WHERE session_id = 'bad'")).toEqual([])
+
+      // Back into a new directory: every log file has the source's bytes.
+      const back = tempRoot()
+      const second = await run(['copy', url, back, '--no-progress'])
+      expect(second.code).toBe(0)
+      expect(second.stdout).toMatch(
+        /^copied 5 sessions \(\d+ events\) from postgres .* to .*; 0 already identical; 0 failed\n$/m,
+      )
+      for (const id of GOOD) {
+        expect(readFileSync(logPath(back, id)).equals(expected.get(id)!), id).toBe(true)
+      }
+      const verified = await run(['verify', join(back, 'a1-fork'), '--json'])
+      expect(JSON.parse(verified.stdout)).toMatchObject({ status: 'ok', events: 8 })
+    },
+    testTime(60_000),
+  )
 
   it('is idempotent: identical sessions are skipped; progress goes to stderr', async () => {
     const target = tempRoot()

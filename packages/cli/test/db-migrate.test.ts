@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { beforeAll, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { adminUrl, createDatabase, pgTitle } from './support/pg.ts'
 import { cli } from './support/sessions.ts'
 
@@ -22,7 +23,7 @@ describe.skipIf(adminUrl === null)(pgTitle('agent-ledger db migrate'), () => {
 
   beforeAll(async () => {
     url = await createDatabase(adminUrl!)
-  }, 60_000)
+  }, testTime(60_000))
 
   it('applies the schema once, then reports it current; --json gives the versions; the store URL can come from AGENT_LEDGER_STORE', async () => {
     const first = await cli(['db', 'migrate', '--store', url])

@@ -9,11 +9,11 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { setTimeout as sleep } from 'node:timers/promises'
 
 import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
+import { waitUntil } from '../../../tooling/test-time.ts'
 import { runCli } from '../src/index.ts'
 import { cli } from './support/sessions.ts'
 
@@ -335,8 +335,7 @@ describe('tail -f follows each variant, across the migration a write open does',
           .filter((line) => line !== '')
           .map((line) => (JSON.parse(line) as { seq: number }).seq)
       const until = async (what: string, count: number): Promise<void> => {
-        for (let round = 0; round < 1500 && seqs().length < count; round += 1) await sleep(10)
-        if (seqs().length < count) throw new Error(`timed out waiting for ${what}: ${stdout} ${stderr}`)
+        await waitUntil(what, () => seqs().length >= count, { detail: () => `${stdout} ${stderr}` })
       }
       await until('the last event', 1)
       const store = createSessionStore({ root, logger: quiet, flush: { maxDelayMs: 0 } })

@@ -37,7 +37,7 @@ describe('HTML export: the summary panel', () => {
     // token_count (turn 1): 100 in, 20 cached, 10 out; lines 08:00:00 to 08:00:13.
     expect(stat(html, 'turns')).toBe('3 (completed 2, aborted 1)')
     expect(stat(html, 'messages')).toBe('12: 1 system, 5 user, 4 assistant, 2 tool')
-    expect(stat(html, 'tool calls')).toBe('2, 1 errors (50%)')
+    expect(stat(html, 'tool calls')).toBe('2, 1 error (50%)')
     expect(stat(html, 'repairs')).toBe('TOOL_OUTCOME_UNKNOWN 1')
     expect(stat(html, 'compactions')).toBe('1')
     expect(stat(html, 'tokens')).toBe('100 input (20 cached), 10 output')

@@ -8,6 +8,7 @@ import type { LoggedEvent } from '@agent-ledger/session-events'
 import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { runBin } from './support/bin.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -47,7 +48,7 @@ function dumpDom(file: string): Promise<string> {
         '--dump-dom',
         pathToFileURL(file).href,
       ],
-      { encoding: 'utf8', timeout: 90_000, maxBuffer: 64 * 1024 * 1024 },
+      { encoding: 'utf8', timeout: testTime(90_000), maxBuffer: 64 * 1024 * 1024 },
       (error, stdout) => {
         if (error !== null) reject(new Error(`chromium failed: ${error.message}`, { cause: error }))
         else resolve(stdout)

@@ -121,7 +121,7 @@ describe('export --format html', () => {
     await writeSession(testStore(root), 'a1', { turns: 1 })
     expect((await cli(['export', join(root, 'a1')])).code).toBe(2)
     expect((await cli(['export', join(root, 'a1'), '--format', 'pdf'])).stderr).toContain(
-      'expected --format md or --format html',
+      'expected --format md, html, openai, anthropic',
     )
   })
 })

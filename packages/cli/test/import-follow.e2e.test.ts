@@ -25,6 +25,7 @@ import type { LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
 import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
+import { testTime, waitUntil } from '../../../tooling/test-time.ts'
 import { runBin, spawnBin } from './support/bin.ts'
 import { TRANSCRIPT_SESSION_ID, transcriptLines } from './support/claude-transcript.ts'
 
@@ -65,11 +66,7 @@ async function readSession(
 }
 
 async function until(what: string, check: () => boolean, detail: () => string): Promise<void> {
-  const deadline = Date.now() + 120_000
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${detail()}`)
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
+  await waitUntil(what, check, { timeoutMs: 120_000, pollMs: 25, detail })
 }
 
 /** A child that appends `pieces` to `file` one by one, pausing between them (an agent writing its log). */
@@ -252,44 +249,48 @@ describe('agent-ledger import --follow', () => {
 })
 
 describe('agent-ledger import killed in the middle', () => {
-  it('publishes nothing of the session (its batches were staged in the create temp file); the next import creates it whole: every source line kept once, in order', async () => {
-    const store = join(root, 'store')
-    const source = join(root, 'transcript.jsonl')
-    const lines = transcriptLines({ turns: 2500, outputBytes: 300 })
-    writeFileSync(source, `${lines.join('\n')}\n`)
-    const child = spawnBin(['import', source, '--root', store, '--no-progress'])
-    const directory = join(store, ID)
-    const log = join(directory, 'session.v4.jsonl')
-    const staged = (): number =>
-      existsSync(directory)
-        ? Math.max(
-            0,
-            ...readdirSync(directory)
-              .filter((name) => name.startsWith('.tmp-'))
-              .map((name) => statSync(join(directory, name), { throwIfNoEntry: false })?.size ?? 0),
-          )
-        : 0
-    await until(
-      'a few batches staged',
-      () => staged() > 2_000_000,
-      () => child.stderr(),
-    )
-    child.child.kill('SIGKILL')
-    expect((await child.exited).signal).toBe('SIGKILL')
-    expect(existsSync(log)).toBe(false)
-    const again = await runBin(['import', source, '--root', store, '--json', '--no-progress'])
-    expect(again.code, again.stderr).toBe(0)
-    const outcome = (JSON.parse(again.stdout) as { sources: { sessions: { action: string }[] }[] })
-      .sources[0]!
-    expect(outcome.sessions[0]!.action).toBe('created')
-    const { events } = await readSession(store, ID)
-    const kept = events
-      .filter((event) => event.type === 'import/source-record')
-      .map((event) => (event.data as { line: number }).line)
-    expect(kept).toEqual(lines.map((_, index) => index + 1))
-    const verify = await runBin(['verify', join(store, ID), '--json'])
-    expect(JSON.parse(verify.stdout)).toMatchObject({ status: 'ok' })
-    const messages = await runBin(['messages', join(store, ID), '--json'])
-    expect(messages.code).toBe(0)
-  }, 180_000)
+  it(
+    'publishes nothing of the session (its batches were staged in the create temp file); the next import creates it whole: every source line kept once, in order',
+    async () => {
+      const store = join(root, 'store')
+      const source = join(root, 'transcript.jsonl')
+      const lines = transcriptLines({ turns: 2500, outputBytes: 300 })
+      writeFileSync(source, `${lines.join('\n')}\n`)
+      const child = spawnBin(['import', source, '--root', store, '--no-progress'])
+      const directory = join(store, ID)
+      const log = join(directory, 'session.v4.jsonl')
+      const staged = (): number =>
+        existsSync(directory)
+          ? Math.max(
+              0,
+              ...readdirSync(directory)
+                .filter((name) => name.startsWith('.tmp-'))
+                .map((name) => statSync(join(directory, name), { throwIfNoEntry: false })?.size ?? 0),
+            )
+          : 0
+      await until(
+        'a few batches staged',
+        () => staged() > 2_000_000,
+        () => child.stderr(),
+      )
+      child.child.kill('SIGKILL')
+      expect((await child.exited).signal).toBe('SIGKILL')
+      expect(existsSync(log)).toBe(false)
+      const again = await runBin(['import', source, '--root', store, '--json', '--no-progress'])
+      expect(again.code, again.stderr).toBe(0)
+      const outcome = (JSON.parse(again.stdout) as { sources: { sessions: { action: string }[] }[] })
+        .sources[0]!
+      expect(outcome.sessions[0]!.action).toBe('created')
+      const { events } = await readSession(store, ID)
+      const kept = events
+        .filter((event) => event.type === 'import/source-record')
+        .map((event) => (event.data as { line: number }).line)
+      expect(kept).toEqual(lines.map((_, index) => index + 1))
+      const verify = await runBin(['verify', join(store, ID), '--json'])
+      expect(JSON.parse(verify.stdout)).toMatchObject({ status: 'ok' })
+      const messages = await runBin(['messages', join(store, ID), '--json'])
+      expect(messages.code).toBe(0)
+    },
+    testTime(180_000),
+  )
 })

@@ -14,6 +14,7 @@ import { createSessionStore } from '@agent-ledger/session-store'
 import { openPostgresBackend } from '@agent-ledger/session-store-postgres'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
+import { testTime, waitUntil } from '../../../tooling/test-time.ts'
 import { runCli } from '../src/index.ts'
 import type { CliIo } from '../src/index.ts'
 import { adminUrl, createDatabase, pgTitle, sqlOnce } from './support/pg.ts'
@@ -55,7 +56,7 @@ describe.skipIf(adminUrl === null)(pgTitle('agent-ledger commands on a PostgreSQ
     where = `postgres ${parsed.username}@${parsed.hostname}:${parsed.port}${parsed.pathname}`
     const copied = await run(['copy', root, url, '--no-progress'])
     expect(copied).toMatchObject({ code: 0, stderr: '' })
-  }, 60_000)
+  }, testTime(60_000))
 
   afterAll(() => {
     rmSync(root, { recursive: true, force: true })
@@ -115,104 +116,112 @@ describe.skipIf(adminUrl === null)(pgTitle('agent-ledger commands on a PostgreSQ
     expect(list.stdout).toMatch(new RegExp(`^2 sessions in ${where.replace(/[.]/g, '\\.')}\\n$`, 'm'))
   })
 
-  it('fork, compact and salvage write through the core store: the same events as on JSONL', async () => {
-    const files = mkdtempSync(join(tmpdir(), 'al-cli-pg-w-'))
-    cpSync(root, files, { recursive: true })
-    const db = await createDatabase(adminUrl!, PASSWORD)
-    expect((await run(['copy', root, db, '--no-progress'])).code).toBe(0)
-    const steps: readonly (readonly string[])[] = [
-      ['fork', '--at', '9', '--id', 's1-fork'],
-      ['compact', '--from', '2', '--to', '9', '--summary', 'Turn 1 listed src.', '--id', 'k1'],
-      ['salvage', '--to', 's1-saved'],
-    ]
-    for (const [command, ...rest] of steps) {
-      const onFiles = await run([command!, join(files, 's1'), ...rest])
-      const onDb = await run([command!, 's1', ...rest, '--store', db])
-      expect(onFiles.code, command).toBe(0)
-      expect(onDb.code, command).toBe(0)
-      if (command === 'compact') expect(onDb).toEqual(onFiles)
-    }
-    // The crashed session: the write open's repairs are reported the same way.
-    const repairFiles = await run([
-      'compact',
-      join(files, 'c1'),
-      '--from',
-      '2',
-      '--to',
-      '6',
-      '--summary',
-      'x',
-      '--id',
-      'k2',
-    ])
-    const repairDb = await run([
-      'compact',
-      'c1',
-      '--from',
-      '2',
-      '--to',
-      '6',
-      '--summary',
-      'x',
-      '--id',
-      'k2',
-      '--store',
-      db,
-    ])
-    expect(repairDb).toEqual(repairFiles)
-    expect(repairDb.stderr).toContain('with a TOOL_OUTCOME_UNKNOWN placeholder')
-    // Same events (times and the salvage's source file name are the clock's and the store's).
-    const comparable = (text: string): string =>
-      text
-        .replace(/"time":"[^"]+"/g, '"time":"<t>"')
-        .replace(/"sourceFile":"[^"]+"/g, '"sourceFile":"<f>"')
-        .replace(/"droppedFromOffset":\d+/g, '"droppedFromOffset":<n>')
-    for (const id of ['s1', 's1-fork', 's1-saved', 'c1']) {
-      const a = await run(['cat', join(files, id), '--json'])
-      const b = await run(['cat', id, '--json', '--store', db])
-      expect(b.code, id).toBe(0)
-      expect(comparable(b.stdout), id).toBe(comparable(a.stdout))
-    }
-    const parents = await sqlOnce<{ session_id: string; parent_session: string | null }>(
-      db,
-      "SELECT session_id, parent_session FROM ledger_sessions WHERE session_id = 's1-fork'",
-    )
-    expect(parents).toEqual([{ session_id: 's1-fork', parent_session: 's1' }])
-    const taken = await run(['fork', 's1', '--at', '3', '--id', 's1-fork', '--store', db])
-    expect(taken.code).toBe(2)
-    expect(taken.stderr).toMatch(/^agent-ledger: SESSION_EXISTS: /)
-    rmSync(files, { recursive: true, force: true })
-  }, 60_000)
+  it(
+    'fork, compact and salvage write through the core store: the same events as on JSONL',
+    async () => {
+      const files = mkdtempSync(join(tmpdir(), 'al-cli-pg-w-'))
+      cpSync(root, files, { recursive: true })
+      const db = await createDatabase(adminUrl!, PASSWORD)
+      expect((await run(['copy', root, db, '--no-progress'])).code).toBe(0)
+      const steps: readonly (readonly string[])[] = [
+        ['fork', '--at', '9', '--id', 's1-fork'],
+        ['compact', '--from', '2', '--to', '9', '--summary', 'Turn 1 listed src.', '--id', 'k1'],
+        ['salvage', '--to', 's1-saved'],
+      ]
+      for (const [command, ...rest] of steps) {
+        const onFiles = await run([command!, join(files, 's1'), ...rest])
+        const onDb = await run([command!, 's1', ...rest, '--store', db])
+        expect(onFiles.code, command).toBe(0)
+        expect(onDb.code, command).toBe(0)
+        if (command === 'compact') expect(onDb).toEqual(onFiles)
+      }
+      // The crashed session: the write open's repairs are reported the same way.
+      const repairFiles = await run([
+        'compact',
+        join(files, 'c1'),
+        '--from',
+        '2',
+        '--to',
+        '6',
+        '--summary',
+        'x',
+        '--id',
+        'k2',
+      ])
+      const repairDb = await run([
+        'compact',
+        'c1',
+        '--from',
+        '2',
+        '--to',
+        '6',
+        '--summary',
+        'x',
+        '--id',
+        'k2',
+        '--store',
+        db,
+      ])
+      expect(repairDb).toEqual(repairFiles)
+      expect(repairDb.stderr).toContain('with a TOOL_OUTCOME_UNKNOWN placeholder')
+      // Same events (times and the salvage's source file name are the clock's and the store's).
+      const comparable = (text: string): string =>
+        text
+          .replace(/"time":"[^"]+"/g, '"time":"<t>"')
+          .replace(/"sourceFile":"[^"]+"/g, '"sourceFile":"<f>"')
+          .replace(/"droppedFromOffset":\d+/g, '"droppedFromOffset":<n>')
+      for (const id of ['s1', 's1-fork', 's1-saved', 'c1']) {
+        const a = await run(['cat', join(files, id), '--json'])
+        const b = await run(['cat', id, '--json', '--store', db])
+        expect(b.code, id).toBe(0)
+        expect(comparable(b.stdout), id).toBe(comparable(a.stdout))
+      }
+      const parents = await sqlOnce<{ session_id: string; parent_session: string | null }>(
+        db,
+        "SELECT session_id, parent_session FROM ledger_sessions WHERE session_id = 's1-fork'",
+      )
+      expect(parents).toEqual([{ session_id: 's1-fork', parent_session: 's1' }])
+      const taken = await run(['fork', 's1', '--at', '3', '--id', 's1-fork', '--store', db])
+      expect(taken.code).toBe(2)
+      expect(taken.stderr).toMatch(/^agent-ledger: SESSION_EXISTS: /)
+      rmSync(files, { recursive: true, force: true })
+    },
+    testTime(60_000),
+  )
 
-  it('import --store writes the same sessions into PostgreSQL as into a root; importing again changes nothing', async () => {
-    const source = fileURLToPath(new URL('../../import/test/fixtures/claude-code', import.meta.url))
-    const db = await createDatabase(adminUrl!, PASSWORD)
-    const files = mkdtempSync(join(tmpdir(), 'al-cli-pg-i-'))
-    const intoFiles = await run(['import', source, '--root', files, '--json', '--no-progress', '--lenient'])
-    const intoDb = await run(['import', source, '--store', db, '--json', '--no-progress', '--lenient'])
-    expect(intoDb.code).toBe(intoFiles.code)
-    const filesReport = JSON.parse(intoFiles.stdout) as {
-      root: string
-      sources: { sessions: { id: string; action: string }[] }[]
-    }
-    const dbReport = JSON.parse(intoDb.stdout) as typeof filesReport
-    expect(dbReport.root).toBe(where.replace(/\/cli_[0-9a-f]+$/, `/${new URL(db).pathname.slice(1)}`))
-    expect(dbReport.sources).toEqual(filesReport.sources)
-    const ids = dbReport.sources.flatMap((source) => source.sessions.map((session) => session.id))
-    expect(ids.length).toBeGreaterThan(0)
-    for (const id of ids) {
-      const a = await run(['cat', join(files, id), '--json'])
-      const b = await run(['cat', id, '--json', '--store', db])
-      expect(b.code, id).toBe(0)
-      expect(b.stdout, id).toBe(a.stdout)
-    }
-    const again = await run(['import', source, '--store', db, '--json', '--no-progress', '--lenient'])
-    const actions = (JSON.parse(again.stdout) as typeof filesReport).sources.flatMap((item) =>
-      item.sessions.map((session) => session.action),
-    )
-    expect(new Set(actions)).toEqual(new Set(['unchanged']))
-    rmSync(files, { recursive: true, force: true })
-  }, 60_000)
+  it(
+    'import --store writes the same sessions into PostgreSQL as into a root; importing again changes nothing',
+    async () => {
+      const source = fileURLToPath(new URL('../../import/test/fixtures/claude-code', import.meta.url))
+      const db = await createDatabase(adminUrl!, PASSWORD)
+      const files = mkdtempSync(join(tmpdir(), 'al-cli-pg-i-'))
+      const intoFiles = await run(['import', source, '--root', files, '--json', '--no-progress', '--lenient'])
+      const intoDb = await run(['import', source, '--store', db, '--json', '--no-progress', '--lenient'])
+      expect(intoDb.code).toBe(intoFiles.code)
+      const filesReport = JSON.parse(intoFiles.stdout) as {
+        root: string
+        sources: { sessions: { id: string; action: string }[] }[]
+      }
+      const dbReport = JSON.parse(intoDb.stdout) as typeof filesReport
+      expect(dbReport.root).toBe(where.replace(/\/cli_[0-9a-f]+$/, `/${new URL(db).pathname.slice(1)}`))
+      expect(dbReport.sources).toEqual(filesReport.sources)
+      const ids = dbReport.sources.flatMap((source) => source.sessions.map((session) => session.id))
+      expect(ids.length).toBeGreaterThan(0)
+      for (const id of ids) {
+        const a = await run(['cat', join(files, id), '--json'])
+        const b = await run(['cat', id, '--json', '--store', db])
+        expect(b.code, id).toBe(0)
+        expect(b.stdout, id).toBe(a.stdout)
+      }
+      const again = await run(['import', source, '--store', db, '--json', '--no-progress', '--lenient'])
+      const actions = (JSON.parse(again.stdout) as typeof filesReport).sources.flatMap((item) =>
+        item.sessions.map((session) => session.action),
+      )
+      expect(new Set(actions)).toEqual(new Set(['unchanged']))
+      rmSync(files, { recursive: true, force: true })
+    },
+    testTime(60_000),
+  )
 
   it('tail -f on PostgreSQL prints the events another writer appends, then exits 0 on abort', async () => {
     const db = await createDatabase(adminUrl!, PASSWORD)
@@ -227,12 +236,8 @@ describe.skipIf(adminUrl === null)(pgTitle('agent-ledger commands on a PostgreSQ
       signal: controller.signal,
       env: {},
     })
-    const until = async (predicate: () => boolean): Promise<void> => {
-      for (let tries = 0; tries < 400 && !predicate(); tries += 1) {
-        await new Promise((resolve) => setTimeout(resolve, 25))
-      }
-      expect(predicate()).toBe(true)
-    }
+    const until = (predicate: () => boolean): Promise<void> =>
+      waitUntil('the followed output', predicate, { pollMs: 25, detail: () => stdout })
     await until(() => stdout.includes('#21 '))
     const writerStore = createSessionStore({
       backend: await openPostgresBackend({ connectionString: db }),

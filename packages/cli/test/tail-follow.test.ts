@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { encodeEventLine } from '@agent-ledger/session-store-jsonl/format'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
+import { waitUntil } from '../../../tooling/test-time.ts'
 import { runCli } from '../src/index.ts'
 import { logPath, makeRoot, testStore, writeSession } from './support/sessions.ts'
 
@@ -47,11 +48,7 @@ function follow(args: readonly string[]): {
 }
 
 async function until(what: string, predicate: () => boolean): Promise<void> {
-  const deadline = Date.now() + 15_000
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(10)
-  }
+  await waitUntil(what, predicate)
 }
 
 function seqsOf(output: string): number[] {

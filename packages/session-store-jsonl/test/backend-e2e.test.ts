@@ -14,6 +14,7 @@ import type { LoggedEvent } from '@agent-ledger/session-events'
 import { createSessionStore } from '@agent-ledger/session-store'
 import type { SessionStore } from '@agent-ledger/session-store'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { createJsonlBackend } from '../src/index.ts'
 import { LOG_FILE_NAME } from '../src/layout.ts'
 import { spawnTsChild } from './support/children.ts'
@@ -72,38 +73,42 @@ describe.each(['plain', 'zstd'] as const)('core over the JSONL backend (%s)', (e
     await second.close()
   })
 
-  it('a child writer SIGKILLed mid-stream: every acknowledged event survives the reopen, seqs dense', async () => {
-    const root = await newRoot()
-    const child = spawnTsChild('backend-writer-child.ts', [root, 'crash', encoding])
-    // Let it acknowledge a few dozen flushes, then kill it between (or inside) writes.
-    const line = await child.waitForLine((text) => text.startsWith('ACK ') && Number(text.slice(4)) >= 60, {
-      timeoutMs: 60_000,
-    })
-    let acked = Number(line.slice(4))
-    child.process.kill('SIGKILL')
-    const exit = await child.exited
-    expect(exit.signal).toBe('SIGKILL')
-    for (const text of child.lines)
-      if (text.startsWith('ACK ')) acked = Math.max(acked, Number(text.slice(4)))
-
-    const store = storeOver(root, encoding, 'survivor')
-    // The dead child's lock is stale (its pid is gone): the open takes it without `takeover`.
-    const writer = await store.openWriter('crash')
-    expect(writer.durableSeq).toBeGreaterThanOrEqual(acked)
-    const events = await readAll(store, 'crash')
-    expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index))
-    for (let seq = 0; seq <= acked; seq += 1) {
-      expect(events[seq]?.data).toEqual({
-        message: { role: 'user', content: `event ${seq} ${'padding '.repeat(seq % 50)}` },
+  it(
+    'a child writer SIGKILLed mid-stream: every acknowledged event survives the reopen, seqs dense',
+    async () => {
+      const root = await newRoot()
+      const child = spawnTsChild('backend-writer-child.ts', [root, 'crash', encoding])
+      // Let it acknowledge a few dozen flushes, then kill it between (or inside) writes.
+      const line = await child.waitForLine((text) => text.startsWith('ACK ') && Number(text.slice(4)) >= 60, {
+        timeoutMs: 60_000,
       })
-    }
-    // The session stays writable after the crash.
-    writer.append(user('after the crash'))
-    await writer.flush()
-    await writer.close()
-    expect((await store.verify('crash')).status).toBe('ok')
-    await store.close()
-  }, 120_000)
+      let acked = Number(line.slice(4))
+      child.process.kill('SIGKILL')
+      const exit = await child.exited
+      expect(exit.signal).toBe('SIGKILL')
+      for (const text of child.lines)
+        if (text.startsWith('ACK ')) acked = Math.max(acked, Number(text.slice(4)))
+
+      const store = storeOver(root, encoding, 'survivor')
+      // The dead child's lock is stale (its pid is gone): the open takes it without `takeover`.
+      const writer = await store.openWriter('crash')
+      expect(writer.durableSeq).toBeGreaterThanOrEqual(acked)
+      const events = await readAll(store, 'crash')
+      expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index))
+      for (let seq = 0; seq <= acked; seq += 1) {
+        expect(events[seq]?.data).toEqual({
+          message: { role: 'user', content: `event ${seq} ${'padding '.repeat(seq % 50)}` },
+        })
+      }
+      // The session stays writable after the crash.
+      writer.append(user('after the crash'))
+      await writer.flush()
+      await writer.close()
+      expect((await store.verify('crash')).status).toBe('ok')
+      await store.close()
+    },
+    testTime(120_000),
+  )
 
   it('a torn tail is quarantined and truncated at acquire, reported in the recovery, and nothing acknowledged is lost', async () => {
     const root = await newRoot()

@@ -14,6 +14,7 @@ import { createEventRegistry, defineEventType } from '@agent-ledger/session-even
 import type { EventInput } from '@agent-ledger/session-events'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import type { SessionReadResult, SessionStoreOptions, SessionWriter } from '../src/index.ts'
 import { collect, makeTempDir, testStore } from './support/sessions.ts'
 
@@ -193,44 +194,48 @@ afterAll(() => {
 })
 
 describe('checkpoint property (issue 7)', () => {
-  it('for random logs and random checkpoint positions, a checkpointed open and readEvents equal a full replay', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(step, { minLength: 1, maxLength: 60 }),
-        fc.array(step, { minLength: 0, maxLength: 40 }),
-        fc.boolean(),
-        fc.nat(),
-        async (before, after, secondWithCheckpoints, fromPick) => {
-          counter += 1
-          const id = `prop-${counter}`
-          const base: Partial<SessionStoreOptions> = { registry, redaction: null }
-          const withCheckpoints = testStore(temp.path, {
-            ...base,
-            checkpoint: { minLogBytes: 0, everyEvents: 1_000_000, minIntervalMs: 0, minGrowthRatio: 0 },
-          })
-          const without = testStore(temp.path, { ...base, checkpoint: { enabled: false } })
-          // Events 0..N through a checkpointing writer (its close writes the checkpoint at N)...
-          const first = await withCheckpoints.store.create({ id })
-          await run(first, before)
-          await first.close()
-          // ...then the rest, with or without checkpoints (a stale checkpoint, or a newer one).
-          const second = await (secondWithCheckpoints ? withCheckpoints : without).store.openWriter(id)
-          await run(second, after)
-          await second.close()
-          const read = await withCheckpoints.store.openReader(id, { allowDamaged: true })
-          const full = await without.store.openReader(id, { allowDamaged: true })
-          if (first.durableSeq >= 0) expect(read.checkpoint).not.toBeNull()
-          expect(comparable(read)).toEqual(comparable(full))
-          const fromSeq = read.lastSeq < 0 ? 0 : fromPick % (read.lastSeq + 1)
-          const events = await collect(withCheckpoints.store.readEvents(id, { fromSeq }))
-          const fullEvents = await collect(without.store.readEvents(id, { fromSeq }))
-          expect(events).toEqual(fullEvents)
-          expect(
-            withCheckpoints.warnings.filter((warning) => warning.details?.['reason'] !== undefined),
-          ).toEqual([])
-        },
-      ),
-      { numRuns: 60 },
-    )
-  }, 120_000)
+  it(
+    'for random logs and random checkpoint positions, a checkpointed open and readEvents equal a full replay',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(step, { minLength: 1, maxLength: 60 }),
+          fc.array(step, { minLength: 0, maxLength: 40 }),
+          fc.boolean(),
+          fc.nat(),
+          async (before, after, secondWithCheckpoints, fromPick) => {
+            counter += 1
+            const id = `prop-${counter}`
+            const base: Partial<SessionStoreOptions> = { registry, redaction: null }
+            const withCheckpoints = testStore(temp.path, {
+              ...base,
+              checkpoint: { minLogBytes: 0, everyEvents: 1_000_000, minIntervalMs: 0, minGrowthRatio: 0 },
+            })
+            const without = testStore(temp.path, { ...base, checkpoint: { enabled: false } })
+            // Events 0..N through a checkpointing writer (its close writes the checkpoint at N)...
+            const first = await withCheckpoints.store.create({ id })
+            await run(first, before)
+            await first.close()
+            // ...then the rest, with or without checkpoints (a stale checkpoint, or a newer one).
+            const second = await (secondWithCheckpoints ? withCheckpoints : without).store.openWriter(id)
+            await run(second, after)
+            await second.close()
+            const read = await withCheckpoints.store.openReader(id, { allowDamaged: true })
+            const full = await without.store.openReader(id, { allowDamaged: true })
+            if (first.durableSeq >= 0) expect(read.checkpoint).not.toBeNull()
+            expect(comparable(read)).toEqual(comparable(full))
+            const fromSeq = read.lastSeq < 0 ? 0 : fromPick % (read.lastSeq + 1)
+            const events = await collect(withCheckpoints.store.readEvents(id, { fromSeq }))
+            const fullEvents = await collect(without.store.readEvents(id, { fromSeq }))
+            expect(events).toEqual(fullEvents)
+            expect(
+              withCheckpoints.warnings.filter((warning) => warning.details?.['reason'] !== undefined),
+            ).toEqual([])
+          },
+        ),
+        { numRuns: 60 },
+      )
+    },
+    testTime(120_000),
+  )
 })

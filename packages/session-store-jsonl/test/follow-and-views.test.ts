@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
+import { waitUntil } from '../../../tooling/test-time.ts'
 import { JsonlStoreError } from '../src/index.ts'
 import { encodeEventLine, LOG_FILE_NAME } from '../src/format.ts'
 import type { SessionStore } from '../src/index.ts'
@@ -52,8 +53,7 @@ function startFollow(
 }
 
 async function until(what: string, predicate: () => boolean): Promise<void> {
-  for (let round = 0; round < 3000 && !predicate(); round += 1) await sleep(5)
-  if (!predicate()) throw new Error(`timed out waiting for ${what}`)
+  await waitUntil(what, predicate, { pollMs: 5 })
 }
 
 describe('store.follow', () => {

@@ -9,6 +9,7 @@ import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { JsonlStoreError } from '../src/index.ts'
 import { CHECKPOINT_FILE_NAME, LOG_FILE_NAME } from '../src/format.ts'
 import type { SessionStore } from '../src/index.ts'
@@ -277,57 +278,65 @@ describe('S11: the header id names the session directory', () => {
 })
 
 describe('I9: a write open checks the line checksums of the prefix a checkpoint skips', () => {
-  it('I9: 40 bit flips in the checkpointed prefix of a >1 MiB log: openWriter refuses every one, changing nothing; read-only opens use the checkpoint unless the flip is in a line they read back', async () => {
-    // Default checkpoint options: written on close once the log passes 1 MiB.
-    const { store: real, warnings } = testStore(temp.path)
-    const writer = await real.create({ id: 'big' })
-    for (let turn = 1; statSync(join(temp.path, 'big', LOG_FILE_NAME)).size < 1.2 * 1024 * 1024; turn += 1) {
-      for (const input of turnInputs(turn, { toolOutput: `output ${turn} ${'x'.repeat(2000)}` }))
-        writer.append(input)
-      await writer.flush()
-    }
-    await writer.close()
-    const path = join(temp.path, 'big', LOG_FILE_NAME)
-    const content = readFileSync(path)
-    expect(content.length).toBeGreaterThan(1024 * 1024)
-    const clean = await real.openReader('big')
-    expect(clean.checkpoint).not.toBeNull()
-    const starts = lineStarts(content)
-    const prefixEnd = clean.checkpoint!.offset
-    const random = seededRandom(10)
-    let refused = 0
-    let readBack = 0
-    for (let flip = 0; flip < 40; flip += 1) {
-      const at = starts[1]! + Math.floor(random() * (prefixEnd - starts[1]!))
-      const damaged = Buffer.from(content)
-      damaged[at] = damaged[at]! ^ (1 << Math.floor(random() * 8))
-      writeFileSync(path, damaged)
-      const before = fileIdentity(path)
-      // Read-only opens keep trusting the checkpoint (documented: the prefix is not re-read),
-      // unless the flip is in a line they read back (a visible node): then a full replay reports it.
-      const read = await real.openReader('big', { allowDamaged: true })
-      if (read.checkpoint === null) {
-        expect(['CORRUPT_LINE', 'SEQ_GAP', 'INVALID_EVENT']).toContain(read.error?.code)
-        readBack += 1
+  it(
+    'I9: 40 bit flips in the checkpointed prefix of a >1 MiB log: openWriter refuses every one, changing nothing; read-only opens use the checkpoint unless the flip is in a line they read back',
+    async () => {
+      // Default checkpoint options: written on close once the log passes 1 MiB.
+      const { store: real, warnings } = testStore(temp.path)
+      const writer = await real.create({ id: 'big' })
+      for (
+        let turn = 1;
+        statSync(join(temp.path, 'big', LOG_FILE_NAME)).size < 1.2 * 1024 * 1024;
+        turn += 1
+      ) {
+        for (const input of turnInputs(turn, { toolOutput: `output ${turn} ${'x'.repeat(2000)}` }))
+          writer.append(input)
+        await writer.flush()
       }
-      const error = await caught(real.openWriter('big'))
-      expect(['CORRUPT_LINE', 'SEQ_GAP', 'INVALID_EVENT']).toContain(error.code)
-      expect(error.offset).toBeLessThanOrEqual(at)
-      expect(fileIdentity(path)).toEqual(before)
-      expect(namesIn(join(temp.path, 'big')).filter((name) => name.includes('.torn-'))).toEqual([])
-      refused += 1
-    }
-    expect(refused).toBe(40)
-    // Most of this log is tool output the model sees: most flips land in a line read back.
-    expect(readBack).toBeGreaterThan(0)
-    expect(warnings.some((warning) => warning.details?.['reason'] === 'prefix')).toBe(true)
-    expect(warnings.some((warning) => warning.details?.['reason'] === 'reference')).toBe(true)
-    // The intact log still opens for write from its checkpoint.
-    writeFileSync(path, content)
-    const again = await real.openWriter('big')
-    expect(again.recovery.checkpoint).not.toBeNull()
-    await again.close()
-  }, 120_000)
+      await writer.close()
+      const path = join(temp.path, 'big', LOG_FILE_NAME)
+      const content = readFileSync(path)
+      expect(content.length).toBeGreaterThan(1024 * 1024)
+      const clean = await real.openReader('big')
+      expect(clean.checkpoint).not.toBeNull()
+      const starts = lineStarts(content)
+      const prefixEnd = clean.checkpoint!.offset
+      const random = seededRandom(10)
+      let refused = 0
+      let readBack = 0
+      for (let flip = 0; flip < 40; flip += 1) {
+        const at = starts[1]! + Math.floor(random() * (prefixEnd - starts[1]!))
+        const damaged = Buffer.from(content)
+        damaged[at] = damaged[at]! ^ (1 << Math.floor(random() * 8))
+        writeFileSync(path, damaged)
+        const before = fileIdentity(path)
+        // Read-only opens keep trusting the checkpoint (documented: the prefix is not re-read),
+        // unless the flip is in a line they read back (a visible node): then a full replay reports it.
+        const read = await real.openReader('big', { allowDamaged: true })
+        if (read.checkpoint === null) {
+          expect(['CORRUPT_LINE', 'SEQ_GAP', 'INVALID_EVENT']).toContain(read.error?.code)
+          readBack += 1
+        }
+        const error = await caught(real.openWriter('big'))
+        expect(['CORRUPT_LINE', 'SEQ_GAP', 'INVALID_EVENT']).toContain(error.code)
+        expect(error.offset).toBeLessThanOrEqual(at)
+        expect(fileIdentity(path)).toEqual(before)
+        expect(namesIn(join(temp.path, 'big')).filter((name) => name.includes('.torn-'))).toEqual([])
+        refused += 1
+      }
+      expect(refused).toBe(40)
+      // Most of this log is tool output the model sees: most flips land in a line read back.
+      expect(readBack).toBeGreaterThan(0)
+      expect(warnings.some((warning) => warning.details?.['reason'] === 'prefix')).toBe(true)
+      expect(warnings.some((warning) => warning.details?.['reason'] === 'reference')).toBe(true)
+      // The intact log still opens for write from its checkpoint.
+      writeFileSync(path, content)
+      const again = await real.openWriter('big')
+      expect(again.recovery.checkpoint).not.toBeNull()
+      await again.close()
+    },
+    testTime(120_000),
+  )
 })
 
 describe('W13/I10/S12: small ones', () => {

@@ -11,6 +11,7 @@ import { join } from 'node:path'
 
 import { afterAll, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { spawnTsChild } from './support/children.ts'
 import type { Child } from './support/children.ts'
 import {
@@ -74,22 +75,30 @@ describe('crash during migration, K model (SIGKILL)', () => {
 })
 
 describe('crash during migration, P model (power loss at every op index, drop damage)', () => {
-  it('M1-M5 (P): v0 intact, one generation validates, v4 durable once published, the acked append survives', async () => {
-    const session = makeV0Session(freshRoot(), 'powerloss', { fixture: 'compaction.jsonl' })
-    const { images, v4Images } = await powerLossOverMigration(session, {
-      scratch,
-      damages: ['drop'],
-      seeds: [1],
-    })
-    expect(images).toBeGreaterThan(15)
-    expect(v4Images).toBeGreaterThan(0)
-    expect(v4Images).toBeLessThan(images)
-  }, 120_000)
+  it(
+    'M1-M5 (P): v0 intact, one generation validates, v4 durable once published, the acked append survives',
+    async () => {
+      const session = makeV0Session(freshRoot(), 'powerloss', { fixture: 'compaction.jsonl' })
+      const { images, v4Images } = await powerLossOverMigration(session, {
+        scratch,
+        damages: ['drop'],
+        seeds: [1],
+      })
+      expect(images).toBeGreaterThan(15)
+      expect(v4Images).toBeGreaterThan(0)
+      expect(v4Images).toBeLessThan(images)
+    },
+    testTime(120_000),
+  )
 
-  it('M7 (P): a power loss at any op of the write open (quarantine, truncate, synthetic results) reopens idempotently', async () => {
-    const session = makeV0Session(freshRoot(), 'recovering', { fixture: 'crash-dangling-tool-call.jsonl' })
-    expect(await powerLossOverRecovery(session, { scratch, damages: ['drop'], seeds: [1] })).toBeGreaterThan(
-      10,
-    )
-  }, 120_000)
+  it(
+    'M7 (P): a power loss at any op of the write open (quarantine, truncate, synthetic results) reopens idempotently',
+    async () => {
+      const session = makeV0Session(freshRoot(), 'recovering', { fixture: 'crash-dangling-tool-call.jsonl' })
+      expect(
+        await powerLossOverRecovery(session, { scratch, damages: ['drop'], seeds: [1] }),
+      ).toBeGreaterThan(10)
+    },
+    testTime(120_000),
+  )
 })

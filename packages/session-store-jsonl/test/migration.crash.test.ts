@@ -14,6 +14,7 @@ import { join } from 'node:path'
 
 import { afterAll, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { migrateSession } from '../src/migration/migrate-session.ts'
 import { PUBLISH_POINTS } from '../src/publish.ts'
 import { runChild } from '../bench/migrate.bench.ts'
@@ -69,50 +70,58 @@ describe('migration crash suite, K model', () => {
     checkSingleRepair(await killAtPublishPoint(session, point, (child) => children.push(child)), point)
   })
 
-  it('M1-M4: SIGKILL before every mutating or syncing file-system call of the migration', async () => {
-    let completed = false
-    let killedRuns = 0
-    for (let op = 1; op <= 64 && !completed; op += 1) {
-      const session = makeV0Session(freshRoot(), 'killop', { fixture: 'compaction.jsonl' })
-      const { killed, lines } = await runChildCommand({
-        cmd: 'migrate',
-        dir: session.directory,
-        killAtOp: op,
-      })
-      if (!killed) {
-        expect(lines.find((line) => line.event === 'migrated')?.outcome).toBe('published')
-        completed = true
-      } else {
-        killedRuns += 1
+  it(
+    'M1-M4: SIGKILL before every mutating or syncing file-system call of the migration',
+    async () => {
+      let completed = false
+      let killedRuns = 0
+      for (let op = 1; op <= 64 && !completed; op += 1) {
+        const session = makeV0Session(freshRoot(), 'killop', { fixture: 'compaction.jsonl' })
+        const { killed, lines } = await runChildCommand({
+          cmd: 'migrate',
+          dir: session.directory,
+          killAtOp: op,
+        })
+        if (!killed) {
+          expect(lines.find((line) => line.event === 'migrated')?.outcome).toBe('published')
+          completed = true
+        } else {
+          killedRuns += 1
+        }
+        const linked = lines.some((line) => line.point === 'linked')
+        const report = await reopenAndCheck(session)
+        if (linked) expect(report.current).toBe('session.v4.jsonl')
       }
-      const linked = lines.some((line) => line.point === 'linked')
-      const report = await reopenAndCheck(session)
-      if (linked) expect(report.current).toBe('session.v4.jsonl')
-    }
-    expect(completed).toBe(true)
-    expect(killedRuns).toBeGreaterThan(5)
-  }, 900_000)
+      expect(completed).toBe(true)
+      expect(killedRuns).toBeGreaterThan(5)
+    },
+    testTime(900_000),
+  )
 
-  it('M7: SIGKILL before every mutating or syncing call of the write open that repairs a migrated session', async () => {
-    let completed = false
-    for (let op = 1; op <= 64 && !completed; op += 1) {
-      const root = freshRoot()
-      const session = makeV0Session(root, 'recover', { fixture: 'crash-dangling-tool-call.jsonl' })
-      await migrateSession({ mode: 'write', directory: session.directory })
-      appendFileSync(
-        join(session.directory, 'session.v4.jsonl'),
-        '{"seq":10,"time":"2025-04-20T21:41:00.000Z","type":"tur',
-      )
-      const { killed, lines } = await runChildCommand({ cmd: 'open', root, id: session.id, killAtOp: op })
-      if (!killed) {
-        expect(lines.find((line) => line.event === 'opened')).toBeDefined()
-        completed = true
+  it(
+    'M7: SIGKILL before every mutating or syncing call of the write open that repairs a migrated session',
+    async () => {
+      let completed = false
+      for (let op = 1; op <= 64 && !completed; op += 1) {
+        const root = freshRoot()
+        const session = makeV0Session(root, 'recover', { fixture: 'crash-dangling-tool-call.jsonl' })
+        await migrateSession({ mode: 'write', directory: session.directory })
+        appendFileSync(
+          join(session.directory, 'session.v4.jsonl'),
+          '{"seq":10,"time":"2025-04-20T21:41:00.000Z","type":"tur',
+        )
+        const { killed, lines } = await runChildCommand({ cmd: 'open', root, id: session.id, killAtOp: op })
+        if (!killed) {
+          expect(lines.find((line) => line.event === 'opened')).toBeDefined()
+          completed = true
+        }
+        forgetLocks(session.directory)
+        checkSingleRepair(await reopenAndCheck(session, { current: 'session.v4.jsonl' }), `kill at op ${op}`)
       }
-      forgetLocks(session.directory)
-      checkSingleRepair(await reopenAndCheck(session, { current: 'session.v4.jsonl' }), `kill at op ${op}`)
-    }
-    expect(completed).toBe(true)
-  }, 900_000)
+      expect(completed).toBe(true)
+    },
+    testTime(900_000),
+  )
 })
 
 describe('migration crash suite, P model', () => {
@@ -131,12 +140,16 @@ describe('migration crash suite, P model', () => {
     900_000,
   )
 
-  it('M7: power loss at every op index of the repairing write open, every damage, two seeds', async () => {
-    const session = makeV0Session(freshRoot(), 'recovering', { fixture: 'crash-dangling-tool-call.jsonl' })
-    expect(
-      await powerLossOverRecovery(session, { scratch, damages: ['drop', 'cut', 'garble'], seeds: [1, 2] }),
-    ).toBeGreaterThan(30)
-  }, 900_000)
+  it(
+    'M7: power loss at every op index of the repairing write open, every damage, two seeds',
+    async () => {
+      const session = makeV0Session(freshRoot(), 'recovering', { fixture: 'crash-dangling-tool-call.jsonl' })
+      expect(
+        await powerLossOverRecovery(session, { scratch, damages: ['drop', 'cut', 'garble'], seeds: [1, 2] }),
+      ).toBeGreaterThan(30)
+    },
+    testTime(900_000),
+  )
 })
 
 describe('migration crash suite, V4', () => {
@@ -181,28 +194,40 @@ describe('migration crash suite, V4', () => {
     return outcomes
   }
 
-  it('V4: 50 rounds without the lock (free race: the loser finds the target or gets EEXIST on link)', async () => {
-    const outcomes = await race({ lock: false, rounds: 50 })
-    expect(outcomes.get('published')).toBe(50)
-  }, 900_000)
+  it(
+    'V4: 50 rounds without the lock (free race: the loser finds the target or gets EEXIST on link)',
+    async () => {
+      const outcomes = await race({ lock: false, rounds: 50 })
+      expect(outcomes.get('published')).toBe(50)
+    },
+    testTime(900_000),
+  )
 
-  it('V4: 50 rounds with the writer lock', async () => {
-    const outcomes = await race({ lock: true, rounds: 50 })
-    expect(outcomes.get('published')).toBe(50)
-    expect(outcomes.get('already-published')).toBeUndefined()
-  }, 900_000)
+  it(
+    'V4: 50 rounds with the writer lock',
+    async () => {
+      const outcomes = await race({ lock: true, rounds: 50 })
+      expect(outcomes.get('published')).toBe(50)
+      expect(outcomes.get('already-published')).toBeUndefined()
+    },
+    testTime(900_000),
+  )
 })
 
 describe('migration crash suite, bounded memory', () => {
-  it('migrates 100,000 v0 events in a child whose peak RSS stays within 3x the bare parse loop and below 400 MB', async () => {
-    const directory = join(freshRoot(), 'big')
-    mkdirSync(directory, { mode: 0o700 })
-    await writeLargeV0Session(join(directory, 'session.jsonl'), { events: 100_000, seed: 11 })
-    const size = statSync(join(directory, 'session.jsonl')).size
-    const ours = await runChild(`migrate:${directory}`)
-    const floor = await runChild(`floor:${join(directory, 'session.jsonl')}`)
-    expect(ours.events).toBeGreaterThanOrEqual(100_000)
-    expect(ours.maxRssBytes).toBeLessThan(Math.max(3 * floor.maxRssBytes, size))
-    expect(ours.maxRssBytes).toBeLessThan(400 * 1024 * 1024)
-  }, 900_000)
+  it(
+    'migrates 100,000 v0 events in a child whose peak RSS stays within 3x the bare parse loop and below 400 MB',
+    async () => {
+      const directory = join(freshRoot(), 'big')
+      mkdirSync(directory, { mode: 0o700 })
+      await writeLargeV0Session(join(directory, 'session.jsonl'), { events: 100_000, seed: 11 })
+      const size = statSync(join(directory, 'session.jsonl')).size
+      const ours = await runChild(`migrate:${directory}`)
+      const floor = await runChild(`floor:${join(directory, 'session.jsonl')}`)
+      expect(ours.events).toBeGreaterThanOrEqual(100_000)
+      expect(ours.maxRssBytes).toBeLessThan(Math.max(3 * floor.maxRssBytes, size))
+      expect(ours.maxRssBytes).toBeLessThan(400 * 1024 * 1024)
+    },
+    testTime(900_000),
+  )
 })

@@ -19,6 +19,7 @@ import { join } from 'node:path'
 import type { LoggedEvent } from '@agent-ledger/session-events'
 import { afterAll, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { nodeFsOps } from '../src/fs-ops.ts'
 import { listGenerations, pickCurrentGeneration } from '../src/generations.ts'
 import { JsonlStoreError } from '../src/jsonl-store-error.ts'
@@ -445,13 +446,21 @@ describe('V4: two processes migrate the same session at once', () => {
     else expect(outcomes.get('already-published')).toBe(options.rounds)
   }
 
-  it('V4 (lock bypassed): the link EEXIST loser accepts the winner identical bytes; exactly one v4, v0 untouched, no temp left (20 rounds)', async () => {
-    await race({ lock: false, rounds: 20 })
-  }, 120_000)
+  it(
+    'V4 (lock bypassed): the link EEXIST loser accepts the winner identical bytes; exactly one v4, v0 untouched, no temp left (20 rounds)',
+    async () => {
+      await race({ lock: false, rounds: 20 })
+    },
+    testTime(120_000),
+  )
 
-  it('V4 (with the writer lock): one migrates, the other waits and finds the session up to date (3 rounds)', async () => {
-    await race({ lock: true, rounds: 3 })
-  }, 120_000)
+  it(
+    'V4 (with the writer lock): one migrates, the other waits and finds the session up to date (3 rounds)',
+    async () => {
+      await race({ lock: true, rounds: 3 })
+    },
+    testTime(120_000),
+  )
 })
 
 describe('migration of a generated long session', () => {

@@ -23,6 +23,7 @@ import { join } from 'node:path'
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { JsonlStoreError } from '../src/index.ts'
 import { LOG_FILE_NAME } from '../src/format.ts'
 import type { SessionStore } from '../src/index.ts'
@@ -193,37 +194,41 @@ describe('W12: a full disk (tmpfs)', () => {
     await repaired.close()
   })
 
-  it('W12: an automatic flush on a full disk backs off, reports DISK_FULL through the logger, leaves no partial line, and succeeds by itself once space is freed', async () => {
-    if (!mounted) return
-    const { store, warnings } = testStore(root, { flush: { maxBufferedEvents: 1, maxDelayMs: 0 } })
-    const writer = await store.create({ id: 'auto' })
-    const path = join(root, 'auto', LOG_FILE_NAME)
-    const durable = statSync(path).size
-    fillDisk()
-    writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'x'.repeat(9000) } } })
-    // Wait (bounded) for the first failure report.
-    for (let spin = 0; spin < 500 && warnings.length < 2; spin += 1)
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    const failures = warnings.filter((warning) => warning.message.includes('Automatic flush'))
-    expect(failures.length).toBeGreaterThanOrEqual(2)
-    expect(failures[0]!.details).toMatchObject({
-      code: 'DISK_FULL',
-      file: `auto/${LOG_FILE_NAME}`,
-      attempt: 1,
-      retryInMs: 100,
-    })
-    expect(failures[1]!.details).toMatchObject({ attempt: 2, retryInMs: 200 })
-    expect(failures[0]!.details?.['error']).toBeInstanceOf(JsonlStoreError)
-    // Between attempts the log is back at its durable size: no partial line for a reader.
-    expect(statSync(path).size).toBe(durable)
-    expect(writer.durableSeq).toBe(-1)
-    freeDisk()
-    for (let spin = 0; spin < 500 && writer.durableSeq < 0; spin += 1)
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    expect(writer.durableSeq).toBe(0)
-    await writer.close()
-    expect((await store.verify('auto')).lastSeq).toBe(0)
-  }, 30_000)
+  it(
+    'W12: an automatic flush on a full disk backs off, reports DISK_FULL through the logger, leaves no partial line, and succeeds by itself once space is freed',
+    async () => {
+      if (!mounted) return
+      const { store, warnings } = testStore(root, { flush: { maxBufferedEvents: 1, maxDelayMs: 0 } })
+      const writer = await store.create({ id: 'auto' })
+      const path = join(root, 'auto', LOG_FILE_NAME)
+      const durable = statSync(path).size
+      fillDisk()
+      writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'x'.repeat(9000) } } })
+      // Wait (bounded) for the first failure report.
+      for (let spin = 0; spin < 500 && warnings.length < 2; spin += 1)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      const failures = warnings.filter((warning) => warning.message.includes('Automatic flush'))
+      expect(failures.length).toBeGreaterThanOrEqual(2)
+      expect(failures[0]!.details).toMatchObject({
+        code: 'DISK_FULL',
+        file: `auto/${LOG_FILE_NAME}`,
+        attempt: 1,
+        retryInMs: 100,
+      })
+      expect(failures[1]!.details).toMatchObject({ attempt: 2, retryInMs: 200 })
+      expect(failures[0]!.details?.['error']).toBeInstanceOf(JsonlStoreError)
+      // Between attempts the log is back at its durable size: no partial line for a reader.
+      expect(statSync(path).size).toBe(durable)
+      expect(writer.durableSeq).toBe(-1)
+      freeDisk()
+      for (let spin = 0; spin < 500 && writer.durableSeq < 0; spin += 1)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(writer.durableSeq).toBe(0)
+      await writer.close()
+      expect((await store.verify('auto')).lastSeq).toBe(0)
+    },
+    testTime(30_000),
+  )
 
   it('W12: a migration (publish) on a full disk is DISK_FULL with its step; the v0 source is untouched', async () => {
     if (!mounted) return

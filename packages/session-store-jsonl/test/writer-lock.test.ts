@@ -18,6 +18,7 @@ import { join } from 'node:path'
 
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 
+import { waitUntil } from '../../../tooling/test-time.ts'
 import { nodeFsOps } from '../src/fs-ops.ts'
 import type { FsOps } from '../src/fs-ops.ts'
 import { JsonlStoreError } from '../src/jsonl-store-error.ts'
@@ -366,9 +367,7 @@ describe('acquireWriterLock', () => {
     const lock = await acquireWriterLock(nodeFsOps, directory, { heartbeatMs: 10 })
     held.push(lock)
     const first = lockContent(directory)['heartbeatAt']
-    for (let attempt = 0; attempt < 500 && lockContent(directory)['heartbeatAt'] === first; attempt += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
+    await waitUntil('a heartbeat', () => lockContent(directory)['heartbeatAt'] !== first)
     const content = lockContent(directory)
     expect(content['heartbeatAt']).not.toBe(first)
     expect(content['nonce']).toBe(lock.nonce)

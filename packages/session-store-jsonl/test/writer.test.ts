@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import type { EventInput } from '@agent-ledger/session-events'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { JsonlStoreError } from '../src/index.ts'
 import { LOG_FILE_NAME } from '../src/format.ts'
 import type { SessionStore, SessionWriter } from '../src/index.ts'
@@ -138,31 +139,35 @@ describe('session writer', () => {
     expect(statSync(logPath('limit')).size).toBe(size)
   })
 
-  it('W9: a 100 MB tool output round-trips byte-identical (sha256), read back in chunks', async () => {
-    const size = 100 * 1024 * 1024
-    ;({ store } = testStore(temp.path, {
-      limits: { maxEventBytes: 128 * 1024 * 1024, maxLineBytes: 128 * 1024 * 1024 },
-      redaction: null,
-    }))
-    let block = ''
-    for (let index = 0; block.length < 4096; index += 1) block += `line ${index} of a long tool output\n`
-    const output = block.repeat(Math.ceil(size / block.length)).slice(0, size)
-    const digest = createHash('sha256').update(output).digest('hex')
-    const writer = await store.create({ id: 'huge' })
-    const [start, user, assistant, call] = turnInputs(1)
-    for (const input of [start!, user!, assistant!, call!]) writer.append(input)
-    // A single event may exceed maxBufferedBytes only when the buffer is empty: flush first.
-    await writer.flush()
-    writer.append({
-      type: 'tool/result',
-      data: { message: { role: 'tool', tool_call_id: 'call_1', content: output } },
-    })
-    await writer.close()
-    expect(statSync(logPath('huge')).size).toBeGreaterThan(size)
-    const events = await collect(store.readEvents('huge', { fromSeq: 4 }))
-    const content = (events[0]!.data as { message: { content: string } }).message.content
-    expect(createHash('sha256').update(content).digest('hex')).toBe(digest)
-  }, 120_000)
+  it(
+    'W9: a 100 MB tool output round-trips byte-identical (sha256), read back in chunks',
+    async () => {
+      const size = 100 * 1024 * 1024
+      ;({ store } = testStore(temp.path, {
+        limits: { maxEventBytes: 128 * 1024 * 1024, maxLineBytes: 128 * 1024 * 1024 },
+        redaction: null,
+      }))
+      let block = ''
+      for (let index = 0; block.length < 4096; index += 1) block += `line ${index} of a long tool output\n`
+      const output = block.repeat(Math.ceil(size / block.length)).slice(0, size)
+      const digest = createHash('sha256').update(output).digest('hex')
+      const writer = await store.create({ id: 'huge' })
+      const [start, user, assistant, call] = turnInputs(1)
+      for (const input of [start!, user!, assistant!, call!]) writer.append(input)
+      // A single event may exceed maxBufferedBytes only when the buffer is empty: flush first.
+      await writer.flush()
+      writer.append({
+        type: 'tool/result',
+        data: { message: { role: 'tool', tool_call_id: 'call_1', content: output } },
+      })
+      await writer.close()
+      expect(statSync(logPath('huge')).size).toBeGreaterThan(size)
+      const events = await collect(store.readEvents('huge', { fromSeq: 4 }))
+      const content = (events[0]!.data as { message: { content: string } }).message.content
+      expect(createHash('sha256').update(content).digest('hex')).toBe(digest)
+    },
+    testTime(120_000),
+  )
 
   it('W10: past maxBufferedBytes append throws BUFFER_FULL synchronously; flush makes room; close() flushes the rest', async () => {
     const fs = createFaultFs()
@@ -288,14 +293,14 @@ describe('session writer', () => {
     }))
     const counted = await store.create({ id: 'count' })
     for (let index = 0; index < 3; index += 1) counted.append(note(`c${index}`))
-    await vi.waitFor(() => expect(counted.durableSeq).toBe(2), { timeout: 10_000 })
+    await vi.waitFor(() => expect(counted.durableSeq).toBe(2), { timeout: testTime(10_000) })
     await counted.close()
     ;({ store } = testStore(temp.path, {
       flush: { maxBufferedEvents: 0, maxDelayMs: 20, maxBufferedBytes: 0 },
     }))
     const timed = await store.create({ id: 'timer' })
     timed.append(note('waits for the timer'))
-    await vi.waitFor(() => expect(timed.durableSeq).toBe(0), { timeout: 10_000 })
+    await vi.waitFor(() => expect(timed.durableSeq).toBe(0), { timeout: testTime(10_000) })
     await timed.close()
   })
 

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { scanFrames } from '../src/zstd/scan-frames.ts'
 import { loadZstdCodec } from '../src/zstd/zstd-codec.ts'
 import type { ZstdCodec } from '../src/zstd/zstd-codec.ts'
@@ -25,7 +26,7 @@ beforeAll(async () => {
   // 1 GiB of zeros through the stock CLI: about 32 KB of RLE blocks
   const made = spawnSync('bash', ['-c', `head -c 1G /dev/zero | zstd -19 -q -c > '${bombFile}'`])
   if (made.status !== 0) throw new Error(`could not build the bomb: ${made.stderr.toString()}`)
-}, 120_000)
+}, testTime(120_000))
 
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true })
@@ -91,7 +92,7 @@ function runChild(): NonNullable<typeof childReport> {
   const result = spawnSync(
     process.execPath,
     ['--import', 'tsx', '--expose-gc', script, join(packageDir, 'src', 'zstd'), bombFile],
-    { cwd: packageDir, encoding: 'utf8', timeout: 120_000 },
+    { cwd: packageDir, encoding: 'utf8', timeout: testTime(120_000) },
   )
   if (result.status !== 0) throw new Error(`child failed (${result.status}): ${result.stderr}`)
   childReport = JSON.parse(result.stdout) as NonNullable<typeof childReport>
@@ -99,21 +100,29 @@ function runChild(): NonNullable<typeof childReport> {
 }
 
 describe('bounded decompression', () => {
-  it('S4: 1 GiB of zeros compressed by zstd -19 is refused with DECOMPRESSION_LIMIT before decoding, RSS bounded (child)', () => {
-    const scan = scanFrames(Buffer.from(spawnSync('cat', [bombFile]).stdout))
-    expect(scan.frames[0]).toMatchObject({ maxContentSize: 1024 * MiB, windowSize: 8 * MiB })
-    const report = runChild()
-    expect(report.compressedBytes).toBeLessThan(64 * 1024)
-    const child = report['output-limit']
-    expect(child).toMatchObject({ code: 'DECOMPRESSION_LIMIT', limit: 64 * MiB, producedBytes: 0 })
-    expect(child.maxRss - child.baselineRss).toBeLessThan(child.limit + 64 * MiB)
-  }, 120_000)
+  it(
+    'S4: 1 GiB of zeros compressed by zstd -19 is refused with DECOMPRESSION_LIMIT before decoding, RSS bounded (child)',
+    () => {
+      const scan = scanFrames(Buffer.from(spawnSync('cat', [bombFile]).stdout))
+      expect(scan.frames[0]).toMatchObject({ maxContentSize: 1024 * MiB, windowSize: 8 * MiB })
+      const report = runChild()
+      expect(report.compressedBytes).toBeLessThan(64 * 1024)
+      const child = report['output-limit']
+      expect(child).toMatchObject({ code: 'DECOMPRESSION_LIMIT', limit: 64 * MiB, producedBytes: 0 })
+      expect(child.maxRss - child.baselineRss).toBeLessThan(child.limit + 64 * MiB)
+    },
+    testTime(120_000),
+  )
 
-  it('S4: the same bomb read as one 1 GiB "line" with a 4 GiB output limit stops at the line limit, RSS bounded (child)', () => {
-    const child = runChild()['line-limit']
-    expect(child).toMatchObject({ code: 'LINE_TOO_LARGE', limit: 32 * MiB })
-    expect(child.maxRss - child.baselineRss).toBeLessThan(child.limit + 64 * MiB)
-  }, 120_000)
+  it(
+    'S4: the same bomb read as one 1 GiB "line" with a 4 GiB output limit stops at the line limit, RSS bounded (child)',
+    () => {
+      const child = runChild()['line-limit']
+      expect(child).toMatchObject({ code: 'LINE_TOO_LARGE', limit: 32 * MiB })
+      expect(child.maxRss - child.baselineRss).toBeLessThan(child.limit + 64 * MiB)
+    },
+    testTime(120_000),
+  )
 
   it('S4: a frame claiming a 2^60 content size is refused before anything is decoded', () => {
     const fcs = [0, 0, 0, 0, 0, 0, 0, 0x10] // 2^60, little-endian

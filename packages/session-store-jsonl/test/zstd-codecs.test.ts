@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto'
 
 import { describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { scanFrames } from '../src/zstd/scan-frames.ts'
 import { zlibZstd } from '../src/zstd/zlib-zstd-codec.ts'
 import { loadWasmZstdCodec, loadZstdCodec } from '../src/zstd/zstd-codec.ts'
@@ -48,29 +49,33 @@ describe('the codec of this runtime', () => {
     expect(codec.levels).toEqual({ min: -5, max: 9 })
   })
 
-  it('frames written by either codec (sync and off the event loop) decode with the other and with the zstd CLI', async () => {
-    const all = await codecs()
-    const content = concatBytes([...eventLines(3000), Buffer.alloc(3 * MiB, 'agent ledger\n')])
-    for (const writer of all) {
-      const frames = [writer.compressFrame(content, 3), await writer.compressFrameAsync(content, 6)]
-      for (const frame of frames) {
-        const scan = scanFrames(frame)
-        expect(scan.frames, writer.name).toHaveLength(1)
-        expect(scan.frames[0]).toMatchObject({ kind: 'zstd', hasChecksum: false, contentSize: undefined })
-        for (const reader of all) {
-          expect(Buffer.from(reader.decompressFrame(frame, limits)).equals(content), reader.name).toBe(true)
-          const pieces: Buffer[] = []
-          const total = reader.decompressFrameChunks(frame, limits, (piece) =>
-            pieces.push(Buffer.from(piece)),
-          )
-          expect(total).toBe(content.length)
-          expect(Math.max(...pieces.map((piece) => piece.length))).toBeLessThanOrEqual(512 * 1024)
-          expect(Buffer.concat(pieces).equals(content)).toBe(true)
+  it(
+    'frames written by either codec (sync and off the event loop) decode with the other and with the zstd CLI',
+    async () => {
+      const all = await codecs()
+      const content = concatBytes([...eventLines(3000), Buffer.alloc(3 * MiB, 'agent ledger\n')])
+      for (const writer of all) {
+        const frames = [writer.compressFrame(content, 3), await writer.compressFrameAsync(content, 6)]
+        for (const frame of frames) {
+          const scan = scanFrames(frame)
+          expect(scan.frames, writer.name).toHaveLength(1)
+          expect(scan.frames[0]).toMatchObject({ kind: 'zstd', hasChecksum: false, contentSize: undefined })
+          for (const reader of all) {
+            expect(Buffer.from(reader.decompressFrame(frame, limits)).equals(content), reader.name).toBe(true)
+            const pieces: Buffer[] = []
+            const total = reader.decompressFrameChunks(frame, limits, (piece) =>
+              pieces.push(Buffer.from(piece)),
+            )
+            expect(total).toBe(content.length)
+            expect(Math.max(...pieces.map((piece) => piece.length))).toBeLessThanOrEqual(512 * 1024)
+            expect(Buffer.concat(pieces).equals(content)).toBe(true)
+          }
+          expect(cliCheck(frame).plain?.equals(content)).toBe(true)
         }
-        expect(cliCheck(frame).plain?.equals(content)).toBe(true)
       }
-    }
-  }, 120_000)
+    },
+    testTime(120_000),
+  )
 
   it('compressFrameAsync keeps several frames in flight, each exactly one frame of its own content, and leaves the input untouched', async () => {
     for (const codec of await codecs()) {

@@ -6,6 +6,7 @@ import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { JsonlStoreError } from '../src/index.ts'
 import { SEALED_FRAME_MIN_BYTES } from '../src/format.ts'
 import type { CompressProgress, SessionStore } from '../src/index.ts'
@@ -214,46 +215,50 @@ describe('compress', () => {
     expect((await store.list()).problems.map((problem) => problem.error.code)).toEqual(['MIXED_ENCODINGS'])
   })
 
-  it('SIGKILL at every step of the protocol: the session always reads back the same events, and the next write open leaves exactly the .zstd log', async () => {
-    const points = [
-      'temp-created',
-      'temp-written',
-      'temp-synced',
-      'verified',
-      'linked',
-      'dir-synced',
-      'temp-unlinked',
-      'plain-unlinked',
-    ]
-    for (const point of points) {
-      const id = `kill-${point}`
-      const { bytes, events } = await plainSession(id)
-      const child = await spawnBundledChild('zstd-compress-child.ts', [temp.path, id, point, '1024'])
-      const exit = await child.exited
-      expect({ point, signal: exit.signal, lines: child.lines }).toEqual({
-        point,
-        signal: 'SIGKILL',
-        lines: [`AT ${point}`],
-      })
-      const directory = join(temp.path, id)
-      const afterLink = points.indexOf(point) >= points.indexOf('linked')
-      expect(existsSync(join(directory, ZSTD_NAME))).toBe(afterLink)
-      expect(existsSync(join(directory, PLAIN_NAME))).toBe(point !== 'plain-unlinked')
-      if (existsSync(join(directory, PLAIN_NAME))) {
-        expect(readFileSync(join(directory, PLAIN_NAME)).equals(bytes)).toBe(true)
+  it(
+    'SIGKILL at every step of the protocol: the session always reads back the same events, and the next write open leaves exactly the .zstd log',
+    async () => {
+      const points = [
+        'temp-created',
+        'temp-written',
+        'temp-synced',
+        'verified',
+        'linked',
+        'dir-synced',
+        'temp-unlinked',
+        'plain-unlinked',
+      ]
+      for (const point of points) {
+        const id = `kill-${point}`
+        const { bytes, events } = await plainSession(id)
+        const child = await spawnBundledChild('zstd-compress-child.ts', [temp.path, id, point, '1024'])
+        const exit = await child.exited
+        expect({ point, signal: exit.signal, lines: child.lines }).toEqual({
+          point,
+          signal: 'SIGKILL',
+          lines: [`AT ${point}`],
+        })
+        const directory = join(temp.path, id)
+        const afterLink = points.indexOf(point) >= points.indexOf('linked')
+        expect(existsSync(join(directory, ZSTD_NAME))).toBe(afterLink)
+        expect(existsSync(join(directory, PLAIN_NAME))).toBe(point !== 'plain-unlinked')
+        if (existsSync(join(directory, PLAIN_NAME))) {
+          expect(readFileSync(join(directory, PLAIN_NAME)).equals(bytes)).toBe(true)
+        }
+        expect(await collect(store.readEvents(id))).toEqual(events)
+        const writer = await store.openWriter(id)
+        await writer.close()
+        const names = namesIn(directory).filter((name) => name !== 'writer.lock')
+        expect(names).toEqual([afterLink ? ZSTD_NAME : PLAIN_NAME])
+        expect(await collect(store.readEvents(id))).toEqual(events)
+        // Running it again succeeds: a compress, or a reseal of the 1 KiB frames the child wrote.
+        const again = await store.compress(id)
+        expect(again.outcome).toBe(afterLink ? 'resealed' : 'compressed')
+        expect(namesIn(directory).filter((name) => name !== 'writer.lock')).toEqual([ZSTD_NAME])
       }
-      expect(await collect(store.readEvents(id))).toEqual(events)
-      const writer = await store.openWriter(id)
-      await writer.close()
-      const names = namesIn(directory).filter((name) => name !== 'writer.lock')
-      expect(names).toEqual([afterLink ? ZSTD_NAME : PLAIN_NAME])
-      expect(await collect(store.readEvents(id))).toEqual(events)
-      // Running it again succeeds: a compress, or a reseal of the 1 KiB frames the child wrote.
-      const again = await store.compress(id)
-      expect(again.outcome).toBe(afterLink ? 'resealed' : 'compressed')
-      expect(namesIn(directory).filter((name) => name !== 'writer.lock')).toEqual([ZSTD_NAME])
-    }
-  }, 120_000)
+    },
+    testTime(120_000),
+  )
 })
 
 describe('reseal', () => {
@@ -276,54 +281,64 @@ describe('reseal', () => {
     expect(namesIn(join(temp.path, 'live'))).toEqual([ZSTD_NAME])
   })
 
-  it('copies the sealed frames byte for byte and re-encodes only the small-frame tail', async () => {
-    // Big tool outputs so that the session holds two sealed frames (>= 2 MiB of content each).
-    const big = Array.from({ length: 48 }, (_, turn) =>
-      turnInputs(turn + 1, { toolOutput: `${'x'.repeat(60)}${turn}\n`.repeat(1800) }),
-    ).flat()
-    await writeBatches(store, { id: 'big', encoding: 'plain', batches: [big] })
-    await store.compress('big', { frameBytes: SEALED_FRAME_MIN_BYTES + 1024 })
-    const sealed = readFileSync(join(temp.path, 'big', ZSTD_NAME))
-    const sealedStarts = frameStarts(sealed)
-    const writer = await store.openWriter('big')
-    for (let index = 0; index < 6; index += 1) {
-      writer.append(note)
-      await writer.flush()
-    }
-    await writer.close()
-    const grown = readFileSync(join(temp.path, 'big', ZSTD_NAME))
-    const result = await store.compress('big', { frameBytes: SEALED_FRAME_MIN_BYTES + 1024 })
-    expect(result.outcome).toBe('resealed')
-    const resealed = readFileSync(join(temp.path, 'big', ZSTD_NAME))
-    // Every frame but the last of the first compress is >= 2 MiB of content: kept byte for byte.
-    const keep = sealedStarts[sealedStarts.length - 1]!
-    expect(resealed.subarray(0, keep).equals(sealed.subarray(0, keep))).toBe(true)
-    expect(cliCheck(resealed).plain?.equals(cliCheck(grown).plain!)).toBe(true)
-    expect(frameStarts(resealed).length).toBeLessThan(frameStarts(grown).length)
-  }, 60_000)
+  it(
+    'copies the sealed frames byte for byte and re-encodes only the small-frame tail',
+    async () => {
+      // Big tool outputs so that the session holds two sealed frames (>= 2 MiB of content each).
+      const big = Array.from({ length: 48 }, (_, turn) =>
+        turnInputs(turn + 1, { toolOutput: `${'x'.repeat(60)}${turn}\n`.repeat(1800) }),
+      ).flat()
+      await writeBatches(store, { id: 'big', encoding: 'plain', batches: [big] })
+      await store.compress('big', { frameBytes: SEALED_FRAME_MIN_BYTES + 1024 })
+      const sealed = readFileSync(join(temp.path, 'big', ZSTD_NAME))
+      const sealedStarts = frameStarts(sealed)
+      const writer = await store.openWriter('big')
+      for (let index = 0; index < 6; index += 1) {
+        writer.append(note)
+        await writer.flush()
+      }
+      await writer.close()
+      const grown = readFileSync(join(temp.path, 'big', ZSTD_NAME))
+      const result = await store.compress('big', { frameBytes: SEALED_FRAME_MIN_BYTES + 1024 })
+      expect(result.outcome).toBe('resealed')
+      const resealed = readFileSync(join(temp.path, 'big', ZSTD_NAME))
+      // Every frame but the last of the first compress is >= 2 MiB of content: kept byte for byte.
+      const keep = sealedStarts[sealedStarts.length - 1]!
+      expect(resealed.subarray(0, keep).equals(sealed.subarray(0, keep))).toBe(true)
+      expect(cliCheck(resealed).plain?.equals(cliCheck(grown).plain!)).toBe(true)
+      expect(frameStarts(resealed).length).toBeLessThan(frameStarts(grown).length)
+    },
+    testTime(60_000),
+  )
 
-  it('a reseal interrupted before its rename leaves the log untouched and no temp file; after the rename the new log reads the same', async () => {
-    const batches = batchesOf(
-      closedSessionInputs(40),
-      Array.from({ length: 20 }, () => 2),
-    )
-    const { path, bytes } = await writeBatches(store, { id: 'crash', encoding: 'zstd', batches })
-    const events = await collect(store.readEvents('crash'))
-    for (const point of ['temp-synced', 'verified']) {
-      const child = await spawnBundledChild('zstd-compress-child.ts', [temp.path, 'crash', point])
+  it(
+    'a reseal interrupted before its rename leaves the log untouched and no temp file; after the rename the new log reads the same',
+    async () => {
+      const batches = batchesOf(
+        closedSessionInputs(40),
+        Array.from({ length: 20 }, () => 2),
+      )
+      const { path, bytes } = await writeBatches(store, { id: 'crash', encoding: 'zstd', batches })
+      const events = await collect(store.readEvents('crash'))
+      for (const point of ['temp-synced', 'verified']) {
+        const child = await spawnBundledChild('zstd-compress-child.ts', [temp.path, 'crash', point])
+        expect((await child.exited).signal).toBe('SIGKILL')
+        expect(readFileSync(path).equals(bytes)).toBe(true)
+        expect(readdirSync(join(temp.path, 'crash')).some((name) => name.startsWith('.tmp-reseal-'))).toBe(
+          true,
+        )
+        expect(await collect(store.readEvents('crash'))).toEqual(events)
+        // The next lock holder removes the leftover temp file.
+        await (await store.openWriter('crash')).close()
+        expect(namesIn(join(temp.path, 'crash'))).toEqual([ZSTD_NAME])
+      }
+      const child = await spawnBundledChild('zstd-compress-child.ts', [temp.path, 'crash', 'renamed'])
       expect((await child.exited).signal).toBe('SIGKILL')
-      expect(readFileSync(path).equals(bytes)).toBe(true)
-      expect(readdirSync(join(temp.path, 'crash')).some((name) => name.startsWith('.tmp-reseal-'))).toBe(true)
+      const renamed = readFileSync(path)
+      expect(renamed.length).toBeLessThan(bytes.length)
+      expect(cliCheck(renamed).plain?.equals(cliCheck(bytes).plain!)).toBe(true)
       expect(await collect(store.readEvents('crash'))).toEqual(events)
-      // The next lock holder removes the leftover temp file.
-      await (await store.openWriter('crash')).close()
-      expect(namesIn(join(temp.path, 'crash'))).toEqual([ZSTD_NAME])
-    }
-    const child = await spawnBundledChild('zstd-compress-child.ts', [temp.path, 'crash', 'renamed'])
-    expect((await child.exited).signal).toBe('SIGKILL')
-    const renamed = readFileSync(path)
-    expect(renamed.length).toBeLessThan(bytes.length)
-    expect(cliCheck(renamed).plain?.equals(cliCheck(bytes).plain!)).toBe(true)
-    expect(await collect(store.readEvents('crash'))).toEqual(events)
-  }, 60_000)
+    },
+    testTime(60_000),
+  )
 })

@@ -2,6 +2,7 @@
 // 512-byte sectors across the file, for our frames and for CLI frames with a checksum.
 import { beforeAll, describe, expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { decodeFrameLines } from '../src/zstd/decode-frame-lines.ts'
 import { encodeFrames } from '../src/zstd/encode-frames.ts'
 import { scanFrames } from '../src/zstd/scan-frames.ts'
@@ -79,43 +80,51 @@ const layouts = {
 
 describe('Z3 long runs', () => {
   for (const [name, middle] of Object.entries(layouts)) {
-    it(`Z3: every single-bit flip of a middle frame (${name}) is caught; frames after it are never dropped`, () => {
-      const { file, starts, expected } = fixture(middle)
-      const tally = new Map<string, number>()
-      for (let at = starts[1]!; at < starts[2]!; at++) {
-        for (let bit = 0; bit < 8; bit++) {
-          const damaged = Buffer.from(file)
-          damaged[at]! ^= 1 << bit
-          const result = read(damaged)
-          let verdict = 'verdict' in result ? result.verdict : checkLines(result.lines, expected)
-          if (verdict === 'missed' && !('verdict' in result) && result.tail !== 'none') verdict = 'dropped'
-          tally.set(verdict, (tally.get(verdict) ?? 0) + 1)
+    it(
+      `Z3: every single-bit flip of a middle frame (${name}) is caught; frames after it are never dropped`,
+      () => {
+        const { file, starts, expected } = fixture(middle)
+        const tally = new Map<string, number>()
+        for (let at = starts[1]!; at < starts[2]!; at++) {
+          for (let bit = 0; bit < 8; bit++) {
+            const damaged = Buffer.from(file)
+            damaged[at]! ^= 1 << bit
+            const result = read(damaged)
+            let verdict = 'verdict' in result ? result.verdict : checkLines(result.lines, expected)
+            if (verdict === 'missed' && !('verdict' in result) && result.tail !== 'none') verdict = 'dropped'
+            tally.set(verdict, (tally.get(verdict) ?? 0) + 1)
+          }
         }
-      }
-      console.info(
-        `Z3 bit flips, ${name} (${starts[2]! - starts[1]!} bytes): ${JSON.stringify(Object.fromEntries([...tally].sort()))}`,
-      )
-      expect(tally.get('missed')).toBeUndefined()
-      expect(tally.get('dropped')).toBeUndefined()
-    }, 600_000)
+        console.info(
+          `Z3 bit flips, ${name} (${starts[2]! - starts[1]!} bytes): ${JSON.stringify(Object.fromEntries([...tally].sort()))}`,
+        )
+        expect(tally.get('missed')).toBeUndefined()
+        expect(tally.get('dropped')).toBeUndefined()
+      },
+      testTime(600_000),
+    )
   }
 
-  it('Z3: a zeroed 512-byte sector is caught, unless it reaches into the last frame: then it is a tail cut before it', () => {
-    const { file, starts, expected } = fixture(layouts.ours)
-    for (let at = 0; at + 64 < file.length; at += 7) {
-      const damaged = Buffer.from(file)
-      damaged.fill(0, at, Math.min(at + 512, damaged.length))
-      const result = read(damaged)
-      if ('verdict' in result) continue
-      const verdict = checkLines(result.lines, expected)
-      if (verdict === 'line-check') continue
-      // the only outcome without an error: the damage reaches into the last frame, so no valid
-      // frame follows it and it reads as a torn tail (as for plain files), cut before the damage
-      expect(verdict).toBe('missed')
-      expect(at + 512).toBeGreaterThan(starts[3]!)
-      expect(result.tail).not.toBe('none')
-      expect(result.goodEnd).toBeLessThanOrEqual(at)
-      expect(result.lines).toEqual(expected.slice(0, result.lines.length))
-    }
-  }, 600_000)
+  it(
+    'Z3: a zeroed 512-byte sector is caught, unless it reaches into the last frame: then it is a tail cut before it',
+    () => {
+      const { file, starts, expected } = fixture(layouts.ours)
+      for (let at = 0; at + 64 < file.length; at += 7) {
+        const damaged = Buffer.from(file)
+        damaged.fill(0, at, Math.min(at + 512, damaged.length))
+        const result = read(damaged)
+        if ('verdict' in result) continue
+        const verdict = checkLines(result.lines, expected)
+        if (verdict === 'line-check') continue
+        // the only outcome without an error: the damage reaches into the last frame, so no valid
+        // frame follows it and it reads as a torn tail (as for plain files), cut before the damage
+        expect(verdict).toBe('missed')
+        expect(at + 512).toBeGreaterThan(starts[3]!)
+        expect(result.tail).not.toBe('none')
+        expect(result.goodEnd).toBeLessThanOrEqual(at)
+        expect(result.lines).toEqual(expected.slice(0, result.lines.length))
+      }
+    },
+    testTime(600_000),
+  )
 })

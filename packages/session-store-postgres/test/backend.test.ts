@@ -3,6 +3,7 @@ import type { StoredLine, WriterLease } from '@agent-ledger/session-store'
 import pg from 'pg'
 import { expect, it } from 'vitest'
 
+import { testTime, waitUntil } from '../../../tooling/test-time.ts'
 import { APPEND_CHANNEL, openPostgresBackend, PostgresBackend, PostgresFailureReason } from '../src/index.ts'
 import {
   crcOf,
@@ -345,11 +346,12 @@ describeOnServer('PostgreSQL backend', () => {
       const waiting = follow.waitForAppend(followed, { nextSeq: 0 })
       // The announcement is written asynchronously: append only once it is committed, or the
       // append rightly sends no NOTIFY and the follower wakes by its poll instead.
-      for (let tries = 0; tries < 100; tries += 1) {
-        const rows = await sqlOnce(url, 'SELECT 1 FROM ledger_followers WHERE session_id = $1', [followed])
-        if (rows.length > 0) break
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
+      await waitUntil(
+        'the follower announcement',
+        async () =>
+          (await sqlOnce(url, 'SELECT 1 FROM ledger_followers WHERE session_id = $1', [followed])).length > 0,
+        { pollMs: 20 },
+      )
       for (const id of [quiet, followed]) {
         const lease = await openWriter(id)
         const lines = eventLines(0, 2)
@@ -369,11 +371,12 @@ describeOnServer('PostgreSQL backend', () => {
       const polled = follow.waitForAppend(quiet, { nextSeq: 2 })
       // The announcement is written asynchronously: delete it once it is there (deleting it
       // before it lands let it land afterwards, and the append then rightly sent a NOTIFY).
-      for (let tries = 0; tries < 100; tries += 1) {
-        const rows = await sqlOnce(url, 'SELECT 1 FROM ledger_followers WHERE session_id = $1', [quiet])
-        if (rows.length > 0) break
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
+      await waitUntil(
+        'the follower announcement',
+        async () =>
+          (await sqlOnce(url, 'SELECT 1 FROM ledger_followers WHERE session_id = $1', [quiet])).length > 0,
+        { pollMs: 20 },
+      )
       await sqlOnce(url, 'DELETE FROM ledger_followers')
       const lease = await openWriter(quiet)
       const more = eventLines(2, 1)
@@ -408,7 +411,7 @@ describeOnServer('PostgreSQL backend', () => {
   it('a server that cannot be reached is BACKEND_FAILED/CONNECTION_FAILED naming host and database, never the password', async () => {
     const error = await openPostgresBackend({
       connectionString: 'postgres://someone:s3cret-pa55@127.0.0.1:1/ledgerdb',
-      connectTimeoutMs: 2_000,
+      connectTimeoutMs: testTime(2_000),
     }).catch((caught: unknown) => caught)
     expect(SessionStoreError.is(error, SessionStoreErrorCode.BACKEND_FAILED)).toBe(true)
     const failure = error as SessionStoreError

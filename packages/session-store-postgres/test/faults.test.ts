@@ -8,6 +8,7 @@ import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-
 import type { WriterLease } from '@agent-ledger/session-store'
 import { expect, it } from 'vitest'
 
+import { testTime } from '../../../tooling/test-time.ts'
 import { openPostgresBackend } from '../src/index.ts'
 import type { PostgresBackend } from '../src/index.ts'
 import {
@@ -197,7 +198,8 @@ describeOnServer('PostgreSQL faults', () => {
   it('a lease that expires during a long pause: another owner acquires without takeover, the paused writer is FENCED on renew and on append, zero rows from it', async () => {
     const id = sessionId('pause')
     await backend.create(createRequest(id))
-    const paused = await backend.acquire(id, { owner: 'slow-tool-call', leaseMs: 300 })
+    // Long enough that the eager acquire below meets a live lease on a busy machine too.
+    const paused = await backend.acquire(id, { owner: 'slow-tool-call', leaseMs: testTime(1_000) })
     const early = await backend
       .acquire(id, { owner: 'eager', leaseMs: 60_000 })
       .catch((error: unknown) => error)

@@ -11,6 +11,7 @@ import type { WriterLease } from '@agent-ledger/session-store'
 import pg from 'pg'
 import { expect, it } from 'vitest'
 
+import { waitUntil } from '../../../tooling/test-time.ts'
 import type { PostgresBackend } from '../src/index.ts'
 import {
   crcOf,
@@ -177,15 +178,17 @@ describeOnServer('PostgreSQL retention recipe', () => {
         }),
       )
       // Wait until the append is blocked on the session row lock, then commit the recipe.
-      for (let attempt = 0; ; attempt++) {
-        const [waiting] = await sqlOnce<{ n: string }>(
-          url,
-          `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND application_name = 'agent-ledger'`,
-        )
-        if (Number(waiting!.n) > 0) break
-        if (attempt > 200) throw new Error('the append never waited on the session row')
-        await new Promise((resolve) => setTimeout(resolve, 25))
-      }
+      await waitUntil(
+        'the append to wait on the session row',
+        async () => {
+          const [waiting] = await sqlOnce<{ n: string }>(
+            url,
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND application_name = 'agent-ledger'`,
+          )
+          return Number(waiting!.n) > 0
+        },
+        { pollMs: 25 },
+      )
       await retention.query('COMMIT')
       expect(await appending).toBe(SessionStoreErrorCode.SESSION_NOT_FOUND)
       expect(await present(target.id)).toEqual({ session: 0, events: 0, checkpoints: 0, followers: 0 })

@@ -1,10 +1,11 @@
-import { flag, JSON_OPTION, seqOption, text } from '../args.ts'
+import { flag, JSON_OPTION, NO_PAGER_OPTION, seqOption, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
-import { ExitCode, usageError } from '../cli-error.ts'
+import { CliError, CliErrorCode, ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import { describeEvent } from '../describe-event.ts'
 import { fullEventText } from '../event-text.ts'
 import { resolveTarget, STORE_OPTION } from '../store-target.ts'
+import { countOf, formatCount } from '../terminal-text.ts'
 
 const HELP = `Usage: agent-ledger cat <session> [--from N] [--to N | --seq N] [--json] [--store <url|dir>]
 
@@ -23,6 +24,7 @@ Options:
                 per-line "crc" member), for jq and other tools
   --store S     the store: a directory or a postgres:// URL (default $AGENT_LEDGER_STORE);
                 <session> is then a session id in it
+  --no-pager    print directly, not through the pager (a terminal only)
   -h, --help    show this help
 
 A torn tail (an unacknowledged or in-progress last line) ends the output quietly.
@@ -30,7 +32,8 @@ Damage in the middle: the events before it are printed, then the error on stderr
 
 Exit codes:
   0  printed
-  1  the log is damaged after the printed prefix, or its header is refused
+  1  the log is damaged after the printed prefix, or its header is refused, or --from /
+     --seq is past the last event (PAST_END: the message says how many events there are)
   2  usage or I/O error
 `
 
@@ -41,12 +44,16 @@ export const catCommand: CommandSpec = {
   help: HELP,
   streams: true,
   options: {
+    'no-pager': NO_PAGER_OPTION,
+
     json: JSON_OPTION,
     from: { type: 'string' },
     to: { type: 'string' },
     seq: { type: 'string' },
     store: STORE_OPTION,
   },
+  pages: () => true,
+  stdin: true,
   positionals: ['<session>'],
   async run(context, args) {
     const json = flag(args, 'json')
@@ -75,10 +82,21 @@ export const catCommand: CommandSpec = {
       if (oneSeq !== undefined && !json) await context.out.write(fullEventText(event))
     }
     await context.out.flush()
-    if (oneSeq !== undefined && !found) {
-      throw usageError(
-        `cat: expected --seq ${oneSeq} to name an event of ${args.positionals[0]!}, found no event with that seq (the log is shorter)`,
-      )
+    if (!found && fromSeq !== undefined) {
+      // Seqs are dense from 0: nothing printed from a given seq means the log ends before it.
+      let count = 0
+      const all =
+        target.kind === 'database'
+          ? target.store.readEvents(target.id)
+          : context.store(target.location.root).readEvents(target.location.id)
+      for await (const _event of all) count++
+      const asked = oneSeq === undefined ? `--from ${fromSeq}` : `--seq ${oneSeq}`
+      throw new CliError({
+        code: CliErrorCode.PAST_END,
+        exitCode: ExitCode.DAMAGE,
+        message: `session ${args.positionals[0]!} has ${countOf(count, 'event')}; ${asked} is past the end (the last seq is ${count === 0 ? 'none' : formatCount(count - 1)})`,
+        details: { events: count, ...(oneSeq === undefined ? { from: fromSeq } : { seq: oneSeq }) },
+      })
     }
     return ExitCode.OK
   },

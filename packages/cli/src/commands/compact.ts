@@ -11,7 +11,7 @@ import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import { coreEvent } from '../describe-event.ts'
 import type { CommandContext } from '../context.ts'
-import { readProcessStdin } from '../io.ts'
+import { readStdinText } from '../io.ts'
 import { displayPath, ioError } from '../session-path.ts'
 import { resolveTarget, STORE_OPTION } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
@@ -59,7 +59,7 @@ async function summaryOf(context: CommandContext, args: Parameters<CommandSpec['
     throw usageError('compact: expected exactly one of --summary <text> or --summary-file <file>')
   }
   if (inline !== undefined) return inline
-  if (file === '-') return context.io.readStdin !== undefined ? context.io.readStdin() : readProcessStdin()
+  if (file === '-') return readStdinText(context.io)
   const path = resolve(context.cwd, file!)
   try {
     return await readFile(path, 'utf8')

@@ -5,7 +5,7 @@ import { basename, dirname, join, resolve } from 'node:path'
 
 import type { LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
 
-import { flag, NO_PROGRESS_OPTION, text } from '../args.ts'
+import { flag, NO_PAGER_OPTION, NO_PROGRESS_OPTION, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { CliError, CliErrorCode, ExitCode, usageError } from '../cli-error.ts'
 import type { CommandContext } from '../context.ts'
@@ -22,47 +22,74 @@ import type { TranscriptRenderer } from '../transcript/render.ts'
 import { viewEvent } from '../transcript/view.ts'
 import { runProviderExport } from './export-provider.ts'
 
-const HELP = `Usage: agent-ledger export <session> --format md|html|openai|anthropic [-o FILE [--force]] [--no-progress] [--store <url|dir>]
+/** Every `--format` the command accepts, what kind of output it is, and its line in the help. */
+const FORMATS = {
+  md: { kind: 'transcript', help: 'a readable Markdown transcript' },
+  html: { kind: 'transcript', help: 'a readable transcript as ONE self-contained HTML file' },
+  openai: { kind: 'provider', help: 'the repaired projection as an OpenAI chat message array' },
+  anthropic: { kind: 'provider', help: 'the repaired projection as an Anthropic Messages API body' },
+} as const
+type ExportFormat = keyof typeof FORMATS
+type FormatsOf<TKind> = {
+  [F in ExportFormat]: (typeof FORMATS)[F]['kind'] extends TKind ? F : never
+}[ExportFormat]
 
+/** Every `--format` the command accepts, in the order help and errors list them. */
+const EXPORT_FORMATS = Object.keys(FORMATS) as ExportFormat[]
 
---format openai|anthropic writes the repaired projection (after compaction, with the
-closers a resume would add applied in memory) as a provider request: the OpenAI chat
-message array (reasoning_content dropped), or an Anthropic Messages API body (system
-separate, tool_use / tool_result blocks, roles alternating); what could not be carried
-over is counted in a note on stderr.
+const isFormat = (format: string | undefined): format is ExportFormat =>
+  format !== undefined && Object.hasOwn(FORMATS, format)
+const isTranscriptFormat = (format: string | undefined): format is FormatsOf<'transcript'> =>
+  isFormat(format) && FORMATS[format].kind === 'transcript'
+const isProviderFormat = (format: string | undefined): format is FormatsOf<'provider'> =>
+  isFormat(format) && FORMATS[format].kind === 'provider'
 
-Writes a readable transcript of a session: every event in seq order, grouped by turn,
-with user, assistant and system messages, each tool call with a link to its result
-(paired by call id, per assistant message) and each result with a link back to its
-call; repair placeholders (isError results with code TOOL_OUTCOME_UNKNOWN or
-TOOL_NOT_STARTED) and compactions clearly marked; messages hidden by a compaction (the
-log keeps them) shown greyed; fork points and salvage markers; unknown ignorable events
-as JSON.
+const FORMAT_WIDTH = Math.max(...EXPORT_FORMATS.map((format) => format.length)) + 3
+const FORMAT_LIST = EXPORT_FORMATS.join('|')
 
---format html gives ONE self-contained file: inline CSS, no scripts, no network (a
-Content-Security-Policy forbids both). User and assistant text is rendered as Markdown
-with raw HTML off; every other text is escaped (a tool output holding <script> shows as
-text). Long tool outputs and arguments are collapsed behind their first lines; an index
-lists turns, repairs, errors, compactions and forks; light and dark themes. The page
-keeps under 4.5 MB: a text cut short, or the events left out at the end, come with the
-command that prints them (agent-ledger cat <session> --seq N, or --from N). --format md gives Markdown with untrusted text
-only inside fenced blocks and code spans. Both make terminal control and bidi characters
-visible as \\uXXXX.
+const HELP = `Usage: agent-ledger export <session> --format ${FORMAT_LIST} [-o FILE [--force]] [--no-progress] [--store <url|dir>]
+
+Writes a session in one of these formats (--format, required):
+${EXPORT_FORMATS.map((format) => `  ${format.padEnd(FORMAT_WIDTH)}${FORMATS[format].help}`).join('\n')}
+
+md and html: every event in seq order, grouped by turn, with user, assistant and system
+messages, each tool call with a link to its result (paired by call id, per assistant
+message) and each result with a link back to its call; repair placeholders (isError
+results with code TOOL_OUTCOME_UNKNOWN or TOOL_NOT_STARTED) and compactions clearly
+marked; messages hidden by a compaction (the log keeps them) shown greyed; fork points
+and salvage markers; unknown ignorable events as JSON.
+
+html is inline CSS, no scripts, no network (a Content-Security-Policy forbids both).
+User and assistant text is rendered as Markdown with raw HTML off; every other text is
+escaped (a tool output holding <script> shows as text). Long tool outputs and arguments
+are collapsed behind their first lines; an index lists turns, repairs, errors,
+compactions and forks; light and dark themes. The page keeps under 4.5 MB: a text cut
+short, or the events left out at the end, come with the command that prints them
+(agent-ledger cat <session> --seq N, or --from N). md keeps untrusted text only inside
+fenced blocks and code spans. Both make terminal control and bidi characters visible
+as \\uXXXX.
+
+openai and anthropic: the repaired projection (after compaction, with the closers a
+resume would add applied in memory) as a provider request: the OpenAI chat message
+array (reasoning_content dropped), or an Anthropic Messages API body (system separate,
+tool_use / tool_result blocks, roles alternating); what could not be carried over is
+counted in a note on stderr.
 
 Read-only. Reads the log twice (once to pair calls and find hidden messages, once to
 render), so memory stays bounded by the pairing tables, not by the log.
 
 Options:
-  --format md|html   the output format (required)
-  -o, --output FILE  write to FILE instead of stdout; an existing FILE is refused
+  --format F         the output format, one of ${EXPORT_FORMATS.join(', ')} (required)
+  -o, --output FILE  write to FILE instead of stdout (- is stdout).
+                     FILE is created with mode 0600 (owner only), like the session
+                     log it comes from: a transcript holds everything the session
+                     saw; chmod it to share it. An existing FILE is refused
                      (OUTPUT_EXISTS) unless --force
-  --force            with -o: replace an existing FILE (atomically)
-                     - is stdout. FILE is created with mode 0600 (owner only), like
-                     the session log it comes from: a transcript holds everything
-                     the session saw. chmod it to share it.
+  --force            with -o FILE: replace an existing FILE (atomically)
   --no-progress      no progress lines on stderr
   --store S          the store: a directory or a postgres:// URL (default
                      $AGENT_LEDGER_STORE); <session> is then a session id in it
+  --no-pager         print directly, not through the pager (a terminal only)
   -h, --help         show this help
 
 Exit codes:
@@ -316,22 +343,26 @@ export const exportCommand: CommandSpec = {
   help: HELP,
   streams: true,
   options: {
+    'no-pager': NO_PAGER_OPTION,
+
     format: { type: 'string' },
     output: { type: 'string', short: 'o' },
     force: { type: 'boolean' },
     'no-progress': NO_PROGRESS_OPTION,
     store: STORE_OPTION,
   },
+  pages: (args) => text(args, 'output') === undefined || text(args, 'output') === '-',
+  stdin: true,
   positionals: ['<session>'],
   async run(context, args) {
     const format = text(args, 'format')
-    if (format === 'openai' || format === 'anthropic') {
+    if (isProviderFormat(format)) {
       const target = await resolveTarget(context, args)
       return runProviderExport(context, target, { format, output: text(args, 'output') })
     }
-    if (format !== 'md' && format !== 'html') {
+    if (!isTranscriptFormat(format)) {
       throw usageError(
-        `export: expected --format md or --format html (or openai, anthropic), found ${format === undefined ? 'none' : JSON.stringify(format)}`,
+        `export: expected --format ${EXPORT_FORMATS.join(', ')}, found ${format === undefined ? 'none' : JSON.stringify(format)}`,
       )
     }
     const output = text(args, 'output')

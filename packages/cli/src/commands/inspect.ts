@@ -1,7 +1,7 @@
 import type { PendingToolCall } from '@agent-ledger/loop-repair'
 import type { SessionReadResult } from '@agent-ledger/session-store-jsonl'
 
-import { flag, JSON_OPTION, NO_PROGRESS_OPTION } from '../args.ts'
+import { flag, JSON_OPTION, NO_PAGER_OPTION, NO_PROGRESS_OPTION } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
@@ -31,6 +31,7 @@ Options:
   --no-progress   no progress lines on stderr
   --store S       a store directory (<session> is then a session id in it); a PostgreSQL
                   store is refused with UNSUPPORTED_BACKEND: this command works on files
+  --no-pager      print directly, not through the pager (a terminal only)
   -h, --help      show this help
 
 Exit codes:
@@ -195,7 +196,14 @@ export const inspectCommand: CommandSpec = {
   name: 'inspect',
   summary: 'header, files, generation, events, turns, surface size, pending calls, open compaction',
   help: HELP,
-  options: { json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION, store: STORE_OPTION },
+  options: {
+    'no-pager': NO_PAGER_OPTION,
+    json: JSON_OPTION,
+    'no-progress': NO_PROGRESS_OPTION,
+    store: STORE_OPTION,
+  },
+  pages: () => true,
+  stdin: true,
   positionals: ['<session>'],
   async run(context, args) {
     const location = requireFiles('inspect', await resolveTarget(context, args))

@@ -1,4 +1,4 @@
-import { flag, JSON_OPTION } from '../args.ts'
+import { flag, JSON_OPTION, NO_PAGER_OPTION } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode, usageError } from '../cli-error.ts'
 import type { CommandContext } from '../context.ts'
@@ -25,6 +25,7 @@ Options:
   --store S     the store: a directory or a postgres:// URL (default $AGENT_LEDGER_STORE
                 when <root> is left out)
   --json        {"sessions": [...], "problems": [{"id", "error": {code, message, ...}}]}
+  --no-pager    print directly, not through the pager (a terminal only)
   -h, --help    show this help
 
 Exit codes:
@@ -37,7 +38,12 @@ export const listCommand: CommandSpec = {
   name: 'list',
   summary: 'list the sessions of a store root (broken ones listed as problems)',
   help: HELP,
-  options: { json: JSON_OPTION, store: STORE_OPTION },
+  options: {
+    'no-pager': NO_PAGER_OPTION,
+    json: JSON_OPTION,
+    store: STORE_OPTION,
+  },
+  pages: () => true,
   positionals: ['<root>'],
   positionalsOptional: true,
   async run(context, args) {

@@ -1,7 +1,7 @@
 import { planRepairFromState } from '@agent-ledger/loop-repair'
 import type { Projection, SurfaceNode } from '@agent-ledger/session-projection'
 
-import { flag, JSON_OPTION, NO_PROGRESS_OPTION } from '../args.ts'
+import { flag, JSON_OPTION, NO_PAGER_OPTION, NO_PROGRESS_OPTION } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
@@ -34,6 +34,7 @@ Options:
   --no-progress   no progress lines on stderr
   --store S       the store: a directory or a postgres:// URL (default $AGENT_LEDGER_STORE);
                   <session> is then a session id in it
+  --no-pager      print directly, not through the pager (a terminal only)
   -h, --help      show this help
 
 Exit codes:
@@ -169,11 +170,15 @@ export const messagesCommand: CommandSpec = {
   summary: 'the model-visible messages, exactly as the next request would send them',
   help: HELP,
   options: {
+    'no-pager': NO_PAGER_OPTION,
+
     json: JSON_OPTION,
     repaired: { type: 'boolean' },
     'no-progress': NO_PROGRESS_OPTION,
     store: STORE_OPTION,
   },
+  pages: () => true,
+  stdin: true,
   positionals: ['<session>'],
   async run(context, args) {
     const target = await resolveTarget(context, args)

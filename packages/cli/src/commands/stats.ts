@@ -3,7 +3,7 @@ import { resolve } from 'node:path'
 
 import { LOG_FILE_PATTERN } from '@agent-ledger/session-store-jsonl/format'
 
-import { flag, JSON_OPTION, text } from '../args.ts'
+import { flag, JSON_OPTION, NO_PAGER_OPTION, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
@@ -13,7 +13,7 @@ import type { SessionStats } from '../session-stats.ts'
 import { displayPath, resolveRoot, resolveSession } from '../session-path.ts'
 import { resolveSessionOrStore, STORE_OPTION } from '../store-target.ts'
 import type { EventSource } from '../store-target.ts'
-import { terminalSafe } from '../terminal-text.ts'
+import { countOf, formatCount, terminalSafe } from '../terminal-text.ts'
 
 const HELP = `Usage: agent-ledger stats <session|root> [--json] [--sort <column>]
        agent-ledger stats [<session-id>] --store <url|dir> [--json] [--sort <column>]
@@ -33,6 +33,7 @@ Options:
                     inputTokens, outputTokens, cachedTokens, durationMs (default id)
   --store S         the store: a directory or a postgres:// URL (default $AGENT_LEDGER_STORE);
                     the argument is then a session id in it, or left out for every session
+  --no-pager        print directly, not through the pager (a terminal only)
   -h, --help        show this help
 
 Exit codes:
@@ -99,29 +100,30 @@ function columnValue(row: SessionStats, column: SortColumn): number | string {
 }
 
 function sessionText(stats: SessionStats): string {
+  const n = formatCount
   const counts = (record: Record<string, number>): string =>
     Object.entries(record).length === 0
       ? 'none'
       : Object.entries(record)
-          .map(([key, value]) => `${key} ${value}`)
+          .map(([key, value]) => `${key} ${n(value)}`)
           .join(', ')
   const lines = [
-    `session ${stats.id}: ${stats.events} events over ${duration(stats.durationMs)}`,
-    `  turns: ${stats.turns} (${counts(stats.turnEnds)})`,
-    `  messages: ${stats.messages.system} system, ${stats.messages.user} user, ${stats.messages.assistant} assistant, ${stats.messages.tool} tool`,
-    `  tool calls: ${stats.toolCalls}, ${stats.toolErrors} errors`,
+    `session ${stats.id}: ${countOf(stats.events, 'event')} over ${duration(stats.durationMs)}`,
+    `  turns: ${n(stats.turns)} (${counts(stats.turnEnds)})`,
+    `  messages: ${n(stats.messages.system)} system, ${n(stats.messages.user)} user, ${n(stats.messages.assistant)} assistant, ${n(stats.messages.tool)} tool`,
+    `  tool calls: ${n(stats.toolCalls)}, ${countOf(stats.toolErrors, 'error')}`,
     ...Object.entries(stats.tools)
       .sort((a, b) => b[1].calls - a[1].calls)
       .map(
         ([name, tool]) =>
-          `    ${name}: ${tool.calls} calls, ${tool.errors} errors (${(tool.errorRate * 100).toFixed(0)}%)`,
+          `    ${name}: ${countOf(tool.calls, 'call')}, ${countOf(tool.errors, 'error')} (${(tool.errorRate * 100).toFixed(0)}%)`,
       ),
     `  repairs: ${counts(stats.repairs)}`,
-    `  compactions: ${stats.compactions}`,
-    `  tokens: ${stats.inputTokens} input (${stats.cachedTokens} cached), ${stats.outputTokens} output`,
+    `  compactions: ${n(stats.compactions)}`,
+    `  tokens: ${n(stats.inputTokens)} input (${n(stats.cachedTokens)} cached), ${n(stats.outputTokens)} output`,
     ...stats.perTurn.map(
       (turn) =>
-        `    turn ${turn.turn}: ${turn.durationMs === null ? 'not ended' : duration(turn.durationMs)}, ${turn.inputTokens} in / ${turn.outputTokens} out`,
+        `    turn ${turn.turn}: ${turn.durationMs === null ? 'not ended' : duration(turn.durationMs)}, ${n(turn.inputTokens)} in / ${n(turn.outputTokens)} out`,
     ),
   ]
   return `${lines.map((line) => terminalSafe(line)).join('\n')}\n`
@@ -143,15 +145,15 @@ function tableText(rows: readonly SessionStats[], totals: SessionStats): string 
   ]
   const cells = [...rows, totals].map((row) => [
     terminalSafe(row.id),
-    String(row.turns),
-    String(columnValue(row, 'messages')),
-    String(row.toolCalls),
-    String(row.toolErrors),
-    String(columnValue(row, 'repairs')),
-    String(row.compactions),
-    String(row.inputTokens),
-    String(row.outputTokens),
-    String(row.cachedTokens),
+    formatCount(row.turns),
+    formatCount(columnValue(row, 'messages') as number),
+    formatCount(row.toolCalls),
+    formatCount(row.toolErrors),
+    formatCount(columnValue(row, 'repairs') as number),
+    formatCount(row.compactions),
+    formatCount(row.inputTokens),
+    formatCount(row.outputTokens),
+    formatCount(row.cachedTokens),
     duration(row.durationMs),
   ])
   const widths = header.map((title, column) =>
@@ -177,7 +179,14 @@ export const statsCommand: CommandSpec = {
   name: 'stats',
   summary: 'turns, messages, tool calls and errors, repairs, compactions, tokens and durations',
   help: HELP,
-  options: { json: JSON_OPTION, sort: { type: 'string' }, store: STORE_OPTION },
+  options: {
+    'no-pager': NO_PAGER_OPTION,
+    json: JSON_OPTION,
+    sort: { type: 'string' },
+    store: STORE_OPTION,
+  },
+  pages: () => true,
+  stdin: true,
   positionals: ['<session|root>'],
   positionalsOptional: true,
   async run(context, args) {

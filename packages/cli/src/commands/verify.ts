@@ -182,6 +182,7 @@ export const verifyCommand: CommandSpec = {
     'no-progress': NO_PROGRESS_OPTION,
     store: STORE_OPTION,
   },
+  stdin: true,
   positionals: ['<session>'],
   async run(context, args) {
     const target = await resolveTarget(context, args)

@@ -6,6 +6,8 @@ import { execFile, spawn } from 'node:child_process'
 import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
+import { testTime, waitUntil } from '../../../../tooling/test-time.ts'
+
 /** The built binary, as `npm i @agent-ledger/cli` installs it. */
 const BIN = fileURLToPath(new URL('../../dist/bin.js', import.meta.url))
 
@@ -28,7 +30,7 @@ export function runBin(args: readonly string[], options: { readonly cwd?: string
     execFile(
       process.execPath,
       [BIN, ...args],
-      { cwd: options.cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 60_000 },
+      { cwd: options.cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: testTime(60_000) },
       (error, stdout, stderr) => {
         if (error !== null && typeof error.code !== 'number') {
           reject(new Error(`could not run ${BIN}: ${error.message}`, { cause: error }))
@@ -50,7 +52,7 @@ export interface LiveBin {
   readonly child: ChildProcessWithoutNullStreams
   stdout(): string
   stderr(): string
-  /** Resolves when stdout satisfies `predicate` (rejects after 30 s or if the child exits first). */
+  /** Resolves when stdout satisfies `predicate` (rejects if the child exits first, or after `waitUntil`'s hang guard). */
   waitFor(what: string, predicate: (stdout: string) => boolean): Promise<void>
   /** Resolves with the exit code and signal. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
@@ -84,13 +86,15 @@ export function spawnBin(args: readonly string[]): LiveBin {
     stderr: () => stderr,
     exited,
     waitFor: async (what, predicate) => {
-      const deadline = Date.now() + 30_000
-      while (!predicate(stdout)) {
-        if (ended) throw new Error(`the child exited before ${what}; stderr: ${stderr}`)
-        if (Date.now() > deadline)
-          throw new Error(`timed out waiting for ${what}; stdout: ${stdout}; stderr: ${stderr}`)
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
+      await waitUntil(
+        what,
+        () => {
+          if (predicate(stdout)) return true
+          if (ended) throw new Error(`the child exited before ${what}; stderr: ${stderr}`)
+          return false
+        },
+        { pollMs: 20, detail: () => `stdout: ${stdout}; stderr: ${stderr}` },
+      )
     },
   }
 }

@@ -8,6 +8,8 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
+import { testTime } from '../../../../tooling/test-time.ts'
+
 export const CHROMIUM = '/usr/bin/chromium'
 export const hasChromium = existsSync(CHROMIUM)
 
@@ -30,7 +32,7 @@ function chromium(args: readonly string[], profile: string): Promise<string> {
         `--user-data-dir=${profile}`,
         ...args,
       ],
-      { encoding: 'utf8', timeout: 120_000, maxBuffer: 256 * 1024 * 1024 },
+      { encoding: 'utf8', timeout: testTime(120_000), maxBuffer: 256 * 1024 * 1024 },
       (error, stdout) => {
         if (error !== null) reject(new Error(`chromium failed: ${error.message}`, { cause: error }))
         else resolve(stdout)

@@ -22,6 +22,8 @@ import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
+import { testTime } from '../../../../tooling/test-time.ts'
+
 /** The package directory (packages/session-store-jsonl). */
 export const packageRoot = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -46,7 +48,7 @@ export interface Child {
   readonly lines: string[]
   /** Everything written to stderr so far. */
   stderr(): string
-  /** Resolves with the first line (from `from` on) that satisfies `predicate`; rejects if the child exits first or after `timeoutMs`. */
+  /** Resolves with the first line (from `from` on) that satisfies `predicate`; rejects if the child exits first or after `testTime(timeoutMs)` (a hang guard, default 30 s idle). */
   waitForLine(
     predicate: (line: string) => boolean,
     options?: { from?: number; timeoutMs?: number },
@@ -109,7 +111,7 @@ export function spawnChild(
     },
     waitForLine(predicate, waitOptions = {}) {
       const from = waitOptions.from ?? 0
-      const timeoutMs = waitOptions.timeoutMs ?? 20_000
+      const timeoutMs = testTime(waitOptions.timeoutMs ?? 30_000)
       return new Promise((resolve, reject) => {
         const check = (): void => {
           for (let index = from; index < lines.length; index += 1) {

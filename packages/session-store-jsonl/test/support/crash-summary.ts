@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
+import { testTime } from '../../../../tooling/test-time.ts'
 import { nodeFsOps } from '../../src/fs-ops.ts'
 import { acquireWriterLock } from '../../src/writer-lock.ts'
 import { packageRoot } from './children.ts'
@@ -40,7 +41,10 @@ export async function recordCrashSection(
 ): Promise<Record<string, unknown>> {
   const lockDirectory = join(tmpdir(), 'agent-ledger-crash-summary-lock')
   mkdirSync(lockDirectory, { recursive: true, mode: 0o700 })
-  const lock = await acquireWriterLock(nodeFsOps, lockDirectory, { timeoutMs: 60_000, heartbeatMs: 0 })
+  const lock = await acquireWriterLock(nodeFsOps, lockDirectory, {
+    timeoutMs: testTime(60_000),
+    heartbeatMs: 0,
+  })
   try {
     let summary: { sections: Record<string, CrashSection> } = { sections: {} }
     try {

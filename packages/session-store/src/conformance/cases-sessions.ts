@@ -169,7 +169,7 @@ export const SESSION_CASES: readonly Case[] = [
       await rejects(() => s.openReader(alias), 'HEADER_ID_MISMATCH', 'open for read')
       equal((await s.verify(alias)).damage?.code, 'HEADER_ID_MISMATCH', 'verify reports it')
       // The refused write open released its lease.
-      const again = await backend.acquire(alias, { owner: 'other', leaseMs: 1000 })
+      const again = await backend.acquire(alias, { owner: 'other', leaseMs: 60_000 })
       await backend.release(again.lease)
     },
   },
@@ -277,13 +277,13 @@ export const SESSION_CASES: readonly Case[] = [
       }
       const next = await store('b').openWriter(sid)
       await next.close()
-      const acquired = await backend.acquire(sid, { owner: 'c', leaseMs: 1000 })
+      const acquired = await backend.acquire(sid, { owner: 'c', leaseMs: 60_000 })
       await backend.release(acquired.lease)
       await backend.release(acquired.lease)
-      const last = await backend.acquire(sid, { owner: 'd', leaseMs: 1000 })
+      const last = await backend.acquire(sid, { owner: 'd', leaseMs: 60_000 })
       await backend.release(acquired.lease)
       await rejects(
-        () => backend.acquire(sid, { owner: 'e', leaseMs: 1000 }),
+        () => backend.acquire(sid, { owner: 'e', leaseMs: 60_000 }),
         'SESSION_LOCKED',
         'releasing an old lease kept the new one',
       )

@@ -1,4 +1,4 @@
-import { formatBytes } from '../../terminal-text.ts'
+import { formatBytes, formatCount } from '../../terminal-text.ts'
 import type { TranscriptFooter, TranscriptMeta, TranscriptRenderer } from '../render.ts'
 import { placeholderMeaning } from '../view.ts'
 import type { CallView, EventView } from '../view.ts'
@@ -6,7 +6,7 @@ import { Landmarks } from './landmarks.ts'
 import { renderMarkdown } from './markdown.ts'
 import { STYLE } from './style.ts'
 import { summaryPanel } from './summary.ts'
-import { collapsible, count, cut, escapeHtml, pre, shellWord, sizeLabel, truncationNotice } from './text.ts'
+import { collapsible, cut, escapeHtml, pre, shellWord, sizeLabel, truncationNotice } from './text.ts'
 
 /** The default size of a page: a 100 MB session still gives a file under 5 MB. */
 const DEFAULT_PAGE_BUDGET_BYTES = 4_500_000
@@ -211,7 +211,7 @@ export class HtmlRenderer implements TranscriptRenderer {
     } else {
       rows.push(['header', 'none (a crash during creation?)'])
     }
-    rows.push(['events', count(meta.events)])
+    rows.push(['events', formatCount(meta.events)])
     if (meta.pending > 0) {
       rows.push([
         'pending',
@@ -316,13 +316,13 @@ export class HtmlRenderer implements TranscriptRenderer {
       this.#landmarks.add(
         'limit',
         'not-shown',
-        `#${this.#stoppedAt}..#${this.#lastSeq ?? this.#stoppedAt} (${count(this.#skipped)} events)`,
+        `#${this.#stoppedAt}..#${this.#lastSeq ?? this.#stoppedAt} (${formatCount(this.#skipped)} events)`,
       )
       // Links made to events the page left out land on this notice.
       const targets = [...this.#forward].filter((seq) => seq >= this.#stoppedAt!)
       const landings = targets.map((seq) => `<span id="e${seq}"></span>`).join('')
       parts.push(
-        `<article class="event budget" id="not-shown">${landings}<header><span class="role">${count(this.#skipped)} more event(s) not shown</span></header><p class="note">This page stops at event #${this.#stoppedAt} to stay under its ${formatBytes(this.#budget)} size budget; events #${this.#stoppedAt}..#${this.#lastSeq ?? this.#stoppedAt} are in the log but not on this page. Read them with <code>${escapeHtml(`agent-ledger cat ${session} --from ${this.#stoppedAt}`)}</code>, one in full with <code>${escapeHtml(`agent-ledger cat ${session} --seq N`)}</code>, or export the whole transcript without a size limit with <code>${escapeHtml(`agent-ledger export ${session} --format md`)}</code>.</p></article>`,
+        `<article class="event budget" id="not-shown">${landings}<header><span class="role">${formatCount(this.#skipped)} more event(s) not shown</span></header><p class="note">This page stops at event #${this.#stoppedAt} to stay under its ${formatBytes(this.#budget)} size budget; events #${this.#stoppedAt}..#${this.#lastSeq ?? this.#stoppedAt} are in the log but not on this page. Read them with <code>${escapeHtml(`agent-ledger cat ${session} --from ${this.#stoppedAt}`)}</code>, one in full with <code>${escapeHtml(`agent-ledger cat ${session} --seq N`)}</code>, or export the whole transcript without a size limit with <code>${escapeHtml(`agent-ledger export ${session} --format md`)}</code>.</p></article>`,
       )
     }
     if (footer.damage !== null) {

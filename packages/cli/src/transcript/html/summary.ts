@@ -1,6 +1,7 @@
 import { duration } from '../../session-stats.ts'
+import { countOf, formatCount } from '../../terminal-text.ts'
 import type { SessionStats } from '../../session-stats.ts'
-import { count, escapeHtml } from './text.ts'
+import { escapeHtml } from './text.ts'
 
 /** Most bars a chart draws; longer sessions are drawn in buckets of consecutive turns. */
 const MAX_BARS = 200
@@ -9,7 +10,9 @@ const CHART_HEIGHT = 120
 
 function counts(record: Readonly<Record<string, number>>): string {
   const entries = Object.entries(record).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-  return entries.length === 0 ? 'none' : entries.map(([key, value]) => `${key} ${count(value)}`).join(', ')
+  return entries.length === 0
+    ? 'none'
+    : entries.map(([key, value]) => `${key} ${formatCount(value)}`).join(', ')
 }
 
 function percent(rate: number): string {
@@ -59,7 +62,7 @@ function chart(options: {
     .map((bar, index) => {
       const height = (bar.value / max) * (CHART_HEIGHT - 4)
       const turns = bar.first === bar.last ? `turn ${bar.first}` : `turns ${bar.first}-${bar.last}`
-      return `<rect class="${options.className}" x="${(index * slot).toFixed(2)}" y="${(CHART_HEIGHT - height).toFixed(2)}" width="${width.toFixed(2)}" height="${height.toFixed(2)}"><title>${escapeHtml(`${turns}: ${count(bar.value)} ${options.unit}`)}</title></rect>`
+      return `<rect class="${options.className}" x="${(index * slot).toFixed(2)}" y="${(CHART_HEIGHT - height).toFixed(2)}" width="${width.toFixed(2)}" height="${height.toFixed(2)}"><title>${escapeHtml(`${turns}: ${formatCount(bar.value)} ${options.unit}`)}</title></rect>`
     })
     .join('')
   const first = data[0]?.first
@@ -70,7 +73,7 @@ function chart(options: {
       : `turn ${first}${last === first ? '' : ` to ${last}`}${data.length > 0 && data[0]!.first !== data[0]!.last ? ` (${data[0]!.last - data[0]!.first + 1} turns a bar)` : ''}`
   return [
     `<figure class="chart" aria-labelledby="${options.id}">`,
-    `<figcaption id="${options.id}">${escapeHtml(options.title)}: ${largest === 0 ? 'none recorded' : `largest ${count(largest)}`}; ${escapeHtml(axis)}</figcaption>`,
+    `<figcaption id="${options.id}">${escapeHtml(options.title)}: ${largest === 0 ? 'none recorded' : `largest ${formatCount(largest)}`}; ${escapeHtml(axis)}</figcaption>`,
     `<svg viewBox="0 0 ${CHART_WIDTH} ${CHART_HEIGHT}" width="100%" height="${CHART_HEIGHT}" preserveAspectRatio="none" role="img" aria-label="${escapeHtml(options.title)}">`,
     `<line class="axis" x1="0" y1="${CHART_HEIGHT - 0.5}" x2="${CHART_WIDTH}" y2="${CHART_HEIGHT - 0.5}"></line>`,
     rects,
@@ -87,20 +90,20 @@ function chart(options: {
 export function summaryPanel(stats: SessionStats): string {
   const messages = stats.messages
   const rows: [string, string][] = [
-    ['turns', `${count(stats.turns)} (${counts(stats.turnEnds)})`],
+    ['turns', `${formatCount(stats.turns)} (${counts(stats.turnEnds)})`],
     [
       'messages',
-      `${count(messages.system + messages.user + messages.assistant + messages.tool)}: ${count(messages.system)} system, ${count(messages.user)} user, ${count(messages.assistant)} assistant, ${count(messages.tool)} tool`,
+      `${formatCount(messages.system + messages.user + messages.assistant + messages.tool)}: ${formatCount(messages.system)} system, ${formatCount(messages.user)} user, ${formatCount(messages.assistant)} assistant, ${formatCount(messages.tool)} tool`,
     ],
     [
       'tool calls',
-      `${count(stats.toolCalls)}, ${count(stats.toolErrors)} errors (${percent(stats.toolCalls === 0 ? 0 : stats.toolErrors / stats.toolCalls)})`,
+      `${formatCount(stats.toolCalls)}, ${countOf(stats.toolErrors, 'error')} (${percent(stats.toolCalls === 0 ? 0 : stats.toolErrors / stats.toolCalls)})`,
     ],
     ['repairs', counts(stats.repairs)],
-    ['compactions', count(stats.compactions)],
+    ['compactions', formatCount(stats.compactions)],
     [
       'tokens',
-      `${count(stats.inputTokens)} input (${count(stats.cachedTokens)} cached), ${count(stats.outputTokens)} output`,
+      `${formatCount(stats.inputTokens)} input (${formatCount(stats.cachedTokens)} cached), ${formatCount(stats.outputTokens)} output`,
     ],
     ['duration', duration(stats.durationMs)],
   ]
@@ -114,7 +117,7 @@ export function summaryPanel(stats: SessionStats): string {
           '<table class="tools"><thead><tr><th scope="col">tool</th><th scope="col">calls</th><th scope="col">errors</th><th scope="col">error rate</th></tr></thead><tbody>',
           ...tools.map(
             ([name, tool]) =>
-              `<tr><th scope="row"><code>${escapeHtml(name)}</code></th><td>${count(tool.calls)}</td><td>${count(tool.errors)}</td><td>${percent(tool.errorRate)}</td></tr>`,
+              `<tr><th scope="row"><code>${escapeHtml(name)}</code></th><td>${formatCount(tool.calls)}</td><td>${formatCount(tool.errors)}</td><td>${percent(tool.errorRate)}</td></tr>`,
           ),
           '</tbody></table>',
         ].join('')

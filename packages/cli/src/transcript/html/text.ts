@@ -1,4 +1,4 @@
-import { formatBytes, visibleControls } from '../../terminal-text.ts'
+import { formatBytes, formatCount, visibleControls } from '../../terminal-text.ts'
 
 /**
  * Escapes text for HTML element content and attribute values: `& < > " '` become
@@ -37,11 +37,6 @@ export function cut(text: string, max: number): string {
   return text.slice(0, end)
 }
 
-/** `1,234` */
-export function count(value: number): string {
-  return value.toLocaleString('en-US')
-}
-
 /** Lines in a text (a trailing newline does not start another). */
 export function lineCount(text: string): number {
   if (text === '') return 0
@@ -53,7 +48,7 @@ export function lineCount(text: string): number {
 /** `3,000 lines, 123 kB` */
 export function sizeLabel(text: string): string {
   const lines = lineCount(text)
-  return `${count(lines)} line${lines === 1 ? '' : 's'}, ${formatBytes(Buffer.byteLength(text))}`
+  return `${formatCount(lines)} line${lines === 1 ? '' : 's'}, ${formatBytes(Buffer.byteLength(text))}`
 }
 
 /** Quotes a shell word when it needs it, so a printed command works when pasted. */
@@ -121,7 +116,7 @@ export function collapsible(text: string, options: CollapseOptions): string {
   const body =
     shownRest === ''
       ? ''
-      : `<details><summary>${escapeHtml(sizeLabel(text))}: show ${truncated ? 'more' : `the other ${count(lineCount(rest))} line${lineCount(rest) === 1 ? '' : 's'}`}</summary><pre class="rest">${escapeHtml(shownRest)}</pre></details>`
+      : `<details><summary>${escapeHtml(sizeLabel(text))}: show ${truncated ? 'more' : `the other ${formatCount(lineCount(rest))} line${lineCount(rest) === 1 ? '' : 's'}`}</summary><pre class="rest">${escapeHtml(shownRest)}</pre></details>`
   const label = shownRest === '' ? `<p class="size">${escapeHtml(sizeLabel(text))}</p>` : ''
   return `<div class="collapsible ${options.className}">${pre(head, 'preview')}${body}${label}${notice}</div>`
 }
