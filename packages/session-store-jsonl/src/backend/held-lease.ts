@@ -227,7 +227,8 @@ export async function appendToHeld(context: LeaseContext, held: Held, batch: App
   const action = `append to session ${id}`
   let bytes: Buffer
   try {
-    bytes = held.adapter.batch(Buffer.from(batch.lines.map((line) => `${line}\n`).join(''), 'utf8'))
+    // One join (no string per line) and one encoding of the whole batch.
+    bytes = held.adapter.batch(Buffer.from(`${batch.lines.join('\n')}\n`, 'utf8'))
   } catch (error) {
     throw toPortError(error, { sessionId: id, action })
   }
