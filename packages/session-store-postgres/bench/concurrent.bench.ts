@@ -19,7 +19,15 @@ import type pg from 'pg'
 
 import type { BenchResult } from '../../../tooling/bench/types.ts'
 import type { CoreSession } from './support.ts'
-import { bareClient, bareStream, coreSession, FLOOR_TABLE_SQL, median, percentile, withServer } from './support.ts'
+import {
+  bareClient,
+  bareStream,
+  coreSession,
+  FLOOR_TABLE_SQL,
+  median,
+  percentile,
+  withServer,
+} from './support.ts'
 
 const WRITERS = 8
 const BATCH = 10
@@ -30,8 +38,11 @@ const ROUNDS = 5
 type Flush = (from: number, count: number) => Promise<void>
 
 /** Runs the writers at once, FLUSHES flushes each: total events/s, and every flush's latency in ms. */
-async function drive(writers: readonly Flush[]): Promise<{ eventsPerSecond: number; latencies: number[] }> {
+async function drive(
+  writers: readonly Flush[],
+): Promise<{ eventsPerSecond: number; latencies: number[]; cpuMsPerFlush: number }> {
   const latencies: number[] = []
+  const cpuBefore = process.cpuUsage()
   const started = performance.now()
   await Promise.all(
     writers.map(async (flush) => {
@@ -43,11 +54,17 @@ async function drive(writers: readonly Flush[]): Promise<{ eventsPerSecond: numb
     }),
   )
   const seconds = (performance.now() - started) / 1000
-  return { eventsPerSecond: (writers.length * FLUSHES * BATCH) / seconds, latencies }
+  const cpu = process.cpuUsage(cpuBefore)
+  return {
+    eventsPerSecond: (writers.length * FLUSHES * BATCH) / seconds,
+    latencies,
+    // This process's CPU (the writers' side, not the server's) per flush.
+    cpuMsPerFlush: (cpu.user + cpu.system) / 1000 / (writers.length * FLUSHES),
+  }
 }
 
 /** Opens `count` core sessions (one backend each), runs them, closes them. */
-async function driveCore(url: string, count: number): Promise<{ eventsPerSecond: number; latencies: number[] }> {
+async function driveCore(url: string, count: number): ReturnType<typeof drive> {
   const sessions: CoreSession[] = []
   try {
     for (let index = 0; index < count; index++) sessions.push(await coreSession(url, 2))
@@ -61,6 +78,7 @@ interface Side {
   alone: number[]
   together: number[]
   latencies: number[]
+  cpuMsPerFlush: number[]
 }
 
 /** Runs the figures (see the module comment). */
@@ -70,23 +88,29 @@ export async function run(): Promise<BenchResult[]> {
     try {
       for (let index = 0; index < WRITERS; index++) clients.push(await bareClient(url))
       await clients[0]!.query(FLOOR_TABLE_SQL)
-      const ours: Side = { alone: [], together: [], latencies: [] }
-      const floor: Side = { alone: [], together: [], latencies: [] }
+      const ours: Side = { alone: [], together: [], latencies: [], cpuMsPerFlush: [] }
+      const floor: Side = { alone: [], together: [], latencies: [], cpuMsPerFlush: [] }
       for (let round = 0; round < ROUNDS; round++) {
         floor.alone.push((await drive([bareStream(clients[0]!)])).eventsPerSecond)
         ours.alone.push((await driveCore(url, 1)).eventsPerSecond)
         const bareRun = await drive(clients.map((client) => bareStream(client)))
         floor.together.push(bareRun.eventsPerSecond)
         floor.latencies.push(...bareRun.latencies)
+        floor.cpuMsPerFlush.push(bareRun.cpuMsPerFlush)
         const ourRun = await driveCore(url, WRITERS)
         ours.together.push(ourRun.eventsPerSecond)
         ours.latencies.push(...ourRun.latencies)
+        ours.cpuMsPerFlush.push(ourRun.cpuMsPerFlush)
       }
       const total = median(ours.together) / median(floor.together)
       const ourSpeedup = median(ours.together) / median(ours.alone)
       const floorSpeedup = median(floor.together) / median(floor.alone)
       const ourP99 = percentile(ours.latencies, 0.99)
       const floorP99 = percentile(floor.latencies, 0.99)
+      // The measured cause when the total is low on a busy machine: the writers' CPU per flush.
+      console.error(
+        `bench: ${WRITERS} writers: client CPU per flush (this process) ours ${median(ours.cpuMsPerFlush).toFixed(2)} ms, bare ${median(floor.cpuMsPerFlush).toFixed(2)} ms (medians)`,
+      )
       console.error(
         `bench: 1 writer alone: ours ${median(ours.alone).toFixed(0)} events/s, bare ${median(floor.alone).toFixed(0)} events/s; p50 flush with ${WRITERS}: ours ${percentile(ours.latencies, 0.5).toFixed(1)} ms, bare ${percentile(floor.latencies, 0.5).toFixed(1)} ms`,
       )

@@ -31,7 +31,10 @@ export interface BenchServer {
  * @param body - The measurements.
  * @returns What `body` returned, or `[]` when skipped.
  */
-export async function withServer<T>(module: string, body: (server: BenchServer) => Promise<T[]>): Promise<T[]> {
+export async function withServer<T>(
+  module: string,
+  body: (server: BenchServer) => Promise<T[]>,
+): Promise<T[]> {
   const fromEnv = process.env.AGENT_LEDGER_PG_URL
   if (fromEnv !== undefined && fromEnv !== '') return await withFreshDatabase(fromEnv, body)
   const reason = pgUnavailableReason()
@@ -76,7 +79,6 @@ export async function bareClient(url: string): Promise<pg.Client> {
   return client
 }
 
-
 /** The value below which `fraction` of `values` fall (nearest rank). */
 export function percentile(values: readonly number[], fraction: number): number {
   const sorted = [...values].sort((a, b) => a - b)
@@ -109,14 +111,26 @@ function benchInput(seq: number): EventInput {
         message: {
           role: 'assistant',
           content: `Reading the file to find where the flush policy is applied (step ${seq}).`,
-          tool_calls: [{ id: call, type: 'function', function: { name: 'read_file', arguments: '{"path":"src/writer.ts"}' } }],
+          tool_calls: [
+            {
+              id: call,
+              type: 'function',
+              function: { name: 'read_file', arguments: '{"path":"src/writer.ts"}' },
+            },
+          ],
         },
       },
     }
   }
   return {
     type: 'tool/result',
-    data: { message: { role: 'tool', tool_call_id: call, content: `export function flush(): void { /* step ${seq} */ }` } },
+    data: {
+      message: {
+        role: 'tool',
+        tool_call_id: call,
+        content: `export function flush(): void { /* step ${seq} */ }`,
+      },
+    },
   }
 }
 
