@@ -196,11 +196,17 @@ export async function assertFence(context: LeaseContext, held: Held): Promise<vo
 
 /**
  * Appends one batch under a held lease: fence check, expected seq and size, the adapter's
- * bytes, `appendDurably` (rechecking the fence before the ack).
+ * bytes of `text` (the batch's lines, each ended by `\n`), `appendDurably` (rechecking the
+ * fence before the ack).
  *
  * @throws {@link SessionStoreError} `FENCED`, `CONFLICT`, `DISK_FULL`, `ABORTED`, `BACKEND_FAILED`.
  */
-export async function appendToHeld(context: LeaseContext, held: Held, batch: AppendBatch): Promise<void> {
+export async function appendToHeld(
+  context: LeaseContext,
+  held: Held,
+  append: { readonly batch: AppendBatch; readonly text: string },
+): Promise<void> {
+  const { batch, text } = append
   const { id } = held
   if (held.failed !== null) throw held.failed
   // The fence and the log's size are independent reads: together, one round trip (the
@@ -227,8 +233,8 @@ export async function appendToHeld(context: LeaseContext, held: Held, batch: App
   const action = `append to session ${id}`
   let bytes: Buffer
   try {
-    // One join (no string per line) and one encoding of the whole batch.
-    bytes = held.adapter.batch(Buffer.from(`${batch.lines.join('\n')}\n`, 'utf8'))
+    // The batch joined once by the caller (its lines, each ended by `\n`), encoded once.
+    bytes = held.adapter.batch(Buffer.from(text, 'utf8'))
   } catch (error) {
     throw toPortError(error, { sessionId: id, action })
   }

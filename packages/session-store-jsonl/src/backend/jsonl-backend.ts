@@ -359,11 +359,14 @@ class JsonlBackendImpl implements JsonlBackend {
     const id = lease.sessionId
     throwIfAborted(batch.signal, `Appending to session ${id}`, id)
     const lines: readonly unknown[] = batch.lines
-    if (
-      !Array.isArray(lines) ||
-      lines.length === 0 ||
-      lines.some((line) => typeof line !== 'string' || line.includes('\n'))
-    ) {
+    // The batch's text, joined once: a line holding a newline shows as one newline too many
+    // (counted on the joined text, not by a scan of each line: the core's lines are ropes
+    // that a per-line scan would flatten one by one).
+    const text =
+      Array.isArray(lines) && lines.length > 0 && lines.every((line) => typeof line === 'string')
+        ? `${(lines as readonly string[]).join('\n')}\n`
+        : null
+    if (text === null || countNewlines(text) !== lines.length) {
       throw portError(SessionStoreErrorCode.INVALID_OPTION, {
         sessionId: id,
         message: `Cannot append to session ${id}: expected at least one line and no line containing a newline, found ${Array.isArray(batch.lines) ? `${batch.lines.length} lines` : 'no array'}.`,
@@ -373,7 +376,7 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#id(id)
     const held = this.#heldFor(lease)
     try {
-      await appendToHeld(this.#leaseContext, held, batch)
+      await appendToHeld(this.#leaseContext, held, { batch, text })
     } finally {
       this.#heads.delete(id)
     }
@@ -542,6 +545,13 @@ async function* lineBytes(
   batches: AsyncIterable<readonly string[]>,
 ): AsyncGenerator<Buffer, void, undefined> {
   for await (const batch of batches) yield Buffer.from(`${batch.join('\n')}\n`, 'utf8')
+}
+
+/** The number of `\n` in `text` (`indexOf` scans: no per-character loop in JS). */
+function countNewlines(text: string): number {
+  let count = 0
+  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) count += 1
+  return count
 }
 
 /** One chunk as the async iterable `publishFile` reads its content from. */
