@@ -25,17 +25,20 @@ export type CheckpointFileRead =
  *
  * @param fs - The file-system seam.
  * @param directory - The session directory.
- * @param maxBytes - Largest checkpoint read.
+ * @param limit - Largest checkpoint read; with `name`, another file than the JSONL store's
+ *   `projection.checkpoint.msgpack` (the core's `core.checkpoint`).
  * @returns The bytes, `absent`, or why the file cannot be used.
  */
 export async function readCheckpointFile(
   fs: FsOps,
   directory: string,
-  maxBytes: number,
+  limit: number | { readonly maxBytes: number; readonly name: string },
 ): Promise<CheckpointFileRead> {
+  const { maxBytes, name } =
+    typeof limit === 'number' ? { maxBytes: limit, name: CHECKPOINT_FILE_NAME } : limit
   let handle: FileHandleOps
   try {
-    handle = await fs.open(join(directory, CHECKPOINT_FILE_NAME), constants.O_RDONLY | constants.O_NOFOLLOW)
+    handle = await fs.open(join(directory, name), constants.O_RDONLY | constants.O_NOFOLLOW)
   } catch (error) {
     const code = errnoOf(error)
     if (code === 'ENOENT') return { kind: 'absent' }
@@ -81,6 +84,8 @@ export async function writeCheckpointFile(
     readonly directory: string
     readonly bytes: Uint8Array
     readonly randomHex: (byteCount: number) => string
+    /** The file (default the JSONL store's `projection.checkpoint.msgpack`). */
+    readonly name?: string | undefined
   },
 ): Promise<void> {
   const { directory, bytes } = request
@@ -109,7 +114,7 @@ export async function writeCheckpointFile(
     } finally {
       await handle.close()
     }
-    await fs.rename(tempPath, join(directory, CHECKPOINT_FILE_NAME))
+    await fs.rename(tempPath, join(directory, request.name ?? CHECKPOINT_FILE_NAME))
     renamed = true
     await fs.fsyncDirectory(directory)
   } catch (error) {

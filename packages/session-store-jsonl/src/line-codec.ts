@@ -28,6 +28,8 @@ export type DecodedLine =
       readonly ok: true
       /** The parsed object, with the `crc` member removed (own `__proto__` keys stay data). */
       readonly value: Record<string, unknown>
+      /** The line decoded as UTF-8 (what was parsed), when the decoder had it. */
+      readonly text?: string
     }
   | {
       readonly ok: false
@@ -328,7 +330,7 @@ export function decodeLine(line: Buffer, limits: LineLimits): DecodedLine {
     return { ok: false, reason: 'checksum', seq: seqOf(value), checksumValid: false }
   // The suffix guarantees `crc` is the object's last own member: deleting it is cheap and safe.
   delete (value as { crc?: unknown }).crc
-  return { ok: true, value: value as Record<string, unknown> }
+  return { ok: true, value: value as Record<string, unknown>, text }
 }
 
 /** Bytes of `"{\"seq\":"`, the canonical start of an event line. */

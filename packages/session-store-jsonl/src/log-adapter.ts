@@ -23,9 +23,22 @@ import type { SessionLog } from './zstd-session.ts'
 /** How the lines of a log are scanned in lines mode (see `ScannerOptions.onLine`). */
 interface LineScan {
   /** Every line that passed the per-line checks (header = line 1); return true to stop. */
-  readonly onLine: (location: LineLocation) => boolean
+  readonly onLine: (location: LineLocation, value?: Record<string, unknown>, text?: string) => boolean
   /** Stop before this 1-based line number. */
   readonly stopBeforeLine?: number | undefined
+  /**
+   * Start at a known line instead of byte 0 (a handle source only): the line after event
+   * `lastSeq` begins at file offset `offset` (for a `.zstd` log, a frame's first line) and at
+   * `plainOffset` of the plain content. The lines before it are not read or checked.
+   */
+  readonly from?: LineScanStart | undefined
+}
+
+/** Where a lines-mode scan starts (see `LineScan.from`). */
+interface LineScanStart {
+  readonly offset: number
+  readonly plainOffset: number
+  readonly lastSeq: number
 }
 
 /** Options of an events-mode scan: the scanner's, without the limits (the adapter's) or lines mode. */
@@ -104,7 +117,19 @@ function isHandle(source: FileHandleOps | AsyncIterable<Buffer>): source is File
 }
 
 function scannerOptions(log: SessionLog, limits: StoreLimits, scan: LineScan) {
+  const from = scan.from
   return {
+    ...(from === undefined
+      ? {}
+      : {
+          resume: {
+            header: null,
+            headerEndOffset: 0,
+            lastSeq: from.lastSeq,
+            offset: from.plainOffset,
+            stats: { goodLines: from.lastSeq + 2, events: from.lastSeq + 1, ignoredUnknown: 0 },
+          },
+        }),
     format: V4_FORMAT,
     limits,
     // Unused in lines mode (no type check); the scanner's options require one.
@@ -131,8 +156,13 @@ export async function logAdapter(
   limits: StoreLimits,
 ): Promise<LogAdapter> {
   const log = sessionLog(id, encoding)
-  const chunks = (source: FileHandleOps | AsyncIterable<Buffer>): AsyncIterable<Buffer> =>
-    isHandle(source) ? readFileChunks(source, { chunkBytes: limits.readChunkBytes }) : source
+  const chunks = (source: FileHandleOps | AsyncIterable<Buffer>, start?: number): AsyncIterable<Buffer> =>
+    isHandle(source)
+      ? readFileChunks(source, {
+          chunkBytes: limits.readChunkBytes,
+          ...(start === undefined ? {} : { start }),
+        })
+      : source
   const sized = (options: EventScanOptions): { readonly chunkBytes: number } => ({
     chunkBytes: options.chunkBytes ?? limits.readChunkBytes,
   })
@@ -148,7 +178,8 @@ export async function logAdapter(
         yield headerLine
         yield* body
       },
-      scan: (source, scan) => scanLogChunks(chunks(source), scannerOptions(log, limits, scan)),
+      scan: (source, scan) =>
+        scanLogChunks(chunks(source, scan.from?.offset), scannerOptions(log, limits, scan)),
       scanEvents: async (handle, options) =>
         refineRepeatedSeq(
           await scanLog(readFileChunks(handle, sized(options)), { ...options, limits }),
@@ -183,8 +214,14 @@ export async function logAdapter(
       yield encodeZstdLines(codec, headerLine)
       yield* encodeZstdStream(codec, body)
     },
-    scan: (source, scan) =>
-      scanZstdLogChunks(chunks(source), { ...scannerOptions(log, limits, scan), codec }),
+    scan: (source, scan) => {
+      const { resume: _resume, ...options } = scannerOptions(log, limits, scan)
+      return scanZstdLogChunks(chunks(source, scan.from?.offset), {
+        ...options,
+        codec,
+        ...(scan.from === undefined ? {} : { from: scan.from }),
+      })
+    },
     // The zstd reader refines a repeated seq itself.
     scanEvents: (handle, options) => scanZstdLog(handle, { ...options, limits, codec }),
     // No `resume`: checkpoints are off for a `.zstd` log, a read starts at its first frame.

@@ -96,14 +96,16 @@ export interface ScannerOptions {
    * this library would refuse, such as a newer version) and each event line counts as the
    * next position (`lastSeq` is then the last position); no `seq`, type or projection check
    * runs (the session core makes those) and `onEvent`/`onHeader` are not called. Returns
-   * true to stop the scan.
+   * true to stop the scan. An event line comes with its parsed object (`crc` removed) and its
+   * text, so the core need not decode or parse it again.
    */
-  readonly onLine?: (location: LineLocation) => boolean
+  readonly onLine?: (location: LineLocation, value?: Record<string, unknown>, text?: string) => boolean
 }
 
 /** Where a scan resumes: the prefix's header and the state after its last event (see {@link ScannerOptions.resume}). */
 export interface ScanResume {
-  readonly header: SessionHeader
+  /** The prefix's header; null in lines mode (the header is the core's to judge). */
+  readonly header: SessionHeader | null
   /** Byte offset just after the header's `\n`. */
   readonly headerEndOffset: number
   /** Seq of the prefix's last event (its line is line `lastSeq + 2`). */
@@ -201,6 +203,7 @@ export class LogScanner implements LineSink {
     if (resume !== undefined) {
       this.#lineNumber = resume.lastSeq + 2
       this.#header = resume.header
+      this.#rawHeader = resume.header === null
       this.#lastSeq = resume.lastSeq
       this.#goodEnd = resume.offset
       this.#headerEnd = resume.headerEndOffset
@@ -414,12 +417,16 @@ export class LogScanner implements LineSink {
   }
 
   /** Lines mode: a line that passed the per-line checks is the next position. */
-  #rawEventLine(location: LineLocation, onLine: (location: LineLocation) => boolean): boolean {
+  #rawEventLine(
+    location: LineLocation,
+    decoded: { readonly value: Record<string, unknown>; readonly text?: string | undefined },
+    onLine: (location: LineLocation, value?: Record<string, unknown>, text?: string) => boolean,
+  ): boolean {
     this.#lastSeq += 1
     this.#goodEnd = location.offset + location.bytes.length + 1
     this.#stats.goodLines += 1
     this.#stats.events += 1
-    if (onLine(location)) {
+    if (onLine(location, decoded.value, decoded.text)) {
       this.#done = true
       return true
     }
@@ -430,7 +437,7 @@ export class LogScanner implements LineSink {
     const options = this.#options
     const decoded = options.format.decodeEvent(location.bytes, options.limits)
     if (!decoded.ok) return this.#failedLine(location, decoded)
-    if (options.onLine !== undefined) return this.#rawEventLine(location, options.onLine)
+    if (options.onLine !== undefined) return this.#rawEventLine(location, decoded, options.onLine)
     const value = decoded.value
     const seq = Object.hasOwn(value, 'seq') ? value['seq'] : undefined
     const { file } = options

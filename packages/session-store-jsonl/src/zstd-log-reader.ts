@@ -35,7 +35,7 @@ import { verifyLineChecksum } from './line-codec.ts'
 import { LineSplitter } from './line-splitter.ts'
 import type { LineSink } from './line-splitter.ts'
 import { LogScanner } from './log-scanner.ts'
-import type { ScannerOptions, ScanOutcome, TornTail } from './log-scanner.ts'
+import type { LineLocation, ScannerOptions, ScanOutcome, TornTail } from './log-scanner.ts'
 import { readFileChunks, refineRepeatedSeq } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
 import { ZstdFrameScanner } from './zstd/scan-frames.ts'
@@ -61,6 +61,12 @@ export interface ZstdScanOptions extends Omit<ScannerOptions, 'limits' | 'resume
   readonly end?: number
   /** Receives the plain content of every frame that passed, in order (a view valid during the call). */
   readonly onPlain?: (chunk: Uint8Array) => void
+  /**
+   * Lines mode only: the source starts at the frame at compressed offset `offset`, whose
+   * first line follows event `lastSeq` and starts at plain offset `plainOffset` (a seek
+   * point); the frames before it are not read.
+   */
+  readonly from?: { readonly offset: number; readonly plainOffset: number; readonly lastSeq: number }
 }
 
 /** Frame counters of a `.zstd` scan. */
@@ -73,6 +79,17 @@ export interface ZstdLogStats {
   readonly plainBytes: number
   /** Compressed offset of the last good Zstandard frame (-1 when none). */
   readonly lastFrameOffset: number
+  /**
+   * The last good frame holding event lines (lines mode only, else null): its compressed
+   * offset, the plain offset and 1-based number of its first line, and that line's checksum
+   * member. Where a read of the log's last events can start (a checkpoint's seek point).
+   */
+  readonly lastEventFrame: {
+    readonly offset: number
+    readonly plainOffset: number
+    readonly firstLine: number
+    readonly firstCrc: string
+  } | null
   /** Plain offset just after the header line's `\n` (0 when there is no header). */
   readonly plainHeaderEnd: number
   /** Plain offset just after the last good line (damage inside a frame leaves the lines before it good). */
@@ -310,19 +327,51 @@ export async function* scanZstdLogChunks(
   source: ByteSource,
   options: ZstdScanOptions,
 ): AsyncGenerator<void, ZstdScanOutcome, undefined> {
-  const { limits, file } = options
-  const scanner = new LogScanner({ ...options, limits })
-  const frames = new ZstdFrameScanner()
-  let bytesRead = 0
-  let plainOffset = 0
-  let goodEnd = 0
+  const { limits, file, from } = options
+  // Lines mode: the first line of each frame is noted, for `lastEventFrame`.
+  let frameFirst: { line: number; crc: string | null } = { line: -1, crc: null }
+  const onLine = options.onLine
+  const scanner = new LogScanner({
+    ...options,
+    limits,
+    ...(onLine === undefined
+      ? {}
+      : {
+          onLine: (location: LineLocation, value?: Record<string, unknown>, text?: string) => {
+            if (location.line === frameFirst.line)
+              frameFirst.crc = location.bytes.toString(
+                'latin1',
+                location.bytes.length - 10,
+                location.bytes.length - 2,
+              )
+            return onLine(location, value, text)
+          },
+        }),
+    ...(from === undefined
+      ? {}
+      : {
+          resume: {
+            header: null,
+            headerEndOffset: 0,
+            lastSeq: from.lastSeq,
+            offset: from.plainOffset,
+            stats: { goodLines: from.lastSeq + 2, events: from.lastSeq + 1, ignoredUnknown: 0 },
+          },
+        }),
+  })
+  const frames = new ZstdFrameScanner(from === undefined ? {} : { startOffset: from.offset })
+  let bytesRead = from?.offset ?? 0
+  let plainOffset = from?.plainOffset ?? 0
+  let goodEnd = from?.offset ?? 0
   let headerEnd = 0
-  let goodFrames = 0
+  // Resumed: the header frame (and every frame before the seek point) passed before.
+  let goodFrames = from === undefined ? 0 : 1
   let skippable = 0
   let lastFrameOffset = -1
+  let lastEventFrame: ZstdLogStats['lastEventFrame'] = null
   let sealedOpen = true
   const sealed = { frames: 0, compressedEnd: 0, plainEnd: 0 }
-  let linesSeen = 0
+  let linesSeen = from === undefined ? 0 : from.lastSeq + 2
   let suspect = null as Suspect | null
   let damage = null as JsonlStoreError | null
   let stopped = false
@@ -392,6 +441,7 @@ export async function* scanZstdLogChunks(
       })
       return true
     }
+    frameFirst = { line: linesSeen + 1, crc: null }
     feed(frame, verdict)
     if (scanner.done) {
       // Damage found by the line pipeline, or a requested stop (header-only reads).
@@ -407,6 +457,14 @@ export async function* scanZstdLogChunks(
     if (goodFrames === 1) headerEnd = info.offset + info.length
     goodEnd = info.offset + info.length
     lastFrameOffset = info.offset
+    if (frameFirst.crc !== null && frameFirst.line >= 2 && verdict.lines > 0) {
+      lastEventFrame = {
+        offset: info.offset,
+        plainOffset: plainOffset - verdict.plainBytes,
+        firstLine: frameFirst.line,
+        firstCrc: frameFirst.crc,
+      }
+    }
     sealedOpen &&= goodFrames === 1 || verdict.plainBytes >= SEALED_FRAME_MIN_BYTES
     if (sealedOpen) {
       sealed.frames = goodFrames
@@ -481,6 +539,7 @@ export async function* scanZstdLogChunks(
       skippableFrames: skippable,
       plainBytes: plainOffset,
       lastFrameOffset,
+      lastEventFrame,
       plainHeaderEnd: plain.headerEndOffset,
       plainGoodEnd: plain.goodEndOffset,
       sealed,

@@ -58,7 +58,12 @@ describe('line codec', () => {
   it('round-trips a value and strips the crc member', () => {
     const line = encodeJsonLine(JSON.stringify({ seq: 1, text: 'a\u2028b', nested: { deep: [null, true] } }))
     const decoded = decodeLine(body(line), limits)
-    expect(decoded).toEqual({ ok: true, value: { seq: 1, text: 'a\u2028b', nested: { deep: [null, true] } } })
+    expect(decoded).toEqual({
+      ok: true,
+      value: { seq: 1, text: 'a\u2028b', nested: { deep: [null, true] } },
+      // The UTF-8 text that was parsed, handed on so a reader need not decode the bytes again.
+      text: body(line).toString('utf8'),
+    })
   })
 
   it('S3: keeps an own __proto__ member as data and pollutes nothing', () => {

@@ -555,7 +555,11 @@ describe('raw-line helpers', () => {
   it('appends a checksum suffix that the v4 line decoder verifies', () => {
     const line = appendChecksum(Buffer.from('{"seq":0,"time":"t","type":"x/y","data":{}}'))
     const decoded = decodeLine(line, { maxLineBytes: 1000, maxDepth: 10 })
-    expect(decoded).toEqual({ ok: true, value: { seq: 0, time: 't', type: 'x/y', data: {} } })
+    expect(decoded).toEqual({
+      ok: true,
+      value: { seq: 0, time: 't', type: 'x/y', data: {} },
+      text: line.toString('utf8'),
+    })
   })
 
   it('copyMembers defines members (so __proto__ stays an own key) and replaces in place', () => {

@@ -50,7 +50,7 @@ export interface CheckpointedScan {
 
 /** Options of {@link scanWithCheckpoint}. */
 export interface CheckpointScanOptions extends SignalOptions {
-  /** The head's `nextSeq` when the caller has it (a write open); else `head()` is asked. */
+  /** The head's `nextSeq` when the caller has it (a write open); a read open leaves it out and a checkpoint past the log's end is found by reading its event. */
   readonly nextSeq?: number | undefined
 }
 
@@ -181,7 +181,12 @@ async function boundEvent(
     if (!isLineDamage(error)) throw error
     return refuse('event', `event ${record.seq} fails its checks (${error.code})`, error)
   }
-  if (found === undefined) return refuse('event', `expected event ${record.seq}, found none`)
+  if (found === undefined) {
+    return refuse(
+      'past-head',
+      `expected a seq below the head of the log, found ${record.seq} (no such event)`,
+    )
+  }
   return { event: found }
 }
 
@@ -202,10 +207,23 @@ async function fromCheckpoint(
   if (record.registryDigest !== context.registryDigest) {
     return refuse('registry', `expected registry ${context.registryDigest}, found ${record.registryDigest}`)
   }
-  const nextSeq = options.nextSeq ?? (await context.backend.head(id, { signal: options.signal })).nextSeq
-  if (!Number.isSafeInteger(record.seq) || record.seq < 0 || record.seq >= nextSeq) {
-    return refuse('past-head', `expected a seq below the head ${nextSeq}, found ${record.seq}`)
+  // A read open does not ask for the head (a file backend would scan the whole log for it):
+  // a checkpoint past the head has no stored event `seq`, which `boundEvent` finds.
+  const nextSeq = options.nextSeq
+  if (
+    !Number.isSafeInteger(record.seq) ||
+    record.seq < 0 ||
+    (nextSeq !== undefined && record.seq >= nextSeq)
+  ) {
+    return refuse(
+      'past-head',
+      `expected a seq below the head ${nextSeq ?? 'of the log'}, found ${record.seq}`,
+    )
   }
+  // The binding first: a record whose event is not stored (past the head) or has another
+  // checksum is refused for that, whatever its body says.
+  const bound = await boundEvent(context, { id, record, signal: options.signal })
+  if ('ok' in bound) return bound
   if (record.body.byteLength > context.checkpoint.maxBytes) {
     return refuse(
       'too-large',
@@ -222,8 +240,6 @@ async function fromCheckpoint(
       `expected limits up to maxDepth ${context.limits.maxDepth} and maxLineLength ${context.limits.maxLineLength}, found ${payload.maxDepth} and ${payload.maxLineLength}`,
     )
   }
-  const bound = await boundEvent(context, { id, record, signal: options.signal })
-  if ('ok' in bound) return bound
   let projection: Projection
   try {
     projection = restoreProjection(payload.snapshot, { registry: context.registry })

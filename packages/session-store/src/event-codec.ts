@@ -236,11 +236,19 @@ export function decodeEventLine(stored: StoredLine, context: DecodeContext): Log
   const { sessionId, expectedSeq, lastGoodSeq } = context
   const location = stored.location
   const where = locationText(stored)
-  const decoded = decodeLine(stored.line, {
-    maxLineLength: context.limits.maxLineLength,
-    maxDepth: context.limits.maxDepth,
-    crc32c: context.crc32c,
-  })
+  const checked = stored.checked
+  // A line the backend already parsed, checksummed and depth-checked (within our depth
+  // limit) is not decoded again: each line is decoded once (see `StoredLine.checked`).
+  const decoded =
+    checked !== undefined &&
+    checked.maxDepth <= context.limits.maxDepth &&
+    stored.line.length <= context.limits.maxLineLength
+      ? ({ ok: true, value: checked.value } as const)
+      : decodeLine(stored.line, {
+          maxLineLength: context.limits.maxLineLength,
+          maxDepth: context.limits.maxDepth,
+          crc32c: context.crc32c,
+        })
   if (!decoded.ok) {
     const code =
       decoded.reason === 'too-large'

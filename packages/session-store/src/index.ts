@@ -15,6 +15,7 @@ export type {
   ArrayCreateRequest,
   BackendCapabilities,
   BackendProgress,
+  CheckedLine,
   CheckpointCapability,
   CheckpointRecord,
   CompressCapability,

@@ -187,6 +187,24 @@ export interface StoredLine {
   readonly line: string
   /** Where it is stored, when the backend knows (used in error messages). */
   readonly location?: LineLocation | undefined
+  /**
+   * The line already decoded and checked by the backend, when it did (a file backend has
+   * to, to tell a torn tail from damage): the parsed JSON object with its `crc` member
+   * removed, after the line's checksum passed and its nesting was found within `maxDepth`.
+   * The core then makes only the checks the backend cannot (length against its own limit,
+   * seq, type, payload) instead of parsing the line a second time; a backend that does not
+   * parse lines leaves it undefined and the core runs every check. A `maxDepth` above the
+   * core's own limit makes the core decode the line itself.
+   */
+  readonly checked?: CheckedLine | undefined
+}
+
+/** What a backend found when it decoded a line itself (see {@link StoredLine.checked}). */
+export interface CheckedLine {
+  /** The line's JSON object without its `crc` member (the core takes ownership). */
+  readonly value: Record<string, unknown>
+  /** The depth limit the backend checked the line against. */
+  readonly maxDepth: number
 }
 
 /** The stored header line. */

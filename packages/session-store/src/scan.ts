@@ -9,7 +9,7 @@ import type { Projection } from '@agent-ledger/session-projection'
 
 import type { Crc32c } from './crc32c.ts'
 import { decodeEventLine, locationText } from './event-codec.ts'
-import type { StoreLimits } from './event-codec.ts'
+import type { DecodeContext, StoreLimits } from './event-codec.ts'
 import { parseHeaderLine } from './header.ts'
 import { lineCrc } from './line-codec.ts'
 import type { SessionBackend, SignalOptions, StoredLine, TornTailInfo } from './port.ts'
@@ -144,6 +144,15 @@ export async function foldLines(
   let tornTail: TornTailInfo | null = null
   let events = 0
   let chars = 0
+  // One decode context for the whole read, its two seqs moved per line (no copy per line).
+  const decode: { -readonly [K in keyof DecodeContext]: DecodeContext[K] } = {
+    sessionId: id,
+    registry: context.registry,
+    limits: context.limits,
+    crc32c: context.crc32c,
+    expectedSeq: lastSeq + 1,
+    lastGoodSeq: lastSeq,
+  }
   try {
     for await (const stored of context.backend.read(id, {
       fromSeq: lastSeq + 1,
@@ -153,12 +162,9 @@ export async function foldLines(
         tornTail = tail
       },
     })) {
-      const event = decodeEventLine(stored, {
-        ...context,
-        sessionId: id,
-        expectedSeq: lastSeq + 1,
-        lastGoodSeq: lastSeq,
-      })
+      decode.expectedSeq = lastSeq + 1
+      decode.lastGoodSeq = lastSeq
+      const event = decodeEventLine(stored, decode)
       try {
         projection.apply(event)
       } catch (error) {

@@ -25,6 +25,7 @@ import type { LeaseRecord, OwnLeaseFile } from './lease-file.ts'
 import { logAdapter } from '../log-adapter.ts'
 import type { LogAdapter } from '../log-adapter.ts'
 import { scanHead, tornTailInfo } from './line-scan.ts'
+import type { SeekPoint } from './seek-point.ts'
 import type { OpenedLog } from './open-log.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
 
@@ -48,6 +49,10 @@ export interface Held {
   /** `writer.lease` as this holder last wrote it, held open (the one-`lstat` fence check); null: read it whole. */
   leaseFile: OwnLeaseFile | null
   offset: number
+  /** Plain-content size of the log at the durable head when the lease was granted (a `.zstd` log's decompressed size). */
+  readonly plainEnd: number
+  /** Where a read of the last durable event can start, found by the acquire's scan (null: no event). */
+  readonly tailSeek: SeekPoint | null
   nextSeq: number
   lastCrc: string | null
   /** Set when a failure left the log in a state no retry on this lease can fix. */
@@ -158,6 +163,8 @@ export async function recoverLog(
     // Last: nothing after it can throw, so the descriptor is never leaked.
     leaseFile: await openOwnLease(context.fs, { directory: opened.directory, id }, record),
     offset: outcome.goodEndOffset,
+    plainEnd: (outcome as { zstd?: { plainGoodEnd: number } }).zstd?.plainGoodEnd ?? outcome.goodEndOffset,
+    tailSeek: scanned.lastStart,
     nextSeq: scanned.nextSeq,
     lastCrc: scanned.lastCrc,
     failed,

@@ -44,7 +44,11 @@ import type { LockOptions, WriterLock } from '../writer-lock.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
 import { appendToHeld, assertFence, lockNonce, recoverLog, takeLock } from './held-lease.ts'
 import type { Held, LeaseContext } from './held-lease.ts'
+import { checkpointCapability, readSeekPoint, seekTrack, trackBatch } from './checkpoints.ts'
+import type { SeekTrack } from './checkpoints.ts'
 import { maintenanceCapabilities } from './maintenance.ts'
+import { isOlderGeneration, olderHead, readOlderHeader, readOlderLines } from './older-read.ts'
+import type { OlderReadContext } from './older-read.ts'
 import { waitForAppend } from './follow.ts'
 import { openOwnLease, readLease, writeLease } from './lease-file.ts'
 import type { LeaseRecord } from './lease-file.ts'
@@ -52,7 +56,7 @@ import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
 import { listSessions } from './list.ts'
 import { openLog } from './open-log.ts'
-import { portError, throwIfAborted, toPortError } from './port-errors.ts'
+import { portError, seqOption, throwIfAborted, toPortError } from './port-errors.ts'
 import { checkRoot, ensureSessionDirectory, sessionDirectory } from './session-dirs.ts'
 
 /** Options of {@link createJsonlBackend}. */
@@ -109,9 +113,12 @@ class JsonlBackendImpl implements JsonlBackend {
   readonly #randomHex: (byteCount: number) => string
   readonly #now: () => number
   readonly #held = new Map<string, Held>()
+  /** Per held lease: where its recent batches start (the seek points of its checkpoints). */
+  readonly #seeks = new Map<string, SeekTrack>()
   readonly #heads = new Map<string, CachedHead>()
   readonly #lastBatch = new Map<string, { batchId: string; nextSeq: number; epoch: number }>()
   readonly #leaseContext: LeaseContext
+  readonly #older: OlderReadContext
   #closed = false
 
   constructor(options: JsonlBackendOptions) {
@@ -148,6 +155,7 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#now = options.now ?? Date.now
     this.#leaseContext = { fs: this.#fs, limits: this.#limits, lock: this.#lock }
     const context = { fs: this.#fs, root: this.root, limits: this.#limits }
+    this.#older = { ...context, registry: options.registry ?? coreEventRegistry }
     this.capabilities = {
       follow: {
         waitForAppend: (id, waitOptions) =>
@@ -161,6 +169,19 @@ class JsonlBackendImpl implements JsonlBackend {
             waitOptions,
           ),
       },
+      checkpoints: checkpointCapability({
+        fs: this.#fs,
+        root: this.root,
+        randomHex: this.#randomHex,
+        assertOpen: () => this.#open(),
+        checkedId: (id) => this.#id(id),
+        fenced: async (lease) => {
+          const held = this.#heldFor(lease)
+          await assertFence(this.#leaseContext, held)
+          const track = this.#seeks.get(heldKey(held.id, held.epoch)) ?? { plainEnd: 0, batches: [] }
+          return { directory: held.directory, log: held.adapter.log.name, track, nextSeq: held.nextSeq }
+        },
+      }),
       ...maintenanceCapabilities({
         ...context,
         lock: this.#lock,
@@ -324,6 +345,7 @@ class JsonlBackendImpl implements JsonlBackend {
       const held = await recoverLog(this.#leaseContext, checked, { opened, lock, record })
       recovered = held.held
       this.#held.set(heldKey(checked, record.epoch), held.held)
+      this.#seeks.set(heldKey(checked, record.epoch), seekTrack(held.held))
       this.#lastBatch.delete(checked)
       this.#heads.delete(checked)
       const lease: WriterLease = {
@@ -375,11 +397,13 @@ class JsonlBackendImpl implements JsonlBackend {
     }
     this.#id(id)
     const held = this.#heldFor(lease)
+    const offset = held.offset
     try {
       await appendToHeld(this.#leaseContext, held, { batch, text })
     } finally {
       this.#heads.delete(id)
     }
+    trackBatch(this.#seeks.get(heldKey(id, lease.epoch)), { held, offset, batch })
     this.#lastBatch.set(id, { batchId: batch.batchId, nextSeq: held.nextSeq, epoch: held.epoch })
   }
 
@@ -403,6 +427,7 @@ class JsonlBackendImpl implements JsonlBackend {
     const held = this.#held.get(key)
     if (held === undefined) return
     this.#held.delete(key)
+    this.#seeks.delete(key)
     await held.handle.close().catch(() => undefined)
     await held.leaseFile?.handle.close().catch(() => undefined)
     // The lock's own release claims its token first (a new file); on a full disk that fails, so
@@ -456,7 +481,14 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#open()
     const checked = this.#id(id)
     throwIfAborted(options.signal, `Reading the head of session ${checked}`, checked)
-    const opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked)
+    const opened = await this.#openForRead(checked)
+    if (opened === null) {
+      // An older generation: its migrated head (read only, nothing written).
+      const directory = await sessionDirectory(this.#fs, this.root, checked)
+      const head = await olderHead(this.#older, checked)
+      const mtimeMs = (await this.#fs.lstat(directory)).mtimeMs
+      return await this.#headOf(null, { id: checked, directory, mtimeMs, ...head })
+    }
     try {
       const stats = await opened.handle.stat()
       const key = `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`
@@ -485,7 +517,8 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#open()
     const checked = this.#id(id)
     throwIfAborted(options.signal, `Reading the header of session ${checked}`, checked)
-    const opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked)
+    const opened = await this.#openForRead(checked)
+    if (opened === null) return await readOlderHeader(this.#older, checked)
     try {
       const adapter = await logAdapter(checked, opened.log.encoding, this.#limits)
       const { line, location } = await readHeaderLine(adapter, opened.handle, checked)
@@ -502,7 +535,11 @@ class JsonlBackendImpl implements JsonlBackend {
     const checked = this.#id(id)
     const fromSeq = seqOption(options.fromSeq, 'fromSeq')
     const toSeq = options.toSeq === undefined ? undefined : seqOption(options.toSeq, 'toSeq')
-    const opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked)
+    const opened = await this.#openForRead(checked)
+    if (opened === null) {
+      yield* readOlderLines(this.#older, checked, { ...options, fromSeq, toSeq })
+      return
+    }
     try {
       const adapter = await logAdapter(checked, opened.log.encoding, this.#limits).catch((error: unknown) => {
         throw toPortError(error, { sessionId: checked, action: `read session ${checked}` })
@@ -513,9 +550,25 @@ class JsonlBackendImpl implements JsonlBackend {
         toSeq,
         signal: options.signal,
         onTornTail: options.onTornTail,
+        // A read that does not start at 0 starts at the checkpoint's batch when it can.
+        seek: fromSeq === 0 ? null : await readSeekPoint(this.#fs, opened.directory, opened.log.name),
+        maxDepth: this.#limits.maxDepth,
       })
     } finally {
       await opened.handle.close().catch(() => undefined)
+    }
+  }
+
+  /**
+   * The current v4 log opened for reading, or null when the session has only an older
+   * generation (read through migration in memory, as the JSONL store API reads it).
+   */
+  async #openForRead(id: string): Promise<Awaited<ReturnType<typeof openLog>> | null> {
+    try {
+      return await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, id)
+    } catch (error) {
+      if (isOlderGeneration(error)) return null
+      throw error
     }
   }
 
@@ -557,14 +610,6 @@ function countNewlines(text: string): number {
 /** One chunk as the async iterable `publishFile` reads its content from. */
 async function* once(chunk: Buffer): AsyncGenerator<Buffer, void, undefined> {
   yield await Promise.resolve(chunk)
-}
-
-function seqOption(value: unknown, option: string): number {
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value
-  throw portError(SessionStoreErrorCode.INVALID_OPTION, {
-    message: `Read option ${option} must be a non-negative integer, found ${JSON.stringify(value) ?? String(value)}.`,
-    details: { option },
-  })
 }
 
 /**

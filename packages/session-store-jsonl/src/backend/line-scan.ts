@@ -8,6 +8,8 @@ import type { AbortSignalLike, StoredLine, TornTailInfo } from '@agent-ledger/se
 import type { FileHandleOps } from '../fs-ops.ts'
 import type { ScanOutcome, TornTail } from '../log-scanner.ts'
 import type { LogAdapter } from '../log-adapter.ts'
+import type { ZstdLogStats } from '../zstd-log-reader.ts'
+import type { SeekPoint } from './seek-point.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
 
 /** The durable head a scan found. */
@@ -19,6 +21,12 @@ export interface ScannedHead {
   /** The header line (line 1) as text, or null when there is no whole one. */
   readonly headerLine: string | null
   readonly outcome: ScanOutcome
+  /**
+   * Where a read of the last event can start (a plain log: the last line; a `.zstd` log: the
+   * last frame holding events), or null when there is no event. Offsets of the scanned
+   * source; for a staged copy they are those of the copy.
+   */
+  readonly lastStart: SeekPoint | null
 }
 
 /** The 8 hex digits of a line's `,"crc":"xxxxxxxx"}` suffix (the line passed its checksum). */
@@ -45,17 +53,45 @@ export async function scanHead(
   source: FileHandleOps | AsyncIterable<Buffer>,
 ): Promise<ScannedHead> {
   let lastCrc: string | null = null
+  let lastOffset = -1
   let headerLine: string | null = null
   const outcome = await drain(
     adapter.scan(source, {
       onLine: (location) => {
-        if (location.line > 1) lastCrc = crcOf(location.bytes)
-        else headerLine = location.bytes.toString('utf8')
+        if (location.line > 1) {
+          lastCrc = crcOf(location.bytes)
+          lastOffset = location.offset
+        } else headerLine = location.bytes.toString('utf8')
         return false
       },
     }),
   )
-  return { nextSeq: outcome.lastSeq + 1, lastCrc, headerLine, outcome }
+  const nextSeq = outcome.lastSeq + 1
+  let lastStart: SeekPoint | null = null
+  const log = adapter.log.name
+  if (adapter.encoding === 'plain') {
+    if (lastCrc !== null && lastOffset >= 0) {
+      lastStart = {
+        log,
+        fromSeq: nextSeq - 1,
+        offset: lastOffset,
+        plainOffset: lastOffset,
+        firstCrc: lastCrc,
+      }
+    }
+  } else {
+    const frame = (outcome as { zstd?: ZstdLogStats }).zstd?.lastEventFrame ?? null
+    if (frame !== null && frame.firstLine - 2 < nextSeq) {
+      lastStart = {
+        log,
+        fromSeq: frame.firstLine - 2,
+        offset: frame.offset,
+        plainOffset: frame.plainOffset,
+        firstCrc: frame.firstCrc,
+      }
+    }
+  }
+  return { nextSeq, lastCrc, headerLine, outcome, lastStart }
 }
 
 /**
@@ -123,16 +159,25 @@ export interface LineRange {
   readonly toSeq?: number | undefined
   readonly signal?: AbortSignalLike | undefined
   readonly onTornTail?: ((tail: TornTailInfo) => void) | undefined
+  /** Where line `seek.fromSeq` starts (from the stored checkpoint), used when `seek.fromSeq <= fromSeq`. */
+  readonly seek?: SeekPoint | null | undefined
+  /** The depth limit the scanner checks lines against (handed to the core with each parsed line). */
+  readonly maxDepth: number
 }
 
 /**
  * Streams event lines `fromSeq..toSeq`: the lines of each chunk are yielded as soon as the
  * chunk is scanned (a `.zstd` frame's only after the whole frame passed its checks). Damage
  * is thrown after every good line before it; a torn tail ends the read and is reported.
+ * Each line comes with the object the scanner parsed and checked (`StoredLine.checked`), so
+ * the core decodes it only once.
+ *
+ * With a usable seek point the scan starts there; when the line found there is not the one
+ * the point recorded (its checksum differs, or there is none), the read starts over at byte 0.
  *
  * @param adapter - The log's encoding.
  * @param handle - The open log (closed by the caller).
- * @param range - Seqs, signal and the torn-tail callback.
+ * @param range - Seqs, signal, the torn-tail callback and the seek point.
  * @returns The lines.
  */
 export async function* readLines(
@@ -140,18 +185,56 @@ export async function* readLines(
   handle: FileHandleOps,
   range: LineRange,
 ): AsyncGenerator<StoredLine, void, undefined> {
-  const { sessionId, fromSeq, toSeq } = range
+  const seek = range.seek
+  if (
+    seek !== null &&
+    seek !== undefined &&
+    seek.log === adapter.log.name &&
+    seek.fromSeq > 0 &&
+    seek.fromSeq <= range.fromSeq
+  ) {
+    const resumed = yield* readFrom(adapter, handle, { ...range, seek })
+    if (resumed === 'found') return
+  }
+  yield* readFrom(adapter, handle, { ...range, seek: null })
+}
+
+/**
+ * One scan from byte 0 or from a seek point; returns `missed` (nothing yielded) when the
+ * seek point's line is not there.
+ */
+async function* readFrom(
+  adapter: LogAdapter,
+  handle: FileHandleOps,
+  range: LineRange & { readonly seek: SeekPoint | null },
+): AsyncGenerator<StoredLine, 'found' | 'missed', undefined> {
+  const { sessionId, fromSeq, toSeq, seek } = range
   const file = adapter.log.file
+  const maxDepth = range.maxDepth
   const queue: StoredLine[] = []
+  // Until the seek point's line is confirmed, nothing is yielded (a wrong point starts over).
+  let confirmed = seek === null
+  let missed = false
   const scan = adapter.scan(handle, {
-    onLine: (location) => {
+    ...(seek === null
+      ? {}
+      : { from: { offset: seek.offset, plainOffset: seek.plainOffset, lastSeq: seek.fromSeq - 1 } }),
+    onLine: (location, value, text) => {
       if (location.line === 1) return false
       const seq = location.line - 2
+      if (!confirmed) {
+        if (seq !== seek!.fromSeq || crcOf(location.bytes) !== seek!.firstCrc) {
+          missed = true
+          return true
+        }
+        confirmed = true
+      }
       if (seq >= fromSeq && (toSeq === undefined || seq <= toSeq)) {
         queue.push({
           seq,
-          line: location.bytes.toString('utf8'),
+          line: text ?? location.bytes.toString('utf8'),
           location: { file, line: location.line, offset: location.offset },
+          ...(value === undefined ? {} : { checked: { value, maxDepth } }),
         })
       }
       return toSeq !== undefined && seq >= toSeq
@@ -164,13 +247,16 @@ export async function* readLines(
     try {
       step = await scan.next()
     } catch (error) {
+      if (!confirmed) return 'missed'
       throw toPortError(error, { sessionId, action })
     }
+    if (missed) return 'missed'
     while (queue.length > 0) yield queue.shift()!
     if (step.done !== true) continue
+    if (!confirmed) return 'missed'
     const outcome = step.value
     if (outcome.damage !== null) throw toPortError(outcome.damage, { sessionId, action })
     if (outcome.tornTail !== null) range.onTornTail?.(tornTailInfo(adapter, outcome.tornTail))
-    return
+    return 'found'
   }
 }

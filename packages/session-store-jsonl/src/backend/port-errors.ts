@@ -141,3 +141,19 @@ export function portError(
 ): SessionStoreError {
   return new SessionStoreError({ code, ...parts })
 }
+
+/**
+ * A read option that must be a non-negative integer seq.
+ *
+ * @param value - The option's value.
+ * @param option - Its name, for the message.
+ * @returns The seq.
+ * @throws {@link SessionStoreError} `INVALID_OPTION`.
+ */
+export function seqOption(value: unknown, option: string): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value
+  throw portError(SessionStoreErrorCode.INVALID_OPTION, {
+    message: `Read option ${option} must be a non-negative integer, found ${JSON.stringify(value) ?? String(value)}.`,
+    details: { option },
+  })
+}

@@ -142,12 +142,17 @@ export async function migrateSession(
         true,
       )
     }
+    async function* lines(): AsyncGenerator<readonly string[], void, undefined> {
+      for await (const batch of stream.records) yield batch.map((record) => record.line.toString('utf8'))
+    }
     return {
       mode: 'read',
       source: scanned.source,
       header: stream.header as SessionHeader,
+      headerLine: stream.headerLine.toString('utf8'),
       lastSeq,
       events: events(),
+      lines: lines(),
     }
   }
   return publishMigration(settings, { options, scanned, path, target, lastSeq })

@@ -99,6 +99,14 @@ export interface MigrationReadResult {
    * changed since the scan.
    */
   readonly events: AsyncIterable<LoggedEvent>
+  /** The new generation's header line as it would be written (no `\n`). */
+  readonly headerLine: string
+  /**
+   * The same migrated events as the new generation's exact lines (no `\n`), in batches:
+   * what the JSONL backend hands the core for a v0 session. The same single-use stream as
+   * `events`: iterate one of the two.
+   */
+  readonly lines: AsyncIterable<readonly string[]>
 }
 
 /** What a write-mode migration did. */

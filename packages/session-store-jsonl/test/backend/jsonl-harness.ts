@@ -3,8 +3,9 @@
  * lease clock, and a file system that can be made "full" (every call that needs space fails
  * with ENOSPC, as on a full disk; reads, truncates, unlinks and fsyncs keep working).
  */
+import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -48,6 +49,35 @@ function fullableFs(state: { full: boolean }): FsOps {
   }
 }
 
+const V0_FIXTURE = new URL('../fixtures/v0/normal-tool-calls.jsonl', import.meta.url)
+
+/**
+ * Plants a v0 session (`<id>/session.jsonl`, a recorded fixture) under `root`.
+ *
+ * @param root - The store root.
+ * @param id - The session id.
+ * @returns Its migrated event count (the v0 header is not an event) and a fingerprint of its directory.
+ */
+async function plantV0Session(
+  root: string,
+  id: string,
+): Promise<{ readonly events: number; readonly fingerprint: () => Promise<string> }> {
+  const text = await readFile(V0_FIXTURE, 'utf8')
+  const directory = join(root, id)
+  await mkdir(directory, { recursive: true, mode: 0o700 })
+  await writeFile(join(directory, 'session.jsonl'), text, { mode: 0o600 })
+  const events = text.split('\n').filter((line) => line !== '').length - 1
+  const fingerprint = async (): Promise<string> => {
+    const hash = createHash('sha256')
+    for (const name of (await readdir(directory)).sort()) {
+      hash.update(`${name}\n`)
+      hash.update(await readFile(join(directory, name)))
+    }
+    return hash.digest('hex')
+  }
+  return { events, fingerprint }
+}
+
 /** A fresh root for one test. */
 export async function tempRoot(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'jsonl-backend-'))
@@ -83,6 +113,7 @@ export async function jsonlHarness(encoding: 'plain' | 'zstd'): Promise<Conforma
       now += ms
       return Promise.resolve()
     },
+    plantOlderSession: (id) => plantV0Session(root, id),
     setFull: (full) => {
       state.full = full
     },

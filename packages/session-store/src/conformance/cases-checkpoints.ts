@@ -163,8 +163,40 @@ function withBody(record: CheckpointRecord, body: Uint8Array): CheckpointRecord 
   return { ...record, body }
 }
 
-/** Projection checkpoints through the core (skipped without the capability). */
+/** Projection checkpoints through the core (skipped without the capability, except the first). */
 export const CHECKPOINT_CASES: readonly Case[] = [
+  {
+    title:
+      'checkpoint used: a read and a write open report the checkpoint used and equal a full replay; without the capability both report it unsupported',
+    run: async (context) => {
+      const id = context.id('used')
+      const s = stores(context.backend)
+      await (await s.eager.create({ id, header: { cwd: '/conformance' } })).close()
+      await writeTurns(s.eager, id, { from: 1, count: 3 })
+      await writeTurns(s.replay, id, { from: 4, count: 1 })
+      const read = await s.eager.openReader(id)
+      const writer = await s.eager.openWriter(id)
+      const recovered = writer.recovery.checkpoint
+      await writer.close({ discardUnflushed: true })
+      if (context.backend.capabilities.checkpoints === undefined) {
+        for (const [use, what] of [
+          [read.checkpoint, 'reader'],
+          [recovered, 'writer'],
+        ] as const) {
+          deepEqual(
+            { used: use.used, reason: 'reason' in use ? use.reason : null, replayed: use.replayedEvents },
+            { used: false, reason: 'unsupported', replayed: 28 },
+            `${what} checkpoint use without the capability`,
+          )
+        }
+        return
+      }
+      deepEqual(read.checkpoint, { used: true, seq: 20, replayedEvents: 7 }, 'reader checkpoint use')
+      deepEqual(recovered, { used: true, seq: 20, replayedEvents: 7 }, 'writer checkpoint use')
+      await assertSameAsReplay(s, id)
+      deepEqual(s.warnings, [], 'no warnings')
+    },
+  },
   {
     title:
       'checkpoints: an open from the checkpoint equals a full replay (projection, nextSeq, messages), read and write',

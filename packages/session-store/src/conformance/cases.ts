@@ -6,12 +6,20 @@ import { createSessionStore } from '../store.ts'
 import { CHECKPOINT_CASES } from './cases-checkpoints.ts'
 import { CRC_CASES } from './cases-crc.ts'
 import { LEASE_CASES } from './cases-leases.ts'
+import { OLDER_CASES } from './cases-older.ts'
 import { SEED_STREAM_CASES } from './cases-seed-stream.ts'
 import { SESSION_CASES } from './cases-sessions.ts'
 import { makeClock, pollSleep, wait } from './harness.ts'
 import type { CaseContext, ConformanceOptions } from './harness.ts'
 
-const CASES = [...LEASE_CASES, ...SESSION_CASES, ...SEED_STREAM_CASES, ...CHECKPOINT_CASES, ...CRC_CASES]
+const CASES = [
+  ...LEASE_CASES,
+  ...SESSION_CASES,
+  ...SEED_STREAM_CASES,
+  ...CHECKPOINT_CASES,
+  ...OLDER_CASES,
+  ...CRC_CASES,
+]
 
 /**
  * Registers every case under one `describe` block.

@@ -25,6 +25,18 @@ export interface ConformanceHarness {
    * test then checks that releasing a lease needs no space.
    */
   setFull?(full: boolean): Promise<void> | void
+  /**
+   * Stores a session in an older format the backend reads through its `migrate` capability
+   * (a file backend: a v0 `session.jsonl`), when it has one. The "v0 read" case then checks
+   * that the core reads it migrated in memory and leaves the stored bytes as they were.
+   * Without it that case is skipped (a backend with no older format has nothing to read).
+   *
+   * @returns How many events the session holds once migrated, and a fingerprint of every
+   *   byte stored for it (equal before and after a read).
+   */
+  plantOlderSession?(
+    id: string,
+  ): Promise<{ readonly events: number; readonly fingerprint: () => Promise<string> }>
   /** Frees the storage and closes every backend instance made. */
   cleanup(): Promise<void>
 }

@@ -1,0 +1,282 @@
+/**
+ * The JSONL backend's `checkpoints` capability through the session core, on real files,
+ * plain and `.zstd`: the core's checkpoint is kept durably in `core.checkpoint` with a seek
+ * point, a read from it starts at that point (proved by damage before it that only a full
+ * read meets), a wrong seek point falls back to reading from byte 0 with the same result,
+ * the JSONL store API's own checkpoint file is never read, and the write is temp + fsync +
+ * rename + directory fsync (a failed rename leaves the old checkpoint).
+ */
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+
+import { afterEach, describe, expect, it } from 'vitest'
+
+import { createSessionStore } from '@agent-ledger/session-store'
+import type { CheckpointOptions, SessionBackend, SessionStore } from '@agent-ledger/session-store'
+
+import { createJsonlBackend, createSessionStore as createJsonlStore } from '../src/index.ts'
+import { CHECKPOINT_FILE_NAME } from '../src/checkpoint-format.ts'
+import { nodeFsOps } from '../src/fs-ops.ts'
+import type { FsOps } from '../src/fs-ops.ts'
+import {
+  CORE_CHECKPOINT_FILE_NAME,
+  decodeCheckpointFile,
+  encodeCheckpointFile,
+} from '../src/backend/checkpoints.ts'
+import { tempRoot } from './backend/jsonl-harness.ts'
+
+const EAGER: CheckpointOptions = { everyEvents: 1, minIntervalMs: 0, minLogBytes: 0, minGrowthRatio: 0 }
+const roots: string[] = []
+afterEach(async () => {
+  for (const root of roots.splice(0)) await rm(root, { recursive: true, force: true })
+})
+
+async function newRoot(): Promise<string> {
+  const root = await tempRoot()
+  roots.push(root)
+  return root
+}
+
+let tick = 0
+const clock = (): string => new Date(Date.UTC(2026, 0, 1) + tick++).toISOString()
+
+function backendOver(root: string, encoding: 'plain' | 'zstd', fs?: FsOps): SessionBackend {
+  return createJsonlBackend({ root, encoding, lock: { heartbeatMs: 0 }, ...(fs === undefined ? {} : { fs }) })
+}
+
+function stores(backend: SessionBackend): { eager: SessionStore; replay: SessionStore } {
+  return {
+    eager: createSessionStore({ backend, clock, owner: 'eager', checkpoint: EAGER }),
+    replay: createSessionStore({ backend, clock, owner: 'replay', checkpoint: { enabled: false } }),
+  }
+}
+
+async function writeTurns(store: SessionStore, id: string, from: number, count: number): Promise<void> {
+  const writer = await store.openWriter(id)
+  for (let turn = from; turn < from + count; turn++) {
+    writer.append({ type: 'turn/start', data: { turn } })
+    writer.append({ type: 'user/message', data: { message: { role: 'user', content: `question ${turn}` } } })
+    writer.append({
+      type: 'assistant/message',
+      data: { message: { role: 'assistant', content: `answer ${turn}` } },
+    })
+    writer.append({ type: 'turn/end', data: { turn, reason: 'completed' } })
+    await writer.flush()
+  }
+  await writer.close()
+}
+
+/** 12 turns (48 events), a checkpoint at seq 39 (after turn 10), 8 events after it. */
+async function checkpointed(root: string, encoding: 'plain' | 'zstd', id: string) {
+  const backend = backendOver(root, encoding)
+  const s = stores(backend)
+  await (await s.eager.create({ id, header: { cwd: '/bench' } })).close()
+  await writeTurns(s.eager, id, 1, 10)
+  await writeTurns(s.replay, id, 11, 2)
+  const stored = await backend.capabilities.checkpoints!.getCheckpoint(id)
+  expect(stored?.seq).toBe(39)
+  return { backend, s }
+}
+
+function logPath(root: string, id: string, encoding: 'plain' | 'zstd'): string {
+  return join(root, id, encoding === 'plain' ? 'session.v4.jsonl' : 'session.v4.jsonl.zstd')
+}
+
+/** Flips one byte of the log early on (inside the first events, or the zstd log's second frame). */
+function damageEarly(root: string, id: string, encoding: 'plain' | 'zstd'): void {
+  const path = logPath(root, id, encoding)
+  const bytes = readFileSync(path)
+  if (encoding === 'plain') {
+    const second = bytes.indexOf(0x0a, bytes.indexOf(0x0a) + 1)
+    bytes[second + 20] = bytes[second + 20]! ^ 0x01
+  } else {
+    // Past the header frame and into the first event frame's compressed bytes.
+    const at = Math.floor(bytes.length / 8)
+    bytes[at] = bytes[at]! ^ 0x55
+  }
+  writeFileSync(path, bytes)
+}
+
+async function readAll(store: SessionStore, id: string, fromSeq: number): Promise<number[]> {
+  const seqs: number[] = []
+  for await (const event of store.readEvents(id, { fromSeq })) seqs.push(event.seq)
+  return seqs
+}
+
+for (const encoding of ['plain', 'zstd'] as const) {
+  describe(`JSONL backend checkpoints (${encoding})`, () => {
+    it('keeps the core checkpoint in core.checkpoint (never the JSONL store API file) and opens from it', async () => {
+      const root = await newRoot()
+      const { s } = await checkpointed(root, encoding, 'a')
+      expect(existsSync(join(root, 'a', CORE_CHECKPOINT_FILE_NAME))).toBe(true)
+      expect(existsSync(join(root, 'a', CHECKPOINT_FILE_NAME))).toBe(false)
+      const cold = stores(backendOver(root, encoding))
+      const read = await cold.eager.openReader('a')
+      expect(read.checkpoint).toEqual({ used: true, seq: 39, replayedEvents: 8 })
+      const full = await s.replay.openReader('a')
+      expect(read.projection.snapshot()).toEqual(full.projection.snapshot())
+      expect(read.lastSeq).toBe(47)
+    })
+
+    it('a read from the checkpoint starts at its seek point: damage before it is met only by a full read', async () => {
+      const root = await newRoot()
+      const { s } = await checkpointed(root, encoding, 'b')
+      damageEarly(root, 'b', encoding)
+      const cold = stores(backendOver(root, encoding))
+      const read = await cold.eager.openReader('b')
+      expect(read.checkpoint).toMatchObject({ used: true, seq: 39 })
+      expect(await readAll(cold.eager, 'b', 40)).toEqual([40, 41, 42, 43, 44, 45, 46, 47])
+      const full = await s.replay.openReader('b', { allowDamaged: true })
+      expect(full.error?.code).toBe('CORRUPT_LINE')
+      expect((await cold.replay.verify('b')).status).toBe('damaged')
+    })
+
+    it('a seek point that does not match the log is not trusted: the read starts at byte 0, same result', async () => {
+      const root = await newRoot()
+      const { backend, s } = await checkpointed(root, encoding, 'c')
+      const path = join(root, 'c', CORE_CHECKPOINT_FILE_NAME)
+      const decoded = decodeCheckpointFile(readFileSync(path))!
+      expect(decoded.seek).not.toBeNull()
+      // A well-formed file whose seek point names another line (its checksum differs).
+      const wrong = {
+        ...decoded.seek!,
+        firstCrc: decoded.seek!.firstCrc === '00000000' ? '00000001' : '00000000',
+      }
+      writeFileSync(path, encodeCheckpointFile(decoded.record, wrong))
+      const cold = stores(backendOver(root, encoding))
+      const read = await cold.eager.openReader('c')
+      expect(read.checkpoint).toEqual({ used: true, seq: 39, replayedEvents: 8 })
+      expect(read.projection.snapshot()).toEqual((await s.replay.openReader('c')).projection.snapshot())
+      expect(await readAll(cold.eager, 'c', 41)).toEqual([41, 42, 43, 44, 45, 46, 47])
+      await backend.close()
+    })
+
+    it('a damaged checkpoint file is no checkpoint: the open replays everything and reports it missing', async () => {
+      const root = await newRoot()
+      await checkpointed(root, encoding, 'd')
+      const path = join(root, 'd', CORE_CHECKPOINT_FILE_NAME)
+      const bytes = readFileSync(path)
+      bytes[bytes.length - 5] = bytes[bytes.length - 5]! ^ 0x01
+      writeFileSync(path, bytes)
+      expect(decodeCheckpointFile(bytes)).toBeNull()
+      const cold = stores(backendOver(root, encoding))
+      const read = await cold.eager.openReader('d')
+      expect(read.checkpoint).toMatchObject({ used: false, reason: 'missing', replayedEvents: 48 })
+    })
+
+    it('a writer that opens and closes without appending stores a checkpoint a cold read can seek to', async () => {
+      const root = await newRoot()
+      const backend = backendOver(root, encoding)
+      const s = stores(backend)
+      const seed = Array.from({ length: 60 }, (_, index) => ({
+        seq: index,
+        time: clock(),
+        type: 'user/message' as const,
+        data: { message: { role: 'user' as const, content: `seeded ${index}` } },
+      }))
+      await (await s.replay.create({ id: 'e', header: { cwd: '/seeded' }, seed })).close()
+      await (await s.eager.openWriter('e')).close()
+      const stored = await backend.capabilities.checkpoints!.getCheckpoint('e')
+      const lastSeq = (await s.replay.openReader('e')).lastSeq
+      expect(stored?.seq).toBe(lastSeq)
+      const seek = decodeCheckpointFile(readFileSync(join(root, 'e', CORE_CHECKPOINT_FILE_NAME)))!.seek
+      expect(seek).not.toBeNull()
+      expect(seek!.fromSeq).toBeLessThanOrEqual(lastSeq)
+      // Plain: the last line; zstd: the one frame the seed was written in (nothing before it to damage).
+      if (encoding === 'plain') {
+        expect(seek!.fromSeq).toBe(lastSeq)
+        damageEarly(root, 'e', encoding)
+      } else {
+        expect(seek!.fromSeq).toBe(0)
+        expect(seek!.offset).toBeGreaterThan(0)
+      }
+      const read = await stores(backendOver(root, encoding)).eager.openReader('e')
+      expect(read.checkpoint).toMatchObject({ used: true, seq: lastSeq, replayedEvents: 0 })
+    })
+  })
+}
+
+describe('JSONL backend checkpoints: files and durability', () => {
+  it("the JSONL store API's projection.checkpoint.msgpack is never read by the core (reported missing)", async () => {
+    const root = await newRoot()
+    const legacy = createJsonlStore({
+      root,
+      checkpoint: { minLogBytes: 0, minIntervalMs: 0, everyEvents: 1, minGrowthRatio: 0 },
+    })
+    const writer = await legacy.create({ id: 'legacy', header: { cwd: '/legacy' } })
+    for (let turn = 1; turn <= 30; turn++) {
+      writer.append({ type: 'turn/start', data: { turn } })
+      writer.append({
+        type: 'user/message',
+        data: { message: { role: 'user', content: `q ${turn} ${'x'.repeat(200)}` } },
+      })
+      writer.append({ type: 'turn/end', data: { turn, reason: 'completed' } })
+      await writer.flush()
+    }
+    await writer.close()
+    expect(existsSync(join(root, 'legacy', CHECKPOINT_FILE_NAME))).toBe(true)
+    const backend = backendOver(root, 'plain')
+    expect(await backend.capabilities.checkpoints!.getCheckpoint('legacy')).toBeNull()
+    const read = await stores(backend).eager.openReader('legacy')
+    expect(read.checkpoint).toMatchObject({ used: false, reason: 'missing', replayedEvents: 90 })
+    expect(read.lastSeq).toBe(89)
+  })
+
+  it('writes temp, fsync, rename, directory fsync; a failed rename leaves the old checkpoint and no temp file', async () => {
+    const root = await newRoot()
+    const calls: string[] = []
+    const state = { failRename: false }
+    const fs: FsOps = {
+      ...nodeFsOps,
+      async open(path, flags, mode) {
+        const handle = await nodeFsOps.open(path, flags, mode)
+        if (!path.includes('.tmp-checkpoint-')) return handle
+        calls.push('open-temp')
+        return {
+          ...handle,
+          path: handle.path,
+          read: (...args) => handle.read(...args),
+          write: (buffer, position) => (calls.push('write'), handle.write(buffer, position)),
+          datasync: () => handle.datasync(),
+          sync: () => (calls.push('sync'), handle.sync()),
+          truncate: (length) => handle.truncate(length),
+          stat: () => handle.stat(),
+          chmod: (mode2) => handle.chmod(mode2),
+          close: () => handle.close(),
+        }
+      },
+      rename: async (from, to) => {
+        if (!to.endsWith(CORE_CHECKPOINT_FILE_NAME)) return nodeFsOps.rename(from, to)
+        calls.push('rename')
+        if (state.failRename) {
+          const error = new Error('EIO: injected rename failure')
+          Object.defineProperty(error, 'code', { value: 'EIO', enumerable: true })
+          throw error
+        }
+        return nodeFsOps.rename(from, to)
+      },
+      fsyncDirectory: async (directory) => {
+        if (calls.at(-1) === 'rename') calls.push('fsync-dir')
+        return nodeFsOps.fsyncDirectory(directory)
+      },
+    }
+    const backend = backendOver(root, 'plain', fs)
+    const s = stores(backend)
+    await (await s.eager.create({ id: 'f', header: { cwd: '/f' } })).close()
+    await writeTurns(s.eager, 'f', 1, 1)
+    expect(calls.slice(0, 5)).toEqual(['open-temp', 'write', 'sync', 'rename', 'fsync-dir'])
+    const before = readFileSync(join(root, 'f', CORE_CHECKPOINT_FILE_NAME))
+    state.failRename = true
+    const { lease } = await backend.acquire('f', { owner: 'tamper', leaseMs: 60_000, takeover: true })
+    const record = decodeCheckpointFile(before)!.record
+    await expect(backend.capabilities.checkpoints!.putCheckpoint(lease, { ...record })).rejects.toMatchObject(
+      {
+        code: 'BACKEND_FAILED',
+      },
+    )
+    await backend.release(lease)
+    expect(readFileSync(join(root, 'f', CORE_CHECKPOINT_FILE_NAME))).toEqual(before)
+    expect(readdirSync(join(root, 'f')).filter((name) => name.startsWith('.tmp-'))).toEqual([])
+  })
+})
