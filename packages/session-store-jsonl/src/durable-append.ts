@@ -1,8 +1,9 @@
 /*
  * The durable write of one flush, shared by the store's `SessionWriter` and the backend
- * port's `append` (`src/backend`): one `write` + one `fdatasync`, a rollback (truncate +
- * fdatasync) on a failed write, then the W5 checks (same inode at the path, one link, the file
- * ends where the batch ends) and the lock check, together, before anything may be acknowledged.
+ * port's `append` (`src/backend`): one `write`, a rollback (truncate + fdatasync) on a failed
+ * write, then one `fdatasync` together with the W5 checks (same inode at the path, one link,
+ * the file ends where the batch ends) and the lock check, all before anything may be
+ * acknowledged.
  */
 import { errnoOf, toStoreError } from './fs-errors.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
@@ -74,9 +75,17 @@ export async function appendDurably(request: DurableAppendRequest): Promise<numb
       cause: error,
     })
   }
-  try {
-    await handle.datasync()
-  } catch (error) {
+  // The fdatasync, the W5 checks and the lock check are independent: the checks only need
+  // the write to have happened (a writer that takes the lock later sees these bytes), so they
+  // run while the fdatasync does: one round trip of latency after the write instead of two
+  // or three. All must pass before the ack; the fdatasync failure is reported first, then W5.
+  const [synced, sameFile, held] = await Promise.allSettled([
+    handle.datasync(),
+    assertSameFile(request, offset + bytes.length),
+    request.lock.assertHeld(),
+  ])
+  if (synced.status === 'rejected') {
+    const error: unknown = synced.reason
     throw request.poison(
       new JsonlStoreError({
         code: JsonlErrorCode.FSYNC_FAILED,
@@ -88,12 +97,6 @@ export async function appendDurably(request: DurableAppendRequest): Promise<numb
       }),
     )
   }
-  // The W5 checks and the lock check are independent reads: run them together (one round
-  // trip instead of two); both must pass before the ack, and the W5 failure is reported first.
-  const [sameFile, held] = await Promise.allSettled([
-    assertSameFile(request, offset + bytes.length),
-    request.lock.assertHeld(),
-  ])
   if (sameFile.status === 'rejected') throw sameFile.reason
   if (held.status === 'rejected') {
     const error: unknown = held.reason
@@ -116,16 +119,21 @@ async function assertSameFile(request: DurableAppendRequest, expectedSize: numbe
   let foundIno: number | null = null
   let nlink = 0
   let size = expectedSize
-  try {
-    const opened = await handle.stat()
-    expectedIno = opened.ino
-    nlink = opened.nlink
-    size = opened.size
-    const named = await fs.lstat(path)
-    foundIno = named.isFile() && named.dev === opened.dev ? named.ino : null
-  } catch (error) {
-    if (errnoOf(error) !== 'ENOENT') {
-      throw request.poison(toStoreError(error, { op: 'stat', file, fallback: JsonlErrorCode.FILE_REPLACED }))
+  // Independent reads: together, one round trip (a failed fstat is reported before the lstat).
+  const [opened, named] = await Promise.allSettled([handle.stat(), fs.lstat(path)])
+  for (const outcome of [opened, named]) {
+    if (outcome.status === 'rejected' && errnoOf(outcome.reason) !== 'ENOENT') {
+      throw request.poison(
+        toStoreError(outcome.reason, { op: 'stat', file, fallback: JsonlErrorCode.FILE_REPLACED }),
+      )
+    }
+  }
+  if (opened.status === 'fulfilled') {
+    expectedIno = opened.value.ino
+    nlink = opened.value.nlink
+    size = opened.value.size
+    if (named.status === 'fulfilled') {
+      foundIno = named.value.isFile() && named.value.dev === opened.value.dev ? named.value.ino : null
     }
   }
   if (expectedIno !== null && foundIno === expectedIno && nlink === 1) {

@@ -52,6 +52,31 @@ const logName = (encoding: 'plain' | 'zstd'): string =>
   encoding === 'zstd' ? `${LOG_FILE_NAME}.zstd` : LOG_FILE_NAME
 
 describe.each(['plain', 'zstd'] as const)('core over the JSONL backend (%s)', (encoding) => {
+  it('backend.append refuses a batch with a line holding a newline (INVALID_OPTION), writing nothing; a whole batch lands', async () => {
+    const root = await newRoot()
+    const backend = createJsonlBackend({ root, encoding, lock: { heartbeatMs: 0 } })
+    const store = createSessionStore({ backend, clock: () => new Date().toISOString(), owner: 'parent' })
+    const writer = await store.create({ id: 'nl' })
+    writer.append(user('one'))
+    await writer.close()
+    const [line] = await (async () => {
+      const found: string[] = []
+      for await (const stored of backend.read('nl', { fromSeq: 0 })) found.push(stored.line)
+      return found
+    })()
+    const { lease, head } = await backend.acquire('nl', { owner: 'parent', leaseMs: 60_000 })
+    const size = statSync(join(root, 'nl', logName(encoding))).size
+    for (const lines of [[`${line!.slice(0, 5)}\n${line!.slice(5)}`], [line!, 'a\nb'], ['\n']]) {
+      await expect(
+        backend.append(lease, { expectedSeq: head.nextSeq, lines, lastCrc: '00000000', batchId: 'x:1:1' }),
+      ).rejects.toMatchObject({ code: 'INVALID_OPTION' })
+    }
+    expect(statSync(join(root, 'nl', logName(encoding))).size).toBe(size)
+    expect((await backend.head('nl')).nextSeq).toBe(head.nextSeq)
+    await backend.release(lease)
+    await store.close()
+  })
+
   it('create, append, flush, close; a new backend instance reads the same events from the same file', async () => {
     const root = await newRoot()
     const first = storeOver(root, encoding)

@@ -2,6 +2,11 @@
  * PostgreSQL backend benchmark (`pnpm bench --only session-store-postgres`), every figure
  * beside a floor measured in the same run on the same server (fsync on, loopback):
  *
+ * - durable append through the session core at batch 1 and 100: events/s through
+ *   `createSessionStore({ backend })` + `writer.append` + `await writer.flush()` (validation,
+ *   redaction, encoding, checkpoints, then one `backend.append`) vs `JSON.stringify` of the same
+ *   events + a bare `INSERT ... SELECT unnest($1::text[])` per batch on one connection
+ *   (target >= 0.5 at batch 1, >= 0.8 at batch 100);
  * - durable append at batch 1 and 100: events/s through `backend.append` (one statement:
  *   fencing check, head update, lines) vs a bare `INSERT ... SELECT unnest($1::text[])`
  *   of the same lines into a plain table with the same primary key, on one connection.
@@ -26,7 +31,16 @@ import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { openPostgresBackend } from '../src/index.ts'
 import type { PostgresBackend } from '../src/index.ts'
 import { createRequest, crcOf, seal } from '../test/support/lines.ts'
-import { bareClient, FLOOR_INSERT_SQL, FLOOR_TABLE_SQL, median, timed, withServer } from './support.ts'
+import {
+  bareClient,
+  bareStream,
+  coreSession,
+  FLOOR_INSERT_SQL,
+  FLOOR_TABLE_SQL,
+  median,
+  timed,
+  withServer,
+} from './support.ts'
 
 /** Events in the full-read figure: enough that one read takes at least a second. */
 const READ_EVENTS = 100_000
@@ -44,7 +58,13 @@ function benchLine(seq: number): string {
         message: {
           role: 'assistant',
           content: `Reading the file to find where the flush policy is applied (step ${seq}).`,
-          tool_calls: [{ id: `call_${seq}`, type: 'function', function: { name: 'read_file', arguments: '{"path":"src/writer.ts"}' } }],
+          tool_calls: [
+            {
+              id: `call_${seq}`,
+              type: 'function',
+              function: { name: 'read_file', arguments: '{"path":"src/writer.ts"}' },
+            },
+          ],
         },
       },
     }),
@@ -60,7 +80,9 @@ interface Fixture {
   readonly bare: pg.Client
 }
 
-async function newSession(fixture: Fixture): Promise<{ id: string; write: (batch: string[]) => Promise<void> }> {
+async function newSession(
+  fixture: Fixture,
+): Promise<{ id: string; write: (batch: string[]) => Promise<void> }> {
   const id = `bench-${randomBytes(5).toString('hex')}`
   await fixture.backend.create(createRequest(id))
   const { lease } = await fixture.backend.acquire(id, { owner: 'bench', leaseMs: 600_000 })
@@ -118,9 +140,67 @@ async function appendFigure(fixture: Fixture, batch: number, batches: number): P
   }
 }
 
+/** Durable append through the session core (see the module comment). */
+async function coreAppendFigure(
+  url: string,
+  bare: pg.Client,
+  plan: { readonly batch: number; readonly batches: number; readonly target: number },
+): Promise<BenchResult> {
+  const { batch, batches, target } = plan
+  const ours: number[] = []
+  const floor: number[] = []
+  const ratios: number[] = []
+  const cpu = { ours: [] as number[], floor: [] as number[] }
+  const cpuMs = (before: NodeJS.CpuUsage): number => {
+    const used = process.cpuUsage(before)
+    return (used.user + used.system) / 1000 / batches
+  }
+  for (let round = 0; round < ROUNDS; round++) {
+    const write = bareStream(bare)
+    const floorCpu = process.cpuUsage()
+    const floorSeconds = await timed(async () => {
+      for (let index = 0; index < batches; index++) await write(index * batch, batch)
+    })
+    cpu.floor.push(cpuMs(floorCpu))
+    const session = await coreSession(url, 10)
+    try {
+      const ourCpu = process.cpuUsage()
+      const ourSeconds = await timed(async () => {
+        for (let index = 0; index < batches; index++) await session.write(index * batch, batch)
+      })
+      cpu.ours.push(cpuMs(ourCpu))
+      const events = batch * batches
+      floor.push(events / floorSeconds)
+      ours.push(events / ourSeconds)
+      ratios.push(floorSeconds / ourSeconds)
+    } finally {
+      await session.close()
+    }
+  }
+  // The measured cause when the ratio is low: the client's CPU per flush (the server's work
+  // is the same INSERT plus the fencing check and head update, `backend.append` rows below).
+  console.error(
+    `bench: through createSessionStore, batch ${batch}: client CPU per flush ours ${median(cpu.ours).toFixed(2)} ms, floor ${median(cpu.floor).toFixed(2)} ms (medians of ${ROUNDS})`,
+  )
+  const ratio = median(ratios)
+  return {
+    name: `postgres durable append through createSessionStore, batch ${batch} (${batches} flushes)`,
+    value: median(ours),
+    unit: 'events/s',
+    floor: {
+      name: 'JSON.stringify + bare INSERT unnest per batch, same events, same server',
+      value: median(floor),
+    },
+    ratio,
+    target: `>= ${target}`,
+    met: ratio >= target,
+  }
+}
+
 async function readFigure(fixture: Fixture, count: number): Promise<BenchResult> {
   const session = await newSession(fixture)
-  for (let start = 0; start < count; start += 1000) await session.write(lines(start, Math.min(1000, count - start)))
+  for (let start = 0; start < count; start += 1000)
+    await session.write(lines(start, Math.min(1000, count - start)))
   const ours: number[] = []
   const floor: number[] = []
   const ratios: number[] = []
@@ -179,12 +259,18 @@ function processCpuMs(pid: number): number | undefined {
 async function serverCpuFigure(url: string, bare: pg.Client): Promise<BenchResult | undefined> {
   const flushes = 500
   const batch = 10
-  const backend = await openPostgresBackend({ connectionString: url, poolSize: 1, applicationName: 'bench-cpu' })
+  const backend = await openPostgresBackend({
+    connectionString: url,
+    poolSize: 1,
+    applicationName: 'bench-cpu',
+  })
   try {
     const fixture: Fixture = { backend, bare }
     const session = await newSession(fixture)
     const [{ pid: ourPid } = { pid: 0 }] = (
-      await bare.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = 'bench-cpu'`)
+      await bare.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity WHERE application_name = 'bench-cpu'`,
+      )
     ).rows
     const barePid = (await bare.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid
     if (processCpuMs(ourPid) === undefined || processCpuMs(barePid) === undefined) {
@@ -230,6 +316,8 @@ export async function run(): Promise<BenchResult[]> {
       await bare.query(FLOOR_TABLE_SQL)
       const fixture: Fixture = { backend, bare }
       const results: BenchResult[] = []
+      results.push(await coreAppendFigure(url, bare, { batch: 1, batches: 100, target: 0.5 }))
+      results.push(await coreAppendFigure(url, bare, { batch: 100, batches: 20, target: 0.8 }))
       results.push(await appendFigure(fixture, 1, 100))
       results.push(await appendFigure(fixture, 100, 20))
       results.push(await readFigure(fixture, READ_EVENTS))

@@ -6,10 +6,13 @@
  */
 import { randomBytes } from 'node:crypto'
 
+import type { EventInput } from '@agent-ledger/session-events'
+import { createSessionStore } from '@agent-ledger/session-store'
 import pg from 'pg'
 
 import { pgUnavailableReason, startCluster } from '../../../tooling/pg/cluster.ts'
 import type { PgCluster } from '../../../tooling/pg/cluster.ts'
+import { openPostgresBackend } from '../src/index.ts'
 
 export { median } from '../../../tooling/bench/support.ts'
 
@@ -28,7 +31,10 @@ export interface BenchServer {
  * @param body - The measurements.
  * @returns What `body` returned, or `[]` when skipped.
  */
-export async function withServer<T>(module: string, body: (server: BenchServer) => Promise<T[]>): Promise<T[]> {
+export async function withServer<T>(
+  module: string,
+  body: (server: BenchServer) => Promise<T[]>,
+): Promise<T[]> {
   const fromEnv = process.env.AGENT_LEDGER_PG_URL
   if (fromEnv !== undefined && fromEnv !== '') return await withFreshDatabase(fromEnv, body)
   const reason = pgUnavailableReason()
@@ -73,7 +79,6 @@ export async function bareClient(url: string): Promise<pg.Client> {
   return client
 }
 
-
 /** The value below which `fraction` of `values` fall (nearest rank). */
 export function percentile(values: readonly number[], fraction: number): number {
   const sorted = [...values].sort((a, b) => a - b)
@@ -95,3 +100,85 @@ export const FLOOR_TABLE_SQL =
 /** The floor's insert: `$1` stream id, `$2` first seq, `$3` lines. */
 export const FLOOR_INSERT_SQL =
   'INSERT INTO bench_floor (session_id, seq, line) SELECT $1, $2::bigint + o - 1, l FROM unnest($3::text[]) WITH ORDINALITY AS t(l, o)'
+
+/** The events the through-the-core figures append: an assistant tool call, then its answer (~350 bytes each). */
+function benchInput(seq: number): EventInput {
+  const call = `call_${seq - (seq % 2)}`
+  if (seq % 2 === 0) {
+    return {
+      type: 'assistant/message',
+      data: {
+        message: {
+          role: 'assistant',
+          content: `Reading the file to find where the flush policy is applied (step ${seq}).`,
+          tool_calls: [
+            {
+              id: call,
+              type: 'function',
+              function: { name: 'read_file', arguments: '{"path":"src/writer.ts"}' },
+            },
+          ],
+        },
+      },
+    }
+  }
+  return {
+    type: 'tool/result',
+    data: {
+      message: {
+        role: 'tool',
+        tool_call_id: call,
+        content: `export function flush(): void { /* step ${seq} */ }`,
+      },
+    },
+  }
+}
+
+/** The clock of the through-the-core figures: fixed, so the floor stringifies the same events. */
+const BENCH_TIME = '2026-01-01T00:00:00.000Z'
+
+/** What a bare appender writes for event `seq`: `JSON.stringify` of the event, no checksum. */
+function floorLine(seq: number): string {
+  const input = benchInput(seq)
+  return JSON.stringify({ seq, time: BENCH_TIME, type: input.type, data: input.data })
+}
+
+/** A writer through the session core over its own PostgreSQL backend (its own pool). */
+export interface CoreSession {
+  /** Appends events `from..from+count-1` and flushes once (resolves when committed). */
+  write(from: number, count: number): Promise<void>
+  close(): Promise<void>
+}
+
+/**
+ * Opens `createSessionStore` over a new backend on `url` and creates one session.
+ *
+ * @param url - The server.
+ * @param poolSize - The backend's pool size.
+ * @returns The session's writer, and a close that closes the store (and its backend).
+ */
+export async function coreSession(url: string, poolSize: number): Promise<CoreSession> {
+  const backend = await openPostgresBackend({ connectionString: url, poolSize })
+  const store = createSessionStore({ backend, clock: () => BENCH_TIME, owner: 'bench' })
+  const writer = await store.create({ id: `core-${randomBytes(5).toString('hex')}` })
+  return {
+    write: async (from, count) => {
+      for (let seq = from; seq < from + count; seq++) writer.append(benchInput(seq))
+      await writer.flush()
+    },
+    close: async () => {
+      await writer.close()
+      await store.close()
+    },
+  }
+}
+
+/** A bare stream on one connection: `JSON.stringify` of the same events + one INSERT unnest per batch. */
+export function bareStream(client: pg.Client): (from: number, count: number) => Promise<void> {
+  const id = `floor-${randomBytes(5).toString('hex')}`
+  return async (from, count) => {
+    const lines: string[] = []
+    for (let seq = from; seq < from + count; seq++) lines.push(floorLine(seq))
+    await client.query(FLOOR_INSERT_SQL, [id, from, lines])
+  }
+}

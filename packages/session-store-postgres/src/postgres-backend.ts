@@ -34,6 +34,7 @@ import type { DbSettings, HeadRow } from './db.ts'
 import { AppendListener } from './follow.ts'
 import { decodeListCursor, encodeListCursor } from './list-cursor.ts'
 import { migrateWithClient, verifySchema } from './migrate.ts'
+import { nativeCrc32c } from './native-crc.ts'
 import type { MigrationReport } from './migration-report.ts'
 import { describeTarget, PostgresFailureReason, targetText, toStoreError } from './pg-errors.ts'
 import type { ConnectionTarget } from './pg-errors.ts'
@@ -108,6 +109,7 @@ function positiveInteger(name: string, value: number | undefined, fallback: numb
 export class PostgresBackend implements SessionBackend {
   readonly name = 'postgres'
   readonly capabilities: BackendCapabilities
+  readonly crc32c = nativeCrc32c
   /** Where it connects (no password), for messages. */
   readonly target: ConnectionTarget
   private readonly db: Db

@@ -70,7 +70,7 @@ function messageOf(error: unknown): string {
 }
 
 /** Maps a session-events or projection error to a store code (`details.projectionCode` keeps the original). */
-function eventError(
+export function eventError(
   error: unknown,
   context: { readonly sessionId: string; readonly seq: number; readonly what: string },
 ): SessionStoreError {
@@ -110,21 +110,22 @@ export function encodeEvent(
 ): PreparedEvent {
   const { seq } = position
   const what = context.role ?? 'event'
-  const fail = (error: unknown): SessionStoreError =>
-    eventError(error, { sessionId: context.sessionId, seq, what })
+  // No closure per event: errors are built by eventError with this context, only on failure.
+  const where = { sessionId: context.sessionId, seq, what }
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw fail(
+    throw eventError(
       new Error(
         `expected an object with "type" and "data", found ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}`,
       ),
+      where,
     )
   }
   const fields = input as Record<string, unknown>
   const jsonLimits = { maxDepth: context.limits.maxDepth, maxEntries: context.limits.maxEntries }
   // The one read of the caller's input: every field and every getter below it, once.
-  let candidate: unknown
+  let snapshot: ReturnType<typeof snapshotInput>
   try {
-    candidate = snapshotInput(
+    snapshot = snapshotInput(
       canonicalEvent({
         seq,
         time: position.time,
@@ -147,12 +148,16 @@ export function encodeEvent(
       cause: error,
     })
   }
+  const candidate = snapshot.copy
   let json: string
-  try {
-    // Precise refusals (cycles, BigInt, NaN, class instances, depth) without recursion.
-    assertJsonValue(candidate, jsonLimits, 'event')
-  } catch (error) {
-    throw fail(error)
+  // A copy the snapshot proved plain JSON data passes this check by construction; anything
+  // else gets it (precise refusals: cycles, BigInt, NaN, class instances, depth, no recursion).
+  if (!snapshot.plain) {
+    try {
+      assertJsonValue(candidate, jsonLimits, 'event')
+    } catch (error) {
+      throw eventError(error, where)
+    }
   }
   // Plain data from here on (our own copy): redaction may rewrite it in place.
   const redaction = context.redaction
@@ -160,7 +165,7 @@ export function encodeEvent(
     const record = candidate as Record<string, unknown>
     try {
       // The snapshot is our own copy: redact it in place (a string `data` is replaced).
-      record['data'] = redactInPlace(record['data'], (text) => redaction.redact(text))
+      record['data'] = redactInPlace(record['data'], redaction, snapshot.plain)
     } catch (error) {
       throw new SessionStoreError({
         code: SessionStoreErrorCode.REDACTION_FAILED,
@@ -193,15 +198,17 @@ export function encodeEvent(
         cause: error,
       })
     }
-    throw fail(error)
+    throw eventError(error, where)
   }
-  // What is checked, kept and returned is exactly what will be written (parsed back from it).
-  const event = JSON.parse(json) as LoggedEvent
+  // What is checked, kept and returned is exactly what will be written: the copy itself when
+  // it is plain JSON data (parsing it back would give the same members in the same order;
+  // redaction only put strings in it), else the parse of the line.
+  const event = (snapshot.plain ? candidate : JSON.parse(json)) as LoggedEvent
   try {
     parseEvent(event, context.registry)
     context.projection?.check(event)
   } catch (error) {
-    throw fail(error)
+    throw eventError(error, where)
   }
   const encoded = checksumJson(json, context.crc32c)
   if (encoded.byteLength > context.limits.maxEventBytes) {

@@ -6,7 +6,10 @@
 import type { Crc32c } from './crc32c.ts'
 
 /** `TextEncoder` is a global in every runtime the core targets; declared here so the core needs no DOM or Node typings. */
-declare const TextEncoder: new () => { encode(input: string): Uint8Array }
+declare const TextEncoder: new () => {
+  encode(input: string): Uint8Array
+  encodeInto(input: string, destination: Uint8Array): { read: number; written: number }
+}
 
 /** The fixed suffix length: `,"crc":"` + 8 hex digits + `"}`. */
 const CRC_SUFFIX_LENGTH = 18
@@ -25,8 +28,36 @@ export function utf8(text: string): Uint8Array {
   return encoder.encode(text)
 }
 
+/** Largest scratch buffer kept between lines (bigger lines get a buffer of their own). */
+const MAX_SCRATCH_BYTES = 1024 * 1024
+let scratch = new Uint8Array(64 * 1024)
+
+/**
+ * The UTF-8 bytes of `text`, encoded into a reused scratch buffer (no allocation per line):
+ * valid only until the next call, so use them at once.
+ */
+function scratchUtf8(text: string): Uint8Array {
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: a buffer of 3 x length always holds it.
+  const worst = text.length * 3
+  if (worst > scratch.length) {
+    if (worst > MAX_SCRATCH_BYTES) return encoder.encode(text)
+    scratch = new Uint8Array(Math.min(MAX_SCRATCH_BYTES, Math.max(worst, scratch.length * 2)))
+  }
+  return scratch.subarray(0, encoder.encodeInto(text, scratch).written)
+}
+
+/** Two lowercase hex digits of each byte value (`Number#toString(16)` is slow on the append path). */
+const HEX_BYTES: readonly string[] = Array.from({ length: 256 }, (_, byte) =>
+  byte.toString(16).padStart(2, '0'),
+)
+
 function hex8(value: number): string {
-  return (value >>> 0).toString(16).padStart(8, '0')
+  return (
+    HEX_BYTES[(value >>> 24) & 0xff]! +
+    HEX_BYTES[(value >>> 16) & 0xff]! +
+    HEX_BYTES[(value >>> 8) & 0xff]! +
+    HEX_BYTES[value & 0xff]!
+  )
 }
 
 /**
@@ -38,9 +69,10 @@ function hex8(value: number): string {
  */
 export function checksumJson(json: string, crc32c: Crc32c): EncodedLine {
   const body = json.slice(0, -1)
-  const bytes = utf8(body)
+  const bytes = scratchUtf8(body)
+  const byteLength = bytes.length
   const crc = hex8(crc32c(bytes))
-  return { line: `${body}${SUFFIX_HEAD}${crc}"}`, crc, byteLength: bytes.length + CRC_SUFFIX_LENGTH }
+  return { line: `${body}${SUFFIX_HEAD}${crc}"}`, crc, byteLength: byteLength + CRC_SUFFIX_LENGTH }
 }
 
 /** One encoded line and its facts. */

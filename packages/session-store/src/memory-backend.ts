@@ -22,6 +22,7 @@ import type {
   StoredLine,
   WriterLease,
 } from './port.ts'
+import type { Crc32c } from './crc32c.ts'
 import { throwIfAborted as throwIfAbortedAs } from './checks.ts'
 import { seedBatches } from './seed-lines.ts'
 import { attempt, before, checkedSeq, isoOf, parseCursor } from './memory-helpers.ts'
@@ -113,6 +114,11 @@ export interface MemoryBackendOptions {
         readonly checkpoints?: boolean | undefined
       }
     | undefined
+  /**
+   * The CRC-32C to offer the core ({@link SessionBackend.crc32c}), e.g. a native one on Node;
+   * default none (the core's pure one).
+   */
+  readonly crc32c?: Crc32c | undefined
 }
 
 /** The memory backend: a {@link SessionBackend} plus its storage and test hooks. */
@@ -130,6 +136,7 @@ function throwIfAborted(signal: SignalOptions['signal'], what: string): void {
 
 class MemoryBackendImpl implements MemoryBackend {
   readonly name = 'memory'
+  readonly crc32c: Crc32c | undefined
   readonly storage: MemoryStorage
   readonly capabilities: MemoryBackend['capabilities']
   readonly testHooks: MemoryTestHooks
@@ -141,6 +148,7 @@ class MemoryBackendImpl implements MemoryBackend {
   #nextAppendFault: { readonly landed: boolean } | null = null
 
   constructor(options: MemoryBackendOptions) {
+    this.crc32c = options.crc32c
     const storage = (options.storage ?? createMemoryStorage()) as StorageImpl
     this.storage = storage
     this.#sessions = storage.sessions

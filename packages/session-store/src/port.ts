@@ -34,6 +34,7 @@
  */
 import type { SessionHeader } from '@agent-ledger/session-events'
 
+import type { Crc32c } from './crc32c.ts'
 import type { LineLocation } from './session-store-error.ts'
 
 export type { LineLocation } from './session-store-error.ts'
@@ -409,6 +410,15 @@ export interface SessionBackend {
    * them as the session's damage (verify, salvage, `allowDamaged`) instead of failing.
    */
   readonly damageCodes?: readonly string[] | undefined
+  /**
+   * A faster CRC-32C than the core's pure one, for every line the core encodes and checks
+   * (a Node backend offers `@node-rs/crc32`'s native `crc32c`, `>>> 0`). It must return the
+   * CRC-32C (Castagnoli) of `bytes` as an unsigned 32-bit integer and keep no reference to
+   * `bytes` (the core reuses the buffer). Absent: the core's pure slicing-by-8 one. The pure
+   * core does no I/O and loads no native code: the backend, which already runs on Node,
+   * brings it.
+   */
+  readonly crc32c?: Crc32c | undefined
 
   /**
    * Publishes a new session, header and seed lines, atomically: afterwards `readHeader` and

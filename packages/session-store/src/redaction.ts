@@ -63,54 +63,75 @@ export const DEFAULT_REDACTION_POLICY: RedactionPolicy = Object.freeze({
   },
 })
 
+/** One string through the hook, which must return a string. */
+function redactString(policy: RedactionPolicy, text: string): string {
+  const result: unknown = policy.redact(text)
+  if (typeof result !== 'string') {
+    throw new TypeError(
+      `the redaction hook returned ${result === null ? 'null' : typeof result}, expected a string`,
+    )
+  }
+  return result
+}
+
 /**
- * Applies `redact` to every string inside `value`, IN PLACE, iteratively. Only for a fresh
+ * Applies `policy.redact` to every string inside `value`, IN PLACE, iteratively. Only for a fresh
  * copy the caller owns (the append pipeline's snapshot). Each object is visited once, so a
  * shared subtree is redacted once. Object keys are not redacted.
  *
  * @param value - The snapshot's `data`.
- * @param redact - Called once per string; must return a string.
+ * @param policy - Its `redact` is called once per string (as a method) and must return a string.
+ * @param tree - True when no object is reached twice (a plain snapshot): no visited set is kept.
  * @returns The value to store (a new string when `value` itself is a string).
  * @throws The hook's error, or a TypeError when it returns a non-string.
  */
-export function redactInPlace(value: unknown, redact: (text: string) => string): unknown {
-  const apply = (text: string): string => {
-    const result: unknown = redact(text)
-    if (typeof result !== 'string') {
-      throw new TypeError(
-        `the redaction hook returned ${result === null ? 'null' : typeof result}, expected a string`,
-      )
-    }
-    return result
-  }
-  if (typeof value === 'string') return apply(value)
+export function redactInPlace(value: unknown, policy: RedactionPolicy, tree = false): unknown {
+  if (typeof value === 'string') return redactString(policy, value)
   if (typeof value !== 'object' || value === null) return value
-  const seen = new Set<object>([value])
+  // A tree (no object reached twice) needs no visited set: each object is stacked once anyway.
+  const seen = tree ? null : new Set<object>([value])
   const stack: object[] = [value]
+  const walk: Walk = { stack, seen, policy }
   while (stack.length > 0) {
     const target = stack.pop() as Record<string | number, unknown>
-    const keys: (string | number)[] = Array.isArray(target)
-      ? Array.from({ length: target.length }, (_, index) => index)
-      : Object.keys(target)
-    for (const key of keys) {
-      const child = target[key]
-      if (typeof child === 'string') {
-        const redacted = apply(child)
-        if (redacted !== child) {
-          Object.defineProperty(target, key, {
-            value: redacted,
-            writable: true,
-            enumerable: true,
-            configurable: true,
-          })
-        }
-      } else if (typeof child === 'object' && child !== null && !seen.has(child)) {
-        seen.add(child)
-        stack.push(child)
-      }
+    if (Array.isArray(target)) {
+      for (let index = 0; index < target.length; index += 1) visit(walk, target, index)
+      continue
     }
+    for (const key of Object.keys(target)) visit(walk, target, key)
   }
   return value
+}
+
+/** The state of one {@link redactInPlace} walk. */
+interface Walk {
+  readonly stack: object[]
+  /** Objects already stacked; null for a tree (none is reached twice). */
+  readonly seen: Set<object> | null
+  readonly policy: RedactionPolicy
+}
+
+/** One member of {@link redactInPlace}'s walk: a string redacted in place, an object stacked once. */
+function visit(walk: Walk, target: Record<string | number, unknown>, key: string | number): void {
+  const { stack, seen, policy } = walk
+  const child = target[key]
+  if (typeof child === 'string') {
+    const redacted = redactString(policy, child)
+    if (redacted !== child) {
+      Object.defineProperty(target, key, {
+        value: redacted,
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      })
+    }
+  } else if (typeof child === 'object' && child !== null) {
+    if (seen !== null) {
+      if (seen.has(child)) return
+      seen.add(child)
+    }
+    stack.push(child)
+  }
 }
 
 /**

@@ -11,7 +11,6 @@ import type { PendingToolCall } from '@agent-ledger/loop-repair'
 import type { Projection } from '@agent-ledger/session-projection'
 
 import type { CheckpointOptions, CheckpointUse, SessionStoreWarning } from './checkpoint-options.ts'
-import type { Crc32c } from './crc32c.ts'
 import type { StoreLimits } from './event-codec.ts'
 import type { AbortSignalLike, ListFilter, SessionBackend, SignalOptions, TornTailInfo } from './port.ts'
 import type { RedactionPolicy } from './redaction.ts'
@@ -38,8 +37,6 @@ export interface SessionStoreOptions {
   readonly owner?: string | undefined
   /** Lease length in milliseconds; the writer renews on flush when half has passed. Default 30,000. */
   readonly leaseMs?: number | undefined
-  /** A faster CRC-32C (e.g. `@node-rs/crc32`'s `crc32c`, `>>> 0`); default the pure one in this package. */
-  readonly crc32c?: Crc32c | undefined
   /**
    * Secret redaction applied to every string of appended and seed event data before it is
    * checked and written (RELIABILITY S8), recorded in new headers as `redaction`. Default

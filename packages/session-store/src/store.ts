@@ -73,7 +73,11 @@ class SessionStoreImpl implements SessionStore {
     this.#leaseMs = leaseMs
     this.#sleep = options.sleep
     const registry = options.registry ?? coreEventRegistry
-    const crc32c = options.crc32c ?? defaultCrc32c
+    const offered = options.backend.crc32c
+    if (offered !== undefined && typeof offered !== 'function')
+      throw invalidOption('backend.crc32c', 'a CRC-32C function or undefined', offered)
+    // The backend's CRC (a native one) when it offers one: the pure core loads no native code.
+    const crc32c = offered ?? defaultCrc32c
     const onWarning = options.onWarning
     if (onWarning !== undefined && typeof onWarning !== 'function')
       throw invalidOption('onWarning', 'a function', onWarning)

@@ -18,7 +18,7 @@ import type { Projection } from '@agent-ledger/session-projection'
 import type { CheckpointUse } from './checkpoint-options.ts'
 import type { CheckpointSchedule } from './checkpoint-writer.ts'
 import type { Crc32c } from './crc32c.ts'
-import { encodeEvent } from './event-codec.ts'
+import { encodeEvent, eventError } from './event-codec.ts'
 import type { StoreLimits } from './event-codec.ts'
 import type { AcquireRepair, SessionBackend, WriterLease } from './port.ts'
 import type { RedactionPolicy } from './redaction.ts'
@@ -293,7 +293,8 @@ export class SessionWriterImpl implements SessionWriter {
         limits: init.limits,
         crc32c: init.crc32c,
         redaction: init.redaction,
-        projection: this.projection,
+        // The history rules are checked once, by apply() below (it plans before it changes anything).
+        projection: undefined,
         role,
       },
     )
@@ -313,7 +314,12 @@ export class SessionWriterImpl implements SessionWriter {
         },
       })
     }
-    this.projection.apply(prepared.event)
+    try {
+      // Throws before it changes anything when the event breaks a history rule.
+      this.projection.apply(prepared.event)
+    } catch (error) {
+      throw eventError(error, { sessionId: this.id, seq, what: role })
+    }
     this.#buffered.push({
       line: prepared.line,
       crc: prepared.crc,

@@ -1,3 +1,4 @@
+import { crc32c as nativeCrc32c } from '@node-rs/crc32'
 import { describe, it } from 'vitest'
 
 import { createMemoryBackend, createMemoryStorage } from '../src/index.ts'
@@ -41,7 +42,7 @@ runBackendConformance({
 })
 
 runBackendConformance({
-  name: 'memory without server-side fork or follow',
+  name: 'memory without server-side fork or follow, offering the native CRC-32C',
   describe,
   it,
   makeBackend: () => {
@@ -51,6 +52,7 @@ runBackendConformance({
       storage,
       now: () => now,
       offer: { follow: false, fork: false, checkpoints: false },
+      crc32c: (bytes) => nativeCrc32c(bytes) >>> 0,
     })
     return Promise.resolve({
       backend,

@@ -1,4 +1,7 @@
+import { fc } from '@fast-check/vitest'
 import { describe, expect, it } from 'vitest'
+
+import { assertJsonValue } from '@agent-ledger/session-events'
 
 import { createMemoryBackend, createSessionStore } from '../src/index.ts'
 import { snapshotInput } from '../src/snapshot.ts'
@@ -23,7 +26,7 @@ describe('snapshotInput: the input is read once', () => {
         },
       ],
     }
-    const copy = snapshotInput(input, limits) as { value: number; list: [number, { inner: string }] }
+    const copy = snapshotInput(input, limits).copy as { value: number; list: [number, { inner: string }] }
     expect(calls).toBe(2)
     expect(copy).toEqual({ value: 1, list: [1, { inner: 'x' }] })
     expect('get' in (Object.getOwnPropertyDescriptor(copy, 'value') ?? {})).toBe(false)
@@ -33,7 +36,7 @@ describe('snapshotInput: the input is read once', () => {
 
   it('keeps an own __proto__ key as data, never as the prototype', () => {
     const input = JSON.parse('{"__proto__":{"polluted":true},"a":1}') as Record<string, unknown>
-    const copy = snapshotInput(input, limits) as Record<string, unknown>
+    const copy = snapshotInput(input, limits).copy as Record<string, unknown>
     expect(Object.getPrototypeOf(copy)).toBe(Object.prototype)
     expect(Object.hasOwn(copy, '__proto__')).toBe(true)
     expect(JSON.stringify(copy)).toBe('{"__proto__":{"polluted":true},"a":1}')
@@ -42,11 +45,72 @@ describe('snapshotInput: the input is read once', () => {
 
   it('keeps class instances and cycles for the validator to refuse', () => {
     const date = new Date(0)
-    expect((snapshotInput({ date }, limits) as { date: Date }).date).toBe(date)
+    expect((snapshotInput({ date }, limits).copy as { date: Date }).date).toBe(date)
     const cyclic: Record<string, unknown> = { a: 1 }
     cyclic['self'] = cyclic
-    const copy = snapshotInput(cyclic, limits) as Record<string, unknown>
+    const copy = snapshotInput(cyclic, limits).copy as Record<string, unknown>
     expect(copy['self']).toBe(copy)
+  })
+})
+
+describe('snapshotInput: the plain flag (the append fast path)', () => {
+  /** Key order and values, as the line holds them: what the fast path may skip reproducing. */
+  const sameAsParsedBack = (copy: unknown): boolean => {
+    const back: unknown = JSON.parse(JSON.stringify(copy))
+    const walk = (left: unknown, right: unknown): boolean => {
+      if (typeof left !== 'object' || left === null) return Object.is(left, right)
+      if (typeof right !== 'object' || right === null || Array.isArray(left) !== Array.isArray(right))
+        return false
+      const leftKeys = Object.keys(left)
+      const rightKeys = Object.keys(right)
+      if (leftKeys.join('\u0000') !== rightKeys.join('\u0000')) return false
+      return leftKeys.every((key) =>
+        walk((left as Record<string, unknown>)[key], (right as Record<string, unknown>)[key]),
+      )
+    }
+    return walk(copy, back)
+  }
+
+  it('answers plain only for data the JSON check accepts and a parse-back reproduces exactly', () => {
+    const value = fc.oneof(
+      fc.jsonValue({ maxDepth: 5 }),
+      fc.anything({
+        maxDepth: 4,
+        withBigInt: true,
+        withDate: true,
+        withNullPrototype: true,
+        withSparseArray: true,
+      }),
+    )
+    fc.assert(
+      fc.property(value, (input) => {
+        const { copy, plain } = snapshotInput({ seq: 0, data: input }, { maxDepth: 5, maxEntries: 40 })
+        if (!plain) return
+        expect(() => assertJsonValue(copy, { maxDepth: 5, maxEntries: 40 }, 'event')).not.toThrow()
+        expect(sameAsParsedBack(copy)).toBe(true)
+      }),
+      { numRuns: 2000 },
+    )
+  })
+
+  it('is not plain for -0, undefined members, a shared object, or data past the limits', () => {
+    const shared = { a: 1 }
+    const cases: unknown[] = [
+      { n: -0 },
+      { u: undefined },
+      [1, undefined],
+      { x: shared, y: shared },
+      { a: { b: { c: { d: 1 } } } },
+      Array.from({ length: 50 }, (_, index) => index),
+      { n: Number.POSITIVE_INFINITY },
+      { f: () => 1 },
+    ]
+    for (const data of cases) {
+      expect(snapshotInput({ data }, { maxDepth: 3, maxEntries: 40 }).plain).toBe(false)
+    }
+    expect(
+      snapshotInput({ data: { a: [1, 'x', true, null, { b: 2.5 }] } }, { maxDepth: 4, maxEntries: 40 }).plain,
+    ).toBe(true)
   })
 })
 

@@ -105,6 +105,43 @@ describe('writer: full disk, close and states', () => {
     await writer.close()
   })
 
+  it('refuses an event that breaks a history rule with INVALID_EVENT, nothing buffered, the projection unchanged', async () => {
+    const { store } = setup()
+    const writer = await store.create({ id: 'history' })
+    writer.append(user('first'))
+    const before = writer.projection.snapshot()
+    // A replace of a range that is not on the surface: only the projection's plan can refuse it.
+    expect(() =>
+      writer.append({
+        ...user('replacement'),
+        surfaceOp: { op: 'replace', startSeq: 5, endSeq: 6 },
+        sourceEventSeqs: [0],
+      } as never),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_EVENT',
+        seq: 1,
+        details: expect.objectContaining({ projectionCode: expect.any(String) as unknown }) as unknown,
+      }),
+    )
+    expect(writer.bufferedEvents).toBe(1)
+    expect(writer.projection.nextSeq).toBe(1)
+    expect(writer.projection.snapshot()).toEqual(before)
+    expect(writer.append(user('second')).seq).toBe(1)
+    await writer.close()
+  })
+
+  it('refuses a backend whose crc32c is not a function with INVALID_OPTION naming backend.crc32c', () => {
+    const backend = createMemoryBackend()
+    Object.defineProperty(backend, 'crc32c', { value: 'fast' })
+    expect(() => createSessionStore({ backend, clock: clock() })).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_OPTION',
+        details: expect.objectContaining({ option: 'backend.crc32c' }) as unknown,
+      }),
+    )
+  })
+
   it('refuses invalid events synchronously with nothing buffered', async () => {
     const { store } = setup()
     const writer = await store.create({ id: 'bad' })

@@ -20,8 +20,8 @@ import type { StoreLimits } from '../limits.ts'
 import { quarantineTail } from '../quarantine.ts'
 import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions, WriterLock } from '../writer-lock.ts'
-import { readLease } from './lease-file.ts'
-import type { LeaseRecord } from './lease-file.ts'
+import { isOwnLease, openOwnLease, readLease } from './lease-file.ts'
+import type { LeaseRecord, OwnLeaseFile } from './lease-file.ts'
 import { logAdapter } from '../log-adapter.ts'
 import type { LogAdapter } from '../log-adapter.ts'
 import { scanHead, tornTailInfo } from './line-scan.ts'
@@ -46,6 +46,8 @@ export interface Held {
   readonly lock: WriterLock
   readonly epoch: number
   record: LeaseRecord
+  /** `writer.lease` as this holder last wrote it, held open (the one-`lstat` fence check); null: read it whole. */
+  leaseFile: OwnLeaseFile | null
   offset: number
   /** Plain-content size of the log at the durable head when the lease was granted (a `.zstd` log's decompressed size). */
   readonly plainEnd: number
@@ -158,6 +160,8 @@ export async function recoverLog(
     lock,
     epoch: record.epoch,
     record,
+    // Last: nothing after it can throw, so the descriptor is never leaked.
+    leaseFile: await openOwnLease(context.fs, { directory: opened.directory, id }, record),
     offset: outcome.goodEndOffset,
     plainEnd: (outcome as { zstd?: { plainGoodEnd: number } }).zstd?.plainGoodEnd ?? outcome.goodEndOffset,
     tailSeek: scanned.lastStart,
@@ -174,18 +178,23 @@ export async function recoverLog(
  * @throws {@link SessionStoreError} `FENCED`.
  */
 export async function assertFence(context: LeaseContext, held: Held): Promise<void> {
-  const current = await readLease(context.fs, held.directory, held.id)
-  if (current === null || current.epoch !== held.epoch) {
-    throw portError(SessionStoreErrorCode.FENCED, {
-      sessionId: held.id,
-      message: `The lease of ${held.record.owner} on session ${held.id} was fenced: expected epoch ${held.epoch}, found ${current?.epoch ?? 'none'} (held by ${current?.owner ?? 'nobody'}); nothing was written.`,
-      details: { expected: held.epoch, found: current?.epoch ?? null, holder: current?.owner ?? null },
-    })
+  // Both checks at once: one round trip when writer.lease is still the file this holder wrote.
+  const [own, lock] = await Promise.allSettled([
+    isOwnLease(context.fs, held.directory, held.leaseFile),
+    held.lock.assertHeld(),
+  ])
+  if (own.status !== 'fulfilled' || !own.value) {
+    const current = await readLease(context.fs, held.directory, held.id)
+    if (current === null || current.epoch !== held.epoch) {
+      throw portError(SessionStoreErrorCode.FENCED, {
+        sessionId: held.id,
+        message: `The lease of ${held.record.owner} on session ${held.id} was fenced: expected epoch ${held.epoch}, found ${current?.epoch ?? 'none'} (held by ${current?.owner ?? 'nobody'}); nothing was written.`,
+        details: { expected: held.epoch, found: current?.epoch ?? null, holder: current?.owner ?? null },
+      })
+    }
   }
-  try {
-    await held.lock.assertHeld()
-  } catch (error) {
-    throw toPortError(error, {
+  if (lock.status === 'rejected') {
+    throw toPortError(lock.reason, {
       sessionId: held.id,
       action: `write session ${held.id} (epoch ${held.epoch})`,
     })
@@ -194,14 +203,23 @@ export async function assertFence(context: LeaseContext, held: Held): Promise<vo
 
 /**
  * Appends one batch under a held lease: fence check, expected seq and size, the adapter's
- * bytes, `appendDurably` (rechecking the fence before the ack).
+ * bytes of `text` (the batch's lines, each ended by `\n`), `appendDurably` (rechecking the
+ * fence before the ack).
  *
  * @throws {@link SessionStoreError} `FENCED`, `CONFLICT`, `DISK_FULL`, `ABORTED`, `BACKEND_FAILED`.
  */
-export async function appendToHeld(context: LeaseContext, held: Held, batch: AppendBatch): Promise<void> {
+export async function appendToHeld(
+  context: LeaseContext,
+  held: Held,
+  append: { readonly batch: AppendBatch; readonly text: string },
+): Promise<void> {
+  const { batch, text } = append
   const { id } = held
   if (held.failed !== null) throw held.failed
-  await assertFence(context, held)
+  // The fence and the log's size are independent reads: together, one round trip (the
+  // fence's refusal first, as when they ran one after the other).
+  const [fence, stats] = await Promise.allSettled([assertFence(context, held), held.handle.stat()])
+  if (fence.status === 'rejected') throw fence.reason
   if (batch.expectedSeq !== held.nextSeq) {
     throw portError(SessionStoreErrorCode.CONFLICT, {
       sessionId: id,
@@ -209,7 +227,9 @@ export async function appendToHeld(context: LeaseContext, held: Held, batch: App
       details: { expected: batch.expectedSeq, found: held.nextSeq },
     })
   }
-  const size = (await held.handle.stat()).size
+  if (stats.status === 'rejected')
+    throw toPortError(stats.reason, { sessionId: id, action: `append to session ${id}` })
+  const size = stats.value.size
   if (size !== held.offset) {
     throw portError(SessionStoreErrorCode.CONFLICT, {
       sessionId: id,
@@ -220,7 +240,8 @@ export async function appendToHeld(context: LeaseContext, held: Held, batch: App
   const action = `append to session ${id}`
   let bytes: Buffer
   try {
-    bytes = held.adapter.batch(Buffer.from(batch.lines.map((line) => `${line}\n`).join(''), 'utf8'))
+    // The batch joined once by the caller (its lines, each ended by `\n`), encoded once.
+    bytes = held.adapter.batch(Buffer.from(text, 'utf8'))
   } catch (error) {
     throw toPortError(error, { sessionId: id, action })
   }

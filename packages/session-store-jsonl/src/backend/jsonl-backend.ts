@@ -9,6 +9,8 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 
+import { crc32c as nativeCrc32c } from '@node-rs/crc32'
+
 import { coreEventRegistry } from '@agent-ledger/session-events'
 import type { EventRegistry } from '@agent-ledger/session-events'
 import { seedBatches, SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
@@ -48,7 +50,7 @@ import { maintenanceCapabilities } from './maintenance.ts'
 import { isOlderGeneration, olderHead, readOlderHeader, readOlderLines } from './older-read.ts'
 import type { OlderReadContext } from './older-read.ts'
 import { waitForAppend } from './follow.ts'
-import { readLease, writeLease } from './lease-file.ts'
+import { openOwnLease, readLease, writeLease } from './lease-file.ts'
 import type { LeaseRecord } from './lease-file.ts'
 import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
@@ -102,6 +104,8 @@ class JsonlBackendImpl implements JsonlBackend {
   readonly name = 'jsonl'
   /** `.zstd` frame damage: recorded by a scan like `CORRUPT_LINE`, with its own code kept. */
   readonly damageCodes = JSONL_DAMAGE_CODES
+  /** The native CRC-32C, offered to the core for every line it encodes and checks. */
+  readonly crc32c = (bytes: Uint8Array): number => nativeCrc32c(bytes) >>> 0
   readonly root: string
   readonly encoding: LogEncoding
   readonly capabilities: BackendCapabilities
@@ -322,6 +326,7 @@ class JsonlBackendImpl implements JsonlBackend {
     const now = this.#now()
     const lock = await takeLock(this.#leaseContext, checked, { directory, before, now, options })
     let opened: Awaited<ReturnType<typeof openLog>> | undefined
+    let recovered: Held | undefined
     try {
       // Under the lock: the epoch that fences every earlier lease, durably, before anything else.
       const prior = await readLease(this.#fs, directory, checked)
@@ -337,6 +342,7 @@ class JsonlBackendImpl implements JsonlBackend {
       await removeStaleTemps(this.#fs, directory)
       opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked, 'write')
       const held = await recoverLog(this.#leaseContext, checked, { opened, lock, record })
+      recovered = held.held
       this.#held.set(heldKey(checked, record.epoch), held.held)
       this.#seeks.set(heldKey(checked, record.epoch), seekTrack(held.held))
       this.#lastBatch.delete(checked)
@@ -351,6 +357,7 @@ class JsonlBackendImpl implements JsonlBackend {
       return { lease, head: await this.#headOf(held.held, null), repaired: held.repaired }
     } catch (error) {
       await opened?.handle.close().catch(() => undefined)
+      await recovered?.leaseFile?.handle.close().catch(() => undefined)
       await lock.release().catch(() => undefined)
       throw toPortError(error, { sessionId: checked, action: `acquire session ${checked}` })
     }
@@ -373,11 +380,14 @@ class JsonlBackendImpl implements JsonlBackend {
     const id = lease.sessionId
     throwIfAborted(batch.signal, `Appending to session ${id}`, id)
     const lines: readonly unknown[] = batch.lines
-    if (
-      !Array.isArray(lines) ||
-      lines.length === 0 ||
-      lines.some((line) => typeof line !== 'string' || line.includes('\n'))
-    ) {
+    // The batch's text, joined once: a line holding a newline shows as one newline too many
+    // (counted on the joined text, not by a scan of each line: the core's lines are ropes
+    // that a per-line scan would flatten one by one).
+    const text =
+      Array.isArray(lines) && lines.length > 0 && lines.every((line) => typeof line === 'string')
+        ? `${(lines as readonly string[]).join('\n')}\n`
+        : null
+    if (text === null || countNewlines(text) !== lines.length) {
       throw portError(SessionStoreErrorCode.INVALID_OPTION, {
         sessionId: id,
         message: `Cannot append to session ${id}: expected at least one line and no line containing a newline, found ${Array.isArray(batch.lines) ? `${batch.lines.length} lines` : 'no array'}.`,
@@ -388,7 +398,7 @@ class JsonlBackendImpl implements JsonlBackend {
     const held = this.#heldFor(lease)
     const offset = held.offset
     try {
-      await appendToHeld(this.#leaseContext, held, batch)
+      await appendToHeld(this.#leaseContext, held, { batch, text })
     } finally {
       this.#heads.delete(id)
     }
@@ -404,6 +414,10 @@ class JsonlBackendImpl implements JsonlBackend {
     const record = { ...held.record, expiresAt: this.#now() + held.record.leaseMs }
     await writeLease(this.#fs, { directory: held.directory, id: held.id, randomHex: this.#randomHex }, record)
     held.record = record
+    // The renewed record is a new file: hold it open for the fast fence check instead.
+    const previous = held.leaseFile
+    held.leaseFile = await openOwnLease(this.#fs, { directory: held.directory, id: held.id }, record)
+    await previous?.handle.close().catch(() => undefined)
     return { ...lease, expiresAt: new Date(record.expiresAt).toISOString() }
   }
 
@@ -414,6 +428,7 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#held.delete(key)
     this.#seeks.delete(key)
     await held.handle.close().catch(() => undefined)
+    await held.leaseFile?.handle.close().catch(() => undefined)
     // The lock's own release claims its token first (a new file); on a full disk that fails, so
     // fall back to removing writer.lock while it still carries our nonce: a release needs no space.
     const released = await held.lock.release().then(
@@ -572,6 +587,7 @@ class JsonlBackendImpl implements JsonlBackend {
         message: `The JSONL backend over ${this.root} was closed: expected an open backend, found it closed.`,
       })
       await held.handle.close().catch(() => undefined)
+      await held.leaseFile?.handle.close().catch(() => undefined)
     }
   }
 }
@@ -581,6 +597,13 @@ async function* lineBytes(
   batches: AsyncIterable<readonly string[]>,
 ): AsyncGenerator<Buffer, void, undefined> {
   for await (const batch of batches) yield Buffer.from(`${batch.join('\n')}\n`, 'utf8')
+}
+
+/** The number of `\n` in `text` (`indexOf` scans: no per-character loop in JS). */
+function countNewlines(text: string): number {
+  let count = 0
+  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) count += 1
+  return count
 }
 
 /** One chunk as the async iterable `publishFile` reads its content from. */

@@ -9,6 +9,8 @@
  * fsync, so after any crash it holds the old or the new record, whole. Every acquire writes
  * epoch + 1 durably before the lease is granted; every append checks, before the write and
  * again before the ack, that the lock still carries our nonce and the file still our epoch.
+ * The epoch check is one `lstat` while the name still points at the inode the holder wrote
+ * and holds open ({@link OwnLeaseFile}), else a full read of the record.
  */
 import { constants } from 'node:fs'
 import { join } from 'node:path'
@@ -71,6 +73,15 @@ export async function readLease(fs: FsOps, directory: string, id: string): Promi
     if (errnoOf(error) === 'ENOENT') return null
     throw toPortError(error, { sessionId: id, action: `read ${file}` })
   }
+  try {
+    return await readRecord(handle, file, id)
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
+
+/** The record in an open `writer.lease`. */
+async function readRecord(handle: FileHandleOps, file: string, id: string): Promise<LeaseRecord> {
   let text: string
   try {
     const buffer = Buffer.alloc(MAX_LEASE_BYTES + 1)
@@ -86,8 +97,6 @@ export async function readLease(fs: FsOps, directory: string, id: string): Promi
     text = buffer.toString('utf8', 0, length)
   } catch (error) {
     throw toPortError(error, { sessionId: id, action: `read ${file}` })
-  } finally {
-    await handle.close().catch(() => undefined)
   }
   let value: unknown
   try {
@@ -104,6 +113,66 @@ export async function readLease(fs: FsOps, directory: string, id: string): Promi
     })
   }
   return value
+}
+
+/**
+ * `writer.lease` as its holder last wrote it, held open: the fast form of the fence check.
+ * The file is only ever replaced whole (temp + rename, {@link writeLease}), never written in
+ * place, and the open descriptor keeps its inode from being freed and reused; so while the
+ * name still points at this inode, the file still holds this record and its epoch.
+ */
+export interface OwnLeaseFile {
+  readonly handle: FileHandleOps
+  readonly dev: number
+  readonly ino: number
+}
+
+/**
+ * Opens `writer.lease` right after this holder wrote `record` (under the writer lock) and
+ * keeps it open, when it holds exactly that record.
+ *
+ * @returns The open file and its identity, or null when it holds another record or cannot be
+ *   opened (then every fence check reads the file whole).
+ */
+export async function openOwnLease(
+  fs: FsOps,
+  where: { readonly directory: string; readonly id: string },
+  record: LeaseRecord,
+): Promise<OwnLeaseFile | null> {
+  const { directory, id } = where
+  let handle: FileHandleOps
+  try {
+    handle = await fs.open(join(directory, LEASE_FILE_NAME), constants.O_RDONLY | constants.O_NOFOLLOW)
+  } catch {
+    return null
+  }
+  try {
+    const [found, stats] = await Promise.all([
+      readRecord(handle, `${id}/${LEASE_FILE_NAME}`, id),
+      handle.stat(),
+    ])
+    if (found.epoch === record.epoch && found.nonce === record.nonce) {
+      return { handle, dev: stats.dev, ino: stats.ino }
+    }
+  } catch {
+    // Unreadable now: no fast form; the full read decides each time.
+  }
+  await handle.close().catch(() => undefined)
+  return null
+}
+
+/**
+ * Whether `writer.lease` is still the file held open in `own` (one `lstat`); false means
+ * "read it whole", never "fenced".
+ */
+export async function isOwnLease(fs: FsOps, directory: string, own: OwnLeaseFile | null): Promise<boolean> {
+  if (own === null) return false
+  try {
+    const named = await fs.lstat(join(directory, LEASE_FILE_NAME))
+    return named.isFile() && named.ino === own.ino && named.dev === own.dev
+  } catch {
+    return false
+  }
 }
 
 /**

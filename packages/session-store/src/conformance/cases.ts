@@ -5,6 +5,7 @@ import type { SessionBackend } from '../port.ts'
 import { createSessionStore } from '../store.ts'
 import { CHECKPOINT_CASES } from './cases-checkpoints.ts'
 import { ERROR_CASES } from './cases-errors.ts'
+import { CRC_CASES } from './cases-crc.ts'
 import { LEASE_CASES } from './cases-leases.ts'
 import { OLDER_CASES } from './cases-older.ts'
 import { SEED_STREAM_CASES } from './cases-seed-stream.ts'
@@ -19,6 +20,7 @@ const CASES = [
   ...CHECKPOINT_CASES,
   ...OLDER_CASES,
   ...ERROR_CASES,
+  ...CRC_CASES,
 ]
 
 /**
