@@ -37,11 +37,14 @@ import { resolveLimits } from '../limits.ts'
 import type { StoreLimits } from '../limits.ts'
 import { publishFile, removeStaleTemps } from '../publish.ts'
 import { assertSessionId } from '../session-id.ts'
+import { createSessionStore as createFileViews } from '../session-store.ts'
 import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions, WriterLock } from '../writer-lock.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
 import { appendToHeld, assertFence, lockNonce, recoverLog, takeLock } from './held-lease.ts'
 import type { Held, LeaseContext } from './held-lease.ts'
+import { filesCapability } from './files.ts'
+import type { JsonlFilesCapability } from './files.ts'
 import { maintenanceCapabilities } from './maintenance.ts'
 import { waitForAppend } from './follow.ts'
 import { readLease, writeLease } from './lease-file.ts'
@@ -78,6 +81,13 @@ export interface JsonlBackend extends SessionBackend {
   readonly root: string
   /** The encoding of new sessions. */
   readonly encoding: LogEncoding
+  /** The port's capabilities, plus `files`: read-only views of session directories (see {@link JsonlFilesCapability}). */
+  readonly capabilities: JsonlCapabilities
+}
+
+/** What a {@link JsonlBackend} offers beyond the port: the port's capabilities and `files`. */
+export interface JsonlCapabilities extends BackendCapabilities {
+  readonly files: JsonlFilesCapability
 }
 
 interface CachedHead {
@@ -98,7 +108,7 @@ class JsonlBackendImpl implements JsonlBackend {
   readonly name = 'jsonl'
   readonly root: string
   readonly encoding: LogEncoding
-  readonly capabilities: BackendCapabilities
+  readonly capabilities: JsonlCapabilities
   readonly #fs: FsOps
   readonly #limits: StoreLimits
   readonly #lock: Partial<LockOptions>
@@ -163,6 +173,10 @@ class JsonlBackendImpl implements JsonlBackend {
         registry: options.registry ?? coreEventRegistry,
         assertOpen: () => this.#open(),
       }),
+      files: filesCapability(
+        createFileViews({ root: this.root, fs: this.#fs, limits: this.#limits, lock: this.#lock }),
+        () => this.#open(),
+      ),
     }
   }
 
@@ -553,4 +567,15 @@ function seqOption(value: unknown, option: string): number {
  */
 export function createJsonlBackend(options: JsonlBackendOptions): JsonlBackend {
   return new JsonlBackendImpl(options)
+}
+
+/**
+ * The JSONL backend under a store, or null when the store is over another backend: how a tool
+ * reaches the file views (`files`) of a session it opened with `createJsonlStore`.
+ *
+ * @param backend - A store's `backend`.
+ * @returns The JSONL backend, or null.
+ */
+export function asJsonlBackend(backend: SessionBackend): JsonlBackend | null {
+  return backend instanceof JsonlBackendImpl ? backend : null
 }
