@@ -17,9 +17,13 @@ import type {
   AcquireResult,
   AppendBatch,
   BackendCapabilities,
+  CompressCapability,
   CreateRequest,
+  FollowCapability,
   ListPage,
   ListQuery,
+  MigrateCapability,
+  QuarantineCapability,
   ReadOptions,
   SessionBackend,
   SessionHead,
@@ -85,8 +89,12 @@ export interface JsonlBackend extends SessionBackend {
   readonly capabilities: JsonlCapabilities
 }
 
-/** What a {@link JsonlBackend} offers beyond the port: the port's capabilities and `files`. */
+/** What a {@link JsonlBackend} always offers: the port's `follow`, `compress`, `migrate`, `quarantine`, and `files`. */
 export interface JsonlCapabilities extends BackendCapabilities {
+  readonly follow: FollowCapability
+  readonly compress: CompressCapability
+  readonly migrate: MigrateCapability
+  readonly quarantine: QuarantineCapability
   readonly files: JsonlFilesCapability
 }
 
