@@ -88,7 +88,10 @@ describe('the files capability', () => {
     const root = await newRoot()
     const store = createJsonlStore({ root })
     expect(asJsonlBackend(store.backend)?.root).toBe(root)
-    const memory = createSessionStore({ backend: createMemoryBackend(), clock: () => '2026-01-01T00:00:00.000Z' })
+    const memory = createSessionStore({
+      backend: createMemoryBackend(),
+      clock: () => '2026-01-01T00:00:00.000Z',
+    })
     expect(asJsonlBackend(memory.backend)).toBeNull()
     await store.close()
     await memory.close()

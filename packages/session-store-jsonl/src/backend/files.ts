@@ -46,7 +46,11 @@ export function filesCapability(
   views: Pick<FileViews, 'sessionDirectory' | 'sessionFiles' | 'readHeader'>,
   assertOpen: () => void,
 ): JsonlFilesCapability {
-  const guarded = async <T>(id: string, what: string, signal: SignalOptions['signal'], run: () => Promise<T>) => {
+  const guarded = async <T>(
+    request: { readonly id: string; readonly what: string; readonly signal: SignalOptions['signal'] },
+    run: () => Promise<T>,
+  ): Promise<T> => {
+    const { id, what, signal } = request
     assertOpen()
     throwIfAborted(signal, `${what} of session ${id}`, id)
     try {
@@ -60,11 +64,15 @@ export function filesCapability(
       try {
         return views.sessionDirectory(id)
       } catch (error) {
-        throw toPortError(error, { sessionId: id, action: `find the directory of session ${JSON.stringify(id)}` })
+        throw toPortError(error, {
+          sessionId: id,
+          action: `find the directory of session ${JSON.stringify(id)}`,
+        })
       }
     },
     sessionFiles: (id, options) =>
-      guarded(id, 'List the files', options?.signal, () => views.sessionFiles(id)),
-    readHeader: (id, options) => guarded(id, 'Read the header', options?.signal, () => views.readHeader(id)),
+      guarded({ id, what: 'List the files', signal: options?.signal }, () => views.sessionFiles(id)),
+    readHeader: (id, options) =>
+      guarded({ id, what: 'Read the header', signal: options?.signal }, () => views.readHeader(id)),
   }
 }

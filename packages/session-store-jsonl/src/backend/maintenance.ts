@@ -61,9 +61,7 @@ function reporter(
  * @param context - File system, root, limits, lock settings, registry.
  * @returns The capabilities.
  */
-export function maintenanceCapabilities(
-  context: MaintenanceContext,
-): {
+export function maintenanceCapabilities(context: MaintenanceContext): {
   readonly compress: CompressCapability
   readonly migrate: MigrateCapability
   readonly quarantine: QuarantineCapability
