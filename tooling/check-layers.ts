@@ -28,9 +28,10 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
     'session-store-postgres',
     'import',
   ],
-  // The adapters sit on the core API, typed structurally (any store/writer with the shape works).
-  // The stores are devDependencies only: their tests run the frameworks over the JSONL store,
-  // the core's memory backend and PostgreSQL. Their src/ imports none of the three.
+  // The adapters take the core's SessionStore/SessionWriter types (session-store is their peer
+  // dependency: one instance, the caller's). The backends are devDependencies only: their tests
+  // run the frameworks over the core on a JSONL root, its memory backend and PostgreSQL. Their
+  // src/ imports session-store types only, never a backend.
   'ai-sdk': [
     'session-events',
     'session-projection',

@@ -1,6 +1,7 @@
 /**
  * Opens an adapter test's store from a target string, in a test or in a child process: a
- * `postgres://` URL is the core store on PostgreSQL, anything else a JSONL root. No vitest
+ * `postgres://` URL is the core store on PostgreSQL, anything else the core store over a
+ * JSONL root (`createJsonlStore`). No vitest
  * import: the crash children use it too, with the same lease owner as the parent (a
  * restarted worker takes its own lease over at once). The adapter passes the constructors
  * in (`tooling/` depends on no agent-ledger package).
@@ -16,8 +17,11 @@ export interface TargetStore<TStore> {
 export interface StoreModules<TStore, TBackend> {
   /** The lease owner of every core store in the adapter's tests (parent and crash child alike). */
   readonly owner: string
-  /** `createSessionStore` of `@agent-ledger/session-store-jsonl`. */
-  readonly createJsonlStore: (options: { readonly root: string }) => TStore
+  /** `createJsonlStore` of `@agent-ledger/session-store-jsonl`. */
+  readonly createJsonlStore: (options: {
+    readonly root: string
+    readonly owner: string
+  }) => TStore & { close(): Promise<void> }
   /** `createSessionStore` of `@agent-ledger/session-store`. */
   readonly createCoreStore: (options: {
     readonly backend: TBackend
@@ -29,7 +33,7 @@ export interface StoreModules<TStore, TBackend> {
 }
 
 /**
- * Opens the JSONL store at a root, or the core store on the PostgreSQL server of a URL.
+ * Opens the store over a JSONL root, or over the PostgreSQL server of a URL.
  *
  * @param target - A directory or a `postgres://` URL.
  * @param modules - The adapter's constructors and lease owner.
@@ -48,5 +52,6 @@ export async function openStoreAtWith<TStore, TBackend>(
     })
     return { store, close: () => store.close() }
   }
-  return { store: modules.createJsonlStore({ root: target }), close: () => Promise.resolve() }
+  const store = modules.createJsonlStore({ root: target, owner: modules.owner })
+  return { store, close: () => store.close() }
 }

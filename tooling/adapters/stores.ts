@@ -1,12 +1,12 @@
 /**
  * The stores a framework adapter's tests run over (`@agent-ledger/ai-sdk`,
- * `@agent-ledger/openai-agents`): the JSONL store, the core store on its in-memory backend,
+ * `@agent-ledger/openai-agents`): the core store over a JSONL root, on its in-memory backend,
  * and the core store on PostgreSQL (one server per run from tooling/pg/global-setup.ts;
  * skipped with one line locally when no server binaries exist, a failure under CI=true).
  *
  * Shared by both adapters' `test/stores.ts`. It imports no agent-ledger package (`tooling/`
  * has none as dependencies): each adapter passes its store constructors in, so the stores
- * are typed by the adapter's own structural `LedgerStore`.
+ * are typed by the core's `SessionStore`.
  */
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util'
 
 import { isCrashPoint } from './agent.ts'
 import type { CrashPoint } from './agent.ts'
-import type { StoreLocation } from './agent-store.ts'
+import type { StoreLocation } from './store.ts'
 import { MiniAgentError } from './mini-agent-error.ts'
 
 /** The providers `--provider` accepts. */

@@ -3,9 +3,18 @@ import path from 'node:path'
 
 import { describeEvent } from '@agent-ledger/cli'
 import type { TurnEndReason } from '@agent-ledger/session-events'
+import type { SessionStore, SessionWriter } from '@agent-ledger/session-store'
 
-import { openAgentStore } from './agent-store.ts'
-import type { AgentStore, AgentWriter, StoreLocation } from './agent-store.ts'
+import {
+  compressSession,
+  isNotFound,
+  listSessions,
+  openStore,
+  sessionPlace,
+  storeWhere,
+  tornTailRepair,
+} from './store.ts'
+import type { StoreLocation } from './store.ts'
 
 import { runTurn } from './agent.ts'
 import type { CrashPlan, TurnResult } from './agent.ts'
@@ -67,7 +76,7 @@ function crashPlan(spec: CrashSpec | undefined, io: CommandIo): CrashPlan | unde
 }
 
 async function runOneTurn(
-  writer: AgentWriter,
+  writer: SessionWriter,
   context: { provider: Provider; flags: TurnFlags; prompt: string; workspace: string; io: CommandIo },
 ): Promise<TurnResult> {
   const { io, flags } = context
@@ -111,7 +120,7 @@ async function run(command: Extract<Command, { kind: 'run' }>, io: CommandIo): P
     await mkdir(workspace, { recursive: true })
   }
   const tools = await createWorkspaceTools({ workspace, protectedPaths: [command.root] })
-  const store = await openAgentStore(command.store, leaseOf(command))
+  const store = await openStore(command.store, { ...leaseOf(command), compress: command.compress })
   try {
     return await runIn(store, { command, io, provider, workspace: tools.workspace })
   } finally {
@@ -124,7 +133,7 @@ function leaseOf(flags: TurnFlags): { leaseMs?: number } {
 }
 
 async function runIn(
-  store: AgentStore,
+  store: SessionStore,
   context: {
     command: Extract<Command, { kind: 'run' }>
     io: CommandIo
@@ -138,9 +147,8 @@ async function runIn(
     id,
     workspace,
     provider,
-    compress: command.compress,
   })
-  io.out(`session ${id}: ${await store.location(id)}`)
+  io.out(`session ${id}: ${await sessionPlace(store, command.store, id)}`)
   let code: number
   try {
     const result = await runOneTurn(writer, {
@@ -159,7 +167,7 @@ async function runIn(
 }
 
 async function resume(command: Extract<Command, { kind: 'resume' }>, io: CommandIo): Promise<number> {
-  const store = await openAgentStore(command.store, leaseOf(command))
+  const store = await openStore(command.store, leaseOf(command))
   try {
     const writer = await openForResume(store, command)
     let code: number
@@ -176,18 +184,14 @@ async function resume(command: Extract<Command, { kind: 'resume' }>, io: Command
 }
 
 async function resumeOpen(
-  writer: AgentWriter,
-  context: { command: Extract<Command, { kind: 'resume' }>; io: CommandIo; store: AgentStore },
+  writer: SessionWriter,
+  context: { command: Extract<Command, { kind: 'resume' }>; io: CommandIo; store: SessionStore },
 ): Promise<number> {
   const { command, io } = context
-  io.out(`session ${command.id}: ${await context.store.location(command.id)}`)
-  const recovery = writer.recovery as AgentWriter['recovery'] & {
-    readonly tornTail?: { readonly bytes: number } | null
-    readonly quarantineFile?: string | null
-  }
-  if (recovery.tornTail !== undefined && recovery.tornTail !== null) {
-    io.out(`torn tail of ${recovery.tornTail.bytes} bytes quarantined in ${recovery.quarantineFile ?? '?'}`)
-  }
+  io.out(`session ${command.id}: ${await sessionPlace(context.store, command.store, command.id)}`)
+  const recovery = writer.recovery
+  const torn = tornTailRepair(writer)
+  if (torn !== null) io.out(torn)
   if (recovery.repairs.length === 0) io.out('nothing to repair: the log ended cleanly.')
   else {
     io.out(`repaired ${recovery.repairs.length} event(s), durable before anything else:`)
@@ -216,15 +220,14 @@ async function resumeOpen(
  * and does not change the exit code: every event is already durable in the live log.
  */
 async function sealWhenCold(
-  store: AgentStore,
+  store: SessionStore,
   session: { readonly id: string; readonly io: CommandIo },
 ): Promise<void> {
-  const files = store.jsonl
-  if (files === null) return // a database has no log file to seal
   try {
-    // The store says which encoding the session has: the demo knows no file names.
-    if ((await files.readHeader(session.id)).encoding !== 'zstd') return
-    session.io.out(describeCompress(await files.compress(session.id)))
+    // The store says which encoding the session has (a database has no log file to seal):
+    // the demo knows no file names.
+    const result = await compressSession(store, session.id, { onlyZstd: true })
+    if (result !== null) session.io.out(describeCompress(result))
   } catch (error) {
     session.io.err(
       `mini-agent: the compressed log was left with its per-flush frames, not resealed: ${errorLine(error)}`,
@@ -233,22 +236,23 @@ async function sealWhenCold(
 }
 
 async function openForResume(
-  store: AgentStore,
+  store: SessionStore,
   command: Extract<Command, { kind: 'resume' }>,
-): Promise<AgentWriter> {
+): Promise<SessionWriter> {
   const { id } = command
   try {
     return await store.openWriter(id, { takeover: command.takeover })
   } catch (error) {
-    if (store.isNotFound(error)) {
-      const where = store.kind === 'jsonl' ? `--root ${store.where}` : '--store <the same URL>'
+    if (isNotFound(error)) {
+      const shown = storeWhere(command.store)
+      const where = command.store.kind === 'jsonl' ? `--root ${shown}` : '--store <the same URL>'
       throw new MiniAgentError({
         code: 'SESSION_NOT_FOUND',
-        message: `There is no session ${JSON.stringify(id)} in ${store.where}; list them with ${MINI_AGENT} sessions ${where}.`,
+        message: `There is no session ${JSON.stringify(id)} in ${shown}; list them with ${MINI_AGENT} sessions ${where}.`,
         cause: error,
       })
     }
-    if (store.kind === 'postgres' && (error as { code?: unknown }).code === 'SESSION_LOCKED') {
+    if (command.store.kind === 'postgres' && (error as { code?: unknown }).code === 'SESSION_LOCKED') {
       throw new MiniAgentError({
         code: 'SESSION_LOCKED',
         message: `${(error as Error).message} If that writer is dead, wait for its lease to expire or resume with --takeover (it is then fenced: it can write nothing more).`,
@@ -260,11 +264,11 @@ async function openForResume(
 }
 
 async function sessions(command: Extract<Command, { kind: 'sessions' }>, io: CommandIo): Promise<number> {
-  const store = await openAgentStore(command.store)
+  const store = await openStore(command.store)
   try {
-    const listing = await store.list()
+    const listing = await listSessions(store)
     if (listing.sessions.length === 0 && listing.problems.length === 0)
-      io.out(`no sessions under ${store.where}`)
+      io.out(`no sessions under ${storeWhere(command.store)}`)
     for (const session of listing.sessions) {
       const parent =
         session.header.parentSession === undefined ? '' : `  forked from ${session.header.parentSession}`

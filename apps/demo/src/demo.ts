@@ -9,9 +9,18 @@ import { describeEvent, runCli } from '@agent-ledger/cli'
 import { validateProviderMessages } from '@agent-ledger/loop-repair'
 import type { LoggedEvent } from '@agent-ledger/session-events'
 import { planCompaction } from '@agent-ledger/session-projection'
+import type { SessionStore, SessionWriter } from '@agent-ledger/session-store'
 
-import { openAgentStore } from './agent-store.ts'
-import type { AgentStore, AgentWriter } from './agent-store.ts'
+import {
+  cliSession,
+  compressSession,
+  lastStoredLine,
+  openStore,
+  sessionPlace,
+  storeWhere,
+  verifySession,
+} from './store.ts'
+import type { StoreLocation } from './store.ts'
 
 import { runTurn } from './agent.ts'
 import { createScriptedProvider } from './providers/scripted.ts'
@@ -109,7 +118,7 @@ const TODO = `- write the README
 - compact the first turn
 `
 
-async function readAll(store: AgentStore, id: string): Promise<LoggedEvent[]> {
+async function readAll(store: SessionStore, id: string): Promise<LoggedEvent[]> {
   const events: LoggedEvent[] = []
   for await (const event of store.readEvents(id)) events.push(event)
   return events
@@ -133,21 +142,27 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   await mkdir(workspace, { recursive: true })
   await writeFile(path.join(workspace, 'notes.md'), NOTES)
   await writeFile(path.join(workspace, 'todo.txt'), TODO)
-  const store = await openAgentStore(
-    options.storeUrl === undefined ? { kind: 'jsonl', root } : { kind: 'postgres', url: options.storeUrl },
-  )
+  const location: StoreLocation =
+    options.storeUrl === undefined ? { kind: 'jsonl', root } : { kind: 'postgres', url: options.storeUrl }
+  const store = await openStore(location)
   try {
-    return await story(store, { ...options, base, root, workspace })
+    return await story(store, { ...options, location, base, root, workspace })
   } finally {
     await store.close()
   }
 }
 
 async function story(
-  store: AgentStore,
-  context: DemoOptions & { readonly base: string; readonly root: string; readonly workspace: string },
+  store: SessionStore,
+  context: DemoOptions & {
+    readonly location: StoreLocation
+    readonly base: string
+    readonly root: string
+    readonly workspace: string
+  },
 ): Promise<number> {
-  const { out, base, root, workspace } = context
+  const { out, base, root, workspace, location } = context
+  const place = (sessionId: string): Promise<string> => sessionPlace(store, location, sessionId)
   const spawnChild = context.spawnChild ?? spawnSelf
   const step = (title: string): void => out(`\n== ${title} ==`)
   const fail = (message: string): number => {
@@ -156,13 +171,13 @@ async function story(
   }
   // A child mini-agent gets `--root DIR`, or the database URL in AGENT_LEDGER_STORE: never on
   // its command line (visible in `ps`) nor in the output (it may hold a password).
-  const storeArgs = store.kind === 'jsonl' ? ['--root', root] : []
+  const storeArgs = location.kind === 'jsonl' ? ['--root', root] : []
   const childEnv: Record<string, string> =
-    store.kind === 'jsonl' ? {} : { AGENT_LEDGER_STORE: context.storeUrl! }
+    location.kind === 'jsonl' ? {} : { AGENT_LEDGER_STORE: context.storeUrl! }
   const provider = createScriptedProvider()
   const tools: WorkspaceTools = await createWorkspaceTools({ workspace, protectedPaths: [root] })
   const print = (event: LoggedEvent): void => out(`  ${describeEvent(event)}`)
-  const turn = async (writer: AgentWriter, prompt: string) => {
+  const turn = async (writer: SessionWriter, prompt: string) => {
     out(`  > ${prompt}`)
     const result = await runTurn({
       log: writer,
@@ -179,15 +194,15 @@ async function story(
   out('mini-agent demo: an offline story on the built-in scripted model (no network, no keys).')
   out(`temporary directory: ${base}`)
   out(`  workspace (the only place the tools may touch): ${workspace}`)
-  out(`  sessions: ${store.kind === 'jsonl' ? root : store.where}`)
+  out(`  sessions: ${storeWhere(location)}`)
 
   // 1. A session that calls tools.
   step('1. A session that calls tools')
   // A database may hold an earlier run's story: this run's sessions get their own ids.
-  const id = store.kind === 'jsonl' ? 'demo' : `demo-${randomBytes(3).toString('hex')}`
+  const id = location.kind === 'jsonl' ? 'demo' : `demo-${randomBytes(3).toString('hex')}`
   const forkId = `${id}-fork`
   let writer = await startSession(store, { id, workspace: tools.workspace, provider })
-  out(`session ${id}, ${store.kind === 'jsonl' ? 'log file' : 'stored as'} ${await store.location(id)}`)
+  out(`session ${id}, ${location.kind === 'jsonl' ? 'log file' : 'stored as'} ${await place(id)}`)
   const first = await turn(writer, 'Summarize notes.md')
   if (first.reason !== 'completed') return fail(`turn 1 ended ${first.reason}`)
   const turnOneEnd = writer.projection.nextSeq - 1
@@ -210,7 +225,7 @@ async function story(
     `running a child: mini-agent ${crashArgs.map((arg) => (arg.includes(' ') ? JSON.stringify(arg) : arg)).join(' ')}`,
   )
   out('it SIGKILLs itself right after the write_file tool/call is durable, before the tool runs.')
-  if (store.kind === 'postgres') out(`(the child reads the store URL from AGENT_LEDGER_STORE)`)
+  if (location.kind === 'postgres') out(`(the child reads the store URL from AGENT_LEDGER_STORE)`)
   const child = await spawnChild(crashArgs, childEnv)
   for (const line of child.stdout.trimEnd().split('\n')) out(`  child | ${line}`)
   if (child.signal !== 'SIGKILL') {
@@ -219,10 +234,10 @@ async function story(
     )
   }
   out(
-    `the child process was killed by SIGKILL: no close, no final flush, the ${store.kind === 'jsonl' ? 'lock' : 'writer lease'} left behind.`,
+    `the child process was killed by SIGKILL: no close, no final flush, the ${location.kind === 'jsonl' ? 'lock' : 'writer lease'} left behind.`,
   )
-  const lastLine = await store.lastLine(id)
-  out(`last line of ${await store.location(id)}:`)
+  const lastLine = await lastStoredLine(store, id)
+  out(`last line of ${await place(id)}:`)
   out(`  ${lastLine.length > 160 ? `${lastLine.slice(0, 159)}…` : lastLine}`)
   const before = await store.openReader(id)
   out(
@@ -236,7 +251,7 @@ async function story(
   // (the child's epoch is fenced: even if it came back, it could write nothing).
   writer = await store.openWriter(id, { takeover: true })
   out(
-    store.kind === 'jsonl'
+    location.kind === 'jsonl'
       ? 'openWriter took over the stale lock, scanned the log and appended (and flushed) the repair:'
       : "openWriter took over the dead child's lease (a new fencing epoch), scanned the log and appended (and flushed) the repair:",
   )
@@ -322,7 +337,7 @@ async function story(
   // 7. Verify.
   step('7. Verify')
   for (const sessionId of [id, forkId]) {
-    const report = await store.verify(sessionId)
+    const report = await verifySession(store, location, sessionId)
     out(
       `${sessionId}: ${report.status}, ${report.events} events (last seq ${report.lastSeq}), ${report.detail}`,
     )
@@ -333,30 +348,37 @@ async function story(
   step('8. Export')
   // The transcript is the CLI's own `agent-ledger export --format md` (one implementation).
   const exportPath = path.join(base, 'demo.md')
-  const exported = await agentLedger(['export', ...store.cliSession(id), '--format', 'md', '-o', exportPath])
+  const exported = await agentLedger([
+    'export',
+    ...cliSession(store, location, id),
+    '--format',
+    'md',
+    '-o',
+    exportPath,
+  ])
   if (exported.code !== 0) return fail(`agent-ledger export exited ${exported.code}: ${exported.stderr}`)
   const markdown = await readFile(exportPath, 'utf8')
   out(`markdown transcript of ${id}: ${exportPath} (${markdown.split('\n').length} lines)`)
   const placeholderLine = markdown.split('\n').find((line) => line.includes('Repair placeholder'))
   if (placeholderLine !== undefined) out(`  ${placeholderLine}`)
 
-  if (store.jsonl !== null) {
+  if (location.kind === 'jsonl') {
     // 9. Compress the cold session.
     step('9. Compress')
-    const files = store.jsonl
-    const eventsBeforeCompress = (await files.verify(id)).events
-    const compressed = await files.compress(id)
+    const eventsBeforeCompress = (await store.verify(id)).events
+    const compressed = await compressSession(store, id)
+    if (compressed === null) return fail('a directory store could not compress')
     out(
       `compress the session: ${compressed.plainBytes} bytes -> ${compressed.compressedBytes} bytes (${compressed.file}, ${compressed.frames} zstd frames; the plain log is removed)`,
     )
-    const afterCompress = await files.verify(id)
+    const afterCompress = await verifySession(store, location, id)
     out(
-      `${id}: ${afterCompress.status}, ${afterCompress.events} events, read back from ${afterCompress.file}`,
+      `${id}: ${afterCompress.status}, ${afterCompress.events} events, read back from ${afterCompress.file ?? '?'}`,
     )
     if (afterCompress.status !== 'ok' || afterCompress.events !== eventsBeforeCompress)
       return fail(`${id} after compress: ${afterCompress.status}, ${afterCompress.events} events`)
     // Every agent-ledger command reads the compressed log as it read the plain one.
-    const tail = await agentLedger(['tail', '-n', '2', files.sessionDirectory(id)])
+    const tail = await agentLedger(['tail', '-n', '2', ...cliSession(store, location, id)])
     if (tail.code !== 0)
       return fail(`agent-ledger tail on the compressed session exited ${tail.code}: ${tail.stderr}`)
     out(`agent-ledger tail -n 2 on the compressed session:`)
@@ -377,7 +399,7 @@ async function story(
       if (copied.code !== 0) return fail(`agent-ledger copy exited ${copied.code}: ${copied.stderr}`)
       out(`  agent-ledger copy <store> ${root} --session ${sessionId}: ${copied.stdout.split('\n')[0] ?? ''}`)
     }
-    const tail = await agentLedger(['tail', '-n', '2', ...store.cliSession(id)])
+    const tail = await agentLedger(['tail', '-n', '2', ...cliSession(store, location, id)])
     const tailCopy = await agentLedger(['tail', '-n', '2', path.join(root, id)])
     if (tail.code !== 0 || tailCopy.stdout !== tail.stdout)
       return fail(
@@ -388,11 +410,11 @@ async function story(
   }
 
   step('Where everything is')
-  for (const sessionId of [id, forkId]) out(`  ${await store.location(sessionId)}`)
+  for (const sessionId of [id, forkId]) out(`  ${await place(sessionId)}`)
   out(`  ${path.join(workspace, 'notes.md.summary.md')}`)
   out(`  ${path.join(workspace, 'todo.txt.summary.md')}`)
   out(`  ${exportPath}`)
-  if (store.kind === 'jsonl') {
+  if (location.kind === 'jsonl') {
     out(`try: ${MINI_AGENT} sessions --root ${root}`)
     out(`try: ${AGENT_LEDGER} export ${path.join(root, id)} --format html -o ${path.join(base, 'demo.html')}`)
   } else {

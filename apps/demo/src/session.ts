@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto'
 
 import type { RepairAction } from '@agent-ledger/loop-repair'
 import type { WireMessage } from '@agent-ledger/session-events'
+import type { SessionStore, SessionWriter } from '@agent-ledger/session-store'
 import type { CompressResult } from '@agent-ledger/session-store-jsonl'
-
-import type { AgentStore, AgentWriter } from './agent-store.ts'
 
 import type { ProviderName } from './cli-args.ts'
 import { createOpenAiProvider, openAiConfigFromEnv } from './providers/openai.ts'
@@ -46,7 +45,7 @@ export function createProvider(
 }
 
 /** The provider a session was started with, from its header metadata (`scripted` when unknown). */
-export function recordedProvider(writer: Pick<AgentWriter, 'header'>): ProviderName {
+export function recordedProvider(writer: Pick<SessionWriter, 'header'>): ProviderName {
   const value = writer.header.metadata?.provider
   return value === 'openai' ? 'openai' : 'scripted'
 }
@@ -55,27 +54,26 @@ export function recordedProvider(writer: Pick<AgentWriter, 'header'>): ProviderN
  * Creates a mini-agent session: the header records the workspace and the provider, and the
  * system prompt is logged (and flushed) as seq 0.
  *
- * With `compress`, the log is `session.v4.jsonl.zstd` from the start (the header in its own
- * Zstandard frame, then one frame per durable flush), so even a run that is killed leaves a
- * compressed log; `store.compress(id)` reseals it into large frames once it is cold.
+ * A directory store opened with `compress` (`openStore`) writes `session.v4.jsonl.zstd` from
+ * the start (the header in its own Zstandard frame, then one frame per durable flush), so even
+ * a run that is killed leaves a compressed log; `compressSession` reseals it into large frames
+ * once it is cold.
  *
- * @param store - The session store (JSONL or PostgreSQL).
- * @param request - The id, the workspace's real path, the provider, and whether to write zstd (JSONL only).
+ * @param store - The session store (over a directory or PostgreSQL).
+ * @param request - The id, the workspace's real path and the provider.
  * @returns The open writer (the caller closes it).
  * @throws the store's typed error (`SESSION_EXISTS`, `INVALID_SESSION_ID`...).
  */
 export async function startSession(
-  store: AgentStore,
+  store: SessionStore,
   request: {
     readonly id: string
     readonly workspace: string
     readonly provider: Provider
-    readonly compress?: boolean
   },
-): Promise<AgentWriter> {
+): Promise<SessionWriter> {
   const writer = await store.create({
     id: request.id,
-    compress: request.compress === true,
     header: {
       cwd: request.workspace,
       metadata: { app: 'mini-agent', provider: request.provider.name, model: request.provider.model },
@@ -92,7 +90,7 @@ export async function startSession(
  * @param writer - An open writer.
  * @returns The next turn number (1 for a fresh session).
  */
-export function nextTurnNumber(writer: Pick<AgentWriter, 'projection'>): number {
+export function nextTurnNumber(writer: Pick<SessionWriter, 'projection'>): number {
   return writer.projection.stats.turns + 1
 }
 
@@ -104,7 +102,7 @@ export function nextTurnNumber(writer: Pick<AgentWriter, 'projection'>): number 
  * @returns One entry per repair placeholder: its action and the derived message.
  */
 export function repairPlaceholders(
-  writer: Pick<AgentWriter, 'projection' | 'recovery'>,
+  writer: Pick<SessionWriter, 'projection' | 'recovery'>,
 ): { readonly action: RepairAction; readonly message: WireMessage | undefined }[] {
   const surface = writer.projection.surface()
   return writer.recovery.repairs
@@ -136,7 +134,7 @@ export function describeRepairs(repairs: readonly RepairAction[]): string[] {
 /**
  * One line describing a compress or reseal, for the console.
  *
- * @param result - What `store.compress` returned.
+ * @param result - What `compressSession` returned.
  * @returns e.g. `compressed log demo/session.v4.jsonl.zstd: 9000 bytes -> 2100 bytes (...)`.
  */
 export function describeCompress(result: CompressResult): string {

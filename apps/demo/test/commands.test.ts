@@ -5,7 +5,7 @@ import path from 'node:path'
 
 import { validateProviderMessages } from '@agent-ledger/loop-repair'
 import type { LoggedEvent } from '@agent-ledger/session-events'
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { runInProcess } from './support/in-process.ts'
@@ -28,7 +28,7 @@ afterEach(async () => {
 
 async function readAll(id: string): Promise<LoggedEvent[]> {
   const events: LoggedEvent[] = []
-  for await (const event of createSessionStore({ root }).readEvents(id)) events.push(event)
+  for await (const event of createJsonlStore({ root }).readEvents(id)) events.push(event)
   return events
 }
 
@@ -53,7 +53,7 @@ describe('mini-agent commands against a real store (in process)', () => {
     expect(events.at(-1)?.data).toEqual({ turn: 1, reason: 'completed' })
     expect(events.filter((event) => event.type === 'tool/call')).toHaveLength(3)
 
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const reader = await store.openReader('s1')
     expect(reader.header?.cwd).toBe(await realpath(workspace))
     expect(reader.header?.metadata).toMatchObject({ app: 'mini-agent', provider: 'scripted' })
@@ -147,7 +147,7 @@ describe('mini-agent commands against a real store (in process)', () => {
     expect(resumed.out).toContain('nothing to repair: the log ended cleanly.')
     expect((await readAll('z')).at(-1)?.data).toEqual({ turn: 2, reason: 'completed' })
     expect(existsSync(path.join(root, 'z', 'session.v4.jsonl'))).toBe(false)
-    expect((await createSessionStore({ root }).verify('z')).status).toBe('ok')
+    expect((await createJsonlStore({ root }).verify('z')).status).toBe('ok')
   })
 
   it('--provider openai without its environment fails before creating a session, naming the variable', async () => {

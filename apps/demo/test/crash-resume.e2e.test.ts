@@ -4,7 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 
 import type { LoggedEvent } from '@agent-ledger/session-events'
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { runMiniAgent, zstdTest } from './support/mini-agent-process.ts'
@@ -27,7 +27,7 @@ afterAll(async () => {
 
 async function events(id: string): Promise<LoggedEvent[]> {
   const all: LoggedEvent[] = []
-  for await (const event of createSessionStore({ root }).readEvents(id)) all.push(event)
+  for await (const event of createJsonlStore({ root }).readEvents(id)) all.push(event)
   return all
 }
 
@@ -122,7 +122,7 @@ describe('mini-agent killed with SIGKILL, then resumed (child processes)', () =>
       ),
     ).toHaveLength(1)
     expect(log.at(-1)!.data).toEqual({ turn: 2, reason: 'completed' })
-    expect((await createSessionStore({ root }).verify(id)).status).toBe('ok')
+    expect((await createJsonlStore({ root }).verify(id)).status).toBe('ok')
   })
 
   it('R1 (zstd): a --compress run killed after-tool-call leaves a .zstd log the zstd CLI accepts; resume appends TOOL_OUTCOME_UNKNOWN to it and reseals it', async () => {
@@ -151,6 +151,6 @@ describe('mini-agent killed with SIGKILL, then resumed (child processes)', () =>
     const check = zstdTest(compressed)
     if (check === null) console.warn('skipped the zstd -t check: the zstd CLI is not installed')
     else expect(check.status, check.stderr).toBe(0)
-    expect((await createSessionStore({ root }).verify(id)).status).toBe('ok')
+    expect((await createJsonlStore({ root }).verify(id)).status).toBe('ok')
   })
 })

@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 
 import type { LoggedEvent } from '@agent-ledger/session-events'
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { runMiniAgent, startMiniAgent } from './support/mini-agent-process.ts'
@@ -49,7 +49,7 @@ describe('mini-agent and Ctrl+C (SIGINT to a child process)', () => {
     expect(finished.code, finished.stderr).toBe(130)
     expect(finished.stderr).toContain('aborted by the user')
 
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const events: LoggedEvent[] = []
     for await (const event of store.readEvents('interrupted')) events.push(event)
     const [result, end] = events.slice(-2)

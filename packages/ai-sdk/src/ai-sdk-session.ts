@@ -1,12 +1,12 @@
 import { isRepairCode } from '@agent-ledger/loop-repair'
 import type { TurnEndReason } from '@agent-ledger/session-events'
+import type { OpenWriterOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
 import { wrapLanguageModel } from 'ai'
 import type { ModelMessage, ToolSet } from 'ai'
 
 import { AiSdkAdapterError, AiSdkErrorCode } from './ai-sdk-error.ts'
 import { fromModelMessages, toModelMessages } from './convert.ts'
 import type { FromModelMessagesOptions, WireEntry } from './convert.ts'
-import type { LedgerStore, LedgerWriter } from './ledger-port.ts'
 import { ledgerRecorderMiddleware } from './record-model.ts'
 import { wrapTools } from './wrap-tools.ts'
 
@@ -20,8 +20,12 @@ export interface RepairedCall {
   readonly seq: number
 }
 
-/** Options of {@link openAiSdkSession}. */
-export interface OpenAiSdkSessionOptions {
+/**
+ * Options of {@link openAiSdkSession}. The writer options of the core (`owner`, `leaseMs`,
+ * `takeover`, `signal`) go to `store.openWriter(id, options)`; `owner`, `leaseMs` and
+ * `signal` also to `store.create` when the session is created.
+ */
+export interface OpenAiSdkSessionOptions extends OpenWriterOptions {
   /**
    * The system prompt. Logged as the leading `system/message` when the session has none;
    * when it differs from the logged one, a `replace` of that message is logged (the old
@@ -47,7 +51,7 @@ interface TurnState {
  */
 export class AiSdkSession {
   /** The open writer (the session's single writer until {@link AiSdkSession.close}). */
-  readonly writer: LedgerWriter
+  readonly writer: SessionWriter
   /** Tool calls that were answered by a repair placeholder, oldest first (from this open and earlier ones). */
   readonly repairs: readonly RepairedCall[]
   readonly #errorSeqs: Set<number>
@@ -56,7 +60,7 @@ export class AiSdkSession {
 
   /** Built by {@link openAiSdkSession}; not meant to be called directly. */
   constructor(init: {
-    writer: LedgerWriter
+    writer: SessionWriter
     errorSeqs: Set<number>
     repairs: readonly RepairedCall[]
     turn: TurnState
@@ -211,7 +215,7 @@ function isNotFound(error: unknown): boolean {
   )
 }
 
-function applySystem(writer: LedgerWriter, system: string): void {
+function applySystem(writer: SessionWriter, system: string): void {
   const first = writer.projection.surface()[0]
   if (first?.type === 'system/message') {
     if (first.message.content === system) return
@@ -241,24 +245,25 @@ function applySystem(writer: LedgerWriter, system: string): void {
  *
  * Reads the session's events once (to know error results, repairs and the turn count).
  *
- * @param store - Any agent-ledger store (the JSONL store, the core store over any backend).
+ * @param store - An agent-ledger store (`createJsonlStore`, or `createSessionStore` over any backend).
  * @param id - The session id.
- * @param options - `system` prompt, `create` when missing (default true).
+ * @param options - `system` prompt, `create` when missing (default true), and the writer options.
  * @returns The session; close it when done.
  * @throws whatever the store throws (`SESSION_LOCKED`, damage codes...), and {@link AiSdkAdapterError}.
  */
 export async function openAiSdkSession(
-  store: LedgerStore,
+  store: SessionStore,
   id: string,
   options: OpenAiSdkSessionOptions = {},
 ): Promise<AiSdkSession> {
-  let writer: LedgerWriter
+  let writer: SessionWriter
   let created = false
   try {
-    writer = await store.openWriter(id)
+    writer = await store.openWriter(id, writerOptions(options))
   } catch (error) {
     if (!isNotFound(error) || options.create === false) throw error
-    writer = await store.create({ id })
+    const { takeover: _takeover, ...lease } = writerOptions(options)
+    writer = await store.create({ id, ...lease })
     created = true
   }
   const errorSeqs = new Set<number>()
@@ -287,4 +292,14 @@ export async function openAiSdkSession(
     throw error
   }
   return new AiSdkSession({ writer, errorSeqs, repairs, turn })
+}
+
+/** The core's writer options out of the adapter's options (only those given). */
+function writerOptions(options: OpenAiSdkSessionOptions): OpenWriterOptions {
+  return {
+    ...(options.owner === undefined ? {} : { owner: options.owner }),
+    ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+    ...(options.takeover === undefined ? {} : { takeover: options.takeover }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  }
 }

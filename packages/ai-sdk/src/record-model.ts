@@ -1,7 +1,6 @@
 import type { AssistantMessage, Usage, WireToolCall } from '@agent-ledger/session-events'
+import type { SessionWriter } from '@agent-ledger/session-store'
 import type { LanguageModelMiddleware } from 'ai'
-
-import type { LedgerWriter } from './ledger-port.ts'
 
 type GenerateResult = Awaited<ReturnType<NonNullable<LanguageModelMiddleware['wrapGenerate']>>>
 type StreamResult = Awaited<ReturnType<NonNullable<LanguageModelMiddleware['wrapStream']>>>
@@ -72,7 +71,7 @@ export function toLedgerUsage(usage: ModelUsage | undefined): Usage | undefined 
 }
 
 function append(
-  writer: LedgerWriter,
+  writer: SessionWriter,
   collected: ResponseCollector,
   extra: { usage: ModelUsage | undefined; interrupted: boolean },
 ): void {
@@ -101,7 +100,7 @@ function append(
  * @param writer - The open session.
  * @returns A middleware for `wrapLanguageModel`.
  */
-export function ledgerRecorderMiddleware(writer: LedgerWriter): LanguageModelMiddleware {
+export function ledgerRecorderMiddleware(writer: SessionWriter): LanguageModelMiddleware {
   return {
     specificationVersion: 'v3',
     wrapGenerate: async ({ doGenerate }): Promise<GenerateResult> => {

@@ -1,7 +1,7 @@
+import type { SessionWriter } from '@agent-ledger/session-store'
 import type { ToolExecutionOptions, ToolSet } from 'ai'
 
 import { fromModelMessages } from './convert.ts'
-import type { LedgerWriter } from './ledger-port.ts'
 
 /** Options of {@link wrapTools}. */
 export interface WrapToolsOptions {
@@ -24,7 +24,7 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
 }
 
 /** True when the surface already holds an assistant message that requested `callId`. */
-function hasAssistantCall(writer: LedgerWriter, callId: string): boolean {
+function hasAssistantCall(writer: SessionWriter, callId: string): boolean {
   const surface = writer.projection.surface()
   for (let index = surface.length - 1; index >= 0; index -= 1) {
     const message = surface[index]!.message
@@ -35,10 +35,10 @@ function hasAssistantCall(writer: LedgerWriter, callId: string): boolean {
 }
 
 class ToolLogger {
-  readonly #writer: LedgerWriter
+  readonly #writer: SessionWriter
   readonly #options: WrapToolsOptions
 
-  constructor(writer: LedgerWriter, options: WrapToolsOptions) {
+  constructor(writer: SessionWriter, options: WrapToolsOptions) {
     this.#writer = writer
     this.#options = options
   }
@@ -133,7 +133,7 @@ async function modelText(
  */
 export function wrapTools<TTools extends ToolSet>(
   tools: TTools,
-  writer: LedgerWriter,
+  writer: SessionWriter,
   options: WrapToolsOptions = {},
 ): TTools {
   const logger = new ToolLogger(writer, options)

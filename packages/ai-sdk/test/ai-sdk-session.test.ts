@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs'
 
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { generateText, stepCountIs, streamText, tool } from 'ai'
 import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test'
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
@@ -142,7 +142,7 @@ describe.each(storeKinds)('a generateText run over the %s store', (_name, kind) 
 
 describe('openAiSdkSession with generateText', () => {
   it('logs a streamText run with the tool call durable before the tool runs', async () => {
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const session = await openAiSdkSession(store, 'streamed')
     session.beginTurn('Weather in Oslo?')
     const seenAtToolStart: string[][] = []
@@ -223,7 +223,7 @@ describe('openAiSdkSession with generateText', () => {
   })
 
   it('refuses to begin a turn while one is open, naming the open turn', async () => {
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const session = await openAiSdkSession(store, 'turns')
     session.beginTurn('one')
     expect(() => session.beginTurn('two')).toThrowError(/expected no open turn, found turn 1 open/)
@@ -234,7 +234,7 @@ describe('openAiSdkSession with generateText', () => {
   })
 
   it('replaces a changed system prompt, keeping the old one in the log', async () => {
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const first = await openAiSdkSession(store, 'system', { system: 'old prompt' })
     await first.close()
     const second = await openAiSdkSession(store, 'system', { system: 'new prompt' })
@@ -256,7 +256,7 @@ describe('openAiSdkSession with generateText', () => {
 
 /** Event types on disk: `readEvents` reads the file, so buffered (not yet flushed) events are not there. */
 async function allEventTypesOnDisk(
-  store: ReturnType<typeof createSessionStore>,
+  store: ReturnType<typeof createJsonlStore>,
   id: string,
 ): Promise<string[]> {
   return (await allEvents(store, id)).map((event) => event.type)

@@ -1,16 +1,16 @@
 /**
- * The stores an adapter test runs over: JSONL, the core store on its in-memory backend, and
+ * The stores an adapter test runs over: the core store over JSONL, on its in-memory backend and
  * the core store on PostgreSQL (tooling/adapters/stores.ts, shared with the other framework
  * adapter).
  */
 import { createMemoryBackend, createSessionStore as createCoreStore } from '@agent-ledger/session-store'
+import type { SessionStore } from '@agent-ledger/session-store'
 
 import { adapterStoreKinds } from '../../../tooling/adapters/stores.ts'
-import type { LedgerStore } from '../src/index.ts'
 import { openStoreAt } from './store-target.ts'
 
 /** JSONL, memory and PostgreSQL as `[name, kind]` rows for `describe.each`; the cross-process ones (JSONL, PostgreSQL). */
-export const { storeKinds, crossProcessStoreKinds } = adapterStoreKinds<LedgerStore>({
+export const { storeKinds, crossProcessStoreKinds } = adapterStoreKinds<SessionStore>({
   tag: 'ai-sdk',
   openStoreAt,
   memoryStore: () => {

@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs'
 
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { tool } from 'ai'
 import type { ToolExecutionOptions } from 'ai'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -16,7 +16,7 @@ const execution = (toolCallId: string): ToolExecutionOptions => ({ toolCallId, m
 
 describe('wrapTools', () => {
   it('logs a one-call assistant message when the model was not wrapped, so repair can answer the call', async () => {
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const writer = await store.create({ id: 'unwrapped' })
     const tools = wrapTools(
       {
@@ -50,7 +50,7 @@ describe('wrapTools', () => {
   })
 
   it('logs a streaming tool once, with its last value, and passes every value through', async () => {
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const writer = await store.create({ id: 'streaming' })
     const tools = wrapTools(
       {
@@ -76,7 +76,7 @@ describe('wrapTools', () => {
   })
 
   it('logs what toModelOutput gives the model, not the raw output', async () => {
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const writer = await store.create({ id: 'model-output' })
     const tools = wrapTools(
       {

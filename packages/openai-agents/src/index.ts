@@ -3,10 +3,9 @@
  * The OpenAI Agents SDK on agent-ledger: a `Session` whose history is derived from a durable,
  * append-only log (`popItem` and `clearSession` hide items with a `replace`, never delete),
  * plus model and tool wrappers that log a run as it happens, so a crash mid-tool resumes with
- * an honest repair result in the next model request. Works over any agent-ledger store.
+ * an honest repair result in the next model request. Takes the core's `SessionStore` over any backend (`createJsonlStore`, PostgreSQL, memory).
  */
 export { itemToWire, wireToItems } from './item-mapping.ts'
-export type { IgnorableEventInput, LedgerStore, LedgerWriter } from './ledger-port.ts'
 export { AgentLedgerSession, ITEMS_EVENT_TYPE, openAgentsSession } from './ledger-session.ts'
 export type { OpenAgentsSessionOptions, RecordedItems } from './ledger-session.ts'
 export { AgentsAdapterError, AgentsAdapterErrorCode } from './openai-agents-error.ts'

@@ -1,5 +1,6 @@
-import type { Usage as LedgerUsage, WireMessage } from '@agent-ledger/session-events'
+import type { EventInput, Usage as LedgerUsage, WireMessage } from '@agent-ledger/session-events'
 import type { SurfaceNode } from '@agent-ledger/session-projection'
+import type { OpenWriterOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
 import { Usage } from '@openai/agents-core'
 import type {
   AgentInputItem,
@@ -12,7 +13,6 @@ import type {
 } from '@openai/agents-core'
 
 import { itemKey, itemToWire, surfaceTypeOf, toJsonItem, wireHoldsItem, wireToItems } from './item-mapping.ts'
-import type { LedgerStore, LedgerWriter } from './ledger-port.ts'
 import { AgentsAdapterError, AgentsAdapterErrorCode } from './openai-agents-error.ts'
 
 /** Type of the log-only events that record the SDK's exact items beside a surface event. */
@@ -26,8 +26,12 @@ export interface RecordedItems {
   readonly items: readonly ItemRecord[]
 }
 
-/** Options of {@link openAgentsSession}. */
-export interface OpenAgentsSessionOptions {
+/**
+ * Options of {@link openAgentsSession}. The writer options of the core (`owner`, `leaseMs`,
+ * `takeover`, `signal`) go to `store.openWriter(id, options)`; `owner`, `leaseMs` and
+ * `signal` also to `store.create` when the session is created.
+ */
+export interface OpenAgentsSessionOptions extends OpenWriterOptions {
   /** Create the session when it does not exist (default true). */
   readonly create?: boolean
 }
@@ -86,14 +90,14 @@ function take(counts: Map<string, number>, key: string): boolean {
  */
 export class AgentLedgerSession implements Session {
   /** The open writer (the session's single writer until {@link AgentLedgerSession.close}). */
-  readonly writer: LedgerWriter
+  readonly writer: SessionWriter
   readonly #recorded: Map<number, readonly ItemRecord[]>
   /** Keys of items logged during a run (by the wrappers) that the runner has not persisted yet. */
   readonly #runLogged = new Map<string, number>()
   #closed = false
 
   /** Built by {@link openAgentsSession}; not meant to be called directly. */
-  constructor(writer: LedgerWriter, recorded: Map<number, readonly ItemRecord[]>) {
+  constructor(writer: SessionWriter, recorded: Map<number, readonly ItemRecord[]>) {
     this.writer = writer
     this.#recorded = recorded
   }
@@ -279,7 +283,9 @@ export class AgentLedgerSession implements Session {
 
   #record(forSeq: number, items: readonly ItemRecord[]): void {
     const data: RecordedItems = { forSeq, items }
-    this.writer.append({ type: ITEMS_EVENT_TYPE, data, ignorable: true })
+    // A log-only event of a type readers need not know (kept verbatim, never model-visible):
+    // outside the typed event map, so the input is cast; the writer accepts it as ignorable.
+    this.writer.append({ type: ITEMS_EVENT_TYPE, data, ignorable: true } as unknown as EventInput)
     this.#recorded.set(forSeq, items)
   }
 
@@ -289,7 +295,7 @@ export class AgentLedgerSession implements Session {
       type === 'assistant/message' && extra.usage !== undefined
         ? { message, usage: extra.usage }
         : { message }
-    return this.writer.append({ type, data } as Parameters<LedgerWriter['append']>[0]).seq
+    return this.writer.append({ type, data } as EventInput).seq
   }
 
   #appendItem(item: ItemRecord, extra: { usage?: LedgerUsage | undefined } = {}): number {
@@ -340,7 +346,7 @@ export class AgentLedgerSession implements Session {
       data: { message },
       surfaceOp: { op: 'replace', startSeq: first.seq, endSeq: last.seq },
       sourceEventSeqs: hidden,
-    } as Parameters<LedgerWriter['append']>[0]).seq
+    } as EventInput).seq
     this.#record(seq, options.keep)
   }
 
@@ -435,24 +441,25 @@ function mergeAssistantItems(items: readonly ItemRecord[]): WireMessage {
  *
  * Reads the session's events once, to load the exact items recorded beside the surface.
  *
- * @param store - Any agent-ledger store.
+ * @param store - An agent-ledger store (`createJsonlStore`, or `createSessionStore` over any backend).
  * @param id - The session id.
- * @param options - `create` when missing (default true).
+ * @param options - `create` when missing (default true), and the writer options.
  * @returns The session; close it when done.
  * @throws whatever the store throws (`SESSION_LOCKED`, damage codes...).
  */
 export async function openAgentsSession(
-  store: LedgerStore,
+  store: SessionStore,
   id: string,
   options: OpenAgentsSessionOptions = {},
 ): Promise<AgentLedgerSession> {
-  let writer: LedgerWriter
+  let writer: SessionWriter
   let created = false
   try {
-    writer = await store.openWriter(id)
+    writer = await store.openWriter(id, writerOptions(options))
   } catch (error) {
     if (!isNotFound(error) || options.create === false) throw error
-    writer = await store.create({ id })
+    const { takeover: _takeover, ...lease } = writerOptions(options)
+    writer = await store.create({ id, ...lease })
     created = true
   }
   const recorded = new Map<number, readonly ItemRecord[]>()
@@ -470,4 +477,14 @@ export async function openAgentsSession(
     }
   }
   return new AgentLedgerSession(writer, recorded)
+}
+
+/** The core's writer options out of the adapter's options (only those given). */
+function writerOptions(options: OpenAgentsSessionOptions): OpenWriterOptions {
+  return {
+    ...(options.owner === undefined ? {} : { owner: options.owner }),
+    ...(options.leaseMs === undefined ? {} : { leaseMs: options.leaseMs }),
+    ...(options.takeover === undefined ? {} : { takeover: options.takeover }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  }
 }

@@ -1,22 +1,19 @@
 // Type assertions, enforced by `pnpm typecheck` (tsc over test/); at run time they are no-ops.
-import type { SessionStore as CoreStore, SessionWriter as CoreWriter } from '@agent-ledger/session-store'
-import type {
-  SessionStore as JsonlStore,
-  SessionWriter as JsonlWriter,
-} from '@agent-ledger/session-store-jsonl'
+import type { SessionStore, SessionWriter } from '@agent-ledger/session-store'
+import type { JsonlStore } from '@agent-ledger/session-store-jsonl'
 import { describe, expectTypeOf, it } from 'vitest'
 
-import type { LedgerStore, LedgerWriter } from '../src/index.ts'
+import type { AgentLedgerSession } from '../src/index.ts'
+import { openAgentsSession } from '../src/index.ts'
 
-describe('the structural store interface', () => {
-  it('is satisfied by the core store (any backend) and by the JSONL store', () => {
-    expectTypeOf<CoreStore>().toExtend<LedgerStore>()
-    expectTypeOf<CoreWriter>().toExtend<LedgerWriter>()
-    expectTypeOf<JsonlStore>().toExtend<LedgerStore>()
-    expectTypeOf<JsonlWriter>().toExtend<LedgerWriter>()
+describe("the adapter takes the core's store types", () => {
+  it('is given the core store (any backend, createJsonlStore too) and holds the core writer', () => {
+    expectTypeOf(openAgentsSession).parameter(0).toEqualTypeOf<SessionStore>()
+    expectTypeOf<JsonlStore>().toExtend<Parameters<typeof openAgentsSession>[0]>()
+    expectTypeOf<AgentLedgerSession['writer']>().toEqualTypeOf<SessionWriter>()
   })
 
-  it('is not satisfied by a store without the repairing openWriter', () => {
-    expectTypeOf<Omit<CoreStore, 'openWriter'>>().not.toExtend<LedgerStore>()
+  it('is not given a store without the repairing openWriter', () => {
+    expectTypeOf<Omit<SessionStore, 'openWriter'>>().not.toExtend<Parameters<typeof openAgentsSession>[0]>()
   })
 })

@@ -1,14 +1,13 @@
 import { rmSync } from 'node:fs'
 
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
-import type { SessionWriter } from '@agent-ledger/session-store-jsonl'
+import type { SessionStore, SessionWriter } from '@agent-ledger/session-store'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { Agent, MemorySession, run, setTracingDisabled, tool } from '@openai/agents-core'
 import type { AgentInputItem } from '@openai/agents-core'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { z } from 'zod'
 
 import { ITEMS_EVENT_TYPE, openAgentsSession } from '../src/index.ts'
-import type { LedgerStore } from '../src/index.ts'
 import { crossProcessStoreKinds, storeKinds } from './stores.ts'
 import { spawnTsChild } from '../../../tooling/adapters/child.ts'
 import { allEvents, tempRoot } from '../../../tooling/adapters/stores.ts'
@@ -92,7 +91,7 @@ describe.each(storeKinds)('a multi-step run over the %s store', (_name, kind) =>
 
 describe('AgentLedgerSession with the SDK runner', () => {
   it('logs a streamed run (run with stream: true) once, with the same items as MemorySession', async () => {
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const session = await openAgentsSession(store, 'streamed')
     const agent = new Agent({
       name: 'weather',
@@ -132,7 +131,7 @@ describe('AgentLedgerSession with the SDK runner', () => {
   })
 
   it('logs the function call durably before the tool runs', async () => {
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const session = await openAgentsSession(store, 'durable-call')
     const onDisk: string[][] = []
     const probe = tool({
@@ -160,7 +159,7 @@ describe('AgentLedgerSession with the SDK runner', () => {
   })
 
   it('works as a plain Session too (no wrappers): the runner persists the turn through addItems', async () => {
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const session = await openAgentsSession(store, 'plain')
     const agent = new Agent({ name: 'w', model: new ScriptedModel(script()), tools: [weather([])] })
     await run(agent, 'Weather?', { session })
@@ -189,13 +188,21 @@ describe('AgentLedgerSession with the SDK runner', () => {
 
 describe('addItems', () => {
   it('flushes the function calls before it appends their outputs', async () => {
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const trace: string[] = []
-    const traced: LedgerStore = {
-      create: async (request) => spy(await store.create(request), trace),
-      openWriter: async (id) => spy(await store.openWriter(id), trace),
-      readEvents: (id) => store.readEvents(id),
-    }
+    const traced: SessionStore = new Proxy(store, {
+      get(target, key) {
+        if (key === 'create')
+          return async (request: Parameters<SessionStore['create']>[0]) =>
+            spy(await target.create(request), trace)
+        if (key === 'openWriter') {
+          return async (id: string, options?: Parameters<SessionStore['openWriter']>[1]) =>
+            spy(await target.openWriter(id, options), trace)
+        }
+        const value: unknown = Reflect.get(target, key)
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
+      },
+    })
     const session = await openAgentsSession(traced, 'ordering')
     await session.addItems([
       { type: 'message', role: 'user', content: 'Go' },
@@ -221,7 +228,7 @@ describe('addItems', () => {
   })
 
   it('keeps items the wire shape cannot hold exactly, and gives them back byte for byte after a reopen', async () => {
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const items: AgentInputItem[] = [
       {
         type: 'message',
@@ -349,7 +356,7 @@ describe.each(storeKinds)('popItem and clearSession over the %s store', (_name, 
 
 describe('popItem on events written by another adapter', () => {
   it('pops one item of an assistant message that stands for several, keeping the rest visible', async () => {
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const writer = await store.create({ id: 'foreign' })
     writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'Go' } } })
     writer.append({
@@ -432,7 +439,7 @@ describe('crash and resume', () => {
     await child.waitFor('ADDED')
     child.child.kill('SIGKILL')
     await child.exited
-    const store = createSessionStore({ root })
+    const store = createJsonlStore({ root })
     const session = await openAgentsSession(store, 'killed-add')
     const items = await session.getItems()
     await session.close()

@@ -66,6 +66,7 @@ export type {
   SessionStoreOptions,
   SessionSummary,
   VerifyReport,
+  WriterLeaseOptions,
 } from './store-api.ts'
 export type { CloseOptions, SessionWriter, WriterRecovery, WriterState } from './writer.ts'
 export { DEFAULT_CHECKPOINT_OPTIONS } from './checkpoint-options.ts'

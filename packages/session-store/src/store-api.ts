@@ -65,8 +65,21 @@ export interface SessionStoreOptions {
   readonly onWarning?: ((warning: SessionStoreWarning) => void) | undefined
 }
 
+/**
+ * Who a writer writes as, per call: the writer-opening calls ({@link SessionStore.create},
+ * {@link SessionStore.openWriter}, {@link SessionStore.fork}) take these to override the
+ * store's `owner` and `leaseMs` for the writer they return (a server opening writers on
+ * behalf of several workers). Checked like the store options (`INVALID_OPTION`).
+ */
+export interface WriterLeaseOptions {
+  /** The lease owner and batch-id prefix of this writer (1-200 characters). Default the store's `owner`. */
+  readonly owner?: string | undefined
+  /** This writer's lease length in milliseconds (a positive integer). Default the store's `leaseMs`. */
+  readonly leaseMs?: number | undefined
+}
+
 /** What {@link SessionStore.create} publishes. */
-export interface CreateSessionRequest extends SignalOptions {
+export interface CreateSessionRequest extends SignalOptions, WriterLeaseOptions {
   readonly id: string
   /** Header fields (`cwd`, `metadata`, `parentSession`, `seeded`...); `format`, `version`, `integrity` are the store's. */
   readonly header?: Partial<SessionHeaderInput> | undefined
@@ -85,7 +98,7 @@ export interface CreateSessionRequest extends SignalOptions {
 }
 
 /** Options of {@link SessionStore.openWriter}. */
-export interface OpenWriterOptions extends SignalOptions {
+export interface OpenWriterOptions extends SignalOptions, WriterLeaseOptions {
   /** Take the lease even if another owner holds a live one (it is fenced). */
   readonly takeover?: boolean | undefined
 }
@@ -124,7 +137,7 @@ export interface FollowOptions extends SignalOptions {
 }
 
 /** Options of {@link SessionStore.fork}. */
-export interface ForkOptions extends SignalOptions {
+export interface ForkOptions extends SignalOptions, WriterLeaseOptions {
   /** The new session's id. */
   readonly to: string
   /** Seq of the last inherited event. */

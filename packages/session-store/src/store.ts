@@ -38,10 +38,33 @@ import type {
   SessionStoreOptions,
   SessionSummary,
   VerifyReport,
+  WriterLeaseOptions,
 } from './store-api.ts'
 import { describe, invalidOption, isAborted, resolveLimits, seqOption, throwIfAborted } from './checks.ts'
 import { SessionWriterImpl } from './writer.ts'
 import type { SessionWriter } from './writer.ts'
+
+/**
+ * A lease owner and length checked like the store options, defaults filled in.
+ *
+ * @param given - The caller's `owner` and `leaseMs` (either may be undefined).
+ * @param defaults - What an undefined one is.
+ * @returns Both.
+ * @throws {@link SessionStoreError} `INVALID_OPTION` naming the option.
+ */
+function checkedLease(
+  given: WriterLeaseOptions,
+  defaults: { readonly owner: string; readonly leaseMs: number },
+): { readonly owner: string; readonly leaseMs: number } {
+  const owner = given.owner ?? defaults.owner
+  if (typeof owner !== 'string' || owner.length === 0 || owner.length > 200) {
+    throw invalidOption('owner', 'a string of 1-200 characters', owner)
+  }
+  const leaseMs = given.leaseMs ?? defaults.leaseMs
+  if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0)
+    throw invalidOption('leaseMs', 'a positive integer', leaseMs)
+  return { owner, leaseMs }
+}
 
 class SessionStoreImpl implements SessionStore {
   readonly backend: SessionBackend
@@ -59,13 +82,7 @@ class SessionStoreImpl implements SessionStore {
   constructor(options: SessionStoreOptions) {
     if (typeof options.clock !== 'function')
       throw invalidOption('clock', 'a function returning an ISO-8601 time', options.clock)
-    const owner = options.owner ?? 'agent-ledger'
-    if (typeof owner !== 'string' || owner.length === 0 || owner.length > 200) {
-      throw invalidOption('owner', 'a string of 1-200 characters', owner)
-    }
-    const leaseMs = options.leaseMs ?? 30_000
-    if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0)
-      throw invalidOption('leaseMs', 'a positive integer', leaseMs)
+    const { owner, leaseMs } = checkedLease(options, { owner: 'agent-ledger', leaseMs: 30_000 })
     // The caller's backend, whose untyped failures become BACKEND_FAILED (typed ones pass as they are).
     this.backend = guardBackend(options.backend)
     this.#clock = options.clock
@@ -94,6 +111,11 @@ class SessionStoreImpl implements SessionStore {
     this.#headerExtra = redactionHeader(this.#context.redaction)
   }
 
+  /** The owner and lease length of one writer: the call's, else the store's. */
+  #lease(options: WriterLeaseOptions): { readonly owner: string; readonly leaseMs: number } {
+    return checkedLease(options, { owner: this.#owner, leaseMs: this.#leaseMs })
+  }
+
   #assertOpen(): void {
     if (this.#closed || this.#closing !== null) {
       throw new SessionStoreError({
@@ -108,6 +130,7 @@ class SessionStoreImpl implements SessionStore {
   async create(request: CreateSessionRequest): Promise<SessionWriter> {
     this.#assertOpen()
     const id = assertSessionId(request.id)
+    this.#lease(request) // refused before anything is published
     const { header, line: headerLine } = buildHeader(request.header ?? {}, {
       id,
       createdAt: this.#clock(),
@@ -129,15 +152,19 @@ class SessionStoreImpl implements SessionStore {
         lines: encodeSeedStream(encoder, seed),
         signal: request.signal,
       })
-      return this.#openCreated(id, {
-        header,
-        headerLine,
-        projection,
-        count: encoder.count,
-        lastLine: encoder.lastLine,
-        chars: encoder.chars,
-        signal: request.signal,
-      })
+      return this.#openCreated(
+        id,
+        {
+          header,
+          headerLine,
+          projection,
+          count: encoder.count,
+          lastLine: encoder.lastLine,
+          chars: encoder.chars,
+          signal: request.signal,
+        },
+        request,
+      )
     }
     const lines = encodeSeed(this.#context, { id, header, seed, projection })
     throwIfAborted(request.signal, `Creating session ${id}`)
@@ -149,13 +176,17 @@ class SessionStoreImpl implements SessionStore {
       lastCrc: lines.length === 0 ? null : lineCrc(lines.at(-1)!),
       signal: request.signal,
     })
-    return this.#openCreated(id, {
-      header,
-      headerLine,
-      projection,
-      ...createdLines(lines),
-      signal: request.signal,
-    })
+    return this.#openCreated(
+      id,
+      {
+        header,
+        headerLine,
+        projection,
+        ...createdLines(lines),
+        signal: request.signal,
+      },
+      request,
+    )
   }
 
   /** Opens a session this store just published, reusing its projection when nobody wrote in between. */
@@ -170,16 +201,14 @@ class SessionStoreImpl implements SessionStore {
       readonly lastLine: string | null
       readonly chars: number
     } & SignalOptions,
+    leaseOptions: WriterLeaseOptions,
   ): Promise<SessionWriter> {
-    const acquired = await this.backend.acquire(id, {
-      owner: this.#owner,
-      leaseMs: this.#leaseMs,
-      signal: created.signal,
-    })
+    const { owner, leaseMs } = this.#lease(leaseOptions)
+    const acquired = await this.backend.acquire(id, { owner, leaseMs, signal: created.signal })
     if (acquired.head.nextSeq !== created.count || acquired.head.lastBatchId !== null) {
       // Someone wrote between create and acquire: read it all like any open.
       await this.backend.release(acquired.lease)
-      return this.openWriter(id, { signal: created.signal })
+      return this.openWriter(id, { owner, leaseMs, signal: created.signal })
     }
     return this.#repairAndReturn(
       new SessionWriterImpl({
@@ -188,7 +217,7 @@ class SessionStoreImpl implements SessionStore {
         header: created.header,
         projection: created.projection,
         clock: this.#clock,
-        leaseMs: this.#leaseMs,
+        leaseMs,
         backendRepairs: acquired.repaired,
         ...writerCheckpointParts(this.#context, this.#clock, createdOpen(id, created)),
         onClosed: (writer) => this.#writers.delete(writer),
@@ -201,9 +230,10 @@ class SessionStoreImpl implements SessionStore {
   async openWriter(id: string, options: OpenWriterOptions = {}): Promise<SessionWriter> {
     this.#assertOpen()
     assertSessionId(id)
+    const { owner, leaseMs } = this.#lease(options)
     const acquired = await this.backend.acquire(id, {
-      owner: this.#owner,
-      leaseMs: this.#leaseMs,
+      owner,
+      leaseMs,
       takeover: options.takeover,
       signal: options.signal,
     })
@@ -236,7 +266,7 @@ class SessionStoreImpl implements SessionStore {
         header: scan.header,
         projection: scan.projection,
         clock: this.#clock,
-        leaseMs: this.#leaseMs,
+        leaseMs,
         backendRepairs: acquired.repaired,
         ...writerCheckpointParts(this.#context, this.#clock, {
           id,
@@ -400,6 +430,7 @@ class SessionStoreImpl implements SessionStore {
     this.#assertOpen()
     assertSessionId(id)
     const to = assertSessionId(options.to, 'fork target id')
+    this.#lease(options) // refused before anything is published
     const { atSeq } = options
     if (typeof atSeq !== 'number' || !Number.isSafeInteger(atSeq) || atSeq < 0) {
       throw new SessionStoreError({
@@ -436,13 +467,17 @@ class SessionStoreImpl implements SessionStore {
     } else {
       await this.backend.create({ ...child, lines: [...prefixLines, ...tailLines] })
     }
-    return this.#openCreated(to, {
-      header,
-      headerLine,
-      projection,
-      ...createdLines([...prefixLines, ...tailLines]),
-      signal: options.signal,
-    })
+    return this.#openCreated(
+      to,
+      {
+        header,
+        headerLine,
+        projection,
+        ...createdLines([...prefixLines, ...tailLines]),
+        signal: options.signal,
+      },
+      options,
+    )
   }
 
   /**

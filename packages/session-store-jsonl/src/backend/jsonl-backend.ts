@@ -19,9 +19,13 @@ import type {
   AcquireResult,
   AppendBatch,
   BackendCapabilities,
+  CompressCapability,
   CreateRequest,
+  FollowCapability,
   ListPage,
   ListQuery,
+  MigrateCapability,
+  QuarantineCapability,
   ReadOptions,
   SessionBackend,
   SessionHead,
@@ -39,6 +43,7 @@ import { resolveLimits } from '../limits.ts'
 import type { StoreLimits } from '../limits.ts'
 import { publishFile, removeStaleTemps } from '../publish.ts'
 import { assertSessionId } from '../session-id.ts'
+import { createSessionStore as createFileViews } from '../session-store.ts'
 import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions, WriterLock } from '../writer-lock.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
@@ -46,6 +51,8 @@ import { appendToHeld, assertFence, lockNonce, recoverLog, takeLock } from './he
 import type { Held, LeaseContext } from './held-lease.ts'
 import { checkpointCapability, readSeekPoint, seekTrack, trackBatch } from './checkpoints.ts'
 import type { SeekTrack } from './checkpoints.ts'
+import { filesCapability } from './files.ts'
+import type { JsonlFilesCapability } from './files.ts'
 import { maintenanceCapabilities } from './maintenance.ts'
 import { isOlderGeneration, olderHead, readOlderHeader, readOlderLines } from './older-read.ts'
 import type { OlderReadContext } from './older-read.ts'
@@ -84,6 +91,17 @@ export interface JsonlBackend extends SessionBackend {
   readonly root: string
   /** The encoding of new sessions. */
   readonly encoding: LogEncoding
+  /** The port's capabilities, plus `files`: read-only views of session directories (see {@link JsonlFilesCapability}). */
+  readonly capabilities: JsonlCapabilities
+}
+
+/** What a {@link JsonlBackend} always offers: the port's `follow`, `compress`, `migrate`, `quarantine`, and `files`. */
+export interface JsonlCapabilities extends BackendCapabilities {
+  readonly follow: FollowCapability
+  readonly compress: CompressCapability
+  readonly migrate: MigrateCapability
+  readonly quarantine: QuarantineCapability
+  readonly files: JsonlFilesCapability
 }
 
 interface CachedHead {
@@ -108,7 +126,7 @@ class JsonlBackendImpl implements JsonlBackend {
   readonly crc32c = (bytes: Uint8Array): number => nativeCrc32c(bytes) >>> 0
   readonly root: string
   readonly encoding: LogEncoding
-  readonly capabilities: BackendCapabilities
+  readonly capabilities: JsonlCapabilities
   readonly #fs: FsOps
   readonly #limits: StoreLimits
   readonly #lock: Partial<LockOptions>
@@ -190,6 +208,10 @@ class JsonlBackendImpl implements JsonlBackend {
         registry: options.registry ?? coreEventRegistry,
         assertOpen: () => this.#open(),
       }),
+      files: filesCapability(
+        createFileViews({ root: this.root, fs: this.#fs, limits: this.#limits, lock: this.#lock }),
+        () => this.#open(),
+      ),
     }
   }
 
@@ -620,4 +642,15 @@ async function* once(chunk: Buffer): AsyncGenerator<Buffer, void, undefined> {
  */
 export function createJsonlBackend(options: JsonlBackendOptions): JsonlBackend {
   return new JsonlBackendImpl(options)
+}
+
+/**
+ * The JSONL backend under a store, or null when the store is over another backend: how a tool
+ * reaches the file views (`files`) of a session it opened with `createJsonlStore`.
+ *
+ * @param backend - A store's `backend`.
+ * @returns The JSONL backend, or null.
+ */
+export function asJsonlBackend(backend: SessionBackend): JsonlBackend | null {
+  return backend instanceof JsonlBackendImpl ? backend : null
 }

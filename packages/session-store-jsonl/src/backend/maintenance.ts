@@ -8,9 +8,11 @@ import { join } from 'node:path'
 
 import type { EventRegistry } from '@agent-ledger/session-events'
 import type {
-  BackendCapabilities,
   BackendProgress,
+  CompressCapability,
   MaintenanceOptions,
+  MigrateCapability,
+  QuarantineCapability,
   QuarantineRecord,
   SignalOptions,
 } from '@agent-ledger/session-store'
@@ -59,9 +61,11 @@ function reporter(
  * @param context - File system, root, limits, lock settings, registry.
  * @returns The capabilities.
  */
-export function maintenanceCapabilities(
-  context: MaintenanceContext,
-): Pick<BackendCapabilities, 'compress' | 'migrate' | 'quarantine'> {
+export function maintenanceCapabilities(context: MaintenanceContext): {
+  readonly compress: CompressCapability
+  readonly migrate: MigrateCapability
+  readonly quarantine: QuarantineCapability
+} {
   // One store of the same root, for the operations it already implements (never for writes).
   const store = createSessionStore({
     root: context.root,
