@@ -125,11 +125,19 @@ export async function* followSession(
       plain = null
       const identity = await identityOf(context.fs, log)
       if (identity !== null && identity !== seen) {
-        for await (const event of context.readEvents(next)) {
-          yield event
-          next = event.seq + 1
+        try {
+          for await (const event of context.readEvents(next)) {
+            yield event
+            next = event.seq + 1
+          }
+          seen = identity
+        } catch (error) {
+          // The file changed while it was read (a writer adding a frame, a reseal renaming a
+          // new file in): what failed may be a frame caught half-written. Read it again at the
+          // next poll; damage that stays once the file is still is thrown then.
+          if ((await identityOf(context.fs, log)) === identity) throw error
+          seen = null
         }
-        seen = identity
       }
     }
     try {

@@ -86,7 +86,11 @@ describe('store.follow', () => {
     const writer = await store.openWriter('f1')
     writer.append({ type: 'turn/start', data: { turn: 9 } })
     await writer.close()
-    await until('the append to the compressed log', () => follower.seqs.length === 5)
+    await until('the append to the compressed log', () => {
+      // A follower that stopped on an error never gets there: say which error, at once.
+      if (follower.error() !== null) throw follower.error()
+      return follower.seqs.length === 5
+    })
     await follower.stop()
     expect(follower.error()).toBeNull()
     expect(follower.seqs).toEqual([0, 1, 2, 3, 4])
