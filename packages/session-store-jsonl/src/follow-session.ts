@@ -130,7 +130,8 @@ export async function* followSession(
             yield event
             next = event.seq + 1
           }
-          seen = identity
+          // Changed while it was read: what was read may stop short of it; read again next poll.
+          seen = (await identityOf(context.fs, log)) === identity ? identity : null
         } catch (error) {
           // The file changed while it was read (a writer adding a frame, a reseal renaming a
           // new file in): what failed may be a frame caught half-written. Read it again at the
