@@ -297,6 +297,8 @@ export async function createWorkspaceTools(options: WorkspaceToolsOptions): Prom
     if (!parsed.ok) return parsed.outcome
     const resolved = await resolve(parsed.value.cwd ?? '.', true)
     if (!resolved.ok) return { isError: true, content: resolved.message }
+    // Aborted while the cwd was resolved: the command is not started at all.
+    if (signal?.aborted === true) return ABORTED
     const timeoutMs = Math.min(parsed.value.timeoutMs ?? limits.commandTimeoutMs, MAX_COMMAND_TIMEOUT_MS)
     return runShellCommand({
       command: parsed.value.command,
@@ -377,6 +379,8 @@ function runShellCommand(options: ShellCommandOptions): Promise<ToolOutcome> {
       killGroup()
     }
     options.signal?.addEventListener('abort', onAbort, { once: true })
+    // An abort that fired before the listener was added would otherwise be missed.
+    if (options.signal?.aborted === true) onAbort()
     const finish = (outcome: ToolOutcome): void => {
       clearTimeout(timer)
       options.signal?.removeEventListener('abort', onAbort)

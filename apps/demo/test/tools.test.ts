@@ -83,6 +83,14 @@ describe('createWorkspaceTools: the happy path', () => {
     expect(await running).toEqual({ isError: true, content: 'Error: aborted by the user', aborted: true })
   })
 
+  it('an abort while the command is being prepared (before it is spawned) is still an abort, never a run to the timeout', async () => {
+    const controller = new AbortController()
+    // run() checks the signal, then awaits the cwd resolution: the abort lands in that await.
+    const running = tools.run('run_command', args({ command: 'sleep 30' }), controller.signal)
+    controller.abort()
+    expect(await running).toEqual({ isError: true, content: 'Error: aborted by the user', aborted: true })
+  })
+
   it('answers unknown tools and malformed arguments with tool errors, never exceptions', async () => {
     expect(await tools.run('rm_rf', '{}')).toMatchObject({
       isError: true,
