@@ -9,10 +9,18 @@ import { join } from 'node:path'
 
 import type { EventInput } from '@agent-ledger/session-events'
 
-import { createSessionStore, nodeFsOps } from '../../src/index.ts'
+import type { SessionStoreWarning } from '@agent-ledger/session-store'
+
+import { createJsonlStore, createSessionStore, nodeFsOps } from '../../src/index.ts'
 import { encodeJsonLine, resolveLimits } from '../../src/format.ts'
 import { decodeV4Header } from '../../src/log-format.ts'
-import type { FsOps, SessionStore, SessionStoreOptions } from '../../src/index.ts'
+import type {
+  FsOps,
+  JsonlStore,
+  JsonlStoreOptions,
+  SessionStore,
+  SessionStoreOptions,
+} from '../../src/index.ts'
 
 /** A fresh 0700 directory under the OS temp dir; removed by the returned cleanup. */
 export function makeTempDir(prefix = 'al-store-'): { path: string; cleanup: () => void } {
@@ -44,6 +52,38 @@ export function testStore(
     ...options,
   })
   return { store, warnings }
+}
+
+/**
+ * The one store API over `root` for tests: the core over the JSONL backend
+ * (`createJsonlStore`), with the same deterministic clock as {@link testStore}, a fixed lease
+ * owner, and the core's warnings collected. Tests of the JSONL store API move onto this (issue 23).
+ */
+export function coreTestStore(
+  root: string,
+  options: Partial<Omit<JsonlStoreOptions, 'root'>> = {},
+): { store: JsonlStore; warnings: SessionStoreWarning[] } {
+  const warnings: SessionStoreWarning[] = []
+  const store = createJsonlStore({
+    root,
+    clock: steppingClock(),
+    owner: 'test-writer',
+    onWarning: (warning) => warnings.push(warning),
+    ...options,
+  })
+  return { store, warnings }
+}
+
+/** Writes a session through the one store API: create, append `inputs`, close (flushes). Returns the log path. */
+export async function writeCoreSession(
+  store: JsonlStore,
+  id: string,
+  inputs: readonly EventInput[],
+): Promise<string> {
+  const writer = await store.create({ id, header: { cwd: '/srv/project' } })
+  for (const input of inputs) writer.append(input)
+  await writer.close()
+  return join(store.backend.capabilities.files.sessionDirectory(id), 'session.v4.jsonl')
 }
 
 /** One complete turn: user asks, assistant calls a tool, the tool answers, assistant replies. */
