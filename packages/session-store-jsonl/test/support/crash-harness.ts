@@ -19,9 +19,11 @@ import {
 import { tmpdir, uptime } from 'node:os'
 import { join } from 'node:path'
 
-import { createSessionStore } from '../../src/index.ts'
+import type { SessionWriter } from '@agent-ledger/session-store'
+
+import { createJsonlStore } from '../../src/index.ts'
 import { LOG_FILE_NAME } from '../../src/format.ts'
-import type { FsOps } from '../../src/index.ts'
+import type { FsOps, JsonlStore } from '../../src/index.ts'
 import { expect } from 'vitest'
 
 import { spawnBundledChild } from './children.ts'
@@ -32,12 +34,26 @@ import { workload, WORKLOAD_HEADER } from './workload.ts'
 /** The constant clock every crash workload uses, so event bytes depend on the seed only. */
 const CRASH_CLOCK = (): string => '2026-01-01T00:00:00.000Z'
 
-/** Store options shared by the crash children, the references and the checks. */
+/**
+ * Options of `createJsonlStore` shared by the crash children, the references and the checks:
+ * the constant clock, and no writer-lock heartbeat (the core writer flushes only when asked).
+ */
 export const CRASH_STORE_OPTIONS = {
   clock: CRASH_CLOCK,
-  flush: { maxDelayMs: 0, maxBufferedEvents: 0, maxBufferedBytes: 0 },
-  lock: { heartbeatMs: 0 },
+  jsonl: { lock: { heartbeatMs: 0 } },
 } as const
+
+/** The one store API (the core over the JSONL backend) on `root`, with {@link CRASH_STORE_OPTIONS}. */
+export function crashStore(root: string, fs?: FsOps): JsonlStore {
+  return createJsonlStore({ root, ...CRASH_STORE_OPTIONS, ...(fs === undefined ? {} : { fs }) })
+}
+
+/** Bytes of torn tail the backend dropped (and quarantined) while granting `writer` its lease. */
+export function tornTailBytes(writer: SessionWriter): number {
+  return writer.recovery.backendRepairs
+    .filter((repair) => repair.kind === 'torn-tail')
+    .reduce((total, repair) => total + (repair.droppedBytes ?? 0), 0)
+}
 
 /** Splits a log into its `\n`-terminated lines (with the `\n`) and the unterminated rest. */
 export function splitLines(bytes: Buffer): { lines: Buffer[]; tail: Buffer } {
@@ -52,9 +68,13 @@ export function splitLines(bytes: Buffer): { lines: Buffer[]; tail: Buffer } {
 
 /** Creates `id` under `root` with the crash workload's header and no events, and closes it. */
 export async function createCrashSession(root: string, id: string, fs?: FsOps): Promise<void> {
-  const store = createSessionStore({ root, ...CRASH_STORE_OPTIONS, ...(fs === undefined ? {} : { fs }) })
-  const writer = await store.create({ id, header: WORKLOAD_HEADER })
-  await writer.close()
+  const store = crashStore(root, fs)
+  try {
+    const writer = await store.create({ id, header: WORKLOAD_HEADER })
+    await writer.close()
+  } finally {
+    await store.close()
+  }
 }
 
 /**
@@ -68,10 +88,11 @@ export async function referenceLines(options: {
 }): Promise<Buffer[]> {
   const root = mkdtempSync(join(tmpdir(), 'agent-ledger-reference-'))
   try {
-    const store = createSessionStore({ root, ...CRASH_STORE_OPTIONS })
+    const store = crashStore(root)
     const writer = await store.create({ id: options.id, header: WORKLOAD_HEADER })
     for (const event of workload(options.seed, options.count)) writer.append(event)
     await writer.close()
+    await store.close()
     return splitLines(readFileSync(join(root, options.id, LOG_FILE_NAME))).lines
   } finally {
     rmSync(root, { recursive: true, force: true })
@@ -132,13 +153,13 @@ export async function checkCrashedSession(options: {
   for (let index = 0; index < raw.lines.length; index += 1) {
     if (!raw.lines[index]!.equals(reference[index] ?? Buffer.alloc(0))) foreignLines += 1
   }
-  const store = createSessionStore({ root, ...CRASH_STORE_OPTIONS })
-  let tornTailBytes = 0
+  const store = crashStore(root)
+  let tornTail = 0
   let repairs = 0
   let openError: string | null = null
   try {
     const writer = await store.openWriter(id)
-    tornTailBytes = writer.recovery.tornTail?.bytes ?? 0
+    tornTail = tornTailBytes(writer)
     repairs = writer.recovery.repairs.length
     await writer.close()
   } catch (error) {
@@ -175,12 +196,13 @@ export async function checkCrashedSession(options: {
     duplicateSynthetic = again.recovery.repairs.length
     await again.close()
   }
+  await store.close()
   return {
     ackedLost,
     unackedKept: Math.max(0, lastWorkloadSeq - lastAck),
     foreignLines,
     holes,
-    tornTailBytes,
+    tornTailBytes: tornTail,
     repairs,
     unrepairedDangling,
     duplicateSynthetic,
@@ -366,7 +388,7 @@ export async function runPowerLossWorkload(
 ): Promise<PowerLossRun> {
   const id = `w2-${options.seed}`
   const recorder = await createPowerLossRecorder(root)
-  const store = createSessionStore({ root, fs: recorder, ...CRASH_STORE_OPTIONS })
+  const store = crashStore(root, recorder)
   const acks: { opCount: number; seq: number }[] = []
   const writer = await store.create({ id, header: WORKLOAD_HEADER })
   let appended = 0
@@ -383,6 +405,7 @@ export async function runPowerLossWorkload(
     const again = await store.openWriter(id)
     await again.close()
   }
+  await store.close()
   const reference = await referenceLines({ id, seed: options.seed, count: options.events })
   return { recorder, id, seed: options.seed, acks, reference }
 }

@@ -6,9 +6,9 @@
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
-import { createSessionStore } from '../../src/index.ts'
+import { createJsonlStore } from '../../src/index.ts'
 import { encodeEventLine } from '../../src/format.ts'
-import { CRASH_STORE_OPTIONS, referenceLines, runCrashWriter } from './crash-harness.ts'
+import { CRASH_STORE_OPTIONS, referenceLines, runCrashWriter, tornTailBytes } from './crash-harness.ts'
 import type { KillRound } from './crash-harness.ts'
 import { WORKLOAD_HEADER } from './workload.ts'
 import { collect } from './sessions.ts'
@@ -42,8 +42,12 @@ export interface ZstdKillResult {
 export async function runZstdKillRound(root: string, round: KillRound): Promise<ZstdKillResult> {
   const id = `zw1-${round.seed}`
   mkdirSync(root, { recursive: true, mode: 0o700 })
-  const store = createSessionStore({ root, ...CRASH_STORE_OPTIONS })
-  await (await store.create({ id, header: WORKLOAD_HEADER, encoding: 'zstd' })).close()
+  // The encoding is the store's (`createJsonlStore({ encoding })`); the child and the checks
+  // below write in the encoding the session has.
+  const creator = createJsonlStore({ root, ...CRASH_STORE_OPTIONS, encoding: 'zstd' })
+  await (await creator.create({ id, header: WORKLOAD_HEADER })).close()
+  await creator.close()
+  const store = createJsonlStore({ root, ...CRASH_STORE_OPTIONS })
   const run = await runCrashWriter(root, id, round)
   if (run.signal !== 'SIGKILL') {
     throw new Error(
@@ -52,7 +56,7 @@ export async function runZstdKillRound(root: string, round: KillRound): Promise<
   }
   const { lastAck } = run
   const writer = await store.openWriter(id)
-  const tornTailBytes = writer.recovery.tornTail?.bytes ?? 0
+  const tornTail = tornTailBytes(writer)
   await writer.close()
   const events = await collect(store.readEvents(id))
   const reference = await referenceLines({
@@ -77,11 +81,12 @@ export async function runZstdKillRound(root: string, round: KillRound): Promise<
   const again = await store.openWriter(id)
   const duplicateSynthetic = again.recovery.repairs.length
   await again.close()
+  await store.close()
   return {
     lastAck,
     ackedLost,
     lastWorkloadSeq,
-    tornTailBytes,
+    tornTailBytes: tornTail,
     unrepairedDangling: reader.pendingToolCalls.length,
     duplicateSynthetic,
     cliTestOk: cliCheck(readFileSync(join(root, id, 'session.v4.jsonl.zstd'))).testOk,
