@@ -4,11 +4,10 @@ import { join } from 'node:path'
 
 import { afterAll, describe, expect, it } from 'vitest'
 
-import { createSessionStore } from '../src/index.ts'
 import { LOG_FILE_NAME } from '../src/format.ts'
 import {
   checkPowerLossImage,
-  CRASH_STORE_OPTIONS,
+  crashStore,
   runPowerLossWorkload,
   splitLines,
 } from './support/crash-harness.ts'
@@ -84,12 +83,9 @@ describe('W2 crash suite: simulated power loss at every I/O op index', () => {
           holesAckedLost += holes.ackedLost
         } else {
           holesRefusedWithTypedError += 1
-          const reader = await createSessionStore({ root: target, ...CRASH_STORE_OPTIONS }).openReader(
-            run.id,
-            {
-              allowDamaged: true,
-            },
-          )
+          const store = crashStore(target)
+          const reader = await store.openReader(run.id, { allowDamaged: true })
+          await store.close()
           const lines = splitLines(readFileSync(join(target, run.id, LOG_FILE_NAME))).lines
           let lost = reader.lastSeq >= holes.lastAck ? 0 : holes.lastAck - reader.lastSeq
           for (let seq = 0; seq <= holes.lastAck; seq += 1) {
