@@ -4,10 +4,11 @@ import { basename, join } from 'node:path'
 
 import { afterAll, describe, expect, it } from 'vitest'
 
-import { createSessionStore, JsonlStoreError } from '../src/index.ts'
+import { SessionStoreError } from '@agent-ledger/session-store'
+import type { SessionWriter } from '@agent-ledger/session-store'
+
 import { LOG_FILE_NAME } from '../src/format.ts'
-import type { SessionWriter } from '../src/index.ts'
-import { CRASH_STORE_OPTIONS, referenceLines, splitLines } from './support/crash-harness.ts'
+import { crashStore, referenceLines, splitLines, tornTailBytes } from './support/crash-harness.ts'
 import { createFaultFs } from './support/fault-fs.ts'
 import type { FaultFs } from './support/fault-fs.ts'
 import { workload, WORKLOAD_HEADER } from './support/workload.ts'
@@ -36,7 +37,7 @@ async function setup(): Promise<Setup> {
   mkdirSync(root, { mode: 0o700 })
   const id = `faults-${counter}`
   const fs = createFaultFs()
-  const store = createSessionStore({ root, fs, ...CRASH_STORE_OPTIONS })
+  const store = crashStore(root, fs)
   const writer = await store.create({ id, header: WORKLOAD_HEADER })
   for (const event of events.slice(0, 3)) writer.append(event)
   expect(await writer.flush()).toEqual({ durableSeq: 2 })
@@ -44,29 +45,36 @@ async function setup(): Promise<Setup> {
 }
 
 /**
- * The log's handle: after `create` the writer keeps the handle of the temp file it linked
- * into place (same inode), so match anything but the lock's files and quarantine files.
+ * The log's handle: after `create` the writer may keep the handle of the temp file it linked
+ * into place (same inode), so match anything but the lock's and the lease's files and
+ * quarantine files.
  */
 const isLog = (path: string): boolean => {
   const name = basename(path)
-  return !name.startsWith('.tmp-lock') && !name.startsWith('writer.lock') && !name.includes('.torn-')
+  return (
+    !name.startsWith('.tmp-lock') &&
+    !name.startsWith('.tmp-lease') &&
+    !name.startsWith('writer.lock') &&
+    !name.startsWith('writer.lease') &&
+    !name.includes('.torn-')
+  )
 }
 
-async function rejection(promise: Promise<unknown>): Promise<JsonlStoreError> {
+async function rejection(promise: Promise<unknown>): Promise<SessionStoreError> {
   try {
     await promise
   } catch (error) {
-    if (JsonlStoreError.is(error)) return error
+    if (SessionStoreError.is(error)) return error
     throw error
   }
   throw new Error('expected a rejection')
 }
 
-function thrown(run: () => unknown): JsonlStoreError {
+function thrown(run: () => unknown): SessionStoreError {
   try {
     run()
   } catch (error) {
-    if (JsonlStoreError.is(error)) return error
+    if (SessionStoreError.is(error)) return error
     throw error
   }
   throw new Error('expected a throw')
@@ -74,9 +82,10 @@ function thrown(run: () => unknown): JsonlStoreError {
 
 /** Reopens with the real file system and returns the log's event lines (seq order), after repair. */
 async function reopenLines(root: string, id: string): Promise<Buffer[]> {
-  const store = createSessionStore({ root, ...CRASH_STORE_OPTIONS })
+  const store = crashStore(root)
   const writer = await store.openWriter(id)
   await writer.close()
+  await store.close()
   return splitLines(readFileSync(join(root, id, LOG_FILE_NAME))).lines.slice(1)
 }
 
@@ -160,16 +169,21 @@ describe('W7: disk full during append/flush', () => {
     fs.addFault({ op: 'write', errno: 'ENOSPC', path: isLog, shortWriteBytes: 50 })
     fs.addFault({ op: 'truncate', errno: 'EIO', path: isLog })
     for (const event of events.slice(3, 5)) writer.append(event)
+    // The JSONL store API said DISK_FULL here; the backend says WRITER_FAILED (poisoned): freeing
+    // space cannot revive this lease, so the retryable DISK_FULL would mislead.
     const failed = await rejection(writer.flush())
-    expect(failed.code).toBe('DISK_FULL')
+    expect(failed.code).toBe('WRITER_FAILED')
+    expect(failed.details).toMatchObject({ cause: 'ENOSPC', poisoned: true })
     expect(statSync(logPath).size).toBe(durableSize + 50)
+    expect(writer.state).toBe('failed')
     expect(thrown(() => writer.append(events[5]!)).code).toBe('WRITER_FAILED')
     expect(writer.durableSeq).toBe(2)
     await writer.close().catch(() => undefined)
-    const store = createSessionStore({ root, ...CRASH_STORE_OPTIONS })
+    const store = crashStore(root)
     const reopened = await store.openWriter(id)
-    expect(reopened.recovery.tornTail?.bytes).toBe(50)
+    expect(tornTailBytes(reopened)).toBe(50)
     await reopened.close()
+    await store.close()
     await expectAckedIntact(root, id, 2)
   })
 

@@ -103,6 +103,12 @@ export interface SessionWriter {
   close(options?: CloseOptions): Promise<void>
 }
 
+/** Whether a backend error says its lease can no longer append (`details.poisoned: true`, see the port's `append`). */
+function isPoisoned(error: SessionStoreError): boolean {
+  const details: unknown = error.details
+  return typeof details === 'object' && details !== null && (details as { poisoned?: unknown }).poisoned === true
+}
+
 /** Everything a writer is built from (internal). */
 export interface WriterInit {
   readonly backend: SessionBackend
@@ -249,6 +255,7 @@ export class SessionWriterImpl implements SessionWriter {
         code: SessionStoreErrorCode.WRITER_FAILED,
         sessionId: this.id,
         message: `Cannot ${action} session ${this.id}: the writer failed earlier (${this.#failure?.message ?? 'unknown'}); reopen the session to continue.`,
+        details: { cause: this.#failure?.code ?? 'unknown' },
         cause: this.#failure,
       })
     }
@@ -363,7 +370,9 @@ export class SessionWriterImpl implements SessionWriter {
       this.#state = 'fenced'
       this.#failure = error
     } else if (
-      SessionStoreError.is(error, SessionStoreErrorCode.CONFLICT, SessionStoreErrorCode.SESSION_NOT_FOUND)
+      SessionStoreError.is(error, SessionStoreErrorCode.CONFLICT, SessionStoreErrorCode.SESSION_NOT_FOUND) ||
+      // The backend says no retry on this lease can fix it (a failed fdatasync or rollback).
+      (SessionStoreError.is(error) && isPoisoned(error))
     ) {
       this.#state = 'failed'
       this.#failure = error
