@@ -5,12 +5,14 @@ import { join } from 'node:path'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { createSessionStore } from '../src/index.ts'
+import { createJsonlStore } from '../src/index.ts'
 import { LOG_FILE_NAME } from '../src/format.ts'
 import { bundleChild, spawnChild } from './support/children.ts'
 import { createFaultFs } from './support/fault-fs.ts'
 
 const NOBODY = 65534
+/** What a session directory holds at rest: the log and its lease file (no lock, no temp file). */
+const SESSION_FILES = [LOG_FILE_NAME, 'writer.lease']
 const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-w8-'))
 let bundle = ''
 /** Why the unprivileged cases cannot run here, or null when they can. */
@@ -36,12 +38,19 @@ async function ownedStore(
   const root = join(scratch, name)
   mkdirSync(root, { mode: 0o700 })
   const id = 'probe'
-  const store = createSessionStore({ root, lock: { heartbeatMs: 0 } })
+  const store = createJsonlStore({ root, jsonl: { lock: { heartbeatMs: 0 } } })
   const writer = await store.create({ id })
   writer.append({ type: 'turn/start', data: { turn: 1 } })
   writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'hello' } } })
   await writer.close()
-  for (const path of [root, join(root, id), join(root, id, LOG_FILE_NAME)]) chownSync(path, owner, owner)
+  await store.close()
+  // The lease file (the session's fencing epoch) is the session's too, beside the log.
+  for (const path of [
+    root,
+    join(root, id),
+    ...readdirSync(join(root, id)).map((name) => join(root, id, name)),
+  ])
+    chownSync(path, owner, owner)
   return { root, id, directory: join(root, id) }
 }
 
@@ -106,9 +115,10 @@ describe('W8: EACCES as an unprivileged user', () => {
       uid: NOBODY,
       ok: false,
       code: 'ACCESS_DENIED',
-      details: { op: 'open-append', cause: 'EACCES' },
+      // The backend's `op` names the file it opened (the JSONL store API said `open-append`).
+      details: { op: `open probe/${LOG_FILE_NAME}`, cause: 'EACCES' },
     })
-    expect(readdirSync(directory)).toEqual([LOG_FILE_NAME])
+    expect(readdirSync(directory).sort()).toEqual(SESSION_FILES)
     expect(readFileSync(join(directory, LOG_FILE_NAME)).equals(before)).toBe(true)
     expect(await probe([root, 'openReader', id])).toEqual({ uid: NOBODY, ok: true, lastSeq: 1 })
   })
@@ -124,7 +134,7 @@ describe('W8: EACCES as an unprivileged user', () => {
       code: 'ACCESS_DENIED',
       details: { op: 'create-lock', cause: 'EACCES' },
     })
-    expect(readdirSync(directory)).toEqual([LOG_FILE_NAME])
+    expect(readdirSync(directory).sort()).toEqual(SESSION_FILES)
     expect(await probe([root, 'openReader', id])).toEqual({ uid: NOBODY, ok: true, lastSeq: 1 })
   })
 
@@ -135,9 +145,8 @@ describe('W8: EACCES as an unprivileged user', () => {
     const result = await probe([root, 'create', 'fresh'])
     console.log(JSON.stringify(result))
     expect(result).toMatchObject({ uid: NOBODY, ok: false, code: 'ACCESS_DENIED' })
-    expect(['mkdir', 'create-lock', 'stat', 'lstat', 'open']).toContain(
-      (result['details'] as { op: string }).op,
-    )
+    // The backend's `op` is what it was doing, naming the session (the JSONL store API said `mkdir`).
+    expect((result['details'] as { op: string }).op).toBe('create the directory of session fresh')
     chmodSync(root, 0o700)
     expect(readdirSync(root).sort()).toEqual(['probe'])
   })
@@ -152,13 +161,16 @@ describe('W8: EACCES as an unprivileged user', () => {
       writeOpensOnly: true,
       path: (path) => path.endsWith(`/${LOG_FILE_NAME}`),
     })
-    const store = createSessionStore({ root, fs, lock: { heartbeatMs: 0 } })
+    const store = createJsonlStore({ root, fs, jsonl: { lock: { heartbeatMs: 0 } } })
     await expect(store.openWriter(id)).rejects.toMatchObject({
       code: 'ACCESS_DENIED',
-      details: { op: 'open-append', cause: 'EROFS' },
+      details: { op: `open probe/${LOG_FILE_NAME}`, cause: 'EROFS' },
     })
-    expect(readdirSync(directory)).toEqual([LOG_FILE_NAME])
-    const reader = await createSessionStore({ root }).openReader(id)
+    expect(readdirSync(directory).sort()).toEqual(SESSION_FILES)
+    await store.close()
+    const readerStore = createJsonlStore({ root })
+    const reader = await readerStore.openReader(id)
     expect(reader.lastSeq).toBe(1)
+    await readerStore.close()
   })
 })
