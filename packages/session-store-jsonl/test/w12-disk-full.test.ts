@@ -1,10 +1,10 @@
 /**
- * W12: a really full disk (issue 10, item 3). The store root sits on a small tmpfs mounted
- * for the test (root only; skipped with a printed reason where `mount` is refused), filled
- * with 4 KiB files until the kernel says ENOSPC. Checked: `close()` releases the lock
- * without free space and is retryable; every ENOSPC surfaces as `DISK_FULL` naming the file
- * (create, lock, quarantine copy, flush, checkpoint, publish); the automatic flush backs off
- * and reports through the logger, leaving no partial line behind.
+ * W12: a really full disk (issue 10, item 3), through the one store API (the core over the
+ * JSONL backend). The store root sits on a small tmpfs mounted for the test (root only;
+ * skipped with a printed reason where `mount` is refused), filled with 4 KiB files until the
+ * kernel says ENOSPC. Checked: `close()` releases the lock without free space and is
+ * retryable; every ENOSPC surfaces as `DISK_FULL` naming the file (create, lock, quarantine
+ * copy, flush, checkpoint, publish).
  */
 import { spawnSync } from 'node:child_process'
 import {
@@ -14,7 +14,6 @@ import {
   mkdtempSync,
   readFileSync,
   rmSync,
-  statSync,
   unlinkSync,
   writeFileSync,
 } from 'node:fs'
@@ -23,11 +22,12 @@ import { join } from 'node:path'
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
-import { testTime } from '../../../tooling/test-time.ts'
-import { JsonlStoreError } from '../src/index.ts'
+import { SessionStoreError } from '@agent-ledger/session-store'
+import type { SessionStoreWarning } from '@agent-ledger/session-store'
+
 import { LOG_FILE_NAME } from '../src/format.ts'
-import type { SessionStore } from '../src/index.ts'
-import { closedSessionInputs, testStore, turnInputs } from './support/sessions.ts'
+import type { JsonlStore } from '../src/index.ts'
+import { closedSessionInputs, coreTestStore } from './support/sessions.ts'
 
 const mountPoint = mkdtempSync(join(tmpdir(), 'al-w12-tmpfs-'))
 let mounted = false
@@ -82,14 +82,14 @@ function freeDisk(pages = Infinity): void {
   }
 }
 
-async function caught(promise: Promise<unknown>): Promise<JsonlStoreError> {
+async function caught(promise: Promise<unknown>): Promise<SessionStoreError> {
   try {
     await promise
   } catch (error) {
-    if (JsonlStoreError.is(error)) return error
+    if (SessionStoreError.is(error)) return error
     throw error
   }
-  throw new Error('expected a JsonlStoreError, found success')
+  throw new Error('expected a SessionStoreError, found success')
 }
 
 /** Larger than a page: it cannot hide in the slack of the log's last tmpfs page. */
@@ -98,11 +98,8 @@ const note = {
   data: { message: { role: 'user', content: `on a full disk ${'z'.repeat(9000)}` } },
 } as const
 
-function stores(): {
-  store: SessionStore
-  warnings: { message: string; details?: Record<string, unknown> }[]
-} {
-  return testStore(root, { checkpoint: { minLogBytes: 0, minGrowthRatio: 0 } })
+function stores(): { store: JsonlStore; warnings: SessionStoreWarning[] } {
+  return coreTestStore(root, { checkpoint: { minLogBytes: 0, minGrowthRatio: 0 } })
 }
 
 describe('W12: a full disk (tmpfs)', () => {
@@ -115,14 +112,15 @@ describe('W12: a full disk (tmpfs)', () => {
     fillDisk()
     writer.append(note)
     const error = await caught(writer.close())
-    expect(error).toMatchObject({ code: 'DISK_FULL', file: `full/${LOG_FILE_NAME}` })
+    expect(error).toMatchObject({ code: 'DISK_FULL', location: { file: `full/${LOG_FILE_NAME}` } })
     expect(error.details['cause']).toBe('ENOSPC')
     expect(error.message).not.toMatch(/^ENOSPC/)
     // Rolled back: no partial line, the event still buffered, the lock still ours.
     expect(readFileSync(join(root, 'full', LOG_FILE_NAME)).at(-1)).toBe(0x0a)
     expect(writer.bufferedEvents).toBe(1)
     expect(existsSync(join(root, 'full', 'writer.lock'))).toBe(true)
-    expect(() => writer.append(note)).toThrow(/closed/)
+    // Closing until the retry: the core's WRITER_CLOSED says "found it closing".
+    expect(() => writer.append(note)).toThrow(expect.objectContaining({ code: 'WRITER_CLOSED' }))
     freeDisk()
     await writer.close()
     expect(existsSync(join(root, 'full', 'writer.lock'))).toBe(false)
@@ -138,20 +136,24 @@ describe('W12: a full disk (tmpfs)', () => {
     if (!mounted) return
     const { store, warnings } = stores()
     const writer = await store.create({ id: 'release' })
-    for (const input of turnInputs(1)) writer.append(input)
+    // No turn/end: no checkpoint at the flush, so the one close() stores meets the full disk.
+    for (const input of closedSessionInputs(7)) writer.append(input)
     await writer.flush()
     fillDisk()
     await writer.close()
     expect(existsSync(join(root, 'release', 'writer.lock'))).toBe(false)
-    const checkpointWarning = warnings.find((warning) => warning.message.includes('checkpoint'))
-    expect(checkpointWarning?.details).toMatchObject({
+    // The core's warning (the JSONL store API logged one naming projection.checkpoint.msgpack).
+    const checkpointWarning = warnings.find((warning) => warning.code === 'CHECKPOINT_WRITE_FAILED')
+    expect(checkpointWarning).toMatchObject({ sessionId: 'release', details: { seq: 6, code: 'DISK_FULL' } })
+    expect(checkpointWarning?.cause).toMatchObject({
       code: 'DISK_FULL',
-      file: 'release/projection.checkpoint.msgpack',
+      location: { file: 'release/core.checkpoint' },
     })
+    expect(existsSync(join(root, 'release', 'core.checkpoint'))).toBe(false)
     fillDisk() // the released lock freed its page
     const error = await caught(store.openWriter('release'))
     expect(error.code).toBe('DISK_FULL')
-    expect(error.file).toMatch(/^release\/(writer\.lock|\.tmp-lock)/)
+    expect(error.location?.file).toMatch(/^release\/(writer\.lock|\.tmp-lock)/)
     expect(existsSync(join(root, 'release', 'writer.lock'))).toBe(false)
     freeDisk()
     const reopened = await store.openWriter('release')
@@ -166,69 +168,42 @@ describe('W12: a full disk (tmpfs)', () => {
     fillDisk()
     const error = await caught(store.create({ id: 'second' }))
     expect(error.code).toBe('DISK_FULL')
-    expect(error.file.startsWith('second/')).toBe(true)
+    expect(error.location?.file.startsWith('second/')).toBe(true)
     expect(existsSync(join(root, 'second', LOG_FILE_NAME))).toBe(false)
     expect(existsSync(join(root, 'second', 'writer.lock'))).toBe(false)
   })
 
-  it('W12: the quarantine copy on a full disk is DISK_FULL; the log keeps its torn tail and the lock is released', async () => {
-    if (!mounted) return
-    const { store } = stores()
-    const writer = await store.create({ id: 'torn' })
-    for (const input of closedSessionInputs(3)) writer.append(input)
-    await writer.close()
-    const path = join(root, 'torn', LOG_FILE_NAME)
-    appendFileSync(path, '{"seq":3,"time":"2026-01-01T00:00:')
-    const before = readFileSync(path)
-    fillDisk()
-    // One page for the lock file; none left for the quarantine copy.
-    freeDisk(1)
-    const error = await caught(store.openWriter('torn'))
-    expect(error.code).toBe('DISK_FULL')
-    expect(error.file).toMatch(/^torn\/session\.v4\.jsonl\.torn-\d+$/)
-    expect(readFileSync(path).equals(before)).toBe(true)
-    expect(existsSync(join(root, 'torn', 'writer.lock'))).toBe(false)
-    freeDisk()
-    const repaired = await store.openWriter('torn')
-    expect(repaired.recovery.tornTail).not.toBeNull()
-    await repaired.close()
-  })
-
-  it(
-    'W12: an automatic flush on a full disk backs off, reports DISK_FULL through the logger, leaves no partial line, and succeeds by itself once space is freed',
-    async () => {
+  // The core over JSONL writes the session's lease (writer.lease: temp, fsync, rename) between
+  // the lock and the repair: one page frees the lock, the lease then meets the full disk.
+  for (const stage of ['lease', 'quarantine'] as const) {
+    it(`W12: a write open on a full disk is DISK_FULL naming the ${stage === 'lease' ? 'lease file' : 'quarantine copy'}; the log keeps its torn tail and the lock is released`, async () => {
       if (!mounted) return
-      const { store, warnings } = testStore(root, { flush: { maxBufferedEvents: 1, maxDelayMs: 0 } })
-      const writer = await store.create({ id: 'auto' })
-      const path = join(root, 'auto', LOG_FILE_NAME)
-      const durable = statSync(path).size
-      fillDisk()
-      writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'x'.repeat(9000) } } })
-      // Wait (bounded) for the first failure report.
-      for (let spin = 0; spin < 500 && warnings.length < 2; spin += 1)
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      const failures = warnings.filter((warning) => warning.message.includes('Automatic flush'))
-      expect(failures.length).toBeGreaterThanOrEqual(2)
-      expect(failures[0]!.details).toMatchObject({
-        code: 'DISK_FULL',
-        file: `auto/${LOG_FILE_NAME}`,
-        attempt: 1,
-        retryInMs: 100,
-      })
-      expect(failures[1]!.details).toMatchObject({ attempt: 2, retryInMs: 200 })
-      expect(failures[0]!.details?.['error']).toBeInstanceOf(JsonlStoreError)
-      // Between attempts the log is back at its durable size: no partial line for a reader.
-      expect(statSync(path).size).toBe(durable)
-      expect(writer.durableSeq).toBe(-1)
-      freeDisk()
-      for (let spin = 0; spin < 500 && writer.durableSeq < 0; spin += 1)
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      expect(writer.durableSeq).toBe(0)
+      const { store } = stores()
+      const writer = await store.create({ id: 'torn' })
+      for (const input of closedSessionInputs(3)) writer.append(input)
       await writer.close()
-      expect((await store.verify('auto')).lastSeq).toBe(0)
-    },
-    testTime(30_000),
-  )
+      const path = join(root, 'torn', LOG_FILE_NAME)
+      // Three pages of torn tail: more than the one page the replaced lease frees.
+      appendFileSync(path, `{"seq":3,"time":"2026-01-01T00:00:00.000Z","data":"${'t'.repeat(9000)}`)
+      const before = readFileSync(path)
+      fillDisk()
+      // One page for the lock file (and with 'quarantine', one for the new lease).
+      freeDisk(stage === 'lease' ? 1 : 2)
+      const error = await caught(store.openWriter('torn'))
+      expect(error.code).toBe('DISK_FULL')
+      expect(error.location?.file).toMatch(
+        stage === 'lease' ? /^torn\/writer\.lease$/ : /^torn\/session\.v4\.jsonl\.torn-\d+$/,
+      )
+      expect(readFileSync(path).equals(before)).toBe(true)
+      expect(existsSync(join(root, 'torn', 'writer.lock'))).toBe(false)
+      freeDisk()
+      const repaired = await store.openWriter('torn')
+      expect(repaired.recovery.backendRepairs).toMatchObject([
+        { kind: 'torn-tail', droppedBytes: before.length - readFileSync(path).length },
+      ])
+      await repaired.close()
+    })
+  }
 
   it('W12: a migration (publish) on a full disk is DISK_FULL with its step; the v0 source is untouched', async () => {
     if (!mounted) return
@@ -249,7 +224,7 @@ describe('W12: a full disk (tmpfs)', () => {
     const source = readFileSync(join(directory, 'session.jsonl'))
     fillDisk()
     freeDisk(1) // room for the lock, not for the new generation
-    const error = await caught(store.migrate('old'))
+    const error = await caught(store.backend.capabilities.migrate.migrate('old'))
     expect(error.code).toBe('DISK_FULL')
     expect(error.details).toMatchObject({ published: false })
     expect(typeof error.details['step']).toBe('string')

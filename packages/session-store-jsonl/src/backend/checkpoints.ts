@@ -336,6 +336,7 @@ export function checkpointCapability(context: CheckpointContext): CheckpointCapa
           {
             sessionId: id,
             message: `Storing the checkpoint of session ${id} at seq ${record.seq} failed: expected ${id}/${CORE_CHECKPOINT_FILE_NAME} written durably, found ${error instanceof Error ? error.message : String(error)}; the log is unaffected.`,
+            location: { file: `${id}/${CORE_CHECKPOINT_FILE_NAME}` },
             cause: error,
           },
         )

@@ -190,7 +190,8 @@ export async function writeLease(
   record: LeaseRecord,
 ): Promise<void> {
   const { directory, id } = target
-  const action = `write ${id}/${LEASE_FILE_NAME}`
+  const file = `${id}/${LEASE_FILE_NAME}`
+  const action = `write ${file}`
   const bytes = Buffer.from(`${JSON.stringify(record)}\n`, 'utf8')
   let tempPath = ''
   let handle: FileHandleOps | undefined
@@ -204,7 +205,7 @@ export async function writeLease(
       )
     } catch (error) {
       if (errnoOf(error) === 'EEXIST') continue
-      throw toPortError(error, { sessionId: id, action })
+      throw toPortError(error, { sessionId: id, action, file })
     }
   }
   if (handle === undefined) {
@@ -224,6 +225,6 @@ export async function writeLease(
   } catch (error) {
     await handle.close().catch(() => undefined)
     if (!renamed) await fs.unlink(tempPath).catch(() => undefined)
-    throw toPortError(error, { sessionId: id, action })
+    throw toPortError(error, { sessionId: id, action, file })
   }
 }

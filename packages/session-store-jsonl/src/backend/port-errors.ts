@@ -88,12 +88,13 @@ function renamed(error: JsonlStoreError): SessionStoreErrorCode | undefined {
  * anything else is `BACKEND_FAILED` with `details.cause` (the errno, or `unknown`).
  *
  * @param error - What was thrown.
- * @param context - The session and what the backend was doing (a verb phrase: `append to session x`).
+ * @param context - The session, what the backend was doing (a verb phrase: `append to session x`)
+ *   and the file it was working on (relative to the root), named by a file-system error that names none.
  * @returns The port error.
  */
 export function toPortError(
   error: unknown,
-  context: { readonly sessionId?: string | undefined; readonly action: string },
+  context: { readonly sessionId?: string | undefined; readonly action: string; readonly file?: string },
 ): SessionStoreError {
   if (SessionStoreError.is(error)) return error
   const errno = errnoOf(error)
@@ -109,7 +110,11 @@ export function toPortError(
   }
   const typed = JsonlStoreError.is(error)
     ? error
-    : toStoreError(error, { op: context.action, file: pathOf(error), fallback: JsonlErrorCode.READ_FAILED })
+    : toStoreError(error, {
+        op: context.action,
+        file: context.file ?? pathOf(error),
+        fallback: JsonlErrorCode.READ_FAILED,
+      })
   return new SessionStoreError({
     code: renamed(typed) ?? typed.code,
     sessionId: context.sessionId,
