@@ -106,7 +106,9 @@ export interface SessionWriter {
 /** Whether a backend error says its lease can no longer append (`details.poisoned: true`, see the port's `append`). */
 function isPoisoned(error: SessionStoreError): boolean {
   const details: unknown = error.details
-  return typeof details === 'object' && details !== null && (details as { poisoned?: unknown }).poisoned === true
+  return (
+    typeof details === 'object' && details !== null && (details as { poisoned?: unknown }).poisoned === true
+  )
 }
 
 /** Everything a writer is built from (internal). */

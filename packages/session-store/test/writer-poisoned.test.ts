@@ -45,7 +45,10 @@ describe('a poisoned backend append', () => {
     expect(await writer.flush()).toEqual({ durableSeq: 0 })
     poison()
     writer.append(user('never durable'))
-    await expect(writer.flush()).rejects.toMatchObject({ code: 'BACKEND_FAILED', details: { poisoned: true } })
+    await expect(writer.flush()).rejects.toMatchObject({
+      code: 'BACKEND_FAILED',
+      details: { poisoned: true },
+    })
     expect(writer.state).toBe('failed')
     const calls = appends()
     expect(() => writer.append(user('after'))).toThrow(
