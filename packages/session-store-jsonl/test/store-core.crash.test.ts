@@ -6,19 +6,21 @@ import { readFileSync } from 'node:fs'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { JsonlStoreError } from '../src/index.ts'
+import { SessionStoreError } from '@agent-ledger/session-store'
+
+import { tornTailBytes } from './support/crash-harness.ts'
 import { recordCrashSection } from './support/crash-summary.ts'
 import { createFaultFs } from './support/fault-fs.ts'
 import {
   closedSessionInputs,
+  coreTestStore,
   forEachConcurrently,
   lineStarts,
   makeTempDir,
   placeSession,
   range,
-  testStore,
   withHeaderId,
-  writeSession,
+  writeCoreSession,
 } from './support/sessions.ts'
 
 let temp: { path: string; cleanup: () => void }
@@ -35,7 +37,7 @@ describe('store core, long runs', () => {
   it('W10: 10^5 appends without awaiting against a 50 ms write delay stay within maxBufferedBytes; close() flushes all', async () => {
     const fs = createFaultFs()
     fs.writeDelayMs = 50
-    const { store } = testStore(temp.path, { fs, limits: { maxBufferedBytes: 1024 * 1024 } })
+    const { store } = coreTestStore(temp.path, { fs, limits: { maxBufferedBytes: 1024 * 1024 } })
     const writer = await store.create({ id: 'pressure' })
     const total = 100_000
     let refusals = 0
@@ -47,7 +49,7 @@ describe('store core, long runs', () => {
       try {
         writer.append(input)
       } catch (error) {
-        if (!JsonlStoreError.is(error) || error.code !== 'BUFFER_FULL') throw error
+        if (!SessionStoreError.is(error, 'BUFFER_FULL')) throw error
         refusals += 1
         await writer.flush()
         writer.append(input)
@@ -56,20 +58,21 @@ describe('store core, long runs', () => {
     await writer.close()
     expect(refusals).toBeGreaterThan(5)
     expect((await store.openReader('pressure')).lastSeq).toBe(total - 1)
+    await store.close()
   })
 
   it('T1: a 200-event fixture torn at every byte offset of its last line, with real fsync throughout', async () => {
-    const { store } = testStore(temp.path)
+    const { store } = coreTestStore(temp.path)
     const inputs = closedSessionInputs(199)
     inputs.push({ type: 'user/message', data: { message: { role: 'user', content: 'x'.repeat(2000) } } })
-    const content = readFileSync(await writeSession(store, 'fixture-of-two-hundred-events', inputs))
+    const content = readFileSync(await writeCoreSession(store, 'fixture-of-two-hundred-events', inputs))
     const lastStart = lineStarts(content).at(-1)!
     let tested = 0
     await forEachConcurrently(range(lastStart, content.length), 8, async (cut) => {
       const id = `cut${cut}`
       const path = placeSession(temp.path, id, content.subarray(0, cut))
       const writer = await store.openWriter(id)
-      expect(writer.recovery.tornTail?.bytes ?? 0).toBe(cut - lastStart)
+      expect(tornTailBytes(writer)).toBe(cut - lastStart)
       expect(writer.append({ type: 'turn/start', data: { turn: 99 } }).seq).toBe(199)
       await writer.close()
       expect(
@@ -81,6 +84,7 @@ describe('store core, long runs', () => {
       tested += 1
     })
     expect(tested).toBe(content.length - lastStart)
+    await store.close()
     await recordCrashSection('T1-long', {
       crash_points_injected: 0,
       acked_events_lost: 0,

@@ -19,7 +19,6 @@ import type {
   AcquireResult,
   AppendBatch,
   BackendCapabilities,
-  CompressCapability,
   CreateRequest,
   FollowCapability,
   ListPage,
@@ -54,6 +53,7 @@ import type { SeekTrack } from './checkpoints.ts'
 import { filesCapability } from './files.ts'
 import type { JsonlFilesCapability } from './files.ts'
 import { maintenanceCapabilities } from './maintenance.ts'
+import type { JsonlCompressCapability } from './maintenance.ts'
 import { isOlderGeneration, olderHead, readOlderHeader, readOlderLines } from './older-read.ts'
 import type { OlderReadContext } from './older-read.ts'
 import { waitForAppend } from './follow.ts'
@@ -98,7 +98,7 @@ export interface JsonlBackend extends SessionBackend {
 /** What a {@link JsonlBackend} always offers: the port's `follow`, `compress`, `migrate`, `quarantine`, and `files`. */
 export interface JsonlCapabilities extends BackendCapabilities {
   readonly follow: FollowCapability
-  readonly compress: CompressCapability
+  readonly compress: JsonlCompressCapability
   readonly migrate: MigrateCapability
   readonly quarantine: QuarantineCapability
   readonly files: JsonlFilesCapability

@@ -29,6 +29,27 @@ import { sessionLog } from '../zstd-session.ts'
 import { throwIfAborted, toPortError } from './port-errors.ts'
 import { sessionDirectory } from './session-dirs.ts'
 
+/**
+ * Options of the JSONL `compress` capability: the port's, plus the frame size and level of
+ * the sealed frames and the crash-test seam (see `CompressOptions` of `compress-types.ts`).
+ */
+export interface JsonlCompressOptions extends MaintenanceOptions {
+  /** Plain bytes per sealed frame (default 4 MiB). */
+  readonly frameBytes?: number | undefined
+  /** Compression level of the sealed frames (default 6; -5..9). */
+  readonly level?: number | undefined
+  /** Crash-test seam: called at the publish points and at `plain-unlinked` / `renamed`. */
+  readonly hooks?: { at(point: string): Promise<void> | void } | undefined
+}
+
+/** The JSONL `compress` capability: the port's, taking {@link JsonlCompressOptions}. */
+export interface JsonlCompressCapability extends CompressCapability {
+  compress(
+    id: string,
+    options?: JsonlCompressOptions,
+  ): Promise<{ readonly changed: boolean; readonly details?: Readonly<Record<string, unknown>> }>
+}
+
 /** What the maintenance capabilities need from the backend. */
 export interface MaintenanceContext {
   readonly fs: FsOps
@@ -62,7 +83,7 @@ function reporter(
  * @returns The capabilities.
  */
 export function maintenanceCapabilities(context: MaintenanceContext): {
-  readonly compress: CompressCapability
+  readonly compress: JsonlCompressCapability
   readonly migrate: MigrateCapability
   readonly quarantine: QuarantineCapability
 } {
@@ -83,6 +104,9 @@ export function maintenanceCapabilities(context: MaintenanceContext): {
         const report = reporter(options)
         try {
           const result = await store.compress(checked, {
+            ...(options?.frameBytes === undefined ? {} : { frameBytes: options.frameBytes }),
+            ...(options?.level === undefined ? {} : { level: options.level }),
+            ...(options?.hooks === undefined ? {} : { hooks: options.hooks }),
             ...(report === undefined
               ? {}
               : {
