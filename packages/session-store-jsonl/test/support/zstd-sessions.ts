@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import type { EventInput } from '@agent-ledger/session-events'
 
 import { scanFrames } from '../../src/format.ts'
-import type { SessionStore } from '../../src/index.ts'
+import type { JsonlStore } from '../../src/index.ts'
 import { withHeaderId } from './sessions.ts'
 
 /** `session.v4.jsonl.zstd`. */
@@ -83,29 +83,34 @@ export function zstdWithHeaderId(content: Uint8Array, id: string): Buffer {
 }
 
 /**
- * Writes a session through the store in `encoding`, flushing after each batch (so a `.zstd`
- * log gets the header frame plus one frame per batch). Returns the log's path and bytes.
+ * Writes a session through the one store API in `encoding` (the store's: a store over the
+ * JSONL backend creates sessions in the encoding it was made with), flushing after each
+ * batch (so a `.zstd` log gets the header frame plus one frame per batch). Returns the log's
+ * path and bytes.
+ *
+ * @throws Error when `encoding` is not the store's (make the store with that encoding).
  */
 export async function writeBatches(
-  store: SessionStore,
+  store: JsonlStore,
   request: {
     readonly id: string
     readonly encoding: 'plain' | 'zstd'
     readonly batches: readonly (readonly EventInput[])[]
   },
 ): Promise<{ path: string; bytes: Buffer }> {
-  const writer = await store.create({
-    id: request.id,
-    encoding: request.encoding,
-    header: { cwd: '/srv/project' },
-  })
+  if (store.backend.encoding !== request.encoding) {
+    throw new Error(
+      `writeBatches: the store creates ${store.backend.encoding} sessions, the request asks for ${request.encoding}`,
+    )
+  }
+  const writer = await store.create({ id: request.id, header: { cwd: '/srv/project' } })
   for (const batch of request.batches) {
     for (const input of batch) writer.append(input)
     await writer.flush()
   }
   await writer.close()
   const path = join(
-    store.sessionDirectory(request.id),
+    store.backend.capabilities.files.sessionDirectory(request.id),
     request.encoding === 'zstd' ? ZSTD_NAME : 'session.v4.jsonl',
   )
   return { path, bytes: readFileSync(path) }
