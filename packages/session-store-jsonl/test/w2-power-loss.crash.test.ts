@@ -5,12 +5,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 
 import { LOG_FILE_NAME } from '../src/format.ts'
-import {
-  checkPowerLossImage,
-  crashStore,
-  runPowerLossWorkload,
-  splitLines,
-} from './support/crash-harness.ts'
+import { checkPowerLossImage, crashStore, runPowerLossWorkload, splitLines } from './support/crash-harness.ts'
 import type { PowerLossImageResult } from './support/crash-harness.ts'
 import { recordCrashSection } from './support/crash-summary.ts'
 
