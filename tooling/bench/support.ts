@@ -4,6 +4,7 @@
  * {@link benchChild}), a timed command ({@link timeCommand}), and the median of rounds. Not a `.bench.ts` file: the runner does not load it on its own.
  */
 import { spawn, spawnSync } from 'node:child_process'
+import { createReadStream } from 'node:fs'
 import { createRequire } from 'node:module'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
@@ -156,4 +157,18 @@ export function timeCommand(
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((left, right) => left - right)
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
+}
+
+/**
+ * A file's text as a stream of decoded chunks (UTF-8, characters split across chunks kept
+ * whole): what the importers read, and the bare read loop of their floors.
+ *
+ * @param file - The file.
+ * @returns Its text, chunk by chunk.
+ */
+export async function* textChunks(file: string): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8')
+  for await (const chunk of createReadStream(file)) yield decoder.decode(chunk as Buffer, { stream: true })
+  const rest = decoder.decode()
+  if (rest !== '') yield rest
 }

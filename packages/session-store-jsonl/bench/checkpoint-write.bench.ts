@@ -27,7 +27,6 @@
  * Run alone with `pnpm bench --only checkpoint-write`.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { open, readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -39,6 +38,7 @@ import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { LOG_FILE_NAME } from '../src/format.ts'
 import { createJsonlStore } from '../src/index.ts'
 import { collectGarbage, resetPeakRss, sampleRss } from './support/child.ts'
+import { checkpointFloor } from './support/floors.ts'
 import { interleave } from './support/measure.ts'
 
 const CHILD_ENV = 'AL_BENCH_CHECKPOINT_WRITE_CHILD'
@@ -160,36 +160,6 @@ async function writeChild(job: {
     checkpointBytes,
     warnings,
   }
-}
-
-/**
- * The cold-open floor: reads `core.checkpoint` and `JSON.parse`s its envelope line, the body's
- * header line and its payload (the projection snapshot), then reads the plain log from the
- * envelope's seek point to the end and `JSON.parse`s each line. Results kept, as any reader
- * that returns the messages keeps them (the heap they fill costs GC time).
- *
- * @returns Milliseconds.
- */
-async function checkpointFloor(checkpointPath: string, logPath: string): Promise<number> {
-  const started = performance.now()
-  const kept: unknown[] = []
-  const file = await readFile(checkpointPath)
-  const envelopeEnd = file.indexOf(0x0a)
-  const envelope = JSON.parse(file.toString('utf8', 0, envelopeEnd)) as { seek: { offset: number } | null }
-  const bodyHeaderEnd = file.indexOf(0x0a, envelopeEnd + 1)
-  kept.push(JSON.parse(file.toString('utf8', envelopeEnd + 1, bodyHeaderEnd)))
-  kept.push(JSON.parse(file.toString('utf8', bodyHeaderEnd + 1)))
-  if (envelope.seek === null) throw new Error(`${checkpointPath} has no seek point`)
-  const handle = await open(logPath, 'r')
-  try {
-    const size = (await handle.stat()).size
-    const tail = Buffer.allocUnsafe(size - envelope.seek.offset)
-    await handle.read(tail, 0, tail.length, envelope.seek.offset)
-    for (const line of tail.toString('utf8').split('\n')) if (line !== '') kept.push(JSON.parse(line))
-  } finally {
-    await handle.close()
-  }
-  return performance.now() - started
 }
 
 async function medianOf(runs: number, action: () => Promise<number>): Promise<number> {
