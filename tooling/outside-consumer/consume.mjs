@@ -72,10 +72,7 @@ try {
     await store.openReader('../escape')
     check(false, 'a traversal id is refused')
   } catch (error) {
-    check(
-      SessionStoreError.is(error, 'INVALID_SESSION_ID'),
-      'a traversal id gives INVALID_SESSION_ID',
-    )
+    check(SessionStoreError.is(error, 'INVALID_SESSION_ID'), 'a traversal id gives INVALID_SESSION_ID')
   }
 
   // The adapters, over the same store, beside their frameworks installed from the registry.

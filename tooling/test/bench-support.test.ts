@@ -24,7 +24,10 @@ describe('benchChild', () => {
 
 describe('timeCommand', () => {
   it('returns the median time of the timed runs and the last stdout', () => {
-    const timed = timeCommand(process.execPath, ['-e', "process.stdout.write('out')"], { rounds: 3, warmup: 0 })
+    const timed = timeCommand(process.execPath, ['-e', "process.stdout.write('out')"], {
+      rounds: 3,
+      warmup: 0,
+    })
     expect(timed.stdout.toString()).toBe('out')
     expect(timed.ms).toBeGreaterThan(0)
   })

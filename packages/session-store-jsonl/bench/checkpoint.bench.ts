@@ -135,7 +135,12 @@ async function timedMs(action: () => Promise<unknown>): Promise<number> {
 // ------------------------------------------------------------------ (a) cold opens
 
 /** Writes the session: the bulk with checkpoints off, one turn with an eager checkpoint, ~TAIL_EVENTS more without. */
-async function writeColdSession(root: string, id: string, total: number, compactEvery: number): Promise<number> {
+async function writeColdSession(
+  root: string,
+  id: string,
+  shape: { readonly total: number; readonly compactEvery: number },
+): Promise<number> {
+  const { total, compactEvery } = shape
   const stores = storeFactory(root)
   const feed = new SessionFeed(compactEvery)
   const off = stores({ enabled: false })
@@ -159,7 +164,7 @@ async function writeColdSession(root: string, id: string, total: number, compact
 async function coldOpen(root: string, total: number, compactEvery: number): Promise<BenchResult[]> {
   const id = 'cold'
   log(`writing a ${total}-event session through the core (compaction every ${compactEvery} turns)`)
-  const events = await writeColdSession(root, id, total, compactEvery)
+  const events = await writeColdSession(root, id, { total, compactEvery })
   const directory = join(root, id)
   const path = join(directory, LOG_FILE_NAME)
   const checkpointPath = join(directory, CHECKPOINT_FILE)
@@ -223,7 +228,13 @@ async function coldOpen(root: string, total: number, compactEvery: number): Prom
         target: '<= 1.5',
         met: ratio <= 1.5,
       },
-      { name: `cold open (openReader), ${where}, against a full replay (context)`, value: readMs, unit: 'ms', floor, ratio: readMs / fullMs },
+      {
+        name: `cold open (openReader), ${where}, against a full replay (context)`,
+        value: readMs,
+        unit: 'ms',
+        floor,
+        ratio: readMs / fullMs,
+      },
     )
   } else {
     results.push({
