@@ -2,7 +2,8 @@
 import type { SessionEvent, SessionEventType, WireMessage } from '@agent-ledger/session-events'
 import { planRepair, type RepairPlan } from '@agent-ledger/loop-repair'
 import { createSessionLog, type SessionLog } from '@agent-ledger/session-projection'
-import { createSessionStore, type SessionStore } from '@agent-ledger/session-store-jsonl'
+import type { SessionStore } from '@agent-ledger/session-store'
+import { createJsonlStore, type JsonlStore } from '@agent-ledger/session-store-jsonl'
 import {
   openPostgresBackend,
   type PostgresBackend,
@@ -34,11 +35,13 @@ function describe(event: SessionEvent): string {
 
 const plan: RepairPlan = planRepair(log.events)
 const messages: readonly WireMessage[] = log.deriveMessages()
-const store: SessionStore = createSessionStore({ root: '/nonexistent' })
+const jsonl: JsonlStore = createJsonlStore({ root: '/nonexistent' })
+// The JSONL store is the core's store: it goes wherever a `SessionStore` is taken.
+const store: SessionStore = jsonl
 const kind: SessionEventType = 'turn/start'
 const pgOptions: PostgresBackendOptions = {
   connectionString: 'postgres://ledger@localhost/ledger',
   poolSize: 4,
 }
 const openBackend: (options: PostgresBackendOptions) => Promise<PostgresBackend> = openPostgresBackend
-export { describe, kind, messages, openBackend, pgOptions, plan, store, text }
+export { describe, jsonl, kind, messages, openBackend, pgOptions, plan, store, text }

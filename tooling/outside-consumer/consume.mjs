@@ -6,8 +6,8 @@ import { join } from 'node:path'
 import { planRepair, RepairCode, validateProviderMessages } from '@agent-ledger/loop-repair'
 import { parseEvent, SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 import { createSessionLog } from '@agent-ledger/session-projection'
-import { createSessionStore, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
-import { createMemoryBackend, createSessionStore as createCoreStore } from '@agent-ledger/session-store'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
+import { createMemoryBackend, createSessionStore, SessionStoreError } from '@agent-ledger/session-store'
 import { decodeLine, LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl/format'
 import * as cli from '@agent-ledger/cli'
 import { importSource } from '@agent-ledger/import'
@@ -49,7 +49,8 @@ check(
 
 const root = mkdtempSync(join(tmpdir(), 'agent-ledger-consumer-store-'))
 try {
-  const store = createSessionStore({ root })
+  // The one store API: the session core over the JSONL backend.
+  const store = createJsonlStore({ root })
   const writer = await store.create({ id: 'consumer-1' })
   writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'hello' } } })
   await writer.flush()
@@ -65,16 +66,13 @@ try {
     decodeLine(Buffer.from(lines[1], 'utf8'), { maxLineBytes: 1 << 20, maxDepth: 64 }).ok === true,
     'the /format line codec decodes an event line',
   )
-  const files = await store.sessionFiles('consumer-1')
-  check(files.current === `consumer-1/${LOG_FILE_NAME}`, 'sessionFiles names the current log')
+  const files = await store.backend.capabilities.files.sessionFiles('consumer-1')
+  check(files.current === `consumer-1/${LOG_FILE_NAME}`, 'the files capability names the current log')
   try {
     await store.openReader('../escape')
     check(false, 'a traversal id is refused')
   } catch (error) {
-    check(
-      JsonlStoreError.is(error) && error.code === 'INVALID_SESSION_ID',
-      'a traversal id gives INVALID_SESSION_ID',
-    )
+    check(SessionStoreError.is(error, 'INVALID_SESSION_ID'), 'a traversal id gives INVALID_SESSION_ID')
   }
 
   // The adapters, over the same store, beside their frameworks installed from the registry.
@@ -95,7 +93,7 @@ try {
   await agents.close()
 
   // The adapters over the backend-neutral core (here its memory backend; PostgreSQL is the same API).
-  const core = createCoreStore({ backend: createMemoryBackend(), clock: () => new Date().toISOString() })
+  const core = createSessionStore({ backend: createMemoryBackend(), clock: () => new Date().toISOString() })
   const coreChat = await openAiSdkSession(core, 'core-ai-sdk', { system: 'be brief' })
   coreChat.beginTurn('hello')
   await coreChat.endTurn()
@@ -112,6 +110,7 @@ try {
     `the core store holds the ai-sdk turn (${coreTypes.join(' ')})`,
   )
   await core.close()
+  await store.close()
 } finally {
   rmSync(root, { recursive: true, force: true })
 }

@@ -49,9 +49,11 @@ describe('README examples', () => {
       'leaks.md',
       [
         '```ts',
-        "import { createSessionStore } from '@agent-ledger/session-store-jsonl'",
+        "import { resolve } from 'node:path'",
         '',
-        "const store = createSessionStore({ root: 'sessions' })",
+        "import { createJsonlStore } from '@agent-ledger/session-store-jsonl'",
+        '',
+        "const store = createJsonlStore({ root: resolve('sessions') })",
         "const writer = await store.create({ id: 's1' })",
         "writer.append({ type: 'turn/start', data: { turn: 1 } })",
         'await writer.flush()',

@@ -23,7 +23,7 @@ export type MiniAgentErrorCode = (typeof MiniAgentErrorCode)[keyof typeof MiniAg
 
 const brand = Symbol.for('@agent-ledger/demo/MiniAgentError')
 
-/** Thrown by mini-agent outside the session store (the store throws its own `JsonlStoreError`). */
+/** Thrown by mini-agent outside the session store (the store throws the session core's `SessionStoreError`). */
 export class MiniAgentError extends AgentLedgerError<MiniAgentErrorCode> {
   override readonly name = 'MiniAgentError'
   /** HTTP status, for `PROVIDER_HTTP_ERROR`. */

@@ -9,40 +9,19 @@
  * when it is stale). The target is the issue's: <= 1500 ms on an idle 2-core machine; on a busy
  * machine the figures grow with the load and the ratio to the floor is the comparable number.
  */
-import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { median } from '../../../tooling/bench/support.ts'
-
-/** One measured figure, in the shape tooling/bench/run.ts prints. */
-interface BenchResult {
-  name: string
-  value: number
-  unit: string
-  floor?: { name: string; value: number }
-  ratio?: number
-  target?: string
-  met?: boolean
-}
+import { timeCommand } from '../../../tooling/bench/support.ts'
+import type { BenchResult } from '../../../tooling/bench/types.ts'
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
 const ROUNDS = 5
 const TARGET_MS = 1500
 
 function startMs(command: string, args: readonly string[]): number {
-  const run = (): number => {
-    const started = performance.now()
-    const result = spawnSync(command, args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
-    const elapsed = performance.now() - started
-    if (result.status !== 0) {
-      throw new Error(`${command} ${args.join(' ')} exited ${result.status}: ${result.stderr.slice(-2000)}`)
-    }
-    return elapsed
-  }
-  run()
-  return median(Array.from({ length: ROUNDS }, run))
+  return timeCommand(command, args, { cwd: ROOT, rounds: ROUNDS }).ms
 }
 
 /**

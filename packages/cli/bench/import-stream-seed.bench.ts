@@ -18,7 +18,6 @@
  */
 import {
   closeSync,
-  createReadStream,
   mkdtempSync,
   openSync,
   readdirSync,
@@ -28,11 +27,10 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 
 import { splitLines } from '@agent-ledger/import'
 
-import { runBenchChild } from '../../../tooling/bench/support.ts'
+import { benchChild, textChunks } from '../../../tooling/bench/support.ts'
 import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { runCli } from '../src/index.ts'
 import { transcriptLines, uuidOf } from '../test/support/claude-transcript.ts'
@@ -83,42 +81,31 @@ function writeTranscript(file: string, megabytes: number): number {
   return records
 }
 
-async function* textOf(file: string): AsyncGenerator<string> {
-  const decoder = new TextDecoder('utf-8')
-  for await (const chunk of createReadStream(file)) yield decoder.decode(chunk as Buffer, { stream: true })
-}
-
-interface ChildResult {
-  readonly baselineRssBytes: number
-  readonly maxRssBytes: number
-  readonly out: string
-}
-
-async function childMain(job: string): Promise<void> {
-  const [kind, ...args] = job.split('\n') as [string, ...string[]]
-  const baselineRssBytes = process.memoryUsage.rss()
-  let out = ''
-  if (kind === 'cli') {
-    const code = await runCli(args, {
+/**
+ * One child job: `agent-ledger <args>` through `runCli` (returns its stdout), or the bare
+ * read + split + `JSON.parse` of a file (returns its line count).
+ */
+async function childJob(job: { readonly cli: readonly string[] } | { readonly floor: string }): Promise<string> {
+  if ('cli' in job) {
+    let out = ''
+    const code = await runCli([...job.cli], {
       stdout: (text) => (out += text),
       stderr: (text) => process.stderr.write(text),
     })
-    if (code !== 0) throw new Error(`agent-ledger ${args[0]} exited ${code}: ${out.slice(0, 2000)}`)
-  } else {
-    let lines = 0
-    for await (const line of splitLines(textOf(args[0]!))) {
-      JSON.parse(line)
-      lines += 1
-    }
-    out = String(lines)
+    if (code !== 0) throw new Error(`agent-ledger ${job.cli[0]} exited ${code}: ${out.slice(0, 2000)}`)
+    return out
   }
-  const result: ChildResult = { baselineRssBytes, maxRssBytes: process.resourceUsage().maxRSS * 1024, out }
-  process.stdout.write(`${JSON.stringify(result)}\n`)
+  let lines = 0
+  for await (const line of splitLines(textChunks(job.floor))) {
+    JSON.parse(line)
+    lines += 1
+  }
+  return String(lines)
 }
 
-function runChild(job: string): Promise<ChildResult> {
-  return runBenchChild<ChildResult>(fileURLToPath(import.meta.url), { envName: CHILD_ENV, value: job })
-}
+const runChild = benchChild(import.meta.url, { envName: CHILD_ENV, main: childJob })
+
+type ChildResult = Awaited<ReturnType<typeof runChild>>
 
 const mb = (bytes: number): number => bytes / (1024 * 1024)
 const above = (result: ChildResult): number => mb(result.maxRssBytes - result.baselineRssBytes)
@@ -137,9 +124,9 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
     const records = writeTranscript(file, megabytes)
     const size = mb(statSync(file).size)
     const root = join(scratch, 'root')
-    const floor = await runChild(`floor\n${file}`)
-    const imported = await runChild(`cli\nimport\n${file}\n--root\n${root}\n--json\n--no-progress`)
-    const report = JSON.parse(imported.out) as {
+    const floor = await runChild({ floor: file })
+    const imported = await runChild({ cli: ['import', file, '--root', root, '--json', '--no-progress'] })
+    const report = JSON.parse(imported.result) as {
       sources: { report: { events: number; forks: number }; sessions: { id: string; events: number }[] }[]
     }
     const source = report.sources[0]!
@@ -151,10 +138,10 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
       largest.id,
       readdirSync(join(root, largest.id)).find((name) => name.startsWith('session.'))!,
     )
-    const logFloor = await runChild(`floor\n${log}`)
-    const copied = await runChild(
-      `cli\ncopy\n${root}\n${join(scratch, 'copy')}\n--session\n${largest.id}\n--json\n--no-progress`,
-    )
+    const logFloor = await runChild({ floor: log })
+    const copied = await runChild({
+      cli: ['copy', root, join(scratch, 'copy'), '--session', largest.id, '--json', '--no-progress'],
+    })
     const sessions = source.sessions.map((session) => session.events).join(' + ')
     return [
       {
@@ -175,13 +162,4 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
   } finally {
     rmSync(scratch, { recursive: true, force: true })
   }
-}
-
-const childJob = process.env[CHILD_ENV]
-if (
-  childJob !== undefined &&
-  process.argv[1] !== undefined &&
-  fileURLToPath(import.meta.url) === process.argv[1]
-) {
-  await childMain(childJob)
 }

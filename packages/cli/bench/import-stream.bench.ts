@@ -19,31 +19,18 @@
  * same rate per CPU second (user + system time of each child) is printed too: on a machine
  * busy with other work, it moves less than the wall-clock figure.
  */
-import { closeSync, createReadStream, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 
 import { splitLines } from '@agent-ledger/import'
 
-import { runBenchChild } from '../../../tooling/bench/support.ts'
+import { benchChild, textChunks } from '../../../tooling/bench/support.ts'
+import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { runCli } from '../src/index.ts'
-
-/** One measured figure, in the shape tooling/bench/run.ts prints. */
-interface BenchResult {
-  name: string
-  value: number
-  unit: string
-  floor?: { name: string; value: number }
-  ratio?: number
-  target?: string
-  met?: boolean
-}
 
 const CHILD_ENV = 'AGENT_LEDGER_IMPORT_STREAM_BENCH_CHILD'
 
-// A benchmark reads the clock by definition; this file is not shipped (not in `files`).
-const now = (): number => performance.now()
 
 /** Writes a Claude Code–shaped transcript of about `megabytes` MB; returns its record count. */
 function writeTranscript(file: string, megabytes: number): number {
@@ -171,61 +158,33 @@ function writeTranscript(file: string, megabytes: number): number {
   return records
 }
 
-async function* textOf(file: string): AsyncGenerator<string> {
-  const decoder = new TextDecoder('utf-8')
-  for await (const chunk of createReadStream(file)) yield decoder.decode(chunk as Buffer, { stream: true })
-}
-
-interface ChildResult {
-  readonly seconds: number
-  /** User + system CPU time of the child over the same span (less sensitive than wall time to a busy machine). */
-  readonly cpuSeconds: number
-  readonly baselineRssBytes: number
-  readonly maxRssBytes: number
+/** What the child's job returns (its seconds, CPU and RSS are measured around it by `benchChild`). */
+interface ChildCounts {
   readonly lines: number
   readonly events: number
 }
 
-async function childMain(job: string): Promise<void> {
-  const [kind, file, root] = job.split('\n') as [string, string, string]
-  const baselineRssBytes = process.memoryUsage.rss()
-  const start = now()
-  const cpuStart = process.cpuUsage()
-  let lines = 0
-  let events = 0
-  if (kind === 'import') {
+async function childJob(job: { readonly kind: 'import' | 'floor'; readonly file: string; readonly root: string }): Promise<ChildCounts> {
+  if (job.kind === 'import') {
     let out = ''
-    const code = await runCli(['import', file, '--root', root, '--json', '--no-progress'], {
+    const code = await runCli(['import', job.file, '--root', job.root, '--json', '--no-progress'], {
       stdout: (text) => (out += text),
       stderr: (text) => process.stderr.write(text),
     })
     if (code !== 0) throw new Error(`import exited ${code}: ${out.slice(0, 2000)}`)
     const report = (JSON.parse(out) as { sources: { report: { records: number; events: number } }[] })
       .sources[0]!.report
-    lines = report.records
-    events = report.events
-  } else {
-    for await (const line of splitLines(textOf(file))) {
-      JSON.parse(line)
-      lines += 1
-    }
+    return { lines: report.records, events: report.events }
   }
-  const seconds = (now() - start) / 1000
-  const cpu = process.cpuUsage(cpuStart)
-  const result: ChildResult = {
-    seconds,
-    cpuSeconds: (cpu.user + cpu.system) / 1e6,
-    baselineRssBytes,
-    maxRssBytes: process.resourceUsage().maxRSS * 1024,
-    lines,
-    events,
+  let lines = 0
+  for await (const line of splitLines(textChunks(job.file))) {
+    JSON.parse(line)
+    lines += 1
   }
-  process.stdout.write(`${JSON.stringify(result)}\n`)
+  return { lines, events: 0 }
 }
 
-function runChild(job: string): Promise<ChildResult> {
-  return runBenchChild(fileURLToPath(import.meta.url), { envName: CHILD_ENV, value: job })
-}
+const runChild = benchChild(import.meta.url, { envName: CHILD_ENV, main: childJob })
 
 /**
  * The streamed-import figures.
@@ -240,8 +199,10 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
     const file = join(scratch, 'transcript.jsonl')
     const records = writeTranscript(file, megabytes)
     const size = statSync(file).size / (1024 * 1024)
-    const floor = await runChild(`floor\n${file}\n`)
-    const ours = await runChild(`import\n${file}\n${join(scratch, 'root')}`)
+    const floorChild = await runChild({ kind: 'floor', file, root: '' })
+    const oursChild = await runChild({ kind: 'import', file, root: join(scratch, 'root') })
+    const floor = { ...floorChild, ...floorChild.result }
+    const ours = { ...oursChild, ...oursChild.result }
     if (ours.lines !== records || floor.lines !== records)
       throw new Error(
         `expected ${records} records read, found ${ours.lines} (import) and ${floor.lines} (floor)`,
@@ -287,13 +248,4 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
   } finally {
     rmSync(scratch, { recursive: true, force: true })
   }
-}
-
-const childJob = process.env[CHILD_ENV]
-if (
-  childJob !== undefined &&
-  process.argv[1] !== undefined &&
-  fileURLToPath(import.meta.url) === process.argv[1]
-) {
-  await childMain(childJob)
 }

@@ -15,24 +15,13 @@
  * Timing is wall clock on a shared machine: ratios are the claim, absolute figures vary.
  */
 import { createHash } from 'node:crypto'
-import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 
-import { median, runBenchChild } from '../../../tooling/bench/support.ts'
+import { benchChild, median, textChunks } from '../../../tooling/bench/support.ts'
+import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { importSource, splitLines } from '../src/index.ts'
-
-/** One measured figure, in the shape tooling/bench/run.ts prints. */
-export interface BenchResult {
-  name: string
-  value: number
-  unit: string
-  floor?: { name: string; value: number }
-  ratio?: number
-  target?: string
-  met?: boolean
-}
 
 const CHILD_ENV = 'AGENT_LEDGER_IMPORT_BENCH_CHILD'
 
@@ -69,35 +58,25 @@ function rollout(turns: number): string {
   return `${lines.join('\n')}\n`
 }
 
-async function* textOf(file: string): AsyncGenerator<string> {
-  const decoder = new TextDecoder('utf-8')
-  for await (const chunk of createReadStream(file)) yield decoder.decode(chunk as Buffer, { stream: true })
-}
-
 async function importJob(file: string, sha256: string): Promise<number> {
-  const result = await importSource(splitLines(textOf(file)), { file, sha256 })
+  const result = await importSource(splitLines(textChunks(file)), { file, sha256 })
   return result.report.lines
 }
 
 async function floorJob(file: string): Promise<number> {
   let lines = 0
-  for await (const line of splitLines(textOf(file))) {
+  for await (const line of splitLines(textChunks(file))) {
     JSON.parse(line)
     lines += 1
   }
   return lines
 }
 
-async function childMain(job: string): Promise<void> {
-  const [kind, file, sha256] = job.split('\n') as [string, string, string]
-  const lines = kind === 'import' ? await importJob(file, sha256) : await floorJob(file)
-  process.stdout.write(`${JSON.stringify({ maxRssBytes: process.resourceUsage().maxRSS * 1024, lines })}\n`)
-}
-
-function runChild(job: string): Promise<{ maxRssBytes: number }> {
-  return runBenchChild(fileURLToPath(import.meta.url), { envName: CHILD_ENV, value: job })
-}
-
+const runChild = benchChild(import.meta.url, {
+  envName: CHILD_ENV,
+  main: (job: { readonly kind: 'import' | 'floor'; readonly file: string; readonly sha256: string }) =>
+    job.kind === 'import' ? importJob(job.file, job.sha256) : floorJob(job.file),
+})
 
 /**
  * The import figures.
@@ -126,8 +105,8 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
     }
     const oursRate = lines / median(ours)
     const floorRate = lines / median(floor)
-    const oursChild = await runChild(`import\n${file}\n${sha256}`)
-    const floorChild = await runChild(`floor\n${file}\n`)
+    const oursChild = await runChild({ kind: 'import', file, sha256 })
+    const floorChild = await runChild({ kind: 'floor', file, sha256 })
     const rateRatio = oursRate / floorRate
     const rssRatio = oursChild.maxRssBytes / floorChild.maxRssBytes
     const toMb = (bytes: number): number => bytes / (1024 * 1024)
@@ -154,9 +133,4 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
   } finally {
     rmSync(scratch, { recursive: true, force: true })
   }
-}
-
-const childJob = process.env[CHILD_ENV]
-if (childJob !== undefined && process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
-  await childMain(childJob)
 }

@@ -20,19 +20,10 @@ import type { EventInput, LoggedEvent } from '@agent-ledger/session-events'
 
 import { createProjection, createSessionLog, planCompaction } from '../src/index.ts'
 import type { Projection } from '../src/index.ts'
+import type { BenchResult } from '../../../tooling/bench/types.ts'
 
 declare const performance: { now(): number }
 
-/** One measured figure, in the shape tooling/bench/run.ts prints. */
-export interface BenchResult {
-  name: string
-  value: number
-  unit: string
-  floor?: { name: string; value: number }
-  ratio?: number
-  target?: string
-  met?: boolean
-}
 
 // A benchmark reads the clock by definition; this file is not shipped (not in `files`).
 // eslint-disable-next-line no-restricted-properties

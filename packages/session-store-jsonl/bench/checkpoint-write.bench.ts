@@ -1,6 +1,8 @@
 /**
- * Checkpoint write cost of a never-compacted session (issue 16), written the way an agent
- * writes one, through the store with its defaults: per turn `turn/start`, a user message, an
+ * Checkpoint write cost of a never-compacted session (issues 16 and 23), written the way an
+ * agent writes one, through the one store API with its defaults (`createJsonlStore({ root })`:
+ * the session core over the JSONL backend, whose `checkpoints` capability keeps the core's
+ * checkpoint in `<id>/core.checkpoint`): per turn `turn/start`, a user message, an
  * assistant message with one tool call, `tool/call`, flush, a 40 KB tool result, `turn/end`,
  * flush. Each run is a fresh child process (so `/proc/self/io` and the peak RSS are its own);
  * the same workload with checkpoints off runs in another child beside it.
@@ -9,34 +11,39 @@
  * - write amplification: bytes the process wrote (`write_bytes` of /proc/self/io: what reached
  *   the block layer, page-rounded) / log bytes; target <= 1.3 with defaults. The same figure
  *   with checkpoints off is printed beside it;
- * - checkpoint file size / log size; target <= 0.05;
+ * - checkpoint file (`core.checkpoint`) size / log size; target <= 0.05 (the old
+ *   line-reference checkpoint's; the core's body holds the projection snapshot itself);
  * - writer peak RSS above its start, minus the projection (heap the writer retains after a
  *   full GC); target < 64 MiB;
  * - durable append throughput with defaults / the same with checkpoints off (median of the
  *   per-round ratios of alternating rounds); target >= 0.8;
  * - cold open of the session just written (its checkpoint as the writer left it) against
- *   reading the visible lines once + `JSON.parse`; target <= 1.5.
+ *   the least a reader of the same files does: read `core.checkpoint` and `JSON.parse` its
+ *   envelope line, body header and payload, then read the log from the checkpoint's seek
+ *   point to the end and `JSON.parse` each line; target <= 1.5.
  *
  * 100 MB by default (about 2,400 turns), 3 rounds; `AL_BENCH_CHECKPOINT_MB` and
  * `AL_BENCH_CHECKPOINT_ROUNDS` set others. The first round's children give the other figures.
  * Run alone with `pnpm bench --only checkpoint-write`.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { open } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+
+import type { SessionStoreWarning } from '@agent-ledger/session-store'
 
 import { benchText, createRandom } from '../../../tooling/bench/agent-session.ts'
+import { benchChild, median as middle } from '../../../tooling/bench/support.ts'
 import type { BenchResult } from '../../../tooling/bench/types.ts'
-import { CHECKPOINT_FILE_NAME, decodeCheckpointBody, decodeCheckpointHead, LOG_FILE_NAME } from '../src/format.ts'
-import type { LineRef } from '../src/format.ts'
-import { createSessionStore } from '../src/index.ts'
-import type { StoreLogger } from '../src/index.ts'
-import { collectGarbage, resetPeakRss, runChild, sampleRss } from './support/child.ts'
+import { LOG_FILE_NAME } from '../src/format.ts'
+import { createJsonlStore } from '../src/index.ts'
+import { collectGarbage, resetPeakRss, sampleRss } from './support/child.ts'
+import { checkpointFloor } from './support/floors.ts'
 import { interleave } from './support/measure.ts'
 
 const CHILD_ENV = 'AL_BENCH_CHECKPOINT_WRITE_CHILD'
+/** The JSONL backend's file of the core's checkpoint (src/backend/checkpoints.ts). */
+const CHECKPOINT_FILE = 'core.checkpoint'
 const MiB = 1024 * 1024
 const TOOL_RESULT_BYTES = 40_000
 const RSS_TARGET_MIB = 64
@@ -80,14 +87,11 @@ async function writeChild(job: {
   readonly megabytes: number
 }): Promise<WriteReport> {
   let warnings = 0
-  const logger: StoreLogger = {
-    warn() {
+  const store = createJsonlStore({
+    root: job.root,
+    onWarning: () => {
       warnings += 1
     },
-  }
-  const store = createSessionStore({
-    root: job.root,
-    logger,
     ...(job.mode === 'off' ? { checkpoint: { enabled: false } } : {}),
   })
   const random = createRandom(16)
@@ -132,6 +136,7 @@ async function writeChild(job: {
     logBytes = statSync(logPath).size
   }
   await writer.close()
+  await store.close()
   const seconds = (performance.now() - started) / 1000
   const ioAfter = ioCounters()
   const peak = sampleRss().peak
@@ -140,7 +145,7 @@ async function writeChild(job: {
   // Kept alive until the heap is measured.
   if (writer.projection.nextSeq === 0) throw new Error('unreachable')
   const directory = join(job.root, 'agent')
-  const checkpointPath = join(directory, CHECKPOINT_FILE_NAME)
+  const checkpointPath = join(directory, CHECKPOINT_FILE)
   const checkpointBytes = existsSync(checkpointPath) ? statSync(checkpointPath).size : 0
   return {
     turns,
@@ -157,43 +162,7 @@ async function writeChild(job: {
   }
 }
 
-/** Reads the visible lines (by the checkpoint's references) and the tail once, parsing each line. */
-async function visibleFloor(path: string, refs: readonly LineRef[], tailStart: number): Promise<number> {
-  const started = performance.now()
-  const handle = await open(path, 'r')
-  try {
-    const sorted = [...refs].sort((left, right) => left.offset - right.offset)
-    // Kept, as any reader that returns the messages keeps them (the heap they fill costs GC time).
-    const kept: unknown[] = []
-    let window = Buffer.allocUnsafe(4 * MiB)
-    let windowStart = -1
-    let windowEnd = -1
-    for (const ref of sorted) {
-      if (ref.offset < windowStart || ref.offset + ref.length > windowEnd) {
-        if (ref.length > window.length) window = Buffer.allocUnsafe(ref.length)
-        const { bytesRead } = await handle.read(window, 0, window.length, ref.offset)
-        windowStart = ref.offset
-        windowEnd = ref.offset + bytesRead
-      }
-      const at = ref.offset - windowStart
-      kept.push(JSON.parse(window.toString('utf8', at, at + ref.length - 1)))
-    }
-    const size = (await handle.stat()).size
-    const tail = Buffer.allocUnsafe(size - tailStart)
-    await handle.read(tail, 0, tail.length, tailStart)
-    for (const line of tail.toString('utf8').split('\n')) if (line !== '') kept.push(JSON.parse(line))
-  } finally {
-    await handle.close()
-  }
-  return performance.now() - started
-}
-
-function middle(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]!
-}
-
-async function median(runs: number, action: () => Promise<number>): Promise<number> {
+async function medianOf(runs: number, action: () => Promise<number>): Promise<number> {
   const times: number[] = []
   for (let run = 0; run < runs; run += 1) times.push(await action())
   return middle(times)
@@ -202,46 +171,47 @@ async function median(runs: number, action: () => Promise<number>): Promise<numb
 async function coldOpen(root: string): Promise<BenchResult[]> {
   const directory = join(root, 'agent')
   const path = join(directory, LOG_FILE_NAME)
-  const head = decodeCheckpointHead(readFileSync(join(directory, CHECKPOINT_FILE_NAME)))
-  if (!head.ok) throw new Error(`checkpoint unreadable: ${head.detail}`)
-  const headerEndOffset = readFileSync(path).subarray(0, 64 * 1024).indexOf(0x0a) + 1
-  const body = decodeCheckpointBody(head.head, { body: head.body, bodyCrc32c: head.bodyCrc32c, headerEndOffset })
-  if (!body.ok) throw new Error(`checkpoint body unreadable: ${body.detail}`)
-  const strict: StoreLogger = {
-    warn(message) {
-      throw new Error(`unexpected warning: ${message}`)
-    },
+  const checkpointPath = join(directory, CHECKPOINT_FILE)
+  const warned: SessionStoreWarning[] = []
+  const onWarning = (warning: SessionStoreWarning): void => {
+    warned.push(warning)
   }
-  const store = createSessionStore({ root, logger: strict })
-  const full = createSessionStore({ root, logger: strict, checkpoint: { enabled: false } })
+  const store = createJsonlStore({ root, onWarning })
+  const full = createJsonlStore({ root, onWarning, checkpoint: { enabled: false } })
   let replayed = 0
   // Alternated rounds (ABAB) on this shared machine; the claim is the median per-round ratio.
   const samples = await interleave(7, {
     ours: async () => {
       const started = performance.now()
       const read = await store.openReader('agent')
-      replayed = read.checkpoint?.replayedEvents ?? -1
+      replayed = read.checkpoint.used ? read.checkpoint.replayedEvents : -1
       return performance.now() - started
     },
-    floor: () => visibleFloor(path, body.surface, head.head.binding.offset),
+    floor: () => checkpointFloor(checkpointPath, path),
     warmupSeconds: 1,
   })
+  if (warned.length > 0) throw new Error(`unexpected warning: ${warned[0]!.message}`)
   if (replayed < 0) throw new Error('the cold open did not use the checkpoint')
   const oursMs = middle(samples.ours)
   const floorMs = middle(samples.floor)
   const ratio = middle(samples.ours.map((ms, round) => ms / samples.floor[round]!))
-  const fullMs = await median(3, async () => {
+  const fullMs = await medianOf(3, async () => {
     const started = performance.now()
     await full.openReader('agent')
     return performance.now() - started
   })
-  const visible = body.surface.reduce((sum, ref) => sum + ref.length, 0)
+  await store.close()
+  await full.close()
+  const checkpointMb = statSync(checkpointPath).size / 1e6
   return [
     {
-      name: `cold open of that session (checkpoint as the writer left it, ${replayed} events behind; ${(visible / 1e6).toFixed(0)} MB visible)`,
+      name: `cold open of that session (core.checkpoint as the writer left it, ${checkpointMb.toFixed(0)} MB, ${replayed} events behind; openReader)`,
       value: oursMs,
       unit: 'ms',
-      floor: { name: 'read the visible lines and the tail once + JSON.parse each, results kept', value: floorMs },
+      floor: {
+        name: 'read core.checkpoint + JSON.parse its lines, read the log from its seek point + JSON.parse each line, results kept',
+        value: floorMs,
+      },
       ratio,
       target: '<= 1.5',
       met: ratio <= 1.5,
@@ -256,6 +226,8 @@ async function coldOpen(root: string): Promise<BenchResult[]> {
   ]
 }
 
+const runWriteChild = benchChild(import.meta.url, { envName: CHILD_ENV, exposeGc: true, main: writeChild })
+
 /**
  * Runs the checkpoint write figures.
  *
@@ -265,10 +237,9 @@ export async function run(): Promise<BenchResult[]> {
   const megabytes = Number(process.env['AL_BENCH_CHECKPOINT_MB'] ?? '100')
   const root = mkdtempSync(join(tmpdir(), 'al-ckpt-write-bench-'))
   try {
-    const script = fileURLToPath(import.meta.url)
-    const child = (mode: 'off' | 'defaults', round: number): Promise<WriteReport> => {
+    const child = async (mode: 'off' | 'defaults', round: number): Promise<WriteReport> => {
       const directory = join(root, `${mode}-${round}`)
-      return runChild<WriteReport>(script, { envName: CHILD_ENV, value: { mode, root: directory, megabytes } })
+      return (await runWriteChild({ mode, root: directory, megabytes })).result
     }
     // Rounds alternating the order (AB, BA, ...), so load that drifts on this shared machine hits
     // both modes alike; the throughput claim is the median of the per-round ratios.
@@ -304,7 +275,7 @@ export async function run(): Promise<BenchResult[]> {
     const throughputRatio = middle(rounds.map((round) => rate(round.ours) / rate(round.off)))
     const results: BenchResult[] = [
       {
-        name: `write amplification, never-compacted agent session, store defaults (${size}; write_bytes / log bytes; wchar ratio ${(ours.wchar / ours.logBytes).toFixed(3)})`,
+        name: `write amplification, never-compacted agent session, createJsonlStore defaults (${size}; write_bytes / log bytes; wchar ratio ${(ours.wchar / ours.logBytes).toFixed(3)})`,
         value: amplification,
         unit: 'x',
         floor: { name: 'the same with checkpoints off', value: offAmplification },
@@ -313,7 +284,7 @@ export async function run(): Promise<BenchResult[]> {
         met: amplification <= 1.3,
       },
       {
-        name: `checkpoint file / log size, same session (${(ours.checkpointBytes / 1e3).toFixed(0)} kB)`,
+        name: `core.checkpoint / log size, same session (${(ours.checkpointBytes / 1e3).toFixed(0)} kB)`,
         value: ours.checkpointBytes / ours.logBytes,
         unit: 'of the log',
         ratio: ours.checkpointBytes / ours.logBytes,
@@ -329,7 +300,7 @@ export async function run(): Promise<BenchResult[]> {
         met: excess < RSS_TARGET_MIB,
       },
       {
-        name: `durable append throughput, same workload, store defaults (MB/s; medians of ${ROUNDS} alternating rounds; per-round ratios ${rounds.map((round) => (rate(round.ours) / rate(round.off)).toFixed(2)).join(', ')})`,
+        name: `durable append throughput, same workload, createJsonlStore defaults (MB/s; medians of ${ROUNDS} alternating rounds; per-round ratios ${rounds.map((round) => (rate(round.ours) / rate(round.off)).toFixed(2)).join(', ')})`,
         value: throughput,
         unit: 'MB/s',
         floor: { name: 'the same with checkpoints off (MB/s)', value: offThroughput },
@@ -343,16 +314,4 @@ export async function run(): Promise<BenchResult[]> {
   } finally {
     rmSync(root, { recursive: true, force: true })
   }
-}
-
-const childJob = process.env[CHILD_ENV]
-if (
-  childJob !== undefined &&
-  process.argv[1] !== undefined &&
-  fileURLToPath(import.meta.url) === process.argv[1]
-) {
-  const report = await writeChild(
-    JSON.parse(childJob) as { mode: 'defaults' | 'off'; root: string; megabytes: number },
-  )
-  process.stdout.write(`${JSON.stringify(report)}\n`)
 }

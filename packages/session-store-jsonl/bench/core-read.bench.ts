@@ -21,14 +21,14 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 
 import { createSessionStore } from '@agent-ledger/session-store'
 import type { CheckpointOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
 import { planCompaction } from '@agent-ledger/session-projection'
 
 import { createJsonlBackend } from '../src/index.ts'
-import { collectGarbage, resetPeakRss, runChild, sampleRss } from './support/child.ts'
+import { benchChild } from '../../../tooling/bench/support.ts'
+import { collectGarbage, resetPeakRss, sampleRss } from './support/child.ts'
 import { ensureDataset } from './support/dataset.ts'
 import type { Dataset } from './support/dataset.ts'
 import { bareOpen } from './support/floors.ts'
@@ -244,11 +244,10 @@ async function memoryChild(job: { root: string; id: string }): Promise<MemoryRep
   return { baselineRss: baseline.rss, peakRss: peak, peakReset, retainedHeap }
 }
 
+const runMemoryChild = benchChild(import.meta.url, { envName: CHILD_ENV, exposeGc: true, main: memoryChild })
+
 async function memoryFigure(dataset: Dataset, megabytes: number): Promise<BenchResult> {
-  const report = await runChild<MemoryReport>(fileURLToPath(import.meta.url), {
-    envName: CHILD_ENV,
-    value: { root: dataset.root, id: dataset.id },
-  })
+  const { result: report } = await runMemoryChild({ root: dataset.root, id: dataset.id })
   const peakAbove = (report.peakRss - report.baselineRss) / MiB
   const projection = Math.max(0, report.retainedHeap) / MiB
   const excess = peakAbove - projection
@@ -279,14 +278,4 @@ export async function run(options: RunOptions = {}): Promise<BenchResult[]> {
   log(`peak RSS of opening the ${sizes.datasetMb} MB dataset (child process)`)
   results.push(await memoryFigure(dataset, sizes.datasetMb))
   return results
-}
-
-const childJob = process.env[CHILD_ENV]
-if (
-  childJob !== undefined &&
-  process.argv[1] !== undefined &&
-  fileURLToPath(import.meta.url) === process.argv[1]
-) {
-  const report = await memoryChild(JSON.parse(childJob) as { root: string; id: string })
-  process.stdout.write(`${JSON.stringify(report)}\n`)
 }

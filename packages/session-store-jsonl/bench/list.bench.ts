@@ -1,9 +1,11 @@
 /**
- * `list()` benchmark of the store (issue 4): sessions/s of `store.list()` over a root of 1,000
- * sessions (created through the store, cached between runs), beside the floor measured in the
- * same run: readdir, then per session open the log, read its first line, `JSON.parse` it and
- * close, 16 sessions at a time (the store's list concurrency). No target: the figure is
- * reported with its ratio (ours / floor).
+ * `list()` benchmark through the one store API (issues 4 and 23): sessions/s of
+ * `store.list({ limit: 1000 })` of `createJsonlStore({ root })` (the session core over the
+ * JSONL backend; one page) over a root of 1,000 sessions (created through the same store,
+ * cached between runs), beside the floor measured in the same run: readdir, then per session
+ * open the log, read its first line, `JSON.parse` it and close, 16 sessions at a time. The
+ * listing also orders the page (one `lstat` per session for the log's mtime), which the floor
+ * does not. No target: the figure is reported with its ratio (ours / floor).
  *
  * Run alone with `pnpm bench --only list.bench`.
  */
@@ -11,7 +13,7 @@ import { join } from 'node:path'
 
 import type { LoggedEvent } from '@agent-ledger/session-events'
 
-import { createSessionStore } from '../src/index.ts'
+import { createJsonlStore } from '../src/index.ts'
 import { LOG_FILE_NAME } from '../src/format.ts'
 import { cached, generateAgentSessionHeader } from './support/dataset.ts'
 import { bareList } from './support/floors.ts'
@@ -19,7 +21,7 @@ import { interleave, progress, seconds, throughputFigure } from './support/measu
 import type { BenchResult, RunOptions } from './support/measure.ts'
 
 const SESSIONS = 1000
-/** The store's list concurrency (`LIST_CONCURRENCY` in src/session-store.ts), used by the floor too. */
+/** Headers the floor reads at a time. */
 const CONCURRENCY = 16
 const ROUNDS = 7
 const log = progress('list')
@@ -50,9 +52,9 @@ function seedEvents(index: number, time: string): LoggedEvent[] {
 /** A root of {@link SESSIONS} sessions created through the store (cached). */
 async function ensureRoot(): Promise<string> {
   const started = performance.now()
-  const { directory, built } = await cached({ kind: 'list-root', sessions: SESSIONS }, async (building) => {
+  const { directory, built } = await cached({ kind: 'list-root', sessions: SESSIONS, writer: 'core' }, async (building) => {
     const base = generateAgentSessionHeader()
-    const store = createSessionStore({ root: join(building, 'root'), clock: () => base.createdAt })
+    const store = createJsonlStore({ root: join(building, 'root'), clock: () => base.createdAt })
     for (let index = 0; index < SESSIONS; index += 1) {
       const writer = await store.create({
         id: `session-${String(index).padStart(4, '0')}`,
@@ -65,6 +67,7 @@ async function ensureRoot(): Promise<string> {
       })
       await writer.close()
     }
+    await store.close()
     return { sessions: SESSIONS }
   })
   if (built) log(`created ${SESSIONS} sessions in ${((performance.now() - started) / 1000).toFixed(1)} s`)
@@ -79,28 +82,32 @@ async function ensureRoot(): Promise<string> {
  */
 export async function run(_options: RunOptions = {}): Promise<BenchResult[]> {
   const root = await ensureRoot()
-  const store = createSessionStore({ root })
-  const samples = await interleave(ROUNDS, {
-    warmupSeconds: 1,
-    ours: () =>
-      seconds(async () => {
-        const { sessions, problems } = await store.list()
-        if (sessions.length !== SESSIONS || problems.length !== 0)
-          throw new Error(`list() gave ${sessions.length} sessions and ${problems.length} problems`)
+  const store = createJsonlStore({ root })
+  try {
+    const samples = await interleave(ROUNDS, {
+      warmupSeconds: 1,
+      ours: () =>
+        seconds(async () => {
+          const { sessions, problems, cursor } = await store.list({ limit: SESSIONS })
+          if (sessions.length !== SESSIONS || problems.length !== 0 || cursor !== null)
+            throw new Error(`list() gave ${sessions.length} sessions and ${problems.length} problems`)
+        }),
+      floor: () =>
+        seconds(async () => {
+          const parsed = await bareList(root, { fileName: LOG_FILE_NAME, concurrency: CONCURRENCY })
+          if (parsed !== SESSIONS) throw new Error(`floor parsed ${parsed} headers`)
+        }),
+    })
+    return [
+      throughputFigure({
+        name: `list({ limit: ${SESSIONS} }) over ${SESSIONS} sessions (headers only)`,
+        unit: 'sessions/s',
+        work: SESSIONS,
+        samples,
+        floorName: `bare readdir + open + read first line + JSON.parse (${CONCURRENCY} at a time)`,
       }),
-    floor: () =>
-      seconds(async () => {
-        const parsed = await bareList(root, { fileName: LOG_FILE_NAME, concurrency: CONCURRENCY })
-        if (parsed !== SESSIONS) throw new Error(`floor parsed ${parsed} headers`)
-      }),
-  })
-  return [
-    throughputFigure({
-      name: `list() over ${SESSIONS} sessions (headers only)`,
-      unit: 'sessions/s',
-      work: SESSIONS,
-      samples,
-      floorName: `bare readdir + open + read first line + JSON.parse (${CONCURRENCY} at a time)`,
-    }),
-  ]
+    ]
+  } finally {
+    await store.close()
+  }
 }

@@ -1,38 +1,28 @@
 /**
- * Migration benchmark (issue 5): a v0 session of 100,000 events (1,000,000 with --large)
- * migrated to v4 in write mode (scan, migrate, write, fsync, verify by reading back with
- * the store's scanner and projection, link), beside its floor measured in the same run on
+ * Migration benchmark through the one store API (issues 5 and 23): a v0 session of 100,000
+ * events (1,000,000 with --large) migrated to v4 by the JSONL backend's `migrate` capability
+ * of `createJsonlStore({ root })` (`store.backend.capabilities.migrate.migrate(id)`: scan,
+ * migrate, write, fsync, verify by reading back, link), beside its floor measured in the same run on
  * the same file: a bare loop that reads the file in 1 MiB chunks, splits lines,
  * `JSON.parse`s and `JSON.stringify`s each, writes the result and fsyncs once.
  *
  * Peak RSS is measured in child processes (`process.resourceUsage().maxRSS`), ours beside
  * the bare loop's. Run alone with `pnpm bench --only migrate`.
  *
- * Child mode (used by the benchmark itself and by the crash suite): with the environment
- * variable AGENT_LEDGER_MIGRATE_BENCH_CHILD set to `migrate:<session dir>` or
- * `floor:<file>`, this module runs that one job when executed and prints one JSON line
- * `{ "maxRssBytes", "seconds", "events" }`.
+ * Child mode (used by the benchmark itself and by the crash suite, through {@link runChild}):
+ * `benchChild` of tooling/bench/support.ts runs one job, `migrate:<session dir>` or
+ * `floor:<file>`, in a fresh process and reports its peak RSS, seconds and events.
  */
 import { mkdirSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { basename, dirname, join } from 'node:path'
 
-import { median, runBenchChild } from '../../../tooling/bench/support.ts'
-import { migrateSession } from '../src/migration/migrate-session.ts'
+import { benchChild, median } from '../../../tooling/bench/support.ts'
+import type { BenchResult } from '../../../tooling/bench/types.ts'
+import { createJsonlStore } from '../src/index.ts'
+import type { MigrationReport } from '../src/index.ts'
 import { writeLargeV0Session } from '../test/fixtures/v0/generate-v0-session.ts'
-
-/** One figure (the shape `tooling/bench/run.ts` prints). */
-export interface BenchResult {
-  name: string
-  value: number
-  unit: string
-  floor?: { name: string; value: number }
-  ratio?: number
-  target?: string
-  met?: boolean
-}
 
 const CHILD_ENV = 'AGENT_LEDGER_MIGRATE_BENCH_CHILD'
 
@@ -70,32 +60,46 @@ export async function bareLoop(source: string, target: string): Promise<number> 
   return events
 }
 
-async function childMain(job: string): Promise<void> {
-  const started = performance.now()
-  let events: number
-  if (job.startsWith('migrate:')) {
-    const result = await migrateSession({ mode: 'write', directory: job.slice('migrate:'.length) })
-    events = result.lastSeq + 1
-  } else {
-    const file = job.slice('floor:'.length)
-    events = await bareLoop(file, `${file}.floor-out`)
+/**
+ * Migrates the session in `directory` through the one store API: `createJsonlStore` on its
+ * parent directory, the `migrate` capability on its name.
+ *
+ * @param directory - A session directory holding a v0 log.
+ * @returns Events migrated.
+ */
+async function migrateThroughStore(directory: string): Promise<number> {
+  const store = createJsonlStore({ root: dirname(directory) })
+  try {
+    const outcome = await store.backend.capabilities.migrate.migrate(basename(directory))
+    const report = outcome.details as unknown as MigrationReport
+    if (report.outcome !== 'migrated' || report.lastSeq === null) {
+      throw new Error(`expected ${directory} migrated, found outcome ${report.outcome}`)
+    }
+    return report.lastSeq + 1
+  } finally {
+    await store.close()
   }
-  const seconds = (performance.now() - started) / 1000
-  process.stdout.write(
-    `${JSON.stringify({ maxRssBytes: process.resourceUsage().maxRSS * 1024, seconds, events })}\n`,
-  )
 }
 
+const migrateChild = benchChild(import.meta.url, {
+  envName: CHILD_ENV,
+  main: async (job: string): Promise<number> => {
+    if (job.startsWith('migrate:')) return migrateThroughStore(job.slice('migrate:'.length))
+    const file = job.slice('floor:'.length)
+    return bareLoop(file, `${file}.floor-out`)
+  },
+})
+
 /**
- * Runs one child job (see the module comment) and returns what it printed.
+ * Runs one child job (see the module comment) and returns what it measured.
  *
  * @param job - `migrate:<session dir>` or `floor:<file>`.
  * @returns Peak RSS in bytes, seconds and events of the child.
  */
-export function runChild(job: string): Promise<{ maxRssBytes: number; seconds: number; events: number }> {
-  return runBenchChild(fileURLToPath(import.meta.url), { envName: CHILD_ENV, value: job })
+export async function runChild(job: string): Promise<{ maxRssBytes: number; seconds: number; events: number }> {
+  const measure = await migrateChild(job)
+  return { maxRssBytes: measure.maxRssBytes, seconds: measure.seconds, events: measure.result }
 }
-
 
 /**
  * The migration figures: events/s beside the bare loop, and peak RSS beside the bare loop's.
@@ -120,7 +124,7 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
       floor.push((performance.now() - floorStart) / 1000)
       unlinkSync(join(scratch, 'floor-out.jsonl'))
       const start = performance.now()
-      await migrateSession({ mode: 'write', directory })
+      await migrateThroughStore(directory)
       ours.push((performance.now() - start) / 1000)
       unlinkSync(join(directory, 'session.v4.jsonl'))
     }
@@ -155,13 +159,4 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
   } finally {
     rmSync(scratch, { recursive: true, force: true })
   }
-}
-
-const childJob = process.env[CHILD_ENV]
-if (
-  childJob !== undefined &&
-  process.argv[1] !== undefined &&
-  fileURLToPath(import.meta.url) === process.argv[1]
-) {
-  await childMain(childJob)
 }

@@ -22,17 +22,8 @@ import { ZstdFrameScanner } from '../src/zstd/scan-frames.ts'
 import { loadZstdCodec } from '../src/zstd/zstd-codec.ts'
 import type { ZstdCodec } from '../src/zstd/zstd-codec.ts'
 import { generateSessionLines } from './generate-session.ts'
+import type { BenchResult } from '../../../tooling/bench/types.ts'
 
-/** One figure (the shape `tooling/bench/run.ts` prints). */
-export interface BenchResult {
-  name: string
-  value: number
-  unit: string
-  floor?: { name: string; value: number }
-  ratio?: number
-  target?: string
-  met?: boolean
-}
 
 const MiB = 1024 * 1024
 

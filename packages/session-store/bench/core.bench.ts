@@ -16,18 +16,10 @@ import { crc32c as nativeCrc32c } from '@node-rs/crc32'
 
 import { createMemoryBackend, createSessionStore, crc32c } from '../src/index.ts'
 import { utf8 } from '../src/line-codec.ts'
+import type { BenchResult } from '../../../tooling/bench/types.ts'
 
 declare const performance: { now(): number }
 
-interface BenchResult {
-  name: string
-  value: number
-  unit: string
-  floor?: { name: string; value: number }
-  ratio?: number
-  target?: string
-  met?: boolean
-}
 
 // A benchmark reads the clock by definition; this file is not shipped (not in `files`).
  

@@ -1,26 +1,8 @@
 /**
- * Child processes for memory figures: a benchmark module re-runs itself under tsx in a fresh
- * Node process (so its peak RSS is its own), with `--expose-gc`, and reads one JSON line back.
+ * Memory figures inside a bench child (`benchChild` of tooling/bench/support.ts, started with
+ * `exposeGc`): the current and peak RSS, resetting the peak, and a full GC.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
-
-import { runBenchChild } from '../../../../tooling/bench/support.ts'
-
-/**
- * Runs `script` in a child Node process with the tsx loader, the source condition and
- * `--expose-gc` (tooling/bench/support.ts), the job as JSON in environment variable
- * `envName`, and parses the last stdout line.
- *
- * @param script - Absolute path of the module to run.
- * @param job - Environment variable name and JSON-serializable job.
- * @returns What the child printed on its last line.
- */
-export function runChild<TResult>(
-  script: string,
-  job: { readonly envName: string; readonly value: unknown },
-): Promise<TResult> {
-  return runBenchChild<TResult>(script, { envName: job.envName, value: JSON.stringify(job.value) }, { exposeGc: true })
-}
 
 /** Resident-set figures of the current process, in bytes, from /proc/self/status. */
 export interface RssSample {

@@ -1,6 +1,7 @@
 /**
- * Benchmark datasets of the store: realistic agent sessions written THROUGH the store
- * (`createSessionStore` + `writer.append` + `writer.flush`), cached on disk between runs.
+ * Benchmark datasets of the store: realistic agent sessions written THROUGH the one store API
+ * (`createJsonlStore` (the core over the JSONL backend) + `writer.append` + `writer.flush`),
+ * cached on disk between runs.
  *
  * The events come from the seeded generator in `../generate-session.ts` (system prompt, user
  * turns, assistant messages with reasoning and tool calls, tool results from a few bytes to a
@@ -28,13 +29,14 @@ import type { EventInput } from '@agent-ledger/session-events'
 import { planCompaction } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
-import { createSessionStore } from '../../src/index.ts'
+import { createJsonlStore } from '../../src/index.ts'
 import { encodeEventLine, LOG_FILE_NAME } from '../../src/format.ts'
 import { generateSessionEvents, generateSessionHeader } from '../generate-session.ts'
 import type { GeneratedHeader } from '../generate-session.ts'
 
 /** Bump when the generator's output changes (invalidates every cached dataset). */
-const DATASET_GENERATOR_VERSION = 1
+// 2: written by the core over the JSONL backend (was the JSONL store API)
+const DATASET_GENERATOR_VERSION = 2
 
 const MB = 1_000_000
 /** One multi-MB tool result per this many bytes of log. */
@@ -200,7 +202,7 @@ function estimateLineBytes(data: Record<string, unknown>): number {
 
 /** A dataset on disk: one session in a store root. */
 export interface Dataset {
-  /** The store root (pass it to `createSessionStore`). */
+  /** The store root (pass it to `createJsonlStore`). */
   readonly root: string
   /** The session id. */
   readonly id: string
@@ -298,12 +300,8 @@ async function writeAgentSession(
   request: AgentSessionOptions & { readonly id: string },
 ): Promise<number> {
   let now = generateSessionHeader({ seed: request.seed }).createdAt
-  const store = createSessionStore({
-    root,
-    clock: () => now,
-    // flushed by hand below; no timer, no count trigger
-    flush: { maxDelayMs: 0, maxBufferedEvents: 0, maxBufferedBytes: 0 },
-  })
+  // The core buffers until `flush` (no timer, no count trigger): flushed by hand below.
+  const store = createJsonlStore({ root, clock: () => now })
   const base = generateSessionHeader({ seed: request.seed })
   const writer = await store.create({
     id: request.id,
@@ -323,6 +321,7 @@ async function writeAgentSession(
     return writer.projection.nextSeq
   } finally {
     await writer.close()
+    await store.close()
   }
 }
 

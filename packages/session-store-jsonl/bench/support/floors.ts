@@ -3,7 +3,7 @@
  * reader, writer or lister of the same bytes must do, with none of the store's checks.
  */
 import { spawn } from 'node:child_process'
-import { open, readdir } from 'node:fs/promises'
+import { open, readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 
 /** Bytes per read of the bare loops: the store's default `readChunkBytes`. */
@@ -199,4 +199,36 @@ export async function bareList(
     await Promise.all(names.slice(start, start + request.concurrency).map(one))
   }
   return parsed
+}
+
+/**
+ * The cold-open floor: reads `core.checkpoint` and `JSON.parse`s its envelope line, the body's
+ * header line and its payload (the projection snapshot), then reads the plain log from the
+ * envelope's seek point to the end and `JSON.parse`s each line. Results kept, as any reader
+ * that returns the messages keeps them (the heap they fill costs GC time).
+ *
+ * @param checkpointPath - The session's `core.checkpoint`.
+ * @param logPath - Its plain log.
+ * @returns Milliseconds.
+ */
+export async function checkpointFloor(checkpointPath: string, logPath: string): Promise<number> {
+  const started = performance.now()
+  const kept: unknown[] = []
+  const file = await readFile(checkpointPath)
+  const envelopeEnd = file.indexOf(0x0a)
+  const envelope = JSON.parse(file.toString('utf8', 0, envelopeEnd)) as { seek: { offset: number } | null }
+  const bodyHeaderEnd = file.indexOf(0x0a, envelopeEnd + 1)
+  kept.push(JSON.parse(file.toString('utf8', envelopeEnd + 1, bodyHeaderEnd)))
+  kept.push(JSON.parse(file.toString('utf8', bodyHeaderEnd + 1)))
+  if (envelope.seek === null) throw new Error(`${checkpointPath} has no seek point`)
+  const handle = await open(logPath, 'r')
+  try {
+    const size = (await handle.stat()).size
+    const tail = Buffer.allocUnsafe(size - envelope.seek.offset)
+    await handle.read(tail, 0, tail.length, envelope.seek.offset)
+    for (const line of tail.toString('utf8').split('\n')) if (line !== '') kept.push(JSON.parse(line))
+  } finally {
+    await handle.close()
+  }
+  return performance.now() - started
 }

@@ -5,16 +5,9 @@
  */
 import { median } from '../../../../tooling/bench/support.ts'
 
-/** One measured figure, in the shape `tooling/bench/run.ts` prints. */
-export interface BenchResult {
-  name: string
-  value: number
-  unit: string
-  floor?: { name: string; value: number }
-  ratio?: number
-  target?: string
-  met?: boolean
-}
+import type { BenchResult } from '../../../../tooling/bench/types.ts'
+
+export type { BenchResult }
 
 /** Options of a benchmark module's `run`. */
 export interface RunOptions {
