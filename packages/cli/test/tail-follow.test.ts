@@ -86,15 +86,19 @@ describe('tail -f', () => {
       type: 'turn/start',
       data: { turn: 2 },
     })
-    const tail = follow(['-n', '0', join(root, 'a1')])
+    const tail = follow(['-n', '1', join(root, 'a1')])
+    // The last event printed means the follower has read to the end of the log: a line appended
+    // now is one it must see (with `-n 0` and no wait, a follower that opened the log only after
+    // the whole line was written, as on a loaded machine, started past it and never printed it).
+    await until('the last event', () => seqsOf(tail.out()).length === 1)
     appendFileSync(logPath(root, 'a1'), line.subarray(0, 20))
     await sleep(300)
-    expect(tail.out()).toBe('')
+    expect(seqsOf(tail.out())).toEqual([7])
     expect(tail.err()).toBe('')
     appendFileSync(logPath(root, 'a1'), line.subarray(20))
-    await until('the completed line', () => seqsOf(tail.out()).length === 1)
+    await until('the completed line', () => seqsOf(tail.out()).length === 2)
     expect(await tail.stop()).toBe(0)
-    expect(seqsOf(tail.out())).toEqual([8])
+    expect(seqsOf(tail.out())).toEqual([7, 8])
   })
 
   it('T3/T5: a writer repairing a garbage tail under the follower (quarantine + truncate + append) is not damage', async () => {
@@ -116,7 +120,9 @@ describe('tail -f', () => {
 
   it('I4: stops with exit 1 and the typed error when a damaging line lands (a seq gap)', async () => {
     await writeSession(testStore(root), 'a1', { turns: 1 })
-    const tail = follow(['-n', '0', join(root, 'a1')])
+    const tail = follow(['-n', '1', join(root, 'a1')])
+    // Appended once the follower has read to the end, so it is a line landing under a follower.
+    await until('the last event', () => seqsOf(tail.out()).length === 1)
     appendFileSync(
       logPath(root, 'a1'),
       encodeEventLine({ seq: 9, time: '2026-01-02T00:00:00.000Z', type: 'turn/start', data: { turn: 2 } }),
