@@ -168,7 +168,9 @@ for (const encoding of ['plain', 'zstd'] as const) {
       const body = Buffer.from(good)
       body[body.length - 5] = body[body.length - 5]! ^ 0x01
       writeFileSync(path, body)
-      expect(Buffer.from(decodeCheckpointFile(body)!.record.body)).toEqual(body.subarray(good.indexOf(0x0a) + 1))
+      expect(Buffer.from(decodeCheckpointFile(body)!.record.body)).toEqual(
+        body.subarray(good.indexOf(0x0a) + 1),
+      )
       const warnings: SessionStoreWarning[] = []
       const backend = backendOver(root, encoding)
       const eager = createSessionStore({
@@ -225,7 +227,7 @@ for (const encoding of ['plain', 'zstd'] as const) {
 }
 
 describe('JSONL backend checkpoints: files and durability', () => {
-  it("a left-over projection.checkpoint.msgpack of the retired JSONL store API is never read by the core (reported missing)", async () => {
+  it('a left-over projection.checkpoint.msgpack of the retired JSONL store API is never read by the core (reported missing)', async () => {
     const root = await newRoot()
     const s = stores(backendOver(root, 'plain'))
     await (await s.replay.create({ id: 'legacy', header: { cwd: '/legacy' } })).close()

@@ -36,7 +36,8 @@ function comparable(read: SessionReadResult): Record<string, unknown> {
   const { projection, checkpoint: _checkpoint, error, ...rest } = read
   return {
     ...rest,
-    error: error === null ? null : { code: error.code, location: error.location, lastGoodSeq: error.lastGoodSeq },
+    error:
+      error === null ? null : { code: error.code, location: error.location, lastGoodSeq: error.lastGoodSeq },
     snapshot: projection.snapshot(),
   }
 }
@@ -79,14 +80,19 @@ describe('checkpoint writes under power loss', () => {
             const body = Buffer.from(decoded.record.body)
             const newline = body.indexOf(0x0a)
             const preamble = JSON.parse(body.toString('utf8', 0, newline)) as { payloadCrc32c: string }
-            expect(preamble.payloadCrc32c).toBe((crc32c(body.subarray(newline + 1)) >>> 0).toString(16).padStart(8, '0'))
+            expect(preamble.payloadCrc32c).toBe(
+              (crc32c(body.subarray(newline + 1)) >>> 0).toString(16).padStart(8, '0'),
+            )
             seen.add(decoded.record.seq)
           }
           const withCheckpoints = coreTestStore(target, { checkpoint: ON })
           const read = await withCheckpoints.store.openReader('power', { allowDamaged: true })
-          const full = await coreTestStore(target, { checkpoint: { enabled: false } }).store.openReader('power', {
-            allowDamaged: true,
-          })
+          const full = await coreTestStore(target, { checkpoint: { enabled: false } }).store.openReader(
+            'power',
+            {
+              allowDamaged: true,
+            },
+          )
           expect(comparable(read)).toEqual(comparable(full))
           // Never ahead of the durable log: a checkpoint used covers only events the image holds.
           if (read.checkpoint.used) expect(read.checkpoint.seq).toBeLessThanOrEqual(read.lastSeq)

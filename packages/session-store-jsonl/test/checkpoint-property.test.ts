@@ -173,9 +173,7 @@ function comparable(read: SessionReadResult): Record<string, unknown> {
   return {
     ...rest,
     error:
-      error === null
-        ? null
-        : { code: error.code, location: error.location, lastGoodSeq: error.lastGoodSeq },
+      error === null ? null : { code: error.code, location: error.location, lastGoodSeq: error.lastGoodSeq },
     snapshot: projection.snapshot(),
     messages: projection.deriveMessages(),
     repairState: projection.repairState,

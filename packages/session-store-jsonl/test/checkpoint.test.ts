@@ -45,7 +45,11 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 
 import { nodeFsOps } from '../src/index.ts'
 import type { FileHandleOps, FsOps, JsonlStoreOptions } from '../src/index.ts'
-import { CORE_CHECKPOINT_FILE_NAME, decodeCheckpointFile, encodeCheckpointFile } from '../src/backend/checkpoints.ts'
+import {
+  CORE_CHECKPOINT_FILE_NAME,
+  decodeCheckpointFile,
+  encodeCheckpointFile,
+} from '../src/backend/checkpoints.ts'
 import type { SeekPoint } from '../src/backend/seek-point.ts'
 import { LOG_FILE_NAME } from '../src/layout.ts'
 import { createFaultFs } from './support/fault-fs.ts'
@@ -126,7 +130,12 @@ function readStored(id: string): { record: CheckpointRecord; seek: SeekPoint | n
 /** A core checkpoint body built here: `preamble` overrides, then `payload` as JSON. */
 function bodyOf(payload: unknown, preamble: Record<string, unknown> = {}): Uint8Array {
   const data = Buffer.from(JSON.stringify(payload), 'utf8')
-  const first = { format: CORE_CHECKPOINT_FORMAT, checkpointVersion: 1, payloadCrc32c: hex(crc32c(data)), ...preamble }
+  const first = {
+    format: CORE_CHECKPOINT_FORMAT,
+    checkpointVersion: 1,
+    payloadCrc32c: hex(crc32c(data)),
+    ...preamble,
+  }
   return new Uint8Array(Buffer.concat([Buffer.from(`${JSON.stringify(first)}\n`, 'utf8'), data]))
 }
 
@@ -198,7 +207,9 @@ async function expectSameAsFullReplay(
 }
 
 function ignoredReasons(warnings: readonly SessionStoreWarning[]): unknown[] {
-  return warnings.filter((warning) => warning.code === 'CHECKPOINT_IGNORED').map((warning) => warning.details['reason'])
+  return warnings
+    .filter((warning) => warning.code === 'CHECKPOINT_IGNORED')
+    .map((warning) => warning.details['reason'])
 }
 
 /** An FsOps that counts the bytes read from log files. */
@@ -313,13 +324,20 @@ describe('writing checkpoints', () => {
     const fs = createFaultFs()
     const { store, warnings } = checkpointStore({ fs })
     const writer = await store.openWriter('faulty')
-    fs.addFault({ op: 'rename', errno: 'EIO', mode: 'forever', path: (path) => path.endsWith(CORE_CHECKPOINT_FILE_NAME) })
+    fs.addFault({
+      op: 'rename',
+      errno: 'EIO',
+      mode: 'forever',
+      path: (path) => path.endsWith(CORE_CHECKPOINT_FILE_NAME),
+    })
     for (const input of turnInputs(2)) writer.append(input)
     await writer.flush()
     await writer.close()
     expect(readFileSync(checkpointPath('faulty')).equals(before)).toBe(true)
     expect(warnings.map((warning) => warning.code)).toContain('CHECKPOINT_WRITE_FAILED')
-    expect(warnings.find((warning) => warning.code === 'CHECKPOINT_WRITE_FAILED')?.message).toContain('faulty')
+    expect(warnings.find((warning) => warning.code === 'CHECKPOINT_WRITE_FAILED')?.message).toContain(
+      'faulty',
+    )
     expect(readdirSync(join(temp.path, 'faulty')).filter((name) => name.startsWith('.tmp-'))).toEqual([])
     const { read } = await expectSameAsFullReplay('faulty')
     expect(read.lastSeq).toBe(13)
@@ -350,7 +368,9 @@ describe('writing checkpoints', () => {
         [
           {
             type: 'user/message',
-            data: { message: JSON.parse('{"role":"user","content":"fine","__proto__":{"polluted":true}}') as never },
+            data: {
+              message: JSON.parse('{"role":"user","content":"fine","__proto__":{"polluted":true}}') as never,
+            },
           },
         ],
       ],
@@ -363,7 +383,9 @@ describe('writing checkpoints', () => {
               message: {
                 role: 'assistant',
                 content: null,
-                tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: args } }],
+                tool_calls: [
+                  { id: 'call_1', type: 'function', function: { name: 'read_file', arguments: args } },
+                ],
               },
             },
           },
@@ -492,7 +514,9 @@ describe('checkpoints that are not used (CHECKPOINT_IGNORED, then a full replay)
     const old = readFileSync(checkpointPath('again'))
     rmSync(join(temp.path, 'again'), { recursive: true })
     let tick = 0
-    await writeTurns('again', 2, 1, { clock: () => new Date(Date.UTC(2027, 5, 1) + 1000 * tick++).toISOString() })
+    await writeTurns('again', 2, 1, {
+      clock: () => new Date(Date.UTC(2027, 5, 1) + 1000 * tick++).toISOString(),
+    })
     writeFileSync(checkpointPath('again'), old)
     const { warnings } = await expectSameAsFullReplay('again')
     expect(ignoredReasons(warnings)).toEqual(['header'])
@@ -513,7 +537,7 @@ describe('checkpoints that are not used (CHECKPOINT_IGNORED, then a full replay)
     await writeTurns('rewritten', 2)
     // Rewrite the log from the same header: the same events except a different last one.
     const content = readFileSync(logPath('rewritten'))
-    truncateSync(logPath('rewritten'), lineStarts(content)[14]!)
+    truncateSync(logPath('rewritten'), lineStarts(content)[14])
     const { store } = plainStore()
     const writer = await store.openWriter('rewritten')
     writer.append(note('x'))
@@ -576,7 +600,10 @@ describe('checkpoints that are not used (CHECKPOINT_IGNORED, then a full replay)
       [good.subarray(0, envelopeEnd - 3), 'missing'],
       [flipAt(good.length - 7), 'checksum'],
       [good.subarray(0, envelopeEnd + 1 + ((good.length - envelopeEnd) >> 1)), 'checksum'],
-      [encodeCheckpointFile({ ...record, body: new TextEncoder().encode('{"format":"other"}\n{}') }, seek), 'decode'],
+      [
+        encodeCheckpointFile({ ...record, body: new TextEncoder().encode('{"format":"other"}\n{}') }, seek),
+        'decode',
+      ],
       [encodeCheckpointFile({ ...record, body: bodyOf({ ...payload, logChars: 'many' }) }, seek), 'schema'],
       [encodeCheckpointFile({ ...record, body: bodyOf([1, 2, 3]) }, seek), 'schema'],
     ]
@@ -648,7 +675,10 @@ describe('the tail after a checkpoint keeps every check', () => {
     const reopened = await checkpointStore().store.openWriter('torn')
     expect(reopened.recovery.checkpoint).toMatchObject({ used: true, seq: 13 })
     expect(reopened.recovery.backendRepairs).toHaveLength(1)
-    expect(reopened.recovery.backendRepairs[0]).toMatchObject({ kind: 'torn-tail', location: { offset: size } })
+    expect(reopened.recovery.backendRepairs[0]).toMatchObject({
+      kind: 'torn-tail',
+      location: { offset: size },
+    })
     expect(reopened.recovery.backendRepairs[0]!.quarantinedTo).toBeDefined()
     await reopened.close()
   })
@@ -667,7 +697,11 @@ describe('the tail after a checkpoint keeps every check', () => {
     writeFileSync(logPath('damaged'), flipped)
     const { read, warnings } = await expectSameAsFullReplay('damaged')
     expect(ignoredReasons(warnings)).toEqual(['tail'])
-    expect(read.error).toMatchObject({ code: 'CORRUPT_LINE', location: { offset: start, line: 16 }, lastGoodSeq: 13 })
+    expect(read.error).toMatchObject({
+      code: 'CORRUPT_LINE',
+      location: { offset: start, line: 16 },
+      lastGoodSeq: 13,
+    })
     const refused = await checkpointStore()
       .store.openWriter('damaged')
       .catch((error: unknown) => error)
@@ -736,7 +770,7 @@ describe('reading from a seq', () => {
     writeFileSync(checkpointPath('readdamage'), checkpoint)
     const content = readFileSync(logPath('readdamage'))
     // Damage the line of seq 15: seq 14 is good.
-    const target = content.indexOf(0x0a, lineStarts(content)[16]!) - 3
+    const target = content.indexOf(0x0a, lineStarts(content)[16]) - 3
     const flipped = Buffer.from(content)
     flipped[target] = flipped[target]! ^ 0x01
     writeFileSync(logPath('readdamage'), flipped)
@@ -788,7 +822,8 @@ describe('the checkpoint never leads the log', () => {
       op: 'write',
       errno: 'ENOSPC',
       mode: 'forever',
-      path: (path) => !path.includes('.tmp-checkpoint-') && !path.includes('.tmp-lease') && !path.includes('.tmp-lock'),
+      path: (path) =>
+        !path.includes('.tmp-checkpoint-') && !path.includes('.tmp-lease') && !path.includes('.tmp-lock'),
     })
     const failure = await writer.close().catch((error: unknown) => error)
     expect(SessionStoreError.is(failure) && failure.code).toBe('DISK_FULL')

@@ -472,7 +472,9 @@ describe('migration of a generated long session', () => {
     expect(result.lastSeq).toBe(lines.length - 2)
     const reader = await coreTestStore(root).store.openReader(id)
     expect(reader.lastSeq).toBe(lines.length - 2)
-    expect(reader.projection.stats.ignoredUnknown).toBe(lines.filter((line) => line.includes('"ignorable":true')).length)
+    expect(reader.projection.stats.ignoredUnknown).toBe(
+      lines.filter((line) => line.includes('"ignorable":true')).length,
+    )
     expect(existsSync(join(directory, 'session.jsonl'))).toBe(true)
   })
 })

@@ -275,8 +275,14 @@ describe('capabilities.migrate.migrate', () => {
     expect(phases).toEqual(['scan', 'migrate', 'verify', 'publish'])
     // Progress through the port counts events: every v0 event after the header, in both phases.
     const events = v0Lines('replace-tool-output.jsonl').length - 1
-    expect(calls.filter((call) => call.phase === 'verify').at(-1)).toMatchObject({ done: events, total: events })
-    expect(calls.filter((call) => call.phase === 'migrate').at(-1)).toMatchObject({ done: events, total: events })
+    expect(calls.filter((call) => call.phase === 'verify').at(-1)).toMatchObject({
+      done: events,
+      total: events,
+    })
+    expect(calls.filter((call) => call.phase === 'migrate').at(-1)).toMatchObject({
+      done: events,
+      total: events,
+    })
     expect(namesIn(directory)).toEqual(['session.jsonl', 'session.v4.jsonl'])
     expect(fileIdentity(v0)).toEqual(before)
     const v4Before = fileIdentity(v4Path)
@@ -443,7 +449,10 @@ describe('generation refusals through the open paths', () => {
     // The core's verify reports what it cannot read as damage instead of throwing.
     const report = await store.verify('future')
     expect(report.status).toBe('damaged')
-    expect(report.damage).toMatchObject({ code: 'VERSION_TOO_NEW', location: { file: 'future/session.v5.jsonl' } })
+    expect(report.damage).toMatchObject({
+      code: 'VERSION_TOO_NEW',
+      location: { file: 'future/session.v5.jsonl' },
+    })
     const listed = await store.list()
     expect(listed.problems.map((problem) => [problem.id, problem.error.code])).toEqual([
       ['future', 'VERSION_TOO_NEW'],
@@ -486,7 +495,10 @@ describe('verify and list of a v0 session', () => {
     writeFileSync(v0, text.join('\n'))
     const damaged = await store.verify('check')
     expect(damaged.status).toBe('damaged')
-    expect(damaged.damage).toMatchObject({ code: 'SEQ_GAP', location: { file: 'check/session.jsonl', line: 4 } })
+    expect(damaged.damage).toMatchObject({
+      code: 'SEQ_GAP',
+      location: { file: 'check/session.jsonl', line: 4 },
+    })
     expect(namesIn(directory)).toEqual(['session.jsonl'])
   })
 
@@ -497,9 +509,9 @@ describe('verify and list of a v0 session', () => {
     const header = lines[0]!
     const listed = await store.list()
     expect(listed.sessions.map((session) => session.id)).toEqual(['listed-v4'])
-    expect(listed.problems.map((problem) => [problem.id, problem.error.code, problem.error.details])).toEqual([
-      ['listed-v0', 'UNSUPPORTED', { capability: 'migrate' }],
-    ])
+    expect(listed.problems.map((problem) => [problem.id, problem.error.code, problem.error.details])).toEqual(
+      [['listed-v0', 'UNSUPPORTED', { capability: 'migrate' }]],
+    )
     await migrate('listed-v0')
     const again = await store.list()
     expect(again.problems).toEqual([])

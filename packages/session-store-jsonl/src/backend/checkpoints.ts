@@ -2,8 +2,9 @@
  * The JSONL backend's `checkpoints` capability: the core's projection checkpoint
  * (`CheckpointRecord`, its body in the core's one format) stored durably beside the log in
  * `core.checkpoint` (temp file, fsync, rename, directory fsync), plus a *seek point*: where
- * in the log (plain or `.zstd`) the batch holding the checkpoint's event starts, so a read
- * from that seq starts there instead of at byte 0.
+ * the log can be entered at the checkpoint's event (plain: that event's own line, the last of
+ * its batch; `.zstd`: the frame where its batch starts), so a read from that seq starts there
+ * instead of at byte 0.
  *
  * File layout: one JSON line (the envelope: binding, body size and CRC-32C, seek point,
  * its own CRC-32C), `\n`, then the core's body bytes. A file whose envelope does not decode

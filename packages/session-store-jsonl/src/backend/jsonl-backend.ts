@@ -348,7 +348,8 @@ class JsonlBackendImpl implements JsonlBackend {
     const { migrated } = await checkGenerations({ fs: this.#fs, limits: this.#limits }, checked, directory)
     if (migrated) {
       // I7 in full (sizes and sha256 of the source) before the lock; sizes again under it.
-      const probe = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked, 'read', 'sha256')
+      const context = { fs: this.#fs, root: this.root, limits: this.#limits, forkCheck: 'sha256' as const }
+      const probe = await openLog(context, checked, 'read')
       await probe.handle.close().catch(() => undefined)
     }
     const before = await readLease(this.#fs, directory, checked)

@@ -58,7 +58,8 @@ export async function checkGenerations(
     )
   } catch (error) {
     // No generation at all: left to the open, which names the missing log.
-    if ((error as { code?: unknown }).code === SessionStoreErrorCode.SESSION_NOT_FOUND) return { migrated: false }
+    if ((error as { code?: unknown }).code === SessionStoreErrorCode.SESSION_NOT_FOUND)
+      return { migrated: false }
     throw toPortError(error, { sessionId: id, action: `check the logs of session ${id}` })
   }
   if (isOlderFile(picked.current)) {
@@ -80,7 +81,12 @@ export type ForkCheck = 'size' | 'sha256'
  */
 async function assertNotForked(
   context: GenerationCheckContext,
-  opened: { readonly id: string; readonly directory: string; readonly log: SessionLog; readonly handle: FileHandleOps },
+  opened: {
+    readonly id: string
+    readonly directory: string
+    readonly log: SessionLog
+    readonly handle: FileHandleOps
+  },
   forkCheck: ForkCheck,
 ): Promise<void> {
   const { id, directory } = opened
@@ -120,20 +126,24 @@ export interface OpenedLog {
 /**
  * Opens the current log of a session.
  *
- * @param context - File system, root and limits.
+ * @param context - File system, root and limits; `forkCheck`: how a migrated log's source is
+ *   checked (default `size`; a write open checks `sha256` once, before it takes the lock).
  * @param id - The session id (checked).
  * @param mode - `read`; `write` (read-write, `O_APPEND`; only under the writer lock).
- * @param forkCheck - How a migrated log's source is checked (default `size`; a write open
- *   checks `sha256` once, before it takes the lock).
  * @returns The open log; the caller closes it.
  * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, `UNSUPPORTED` (only an older generation:
- *   migrate first), `BACKEND_FAILED`.
+ *   migrate first), `VERSION_TOO_NEW`, `GENERATION_VERSION_MISMATCH`, `MIXED_ENCODINGS`,
+ *   `GENERATION_FORK`, `BACKEND_FAILED`.
  */
 export async function openLog(
-  context: { readonly fs: FsOps; readonly root: string; readonly limits: StoreLimits },
+  context: {
+    readonly fs: FsOps
+    readonly root: string
+    readonly limits: StoreLimits
+    readonly forkCheck?: ForkCheck | undefined
+  },
   id: string,
   mode: 'read' | 'write' = 'read',
-  forkCheck: ForkCheck = 'size',
 ): Promise<OpenedLog> {
   const { fs } = context
   const directory = await sessionDirectory(fs, context.root, id)
@@ -184,7 +194,7 @@ export async function openLog(
   }
   if (migrated) {
     try {
-      await assertNotForked(context, { id, directory, log, handle }, forkCheck)
+      await assertNotForked(context, { id, directory, log, handle }, context.forkCheck ?? 'size')
     } catch (error) {
       await handle.close().catch(() => undefined)
       throw error
