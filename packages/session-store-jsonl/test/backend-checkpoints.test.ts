@@ -13,10 +13,14 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 
 import { createSessionStore } from '@agent-ledger/session-store'
-import type { CheckpointOptions, SessionBackend, SessionStore } from '@agent-ledger/session-store'
+import type {
+  CheckpointOptions,
+  SessionBackend,
+  SessionStore,
+  SessionStoreWarning,
+} from '@agent-ledger/session-store'
 
-import { createJsonlBackend, createSessionStore as createJsonlStore } from '../src/index.ts'
-import { CHECKPOINT_FILE_NAME } from '../src/checkpoint-format.ts'
+import { createJsonlBackend } from '../src/index.ts'
 import { nodeFsOps } from '../src/fs-ops.ts'
 import type { FsOps } from '../src/fs-ops.ts'
 import {
@@ -26,6 +30,8 @@ import {
 } from '../src/backend/checkpoints.ts'
 import { tempRoot } from './backend/jsonl-harness.ts'
 
+/** The JSONL store API's own checkpoint file (another format; that API is gone, the file may be left). */
+const LEGACY_CHECKPOINT_FILE_NAME = 'projection.checkpoint.msgpack'
 const EAGER: CheckpointOptions = { everyEvents: 1, minIntervalMs: 0, minLogBytes: 0, minGrowthRatio: 0 }
 const roots: string[] = []
 afterEach(async () => {
@@ -110,7 +116,7 @@ for (const encoding of ['plain', 'zstd'] as const) {
       const root = await newRoot()
       const { s } = await checkpointed(root, encoding, 'a')
       expect(existsSync(join(root, 'a', CORE_CHECKPOINT_FILE_NAME))).toBe(true)
-      expect(existsSync(join(root, 'a', CHECKPOINT_FILE_NAME))).toBe(false)
+      expect(existsSync(join(root, 'a', LEGACY_CHECKPOINT_FILE_NAME))).toBe(false)
       const cold = stores(backendOver(root, encoding))
       const read = await cold.eager.openReader('a')
       expect(read.checkpoint).toEqual({ used: true, seq: 39, replayedEvents: 8 })
@@ -154,17 +160,38 @@ for (const encoding of ['plain', 'zstd'] as const) {
       await backend.close()
     })
 
-    it('a damaged checkpoint file is no checkpoint: the open replays everything and reports it missing', async () => {
+    it('a damaged body is handed to the core, which ignores it with a warning (checksum); a damaged envelope line is no checkpoint (missing)', async () => {
       const root = await newRoot()
       await checkpointed(root, encoding, 'd')
       const path = join(root, 'd', CORE_CHECKPOINT_FILE_NAME)
-      const bytes = readFileSync(path)
-      bytes[bytes.length - 5] = bytes[bytes.length - 5]! ^ 0x01
-      writeFileSync(path, bytes)
-      expect(decodeCheckpointFile(bytes)).toBeNull()
-      const cold = stores(backendOver(root, encoding))
-      const read = await cold.eager.openReader('d')
-      expect(read.checkpoint).toMatchObject({ used: false, reason: 'missing', replayedEvents: 48 })
+      const good = readFileSync(path)
+      const body = Buffer.from(good)
+      body[body.length - 5] = body[body.length - 5]! ^ 0x01
+      writeFileSync(path, body)
+      expect(Buffer.from(decodeCheckpointFile(body)!.record.body)).toEqual(
+        body.subarray(good.indexOf(0x0a) + 1),
+      )
+      const warnings: SessionStoreWarning[] = []
+      const backend = backendOver(root, encoding)
+      const eager = createSessionStore({
+        backend,
+        clock,
+        owner: 'eager',
+        checkpoint: EAGER,
+        onWarning: (warning) => warnings.push(warning),
+      })
+      const read = await eager.openReader('d')
+      expect(read.checkpoint).toMatchObject({ used: false, reason: 'checksum', replayedEvents: 48 })
+      expect(warnings.map((warning) => [warning.code, warning.details['reason']])).toEqual([
+        ['CHECKPOINT_IGNORED', 'checksum'],
+      ])
+      const envelope = Buffer.from(good)
+      envelope[10] = envelope[10]! ^ 0x01
+      writeFileSync(path, envelope)
+      expect(decodeCheckpointFile(envelope)).toBeNull()
+      const again = await stores(backendOver(root, encoding)).eager.openReader('d')
+      expect(again.checkpoint).toMatchObject({ used: false, reason: 'missing', replayedEvents: 48 })
+      await backend.close()
     })
 
     it('a writer that opens and closes without appending stores a checkpoint a cold read can seek to', async () => {
@@ -200,29 +227,35 @@ for (const encoding of ['plain', 'zstd'] as const) {
 }
 
 describe('JSONL backend checkpoints: files and durability', () => {
-  it("the JSONL store API's projection.checkpoint.msgpack is never read by the core (reported missing)", async () => {
+  it('a left-over projection.checkpoint.msgpack of the retired JSONL store API is never read by the core (reported missing)', async () => {
     const root = await newRoot()
-    const legacy = createJsonlStore({
-      root,
-      checkpoint: { minLogBytes: 0, minIntervalMs: 0, everyEvents: 1, minGrowthRatio: 0 },
-    })
-    const writer = await legacy.create({ id: 'legacy', header: { cwd: '/legacy' } })
-    for (let turn = 1; turn <= 30; turn++) {
-      writer.append({ type: 'turn/start', data: { turn } })
-      writer.append({
-        type: 'user/message',
-        data: { message: { role: 'user', content: `q ${turn} ${'x'.repeat(200)}` } },
-      })
-      writer.append({ type: 'turn/end', data: { turn, reason: 'completed' } })
-      await writer.flush()
-    }
-    await writer.close()
-    expect(existsSync(join(root, 'legacy', CHECKPOINT_FILE_NAME))).toBe(true)
+    const s = stores(backendOver(root, 'plain'))
+    await (await s.replay.create({ id: 'legacy', header: { cwd: '/legacy' } })).close()
+    await writeTurns(s.replay, 'legacy', 1, 30)
+    // The old file's first bytes (a msgpack map with its format name), then filler: whatever
+    // its content, the core's checkpoint is core.checkpoint and nothing else.
+    const legacy = Buffer.concat([
+      Buffer.from([0x86, 0xa6]),
+      Buffer.from('format', 'utf8'),
+      Buffer.from([0xd9, 0x20]),
+      Buffer.from('agent-ledger.projection-checkpoint'.slice(0, 32), 'utf8'),
+      Buffer.alloc(4096, 0x61),
+    ])
+    writeFileSync(join(root, 'legacy', LEGACY_CHECKPOINT_FILE_NAME), legacy, { mode: 0o600 })
     const backend = backendOver(root, 'plain')
     expect(await backend.capabilities.checkpoints!.getCheckpoint('legacy')).toBeNull()
     const read = await stores(backend).eager.openReader('legacy')
-    expect(read.checkpoint).toMatchObject({ used: false, reason: 'missing', replayedEvents: 90 })
-    expect(read.lastSeq).toBe(89)
+    expect(read.checkpoint).toMatchObject({ used: false, reason: 'missing', replayedEvents: 120 })
+    expect(read.lastSeq).toBe(119)
+    // A writer stores the core's checkpoint beside it and leaves the old file alone.
+    await (await stores(backend).eager.openWriter('legacy')).close()
+    expect(existsSync(join(root, 'legacy', CORE_CHECKPOINT_FILE_NAME))).toBe(true)
+    expect(readFileSync(join(root, 'legacy', LEGACY_CHECKPOINT_FILE_NAME))).toEqual(legacy)
+    expect((await stores(backendOver(root, 'plain')).eager.openReader('legacy')).checkpoint).toEqual({
+      used: true,
+      seq: 119,
+      replayedEvents: 0,
+    })
   })
 
   it('writes temp, fsync, rename, directory fsync; a failed rename leaves the old checkpoint and no temp file', async () => {

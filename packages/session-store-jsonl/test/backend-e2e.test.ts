@@ -187,22 +187,31 @@ describe.each(['plain', 'zstd'] as const)('core over the JSONL backend (%s)', (e
   })
 })
 
-describe('the JSONL backend beside the existing store', () => {
-  it('uses the same files: a session written through the backend opens in the JSONL store, and back', async () => {
+describe('the JSONL backend across store instances', () => {
+  it('uses the same files: a session written through one store is continued by another over the same root, and the log is plain JSONL any reader parses', async () => {
     const root = await newRoot()
     const core = storeOver(root, 'plain')
     const writer = await core.create({ id: 'shared' })
     writer.append(user('from the core'))
     await writer.close()
-    const { createSessionStore: createJsonlStore } = await import('../src/index.ts')
-    const legacy = createJsonlStore({ root, lock: { heartbeatMs: 0 } })
-    const legacyWriter = await legacy.openWriter('shared')
-    legacyWriter.append(user('from the JSONL store'))
-    await legacyWriter.close()
+    const other = storeOver(root, 'plain', 'other')
+    const otherWriter = await other.openWriter('shared')
+    otherWriter.append(user('from another store'))
+    await otherWriter.close()
+    await other.close()
     const contents = (await readAll(core, 'shared')).map(
       (event) => (event.data as { message: { content: string } }).message.content,
     )
-    expect(contents).toEqual(['from the core', 'from the JSONL store'])
+    expect(contents).toEqual(['from the core', 'from another store'])
+    // FORMAT.md: a header line, then one JSON object per event with its seq, each line ending in \n.
+    const lines = readFileSync(join(root, 'shared', LOG_FILE_NAME), 'utf8').split('\n')
+    expect(lines.at(-1)).toBe('')
+    const parsed = lines.slice(0, -1).map((line) => JSON.parse(line) as Record<string, unknown>)
+    expect(parsed[0]).toMatchObject({ format: 'agent-ledger.session', version: 4, id: 'shared' })
+    expect(parsed.slice(1).map((event) => [event['seq'], event['type']])).toEqual([
+      [0, 'user/message'],
+      [1, 'user/message'],
+    ])
     await core.close()
   })
 

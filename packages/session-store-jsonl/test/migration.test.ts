@@ -28,11 +28,11 @@ import { detectGenerationFork, migrateSession } from '../src/migration/migrate-s
 import type { MigrationProgress } from '../src/migration/migrate-session.ts'
 import { readFileChunks, scanLog } from '../src/read-log.ts'
 import { coreEventRegistry } from '@agent-ledger/session-events'
-import { createSessionStore } from '../src/session-store.ts'
 import { spawnTsChild } from './support/children.ts'
 import type { Child } from './support/children.ts'
 import { createFaultFs } from './support/fault-fs.ts'
 import { largeV0SessionLines } from './fixtures/v0/generate-v0-session.ts'
+import { coreTestStore } from './support/sessions.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-migration-'))
 const children: Child[] = []
@@ -168,7 +168,7 @@ describe('migrateSession (write mode)', () => {
     })
 
     // Appends go to v4; reopening picks v4; the v0 file stays untouched.
-    const store = createSessionStore({ root, flush: { maxDelayMs: 0 } })
+    const { store } = coreTestStore(root)
     const writer = await store.openWriter(id)
     const appended = writer.append({
       type: 'user/message',
@@ -204,7 +204,7 @@ describe('migrateSession (write mode)', () => {
       const { root, id, directory, v0 } = session({ fixture })
       const before = identity(v0)
       await migrateSession({ mode: 'write', directory })
-      const writer = await createSessionStore({ root }).openWriter(id)
+      const writer = await coreTestStore(root).store.openWriter(id)
       const repairs = writer.recovery.repairs.length
       const messages = writer.deriveMessages()
       await writer.close()
@@ -274,7 +274,7 @@ describe('migrateSession (write mode)', () => {
     const { root, id, directory, v0 } = session({ fixture: 'normal-tool-calls.jsonl' })
     const v0Bytes = readFileSync(v0)
     unlinkSync(v0)
-    const store = createSessionStore({ root })
+    const { store } = coreTestStore(root)
     await (await store.create({ id })).close()
     writeFileSync(v0, v0Bytes)
     const error = await failure(
@@ -470,9 +470,11 @@ describe('migration of a generated long session', () => {
     const { root, id, directory } = session({ text: `${lines.join('\n')}\n` })
     const result = await migrateSession({ mode: 'write', directory, limits: { readChunkBytes: 4096 } })
     expect(result.lastSeq).toBe(lines.length - 2)
-    const reader = await createSessionStore({ root }).openReader(id)
+    const reader = await coreTestStore(root).store.openReader(id)
     expect(reader.lastSeq).toBe(lines.length - 2)
-    expect(reader.stats.ignoredUnknown).toBe(lines.filter((line) => line.includes('"ignorable":true')).length)
+    expect(reader.projection.stats.ignoredUnknown).toBe(
+      lines.filter((line) => line.includes('"ignorable":true')).length,
+    )
     expect(existsSync(join(directory, 'session.jsonl'))).toBe(true)
   })
 })

@@ -1,8 +1,9 @@
 /*
- * Generations and migration through the public store API (issue 5): a v0 session (the seed
- * chapter's `session.jsonl`) opened read-only, opened for write, migrated with
- * `store.migrate`, listed and verified; the version, fork and encoding refusals of the open
- * paths. The migration module itself is tested in migration*.test.ts.
+ * Generations and migration through the one store API (issue 5, moved in issue 23): the core
+ * over the JSONL backend. A v0 session (the seed chapter's `session.jsonl`) opened read-only
+ * (migrated in memory), refused for write until `backend.capabilities.migrate.migrate`
+ * publishes v4, migrated, listed and verified; the version, fork and encoding refusals of the
+ * open paths. The migration module itself is tested in migration*.test.ts.
  */
 import {
   appendFileSync,
@@ -18,17 +19,19 @@ import { join } from 'node:path'
 import type { SessionEvent } from '@agent-ledger/session-events'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { JsonlStoreError } from '../src/index.ts'
+import { SessionStoreError } from '@agent-ledger/session-store'
+import type { BackendProgress, SessionStoreWarning } from '@agent-ledger/session-store'
+
 import { encodeJsonLine } from '../src/format.ts'
-import type { MigrationProgress, SessionStore } from '../src/index.ts'
+import type { JsonlStore } from '../src/index.ts'
 import {
   collect,
+  coreTestStore,
   fileIdentity,
   makeTempDir,
   namesIn,
-  testStore,
   turnInputs,
-  writeSession,
+  writeCoreSession,
 } from './support/sessions.ts'
 
 const FIXTURES = new URL('./fixtures/v0/', import.meta.url)
@@ -40,12 +43,25 @@ const FIXTURE_NAMES = [
 ] as const
 
 let temp: { path: string; cleanup: () => void }
-let store: SessionStore
-let warnings: { message: string; details?: Record<string, unknown> }[]
+let store: JsonlStore
+let warnings: SessionStoreWarning[]
 beforeEach(() => {
   temp = makeTempDir('al-generations-')
-  ;({ store, warnings } = testStore(temp.path))
+  ;({ store, warnings } = coreTestStore(temp.path))
 })
+
+/** The backend's migrate capability (the one way to migrate). */
+function migrate(
+  id: string,
+  options: { dryRun?: boolean; onProgress?: (progress: BackendProgress) => void } = {},
+): Promise<{ changed: boolean; details?: Readonly<Record<string, unknown>> }> {
+  return store.backend.capabilities.migrate.migrate(id, options)
+}
+
+/** The session's current log, as the files capability names it. */
+async function currentFile(id: string): Promise<string> {
+  return (await store.backend.capabilities.files.sessionFiles(id)).current
+}
 afterEach(() => temp.cleanup())
 
 /** Places a v0 fixture as session `id` (0700 directory, 0600 file). */
@@ -70,19 +86,24 @@ function files(directory: string): unknown {
   return namesIn(directory).map((name) => [name, fileIdentity(join(directory, name))])
 }
 
+/** The logs of a session directory (every generation, sorted). */
+function logs(directory: string): string[] {
+  return namesIn(directory).filter((name) => /^session(\.v\d+)?\.jsonl(\.zstd)?$/.test(name))
+}
+
 /** {@link files} plus the directory's own mtime: "nothing written at all" (no lock, no temp file) means equal. */
 function snapshot(directory: string): unknown {
   return { directoryMtimeMs: statSync(directory).mtimeMs, files: files(directory) }
 }
 
-async function failure(promise: Promise<unknown>): Promise<JsonlStoreError> {
+async function failure(promise: Promise<unknown>): Promise<SessionStoreError> {
   try {
     await promise
   } catch (error) {
-    if (JsonlStoreError.is(error)) return error
+    if (SessionStoreError.is(error)) return error
     throw error
   }
-  throw new Error('expected a JsonlStoreError')
+  throw new Error('expected a SessionStoreError')
 }
 
 describe('a v0 session opened read-only', () => {
@@ -93,12 +114,12 @@ describe('a v0 session opened read-only', () => {
       const before = snapshot(directory)
       const lines = v0Lines(fixture)
       const read = await store.openReader('old')
-      expect(read.file).toBe('old/session.jsonl')
+      expect(await currentFile('old')).toBe('old/session.jsonl')
       expect(read.error).toBeNull()
       expect(read.tornTail).toBeNull()
       // v0 seq n becomes v4 seq n - 1: the header no longer takes a seq.
       expect(read.lastSeq).toBe(lines.length - 2)
-      expect(read.stats.events).toBe(lines.length - 1)
+      expect(read.projection.stats.events).toBe(lines.length - 1)
       expect(read.header).toMatchObject({
         version: 4,
         id: 'old',
@@ -143,12 +164,22 @@ describe('a v0 session opened read-only', () => {
 })
 
 describe('a v0 session opened for write', () => {
-  it('V3: publishes session.v4.jsonl with the repair of the dangling call; v0 stays byte-identical; reopening adds nothing', async () => {
+  it('a write open is UNSUPPORTED (migrate first), writing nothing', async () => {
+    const { directory } = placeV0('crash', 'crash-dangling-tool-call.jsonl')
+    const before = snapshot(directory)
+    const error = await failure(store.openWriter('crash'))
+    expect(error.code).toBe('UNSUPPORTED')
+    expect(error.details['capability']).toBe('migrate')
+    expect(snapshot(directory)).toEqual(before)
+  })
+
+  it('V3: after migrate, the write open is on session.v4.jsonl with the repair of the dangling call; v0 stays byte-identical; reopening adds nothing', async () => {
     const { directory, v0 } = placeV0('crash', 'crash-dangling-tool-call.jsonl')
     const before = fileIdentity(v0)
     const lines = v0Lines('crash-dangling-tool-call.jsonl')
+    expect((await migrate('crash')).changed).toBe(true)
     const writer = await store.openWriter('crash')
-    expect(writer.file).toBe('crash/session.v4.jsonl')
+    expect(await currentFile('crash')).toBe('crash/session.v4.jsonl')
     expect(writer.header.migratedFrom).toMatchObject({
       file: 'session.jsonl',
       version: 0,
@@ -163,7 +194,7 @@ describe('a v0 session opened for write', () => {
     writer.append({ type: 'turn/end', data: { turn: 99, reason: 'completed' } })
     await writer.close()
     expect(fileIdentity(v0)).toEqual(before)
-    expect(namesIn(directory)).toEqual(['session.jsonl', 'session.v4.jsonl'])
+    expect(logs(directory)).toEqual(['session.jsonl', 'session.v4.jsonl'])
     const v4 = statSync(join(directory, 'session.v4.jsonl'))
     expect(v4.nlink).toBe(1)
     expect(v4.mode & 0o777).toBe(0o600)
@@ -178,29 +209,29 @@ describe('a v0 session opened for write', () => {
     await again.close()
     expect(readFileSync(join(directory, 'session.v4.jsonl'), 'utf8').trimEnd().split('\n')).toEqual(v4Lines)
     expect(fileIdentity(v0)).toEqual(before)
-    // Reads now come from the current generation.
-    expect((await store.openReader('crash')).file).toBe('crash/session.v4.jsonl')
   })
 
-  it('M1/M2: a temp file a crashed migration left is removed by the next lock holder, and the migration runs', async () => {
+  it('M1/M2: a temp file a crashed migration left is removed by the next lock holder (migrate), and the migration runs', async () => {
     const { directory } = placeV0('left', 'normal-tool-calls.jsonl')
     writeFileSync(join(directory, '.tmp-migrate-0123456789abcdef'), 'half a migrated file', { mode: 0o600 })
-    const writer = await store.openWriter('left')
-    await writer.close()
-    expect(namesIn(directory)).toEqual(['session.jsonl', 'session.v4.jsonl'])
+    expect((await migrate('left')).changed).toBe(true)
+    expect(namesIn(directory).filter((name) => name.startsWith('.tmp-'))).toEqual([])
+    expect(logs(directory)).toEqual(['session.jsonl', 'session.v4.jsonl'])
   })
 })
 
-describe('store.migrate', () => {
+describe('capabilities.migrate.migrate', () => {
   it('dry run migrates in memory, reports what would be written, and writes nothing', async () => {
     const { directory } = placeV0('dry', 'compaction.jsonl')
     const before = snapshot(directory)
     const lines = v0Lines('compaction.jsonl')
     const phases = new Set<string>()
-    const report = await store.migrate('dry', {
+    const result = await migrate('dry', {
       dryRun: true,
-      onProgress: (progress: MigrationProgress) => void phases.add(progress.phase),
+      onProgress: (progress) => void phases.add(progress.phase),
     })
+    expect(result.changed).toBe(false)
+    const report = result.details as { header?: { migratedFrom?: { version?: number } } }
     expect(report).toMatchObject({
       id: 'dry',
       dryRun: true,
@@ -224,15 +255,16 @@ describe('store.migrate', () => {
     const { directory, v0 } = placeV0('real', 'replace-tool-output.jsonl')
     const before = fileIdentity(v0)
     const phases: string[] = []
-    const calls: MigrationProgress[] = []
-    const report = await store.migrate('real', {
+    const calls: BackendProgress[] = []
+    const result = await migrate('real', {
       onProgress: (progress) => {
         calls.push(progress)
         if (phases.at(-1) !== progress.phase) phases.push(progress.phase)
       },
     })
+    expect(result.changed).toBe(true)
     const v4Path = join(directory, 'session.v4.jsonl')
-    expect(report).toMatchObject({
+    expect(result.details).toMatchObject({
       dryRun: false,
       outcome: 'migrated',
       from: 'real/session.jsonl',
@@ -241,20 +273,27 @@ describe('store.migrate', () => {
       sha256: fileIdentity(v4Path).sha256,
     })
     expect(phases).toEqual(['scan', 'migrate', 'verify', 'publish'])
-    const v4Size = statSync(v4Path).size
+    // Progress through the port counts events: every v0 event after the header, in both phases.
+    const events = v0Lines('replace-tool-output.jsonl').length - 1
     expect(calls.filter((call) => call.phase === 'verify').at(-1)).toMatchObject({
-      bytesRead: v4Size,
-      bytesTotal: v4Size,
+      done: events,
+      total: events,
     })
     expect(calls.filter((call) => call.phase === 'migrate').at(-1)).toMatchObject({
-      bytesRead: before.size,
-      bytesTotal: before.size,
+      done: events,
+      total: events,
     })
     expect(namesIn(directory)).toEqual(['session.jsonl', 'session.v4.jsonl'])
     expect(fileIdentity(v0)).toEqual(before)
     const v4Before = fileIdentity(v4Path)
-    expect(await store.migrate('real')).toMatchObject({ outcome: 'up-to-date', from: null, events: null })
-    expect(await store.migrate('real', { dryRun: true })).toMatchObject({ outcome: 'up-to-date' })
+    expect(await migrate('real')).toMatchObject({
+      changed: false,
+      details: { outcome: 'up-to-date', from: null, events: null },
+    })
+    expect(await migrate('real', { dryRun: true })).toMatchObject({
+      changed: false,
+      details: { outcome: 'up-to-date' },
+    })
     expect(fileIdentity(v4Path)).toEqual(v4Before)
     // The lock was released: a writer opens at once.
     const writer = await store.openWriter('real')
@@ -263,10 +302,10 @@ describe('store.migrate', () => {
   })
 
   it('is up to date on a session created in the current format, writing nothing', async () => {
-    await writeSession(store, 'fresh', turnInputs(1))
+    await writeCoreSession(store, 'fresh', turnInputs(1))
     const directory = join(temp.path, 'fresh')
     const before = snapshot(directory)
-    expect(await store.migrate('fresh')).toMatchObject({
+    expect((await migrate('fresh')).details).toMatchObject({
       outcome: 'up-to-date',
       from: null,
       fromVersion: null,
@@ -285,19 +324,16 @@ describe('store.migrate', () => {
       `${JSON.stringify({ seq, time: '2025-03-14T10:00:00.000Z', type: 'future/thing', data: {} })}\n`,
     )
     const before = snapshot(directory)
-    for (const attempt of [
-      () => store.migrate('unknown', { dryRun: true }),
-      () => store.openReader('unknown'),
-    ]) {
+    for (const attempt of [() => migrate('unknown', { dryRun: true }), () => store.openReader('unknown')]) {
       const error = await failure(attempt())
-      expect(error).toMatchObject({ code: 'UNKNOWN_EVENT_TYPE', file: 'unknown/session.jsonl', seq })
+      expect(error).toMatchObject({ code: 'UNKNOWN_EVENT_TYPE', location: { file: 'unknown/session.jsonl' } })
+      expect(error.seq).toBe(seq)
     }
     expect(snapshot(directory)).toEqual(before)
-    // Write paths take the writer lock, then refuse before any temp file: no file is written.
-    for (const attempt of [() => store.migrate('unknown'), () => store.openWriter('unknown')]) {
-      const error = await failure(attempt())
-      expect(error).toMatchObject({ code: 'UNKNOWN_EVENT_TYPE', file: 'unknown/session.jsonl', seq })
-    }
+    // The write path takes the writer lock, then refuses before any temp file: no file is written.
+    const error = await failure(migrate('unknown'))
+    expect(error).toMatchObject({ code: 'UNKNOWN_EVENT_TYPE', location: { file: 'unknown/session.jsonl' } })
+    expect(error.seq).toBe(seq)
     expect(files(directory)).toEqual((before as { files: unknown }).files)
   })
 })
@@ -305,7 +341,7 @@ describe('store.migrate', () => {
 describe('generation refusals through the open paths', () => {
   it('I7: events appended to v0 after the migration make openWriter refuse writes with GENERATION_FORK', async () => {
     const { directory, v0 } = placeV0('forked', 'normal-tool-calls.jsonl')
-    await store.migrate('forked')
+    await migrate('forked')
     const lastSeq = v0Lines('normal-tool-calls.jsonl').length - 1
     appendFileSync(
       v0,
@@ -313,7 +349,7 @@ describe('generation refusals through the open paths', () => {
     )
     const before = files(directory)
     const error = await failure(store.openWriter('forked'))
-    expect(error).toMatchObject({ code: 'GENERATION_FORK', file: 'forked/session.jsonl' })
+    expect(error).toMatchObject({ code: 'GENERATION_FORK', location: { file: 'forked/session.jsonl' } })
     expect(error.details).toMatchObject({
       version: 0,
       lastSeq: lastSeq + 1,
@@ -323,10 +359,7 @@ describe('generation refusals through the open paths', () => {
     // No file written, the lock released (no writer.lock left).
     expect(files(directory)).toEqual(before)
     expect((await failure(store.openReader('forked'))).code).toBe('GENERATION_FORK')
-    const read = await store.openReader('forked', { allowDamaged: true })
-    expect(read.error?.code).toBe('GENERATION_FORK')
-    expect(read.lastSeq).toBe(lastSeq - 1)
-    expect((await failure(store.migrate('forked'))).code).toBe('GENERATION_FORK')
+    expect((await failure(migrate('forked'))).code).toBe('GENERATION_FORK')
     expect(files(directory)).toEqual(before)
   })
 
@@ -340,6 +373,7 @@ describe('generation refusals through the open paths', () => {
       const error = await failure(attempt())
       expect(error.code).toBe('MIXED_ENCODINGS')
       expect(error.details['files']).toEqual(['mixed/session.v4.jsonl.zstd', 'mixed/session.jsonl'])
+      expect(error.sessionId).toBe('mixed')
     }
     const listed = await store.list()
     expect(listed.problems.map((problem) => [problem.id, problem.error.code])).toEqual([
@@ -349,7 +383,7 @@ describe('generation refusals through the open paths', () => {
   })
 
   it('GENERATION_VERSION_MISMATCH: a file whose name and header disagree is refused before any lock', async () => {
-    await writeSession(store, 'renamed', turnInputs(1))
+    await writeCoreSession(store, 'renamed', turnInputs(1))
     const directory = join(temp.path, 'renamed')
     // A v4 log renamed to the v0 name.
     const v4 = readFileSync(join(directory, 'session.v4.jsonl'))
@@ -360,15 +394,14 @@ describe('generation refusals through the open paths', () => {
       () => store.openReader('renamed'),
       () => store.openWriter('renamed'),
       () => store.verify('renamed'),
-      () => store.migrate('renamed'),
+      () => migrate('renamed'),
     ]) {
       const error = await failure(attempt())
       expect(error).toMatchObject({
         code: 'GENERATION_VERSION_MISMATCH',
-        file: 'renamed/session.jsonl',
-        line: 1,
+        location: { file: 'renamed/session.jsonl', line: 1 },
       })
-      expect(error.details).toEqual({ nameVersion: 0, headerVersion: 4 })
+      expect(error.details).toMatchObject({ nameVersion: 0, headerVersion: 4 })
     }
     expect(snapshot(directory)).toEqual(before)
     // A v0 file under the v4 name.
@@ -378,12 +411,15 @@ describe('generation refusals through the open paths', () => {
     )
     writeFileSync(join(directory, 'session.jsonl'), v4)
     const error = await failure(store.openReader('renamed'))
-    expect(error).toMatchObject({ code: 'GENERATION_VERSION_MISMATCH', file: 'renamed/session.v4.jsonl' })
-    expect(error.details).toEqual({ nameVersion: 4, headerVersion: 0 })
+    expect(error).toMatchObject({
+      code: 'GENERATION_VERSION_MISMATCH',
+      location: { file: 'renamed/session.v4.jsonl' },
+    })
+    expect(error.details).toMatchObject({ nameVersion: 4, headerVersion: 0 })
   })
 
   it('V1: a newer generation (session.v5.jsonl) beside a v4 log is VERSION_TOO_NEW for every path, touching nothing', async () => {
-    await writeSession(store, 'future', turnInputs(1))
+    await writeCoreSession(store, 'future', turnInputs(1))
     const directory = join(temp.path, 'future')
     writeFileSync(
       join(directory, 'session.v5.jsonl'),
@@ -402,15 +438,21 @@ describe('generation refusals through the open paths', () => {
     for (const attempt of [
       () => store.openReader('future', { allowDamaged: true }),
       () => store.openWriter('future'),
-      () => store.verify('future'),
-      () => store.migrate('future'),
+      () => migrate('future'),
       () => collect(store.readEvents('future')),
     ]) {
       const error = await failure(attempt())
-      expect(error).toMatchObject({ code: 'VERSION_TOO_NEW', file: 'future/session.v5.jsonl' })
+      expect(error).toMatchObject({ code: 'VERSION_TOO_NEW', location: { file: 'future/session.v5.jsonl' } })
       expect(error.details).toMatchObject({ found: 5, supportedMax: 4 })
       expect(error.message).toMatch(/upgrade/)
     }
+    // The core's verify reports what it cannot read as damage instead of throwing.
+    const report = await store.verify('future')
+    expect(report.status).toBe('damaged')
+    expect(report.damage).toMatchObject({
+      code: 'VERSION_TOO_NEW',
+      location: { file: 'future/session.v5.jsonl' },
+    })
     const listed = await store.list()
     expect(listed.problems.map((problem) => [problem.id, problem.error.code])).toEqual([
       ['future', 'VERSION_TOO_NEW'],
@@ -422,25 +464,24 @@ describe('generation refusals through the open paths', () => {
     const { directory, v0 } = placeV0('taken', 'normal-tool-calls.jsonl')
     const before = fileIdentity(v0)
     const error = await failure(store.create({ id: 'taken' }))
-    expect(error).toMatchObject({ code: 'SESSION_EXISTS', file: 'taken/session.jsonl' })
+    expect(error).toMatchObject({ code: 'SESSION_EXISTS', sessionId: 'taken' })
+    expect(error.message).toContain('taken/session.jsonl')
     expect(namesIn(directory)).toEqual(['session.jsonl'])
     expect(fileIdentity(v0)).toEqual(before)
   })
 })
 
 describe('verify and list of a v0 session', () => {
-  it('verify scans session.jsonl with the v0 reader, in its own numbering', async () => {
+  it('verify checks session.jsonl through the in-memory migration (v4 numbering), writing nothing', async () => {
     const { directory, v0 } = placeV0('check', 'compaction.jsonl')
     const lines = v0Lines('compaction.jsonl')
     const before = snapshot(directory)
     expect(await store.verify('check')).toMatchObject({
       id: 'check',
-      file: 'check/session.jsonl',
-      version: 0,
       status: 'ok',
       events: lines.length - 1,
-      lastSeq: lines.length - 1,
-      bytes: statSync(v0).size,
+      lastSeq: lines.length - 2,
+      header: { version: 4, migratedFrom: { file: 'session.jsonl', version: 0 } },
       damage: null,
     })
     expect(snapshot(directory)).toEqual(before)
@@ -454,29 +495,44 @@ describe('verify and list of a v0 session', () => {
     writeFileSync(v0, text.join('\n'))
     const damaged = await store.verify('check')
     expect(damaged.status).toBe('damaged')
-    expect(damaged.damage).toMatchObject({ code: 'SEQ_GAP', file: 'check/session.jsonl', line: 4 })
+    expect(damaged.damage).toMatchObject({
+      code: 'SEQ_GAP',
+      location: { file: 'check/session.jsonl', line: 4 },
+    })
     expect(namesIn(directory)).toEqual(['session.jsonl'])
   })
 
-  it('list shows a v0 session with its version and the header its migration would write', async () => {
+  it('list reports a v0 session as a problem (UNSUPPORTED: migrate first, as the write open); once migrated it lists with the header its migration wrote', async () => {
     placeV0('listed-v0', 'normal-tool-calls.jsonl')
-    await writeSession(store, 'listed-v4', turnInputs(1))
+    await writeCoreSession(store, 'listed-v4', turnInputs(1))
     const lines = v0Lines('normal-tool-calls.jsonl')
     const header = lines[0]!
     const listed = await store.list()
-    expect(listed.problems).toEqual([])
-    expect(listed.sessions.map((session) => [session.id, session.version, session.file])).toEqual([
-      ['listed-v0', 0, 'listed-v0/session.jsonl'],
+    expect(listed.sessions.map((session) => session.id)).toEqual(['listed-v4'])
+    expect(listed.problems.map((problem) => [problem.id, problem.error.code, problem.error.details])).toEqual(
+      [['listed-v0', 'UNSUPPORTED', { capability: 'migrate' }]],
+    )
+    await migrate('listed-v0')
+    const again = await store.list()
+    expect(again.problems).toEqual([])
+    const described = await Promise.all(
+      ['listed-v0', 'listed-v4'].map(async (id) => {
+        const found = await store.backend.capabilities.files.sessionFiles(id)
+        return [id, found.version, found.current]
+      }),
+    )
+    expect(described).toEqual([
+      ['listed-v0', 4, 'listed-v0/session.v4.jsonl'],
       ['listed-v4', 4, 'listed-v4/session.v4.jsonl'],
     ])
-    const v0 = listed.sessions[0]!
+    const v0 = again.sessions.find((session) => session.id === 'listed-v0')!
     expect(v0.header).toMatchObject({
       version: 4,
       id: 'listed-v0',
       createdAt: header['time'],
       cwd: (header['data'] as Record<string, unknown>)['cwd'],
+      migratedFrom: { file: 'session.jsonl', version: 0 },
     })
-    expect(v0.header.migratedFrom).toBeUndefined()
     expect(warnings).toEqual([])
   })
 })

@@ -127,12 +127,25 @@ function count(value: unknown, name: keyof CheckpointOptions, fallback: number):
   return value
 }
 
+function positive(value: unknown, name: keyof CheckpointOptions, fallback: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw invalidOption(`checkpoint.${name}`, 'a positive integer', value)
+  }
+  return value
+}
+
+/** Largest `minGrowthRatio` (a larger one would all but turn checkpoints off: say `enabled: false`). */
+const MAX_GROWTH_RATIO = 1024
+
 /**
  * Fills in the defaults of the `checkpoint` option.
  *
  * @param options - The caller's option, or undefined.
  * @returns Every member set.
- * @throws {@link SessionStoreError} `INVALID_OPTION` naming the member.
+ * @throws {@link SessionStoreError} `INVALID_OPTION` naming the member: `enabled` not a boolean,
+ *   `everyEvents` or `maxBytes` not a positive integer, `minIntervalMs` or `minLogBytes` not a
+ *   non-negative integer, `minGrowthRatio` not a finite number from 0 to 1024.
  */
 export function resolveCheckpointOptions(options: CheckpointOptions | undefined): ResolvedCheckpointOptions {
   if (options === undefined) return DEFAULT_CHECKPOINT_OPTIONS
@@ -140,14 +153,17 @@ export function resolveCheckpointOptions(options: CheckpointOptions | undefined)
   const enabled = options.enabled ?? true
   if (typeof enabled !== 'boolean') throw invalidOption('checkpoint.enabled', 'a boolean', enabled)
   const defaults = DEFAULT_CHECKPOINT_OPTIONS
-  const maxBytes = count(options.maxBytes, 'maxBytes', defaults.maxBytes)
-  if (maxBytes === 0) throw invalidOption('checkpoint.maxBytes', 'a positive integer', maxBytes)
+  const maxBytes = positive(options.maxBytes, 'maxBytes', defaults.maxBytes)
+  const ratio = options.minGrowthRatio ?? defaults.minGrowthRatio
+  if (typeof ratio !== 'number' || !Number.isFinite(ratio) || ratio < 0 || ratio > MAX_GROWTH_RATIO) {
+    throw invalidOption('checkpoint.minGrowthRatio', `a finite number from 0 to ${MAX_GROWTH_RATIO}`, ratio)
+  }
   return Object.freeze({
     enabled,
-    everyEvents: Math.max(1, count(options.everyEvents, 'everyEvents', defaults.everyEvents)),
+    everyEvents: positive(options.everyEvents, 'everyEvents', defaults.everyEvents),
     minIntervalMs: count(options.minIntervalMs, 'minIntervalMs', defaults.minIntervalMs),
     minLogBytes: count(options.minLogBytes, 'minLogBytes', defaults.minLogBytes),
-    minGrowthRatio: count(options.minGrowthRatio, 'minGrowthRatio', defaults.minGrowthRatio),
+    minGrowthRatio: ratio,
     maxBytes,
   })
 }

@@ -287,7 +287,27 @@ describe('core checkpoints: opens that must not trust one', () => {
   it('refuses a bad checkpoint option, naming it', () => {
     expect(() =>
       createSessionStore({ backend: createMemoryBackend(), clock: clock(), checkpoint: { everyEvents: -1 } }),
-    ).toThrow(/checkpoint\.everyEvents must be a non-negative integer, found -1/)
+    ).toThrow(/checkpoint\.everyEvents must be a positive integer, found -1/)
+    // 0 is refused (not read as 1); a growth ratio is a number, fractional or not, up to 1024.
+    for (const [checkpoint, pattern] of [
+      [{ everyEvents: 0 }, /checkpoint\.everyEvents must be a positive integer, found 0/],
+      [
+        { minGrowthRatio: 2048 },
+        /checkpoint\.minGrowthRatio must be a finite number from 0 to 1024, found 2048/,
+      ],
+      [{ minGrowthRatio: Number.NaN }, /checkpoint\.minGrowthRatio must be a finite number from 0 to 1024/],
+    ] as const) {
+      expect(() =>
+        createSessionStore({ backend: createMemoryBackend(), clock: clock(), checkpoint }),
+      ).toThrow(pattern)
+    }
+    expect(() =>
+      createSessionStore({
+        backend: createMemoryBackend(),
+        clock: clock(),
+        checkpoint: { minGrowthRatio: 0.5 },
+      }),
+    ).not.toThrow()
   })
 })
 

@@ -2,12 +2,17 @@
  * The JSONL backend's `checkpoints` capability: the core's projection checkpoint
  * (`CheckpointRecord`, its body in the core's one format) stored durably beside the log in
  * `core.checkpoint` (temp file, fsync, rename, directory fsync), plus a *seek point*: where
- * in the log (plain or `.zstd`) the batch holding the checkpoint's event starts, so a read
- * from that seq starts there instead of at byte 0.
+ * the log can be entered at the checkpoint's event (plain: that event's own line, the last of
+ * its batch; `.zstd`: the frame where its batch starts), so a read from that seq starts there
+ * instead of at byte 0.
  *
  * File layout: one JSON line (the envelope: binding, body size and CRC-32C, seek point,
- * its own CRC-32C), `\n`, then the core's body bytes. Anything that does not decode
- * exactly is no checkpoint (`getCheckpoint` returns null: the core replays everything).
+ * its own CRC-32C), `\n`, then the core's body bytes. A file whose envelope does not decode
+ * exactly (garbage, a symbolic link, a damaged or cut envelope line) is no checkpoint
+ * (`getCheckpoint` returns null, as the port asks: the core replays everything, `missing`).
+ * A good envelope over body bytes of another size or checksum hands the core the bytes found:
+ * the body carries its own checksum, so the core ignores it with a `CHECKPOINT_IGNORED`
+ * warning (`checksum`, `decode`) instead of a silent replay.
  * The JSONL store API's own `projection.checkpoint.msgpack` (another format) is never read
  * here (ADR 2026-12-01-one-store-api).
  *
@@ -79,21 +84,35 @@ export function trackBatch(
 ): void {
   if (track === undefined) return
   const { held, offset, batch } = appended
+  const lastSeq = batch.expectedSeq + batch.lines.length - 1
+  const last = batch.lines.at(-1)!
+  let point: SeekPoint
   let plainBytes = held.offset - offset
-  if (held.adapter.encoding !== 'plain') {
+  if (held.adapter.encoding === 'plain') {
+    // A plain log can be entered at any line: the batch's last one, where the core's
+    // checkpoints fall (a checkpoint is taken at the end of a batch), so a cold open never
+    // reads the rest of a large batch.
+    const lastStart = held.offset - Buffer.byteLength(last, 'utf8') - 1
+    point = {
+      log: held.adapter.log.name,
+      fromSeq: lastSeq,
+      offset: lastStart,
+      plainOffset: track.plainEnd + (lastStart - offset),
+      firstCrc: last.slice(-10, -2),
+    }
+  } else {
     plainBytes = 0
     for (const line of batch.lines) plainBytes += Buffer.byteLength(line, 'utf8') + 1
-  }
-  track.batches.push({
-    lastSeq: batch.expectedSeq + batch.lines.length - 1,
-    point: {
+    // A .zstd log is entered at a frame: the batch's first.
+    point = {
       log: held.adapter.log.name,
       fromSeq: batch.expectedSeq,
       offset,
       plainOffset: track.plainEnd,
       firstCrc: batch.lines[0]!.slice(-10, -2),
-    },
-  })
+    }
+  }
+  track.batches.push({ lastSeq, point })
   if (track.batches.length > TRACKED_BATCHES) track.batches.shift()
   track.plainEnd += plainBytes
 }
@@ -211,7 +230,7 @@ function decodeEnvelope(bytes: Buffer): { readonly envelope: Envelope; readonly 
  * Decodes a checkpoint file.
  *
  * @param bytes - The whole file.
- * @returns The record and its seek point, or null for anything that is not exactly a checkpoint file of this version.
+ * @returns The record (its body as stored) and its seek point, or null when the envelope line is not exactly one of this version.
  */
 export function decodeCheckpointFile(
   bytes: Buffer,
@@ -219,8 +238,9 @@ export function decodeCheckpointFile(
   const decoded = decodeEnvelope(bytes)
   if (decoded === null) return null
   const { envelope, bodyStart } = decoded
+  // The body as found, even when its size or checksum differs from the envelope's: the core
+  // checks the body's own checksum and reports a damaged one (never trusted, never silent).
   const body = bytes.subarray(bodyStart)
-  if (body.byteLength !== envelope.bodyBytes || crc32cHex(body) !== envelope.bodyCrc32c) return null
   return {
     record: {
       seq: envelope.seq,

@@ -62,7 +62,7 @@ import type { LeaseRecord } from './lease-file.ts'
 import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
 import { listSessions } from './list.ts'
-import { openLog } from './open-log.ts'
+import { checkGenerations, openLog } from './open-log.ts'
 import { JSONL_DAMAGE_CODES, portError, seqOption, throwIfAborted, toPortError } from './port-errors.ts'
 import { checkRoot, ensureSessionDirectory, sessionDirectory } from './session-dirs.ts'
 
@@ -344,6 +344,14 @@ class JsonlBackendImpl implements JsonlBackend {
       })
     }
     const directory = await sessionDirectory(this.#fs, this.root, checked)
+    // Refusals that need no lock come before it: a refused open writes nothing (no lease, no lock).
+    const { migrated } = await checkGenerations({ fs: this.#fs, limits: this.#limits }, checked, directory)
+    if (migrated) {
+      // I7 in full (sizes and sha256 of the source) before the lock; sizes again under it.
+      const context = { fs: this.#fs, root: this.root, limits: this.#limits, forkCheck: 'sha256' as const }
+      const probe = await openLog(context, checked, 'read')
+      await probe.handle.close().catch(() => undefined)
+    }
     const before = await readLease(this.#fs, directory, checked)
     const now = this.#now()
     const lock = await takeLock(this.#leaseContext, checked, { directory, before, now, options })

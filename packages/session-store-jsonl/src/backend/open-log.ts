@@ -1,22 +1,118 @@
 /**
  * Opening a session's current log for the backend: the session directory (never a
- * symlink), the current v4 log in whichever encoding it has (`locateSessionLog`, which
- * under the writer lock also finishes an interrupted compress), opened without following
- * a symlink.
+ * symlink), its generations checked (a newer one is `VERSION_TOO_NEW`, a header whose
+ * version differs from its name `GENERATION_VERSION_MISMATCH`, only an older one
+ * `UNSUPPORTED`: migrate first), the current v4 log in whichever encoding it has
+ * (`locateSessionLog`, which under the writer lock also finishes an interrupted compress),
+ * opened without following a symlink; a migrated log whose source was appended to since is
+ * `GENERATION_FORK` (I7).
  */
 import { constants } from 'node:fs'
 import { join } from 'node:path'
 
+import { coreEventRegistry } from '@agent-ledger/session-events'
+import type { SessionHeader } from '@agent-ledger/session-events'
 import { SessionStoreErrorCode } from '@agent-ledger/session-store'
 
 import { errnoOf } from '../fs-errors.ts'
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import { listGenerations } from '../generations.ts'
 import type { StoreLimits } from '../limits.ts'
+import { logAdapter } from '../log-adapter.ts'
+import { detectGenerationFork } from '../migration/migrate-session.ts'
+import { isOlderGeneration as isOlderFile, resolveCurrentGeneration } from '../store-generations.ts'
 import { locateSessionLog } from '../zstd-session.ts'
 import type { SessionLog } from '../zstd-session.ts'
+import { readHeaderLine } from './line-scan.ts'
 import { portError, toPortError } from './port-errors.ts'
 import { sessionDirectory } from './session-dirs.ts'
+
+/** What the generation checks need. */
+interface GenerationCheckContext {
+  readonly fs: FsOps
+  readonly limits: StoreLimits
+}
+
+/**
+ * Checks a session's generations before its log is opened (and before a write open takes
+ * anything): `VERSION_TOO_NEW` for a newer generation (by name or header),
+ * `GENERATION_VERSION_MISMATCH`, `MIXED_ENCODINGS`, and `UNSUPPORTED` (`details.capability:
+ * 'migrate'`) when the current generation is older than v4. Reads the listing and line 1.
+ *
+ * @param context - File system and limits.
+ * @param id - The session id (checked).
+ * @param directory - Its directory.
+ * @returns Whether older generations lie beside the current one (a migrated session).
+ * @throws {@link SessionStoreError} with the codes above, the JSONL code kept.
+ */
+export async function checkGenerations(
+  context: GenerationCheckContext,
+  id: string,
+  directory: string,
+): Promise<{ readonly migrated: boolean }> {
+  let picked: Awaited<ReturnType<typeof resolveCurrentGeneration>>
+  try {
+    picked = await resolveCurrentGeneration(
+      { fs: context.fs, limits: context.limits, registry: coreEventRegistry },
+      { directory, id },
+    )
+  } catch (error) {
+    // No generation at all: left to the open, which names the missing log.
+    if ((error as { code?: unknown }).code === SessionStoreErrorCode.SESSION_NOT_FOUND)
+      return { migrated: false }
+    throw toPortError(error, { sessionId: id, action: `check the logs of session ${id}` })
+  }
+  if (isOlderFile(picked.current)) {
+    throw portError(SessionStoreErrorCode.UNSUPPORTED, {
+      sessionId: id,
+      message: `Session ${id} is stored in an older format (${picked.current.file}): expected a v4 log; migrate it first (capabilities.migrate).`,
+      details: { capability: 'migrate' },
+    })
+  }
+  return { migrated: picked.history.some(isOlderFile) }
+}
+
+/** How a migrated log's source is compared with the migration's record: sizes, or sizes and sha256. */
+export type ForkCheck = 'size' | 'sha256'
+
+/**
+ * I7: a migrated log whose source generation changed since the migration (events appended,
+ * rewritten, truncated) is refused (`GENERATION_FORK`).
+ */
+async function assertNotForked(
+  context: GenerationCheckContext,
+  opened: {
+    readonly id: string
+    readonly directory: string
+    readonly log: SessionLog
+    readonly handle: FileHandleOps
+  },
+  forkCheck: ForkCheck,
+): Promise<void> {
+  const { id, directory } = opened
+  const adapter = await logAdapter(id, opened.log.encoding, context.limits)
+  const { line } = await readHeaderLine(adapter, opened.handle, id)
+  let header: SessionHeader
+  try {
+    header = JSON.parse(line) as SessionHeader
+  } catch {
+    return // The core's header check reports a header that is not JSON.
+  }
+  if (typeof header !== 'object' || header === null || header.migratedFrom === undefined) return
+  const check = await detectGenerationFork({
+    fs: context.fs,
+    directory,
+    sessionId: id,
+    header,
+    limits: context.limits,
+    check: forkCheck,
+  }).catch((error: unknown) => {
+    throw toPortError(error, { sessionId: id, action: `check the migrated source of session ${id}` })
+  })
+  if (check.status === 'forked') {
+    throw toPortError(check.error, { sessionId: id, action: `open session ${id}` })
+  }
+}
 
 /** An open log. */
 export interface OpenedLog {
@@ -30,20 +126,28 @@ export interface OpenedLog {
 /**
  * Opens the current log of a session.
  *
- * @param context - File system, root and limits.
+ * @param context - File system, root and limits; `forkCheck`: how a migrated log's source is
+ *   checked (default `size`; a write open checks `sha256` once, before it takes the lock).
  * @param id - The session id (checked).
  * @param mode - `read`; `write` (read-write, `O_APPEND`; only under the writer lock).
  * @returns The open log; the caller closes it.
  * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, `UNSUPPORTED` (only an older generation:
- *   migrate first), `BACKEND_FAILED`.
+ *   migrate first), `VERSION_TOO_NEW`, `GENERATION_VERSION_MISMATCH`, `MIXED_ENCODINGS`,
+ *   `GENERATION_FORK`, `BACKEND_FAILED`.
  */
 export async function openLog(
-  context: { readonly fs: FsOps; readonly root: string; readonly limits: StoreLimits },
+  context: {
+    readonly fs: FsOps
+    readonly root: string
+    readonly limits: StoreLimits
+    readonly forkCheck?: ForkCheck | undefined
+  },
   id: string,
   mode: 'read' | 'write' = 'read',
 ): Promise<OpenedLog> {
   const { fs } = context
   const directory = await sessionDirectory(fs, context.root, id)
+  const { migrated } = await checkGenerations(context, id, directory)
   let log: SessionLog
   try {
     log = await locateSessionLog({ fs, directory, id, mode, limits: context.limits })
@@ -87,6 +191,14 @@ export async function openLog(
   } catch (error) {
     await handle.close().catch(() => undefined)
     throw toPortError(error, { sessionId: id, action: `stat ${log.file}` })
+  }
+  if (migrated) {
+    try {
+      await assertNotForked(context, { id, directory, log, handle }, context.forkCheck ?? 'size')
+    } catch (error) {
+      await handle.close().catch(() => undefined)
+      throw error
+    }
   }
   return { directory, log, path, handle }
 }
