@@ -3,7 +3,8 @@
  * plain and `.zstd`: the core's checkpoint is kept durably in `core.checkpoint` with a seek
  * point, a read from it starts at that point (proved by damage before it that only a full
  * read meets), a wrong seek point falls back to reading from byte 0 with the same result,
- * the JSONL store API's own checkpoint file is never read, and the write is temp + fsync +
+ * the checkpoint file of older versions (`projection.checkpoint.msgpack`, an orphan cache)
+ * is never read, and the write is temp + fsync +
  * rename + directory fsync (a failed rename leaves the old checkpoint).
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -15,8 +16,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createSessionStore } from '@agent-ledger/session-store'
 import type { CheckpointOptions, SessionBackend, SessionStore } from '@agent-ledger/session-store'
 
-import { createJsonlBackend, createSessionStore as createJsonlStore } from '../src/index.ts'
-import { CHECKPOINT_FILE_NAME } from '../src/checkpoint-format.ts'
+import { createJsonlBackend } from '../src/index.ts'
 import { nodeFsOps } from '../src/fs-ops.ts'
 import type { FsOps } from '../src/fs-ops.ts'
 import {
@@ -26,6 +26,8 @@ import {
 } from '../src/backend/checkpoints.ts'
 import { tempRoot } from './backend/jsonl-harness.ts'
 
+/** The checkpoint file of the JSONL store API of older versions: an orphan cache, never read. */
+const LEGACY_CHECKPOINT_FILE_NAME = 'projection.checkpoint.msgpack'
 const EAGER: CheckpointOptions = { everyEvents: 1, minIntervalMs: 0, minLogBytes: 0, minGrowthRatio: 0 }
 const roots: string[] = []
 afterEach(async () => {
@@ -110,7 +112,7 @@ for (const encoding of ['plain', 'zstd'] as const) {
       const root = await newRoot()
       const { s } = await checkpointed(root, encoding, 'a')
       expect(existsSync(join(root, 'a', CORE_CHECKPOINT_FILE_NAME))).toBe(true)
-      expect(existsSync(join(root, 'a', CHECKPOINT_FILE_NAME))).toBe(false)
+      expect(existsSync(join(root, 'a', LEGACY_CHECKPOINT_FILE_NAME))).toBe(false)
       const cold = stores(backendOver(root, encoding))
       const read = await cold.eager.openReader('a')
       expect(read.checkpoint).toEqual({ used: true, seq: 39, replayedEvents: 8 })
@@ -200,13 +202,12 @@ for (const encoding of ['plain', 'zstd'] as const) {
 }
 
 describe('JSONL backend checkpoints: files and durability', () => {
-  it("the JSONL store API's projection.checkpoint.msgpack is never read by the core (reported missing)", async () => {
+  it("an older version's projection.checkpoint.msgpack is never read by the core (reported missing) and left as it is", async () => {
     const root = await newRoot()
-    const legacy = createJsonlStore({
-      root,
-      checkpoint: { minLogBytes: 0, minIntervalMs: 0, everyEvents: 1, minGrowthRatio: 0 },
+    const writer = await stores(backendOver(root, 'plain')).replay.create({
+      id: 'legacy',
+      header: { cwd: '/legacy' },
     })
-    const writer = await legacy.create({ id: 'legacy', header: { cwd: '/legacy' } })
     for (let turn = 1; turn <= 30; turn++) {
       writer.append({ type: 'turn/start', data: { turn } })
       writer.append({
@@ -217,12 +218,17 @@ describe('JSONL backend checkpoints: files and durability', () => {
       await writer.flush()
     }
     await writer.close()
-    expect(existsSync(join(root, 'legacy', CHECKPOINT_FILE_NAME))).toBe(true)
+    // What an older version left: a msgpack checkpoint of its own format, bound to this log.
+    const legacyPath = join(root, 'legacy', LEGACY_CHECKPOINT_FILE_NAME)
+    const legacyBytes = Buffer.concat([Buffer.from([0x85, 0xa6]), Buffer.from('format'), Buffer.alloc(64, 7)])
+    writeFileSync(legacyPath, legacyBytes, { mode: 0o600 })
     const backend = backendOver(root, 'plain')
     expect(await backend.capabilities.checkpoints!.getCheckpoint('legacy')).toBeNull()
     const read = await stores(backend).eager.openReader('legacy')
     expect(read.checkpoint).toMatchObject({ used: false, reason: 'missing', replayedEvents: 90 })
     expect(read.lastSeq).toBe(89)
+    expect(existsSync(join(root, 'legacy', CORE_CHECKPOINT_FILE_NAME))).toBe(false)
+    expect(readFileSync(legacyPath)).toEqual(legacyBytes)
   })
 
   it('writes temp, fsync, rename, directory fsync; a failed rename leaves the old checkpoint and no temp file', async () => {

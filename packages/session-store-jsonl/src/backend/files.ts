@@ -35,7 +35,7 @@ export interface JsonlFilesCapability {
   sessionDirectory(id: string): string
   /**
    * Lists a session's directory, each entry classified (log generations and encodings,
-   * quarantined torn tails, the writer lock, temp files, the projection checkpoint), the log
+   * quarantined torn tails, the writer lock, temp files, the core's `core.checkpoint`), the log
    * a read opens marked `current`, with its size.
    *
    * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, read errors (`details.jsonlCode`:

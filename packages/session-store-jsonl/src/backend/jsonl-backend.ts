@@ -579,7 +579,7 @@ class JsonlBackendImpl implements JsonlBackend {
 
   /**
    * The current v4 log opened for reading, or null when the session has only an older
-   * generation (read through migration in memory, as the JSONL store API reads it).
+   * generation (read through migration in memory).
    */
   async #openForRead(id: string): Promise<Awaited<ReturnType<typeof openLog>> | null> {
     try {

@@ -79,7 +79,7 @@ export function isRefusal(error: JsonlStoreError): boolean {
  * @param ctx - File system and root.
  * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND` (no root), `UNSAFE_ROOT`, `READ_FAILED`.
  */
-export async function checkStoreRoot(ctx: Pick<AccessContext, 'fs' | 'root'>): Promise<void> {
+async function checkStoreRoot(ctx: Pick<AccessContext, 'fs' | 'root'>): Promise<void> {
   let stats: Stats
   try {
     stats = await ctx.fs.stat(ctx.root)
@@ -113,7 +113,7 @@ export async function checkStoreRoot(ctx: Pick<AccessContext, 'fs' | 'root'>): P
 }
 
 /** `SESSION_NOT_FOUND` for a session without a directory or log. */
-export function notFound(id: string, cause: unknown): JsonlStoreError {
+function notFound(id: string, cause: unknown): JsonlStoreError {
   return new JsonlStoreError({
     code: JsonlErrorCode.SESSION_NOT_FOUND,
     message: `Session ${id} was not found: expected ${id}/${LOG_FILE_NAME} under the store root.`,
