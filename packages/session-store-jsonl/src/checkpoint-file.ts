@@ -1,10 +1,9 @@
 import { constants } from 'node:fs'
 import { join } from 'node:path'
 
-import { CHECKPOINT_FILE_NAME } from './checkpoint-format.ts'
 import { errnoOf } from './fs-errors.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
-import { TEMP_PREFIX } from './layout.ts'
+import { CORE_CHECKPOINT_FILE_NAME, TEMP_PREFIX } from './layout.ts'
 
 const MAX_TEMP_ATTEMPTS = 16
 
@@ -19,26 +18,26 @@ export type CheckpointFileRead =
     }
 
 /**
- * Reads a session's checkpoint file whole, never through a symbolic link, refusing one
+ * Reads a session's checkpoint file (`core.checkpoint`) whole, never through a symbolic link, refusing one
  * larger than `maxBytes`. Never throws: a missing file is `absent`, anything else that
  * stops the read is `unusable` (the open then replays the log).
  *
  * @param fs - The file-system seam.
  * @param directory - The session directory.
- * @param limit - Largest checkpoint read; with `name`, another file than the JSONL store's
- *   `projection.checkpoint.msgpack` (the core's `core.checkpoint`).
+ * @param maxBytes - Largest checkpoint read.
  * @returns The bytes, `absent`, or why the file cannot be used.
  */
 export async function readCheckpointFile(
   fs: FsOps,
   directory: string,
-  limit: number | { readonly maxBytes: number; readonly name: string },
+  maxBytes: number,
 ): Promise<CheckpointFileRead> {
-  const { maxBytes, name } =
-    typeof limit === 'number' ? { maxBytes: limit, name: CHECKPOINT_FILE_NAME } : limit
   let handle: FileHandleOps
   try {
-    handle = await fs.open(join(directory, name), constants.O_RDONLY | constants.O_NOFOLLOW)
+    handle = await fs.open(
+      join(directory, CORE_CHECKPOINT_FILE_NAME),
+      constants.O_RDONLY | constants.O_NOFOLLOW,
+    )
   } catch (error) {
     const code = errnoOf(error)
     if (code === 'ENOENT') return { kind: 'absent' }
@@ -84,8 +83,6 @@ export async function writeCheckpointFile(
     readonly directory: string
     readonly bytes: Uint8Array
     readonly randomHex: (byteCount: number) => string
-    /** The file (default the JSONL store's `projection.checkpoint.msgpack`). */
-    readonly name?: string | undefined
   },
 ): Promise<void> {
   const { directory, bytes } = request
@@ -114,7 +111,7 @@ export async function writeCheckpointFile(
     } finally {
       await handle.close()
     }
-    await fs.rename(tempPath, join(directory, request.name ?? CHECKPOINT_FILE_NAME))
+    await fs.rename(tempPath, join(directory, CORE_CHECKPOINT_FILE_NAME))
     renamed = true
     await fs.fsyncDirectory(directory)
   } catch (error) {

@@ -1,5 +1,5 @@
 /*
- * `store.compress(id)`: converts a cold session's plain log to `session.v4.jsonl.zstd`, or
+ * `capabilities.compress.compress(id)` of the JSONL backend: converts a cold session's plain log to `session.v4.jsonl.zstd`, or
  * reseals a `.zstd` log whose tail is made of small flush frames (issue 5, Zstandard).
  *
  * Compress (plain -> zstd), under the writer lock:
@@ -59,7 +59,7 @@ import type {
   Run,
 } from './compress-types.ts'
 
-export type { CompressContext, CompressOptions, CompressProgress, CompressResult } from './compress-types.ts'
+export type { CompressContext, CompressOptions, CompressResult } from './compress-types.ts'
 
 function progressOf(options: CompressOptions): (progress: CompressProgress, force?: boolean) => void {
   let next = 0

@@ -5,7 +5,7 @@ import type { EventRegistry } from '@agent-ledger/session-events'
 
 import type { FsOps } from './fs-ops.ts'
 import type { StoreLimits } from './limits.ts'
-import type { StoreLogger } from './session-writer.ts'
+import type { StoreLogger } from './store-logger.ts'
 import type { LockOptions, WriterLock } from './writer-lock.ts'
 import type { ZstdCodec } from './zstd/zstd-codec.ts'
 
@@ -23,7 +23,7 @@ export interface CompressProgress {
   readonly eventsTotal?: number | null
 }
 
-/** Options of `store.compress`. */
+/** Options of {@link compressSession}. */
 export interface CompressOptions {
   /** Progress, at least once per phase and every few MiB. */
   readonly onProgress?: (progress: CompressProgress) => void
@@ -35,7 +35,7 @@ export interface CompressOptions {
   readonly hooks?: { at(point: string): Promise<void> | void }
 }
 
-/** What `store.compress` did. */
+/** What `capabilities.compress.compress` did: its `details`. */
 export interface CompressResult {
   readonly id: string
   /** `compressed`: plain -> zstd; `resealed`: small frames re-encoded; `up-to-date`: nothing to do. */

@@ -1,13 +1,12 @@
 /**
  * @packageDocumentation
  * `@agent-ledger/session-store-jsonl/format`: the on-disk format for tool authors, beside
- * the store API of the package root. The v4 line codec (CRC-32C per line), the streaming
- * line splitter and scanner, the v4 header decoder, the projection checkpoint codec,
- * generation file names and the publish-by-link protocol, migration edges, the Zstandard
+ * the store and backend of the package root. The v4 line codec (CRC-32C per line), the
+ * streaming line splitter and scanner, the v4 header decoder, generation file names and the publish-by-link protocol, migration edges, the Zstandard
  * layer (codec, structural frame scanner, bounded frame decoding, frame writer) and the
  * log file names. FORMAT.md specifies what these read and write.
  */
-export { resolveFlushPolicy, resolveLimits } from './limits.ts'
+export { resolveLimits } from './limits.ts'
 export type { WriterLock } from './writer-lock.ts'
 export { LOG_FILE_NAME, LOG_FILE_PATTERN } from './layout.ts'
 export {
@@ -29,28 +28,6 @@ export { LogScanner } from './log-scanner.ts'
 export type { LineLocation, ScannerOptions, ScanOutcome, ScanStats } from './log-scanner.ts'
 export { readFileChunks, scanLog, scanLogChunks } from './read-log.ts'
 export type { ByteSource, ScanLogOptions } from './read-log.ts'
-export { redactJson } from './redaction.ts'
-export {
-  CHECKPOINT_FILE_NAME,
-  CHECKPOINT_FORMAT,
-  CHECKPOINT_VERSION,
-  decodeCheckpointBody,
-  decodeCheckpointHead,
-  encodeCheckpoint,
-  SEQ_INDEX_STRIDE,
-} from './checkpoint-format.ts'
-export type {
-  CheckpointBinding,
-  CheckpointBodyDecode,
-  CheckpointHead,
-  CheckpointHeadDecode,
-  CheckpointRecord,
-  CheckpointRejection,
-  CheckpointState,
-  LineRef,
-  SeqIndexEntry,
-} from './checkpoint-format.ts'
-export { resolveCheckpointOptions } from './checkpoint-options.ts'
 export type { ScanResume } from './log-scanner.ts'
 export {
   assertGenerationVersion,

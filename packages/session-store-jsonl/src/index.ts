@@ -1,27 +1,24 @@
 /**
  * @packageDocumentation
- * The durable JSONL session log of agent-ledger: one directory per session, checksummed
- * v4 lines (CRC-32C per line, still valid JSONL), buffered appends acknowledged only after
- * fdatasync, a cross-process writer lock, torn-tail quarantine and repair on open, typed
- * errors for damage in the middle, salvage and fork into new sessions. The format is
- * specified in FORMAT.md. This is the only agent-ledger package that touches the file system.
+ * The durable JSONL session log of agent-ledger, as a backend of the session core
+ * (`@agent-ledger/session-store`): one directory per session, checksummed v4 lines (CRC-32C
+ * per line, still valid JSONL), appends acknowledged only after fdatasync, a cross-process
+ * writer lock with a durable lease epoch, torn-tail quarantine and repair on acquire, plain
+ * or Zstandard logs, and the capabilities the core discovers (follow, checkpoints, compress,
+ * migrate, quarantine, file views). The format is specified in FORMAT.md. This is the only
+ * agent-ledger package that touches the file system.
  *
- * The root exports what an agent builder needs. What a tool author needs to work on the bytes
- * (line codec, scanner, zstd frame reader, checkpoint codec, generations, publish, migration,
- * file names) is the documented subpath `@agent-ledger/session-store-jsonl/format`.
+ * The root exports `createJsonlStore({ root })` (the core over the backend), the backend
+ * itself, the types of its capabilities, its errors, the file-system seam and its limits.
+ * What a tool author needs to work on the bytes (line codec, scanner, zstd frame reader,
+ * generations, publish, migration, file names) is the documented subpath
+ * `@agent-ledger/session-store-jsonl/format`.
  */
-export { createSessionStore } from './session-store.ts'
-export type {
-  SalvageReport,
-  SessionReadResult,
-  SessionReadStats,
-  SessionStore,
-  SessionStoreOptions,
-  SessionSummary,
-  VerifyReport,
-} from './store/api.ts'
-export type { MigrationReport } from './store-generations.ts'
-export type { FollowOptions } from './follow-session.ts'
+export { createJsonlStore } from './jsonl-store.ts'
+export type { JsonlStore, JsonlStoreOptions } from './jsonl-store.ts'
+export { asJsonlBackend, createJsonlBackend } from './backend/jsonl-backend.ts'
+export type { JsonlBackend, JsonlBackendOptions, JsonlCapabilities } from './backend/jsonl-backend.ts'
+export type { JsonlFilesCapability } from './backend/files.ts'
 export type {
   SessionFileEntry,
   SessionFileKind,
@@ -29,27 +26,14 @@ export type {
   SessionHeaderRead,
   SessionLockInfo,
 } from './session-files.ts'
-export type { SessionWriter, StoreLogger, WriterRecovery } from './session-writer.ts'
+export type { CompressResult } from './compress-session.ts'
+export type { MigrationReport } from './store-generations.ts'
+export type { TornTail } from './log-scanner.ts'
 export { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 export { nodeFsOps } from './fs-ops.ts'
 export type { FileHandleOps, FsOps } from './fs-ops.ts'
-export { DEFAULT_FLUSH_POLICY, DEFAULT_STORE_LIMITS } from './limits.ts'
-export type { FlushPolicy, StoreLimits } from './limits.ts'
+export { DEFAULT_STORE_LIMITS } from './limits.ts'
+export type { StoreLimits } from './limits.ts'
 export type { LockOptions } from './writer-lock.ts'
-export { assertSessionId } from './session-id.ts'
-export type { TornTail } from './log-scanner.ts'
-export { DEFAULT_REDACTION_POLICY, DEFAULT_SECRET_PATTERNS } from './redaction.ts'
-export type { RedactionPolicy } from './redaction.ts'
-export { DEFAULT_CHECKPOINT_OPTIONS } from './checkpoint-options.ts'
-export type { CheckpointOptions } from './checkpoint-options.ts'
-export type { CheckpointUse } from './checkpoint-open.ts'
-export type { MigrationProgress } from './migration/migrate-session.ts'
-export type { CompressOptions, CompressProgress, CompressResult } from './compress-session.ts'
-export type { ZstdLogStats } from './zstd-log-reader.ts'
 export type { LogEncoding } from './zstd-log-writer.ts'
-export { asJsonlBackend, createJsonlBackend } from './backend/jsonl-backend.ts'
-export type { JsonlBackend, JsonlBackendOptions, JsonlCapabilities } from './backend/jsonl-backend.ts'
-export type { JsonlFilesCapability } from './backend/files.ts'
 export type { JsonlCompressCapability, JsonlCompressOptions } from './backend/maintenance.ts'
-export { createJsonlStore } from './jsonl-store.ts'
-export type { JsonlStore, JsonlStoreOptions } from './jsonl-store.ts'

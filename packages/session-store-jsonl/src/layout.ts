@@ -6,6 +6,12 @@ export const LOG_FILE_NAME = `session.v${SESSION_FORMAT_VERSION}.jsonl`
 /** Canonical log file names (every generation and encoding); anything else is never taken for a log. */
 export const LOG_FILE_PATTERN = /^session(\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$/
 
+/**
+ * File name of the session core's checkpoint (`CheckpointRecord` in a JSON envelope line,
+ * FORMAT.md section 15): `core.checkpoint`.
+ */
+export const CORE_CHECKPOINT_FILE_NAME = 'core.checkpoint'
+
 /** Prefix of the store's temp files (`.tmp-<kind>-<16 hex>`); never a log name. */
 export const TEMP_PREFIX = '.tmp-'
 

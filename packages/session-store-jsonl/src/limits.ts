@@ -50,23 +50,6 @@ export const DEFAULT_STORE_LIMITS: Readonly<StoreLimits> = Object.freeze({
   maxWindowBytes: 8 * 1024 * 1024,
 })
 
-/** When a writer flushes on its own, besides explicit `flush()` and `close()`. */
-export interface FlushPolicy {
-  /** Longest time an appended event waits in the buffer before an automatic flush starts. Default 200 ms; 0 disables the timer. */
-  maxDelayMs: number
-  /** Buffered events that trigger an automatic flush at once. Default 1000. */
-  maxBufferedEvents: number
-  /** Buffered bytes that trigger an automatic flush at once. Default 1 MiB. */
-  maxBufferedBytes: number
-}
-
-/** The documented default {@link FlushPolicy}. */
-export const DEFAULT_FLUSH_POLICY: Readonly<FlushPolicy> = Object.freeze({
-  maxDelayMs: 200,
-  maxBufferedEvents: 1000,
-  maxBufferedBytes: 1024 * 1024,
-})
-
 function positiveInteger(name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value <= 0) {
     throw invalidOption(`Store option ${name} must be a positive integer, found ${String(value)}.`, name)
@@ -118,28 +101,4 @@ export function resolveLimits(partial: Partial<StoreLimits> = {}): StoreLimits {
     )
   }
   return limits
-}
-
-/**
- * Fills in the defaults of a partial flush policy.
- *
- * @param partial - Caller overrides.
- * @returns A complete policy.
- * @throws {@link JsonlStoreError} `INVALID_OPTION` when a value is negative or not an integer.
- */
-export function resolveFlushPolicy(partial: Partial<FlushPolicy> = {}): FlushPolicy {
-  const policy: FlushPolicy = {
-    maxDelayMs: partial.maxDelayMs ?? DEFAULT_FLUSH_POLICY.maxDelayMs,
-    maxBufferedEvents: partial.maxBufferedEvents ?? DEFAULT_FLUSH_POLICY.maxBufferedEvents,
-    maxBufferedBytes: partial.maxBufferedBytes ?? DEFAULT_FLUSH_POLICY.maxBufferedBytes,
-  }
-  for (const [name, value] of Object.entries(policy)) {
-    if (!Number.isSafeInteger(value) || value < 0) {
-      throw invalidOption(
-        `Flush option ${name} must be a non-negative integer, found ${String(value)}.`,
-        name,
-      )
-    }
-  }
-  return policy
 }

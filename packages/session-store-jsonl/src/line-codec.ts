@@ -142,7 +142,7 @@ export function encodeEventLine(event: {
  * @param event - The event to copy.
  * @returns A new plain object sharing `data` with `event`.
  */
-export function canonicalEvent<
+function canonicalEvent<
   TEvent extends { readonly seq: number; readonly time: string; readonly type: string },
 >(
   event: TEvent & {

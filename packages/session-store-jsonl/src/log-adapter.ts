@@ -1,19 +1,17 @@
 /**
- * The one place where the store and the JSONL backend choose between a plain and a `.zstd`
- * log. Each adapter says how a new log starts (whole, or streamed for a publish), how one
- * flush batch is encoded, how the log is scanned (lines mode for the backend, events mode
- * for the store) and read back as plain content, and whether projection checkpoints apply;
- * no operation branches on the encoding.
+ * The one place where the JSONL backend chooses between a plain and a `.zstd` log. Each
+ * adapter says how a new log starts (whole, or streamed for a publish), how one flush batch
+ * is encoded, and how the log is scanned (lines mode for reads, events mode for the header
+ * peek of the file views and maintenance); no operation branches on the encoding.
  */
 import { coreEventRegistry } from '@agent-ledger/session-events'
 
 import type { FileHandleOps } from './fs-ops.ts'
 import type { StoreLimits } from './limits.ts'
 import { V4_FORMAT } from './log-format.ts'
-import type { LineLocation, ScannerOptions, ScanOutcome, ScanResume } from './log-scanner.ts'
+import type { LineLocation, ScannerOptions, ScanOutcome } from './log-scanner.ts'
 import { readFileChunks, refineRepeatedSeq, scanLog, scanLogChunks } from './read-log.ts'
-import type { ByteSource } from './read-log.ts'
-import { scanZstdLog, scanZstdLogChunks, zstdPlainRange, zstdPlainSource } from './zstd-log-reader.ts'
+import { scanZstdLog, scanZstdLogChunks } from './zstd-log-reader.ts'
 import type { ZstdLogStats } from './zstd-log-reader.ts'
 import { encodeZstdLines, encodeZstdLogStart, encodeZstdStream } from './zstd-log-writer.ts'
 import type { LogEncoding } from './zstd-log-writer.ts'
@@ -42,7 +40,7 @@ interface LineScanStart {
 }
 
 /** Options of an events-mode scan: the scanner's, without the limits (the adapter's) or lines mode. */
-export type EventScanOptions = Omit<ScannerOptions, 'limits' | 'resume' | 'onLine'> & {
+type EventScanOptions = Omit<ScannerOptions, 'limits' | 'resume' | 'onLine'> & {
   /** Read chunk size (default the limits' `readChunkBytes`; a header peek reads less). */
   readonly chunkBytes?: number | undefined
 }
@@ -55,17 +53,6 @@ export interface LogAdapter {
   readonly encoding: LogEncoding
   /** The log's name in the session directory and its path relative to the root. */
   readonly log: SessionLog
-  /**
-   * Whether projection checkpoints are written and used for this log: a checkpoint binds
-   * plain byte offsets (FORMAT.md, "Projection checkpoints"), so they are off for a `.zstd`
-   * log (its frame offsets are not recorded yet); its opens replay every frame.
-   */
-  readonly checkpoints: boolean
-  /**
-   * How a writer encodes a flush batch, or undefined when the batch is written as its lines
-   * (a plain log). Equal to {@link LogAdapter.batch} when defined.
-   */
-  readonly batchEncoder: ((lines: Buffer) => Buffer) | undefined
   /**
    * The bytes of a new log, streamed (create, fork and salvage publish through this):
    * the header, then the body's lines (a `.zstd` log: the header frame, then frames of whole
@@ -80,18 +67,6 @@ export interface LogAdapter {
    * repeated seq is told apart (`SEQ_DUPLICATE` or `SEQ_CONFLICT`) by re-reading.
    */
   scanEvents(handle: FileHandleOps, options: EventScanOptions): Promise<EventScanOutcome>
-  /**
-   * Scans in events mode chunk by chunk (yielding after each chunk so a caller can hand out
-   * events), from the start or, for a log with checkpoints, from `resume`.
-   */
-  scanEventChunks(
-    handle: FileHandleOps,
-    options: EventScanOptions & { readonly resume?: ScanResume },
-  ): AsyncGenerator<void, EventScanOutcome, undefined>
-  /** The log's plain content (the lines as text bytes), all of it or the plain range `[start, end)`. */
-  plainContent(handle: FileHandleOps, range?: { readonly start: number; readonly end: number }): ByteSource
-  /** The plain range of a scan's good event lines: after the header line, up to the last good line. */
-  goodLineRange(outcome: EventScanOutcome): { readonly start: number; readonly end: number }
   /**
    * The bytes of a new log.
    *
@@ -170,8 +145,6 @@ export async function logAdapter(
     const adapter: LogAdapter = {
       encoding,
       log,
-      checkpoints: true,
-      batchEncoder: undefined,
       start: (headerLine, lines) => (lines.length === 0 ? headerLine : Buffer.concat([headerLine, lines])),
       batch: (lines) => lines,
       async *stream(headerLine, body) {
@@ -186,17 +159,6 @@ export async function logAdapter(
           () => readFileChunks(handle, { chunkBytes: limits.readChunkBytes }),
           limits.maxLineBytes,
         ),
-      scanEventChunks: (handle, options) =>
-        scanLogChunks(
-          readFileChunks(handle, {
-            ...sized(options),
-            ...(options.resume === undefined ? {} : { start: options.resume.offset }),
-          }),
-          { ...options, limits },
-        ),
-      plainContent: (handle, range) =>
-        readFileChunks(handle, { chunkBytes: limits.readChunkBytes, ...range }),
-      goodLineRange: (outcome) => ({ start: outcome.headerEndOffset, end: outcome.goodEndOffset }),
     }
     return adapter
   }
@@ -205,8 +167,6 @@ export async function logAdapter(
   const adapter: LogAdapter = {
     encoding,
     log,
-    checkpoints: false,
-    batchEncoder: encodeBatch,
     // The header in a frame of its own, then the seed as flush-sized frames (as the store writes it).
     start: (headerLine, lines) => encodeZstdLogStart(codec, headerLine, lines.length === 0 ? [] : [lines]),
     batch: encodeBatch,
@@ -224,17 +184,6 @@ export async function logAdapter(
     },
     // The zstd reader refines a repeated seq itself.
     scanEvents: (handle, options) => scanZstdLog(handle, { ...options, limits, codec }),
-    // No `resume`: checkpoints are off for a `.zstd` log, a read starts at its first frame.
-    scanEventChunks: (handle, options) =>
-      scanZstdLogChunks(readFileChunks(handle, sized(options)), { ...options, limits, codec }),
-    plainContent: (handle, range) =>
-      range === undefined
-        ? zstdPlainSource(handle, { codec, limits })
-        : zstdPlainRange(handle, { codec, limits, ...range }),
-    goodLineRange: (outcome) => ({
-      start: outcome.zstd?.plainHeaderEnd ?? 0,
-      end: outcome.zstd?.plainGoodEnd ?? 0,
-    }),
   }
   return adapter
 }

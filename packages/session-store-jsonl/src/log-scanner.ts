@@ -85,7 +85,7 @@ export interface ScannerOptions {
   /** Stops the scan before reading the line with this number, e.g. to read a known prefix. */
   readonly stopBeforeLine?: number
   /**
-   * Resumes after a verified prefix (a projection checkpoint): the source starts at
+   * Resumes after a verified prefix (a seek point): the source starts at
    * `resume.offset`, the line after event `resume.lastSeq`; header, seq and counters continue
    * from there. Every check of the lines read is unchanged.
    */

@@ -6,10 +6,9 @@ import type { SessionHeader } from '@agent-ledger/session-events'
 import { errnoOf, toStoreError } from './fs-errors.ts'
 import type { FsOps } from './fs-ops.ts'
 import { JsonlErrorCode } from './jsonl-store-error.ts'
-import { CHECKPOINT_FILE_NAME } from './checkpoint-format.ts'
 import { parseGenerationFileName } from './generations.ts'
 import type { GenerationEncoding } from './generations.ts'
-import { TEMP_PREFIX } from './layout.ts'
+import { CORE_CHECKPOINT_FILE_NAME, TEMP_PREFIX } from './layout.ts'
 import { WRITER_LOCK_FILE_NAME } from './writer-lock.ts'
 
 /** What one entry of a session directory is. */
@@ -77,7 +76,7 @@ function classify(name: string): Pick<SessionFileEntry, 'kind' | 'version' | 'en
   }
   if (name === WRITER_LOCK_FILE_NAME) return { kind: 'lock' }
   if (name.startsWith(TEMP_PREFIX)) return { kind: 'temp' }
-  if (name === CHECKPOINT_FILE_NAME) return { kind: 'checkpoint' }
+  if (name === CORE_CHECKPOINT_FILE_NAME) return { kind: 'checkpoint' }
   return { kind: 'other' }
 }
 

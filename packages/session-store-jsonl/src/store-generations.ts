@@ -1,10 +1,10 @@
 /*
- * The store's side of generations (issue 5): which generation a session's open paths read,
+ * The backend's side of generations (issue 5): which generation a session's reads open,
  * the version checks made before any lock is taken (RELIABILITY V1, a file name whose
  * version differs from its header's), and read-only access to a session whose current
  * generation is older than the current format: migrated in memory, writing nothing (no
- * lock, no temp file, no chmod). Write opens publish the new generation with
- * `migrateSession` in write mode, under the writer lock (see session-store.ts).
+ * lock, no temp file, no chmod). The `migrate` capability publishes the new generation with
+ * `migrateSession` in write mode, under the writer lock (src/backend/maintenance.ts).
  */
 import { constants } from 'node:fs'
 
@@ -37,7 +37,7 @@ export interface GenerationStoreContext {
   readonly limits: StoreLimits
 }
 
-/** What {@link SessionStore.migrate} did (or, with `dryRun`, would do). */
+/** What `capabilities.migrate.migrate` did (or, with `dryRun`, would do): its `details`. */
 export interface MigrationReport {
   readonly id: string
   /** True: the migration ran in memory (read mode) and nothing was written. */
@@ -233,41 +233,6 @@ export async function readOlderGeneration(
   return { migration, projection, events }
 }
 
-/**
- * Streams the migrated events of an older generation (read-only), checked like an open:
- * every event validated, the session rules applied to a projection.
- *
- * @param context - File system, registry and limits.
- * @param request - The session directory, id, generation and the inclusive seq range (new numbering).
- * @returns The events in range.
- */
-export async function* readOlderGenerationEvents(
-  context: GenerationStoreContext,
-  request: {
-    readonly directory: string
-    readonly id: string
-    readonly source: GenerationFile
-    readonly fromSeq: number
-    readonly toSeq: number
-  },
-): AsyncGenerator<LoggedEvent, void, undefined> {
-  const migration = await migrateSession({
-    mode: 'read',
-    fs: context.fs,
-    directory: request.directory,
-    sessionId: request.id,
-    source: request.source,
-    registry: context.registry,
-    limits: context.limits,
-  })
-  const projection = createProjection({ registry: context.registry })
-  for await (const event of migration.events) {
-    applyMigrated(projection, event, migration)
-    if (event.seq >= request.fromSeq && event.seq <= request.toSeq) yield event
-    if (event.seq >= request.toSeq) return
-  }
-}
-
 async function openGeneration(
   context: GenerationStoreContext,
   request: { readonly directory: string; readonly generation: GenerationFile; readonly file: string },
@@ -303,61 +268,6 @@ function noReader(file: string, generation: GenerationFile): JsonlStoreError {
     file,
     details: { from: generation.version, to: SESSION_FORMAT_VERSION, encoding: generation.encoding },
   })
-}
-
-/** What {@link verifyOlderGeneration} found, in the source's own numbering. */
-export interface OlderGenerationVerify {
-  readonly file: string
-  readonly version: number
-  readonly status: 'ok' | 'torn-tail' | 'damaged'
-  readonly headerMissing: boolean
-  readonly bytes: number
-  readonly events: number
-  readonly lastSeq: number
-  readonly tornTail: TornTail | null
-  readonly damage: JsonlStoreError | null
-}
-
-/**
- * Scans an older generation with its own format's reader (read-only) and reports its state,
- * in that format's numbering (v0: the header event is seq 0, so events are seq 1..n).
- *
- * @param context - File system, registry and limits.
- * @param request - The session directory, id and the generation.
- * @returns The report; damage is reported, not thrown.
- * @throws {@link JsonlStoreError} `NO_MIGRATION_PATH` (no reader for that format), open and read errors.
- */
-export async function verifyOlderGeneration(
-  context: GenerationStoreContext,
-  request: { readonly directory: string; readonly id: string; readonly generation: GenerationFile },
-): Promise<OlderGenerationVerify> {
-  const { generation } = request
-  const file = generationDisplay(request.id, generation)
-  const reader = generation.encoding === 'plain' ? GENERATION_READERS.get(generation.version) : undefined
-  if (reader === undefined) throw noReader(file, generation)
-  const handle = await openGeneration(context, { directory: request.directory, generation, file })
-  try {
-    const scan = await reader.scan(readFileChunks(handle, { chunkBytes: context.limits.readChunkBytes }), {
-      file,
-      limits: context.limits,
-      registry: context.registry,
-    })
-    return {
-      file,
-      version: generation.version,
-      status: scan.damage !== null ? 'damaged' : scan.tornTail !== null ? 'torn-tail' : 'ok',
-      headerMissing: scan.headerMissing,
-      bytes: scan.bytesRead,
-      events: scan.events,
-      lastSeq: scan.lastSeq,
-      tornTail: scan.tornTail,
-      damage: scan.damage,
-    }
-  } catch (error) {
-    throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
-  } finally {
-    await handle.close().catch(() => undefined)
-  }
 }
 
 /** A listing entry of an older generation. */

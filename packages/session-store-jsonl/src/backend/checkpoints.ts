@@ -13,8 +13,9 @@
  * A good envelope over body bytes of another size or checksum hands the core the bytes found:
  * the body carries its own checksum, so the core ignores it with a `CHECKPOINT_IGNORED`
  * warning (`checksum`, `decode`) instead of a silent replay.
- * The JSONL store API's own `projection.checkpoint.msgpack` (another format) is never read
- * here (ADR 2026-12-01-one-store-api).
+ * `projection.checkpoint.msgpack`, the checkpoint file of the JSONL store API of older
+ * versions (another format), is an orphan cache: never read or written here (ADR
+ * 2026-12-01-one-store-api).
  *
  * A seek point is a hint, never trusted alone: the read that uses it checks that the line
  * found there has the checksum the point recorded, and reads from byte 0 otherwise.
@@ -35,12 +36,12 @@ import { readCheckpointFile, writeCheckpointFile } from '../checkpoint-file.ts'
 import type { FsOps } from '../fs-ops.ts'
 import type { Held } from './held-lease.ts'
 import type { SeekPoint } from './seek-point.ts'
+import { CORE_CHECKPOINT_FILE_NAME } from '../layout.ts'
 import { crc32cHex } from '../line-codec.ts'
 import { portError, throwIfAborted } from './port-errors.ts'
 import { sessionDirectory } from './session-dirs.ts'
 
-/** The file the core's checkpoint is kept in, in the session directory. */
-export const CORE_CHECKPOINT_FILE_NAME = 'core.checkpoint'
+export { CORE_CHECKPOINT_FILE_NAME } from '../layout.ts'
 const ENVELOPE_FORMAT = 'agent-ledger.jsonl-core-checkpoint'
 const ENVELOPE_VERSION = 1
 /** The envelope line is short; past this without `\n` the file is not ours. */
@@ -319,10 +320,7 @@ export function checkpointCapability(context: CheckpointContext): CheckpointCapa
       } catch {
         return null
       }
-      const read = await readCheckpointFile(context.fs, directory, {
-        maxBytes: MAX_FILE_BYTES,
-        name: CORE_CHECKPOINT_FILE_NAME,
-      })
+      const read = await readCheckpointFile(context.fs, directory, MAX_FILE_BYTES)
       if (read.kind !== 'bytes') return null
       return decodeCheckpointFile(read.bytes)?.record ?? null
     },
@@ -346,7 +344,6 @@ export function checkpointCapability(context: CheckpointContext): CheckpointCapa
           directory,
           bytes,
           randomHex: context.randomHex,
-          name: CORE_CHECKPOINT_FILE_NAME,
         })
       } catch (error) {
         throw portError(

@@ -1,13 +1,29 @@
 /**
  * The JSONL backend's file views: what a session directory holds, which log is read, its
  * header line. For tools that show files (the CLI's `inspect`, `verify`, `list`); the core
- * never calls them. Read-only, wrapping the store's own views (`src/store/views.ts`).
+ * never calls them. Read-only.
  */
+import { join } from 'node:path'
+
+import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 import type { SignalOptions } from '@agent-ledger/session-store'
 
+import type { GenerationEncoding } from '../generations.ts'
+import { assertSessionId } from '../session-id.ts'
+import { listSessionFiles } from '../session-files.ts'
 import type { SessionFiles, SessionHeaderRead } from '../session-files.ts'
-import type { SessionStore as FileViews } from '../store/api.ts'
+import { summarizeOlderGeneration } from '../store-generations.ts'
+import { locateSessionLog } from '../zstd-session.ts'
 import { throwIfAborted, toPortError } from './port-errors.ts'
+import {
+  checkSessionDirectory,
+  generationContext,
+  isRefusal,
+  olderGeneration,
+  openCurrentLog,
+  peekHeader,
+} from './session-access.ts'
+import type { AccessContext } from './session-access.ts'
 
 /** The `files` capability of a {@link JsonlBackend}: read-only views of session directories. */
 export interface JsonlFilesCapability {
@@ -19,7 +35,7 @@ export interface JsonlFilesCapability {
   sessionDirectory(id: string): string
   /**
    * Lists a session's directory, each entry classified (log generations and encodings,
-   * quarantined torn tails, the writer lock, temp files, the projection checkpoint), the log
+   * quarantined torn tails, the writer lock, temp files, the core's `core.checkpoint`), the log
    * a read opens marked `current`, with its size.
    *
    * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, read errors (`details.jsonlCode`:
@@ -36,25 +52,22 @@ export interface JsonlFilesCapability {
 }
 
 /**
- * The `files` capability over the store's views of the same root.
+ * The `files` capability over the backend's root.
  *
- * @param views - A store of the backend's root (never used to write).
+ * @param ctx - File system, root, limits, registry, logger.
  * @param assertOpen - Throws `BACKEND_CLOSED` after the backend's close.
  * @returns The capability.
  */
-export function filesCapability(
-  views: Pick<FileViews, 'sessionDirectory' | 'sessionFiles' | 'readHeader'>,
-  assertOpen: () => void,
-): JsonlFilesCapability {
+export function filesCapability(ctx: AccessContext, assertOpen: () => void): JsonlFilesCapability {
   const guarded = async <T>(
     request: { readonly id: string; readonly what: string; readonly signal: SignalOptions['signal'] },
-    run: () => Promise<T>,
+    run: (id: string) => Promise<T>,
   ): Promise<T> => {
     const { id, what, signal } = request
     assertOpen()
     throwIfAborted(signal, `${what} of session ${id}`, id)
     try {
-      return await run()
+      return await run(assertSessionId(id))
     } catch (error) {
       throw toPortError(error, { sessionId: id, action: `${what.toLowerCase()} of session ${id}` })
     }
@@ -62,7 +75,7 @@ export function filesCapability(
   return {
     sessionDirectory(id) {
       try {
-        return views.sessionDirectory(id)
+        return join(ctx.root, assertSessionId(id))
       } catch (error) {
         throw toPortError(error, {
           sessionId: id,
@@ -71,8 +84,86 @@ export function filesCapability(
       }
     },
     sessionFiles: (id, options) =>
-      guarded({ id, what: 'List the files', signal: options?.signal }, () => views.sessionFiles(id)),
+      guarded({ id, what: 'List the files', signal: options?.signal }, (checked) =>
+        sessionFiles(ctx, checked),
+      ),
     readHeader: (id, options) =>
-      guarded({ id, what: 'Read the header', signal: options?.signal }, () => views.readHeader(id)),
+      guarded({ id, what: 'Read the header', signal: options?.signal }, (checked) =>
+        readHeader(ctx, checked),
+      ),
+  }
+}
+
+/** The directory and name of the log a read opens now: an older generation, or the v4 log. */
+async function currentLog(
+  ctx: AccessContext,
+  id: string,
+): Promise<{
+  readonly directory: string
+  readonly name: string
+  readonly encoding: GenerationEncoding
+  readonly version: number
+}> {
+  const older = await olderGeneration(ctx, id)
+  if (older !== null) {
+    return {
+      directory: older.directory,
+      name: older.source.file,
+      encoding: older.source.encoding,
+      version: older.source.version,
+    }
+  }
+  const directory = await checkSessionDirectory(ctx, id, { write: false })
+  const log = await locateSessionLog({
+    fs: ctx.fs,
+    directory,
+    id,
+    mode: 'read',
+    limits: ctx.limits,
+    logger: ctx.logger,
+  })
+  return { directory, name: log.name, encoding: log.encoding, version: SESSION_FORMAT_VERSION }
+}
+
+async function sessionFiles(ctx: AccessContext, id: string): Promise<SessionFiles> {
+  const log = await currentLog(ctx, id)
+  return listSessionFiles(ctx.fs, {
+    directory: log.directory,
+    id,
+    currentName: log.name,
+    version: log.version,
+    encoding: log.encoding,
+  })
+}
+
+async function readHeader(ctx: AccessContext, id: string): Promise<SessionHeaderRead> {
+  const older = await olderGeneration(ctx, id)
+  if (older !== null) {
+    const summary = await summarizeOlderGeneration(generationContext(ctx), {
+      directory: older.directory,
+      id,
+      generation: older.source,
+    })
+    return {
+      id,
+      header: summary.header,
+      file: summary.file,
+      version: summary.version,
+      encoding: older.source.encoding,
+    }
+  }
+  const { handle, log, adapter } = await openCurrentLog(ctx, id)
+  try {
+    const outcome = await peekHeader(ctx, { handle, adapter, id })
+    if (outcome.damage !== null && isRefusal(outcome.damage)) throw outcome.damage
+    return {
+      id,
+      header: outcome.header,
+      file: log.file,
+      version: SESSION_FORMAT_VERSION,
+      encoding: log.encoding,
+    }
+  } finally {
+    await handle.close().catch(() => undefined)
   }
 }

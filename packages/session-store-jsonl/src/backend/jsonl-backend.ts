@@ -42,7 +42,6 @@ import { resolveLimits } from '../limits.ts'
 import type { StoreLimits } from '../limits.ts'
 import { publishFile, removeStaleTemps } from '../publish.ts'
 import { assertSessionId } from '../session-id.ts'
-import { createSessionStore as createFileViews } from '../session-store.ts'
 import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions, WriterLock } from '../writer-lock.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
@@ -54,6 +53,7 @@ import { filesCapability } from './files.ts'
 import type { JsonlFilesCapability } from './files.ts'
 import { maintenanceCapabilities } from './maintenance.ts'
 import type { JsonlCompressCapability } from './maintenance.ts'
+import { processWarnings } from './session-access.ts'
 import { isOlderGeneration, olderHead, readOlderHeader, readOlderLines } from './older-read.ts'
 import type { OlderReadContext } from './older-read.ts'
 import { waitForAppend } from './follow.ts'
@@ -204,14 +204,11 @@ class JsonlBackendImpl implements JsonlBackend {
       }),
       ...maintenanceCapabilities({
         ...context,
-        lock: this.#lock,
-        registry: options.registry ?? coreEventRegistry,
+        lock: { ...this.#lock, randomHex: this.#randomHex },
+        registry: this.#older.registry,
         assertOpen: () => this.#open(),
       }),
-      files: filesCapability(
-        createFileViews({ root: this.root, fs: this.#fs, limits: this.#limits, lock: this.#lock }),
-        () => this.#open(),
-      ),
+      files: filesCapability({ ...this.#older, logger: processWarnings }, () => this.#open()),
     }
   }
 
@@ -590,7 +587,7 @@ class JsonlBackendImpl implements JsonlBackend {
 
   /**
    * The current v4 log opened for reading, or null when the session has only an older
-   * generation (read through migration in memory, as the JSONL store API reads it).
+   * generation (read through migration in memory).
    */
   async #openForRead(id: string): Promise<Awaited<ReturnType<typeof openLog>> | null> {
     try {

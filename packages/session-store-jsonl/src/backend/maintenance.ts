@@ -1,12 +1,13 @@
 /**
- * The JSONL backend's maintenance capabilities, wrapping the store's existing code:
- * `compress` and `migrate` run the `SessionStoreImpl` operations of the same root (each
- * takes the writer lock itself, so a live lease makes them `SESSION_LOCKED`), `quarantine`
- * lists the `<log>.torn-<offset>` files acquire made.
+ * The JSONL backend's maintenance capabilities: `compress` runs `compressSession` and
+ * `migrate` runs `migrateSession` in write mode (each takes the writer lock itself, never
+ * waiting, so a live lease makes them `SESSION_LOCKED`; a dry run migrates in memory and
+ * writes nothing), `quarantine` lists the `<log>.torn-<offset>` files acquire made.
  */
 import { join } from 'node:path'
 
-import type { EventRegistry } from '@agent-ledger/session-events'
+import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
+import type { EventRegistry, SessionHeader } from '@agent-ledger/session-events'
 import type {
   BackendProgress,
   CompressCapability,
@@ -17,17 +18,36 @@ import type {
   SignalOptions,
 } from '@agent-ledger/session-store'
 
-import { errnoOf } from '../fs-errors.ts'
+import { compressSession } from '../compress-session.ts'
+import type { CompressOptions, CompressResult } from '../compress-session.ts'
+import { errnoOf, toStoreError } from '../fs-errors.ts'
 import type { FsOps } from '../fs-ops.ts'
 import { listGenerations } from '../generations.ts'
-import { isQuarantineFileName } from '../layout.ts'
+import { JsonlErrorCode } from '../jsonl-store-error.ts'
+import { isQuarantineFileName, LOG_FILE_NAME } from '../layout.ts'
 import type { StoreLimits } from '../limits.ts'
-import { createSessionStore } from '../session-store.ts'
+import { migrateSession } from '../migration/migrate-session.ts'
+import type { MigrationProgress } from '../migration/migrate-session.ts'
+import { removeStaleTemps } from '../publish.ts'
 import { assertSessionId } from '../session-id.ts'
+import { readOlderGeneration } from '../store-generations.ts'
+import type { MigrationReport } from '../store-generations.ts'
+import { acquireWriterLock } from '../writer-lock.ts'
 import type { LockOptions } from '../writer-lock.ts'
 import { sessionLog } from '../zstd-session.ts'
 import { throwIfAborted, toPortError } from './port-errors.ts'
 import { sessionDirectory } from './session-dirs.ts'
+import {
+  checkSessionDirectory,
+  generationContext,
+  generationFork,
+  isRefusal,
+  olderGeneration,
+  openCurrentLog,
+  peekHeader,
+  processWarnings,
+} from './session-access.ts'
+import type { AccessContext } from './session-access.ts'
 
 /**
  * Options of the JSONL `compress` capability: the port's, plus the frame size and level of
@@ -55,10 +75,16 @@ export interface MaintenanceContext {
   readonly fs: FsOps
   readonly root: string
   readonly limits: StoreLimits
-  readonly lock: Partial<LockOptions>
+  /** Writer-lock settings, with the backend's `randomHex` (temp names) and `timeoutMs: 0`. */
+  readonly lock: Partial<LockOptions> & { readonly randomHex: (byteCount: number) => string }
   readonly registry: EventRegistry
   /** Throws `BACKEND_CLOSED` after the backend's close. */
   readonly assertOpen: () => void
+}
+
+/** The file access of maintenance, with the writer-lock settings. */
+interface MaintenanceAccess extends AccessContext {
+  readonly lock: MaintenanceContext['lock']
 }
 
 function checkedId(id: string): string {
@@ -87,14 +113,7 @@ export function maintenanceCapabilities(context: MaintenanceContext): {
   readonly migrate: MigrateCapability
   readonly quarantine: QuarantineCapability
 } {
-  // One store of the same root, for the operations it already implements (never for writes).
-  const store = createSessionStore({
-    root: context.root,
-    fs: context.fs,
-    limits: context.limits,
-    lock: context.lock,
-    registry: context.registry,
-  })
+  const access: MaintenanceAccess = { ...context, logger: processWarnings }
   return {
     compress: {
       async compress(id, options) {
@@ -103,7 +122,7 @@ export function maintenanceCapabilities(context: MaintenanceContext): {
         throwIfAborted(options?.signal, `Compressing session ${checked}`, checked)
         const report = reporter(options)
         try {
-          const result = await store.compress(checked, {
+          const result = await compress(access, checked, {
             ...(options?.frameBytes === undefined ? {} : { frameBytes: options.frameBytes }),
             ...(options?.level === undefined ? {} : { level: options.level }),
             ...(options?.hooks === undefined ? {} : { hooks: options.hooks }),
@@ -137,7 +156,7 @@ export function maintenanceCapabilities(context: MaintenanceContext): {
         throwIfAborted(options?.signal, `Migrating session ${checked}`, checked)
         const report = reporter(options)
         try {
-          const result = await store.migrate(checked, {
+          const result = await migrate(access, checked, {
             dryRun: options?.dryRun === true,
             ...(report === undefined
               ? {}
@@ -188,4 +207,149 @@ async function listQuarantine(
     throw toPortError(error, { sessionId: checked, action: `list the quarantine of session ${checked}` })
   }
   return records
+}
+
+/** Compresses (plain -> zstd) or reseals one session, after the version check made before any lock. */
+async function compress(
+  ctx: MaintenanceAccess,
+  id: string,
+  options: CompressOptions,
+): Promise<CompressResult> {
+  // V1: refuse a newer version before taking the lock or writing anything.
+  {
+    const { handle, adapter } = await openCurrentLog(ctx, id)
+    try {
+      const peek = await peekHeader(ctx, { handle, adapter, id })
+      if (peek.damage !== null && isRefusal(peek.damage)) throw peek.damage
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+  }
+  const directory = await checkSessionDirectory(ctx, id, { write: true })
+  return compressSession(
+    {
+      fs: ctx.fs,
+      directory,
+      id,
+      limits: ctx.limits,
+      registry: ctx.registry,
+      logger: ctx.logger,
+      lock: ctx.lock,
+      randomHex: ctx.lock.randomHex,
+    },
+    options,
+  )
+}
+
+/** Publishes the v4 generation of a session whose current one is older (or, with `dryRun`, migrates it in memory). */
+async function migrate(
+  ctx: MaintenanceAccess,
+  id: string,
+  options: {
+    readonly dryRun: boolean
+    readonly onProgress?: ((progress: MigrationProgress) => void) | undefined
+  },
+): Promise<MigrationReport> {
+  const { dryRun } = options
+  const target = `${id}/${LOG_FILE_NAME}`
+  const older = await olderGeneration(ctx, id)
+  if (older === null) return upToDate(ctx, id, dryRun)
+  if (dryRun) {
+    const { migration, events } = await readOlderGeneration(generationContext(ctx), {
+      directory: older.directory,
+      id,
+      source: older.source,
+      onProgress: options.onProgress,
+    })
+    return {
+      id,
+      dryRun,
+      outcome: 'dry-run',
+      from: migration.source.file,
+      fromVersion: older.source.version,
+      to: target,
+      toVersion: SESSION_FORMAT_VERSION,
+      events,
+      lastSeq: migration.lastSeq,
+      ignoredUnknown: migration.source.ignoredUnknown,
+      bytesWritten: 0,
+      sha256: null,
+      sourceTornTail: migration.source.tornTail,
+      header: migration.header,
+    }
+  }
+  const directory = await checkSessionDirectory(ctx, id, { write: true })
+  const lock = await acquireWriterLock(ctx.fs, directory, ctx.lock)
+  let result
+  try {
+    await removeStaleTemps(ctx.fs, directory)
+    result = await migrateSession({
+      mode: 'write',
+      fs: ctx.fs,
+      directory,
+      sessionId: id,
+      source: older.source,
+      registry: ctx.registry,
+      limits: ctx.limits,
+      lock,
+      randomHex: ctx.lock.randomHex,
+      ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+    })
+  } catch (error) {
+    throw toStoreError(error, {
+      op: 'migrate',
+      file: `${id}/${older.source.file}`,
+      fallback: JsonlErrorCode.WRITE_FAILED,
+    })
+  } finally {
+    await lock.release().catch(() => undefined)
+  }
+  const { source } = result
+  return {
+    id,
+    dryRun,
+    outcome: result.outcome === 'published' ? 'migrated' : result.outcome,
+    from: source === null ? null : source.file,
+    fromVersion: source === null ? null : source.generation.version,
+    to: target,
+    toVersion: SESSION_FORMAT_VERSION,
+    events: source === null ? null : result.lastSeq + 1,
+    lastSeq: source === null ? null : result.lastSeq,
+    ignoredUnknown: source === null ? null : source.ignoredUnknown,
+    bytesWritten: result.outcome === 'published' ? result.size : 0,
+    sha256: result.outcome === 'published' ? result.sha256 : null,
+    sourceTornTail: source === null ? null : source.tornTail,
+    header: result.header,
+  }
+}
+
+/** `migrate` of a session already in the current format: checked for a fork of its source, nothing written. */
+async function upToDate(ctx: AccessContext, id: string, dryRun: boolean): Promise<MigrationReport> {
+  const { handle, directory, adapter } = await openCurrentLog(ctx, id)
+  let header: SessionHeader | null
+  try {
+    const peek = await peekHeader(ctx, { handle, adapter, id })
+    if (peek.damage !== null) throw peek.damage
+    header = peek.header
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+  const fork = await generationFork(ctx, header, { id, directory })
+  if (fork !== null) throw fork
+  return {
+    id,
+    dryRun,
+    outcome: 'up-to-date',
+    from: null,
+    fromVersion: null,
+    to: `${id}/${LOG_FILE_NAME}`,
+    toVersion: SESSION_FORMAT_VERSION,
+    events: null,
+    lastSeq: null,
+    ignoredUnknown: null,
+    bytesWritten: 0,
+    sha256: null,
+    sourceTornTail: null,
+    header,
+  }
 }

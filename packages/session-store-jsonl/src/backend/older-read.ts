@@ -1,6 +1,6 @@
 /**
  * Reading a session whose only log is an older generation (a v0 `session.jsonl`) through
- * the port, as the JSONL store API reads it: migrated in memory by the `migrate`
+ * the port: migrated in memory by the `migrate`
  * capability's own code (`migrateSession` in read mode: every source line checked, every
  * event validated), handed to the core as the exact v4 lines a migration would write.
  * Nothing is written: no lock, no temp file, the old file untouched. A write open is still

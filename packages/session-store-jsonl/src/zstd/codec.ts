@@ -33,7 +33,7 @@ export interface ZstdCodec {
   compressFrame(content: Uint8Array, level: number): Uint8Array
   /**
    * {@link compressFrame} off the event loop (`node:zlib`: the libuv thread pool; zstd-codec:
-   * a worker thread), for bulk work such as `store.compress`. Several calls may be in flight;
+   * a worker thread), for bulk work such as `compress`. Several calls may be in flight;
    * each resolves with exactly one complete frame.
    *
    * @throws {@link ZstdFrameError} as {@link compressFrame}.

@@ -1,6 +1,6 @@
 /**
  * Compression with the zstd-codec wasm build on a worker thread (Node 20, where `node:zlib`
- * has no Zstandard): `store.compress` and reseals compress megabytes per frame, which would
+ * has no Zstandard): `compress` and reseals compress megabytes per frame, which would
  * otherwise hold the event loop for the whole run.
  *
  * The worker's code is a CommonJS string evaluated by `new Worker(..., { eval: true })`, so

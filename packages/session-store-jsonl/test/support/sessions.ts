@@ -11,16 +11,10 @@ import type { EventInput } from '@agent-ledger/session-events'
 
 import type { SessionStoreWarning } from '@agent-ledger/session-store'
 
-import { createJsonlStore, createSessionStore, nodeFsOps } from '../../src/index.ts'
+import { createJsonlStore, nodeFsOps } from '../../src/index.ts'
 import { encodeJsonLine, resolveLimits } from '../../src/format.ts'
 import { decodeV4Header } from '../../src/log-format.ts'
-import type {
-  FsOps,
-  JsonlStore,
-  JsonlStoreOptions,
-  SessionStore,
-  SessionStoreOptions,
-} from '../../src/index.ts'
+import type { FsOps, JsonlStore, JsonlStoreOptions } from '../../src/index.ts'
 
 /** A fresh 0700 directory under the OS temp dir; removed by the returned cleanup. */
 export function makeTempDir(prefix = 'al-store-'): { path: string; cleanup: () => void } {
@@ -34,30 +28,10 @@ function steppingClock(start = Date.UTC(2026, 0, 1)): () => string {
   return () => new Date(start + 1000 * tick++).toISOString()
 }
 
-/** A store over `root` with a deterministic clock, no timer flushes, and warnings collected. */
-export function testStore(
-  root: string,
-  options: Partial<SessionStoreOptions> = {},
-): { store: SessionStore; warnings: { message: string; details?: Record<string, unknown> }[] } {
-  const warnings: { message: string; details?: Record<string, unknown> }[] = []
-  const store = createSessionStore({
-    root,
-    clock: steppingClock(),
-    flush: { maxDelayMs: 0 },
-    logger: {
-      warn(message, details) {
-        warnings.push(details === undefined ? { message } : { message, details })
-      },
-    },
-    ...options,
-  })
-  return { store, warnings }
-}
-
 /**
  * The one store API over `root` for tests: the core over the JSONL backend
- * (`createJsonlStore`), with the same deterministic clock as {@link testStore}, a fixed lease
- * owner, and the core's warnings collected. Tests of the JSONL store API move onto this (issue 23).
+ * (`createJsonlStore`), with a deterministic clock (one second per call from 2026-01-01), a
+ * fixed lease owner, and the core's warnings collected.
  */
 export function coreTestStore(
   root: string,
@@ -146,18 +120,6 @@ export function closedSessionInputs(count: number): EventInput[] {
     })
   }
   return inputs.slice(0, count)
-}
-
-/** Writes a session through the library: create, append `inputs`, flush, close. Returns the log path. */
-export async function writeSession(
-  store: SessionStore,
-  id: string,
-  inputs: readonly EventInput[],
-): Promise<string> {
-  const writer = await store.create({ id, header: { cwd: '/srv/project' } })
-  for (const input of inputs) writer.append(input)
-  await writer.close()
-  return join(store.sessionDirectory(id), 'session.v4.jsonl')
 }
 
 /** sha256, size, inode and mtime of a file: "touching nothing" means all four are unchanged. */
