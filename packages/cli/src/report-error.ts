@@ -75,12 +75,32 @@ export interface ErrorJson {
 }
 
 /**
+ * What the CLI reports for an error: the JSONL store's own error when a port error of the
+ * JSONL backend carries one as its cause (its code, file, line and wording are the precise
+ * ones: `SYMLINK_REFUSED` rather than `BACKEND_FAILED`), else the error itself.
+ *
+ * @param error - Anything thrown.
+ * @returns The error to report.
+ */
+function reported(error: unknown): unknown {
+  if (
+    SessionStoreError.is(error) &&
+    JsonlStoreError.is(error.cause) &&
+    error.details?.['jsonlCode'] !== undefined
+  ) {
+    return error.cause
+  }
+  return error
+}
+
+/**
  * The exit code for an error thrown by a command.
  *
  * @param error - Anything thrown.
  * @returns 1 for damage and refusals, 2 for usage and I/O errors.
  */
-export function exitCodeOf(error: unknown): ExitCode {
+export function exitCodeOf(thrown: unknown): ExitCode {
+  const error = reported(thrown)
   if (CliError.is(error)) return error.exitCode
   if (ProjectionError.is(error)) return ExitCode.DAMAGE
   if (JsonlStoreError.is(error) || isCodedError(error)) {
@@ -127,7 +147,8 @@ export function formatErrorLine(error: unknown, context: ErrorContext): string {
   return `agent-ledger: ${terminalSafe(describeError(error, context))}\n`
 }
 
-function describeError(error: unknown, context: ErrorContext): string {
+function describeError(thrown: unknown, context: ErrorContext): string {
+  const error = reported(thrown)
   if (CliError.is(error)) return `${error.code}: ${error.message}`
   if (JsonlStoreError.is(error)) {
     const file = shownFile(error.file, context)
@@ -173,7 +194,8 @@ function describeError(error: unknown, context: ErrorContext): string {
  * @param context - The root and the working directory.
  * @returns Plain JSON data.
  */
-export function errorJson(error: unknown, context: ErrorContext): ErrorJson {
+export function errorJson(thrown: unknown, context: ErrorContext): ErrorJson {
+  const error = reported(thrown)
   if (CliError.is(error)) {
     return {
       code: error.code,

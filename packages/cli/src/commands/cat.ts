@@ -71,10 +71,7 @@ export const catCommand: CommandSpec = {
       ...(fromSeq === undefined ? {} : { fromSeq }),
       ...(toSeq === undefined ? {} : { toSeq }),
     }
-    const events =
-      target.kind === 'database'
-        ? target.store.readEvents(target.id, range)
-        : context.store(target.location.root).readEvents(target.location.id, range)
+    const events = target.store.readEvents(target.id, range)
     let found = false
     for await (const event of events) {
       found = true
