@@ -2,9 +2,9 @@ import { lstat, readdir } from 'node:fs/promises'
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path'
 
 import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
-import { SessionStoreError } from '@agent-ledger/session-store'
+import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type { SessionStore } from '@agent-ledger/session-store'
-import { asJsonlBackend, JsonlErrorCode, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
+import { asJsonlBackend } from '@agent-ledger/session-store-jsonl'
 import type { JsonlFilesCapability, SessionFileKind, SessionFiles } from '@agent-ledger/session-store-jsonl'
 import { parseGenerationFileName } from '@agent-ledger/session-store-jsonl/format'
 
@@ -22,20 +22,16 @@ export interface StoreSource {
 }
 
 /**
- * The JSONL store's own code behind an error: a `JsonlStoreError`'s code, or the
- * `details.jsonlCode` the JSONL backend puts on the port error it maps one to (then the
- * error's own code when it has none).
+ * The JSONL backend's own code behind a store error: the `details.jsonlCode` the backend
+ * puts on the port error it maps one to, else the error's code.
  *
  * @param error - Anything thrown.
- * @returns The code, or undefined for an error without one.
+ * @returns The code, or undefined for an error that is not a store error.
  */
-export function jsonlCodeOf(error: unknown): string | undefined {
-  if (JsonlStoreError.is(error)) return error.code
-  if (SessionStoreError.is(error)) {
-    const inner = error.details?.['jsonlCode']
-    return typeof inner === 'string' ? inner : error.code
-  }
-  return undefined
+function jsonlCodeOf(error: unknown): string | undefined {
+  if (!SessionStoreError.is(error)) return undefined
+  const inner = error.details?.['jsonlCode']
+  return typeof inner === 'string' ? inner : error.code
 }
 
 /**
@@ -182,7 +178,7 @@ export async function resolveSession(argument: string, context: StoreSource): Pr
     // A store root named as a session: its parent may be no store root at all (UNSAFE_ROOT).
     const sessions = await sessionsIn(context, directory)
     if (sessions > 0) throw storeRootNamed(shown, sessions)
-    if (code === JsonlErrorCode.UNSAFE_ROOT) throw error
+    if (code === 'UNSAFE_ROOT') throw error
     throw new CliError({
       code: CliErrorCode.NOT_A_SESSION,
       message: `${shown} is not a session directory: expected a session log inside it, found none`,
@@ -225,9 +221,9 @@ function notALog(shown: string, kind: SessionFileKind | null): CliError {
 
 /** Store errors that mean "no session here" when asked about a `<session>` argument. */
 const NOT_A_SESSION_CODES: ReadonlySet<string> = new Set([
-  JsonlErrorCode.SESSION_NOT_FOUND,
-  JsonlErrorCode.INVALID_SESSION_ID,
-  JsonlErrorCode.UNSAFE_ROOT,
+  SessionStoreErrorCode.SESSION_NOT_FOUND,
+  SessionStoreErrorCode.INVALID_SESSION_ID,
+  'UNSAFE_ROOT',
 ])
 
 /** How many sessions the store lists when `directory` is taken as a store root (0 when it is none). */

@@ -8,8 +8,7 @@ import type {
   SourceFormat,
 } from '@agent-ledger/import'
 import type { LoggedEvent } from '@agent-ledger/session-events'
-import { DEFAULT_REDACTION_POLICY } from '@agent-ledger/session-store-jsonl'
-import { redactJson } from '@agent-ledger/session-store-jsonl/format'
+import { DEFAULT_REDACTION_POLICY } from '@agent-ledger/session-store'
 import type { SessionStore, SessionWriter } from '@agent-ledger/session-store'
 
 import type { Progress } from '../progress.ts'
@@ -30,9 +29,25 @@ export interface SessionOutcome {
   readonly appended?: number
 }
 
-/** What the store would write for an event (its redaction), for comparing with what it holds. */
+/**
+ * `value` with `redact` applied to every string in it (object keys untouched), the same
+ * object when nothing changed.
+ */
+function redactStrings(value: unknown, redact: (text: string) => string): unknown {
+  if (typeof value === 'string') return redact(value)
+  if (Array.isArray(value)) {
+    const items = value.map((item: unknown) => redactStrings(item, redact))
+    return items.some((item, index) => item !== value[index]) ? items : value
+  }
+  if (typeof value !== 'object' || value === null) return value
+  const entries = Object.entries(value).map(([key, item]) => [key, redactStrings(item, redact)] as const)
+  const record = value as Record<string, unknown>
+  return entries.some(([key, item]) => item !== record[key]) ? Object.fromEntries(entries) : value
+}
+
+/** What the store would write for an event (the core's default redaction, the store's policy), for comparing with what it holds. */
 function redacted(event: LoggedEvent): LoggedEvent {
-  const data = redactJson(event.data, (value) => DEFAULT_REDACTION_POLICY.redact(value))
+  const data = redactStrings(event.data, (text) => DEFAULT_REDACTION_POLICY.redact(text))
   return data === event.data ? event : ({ ...event, data } as LoggedEvent)
 }
 

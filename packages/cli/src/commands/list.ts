@@ -75,83 +75,38 @@ interface FileFacts {
 }
 
 /**
- * Lists every session of a store, page by page. A directory store adds each session's file
- * facts (the JSONL backend's `files` capability: log, size, modification time) where a
- * database shows the event count.
+ * Lists every session of a store, page by page: one path for every store. A directory store
+ * adds each session's file facts (the JSONL backend's `files` capability: log, size,
+ * modification time) and lists by id; a database shows the event count and lists most
+ * recently updated first.
  */
 async function listStore(context: CommandContext, scope: StoreScope, json: boolean): Promise<number> {
   const listing = await listAllSessions(scope.store)
   const problems = [...listing.problems]
-  const sessions: (SessionSummary & { readonly facts: FileFacts | null })[] = []
+  const rows: { readonly session: SessionSummary; readonly facts: FileFacts | null }[] = []
   for (const session of listing.sessions) {
-    if (scope.root === null) {
-      sessions.push({ ...session, facts: null })
-      continue
-    }
     try {
-      sessions.push({ ...session, facts: await fileFacts(scope, session.id) })
+      rows.push({ session, facts: scope.root === null ? null : await fileFacts(scope, session.id) })
     } catch (error) {
       if (!SessionStoreError.is(error)) throw error
       problems.push({ id: session.id, error })
     }
   }
   // The order of a directory listing: by id (the files are the facts, not the update times).
-  if (scope.root !== null) sessions.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  if (scope.root !== null && json) {
-    await context.out.write(
-      `${stringifyJson(
-        {
-          sessions: sessions.map((session) => ({
-            id: session.id,
-            createdAt: session.header.createdAt,
-            parentSession: session.header.parentSession ?? null,
-            file: session.facts?.file,
-            bytes: session.facts?.bytes,
-            modifiedAt: session.facts?.modifiedAt,
-            header: session.header,
-          })),
-          problems: problems.map((problem) => ({
-            id: problem.id,
-            error: errorJson(problem.error, context.errorContext),
-          })),
-        },
-        2,
-      )}\n`,
-    )
-    return ExitCode.OK
-  }
-  if (scope.root !== null) {
-    if (sessions.length === 0 && problems.length === 0) {
-      await context.out.write('no sessions\n')
-      return ExitCode.OK
-    }
-    for (const session of sessions) {
-      const parent = session.header.parentSession
-      await context.out.write(
-        `${terminalSafe(session.id)}  created ${terminalSafe(session.header.createdAt)}${parent === undefined ? '' : `  fork of ${terminalSafe(parent)}`}  ${formatBytes(session.facts?.bytes ?? 0)}  modified ${session.facts?.modifiedAt ?? '?'}\n`,
-      )
-    }
-    for (const problem of problems) {
-      await context.out.write(
-        `${terminalSafe(problem.id)}  PROBLEM ${formatErrorLine(problem.error, context.errorContext).replace(/^agent-ledger: /, '')}`,
-      )
-    }
-    await context.out.write(
-      `${sessions.length} session${sessions.length === 1 ? '' : 's'}${problems.length === 0 ? '' : `, ${problems.length} problem${problems.length === 1 ? '' : 's'}`}\n`,
-    )
-    return ExitCode.OK
-  }
+  if (scope.root !== null)
+    rows.sort((a, b) => (a.session.id < b.session.id ? -1 : a.session.id > b.session.id ? 1 : 0))
   if (json) {
     await context.out.write(
       `${stringifyJson(
         {
-          store: scope.where,
-          sessions: sessions.map((session) => ({
+          ...(scope.root === null ? { store: scope.where } : {}),
+          sessions: rows.map(({ session, facts }) => ({
             id: session.id,
             createdAt: session.header.createdAt,
             parentSession: session.header.parentSession ?? null,
-            events: session.events ?? null,
-            modifiedAt: session.updatedAt ?? null,
+            ...(facts === null
+              ? { events: session.events ?? null, modifiedAt: session.updatedAt ?? null }
+              : { file: facts.file, bytes: facts.bytes, modifiedAt: facts.modifiedAt }),
             header: session.header,
           })),
           problems: problems.map((problem) => ({
@@ -164,14 +119,17 @@ async function listStore(context: CommandContext, scope: StoreScope, json: boole
     )
     return ExitCode.OK
   }
-  if (sessions.length === 0 && problems.length === 0) {
-    await context.out.write(`no sessions in ${scope.where}\n`)
+  // A database is named in the text; a directory is the argument the user typed.
+  const where = scope.root === null ? ` in ${scope.where}` : ''
+  if (rows.length === 0 && problems.length === 0) {
+    await context.out.write(`no sessions${where}\n`)
     return ExitCode.OK
   }
-  for (const session of sessions) {
+  for (const { session, facts } of rows) {
     const parent = session.header.parentSession
+    const size = facts === null ? `${session.events ?? '?'} events` : formatBytes(facts.bytes)
     await context.out.write(
-      `${terminalSafe(session.id)}  created ${terminalSafe(session.header.createdAt)}${parent === undefined ? '' : `  fork of ${terminalSafe(parent)}`}  ${session.events ?? '?'} events  modified ${session.updatedAt ?? '?'}\n`,
+      `${terminalSafe(session.id)}  created ${terminalSafe(session.header.createdAt)}${parent === undefined ? '' : `  fork of ${terminalSafe(parent)}`}  ${size}  modified ${facts?.modifiedAt ?? session.updatedAt ?? '?'}\n`,
     )
   }
   for (const problem of problems) {
@@ -180,7 +138,7 @@ async function listStore(context: CommandContext, scope: StoreScope, json: boole
     )
   }
   await context.out.write(
-    `${sessions.length} session${sessions.length === 1 ? '' : 's'}${problems.length === 0 ? '' : `, ${problems.length} problem${problems.length === 1 ? '' : 's'}`} in ${scope.where}\n`,
+    `${rows.length} session${rows.length === 1 ? '' : 's'}${problems.length === 0 ? '' : `, ${problems.length} problem${problems.length === 1 ? '' : 's'}`}${where}\n`,
   )
   return ExitCode.OK
 }

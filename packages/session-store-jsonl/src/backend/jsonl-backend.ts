@@ -15,6 +15,7 @@ import { coreEventRegistry } from '@agent-ledger/session-events'
 import type { EventRegistry } from '@agent-ledger/session-events'
 import { seedBatches, SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type {
+  AbortSignalLike,
   AcquireOptions,
   AcquireResult,
   AppendBatch,
@@ -344,6 +345,7 @@ class JsonlBackendImpl implements JsonlBackend {
       })
     }
     const directory = await sessionDirectory(this.#fs, this.root, checked)
+    await this.#migrateOlder(checked, directory, options.signal)
     const before = await readLease(this.#fs, directory, checked)
     const now = this.#now()
     const lock = await takeLock(this.#leaseContext, checked, { directory, before, now, options })
@@ -383,6 +385,19 @@ class JsonlBackendImpl implements JsonlBackend {
       await lock.release().catch(() => undefined)
       throw toPortError(error, { sessionId: checked, action: `acquire session ${checked}` })
     }
+  }
+
+  /**
+   * A write open of a session whose only log is an older generation (a v0 `session.jsonl`)
+   * first publishes its v4 generation through the `migrate` capability (FORMAT.md 14.3),
+   * then appends go there; the older file stays byte for byte. One `readdir` otherwise.
+   */
+  async #migrateOlder(id: string, directory: string, signal: AbortSignalLike | undefined): Promise<void> {
+    const generations = await listGenerations(this.#fs, directory).catch((error: unknown) => {
+      throw toPortError(error, { sessionId: id, action: `list the logs of session ${id}` })
+    })
+    if (generations.length === 0 || generations.some((generation) => generation.version >= 4)) return
+    await this.capabilities.migrate.migrate(id, { signal })
   }
 
   #heldFor(lease: WriterLease): Held {
@@ -595,7 +610,7 @@ class JsonlBackendImpl implements JsonlBackend {
 
   list(query: ListQuery): Promise<ListPage> {
     this.#open()
-    return listSessions({ fs: this.#fs, root: this.root, limits: this.#limits }, query)
+    return listSessions(this.#older, query)
   }
 
   async close(): Promise<void> {
