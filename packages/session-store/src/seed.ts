@@ -273,7 +273,9 @@ export async function planForkedSession(context: CoreContext, request: ForkPlanR
       seq: atSeq,
       // The boundary line when the session reaches it, else the log the prefix was read from.
       location:
-        scan.lastSeq === atSeq || lastLocation?.file === undefined ? lastLocation : { file: lastLocation.file },
+        scan.lastSeq === atSeq || lastLocation?.file === undefined
+          ? lastLocation
+          : { file: lastLocation.file },
       message: `Cannot fork ${id} at seq ${atSeq}: ${error instanceof Error ? error.message : String(error)} (the session has ${scan.lastSeq + 1} events).`,
       details: { projectionCode: (error as { code?: unknown }).code ?? null, lastSeq: scan.lastSeq },
       cause: error,

@@ -31,7 +31,7 @@ function capability<TName extends 'migrate' | 'compress'>(
   name: TName,
 ): NonNullable<BackendCapabilities[TName]> {
   const found = store.backend.capabilities[name]
-  if (found !== undefined) return found as NonNullable<BackendCapabilities[TName]>
+  if (found !== undefined) return found
   throw new CliError({
     code: CliErrorCode.UNSUPPORTED_BACKEND,
     message: `${command} needs the ${name} capability, found the ${store.backend.name} backend without it`,
