@@ -62,7 +62,7 @@ async function readSession(
   for await (const event of reader.readEvents(id)) events.push(event)
   const read = await reader.openReader(id)
   expect(read.projection.nextSeq).toBe(events.length)
-  return { header: read.header as unknown as SessionHeader, events }
+  return { header: read.header, events }
 }
 
 async function until(what: string, check: () => boolean, detail: () => string): Promise<void> {
