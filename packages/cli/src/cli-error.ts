@@ -11,7 +11,7 @@ export const ExitCode = {
 } as const
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode]
 
-/** Why the CLI itself refused a command (store errors keep their own `JsonlErrorCode`). Branch on these, never on `message`. */
+/** Why the CLI itself refused a command (store errors keep the codes of the core and its backends). Branch on these, never on `message`. */
 export const CliErrorCode = {
   /** The arguments do not match the command's usage. */
   USAGE: 'USAGE',

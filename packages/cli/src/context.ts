@@ -1,14 +1,14 @@
-import { createSessionStore, nodeFsOps } from '@agent-ledger/session-store-jsonl'
-import type { FileHandleOps, FsOps, SessionStore, StoreLogger } from '@agent-ledger/session-store-jsonl'
+import { nodeFsOps } from '@agent-ledger/session-store-jsonl'
+import type { FileHandleOps, FsOps } from '@agent-ledger/session-store-jsonl'
 
-import type { SessionStore as CoreStore } from '@agent-ledger/session-store'
+import type { SessionStore } from '@agent-ledger/session-store'
 
 import { Output, statusLineIo } from './io.ts'
 import type { CliIo, StatusIo } from './io.ts'
 import { errorJson, formatErrorLine } from './report-error.ts'
 import type { ErrorContext } from './report-error.ts'
-import { coreStore, openBackend } from './open-store.ts'
-import type { SessionTarget, StoreSpec } from './open-store.ts'
+import { openStore } from './open-store.ts'
+import type { OpenStoreOptions, SessionTarget, StoreSpec } from './open-store.ts'
 import { terminalSafe } from './terminal-text.ts'
 
 /** What every command gets: the streams, buffered stdout, the working directory and shared helpers. */
@@ -27,7 +27,9 @@ export class CommandContext {
   writes = false
   /** The command's `<session>`, once resolved (see `resolveTarget`). */
   target: SessionTarget | null = null
-  readonly #databases = new Map<string, Promise<CoreStore>>()
+  readonly #stores = new Map<string, Promise<SessionStore>>()
+  /** The log whose reads are reported, and to whom (see {@link watchReads}). */
+  #watch: { readonly path: string; readonly onRead: (bytesSoFar: number) => void } | null = null
 
   /** @param io - The CLI's streams and environment. */
   constructor(io: CliIo) {
@@ -38,39 +40,74 @@ export class CommandContext {
   }
 
   /**
-   * The core store over a database store, opened once per command and closed by {@link closeStores}.
-   * Read-only commands refuse a schema that is not current (`SCHEMA_BEHIND`: run `agent-ledger db
-   * migrate`); write commands apply pending migrations.
+   * The store of a spec (a directory or a database), opened once per command and closed by
+   * {@link closeStores}: the one way a command gets a store. Read-only commands refuse a
+   * PostgreSQL schema that is not current (`SCHEMA_BEHIND`: run `agent-ledger db migrate`);
+   * write commands apply pending migrations. A directory store's warnings go to stderr, and
+   * reads of the log named by {@link watchReads} are reported for progress lines.
    *
    * @param spec - The store.
    * @returns The core store.
    */
-  database(spec: StoreSpec): Promise<CoreStore> {
-    const key = spec.kind === 'jsonl' ? spec.root : spec.url
-    let opened = this.#databases.get(key)
+  store(spec: StoreSpec): Promise<SessionStore> {
+    const key = spec.kind === 'jsonl' ? `jsonl:${spec.root}` : `postgres:${spec.url}`
+    if (spec.kind === 'jsonl') this.root = spec.root
+    let opened = this.#stores.get(key)
     if (opened === undefined) {
-      opened = openBackend(spec, { migrate: this.writes }).then((backend) =>
-        coreStore(backend, () => this.clock()),
-      )
-      this.#databases.set(key, opened)
+      opened = openStore(spec, this.storeOptions({ fs: this.#watchedFs() }))
+      this.#stores.set(key, opened)
     }
     return opened
   }
 
   /**
-   * Closes `store` with the others when the command ends.
+   * The options every store of this command is opened with (a caller opening its own store,
+   * e.g. with another clock or registry, starts from these).
    *
-   * @param store - A core store the command opened itself.
+   * @param extra - Options that replace the defaults.
+   * @returns The options.
    */
-  adopt(store: CoreStore): void {
-    this.#databases.set(`adopted:${this.#databases.size}`, Promise.resolve(store))
+  storeOptions(extra: Partial<OpenStoreOptions> = {}): OpenStoreOptions {
+    return {
+      clock: () => this.clock(),
+      migrate: this.writes,
+      onWarning: (warning) => this.notice('warning', warning.message),
+      ...extra,
+    }
   }
 
-  /** Closes every store {@link database} opened (their connection pools). Never throws. */
+  /**
+   * Closes `store` with the others when the command ends.
+   *
+   * @param store - A store the command opened itself (with {@link storeOptions}).
+   */
+  adopt(store: SessionStore): void {
+    this.#stores.set(`adopted:${this.#stores.size}`, Promise.resolve(store))
+  }
+
+  /**
+   * Reports reads of `path` (bytes read so far) from now on, for progress lines.
+   *
+   * @param path - The log file (absolute).
+   * @param onRead - Called with the furthest byte read.
+   */
+  watchReads(path: string, onRead: (bytesSoFar: number) => void): void {
+    this.#watch = { path, onRead }
+  }
+
+  /** Closes every store {@link store} opened (their connection pools). Never throws. */
   async closeStores(): Promise<void> {
-    const opened = [...this.#databases.values()]
-    this.#databases.clear()
+    const opened = [...this.#stores.values()]
+    this.#stores.clear()
     await Promise.allSettled(opened.map(async (store) => (await store).close()))
+  }
+
+  /** The real file system, reporting reads of the watched log (if any) to its callback. */
+  #watchedFs(): FsOps {
+    return watchedFs(
+      (path) => this.#watch?.path === path,
+      (bytes) => this.#watch?.onRead(bytes),
+    )
   }
 
   /** The wall clock of `io` (ISO-8601). */
@@ -104,42 +141,17 @@ export class CommandContext {
     await this.out.flush()
     this.io.stderr(formatErrorLine(error, this.errorContext))
   }
-
-  /**
-   * Opens a store over `root` whose warnings go to stderr as one line each. With
-   * `onRead`, reads of `watchedPath` are reported (bytes read so far), for progress lines.
-   *
-   * @param root - The store root (absolute).
-   * @param watch - Optional: the log path to watch and the callback.
-   * @returns The store.
-   */
-  store(
-    root: string,
-    watch?: { readonly path: string; readonly onRead: (bytesSoFar: number) => void },
-  ): SessionStore {
-    this.root = root
-    const logger: StoreLogger = {
-      warn: (message) => this.notice('warning', message),
-    }
-    const fs: FsOps = watch === undefined ? nodeFsOps : watchedFs(watch.path, watch.onRead)
-    // An inspection tool reads every log in full: projection checkpoints (a cache the store
-    // may use to skip the prefix on open) are turned off, so damage anywhere is reported and
-    // what is shown is the replay of the bytes on disk. (A variable, not a literal: store
-    // builds without the option ignore it.)
-    const options = { root, logger, fs, checkpoint: { enabled: false } }
-    return createSessionStore(options)
-  }
 }
 
-/** The real file system, reporting the furthest byte read through handles opened on `path`. */
-function watchedFs(path: string, onRead: (bytesSoFar: number) => void): FsOps {
+/** The real file system, reporting the furthest byte read through handles opened on a watched path. */
+function watchedFs(watched: (path: string) => boolean, onRead: (bytesSoFar: number) => void): FsOps {
   return {
     ...nodeFsOps,
     async open(target, flags, mode) {
       const handle = await nodeFsOps.open(target, flags, mode)
-      if (target !== path) return handle
+      if (!watched(target)) return handle
       let furthest = 0
-      const watched: FileHandleOps = {
+      const reported: FileHandleOps = {
         path: handle.path,
         async read(...args: Parameters<FileHandleOps['read']>) {
           const position = args[3]
@@ -158,7 +170,7 @@ function watchedFs(path: string, onRead: (bytesSoFar: number) => void): FsOps {
         chmod: (fileMode) => handle.chmod(fileMode),
         close: () => handle.close(),
       }
-      return watched
+      return reported
     },
   }
 }

@@ -1,30 +1,36 @@
 import { isAbsolute, join } from 'node:path'
 
 import { ProjectionError } from '@agent-ledger/session-projection'
-import { SessionStoreError } from '@agent-ledger/session-store'
-import { JsonlErrorCode, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
+import { SessionStoreError, SessionStoreErrorCode as Code } from '@agent-ledger/session-store'
 
 import { CliError, ExitCode } from './cli-error.ts'
 import { displayPath } from './session-path.ts'
 import { terminalSafe } from './terminal-text.ts'
 
-/** Store codes that mean "the session's data or state refuses this" (exit 1), not a usage or I/O problem (exit 2). */
+/**
+ * Codes that mean "the session's data or state refuses this" (exit 1), not a usage or I/O
+ * problem (exit 2): the core's, and the backends' own codes that reach the caller unchanged
+ * through the port (the JSONL backend's by name).
+ */
 const DAMAGE_OR_REFUSAL: ReadonlySet<string> = new Set([
-  JsonlErrorCode.CORRUPT_LINE,
-  JsonlErrorCode.SEQ_GAP,
-  JsonlErrorCode.SEQ_DUPLICATE,
-  JsonlErrorCode.SEQ_CONFLICT,
-  JsonlErrorCode.INVALID_EVENT,
-  JsonlErrorCode.UNKNOWN_EVENT_TYPE,
-  JsonlErrorCode.LINE_TOO_LARGE,
-  JsonlErrorCode.TOO_DEEP,
-  JsonlErrorCode.INVALID_HEADER,
-  JsonlErrorCode.VERSION_TOO_NEW,
-  JsonlErrorCode.SESSION_LOCKED,
-  JsonlErrorCode.FORK_REFUSED,
-  JsonlErrorCode.HARDLINK_REFUSED,
-  JsonlErrorCode.SYMLINK_REFUSED,
-  // Generation and zstd errors: matched by name so this build needs no new export.
+  Code.CORRUPT_LINE,
+  Code.SEQ_GAP,
+  Code.SEQ_DUPLICATE,
+  Code.SEQ_CONFLICT,
+  Code.INVALID_EVENT,
+  Code.UNKNOWN_EVENT_TYPE,
+  Code.LINE_TOO_LARGE,
+  Code.TOO_DEEP,
+  Code.INVALID_HEADER,
+  Code.VERSION_TOO_NEW,
+  Code.SESSION_LOCKED,
+  Code.FORK_REFUSED,
+  Code.FENCED,
+  Code.INVALID_SEED,
+  Code.HEADER_ID_MISMATCH,
+  // The JSONL backend: links, generations and zstd.
+  'HARDLINK_REFUSED',
+  'SYMLINK_REFUSED',
   'GENERATION_FORK',
   'CORRUPT_FRAME',
   'DECOMPRESSION_LIMIT',
@@ -44,10 +50,6 @@ const DAMAGE_OR_REFUSAL: ReadonlySet<string> = new Set([
   'EMPTY_SOURCE',
   'DIVERGED',
   'INVALID_IMPORT',
-  // @agent-ledger/session-store (the core, over any backend): the session's state refuses it.
-  'FENCED',
-  'INVALID_SEED',
-  'HEADER_ID_MISMATCH',
   // copy: the target holds another session under that id, or reads back differently.
   'TARGET_EXISTS',
   'COPY_MISMATCH',
@@ -83,9 +85,7 @@ export interface ErrorJson {
 export function exitCodeOf(error: unknown): ExitCode {
   if (CliError.is(error)) return error.exitCode
   if (ProjectionError.is(error)) return ExitCode.DAMAGE
-  if (JsonlStoreError.is(error) || isCodedError(error)) {
-    return DAMAGE_OR_REFUSAL.has(error.code) ? ExitCode.DAMAGE : ExitCode.USAGE
-  }
+  if (isCodedError(error)) return DAMAGE_OR_REFUSAL.has(error.code) ? ExitCode.DAMAGE : ExitCode.USAGE
   return ExitCode.USAGE
 }
 
@@ -107,11 +107,18 @@ export function shownFile(file: string, context: ErrorContext): string | null {
   return displayPath(join(context.root, file), context.cwd)
 }
 
-/** Removes the "Line 12 of a1/session.v4.jsonl" lead of a store message: the one-line format says it already. */
+/**
+ * Removes the location lead of a store message when the one-line format says it already:
+ * the core's `Session a1 is damaged at a1/session.v4.jsonl line 12 (byte offset 4096): `
+ * and the JSONL backend's `Line 12 of a1/session.v4.jsonl (byte offset 4096) is damaged: `
+ * (after the port's `Cannot <action>: `, which is kept).
+ */
 function withoutLocationLead(message: string): string {
   return message
-    .replace(/^(?:Line \d+|The (?:header line|line \d+)) of \S+ (?:\(byte offset \d+\) )?/, '')
-    .replace(/^is damaged: /, '')
+    .replace(
+      /^(Cannot [^:]*: )?(?:Session \S+ is damaged at [^:]+: |(?:Line \d+|The (?:header line|line \d+)) of \S+ (?:\(byte offset \d+\) )?(?:is damaged: )?)/,
+      '$1',
+    )
     .replace(/\.$/, '')
 }
 
@@ -129,17 +136,6 @@ export function formatErrorLine(error: unknown, context: ErrorContext): string {
 
 function describeError(error: unknown, context: ErrorContext): string {
   if (CliError.is(error)) return `${error.code}: ${error.message}`
-  if (JsonlStoreError.is(error)) {
-    const file = shownFile(error.file, context)
-    let where = file === null ? '' : ` in ${file}`
-    if (error.line !== undefined) where += ` line ${error.line}`
-    if (error.offset !== undefined) where += ` (offset ${error.offset})`
-    const facts: string[] = []
-    if (error.seq !== undefined) facts.push(`seq ${error.seq}`)
-    if (error.lastGoodSeq !== undefined) facts.push(`last good seq ${error.lastGoodSeq}`)
-    const tail = facts.length === 0 ? '' : ` [${facts.join(', ')}]`
-    return `${error.code}${where}: ${withoutLocationLead(error.message)}${tail}`
-  }
   if (ProjectionError.is(error)) return `${error.code}: ${error.message}`
   if (SessionStoreError.is(error)) {
     const location = error.location
@@ -151,7 +147,8 @@ function describeError(error: unknown, context: ErrorContext): string {
     if (error.seq !== undefined) facts.push(`seq ${error.seq}`)
     if (error.lastGoodSeq !== undefined) facts.push(`last good seq ${error.lastGoodSeq}`)
     const tail = facts.length === 0 ? '' : ` [${facts.join(', ')}]`
-    return `${error.code}${where}: ${error.message.replace(/\.$/, '')}${tail}`
+    const message = file === null ? error.message.replace(/\.$/, '') : withoutLocationLead(error.message)
+    return `${error.code}${where}: ${message}${tail}`
   }
   if (isCodedError(error)) {
     const file = typeof error.file === 'string' ? shownFile(error.file, context) : null
@@ -179,19 +176,6 @@ export function errorJson(error: unknown, context: ErrorContext): ErrorJson {
       code: error.code,
       message: error.message,
       ...(error.path === undefined ? {} : { file: error.path }),
-      details: error.details,
-    }
-  }
-  if (JsonlStoreError.is(error)) {
-    const file = shownFile(error.file, context)
-    return {
-      code: error.code,
-      message: error.message,
-      ...(file === null ? {} : { file }),
-      ...(error.line === undefined ? {} : { line: error.line }),
-      ...(error.offset === undefined ? {} : { offset: error.offset }),
-      ...(error.seq === undefined ? {} : { seq: error.seq }),
-      ...(error.lastGoodSeq === undefined ? {} : { lastGoodSeq: error.lastGoodSeq }),
       details: error.details,
     }
   }

@@ -175,7 +175,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo()): 
     context.writes = command.writes === true
     if (command.positionals[0] === '<session>') {
       const target = await resolveTarget(context, args)
-      if (target.kind === 'jsonl') {
+      if (target.location !== null) {
         for (const note of locationNotes(target.location)) context.notice('note', note)
       }
     }

@@ -2,16 +2,64 @@ import { lstat, readdir } from 'node:fs/promises'
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path'
 
 import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
-import { JsonlErrorCode, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
-import type { SessionFileKind, SessionFiles, SessionStore } from '@agent-ledger/session-store-jsonl'
+import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
+import type { SessionStore } from '@agent-ledger/session-store'
+import { asJsonlBackend } from '@agent-ledger/session-store-jsonl'
+import type { JsonlFilesCapability, SessionFileKind, SessionFiles } from '@agent-ledger/session-store-jsonl'
 import { parseGenerationFileName } from '@agent-ledger/session-store-jsonl/format'
 
 import { CliError, CliErrorCode } from './cli-error.ts'
 
-/** What resolving a `<session>` needs: the working directory and a store over a root (a `CommandContext`). */
+/** What resolving a `<session>` needs: the working directory and the stores of the command (a `CommandContext`). */
 export interface StoreSource {
   readonly cwd: string
-  store(root: string): SessionStore
+  /** Opens (once per command) the store over a JSONL root. */
+  store(spec: {
+    readonly kind: 'jsonl'
+    readonly root: string
+    readonly shown: string
+  }): Promise<SessionStore>
+}
+
+/**
+ * The JSONL backend's own code behind a store error: the `details.jsonlCode` the backend
+ * puts on the port error it maps one to, else the error's code.
+ *
+ * @param error - Anything thrown.
+ * @returns The code, or undefined for an error that is not a store error.
+ */
+function jsonlCodeOf(error: unknown): string | undefined {
+  if (!SessionStoreError.is(error)) return undefined
+  const inner = error.details?.['jsonlCode']
+  return typeof inner === 'string' ? inner : error.code
+}
+
+/**
+ * The file views of a store over a JSONL directory.
+ *
+ * @param store - A store over a directory.
+ * @returns Its JSONL backend's `files` capability.
+ * @throws {@link CliError} `UNSUPPORTED_BACKEND` when the store is not over a directory.
+ */
+export function filesOf(store: SessionStore): JsonlFilesCapability {
+  const jsonl = asJsonlBackend(store.backend)
+  if (jsonl !== null) return jsonl.capabilities.files
+  throw new CliError({
+    code: CliErrorCode.UNSUPPORTED_BACKEND,
+    message: `expected a store over a JSONL directory, found the ${store.backend.name} backend`,
+    details: { backend: store.backend.name },
+  })
+}
+
+/**
+ * The store over a JSONL root, as {@link StoreSource.store} opens it.
+ *
+ * @param context - The stores of the command.
+ * @param root - The root (absolute).
+ * @returns The store.
+ */
+export function jsonlStoreAt(context: StoreSource, root: string): Promise<SessionStore> {
+  return context.store({ kind: 'jsonl', root, shown: displayPath(root, context.cwd) })
 }
 
 /** Where a `<session>` argument points: the store root, the session id and what the store reads. */
@@ -91,8 +139,8 @@ export function ioError(
  * Resolves a `<session>` argument: a session directory, or a log file inside one.
  *
  * The session directory's parent is the store root and its name the session id. What the
- * directory holds (which log is current, in which encoding and generation) is the store's
- * answer ({@link SessionStore.sessionFiles}): the CLI knows no file names.
+ * directory holds (which log is current, in which encoding and generation) is the JSONL
+ * backend's answer (its `files` capability): the CLI knows no file names.
  *
  * @param argument - The argument as typed.
  * @param context - The command's context (working directory, store factory).
@@ -122,14 +170,15 @@ export async function resolveSession(argument: string, context: StoreSource): Pr
   const id = basename(directory)
   let files: SessionFiles
   try {
-    files = await context.store(root).sessionFiles(id)
+    files = await filesOf(await jsonlStoreAt(context, root)).sessionFiles(id)
   } catch (error) {
-    if (!JsonlStoreError.is(error) || !NOT_A_SESSION_CODES.has(error.code)) throw error
+    const code = jsonlCodeOf(error)
+    if (code === undefined || !NOT_A_SESSION_CODES.has(code)) throw error
     if (named) throw notALog(shown, null)
     // A store root named as a session: its parent may be no store root at all (UNSAFE_ROOT).
     const sessions = await sessionsIn(context, directory)
     if (sessions > 0) throw storeRootNamed(shown, sessions)
-    if (error.code === JsonlErrorCode.UNSAFE_ROOT) throw error
+    if (code === 'UNSAFE_ROOT') throw error
     throw new CliError({
       code: CliErrorCode.NOT_A_SESSION,
       message: `${shown} is not a session directory: expected a session log inside it, found none`,
@@ -172,18 +221,26 @@ function notALog(shown: string, kind: SessionFileKind | null): CliError {
 
 /** Store errors that mean "no session here" when asked about a `<session>` argument. */
 const NOT_A_SESSION_CODES: ReadonlySet<string> = new Set([
-  JsonlErrorCode.SESSION_NOT_FOUND,
-  JsonlErrorCode.INVALID_SESSION_ID,
-  JsonlErrorCode.UNSAFE_ROOT,
+  SessionStoreErrorCode.SESSION_NOT_FOUND,
+  SessionStoreErrorCode.INVALID_SESSION_ID,
+  'UNSAFE_ROOT',
 ])
 
 /** How many sessions the store lists when `directory` is taken as a store root (0 when it is none). */
 async function sessionsIn(context: StoreSource, directory: string): Promise<number> {
-  const listing = await context
-    .store(directory)
-    .list()
-    .catch(() => ({ sessions: [] }))
-  return listing.sessions.length
+  try {
+    const store = await jsonlStoreAt(context, directory)
+    let count = 0
+    let cursor: string | null = null
+    do {
+      const page = await store.list({ limit: 1000, ...(cursor === null ? {} : { cursor }) })
+      count += page.sessions.length
+      cursor = page.cursor
+    } while (cursor !== null)
+    return count
+  } catch {
+    return 0
+  }
 }
 
 function storeRootNamed(shown: string, sessions: number): CliError {

@@ -1,12 +1,7 @@
 import { lstat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 
-import type { LoggedEvent } from '@agent-ledger/session-events'
-import type {
-  SessionStore as CoreStore,
-  SessionStoreError,
-  SessionSummary,
-} from '@agent-ledger/session-store'
+import type { SessionStore, SessionStoreError, SessionSummary } from '@agent-ledger/session-store'
 import { describeConnection } from '@agent-ledger/session-store-postgres'
 
 import { text } from './args.ts'
@@ -14,7 +9,7 @@ import type { OptionSpec, ParsedArgs } from './args.ts'
 import { CliError, CliErrorCode, usageError } from './cli-error.ts'
 import type { CommandContext } from './context.ts'
 import type { SessionTarget, StoreSpec } from './open-store.ts'
-import { displayPath, resolveSession } from './session-path.ts'
+import { displayPath, jsonlStoreAt, resolveSession } from './session-path.ts'
 import type { SessionLocation } from './session-path.ts'
 
 /** The environment variable read when `--store` is not given. */
@@ -94,8 +89,9 @@ function sessionIdNotFound(id: string, store: string): CliError {
  * Without a store (no `--store`, no `AGENT_LEDGER_STORE`), or with only the environment
  * variable and an argument that is a path, the argument is a session directory or log file
  * as always. Otherwise it is a session id in that store: a directory store reads
- * `<dir>/<id>`, a PostgreSQL store opens the core store over the database. Memoized on the
- * context (run-cli resolves it once before the command runs).
+ * `<dir>/<id>`. Either way the target holds the core store of the session's store (over the
+ * JSONL directory or the database). Memoized on the context (run-cli resolves it once
+ * before the command runs).
  *
  * @param context - The command's context.
  * @param args - The parsed arguments (positional 0 is `<session>`).
@@ -108,7 +104,7 @@ export async function resolveTarget(context: CommandContext, args: ParsedArgs): 
   const store = storeArgument(context, args)
   let target: SessionTarget
   if (store === null || (store.from === 'env' && looksLikePath(argument))) {
-    target = { kind: 'jsonl', location: await resolveSession(argument, context) }
+    target = await directoryTarget(context, await resolveSession(argument, context))
   } else {
     if (looksLikePath(argument)) {
       throw usageError(
@@ -119,13 +115,23 @@ export async function resolveTarget(context: CommandContext, args: ParsedArgs): 
     if (spec.kind === 'jsonl') {
       const directory = join(spec.root, argument)
       if (!(await exists(directory))) throw sessionIdNotFound(argument, spec.shown)
-      target = { kind: 'jsonl', location: await resolveSession(directory, context) }
+      target = await directoryTarget(context, await resolveSession(directory, context))
     } else {
-      target = { kind: 'database', id: argument, store: await context.database(spec), where: spec.shown }
+      target = { id: argument, store: await context.store(spec), where: spec.shown, location: null }
     }
   }
   context.target = target
   return target
+}
+
+/** The target of a session directory: the store over its root, and its files. */
+async function directoryTarget(context: CommandContext, location: SessionLocation): Promise<SessionTarget> {
+  return {
+    id: location.id,
+    store: await jsonlStoreAt(context, location.root),
+    where: displayPath(location.root, context.cwd),
+    location,
+  }
 }
 
 /**
@@ -137,7 +143,7 @@ export async function resolveTarget(context: CommandContext, args: ParsedArgs): 
  * @throws {@link CliError} `UNSUPPORTED_BACKEND` naming the command and the store.
  */
 export function requireFiles(command: string, target: SessionTarget): SessionLocation {
-  if (target.kind === 'jsonl') return target.location
+  if (target.location !== null) return target.location
   throw new CliError({
     code: CliErrorCode.UNSUPPORTED_BACKEND,
     message: `${command} works on JSONL session files only, found the store ${target.where}: run it on a session directory, or copy the session to one first (agent-ledger copy <store> <dir> --session ${target.id})`,
@@ -145,10 +151,14 @@ export function requireFiles(command: string, target: SessionTarget): SessionLoc
   })
 }
 
-/** A whole store a command works on (`list`, `stats`): a JSONL root, or a database store. */
-export type StoreScope =
-  | { readonly kind: 'jsonl'; readonly root: string }
-  | { readonly kind: 'database'; readonly store: CoreStore; readonly where: string }
+/** A whole store a command works on (`list`, `stats`): its core store, and its root when it is a directory. */
+export interface StoreScope {
+  readonly store: SessionStore
+  /** The store as messages show it: the root directory as displayed, or `postgres user@host:port/db`. */
+  readonly where: string
+  /** The root (absolute) of a directory store; null for a database. */
+  readonly root: string | null
+}
 
 /**
  * The store of a command whose positional is optional once a store is given (`list`,
@@ -175,9 +185,22 @@ export async function resolveScope(
     }
     return null
   }
-  const spec = parseStoreSpec(store.value, context.cwd)
-  if (spec.kind === 'jsonl') return { kind: 'jsonl', root: spec.root }
-  return { kind: 'database', store: await context.database(spec), where: spec.shown }
+  return scopeOf(context, parseStoreSpec(store.value, context.cwd))
+}
+
+/**
+ * The store scope of a spec.
+ *
+ * @param context - The command's context.
+ * @param spec - A directory or a database.
+ * @returns Its store, where it is, and the root of a directory.
+ */
+export async function scopeOf(context: CommandContext, spec: StoreSpec): Promise<StoreScope> {
+  return {
+    store: await context.store(spec),
+    where: spec.shown,
+    root: spec.kind === 'jsonl' ? spec.root : null,
+  }
 }
 
 /**
@@ -188,7 +211,7 @@ export async function resolveScope(
  * @returns The sessions and the problems (sessions that could not be summarized).
  */
 export async function listAllSessions(
-  store: CoreStore,
+  store: SessionStore,
   onPage: (count: number) => void = () => undefined,
 ): Promise<{ sessions: SessionSummary[]; problems: { id: string; error: SessionStoreError }[] }> {
   const sessions: SessionSummary[] = []
@@ -207,24 +230,10 @@ export async function listAllSessions(
   return { sessions, problems }
 }
 
-/** Reads events of sessions by id (a JSONL store over a root, or a core store). */
-export interface EventSource {
-  readEvents(id: string): AsyncIterable<LoggedEvent>
-}
-
 /** What a command taking `<session|root>` was pointed at through a store (`stats`). */
 export type SessionOrStore =
-  | { readonly kind: 'session'; readonly id: string; readonly source: EventSource }
-  | {
-      readonly kind: 'store'
-      /** The store as shown (a root directory relative to the working directory, or `postgres user@host:port/db`). */
-      readonly shown: string
-      readonly source: EventSource
-      list(): Promise<{
-        sessions: readonly { readonly id: string }[]
-        problems: readonly { readonly id: string; readonly error: unknown }[]
-      }>
-    }
+  | { readonly kind: 'session'; readonly id: string; readonly store: SessionStore }
+  | { readonly kind: 'store'; readonly scope: StoreScope }
 
 /**
  * For `stats`: with a store (`--store`, or `AGENT_LEDGER_STORE` when the argument is not a
@@ -243,26 +252,10 @@ export async function resolveSessionOrStore(
   const argument = args.positionals[0]
   if (argument === undefined) {
     const scope = await resolveScope(context, args, command)
-    if (scope === null) return null
-    if (scope.kind === 'database') {
-      return {
-        kind: 'store',
-        shown: scope.where,
-        source: scope.store,
-        list: () => listAllSessions(scope.store),
-      }
-    }
-    const store = context.store(scope.root)
-    return {
-      kind: 'store',
-      shown: displayPath(scope.root, context.cwd),
-      source: store,
-      list: () => store.list(),
-    }
+    return scope === null ? null : { kind: 'store', scope }
   }
   const store = storeArgument(context, args)
   if (store === null || (store.from === 'env' && looksLikePath(argument))) return null
   const target = await resolveTarget(context, args)
-  if (target.kind === 'database') return { kind: 'session', id: target.id, source: target.store }
-  return { kind: 'session', id: target.location.id, source: context.store(target.location.root) }
+  return { kind: 'session', id: target.id, store: target.store }
 }

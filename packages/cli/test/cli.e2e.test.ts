@@ -12,21 +12,24 @@ import { join } from 'node:path'
 
 import type { EventInput, WireMessage } from '@agent-ledger/session-events'
 import { COMPACTION_SUMMARY_PREFIX } from '@agent-ledger/session-projection'
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
+import type { JsonlStore } from '@agent-ledger/session-store-jsonl'
 import { LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl/format'
-import type { SessionStore } from '@agent-ledger/session-store-jsonl'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { runBin, spawnBin } from './support/bin.ts'
 
 let root: string
-let store: SessionStore
+let store: JsonlStore
 
 beforeEach(() => {
   root = mkdtempSync(join(tmpdir(), 'al-cli-e2e-'))
-  store = createSessionStore({ root, flush: { maxDelayMs: 0 }, logger: { warn: () => undefined } })
+  store = createJsonlStore({ root })
 })
-afterEach(() => rmSync(root, { recursive: true, force: true }))
+afterEach(async () => {
+  await store.close()
+  rmSync(root, { recursive: true, force: true })
+})
 
 function turn(number: number): EventInput[] {
   const callId = `call_${number}`

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import type { EventInput } from '@agent-ledger/session-events'
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { runBin } from './support/bin.ts'
@@ -57,7 +57,7 @@ function call(
 
 /** A session shaped like the demo's: a Markdown question, long output, an error, a crash, a compaction, a fork. */
 async function writeDemoSession(root: string): Promise<void> {
-  const store = createSessionStore({ root, flush: { maxDelayMs: 0 }, logger: { warn: () => undefined } })
+  const store = createJsonlStore({ root })
   const writer = await store.create({ id: 'demo', header: { cwd: '/srv/demo' } })
   const inputs: EventInput[] = [
     {
@@ -244,7 +244,7 @@ describe('the HTML transcript as a viewer (headless Chromium)', () => {
     'a 20 MB session exports to a page under its 4.5 MB budget that says how to read what it leaves out',
     async () => {
       const root = join(work, 'large-root')
-      const store = createSessionStore({ root, logger: { warn: () => undefined } })
+      const store = createJsonlStore({ root })
       const writer = await store.create({ id: 'large' })
       writer.append({
         type: 'system/message',

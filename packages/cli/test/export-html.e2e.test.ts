@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 
 import type { LoggedEvent } from '@agent-ledger/session-events'
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { testTime } from '../../../tooling/test-time.ts'
@@ -67,7 +67,7 @@ describe('export --format html in headless Chromium', () => {
     'shows every message of the session, and a <script> payload stays text',
     async () => {
       const root = join(work, 'root')
-      const store = createSessionStore({ root, flush: { maxDelayMs: 0 }, logger: { warn: () => undefined } })
+      const store = createJsonlStore({ root })
       const writer = await store.create({ id: 'h1' })
       writer.append({
         type: 'system/message',

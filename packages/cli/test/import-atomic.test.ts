@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 import { importEventRegistry, importSource, splitLines } from '@agent-ledger/import'
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { testTime, waitUntil } from '../../../tooling/test-time.ts'
@@ -151,7 +151,7 @@ describe('import publishes a session whole or not at all', () => {
       }
       const store = join(root, 'store')
       let now = '1970-01-01T00:00:00.000Z'
-      const jsonl = createSessionStore({ root: store, registry: importEventRegistry, clock: () => now })
+      const jsonl = createJsonlStore({ root: store, registry: importEventRegistry, clock: () => now })
       const sink = new StoreSink({
         store: jsonl,
         file: 'source.jsonl',

@@ -22,7 +22,7 @@ import { join } from 'node:path'
 import { importEventRegistry, importSource, splitLines } from '@agent-ledger/import'
 import type { ImportResult } from '@agent-ledger/import'
 import type { LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { testTime, waitUntil } from '../../../tooling/test-time.ts'
@@ -53,7 +53,7 @@ async function readSession(
   store: string,
   id: string,
 ): Promise<{ header: SessionHeader; events: LoggedEvent[] }> {
-  const reader = createSessionStore({
+  const reader = createJsonlStore({
     root: store,
     registry: importEventRegistry,
     clock: () => '2026-01-01T00:00:00.000Z',
@@ -62,7 +62,7 @@ async function readSession(
   for await (const event of reader.readEvents(id)) events.push(event)
   const read = await reader.openReader(id)
   expect(read.projection.nextSeq).toBe(events.length)
-  return { header: read.header as unknown as SessionHeader, events }
+  return { header: read.header, events }
 }
 
 async function until(what: string, check: () => boolean, detail: () => string): Promise<void> {

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { importEventRegistry, importSource, splitLines } from '@agent-ledger/import'
 import type { ImportResult } from '@agent-ledger/import'
 import type { LoggedEvent } from '@agent-ledger/session-events'
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { RECORDS_PER_TURN, TRANSCRIPT_SESSION_ID, transcriptLines } from './support/claude-transcript.ts'
@@ -41,7 +41,7 @@ async function oneShot(text: string): Promise<ImportResult> {
 }
 
 async function stored(store: string, id: string): Promise<LoggedEvent[]> {
-  const reader = createSessionStore({
+  const reader = createJsonlStore({
     root: store,
     registry: importEventRegistry,
     clock: () => '2026-01-01T00:00:00.000Z',

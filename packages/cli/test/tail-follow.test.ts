@@ -108,7 +108,9 @@ describe('tail -f', () => {
     const tail = follow(['-n', '1', join(root, 'a1')])
     await until('the last event', () => seqsOf(tail.out()).length === 1)
     const writer = await store.openWriter('a1')
-    expect(writer.recovery.quarantineFile).not.toBeNull()
+    expect(writer.recovery.backendRepairs).toEqual([
+      expect.objectContaining({ kind: 'torn-tail', quarantinedTo: expect.any(String) as unknown }),
+    ])
     writer.append({ type: 'turn/start', data: { turn: 2 } })
     writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'after the repair' } } })
     await writer.close()

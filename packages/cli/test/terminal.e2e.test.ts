@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { runBin } from './support/bin.ts'
@@ -37,7 +37,7 @@ let root: string
 
 /** Writes session `id` through the built store: `turns` turns of four events each. */
 async function writeTurns(id: string, turns: number): Promise<void> {
-  const store = createSessionStore({ root, flush: { maxDelayMs: 0 }, logger: { warn: () => undefined } })
+  const store = createJsonlStore({ root })
   const writer = await store.create({ id, header: { cwd: '/srv/demo' } })
   for (let turn = 1; turn <= turns; turn++) {
     writer.append({ type: 'turn/start', data: { turn } })

@@ -288,7 +288,7 @@ export function decodeEventLine(stored: StoredLine, context: DecodeContext): Log
       seq: ownSeq,
       lastGoodSeq,
       location,
-      message: `Session ${sessionId} is damaged at ${where}: expected seq ${expectedSeq}, found ${ownSeq}.`,
+      message: `Session ${sessionId} is damaged at ${where}: ${ownSeq > expectedSeq ? 'skips events' : 'repeats an earlier seq'}: expected "seq" to be ${expectedSeq}, found ${ownSeq}.`,
       details: { expected: expectedSeq, found: ownSeq },
     })
   }

@@ -442,7 +442,9 @@ export interface SessionBackend {
    * Takes the writer lease: granted when no live lease is held, when the holder is `owner`,
    * when the holder's lease expired, or with `takeover`. Each grant increments the
    * session's epoch, which fences every earlier lease. A file backend repairs here (torn
-   * tail quarantined and truncated, durably) and reports it in `repaired`.
+   * tail quarantined and truncated, durably) and reports it in `repaired`. A session stored
+   * only in an older format is first migrated (its `migrate` capability publishes the current
+   * format, the older one left as it was); appends go to the current format.
    *
    * @throws `SESSION_NOT_FOUND`, `SESSION_LOCKED` (`details.holder`, `details.expiresAt`), `DISK_FULL`
    *   (a repair that cannot be made durable), `ABORTED`, `BACKEND_FAILED`.

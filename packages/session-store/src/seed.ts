@@ -14,6 +14,7 @@ import type { SignalOptions, StoredLine } from './port.ts'
 import { scanSession } from './scan.ts'
 import type { CoreContext } from './scan.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
+import type { LineLocation } from './session-store-error.ts'
 import { describe } from './checks.ts'
 
 /** True for a streamed seed (an async iterable that is not an array). */
@@ -247,12 +248,14 @@ export async function planForkedSession(context: CoreContext, request: ForkPlanR
   const { id, to, atSeq } = request
   const prefix: LoggedEvent[] = []
   const prefixLines: string[] = []
+  let lastLocation: LineLocation | undefined
   const scan = await scanSession(context, id, {
     toSeq: atSeq,
     signal: request.signal,
     onEvent: (stored: StoredLine, event: LoggedEvent) => {
       prefix.push(event)
       prefixLines.push(stored.line)
+      lastLocation = stored.location
     },
   })
   if (scan.damage !== null) throw scan.damage
@@ -268,6 +271,11 @@ export async function planForkedSession(context: CoreContext, request: ForkPlanR
       code: SessionStoreErrorCode.FORK_REFUSED,
       sessionId: id,
       seq: atSeq,
+      // The boundary line when the session reaches it, else the log the prefix was read from.
+      location:
+        scan.lastSeq === atSeq || lastLocation?.file === undefined
+          ? lastLocation
+          : { file: lastLocation.file },
       message: `Cannot fork ${id} at seq ${atSeq}: ${error instanceof Error ? error.message : String(error)} (the session has ${scan.lastSeq + 1} events).`,
       details: { projectionCode: (error as { code?: unknown }).code ?? null, lastSeq: scan.lastSeq },
       cause: error,

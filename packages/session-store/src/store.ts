@@ -491,10 +491,16 @@ class SessionStoreImpl implements SessionStore {
       if (SessionStoreError.is(error, SessionStoreErrorCode.SESSION_NOT_FOUND)) return
       throw error
     }
+    // Where the existing session is (its header line), when the backend says: the caller sees what is in the way.
+    const location = await this.backend.readHeader(to, { signal }).then(
+      (stored) => stored.location,
+      () => undefined,
+    )
     throw new SessionStoreError({
       code: SessionStoreErrorCode.SESSION_EXISTS,
       sessionId: to,
-      message: `${what}: expected no session ${to}, found one on the ${this.backend.name} backend; nothing was read or written.`,
+      location,
+      message: `${what}: expected no session ${to}, found one on the ${this.backend.name} backend${location?.file === undefined ? '' : ` (${location.file})`}; nothing was read or written.`,
     })
   }
 

@@ -71,10 +71,7 @@ export const catCommand: CommandSpec = {
       ...(fromSeq === undefined ? {} : { fromSeq }),
       ...(toSeq === undefined ? {} : { toSeq }),
     }
-    const events =
-      target.kind === 'database'
-        ? target.store.readEvents(target.id, range)
-        : context.store(target.location.root).readEvents(target.location.id, range)
+    const events = target.store.readEvents(target.id, range)
     let found = false
     for await (const event of events) {
       found = true
@@ -85,11 +82,7 @@ export const catCommand: CommandSpec = {
     if (!found && fromSeq !== undefined) {
       // Seqs are dense from 0: nothing printed from a given seq means the log ends before it.
       let count = 0
-      const all =
-        target.kind === 'database'
-          ? target.store.readEvents(target.id)
-          : context.store(target.location.root).readEvents(target.location.id)
-      for await (const _event of all) count++
+      for await (const _event of target.store.readEvents(target.id)) count++
       const asked = oneSeq === undefined ? `--from ${fromSeq}` : `--seq ${oneSeq}`
       throw new CliError({
         code: CliErrorCode.PAST_END,

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 
 import { planCompaction } from '@agent-ledger/session-projection'
-import type { SessionWriter } from '@agent-ledger/session-store-jsonl'
+import type { SessionWriter } from '@agent-ledger/session-store'
 
 import { flag, JSON_OPTION, requiredText, seqOption, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
@@ -69,14 +69,12 @@ async function summaryOf(context: CommandContext, args: Parameters<CommandSpec['
 }
 
 /** What compact uses of a writer: the JSONL store's or the core's. */
-type CompactWriter = Pick<SessionWriter, 'projection' | 'append' | 'flush' | 'close'> & {
-  readonly recovery: Pick<SessionWriter['recovery'], 'repairs'> & { readonly quarantineFile?: string | null }
-}
-
-function reportRecovery(context: CommandContext, writer: CompactWriter): void {
+function reportRecovery(context: CommandContext, writer: SessionWriter): void {
   const recovery = writer.recovery
-  if (recovery.quarantineFile !== undefined && recovery.quarantineFile !== null) {
-    context.notice('note', `the write open quarantined a torn tail into ${recovery.quarantineFile}`)
+  for (const repair of recovery.backendRepairs) {
+    if (repair.kind === 'torn-tail' && repair.quarantinedTo !== undefined) {
+      context.notice('note', `the write open quarantined a torn tail into ${repair.quarantinedTo}`)
+    }
   }
   for (const repair of recovery.repairs) {
     context.notice(
@@ -114,11 +112,8 @@ export const compactCommand: CommandSpec = {
     const compactionId = text(args, 'id') ?? `cmp-${randomBytes(4).toString('hex')}`
     if (compactionId === '') throw usageError('compact: expected a non-empty --id, found ""')
     const target = await resolveTarget(context, args)
-    const id = target.kind === 'database' ? target.id : target.location.id
-    const writer: CompactWriter =
-      target.kind === 'database'
-        ? await target.store.openWriter(id)
-        : await context.store(target.location.root).openWriter(id)
+    const id = target.id
+    const writer = await target.store.openWriter(id)
     let appended: number[]
     try {
       reportRecovery(context, writer)

@@ -1,22 +1,42 @@
-import type { CompressProgress, MigrationProgress } from '@agent-ledger/session-store-jsonl'
+import type { BackendCapabilities, BackendProgress, SessionStore } from '@agent-ledger/session-store'
 
 import { flag, JSON_OPTION, NO_PROGRESS_OPTION } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
-import { ExitCode } from '../cli-error.ts'
+import { CliError, CliErrorCode, ExitCode } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { requireFiles, resolveTarget, STORE_OPTION } from '../store-target.ts'
 import { formatBytes, terminalSafe } from '../terminal-text.ts'
 
-/** What the store's migration and compression report while they run. */
-type StoreProgress = MigrationProgress | CompressProgress
-
-function progressSink(progress: Progress): (report: StoreProgress) => void {
+function progressSink(progress: Progress): (report: BackendProgress) => void {
   return (report) => {
-    progress.total = report.bytesTotal
-    progress.update(report.bytesRead, report.phase)
+    progress.total = report.total ?? null
+    progress.update(report.done, report.phase)
   }
+}
+
+/**
+ * A maintenance capability of the store's backend (`migrate`, `compress`).
+ *
+ * @param command - The command, for the message.
+ * @param store - The session's store.
+ * @param name - The capability.
+ * @returns It.
+ * @throws {@link CliError} `UNSUPPORTED_BACKEND` when the backend has none.
+ */
+function capability<TName extends 'migrate' | 'compress'>(
+  command: string,
+  store: SessionStore,
+  name: TName,
+): NonNullable<BackendCapabilities[TName]> {
+  const found = store.backend.capabilities[name]
+  if (found !== undefined) return found
+  throw new CliError({
+    code: CliErrorCode.UNSUPPORTED_BACKEND,
+    message: `${command} needs the ${name} capability, found the ${store.backend.name} backend without it`,
+    details: { command, capability: name },
+  })
 }
 
 function describeResult(result: unknown): string {
@@ -113,8 +133,9 @@ export const migrateCommand: CommandSpec = {
   },
   positionals: ['<session>'],
   async run(context, args) {
-    const location = requireFiles('migrate', await resolveTarget(context, args))
-    const store = context.store(location.root)
+    const target = await resolveTarget(context, args)
+    const location = requireFiles('migrate', target)
+    const migrate = capability('migrate', target.store, 'migrate')
     const dryRun = flag(args, 'dry-run')
     const progress = new Progress(context.io, {
       label: 'migrate',
@@ -122,8 +143,11 @@ export const migrateCommand: CommandSpec = {
       total: null,
       enabled: context.progressEnabled,
     })
-    const result = await store.migrate(location.id, { dryRun, onProgress: progressSink(progress) })
-    const upToDate = result.outcome === 'up-to-date'
+    const { details: result = {} } = await migrate.migrate(location.id, {
+      dryRun,
+      onProgress: progressSink(progress),
+    })
+    const upToDate = result['outcome'] === 'up-to-date'
     await printResult(context, {
       json: flag(args, 'json'),
       verb: dryRun ? 'dry run passed for' : upToDate ? 'nothing to migrate in' : 'migrated',
@@ -166,15 +190,16 @@ export const compressCommand: CommandSpec = {
   options: { json: JSON_OPTION, 'no-progress': NO_PROGRESS_OPTION, store: STORE_OPTION },
   positionals: ['<session>'],
   async run(context, args) {
-    const location = requireFiles('compress', await resolveTarget(context, args))
-    const store = context.store(location.root)
+    const target = await resolveTarget(context, args)
+    const location = requireFiles('compress', target)
+    const compress = capability('compress', target.store, 'compress')
     const progress = new Progress(context.io, {
       label: 'compress',
       unit: 'bytes',
       total: null,
       enabled: context.progressEnabled,
     })
-    const result = await store.compress(location.id, { onProgress: progressSink(progress) })
+    const { details: result } = await compress.compress(location.id, { onProgress: progressSink(progress) })
     if (flag(args, 'json')) {
       await printResult(context, { json: true, verb: 'compressed', id: location.id, result })
     } else {

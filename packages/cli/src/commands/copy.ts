@@ -9,7 +9,7 @@ import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { errorJson, exitCodeOf, formatErrorLine } from '../report-error.ts'
 import { resolveRoot } from '../session-path.ts'
-import { coreStore, openBackend } from '../open-store.ts'
+import { openStore } from '../open-store.ts'
 import type { StoreSpec } from '../open-store.ts'
 import { listAllSessions, parseStoreSpec } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
@@ -235,16 +235,14 @@ async function runCopy(
   specs: { readonly from: StoreSpec; readonly to: StoreSpec },
   options: { readonly session: string | undefined; readonly json: boolean },
 ): Promise<number> {
-  const clock = (): string => context.clock()
-  const fromBackend = await openBackend(specs.from, { migrate: false })
-  const fromStore = coreStore(fromBackend, clock)
+  // The source's schema is never migrated (a read); the target's is.
+  const fromStore = await openStore(specs.from, context.storeOptions({ migrate: false }))
   context.adopt(fromStore)
-  const toBackend = await openBackend(specs.to, { migrate: true })
-  const toStore = coreStore(toBackend, clock)
+  const toStore = await openStore(specs.to, context.storeOptions({ migrate: true }))
   context.adopt(toStore)
   const ends: CopyEnds = {
-    from: { spec: specs.from, backend: fromBackend, store: fromStore },
-    to: { spec: specs.to, backend: toBackend, store: toStore },
+    from: { spec: specs.from, backend: fromStore.backend, store: fromStore },
+    to: { spec: specs.to, backend: toStore.backend, store: toStore },
     signal: context.io.signal,
   }
   const outcomes: CopyOutcome[] = []

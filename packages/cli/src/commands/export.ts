@@ -207,40 +207,23 @@ function exportSource(
   target: SessionTarget,
   onRead: (bytes: number) => void,
 ): { readonly source: ExportSource; readonly logBytes: number | null } {
-  if (target.kind === 'database') {
-    const { store, id } = target
-    return {
-      logBytes: null,
-      source: {
-        id,
-        readEvents: (range) => store.readEvents(id, range),
-        header: async () => {
-          const stored = await store.backend.readHeader(id).catch(() => null)
-          return {
-            header: stored === null ? null : headerOfLine(stored.line),
-            file: `session ${id} in ${target.where}`,
-          }
-        },
-      },
-    }
-  }
-  const location = target.location
-  const store = context.store(location.root, { path: location.logFile, onRead })
+  const { store, id, location } = target
+  if (location !== null) context.watchReads(location.logFile, onRead)
   return {
-    logBytes: location.logBytes,
+    logBytes: location?.logBytes ?? null,
     source: {
-      id: location.id,
-      readEvents: (range) => store.readEvents(location.id, range),
+      id,
+      readEvents: (range) => store.readEvents(id, range),
       header: async () => {
-        // The header line only, from whichever log the store reads (plain, zstd, older
-        // generation); a refused header is reported by the scan as the damage it is.
-        const headerRead = await store.readHeader(location.id).catch(() => null)
+        // The header line only; a refused header is reported by the scan as the damage it is.
+        const stored = await store.backend.readHeader(id).catch(() => null)
+        const file = stored?.location?.file
         return {
-          header: headerRead?.header ?? null,
-          file: displayPath(
-            headerRead === null ? location.logFile : join(location.root, headerRead.file),
-            context.cwd,
-          ),
+          header: stored === null ? null : headerOfLine(stored.line),
+          file:
+            location === null
+              ? `session ${id} in ${target.where}`
+              : displayPath(file === undefined ? location.logFile : join(location.root, file), context.cwd),
         }
       },
     },

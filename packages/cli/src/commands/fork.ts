@@ -4,7 +4,7 @@ import { flag, JSON_OPTION, requiredText, seqOption, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
-import { displayPath } from '../session-path.ts'
+import { displayPath, filesOf } from '../session-path.ts'
 import { resolveTarget, STORE_OPTION } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
 
@@ -57,25 +57,17 @@ export const forkCommand: CommandSpec = {
       throw usageError(`fork: expected --open-turn close or refuse, found ${JSON.stringify(openTurn)}`)
     }
     const target = await resolveTarget(context, args)
-    const parent = target.kind === 'database' ? target.id : target.location.id
+    const parent = target.id
     const to = text(args, 'id') ?? `${parent.slice(0, 100)}-fork-${randomBytes(4).toString('hex')}`
-    let events: number
-    let repairs: number
-    let where: { directory: string } | { store: string }
-    if (target.kind === 'database') {
-      const writer = await target.store.fork(parent, { to, atSeq, openTurn })
-      events = writer.projection.nextSeq
-      repairs = writer.recovery.repairs.length
-      await writer.close()
-      where = { store: target.where }
-    } else {
-      const store = context.store(target.location.root)
-      const writer = await store.fork(parent, { to, atSeq, openTurn })
-      events = writer.projection.nextSeq
-      repairs = writer.recovery.repairs.length
-      await writer.close()
-      where = { directory: displayPath(store.sessionDirectory(to), context.cwd) }
-    }
+    const writer = await target.store.fork(parent, { to, atSeq, openTurn })
+    const events = writer.projection.nextSeq
+    const repairs = writer.recovery.repairs.length
+    await writer.close()
+    // A directory store names the new session's directory; a database, the store.
+    const where: { directory: string } | { store: string } =
+      target.location === null
+        ? { store: target.where }
+        : { directory: displayPath(filesOf(target.store).sessionDirectory(to), context.cwd) }
     if (flag(args, 'json')) {
       await context.out.write(`${stringifyJson({ parent, id: to, ...where, atSeq, events, openTurn })}\n`)
     } else {

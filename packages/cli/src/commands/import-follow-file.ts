@@ -3,7 +3,7 @@ import { open } from 'node:fs/promises'
 
 import type { LoggedEvent } from '@agent-ledger/session-events'
 
-import type { ImportWriter } from './import-write.ts'
+import type { SessionWriter } from '@agent-ledger/session-store'
 
 /** Bytes read back at a time when looking for the last newline. */
 const BACK = 64 * 1024
@@ -79,7 +79,7 @@ export async function sameBytes(path: string, at: number, bytes: Buffer): Promis
  * the live import does not (closers an earlier import added), and the caller imports again.
  */
 export async function appendEvents(
-  writer: ImportWriter,
+  writer: SessionWriter,
   events: readonly LoggedEvent[],
   setTime: (time: string) => void,
 ): Promise<boolean> {
@@ -91,7 +91,7 @@ export async function appendEvents(
     if (event.surfaceOp !== undefined) input['surfaceOp'] = event.surfaceOp
     if (event.sourceEventSeqs !== undefined) input['sourceEventSeqs'] = event.sourceEventSeqs
     if (event.ignorable === true) input['ignorable'] = true
-    const append = input as Parameters<ImportWriter['append']>[0]
+    const append = input as Parameters<SessionWriter['append']>[0]
     try {
       writer.append(append)
     } catch (error) {

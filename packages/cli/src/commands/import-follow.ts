@@ -12,7 +12,7 @@ import { terminalSafe } from '../terminal-text.ts'
 import type { ImportSourceFile } from './import-sources.ts'
 import { importOne, StoreSink } from './import-write.ts'
 import type { SourceOutcome } from './import-write.ts'
-import type { ImportStore, ImportWriter } from './import-write.ts'
+import type { SessionStore, SessionWriter } from '@agent-ledger/session-store'
 import { appendEvents, completeEnd, readRange, sameBytes } from './import-follow-file.ts'
 
 /** What `import --follow` needs. */
@@ -21,7 +21,7 @@ export interface FollowRequest {
   readonly file: string
   readonly from: SourceFormat | 'auto'
   readonly lenient: boolean
-  readonly store: ImportStore
+  readonly store: SessionStore
   readonly setTime: (time: string) => void
   readonly json: boolean
   readonly pollMs: number
@@ -109,7 +109,7 @@ const TAIL_BYTES = 256
 export async function followSource(context: CommandContext, request: FollowRequest): Promise<number> {
   const { source, file } = request
   const signal = context.io.signal
-  const writers = new Map<string, ImportWriter>()
+  const writers = new Map<string, SessionWriter>()
   const progress = new Progress(context.io, {
     label: `import --follow ${file}`,
     unit: 'bytes',

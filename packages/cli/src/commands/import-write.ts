@@ -8,12 +8,8 @@ import type {
   SourceFormat,
 } from '@agent-ledger/import'
 import type { LoggedEvent } from '@agent-ledger/session-events'
-import { DEFAULT_REDACTION_POLICY } from '@agent-ledger/session-store-jsonl'
-import { redactJson } from '@agent-ledger/session-store-jsonl/format'
-import type {
-  SessionStore as JsonlStore,
-  SessionWriter as JsonlWriter,
-} from '@agent-ledger/session-store-jsonl'
+import { DEFAULT_REDACTION_POLICY } from '@agent-ledger/session-store'
+import type { SessionStore, SessionWriter } from '@agent-ledger/session-store'
 
 import type { Progress } from '../progress.ts'
 import { openSource } from './import-sources.ts'
@@ -21,30 +17,7 @@ import { SeedChannel } from './seed-channel.ts'
 import type { ImportSourceFile, OpenedSource } from './import-sources.ts'
 
 /** An event as a writer's `append` takes it. */
-type AppendInput = Parameters<JsonlWriter['append']>[0]
-
-/** The writer calls an import makes (the JSONL store's and the core store's writers both have them). */
-export interface ImportWriter {
-  readonly projection: { readonly nextSeq: number }
-  append(input: AppendInput): unknown
-  flush(): Promise<unknown>
-  close(): Promise<unknown>
-}
-
-/**
- * The store calls an import makes: the JSONL store and the core store over any backend
- * (`--store postgres://...`) both have them, so one import path serves every store.
- */
-export interface ImportStore {
-  create(request: {
-    readonly id: string
-    readonly header?: Parameters<JsonlStore['create']>[0]['header']
-    /** An array, or the session's batches as a stream (published after the last). */
-    readonly seed?: readonly LoggedEvent[] | AsyncIterable<readonly LoggedEvent[]>
-  }): Promise<ImportWriter>
-  openWriter(id: string): Promise<ImportWriter>
-  readEvents(id: string): AsyncIterable<LoggedEvent>
-}
+type AppendInput = Parameters<SessionWriter['append']>[0]
 
 /** What an import did to one session. */
 export interface SessionOutcome {
@@ -56,9 +29,25 @@ export interface SessionOutcome {
   readonly appended?: number
 }
 
-/** What the store would write for an event (its redaction), for comparing with what it holds. */
+/**
+ * `value` with `redact` applied to every string in it (object keys untouched), the same
+ * object when nothing changed.
+ */
+function redactStrings(value: unknown, redact: (text: string) => string): unknown {
+  if (typeof value === 'string') return redact(value)
+  if (Array.isArray(value)) {
+    const items = value.map((item: unknown) => redactStrings(item, redact))
+    return items.some((item, index) => item !== value[index]) ? items : value
+  }
+  if (typeof value !== 'object' || value === null) return value
+  const entries = Object.entries(value).map(([key, item]) => [key, redactStrings(item, redact)] as const)
+  const record = value as Record<string, unknown>
+  return entries.some(([key, item]) => item !== record[key]) ? Object.fromEntries(entries) : value
+}
+
+/** What the store would write for an event (the core's default redaction, the store's policy), for comparing with what it holds. */
 function redacted(event: LoggedEvent): LoggedEvent {
-  const data = redactJson(event.data, (value) => DEFAULT_REDACTION_POLICY.redact(value))
+  const data = redactStrings(event.data, (text) => DEFAULT_REDACTION_POLICY.redact(text))
   return data === event.data ? event : ({ ...event, data } as LoggedEvent)
 }
 
@@ -67,7 +56,7 @@ function notFound(error: unknown): boolean {
 }
 
 /** True when the store holds a session with this id (any backend: the error code is shared). */
-async function exists(store: ImportStore, id: string): Promise<boolean> {
+async function exists(store: SessionStore, id: string): Promise<boolean> {
   const iterator = store.readEvents(id)[Symbol.asyncIterator]()
   try {
     await iterator.next()
@@ -92,13 +81,13 @@ function appendInput(event: LoggedEvent): AppendInput {
 interface Publishing {
   readonly channel: SeedChannel<readonly LoggedEvent[]>
   /** The create: resolves with the writer once the session is published (after the last batch). */
-  readonly created: Promise<ImportWriter>
+  readonly created: Promise<SessionWriter>
 }
 
 interface OpenSession {
   readonly id: string
   readonly role: string
-  writer: ImportWriter | null
+  writer: SessionWriter | null
   /** Set while a new session's seed streams into its create (until its last batch). */
   publishing: Publishing | null
   /** Set for a session that existed: the fresh events are compared with the stored ones. */
@@ -125,11 +114,11 @@ interface OpenSession {
  * on open runs between polls.
  */
 export class StoreSink implements ImportSink {
-  readonly #store: ImportStore
+  readonly #store: SessionStore
   readonly #file: string
   readonly #setTime: (time: string) => void
   readonly #dryRun: boolean
-  readonly #writers: Map<string, ImportWriter>
+  readonly #writers: Map<string, SessionWriter>
   readonly #keepOpen: boolean
   readonly #live: boolean
   #open: OpenSession | null = null
@@ -139,12 +128,12 @@ export class StoreSink implements ImportSink {
   onProgress: ((id: string, appended: number) => void) | undefined
 
   constructor(options: {
-    readonly store: ImportStore
+    readonly store: SessionStore
     readonly file: string
     readonly setTime: (time: string) => void
     readonly dryRun: boolean
     /** Writers kept open between imports (shared by the sinks of one `--follow`). */
-    readonly writers?: Map<string, ImportWriter>
+    readonly writers?: Map<string, SessionWriter>
     /** The import is live (`--follow`): even a single batch may end inside a turn. */
     readonly live?: boolean
   }) {
@@ -154,7 +143,7 @@ export class StoreSink implements ImportSink {
     this.#setTime = options.setTime
     this.#dryRun = options.dryRun
     this.#keepOpen = options.writers !== undefined
-    this.#writers = options.writers ?? new Map<string, ImportWriter>()
+    this.#writers = options.writers ?? new Map<string, SessionWriter>()
   }
 
   async write(batch: ImportBatch): Promise<void> {

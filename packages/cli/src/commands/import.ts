@@ -4,7 +4,6 @@ import { resolve } from 'node:path'
 
 import { ImportError, ImportErrorCode, importEventRegistry, SOURCE_FORMATS } from '@agent-ledger/import'
 import type { SourceFormat } from '@agent-ledger/import'
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
 
 import { flag, JSON_OPTION, NO_PROGRESS_OPTION, seqOption, text } from '../args.ts'
 import type { ParsedArgs } from '../args.ts'
@@ -15,7 +14,7 @@ import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine } from '../report-error.ts'
 import { displayPath } from '../session-path.ts'
-import { coreStore, openBackend } from '../open-store.ts'
+import { openStore } from '../open-store.ts'
 import { parseStoreSpec, STORE_ENV, STORE_OPTION } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
 import { followSource } from './import-follow.ts'
@@ -23,8 +22,7 @@ import { defaultLocations, findSources } from './import-sources.ts'
 import type { ImportSourceFile } from './import-sources.ts'
 import { StoreSink } from './import-write.ts'
 import { importOne } from './import-write.ts'
-import type { ImportStore, SourceOutcome } from './import-write.ts'
-import type { SessionStore as CoreStore } from '@agent-ledger/session-store'
+import type { SourceOutcome } from './import-write.ts'
 
 function interval(args: ParsedArgs): number {
   const ms = seqOption(args, { command: 'import', name: 'interval' }) ?? 500
@@ -208,16 +206,11 @@ export const importCommand: CommandSpec = {
     context.root = spec?.kind === 'postgres' ? null : root
     let now = '1970-01-01T00:00:00.000Z'
     // Appended events keep the source's times: the clock answers the time of the event being written.
-    const store: ImportStore =
-      spec?.kind === 'postgres'
-        ? coreStore(await openBackend(spec, { migrate: true }), () => now, importEventRegistry)
-        : createSessionStore({
-            root,
-            registry: importEventRegistry,
-            clock: () => now,
-            logger: { warn: (message) => context.notice('warning', message) },
-          })
-    if (spec?.kind === 'postgres') context.adopt(store as CoreStore)
+    const store = await openStore(
+      spec ?? { kind: 'jsonl', root, shown: displayPath(root, context.cwd) },
+      context.storeOptions({ clock: () => now, migrate: true, registry: importEventRegistry }),
+    )
+    context.adopt(store)
     const setTime = (time: string): void => {
       now = time
     }

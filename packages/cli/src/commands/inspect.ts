@@ -1,5 +1,6 @@
 import type { PendingToolCall } from '@agent-ledger/loop-repair'
-import type { SessionReadResult } from '@agent-ledger/session-store-jsonl'
+import type { SessionHeader } from '@agent-ledger/session-events'
+import type { SessionStore } from '@agent-ledger/session-store'
 
 import { flag, JSON_OPTION, NO_PAGER_OPTION, NO_PROGRESS_OPTION } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
@@ -9,6 +10,7 @@ import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine } from '../report-error.ts'
 import { displayPath } from '../session-path.ts'
+import { tornTailView } from '../torn-tail.ts'
 import { requireFiles, resolveTarget, STORE_OPTION } from '../store-target.ts'
 import type { SessionLocation } from '../session-path.ts'
 import { formatBytes, terminalSafe, truncate } from '../terminal-text.ts'
@@ -48,7 +50,7 @@ function pendingText(call: PendingToolCall): string {
   return `${terminalSafe(call.name)}(${terminalSafe(truncate(call.callId, 60))}) asked at #${call.assistantSeq}, ${state}`
 }
 
-function headerLines(read: SessionReadResult): string[] {
+function headerLines(read: { readonly header: SessionHeader | null }): string[] {
   const header = read.header
   if (header === null) return ['header: none (a crash during creation?): read as an empty session']
   const lines = [
@@ -70,9 +72,10 @@ function headerLines(read: SessionReadResult): string[] {
 
 async function runInspect(
   context: CommandContext,
-  location: SessionLocation,
+  target: { readonly store: SessionStore; readonly location: SessionLocation },
   options: { readonly json: boolean },
 ): Promise<number> {
+  const { location } = target
   const progress = new Progress(context.io, {
     label: 'inspect',
     unit: 'bytes',
@@ -82,14 +85,25 @@ async function runInspect(
   // The store classifies the directory: which log is current, whatever its encoding or generation.
   const entries = location.files.files
   progress.total = location.logBytes
-  const store = context.store(location.root, {
-    path: location.logFile,
-    onRead: (bytes) => progress.update(bytes),
-  })
-  const read = await store.openReader(location.id, { allowDamaged: true })
+  context.watchReads(location.logFile, (bytes) => progress.update(bytes))
+  const opened = await target.store.openReader(location.id, { allowDamaged: true })
   const lock = location.files.lock
-  const projection = read.projection
+  const projection = opened.projection
   const surface = projection.surface()
+  const events = opened.lastSeq + 1
+  // The file facts beside the core's read: the log's size (read whole: no checkpoint is used).
+  const read = {
+    ...opened,
+    headerMissing: false,
+    tornTail: tornTailView(opened.tornTail),
+    bytes: location.logBytes ?? 0,
+    stats: {
+      goodLines: events + 1,
+      events,
+      ignoredUnknown: projection.stats.ignoredUnknown,
+      projection: projection.stats,
+    },
+  }
   const stats = read.stats
   const failed = read.error !== null
   if (options.json) {
@@ -206,7 +220,8 @@ export const inspectCommand: CommandSpec = {
   stdin: true,
   positionals: ['<session>'],
   async run(context, args) {
-    const location = requireFiles('inspect', await resolveTarget(context, args))
-    return runInspect(context, location, { json: flag(args, 'json') })
+    const target = await resolveTarget(context, args)
+    const location = requireFiles('inspect', target)
+    return runInspect(context, { store: target.store, location }, { json: flag(args, 'json') })
   },
 }

@@ -88,31 +88,20 @@ export async function readSessionView(
   target: SessionTarget,
   progressLabel: string | null,
 ): Promise<SessionView> {
-  if (target.kind === 'database') {
-    const read = await target.store.openReader(target.id)
-    const tail = read.tornTail
-    return {
-      projection: read.projection,
-      pendingToolCalls: read.pendingToolCalls,
-      tornTail: tail === null ? null : { bytes: tail.bytes, offset: tail.location?.offset },
-    }
-  }
-  const location = target.location
+  const { location } = target
   const progress = new Progress(context.io, {
     label: progressLabel ?? '',
     unit: 'bytes',
-    total: location.logBytes,
-    enabled: context.progressEnabled && progressLabel !== null,
+    total: location?.logBytes ?? null,
+    enabled: context.progressEnabled && progressLabel !== null && location !== null,
   })
-  const store = context.store(location.root, {
-    path: location.logFile,
-    onRead: (bytes) => progress.update(bytes),
-  })
-  const read = await store.openReader(location.id)
+  if (location !== null) context.watchReads(location.logFile, (bytes) => progress.update(bytes))
+  const read = await target.store.openReader(target.id)
+  const tail = read.tornTail
   return {
     projection: read.projection,
     pendingToolCalls: read.pendingToolCalls,
-    tornTail: read.tornTail === null ? null : { bytes: read.tornTail.bytes, offset: read.tornTail.offset },
+    tornTail: tail === null ? null : { bytes: tail.bytes, offset: tail.location?.offset },
   }
 }
 

@@ -2,7 +2,9 @@ import { flag, JSON_OPTION, requiredText } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
+import type { SessionTarget } from '../open-store.ts'
 import { errorJson, formatErrorLine, shownFile } from '../report-error.ts'
+import { filesOf } from '../session-path.ts'
 import { resolveTarget, STORE_OPTION } from '../store-target.ts'
 import { terminalSafe } from '../terminal-text.ts'
 
@@ -39,46 +41,34 @@ export const salvageCommand: CommandSpec = {
   async run(context, args) {
     const to = requiredText(args, { command: 'salvage', name: 'to' })
     const target = await resolveTarget(context, args)
-    if (target.kind === 'database') {
-      const report = await target.store.salvage(target.id, { to })
-      if (flag(args, 'json')) {
-        await context.out.write(
-          `${stringifyJson({
-            ...report,
-            store: target.where,
-            sourceError:
-              report.sourceError === null ? null : errorJson(report.sourceError, context.errorContext),
-          })}\n`,
-        )
-      } else {
-        await context.out.write(
-          `salvaged ${terminalSafe(report.from)} into ${terminalSafe(report.to)} (${terminalSafe(target.where)}): ${report.copiedEvents} events kept (seq 0..${report.lastGoodSeq}), the rest dropped (${terminalSafe(report.reason)}); session/salvage is #${report.salvageSeq}\n`,
-        )
-      }
-      await context.out.flush()
-      if (report.sourceError !== null) {
-        context.io.stderr(
-          `agent-ledger: note: the source damage was: ${formatErrorLine(report.sourceError, context.errorContext).replace(/^agent-ledger: /, '')}`,
-        )
-      }
-      return ExitCode.OK
-    }
-    const location = target.location
-    const store = context.store(location.root)
-    const report = await store.salvage(location.id, { to })
-    const file = shownFile(report.file, context.errorContext)
+    const facts = target.location === null ? null : await droppedBytes(target)
+    const report = await target.store.salvage(target.id, { to })
+    // A directory store adds the file facts: the new log, and where the dropped bytes began.
+    const file =
+      target.location === null
+        ? null
+        : shownFile((await filesOf(target.store).sessionFiles(to)).current, context.errorContext)
+    const droppedFromOffset =
+      facts === null ? null : (report.sourceError?.location?.offset ?? facts.tornOffset ?? facts.bytes)
+    const dropped = facts === null || droppedFromOffset === null ? null : facts.bytes - droppedFromOffset
     if (flag(args, 'json')) {
       await context.out.write(
         `${stringifyJson({
           ...report,
-          file,
+          ...(target.location === null
+            ? { store: target.where }
+            : { file, droppedBytes: dropped, droppedFromOffset }),
           sourceError:
             report.sourceError === null ? null : errorJson(report.sourceError, context.errorContext),
         })}\n`,
       )
     } else {
+      const lost =
+        target.location === null
+          ? 'the rest dropped'
+          : `${dropped} bytes dropped from offset ${droppedFromOffset}`
       await context.out.write(
-        `salvaged ${terminalSafe(report.from)} into ${terminalSafe(report.to)} (${terminalSafe(file ?? report.file)}): ${report.copiedEvents} events kept (seq 0..${report.lastGoodSeq}), ${report.droppedBytes} bytes dropped from offset ${report.droppedFromOffset} (${terminalSafe(report.reason)}); session/salvage is #${report.salvageSeq}\n`,
+        `salvaged ${terminalSafe(report.from)} into ${terminalSafe(report.to)} (${terminalSafe(file ?? target.where)}): ${report.copiedEvents} events kept (seq 0..${report.lastGoodSeq}), ${lost} (${terminalSafe(report.reason)}); session/salvage is #${report.salvageSeq}\n`,
       )
     }
     await context.out.flush()
@@ -89,4 +79,14 @@ export const salvageCommand: CommandSpec = {
     }
     return ExitCode.OK
   },
+}
+
+/** The source log's size and where a torn tail begins, before the salvage (a directory store's file facts). */
+async function droppedBytes(
+  target: SessionTarget,
+): Promise<{ readonly bytes: number; readonly tornOffset: number | null }> {
+  const files = await filesOf(target.store).sessionFiles(target.id)
+  const bytes = files.files.find((entry) => entry.current)?.bytes ?? 0
+  const verified = await target.store.verify(target.id)
+  return { bytes, tornOffset: verified.tornTail?.location?.offset ?? null }
 }

@@ -1,6 +1,7 @@
 import { readdir } from 'node:fs/promises'
 import { resolve } from 'node:path'
 
+import type { SessionStore } from '@agent-ledger/session-store'
 import { LOG_FILE_PATTERN } from '@agent-ledger/session-store-jsonl/format'
 
 import { flag, JSON_OPTION, NO_PAGER_OPTION, text } from '../args.ts'
@@ -10,9 +11,8 @@ import { stringifyJson } from '../context.ts'
 import { errorJson, formatErrorLine } from '../report-error.ts'
 import { duration, emptyStats, StatsCounter } from '../session-stats.ts'
 import type { SessionStats } from '../session-stats.ts'
-import { displayPath, resolveRoot, resolveSession } from '../session-path.ts'
-import { resolveSessionOrStore, STORE_OPTION } from '../store-target.ts'
-import type { EventSource } from '../store-target.ts'
+import { displayPath, jsonlStoreAt, resolveRoot, resolveSession } from '../session-path.ts'
+import { listAllSessions, resolveSessionOrStore, scopeOf, STORE_OPTION } from '../store-target.ts'
 import { countOf, formatCount, terminalSafe } from '../terminal-text.ts'
 
 const HELP = `Usage: agent-ledger stats <session|root> [--json] [--sort <column>]
@@ -57,7 +57,7 @@ const SORT_COLUMNS = [
 ] as const
 type SortColumn = (typeof SORT_COLUMNS)[number]
 
-async function sessionStats(store: EventSource, id: string): Promise<SessionStats> {
+async function sessionStats(store: SessionStore, id: string): Promise<SessionStats> {
   const counter = new StatsCounter(id)
   for await (const event of store.readEvents(id)) counter.add(event)
   return counter.finish()
@@ -203,13 +203,23 @@ export const statsCommand: CommandSpec = {
     ) {
       const one = picked?.kind === 'session' ? picked : null
       const location = one === null ? await resolveSession(argument, context) : null
-      const stats = await sessionStats(one?.source ?? context.store(location!.root), one?.id ?? location!.id)
+      const stats = await sessionStats(
+        one?.store ?? (await jsonlStoreAt(context, location!.root)),
+        one?.id ?? location!.id,
+      )
       await context.out.write(json ? `${stringifyJson(stats)}\n` : sessionText(stats))
       return ExitCode.OK
     }
-    const root = picked === null ? await resolveRoot(argument, context.cwd) : null
-    const store = picked?.source ?? context.store(root!)
-    const { sessions, problems } = await (picked?.list() ?? context.store(root!).list())
+    const scope =
+      picked?.kind === 'store'
+        ? picked.scope
+        : await scopeOf(context, {
+            kind: 'jsonl',
+            root: await resolveRoot(argument, context.cwd),
+            shown: displayPath(resolve(context.cwd, argument), context.cwd),
+          })
+    const store = scope.store
+    const { sessions, problems } = await listAllSessions(store)
     const rows: SessionStats[] = []
     const failures: { id: string; error: unknown }[] = problems.map((problem) => ({
       id: problem.id,
@@ -232,7 +242,7 @@ export const statsCommand: CommandSpec = {
     if (json) {
       await context.out.write(
         `${stringifyJson({
-          root: picked?.shown ?? displayPath(root!, context.cwd),
+          root: scope.where,
           sort,
           sessions: rows,
           totals,

@@ -1,6 +1,5 @@
 import type { LoggedEvent } from '@agent-ledger/session-events'
 import { SessionStoreError } from '@agent-ledger/session-store'
-import { JsonlErrorCode, JsonlStoreError } from '@agent-ledger/session-store-jsonl'
 
 import { flag, JSON_OPTION, seqOption } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
@@ -67,31 +66,17 @@ interface TailSource {
 }
 
 function tailSource(context: CommandContext, target: SessionTarget): TailSource {
-  if (target.kind === 'database') {
-    const { store, id } = target
-    return {
-      readEvents: () => store.readEvents(id),
-      follow: (fromSeq, options) =>
-        store.follow(id, {
-          fromSeq,
-          pollMs: options.intervalMs,
-          ...(options.signal === undefined ? {} : { signal: options.signal }),
-        }),
-      shown: `session ${id} in ${target.where}`,
-    }
-  }
-  const location = target.location
-  context.root = location.root
-  const store = context.store(location.root)
+  const { store, id, location } = target
   return {
-    readEvents: () => store.readEvents(location.id),
+    readEvents: () => store.readEvents(id),
     follow: (fromSeq, options) =>
-      store.follow(location.id, {
+      store.follow(id, {
         fromSeq,
-        intervalMs: options.intervalMs,
+        pollMs: options.intervalMs,
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       }),
-    shown: displayPath(location.directory, context.cwd),
+    shown:
+      location === null ? `session ${id} in ${target.where}` : displayPath(location.directory, context.cwd),
   }
 }
 
@@ -131,10 +116,7 @@ async function runTail(
       await context.out.flush()
     }
   } catch (error) {
-    if (
-      (JsonlStoreError.is(error) && error.code === JsonlErrorCode.SESSION_NOT_FOUND) ||
-      SessionStoreError.is(error, 'SESSION_NOT_FOUND')
-    ) {
+    if (SessionStoreError.is(error, 'SESSION_NOT_FOUND')) {
       const shown = source.shown
       throw new CliError({
         code: CliErrorCode.FILE_GONE,

@@ -1,7 +1,5 @@
 import { join } from 'node:path'
 
-import type { TornTail, VerifyReport } from '@agent-ledger/session-store-jsonl'
-
 import { flag, JSON_OPTION, NO_PROGRESS_OPTION } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode } from '../cli-error.ts'
@@ -9,11 +7,12 @@ import { stringifyJson } from '../context.ts'
 import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine, shownFile } from '../report-error.ts'
-import { displayPath } from '../session-path.ts'
-import type { SessionLocation } from '../session-path.ts'
+import { displayPath, filesOf } from '../session-path.ts'
 import { resolveTarget, STORE_OPTION } from '../store-target.ts'
 import type { SessionTarget } from '../open-store.ts'
 import { formatBytes } from '../terminal-text.ts'
+import { tornTailView } from '../torn-tail.ts'
+import type { TornTailView } from '../torn-tail.ts'
 
 const HELP = `Usage: agent-ledger verify <session> [--strict] [--json] [--no-progress] [--store <url|dir>]
 
@@ -52,7 +51,7 @@ Exit codes:
   2  usage or I/O error (no such session, permission denied...)
 `
 
-function tornTailText(tail: TornTail): string {
+function tornTailText(tail: TornTailView): string {
   const why =
     tail.reason === 'unterminated'
       ? 'an unterminated last line (a write cut short, or a live writer in progress)'
@@ -60,54 +59,67 @@ function tornTailText(tail: TornTail): string {
   return `${tail.bytes} byte${tail.bytes === 1 ? '' : 's'} from line ${tail.line} (offset ${tail.offset}): ${why}`
 }
 
+/**
+ * The full scan of a session, reported the same way on every store; a directory store adds
+ * its file facts (the log read, its size) from the JSONL backend's `files` capability.
+ */
 async function runVerify(
   context: CommandContext,
-  location: SessionLocation,
+  target: SessionTarget,
   options: { readonly json: boolean; readonly strict: boolean },
 ): Promise<number> {
+  const { location } = target
   const progress = new Progress(context.io, {
     label: 'verify',
     unit: 'bytes',
-    total: location.logBytes,
-    enabled: context.progressEnabled,
+    total: location?.logBytes ?? null,
+    enabled: context.progressEnabled && location !== null,
   })
-  const store = context.store(location.root, {
-    path: location.logFile,
-    onRead: (bytes) => progress.update(bytes),
-  })
-  const report: VerifyReport = await store.verify(location.id)
+  if (location !== null) context.watchReads(location.logFile, (bytes) => progress.update(bytes))
+  const report = await target.store.verify(target.id)
+  const tornTail = tornTailView(report.tornTail)
   // The file the store verified (any encoding or generation), as the user sees paths.
-  const shownLog = displayPath(join(location.root, report.file), context.cwd)
+  const file =
+    location === null
+      ? null
+      : (report.damage?.location?.file ??
+        report.tornTail?.location?.file ??
+        (await filesOf(target.store).sessionFiles(target.id)).current)
+  const bytes = location === null ? null : (location.logBytes ?? 0)
+  const shown =
+    file === null
+      ? `session ${target.id} in ${target.where}`
+      : displayPath(join(location!.root, file), context.cwd)
   const torn = report.status === 'torn-tail'
   const failed = report.status === 'damaged' || (torn && options.strict)
   if (options.json) {
     await context.out.write(
       `${stringifyJson({
         status: report.status,
-        session: location.id,
-        file: shownFile(report.file, context.errorContext),
-        bytes: report.bytes,
+        session: target.id,
+        ...(file === null ? { store: target.where } : { file: shownFile(file, context.errorContext), bytes }),
         events: report.events,
         lastSeq: report.lastSeq,
-        headerMissing: report.headerMissing,
-        tornTail: report.tornTail,
+        headerMissing: report.header === null,
+        tornTail,
         damage: report.damage === null ? null : errorJson(report.damage, context.errorContext),
         exitCode: failed ? ExitCode.DAMAGE : ExitCode.OK,
       })}\n`,
     )
   } else {
-    const size = formatBytes(report.bytes)
+    const size = bytes === null ? '' : `, ${formatBytes(bytes)}`
+    const readSize = bytes === null ? '' : `; ${formatBytes(bytes)} read`
     const good = `${report.events} good event${report.events === 1 ? '' : 's'} (last good seq ${report.lastSeq})`
     if (report.status === 'ok') {
       await context.out.write(
-        `ok: ${shownLog}: ${report.events} event${report.events === 1 ? '' : 's'}, last seq ${report.lastSeq}, ${size}\n`,
+        `ok: ${shown}: ${report.events} event${report.events === 1 ? '' : 's'}, last seq ${report.lastSeq}${size}\n`,
       )
     } else if (torn) {
-      await context.out.write(`torn tail: ${shownLog}: ${good}, then an unacknowledged tail; ${size} read\n`)
+      await context.out.write(`torn tail: ${shown}: ${good}, then an unacknowledged tail${readSize}\n`)
     } else {
-      await context.out.write(`damaged: ${shownLog}: ${good} before the damage; ${size} read\n`)
+      await context.out.write(`damaged: ${shown}: ${good} before the damage${readSize}\n`)
     }
-    if (report.headerMissing) {
+    if (report.header === null) {
       await context.out.write(
         `  no valid header line (a crash during creation?): nothing was ever acknowledged in this log\n`,
       )
@@ -116,56 +128,11 @@ async function runVerify(
   await context.out.flush()
   if (report.damage !== null) {
     context.io.stderr(formatErrorLine(report.damage, context.errorContext))
-  } else if (report.tornTail !== null) {
-    const tail = report.tornTail
+  } else if (tornTail !== null) {
+    const where = location === null ? shown : `${shown} line ${tornTail.line} (offset ${tornTail.offset})`
+    const what = location === null ? `${tornTail.bytes} unacknowledged bytes` : tornTailText(tornTail)
     context.io.stderr(
-      `agent-ledger: ${options.strict ? '' : 'warning: '}TORN_TAIL in ${shownLog} line ${tail.line} (offset ${tail.offset}): ${tornTailText(tail)}; never acknowledged, quarantined and truncated by the next write open [last good seq ${report.lastSeq}]\n`,
-    )
-  }
-  return failed ? ExitCode.DAMAGE : ExitCode.OK
-}
-
-/** `verify` of a session in a database store: the core's scan, reported like a file's. */
-async function runVerifyDatabase(
-  context: CommandContext,
-  target: Extract<SessionTarget, { kind: 'database' }>,
-  options: { readonly json: boolean; readonly strict: boolean },
-): Promise<number> {
-  const report = await target.store.verify(target.id)
-  const shown = `session ${target.id} in ${target.where}`
-  const torn = report.status === 'torn-tail'
-  const failed = report.status === 'damaged' || (torn && options.strict)
-  if (options.json) {
-    await context.out.write(
-      `${stringifyJson({
-        status: report.status,
-        session: target.id,
-        store: target.where,
-        events: report.events,
-        lastSeq: report.lastSeq,
-        headerMissing: report.header === null,
-        tornTail: report.tornTail,
-        damage: report.damage === null ? null : errorJson(report.damage, context.errorContext),
-        exitCode: failed ? ExitCode.DAMAGE : ExitCode.OK,
-      })}\n`,
-    )
-  } else if (report.status === 'ok') {
-    await context.out.write(
-      `ok: ${shown}: ${report.events} event${report.events === 1 ? '' : 's'}, last seq ${report.lastSeq}\n`,
-    )
-  } else {
-    const good = `${report.events} good event${report.events === 1 ? '' : 's'} (last good seq ${report.lastSeq})`
-    await context.out.write(
-      torn
-        ? `torn tail: ${shown}: ${good}, then an unacknowledged tail\n`
-        : `damaged: ${shown}: ${good} before the damage\n`,
-    )
-  }
-  await context.out.flush()
-  if (report.damage !== null) context.io.stderr(formatErrorLine(report.damage, context.errorContext))
-  else if (report.tornTail !== null) {
-    context.io.stderr(
-      `agent-ledger: ${options.strict ? '' : 'warning: '}TORN_TAIL in ${shown}: ${report.tornTail.bytes} unacknowledged bytes [last good seq ${report.lastSeq}]\n`,
+      `agent-ledger: ${options.strict ? '' : 'warning: '}TORN_TAIL in ${where}: ${what}; never acknowledged, quarantined and truncated by the next write open [last good seq ${report.lastSeq}]\n`,
     )
   }
   return failed ? ExitCode.DAMAGE : ExitCode.OK
@@ -187,7 +154,6 @@ export const verifyCommand: CommandSpec = {
   async run(context, args) {
     const target = await resolveTarget(context, args)
     const options = { json: flag(args, 'json'), strict: flag(args, 'strict') }
-    if (target.kind === 'database') return runVerifyDatabase(context, target, options)
-    return runVerify(context, target.location, options)
+    return runVerify(context, target, options)
   },
 }

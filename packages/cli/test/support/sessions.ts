@@ -1,15 +1,17 @@
 /**
  * Shared helpers for the CLI tests: temp roots, captured io, and sessions written through
- * the store API itself (never hand-made files, except where a test damages one on purpose).
+ * the one store API (the core over the JSONL backend, `createJsonlStore`), never hand-made
+ * files, except where a test damages one on purpose.
  */
 import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import type { EventInput } from '@agent-ledger/session-events'
-import { createSessionStore } from '@agent-ledger/session-store-jsonl'
+import type { SessionStore } from '@agent-ledger/session-store'
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
+import type { JsonlStore } from '@agent-ledger/session-store-jsonl'
 import { LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl/format'
-import type { SessionStore } from '@agent-ledger/session-store-jsonl'
 
 import { runCli } from '../../src/index.ts'
 import type { CliIo } from '../../src/index.ts'
@@ -26,14 +28,12 @@ function steppingClock(start = Date.UTC(2026, 0, 1)): () => string {
   return () => new Date(start + 1000 * tick++).toISOString()
 }
 
-/** A store over `root` with a deterministic clock, no timer flushes, and warnings swallowed. */
-export function testStore(root: string): SessionStore {
-  return createSessionStore({
-    root,
-    clock: steppingClock(),
-    flush: { maxDelayMs: 0 },
-    logger: { warn: () => undefined },
-  })
+/**
+ * The core over the JSONL backend at `root` with a deterministic clock and a fixed lease
+ * owner (its writers flush on `flush`/`close`; warnings are not collected).
+ */
+export function testStore(root: string): JsonlStore {
+  return createJsonlStore({ root, clock: steppingClock(), owner: 'cli-test-writer' })
 }
 
 /** What runCli printed, and its exit code. */

@@ -93,6 +93,8 @@ export async function takeLock(
     throw portError(SessionStoreErrorCode.SESSION_LOCKED, {
       sessionId: id,
       message: `Session ${id} is being written by ${holder}${expiresAt === null ? '' : ` (lease until ${expiresAt})`}: expected no live lease; wait, or take over if that writer is dead.`,
+      // The lock file, as the JSONL error names it.
+      location: error.file === '' ? undefined : { file: error.file },
       details: { holder, expiresAt, lock: error.details },
       cause: error,
     })

@@ -15,6 +15,7 @@ import { coreEventRegistry } from '@agent-ledger/session-events'
 import type { EventRegistry } from '@agent-ledger/session-events'
 import { seedBatches, SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type {
+  AbortSignalLike,
   AcquireOptions,
   AcquireResult,
   AppendBatch,
@@ -341,6 +342,8 @@ class JsonlBackendImpl implements JsonlBackend {
       })
     }
     const directory = await sessionDirectory(this.#fs, this.root, checked)
+    // A session whose only log is an older generation is migrated first (FORMAT.md 14.3).
+    await this.#migrateOlder(checked, directory, options.signal)
     // Refusals that need no lock come before it: a refused open writes nothing (no lease, no lock).
     const { migrated } = await checkGenerations({ fs: this.#fs, limits: this.#limits }, checked, directory)
     if (migrated) {
@@ -388,6 +391,19 @@ class JsonlBackendImpl implements JsonlBackend {
       await lock.release().catch(() => undefined)
       throw toPortError(error, { sessionId: checked, action: `acquire session ${checked}` })
     }
+  }
+
+  /**
+   * A write open of a session whose only log is an older generation (a v0 `session.jsonl`)
+   * first publishes its v4 generation through the `migrate` capability (FORMAT.md 14.3),
+   * then appends go there; the older file stays byte for byte. One `readdir` otherwise.
+   */
+  async #migrateOlder(id: string, directory: string, signal: AbortSignalLike | undefined): Promise<void> {
+    const generations = await listGenerations(this.#fs, directory).catch((error: unknown) => {
+      throw toPortError(error, { sessionId: id, action: `list the logs of session ${id}` })
+    })
+    if (generations.length === 0 || generations.some((generation) => generation.version >= 4)) return
+    await this.capabilities.migrate.migrate(id, { signal })
   }
 
   #heldFor(lease: WriterLease): Held {
@@ -600,7 +616,7 @@ class JsonlBackendImpl implements JsonlBackend {
 
   list(query: ListQuery): Promise<ListPage> {
     this.#open()
-    return listSessions({ fs: this.#fs, root: this.root, limits: this.#limits }, query)
+    return listSessions(this.#older, query)
   }
 
   async close(): Promise<void> {

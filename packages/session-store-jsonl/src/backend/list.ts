@@ -2,15 +2,21 @@
  * Listing sessions of a JSONL root: a directory listing, one `stat` per session for the
  * order, and a header read only for the sessions of the page. Keyset pagination on
  * (log mtime desc, id asc); one broken session is an entry with `problem`, never a failed listing.
+ * A session with only an older generation (v0) is listed with its migrated header, read
+ * through the in-memory migration (which scans the v0 file).
  */
 import { join } from 'node:path'
 
 import { SessionStoreErrorCode } from '@agent-ledger/session-store'
-import type { ListEntry, ListPage, ListQuery, SessionStoreErrorLike } from '@agent-ledger/session-store'
+import type {
+  ListEntry,
+  ListPage,
+  ListQuery,
+  SessionStoreErrorLike,
+  StoredHeader,
+} from '@agent-ledger/session-store'
 
-import type { FsOps } from '../fs-ops.ts'
 import { listGenerations } from '../generations.ts'
-import type { StoreLimits } from '../limits.ts'
 import { assertSessionId } from '../session-id.ts'
 import { locateSessionLog } from '../zstd-session.ts'
 import { logAdapter } from '../log-adapter.ts'
@@ -19,13 +25,11 @@ import { JsonlErrorCode } from '../jsonl-store-error.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
 import { checkRoot } from './session-dirs.ts'
 import { openLog } from './open-log.ts'
+import { readOlderHeader } from './older-read.ts'
+import type { OlderReadContext } from './older-read.ts'
 
-/** What {@link listSessions} needs. */
-export interface ListContext {
-  readonly fs: FsOps
-  readonly root: string
-  readonly limits: StoreLimits
-}
+/** What {@link listSessions} needs (the registry: an older generation's header is its migrated one). */
+export type ListContext = OlderReadContext
 
 interface Cursor {
   readonly u: number
@@ -37,6 +41,8 @@ interface Candidate {
   /** Log mtime in ms (the order key); 0 when unknown (listed last). */
   readonly u: number
   readonly problem?: SessionStoreErrorLike
+  /** Only an older generation (v0 `session.jsonl`): listed with its migrated header, as reads see it. */
+  readonly older?: true
 }
 
 function parseCursor(cursor: string): Cursor {
@@ -103,21 +109,35 @@ async function candidateOf(context: ListContext, id: string): Promise<Candidate 
     const generations = await listGenerations(fs, directory)
     if (generations.length === 0) return null
     if (!generations.some((generation) => generation.version === 4)) {
-      return {
-        id,
-        u: stats.mtimeMs,
-        problem: portError(SessionStoreErrorCode.UNSUPPORTED, {
-          sessionId: id,
-          message: `Session ${id} is stored in an older format (${generations.map((g) => g.file).join(', ')}): expected a v4 log; migrate it first (capabilities.migrate).`,
-          details: { capability: 'migrate' },
-        }),
-      }
+      const newest = generations.reduce((a, b) => (b.version > a.version ? b : a))
+      return { id, u: (await fs.lstat(join(directory, newest.file))).mtimeMs, older: true }
     }
     const log = await locateSessionLog({ fs, directory, id, mode: 'read', limits: context.limits })
     const logStats = await fs.lstat(join(directory, log.name))
     return { id, u: logStats.mtimeMs }
   } catch (error) {
     return { id, u: 0, problem: problemOf(error, id) }
+  }
+}
+
+/** A listed session's entry from its header line, with the fields the filters compare. */
+function headerEntry(
+  base: { readonly id: string; readonly updatedAt?: string },
+  header: StoredHeader,
+): ListEntry & { cwd?: unknown; parent?: unknown } {
+  let parsed: Record<string, unknown> = {}
+  try {
+    const value = JSON.parse(header.line) as unknown
+    if (typeof value === 'object' && value !== null) parsed = value as Record<string, unknown>
+  } catch {
+    // The core reports a header it cannot parse; the filters see no fields.
+  }
+  return {
+    ...base,
+    headerLine: header.line,
+    location: header.location,
+    cwd: Object.hasOwn(parsed, 'cwd') ? parsed['cwd'] : undefined,
+    parent: Object.hasOwn(parsed, 'parentSession') ? parsed['parentSession'] : undefined,
   }
 }
 
@@ -129,24 +149,11 @@ async function entryOf(
   const base = { id: candidate.id, ...(updatedAt === undefined ? {} : { updatedAt }) }
   if (candidate.problem !== undefined) return { ...base, problem: candidate.problem }
   try {
+    if (candidate.older === true) return headerEntry(base, await readOlderHeader(context, candidate.id))
     const opened = await openLog(context, candidate.id)
     try {
       const adapter = await logAdapter(candidate.id, opened.log.encoding, context.limits)
-      const header = await readHeaderLine(adapter, opened.handle, candidate.id)
-      let parsed: Record<string, unknown> = {}
-      try {
-        const value = JSON.parse(header.line) as unknown
-        if (typeof value === 'object' && value !== null) parsed = value as Record<string, unknown>
-      } catch {
-        // The core reports a header it cannot parse; the filters see no fields.
-      }
-      return {
-        ...base,
-        headerLine: header.line,
-        location: header.location,
-        cwd: Object.hasOwn(parsed, 'cwd') ? parsed['cwd'] : undefined,
-        parent: Object.hasOwn(parsed, 'parentSession') ? parsed['parentSession'] : undefined,
-      }
+      return headerEntry(base, await readHeaderLine(adapter, opened.handle, candidate.id))
     } finally {
       await opened.handle.close().catch(() => undefined)
     }

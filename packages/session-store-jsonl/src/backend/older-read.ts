@@ -3,8 +3,8 @@
  * the port: migrated in memory by the `migrate`
  * capability's own code (`migrateSession` in read mode: every source line checked, every
  * event validated), handed to the core as the exact v4 lines a migration would write.
- * Nothing is written: no lock, no temp file, the old file untouched. A write open is still
- * refused (`UNSUPPORTED`, migrate first): appending needs the v4 generation on disk.
+ * Nothing is written: no lock, no temp file, the old file untouched. A write open (`acquire`)
+ * first publishes the v4 generation through the `migrate` capability, then appends there.
  */
 import type { EventRegistry } from '@agent-ledger/session-events'
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
