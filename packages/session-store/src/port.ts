@@ -458,6 +458,8 @@ export interface SessionBackend {
    * @throws `FENCED` (epoch moved; nothing written), `CONFLICT` (head is not `expectedSeq`;
    *   nothing written), `UNKNOWN_OUTCOME` (may or may not have landed), `DISK_FULL` (nothing
    *   written, retryable), `SESSION_NOT_FOUND`, `ABORTED` (nothing written), `BACKEND_FAILED`.
+   *   An error (any code) with `details.poisoned: true` says this lease can no longer append
+   *   (a file replaced under it, an fsync that failed): the writer fails (`WRITER_FAILED`).
    */
   append(lease: WriterLease, batch: AppendBatch): Promise<void>
 

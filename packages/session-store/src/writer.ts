@@ -363,7 +363,8 @@ export class SessionWriterImpl implements SessionWriter {
       this.#state = 'fenced'
       this.#failure = error
     } else if (
-      SessionStoreError.is(error, SessionStoreErrorCode.CONFLICT, SessionStoreErrorCode.SESSION_NOT_FOUND)
+      SessionStoreError.is(error, SessionStoreErrorCode.CONFLICT, SessionStoreErrorCode.SESSION_NOT_FOUND) ||
+      (SessionStoreError.is(error) && error.details['poisoned'] === true)
     ) {
       this.#state = 'failed'
       this.#failure = error
