@@ -7,7 +7,8 @@ import type { LoggedEvent } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { JsonlStoreError } from '../src/index.ts'
+import { SessionStoreError } from '@agent-ledger/session-store'
+
 import {
   encodeEventLine,
   encodeJsonLine,
@@ -16,20 +17,20 @@ import {
   scanLog,
   V4_FORMAT,
 } from '../src/format.ts'
-import type { SessionStore } from '../src/index.ts'
+import type { JsonlStore } from '../src/index.ts'
 import type { ScanOutcome } from '../src/format.ts'
 import { refineRepeatedSeq } from '../src/read-log.ts'
 import { recordCrashSection } from './support/crash-summary.ts'
 import {
   closedSessionInputs,
   collect,
+  coreTestStore,
   fileIdentity,
   lineStarts,
   makeTempDir,
   placeSession,
-  testStore,
   withFlippedByte,
-  writeSession,
+  writeCoreSession,
 } from './support/sessions.ts'
 
 const limits = { maxLineBytes: 64 * 1024 * 1024, maxDepth: 256 }
@@ -79,14 +80,14 @@ function line(seq: number, extra: Record<string, unknown> = {}): Buffer {
 }
 
 let temp: { path: string; cleanup: () => void }
-let store: SessionStore
+let store: JsonlStore
 let fixture: Buffer
 let starts: number[]
 
 beforeAll(async () => {
   temp = makeTempDir()
-  store = testStore(temp.path).store
-  fixture = readFileSync(await writeSession(store, 'fixture', closedSessionInputs(20)))
+  store = coreTestStore(temp.path).store
+  fixture = readFileSync(await writeCoreSession(store, 'fixture', closedSessionInputs(20)))
   starts = lineStarts(fixture)
 })
 
@@ -103,14 +104,14 @@ function replaceLine(number: number, replacement: Buffer): Buffer {
   ])
 }
 
-async function caught(promise: Promise<unknown>): Promise<JsonlStoreError> {
+async function caught(promise: Promise<unknown>): Promise<SessionStoreError> {
   try {
     await promise
   } catch (error) {
-    if (JsonlStoreError.is(error)) return error
+    if (SessionStoreError.is(error)) return error
     throw error
   }
-  throw new Error('expected a JsonlStoreError, found success')
+  throw new Error('expected a SessionStoreError, found success')
 }
 
 describe('line splitter', () => {
@@ -223,10 +224,9 @@ describe('reader (scanner through the store)', () => {
     expect(read.projection.nextSeq).toBe(7)
     expect(read.error).toMatchObject({
       code: 'CORRUPT_LINE',
-      line: 9,
       seq: 7,
       lastGoodSeq: 6,
-      offset: starts[8],
+      location: { line: 9, offset: starts[8] },
     })
     expect(read.error!.details).toMatchObject({ reason: 'checksum' })
     expect((await caught(store.openReader('i1'))).code).toBe('CORRUPT_LINE')
@@ -312,7 +312,17 @@ describe('reader (scanner through the store)', () => {
     expect(second.outcome.damage!.details).toMatchObject({ identical: false, hint: 'two writers' })
     // Through the store: read-only with the prefix, writes refused.
     placeSession(temp.path, 'i5', conflicting)
-    expect((await store.openReader('i5', { allowDamaged: true })).error?.code).toBe('SEQ_CONFLICT')
+    const read = await store.openReader('i5', { allowDamaged: true })
+    expect(read.error?.code).toBe('SEQ_CONFLICT')
+    expect(read.error!.details).toMatchObject({
+      identical: false,
+      hint: 'two writers',
+      offsets: [starts[8], starts[9]],
+    })
+    placeSession(temp.path, 'i5-dup', duplicated)
+    const repeated = await store.openReader('i5-dup', { allowDamaged: true })
+    expect(repeated.error).toMatchObject({ code: 'SEQ_DUPLICATE', seq: 7, lastGoodSeq: 7 })
+    expect(repeated.error!.details).toMatchObject({ identical: true, offsets: [starts[8], starts[9]] })
     expect((await caught(store.openWriter('i5'))).code).toBe('SEQ_CONFLICT')
   })
 
@@ -374,7 +384,6 @@ describe('reader (scanner through the store)', () => {
     placeSession(temp.path, 'v5', Buffer.concat([readFileSync(path), future, after]))
     const read = await store.openReader('v5')
     expect(read.lastSeq).toBe(2)
-    expect(read.stats.ignoredUnknown).toBe(1)
     expect(read.projection.stats.ignoredUnknown).toBe(1)
     expect(read.projection.deriveMessages().map((message) => message.content)).toEqual(['before', 'after'])
     const events = await collect(store.readEvents('v5'))
@@ -403,7 +412,11 @@ describe('reader (scanner through the store)', () => {
     const before = fileIdentity(path)
     const read = await store.openReader('v6', { allowDamaged: true })
     expect(read.lastSeq).toBe(6)
-    expect(read.error).toMatchObject({ code: 'UNKNOWN_EVENT_TYPE', seq: 7, offset: starts[8], line: 9 })
+    expect(read.error).toMatchObject({
+      code: 'UNKNOWN_EVENT_TYPE',
+      seq: 7,
+      location: { offset: starts[8], line: 9 },
+    })
     expect(read.error!.details).toMatchObject({ type: 'future/thing' })
     expect((await caught(store.openWriter('v6'))).code).toBe('UNKNOWN_EVENT_TYPE')
     expect(fileIdentity(path)).toEqual(before)

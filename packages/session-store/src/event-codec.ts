@@ -323,7 +323,11 @@ export function decodeEventLine(stored: StoredLine, context: DecodeContext): Log
       lastGoodSeq,
       location,
       message: `Session ${sessionId} has an invalid event at ${where}: ${messageOf(error)}.`,
-      details: { projectionCode: typeof original === 'string' ? original : null },
+      details: {
+        projectionCode: typeof original === 'string' ? original : null,
+        ...fieldOf(error),
+        ...(typeof value['type'] === 'string' ? { type: value['type'] } : {}),
+      },
       cause: error,
     })
   }
