@@ -9,9 +9,10 @@ import { join } from 'node:path'
 
 import { SessionStoreErrorCode } from '@agent-ledger/session-store'
 
-import { errnoOf } from '../fs-errors.ts'
+import { errnoOf, toStoreError } from '../fs-errors.ts'
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import { listGenerations } from '../generations.ts'
+import { JsonlErrorCode } from '../jsonl-store-error.ts'
 import type { StoreLimits } from '../limits.ts'
 import { locateSessionLog } from '../zstd-session.ts'
 import type { SessionLog } from '../zstd-session.ts'
@@ -60,7 +61,12 @@ export async function openLog(
     )
   } catch (error) {
     if (errnoOf(error) !== 'ENOENT') {
-      throw toPortError(error, { sessionId: id, action: `open ${log.file}` })
+      // A symbolic link at the log's name says which name it was (`which: 'log'`).
+      const typed =
+        errnoOf(error) === 'ELOOP'
+          ? toStoreError(error, { op: 'open', file: log.file, which: 'log', fallback: JsonlErrorCode.READ_FAILED })
+          : error
+      throw toPortError(typed, { sessionId: id, action: `open ${log.file}` })
     }
     const older = await listGenerations(fs, directory).catch(() => [])
     if (older.length > 0) {
