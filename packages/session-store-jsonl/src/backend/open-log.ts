@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { SessionStoreErrorCode } from '@agent-ledger/session-store'
 
 import { errnoOf, toStoreError } from '../fs-errors.ts'
+import { NOT_REGULAR_ERRNO } from '../fs-ops.ts'
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import { listGenerations } from '../generations.ts'
 import { JsonlErrorCode } from '../jsonl-store-error.ts'
@@ -61,9 +62,11 @@ export async function openLog(
     )
   } catch (error) {
     if (errnoOf(error) !== 'ENOENT') {
-      // A symbolic link at the log's name says which name it was (`which: 'log'`).
+      // A symbolic link or a special file at the log's name: typed naming the log
+      // (`which: 'log'`, the file relative to the root).
+      const errno = errnoOf(error)
       const typed =
-        errnoOf(error) === 'ELOOP'
+        errno === 'ELOOP' || errno === NOT_REGULAR_ERRNO || errno === 'ENXIO'
           ? toStoreError(error, { op: 'open', file: log.file, which: 'log', fallback: JsonlErrorCode.READ_FAILED })
           : error
       throw toPortError(typed, { sessionId: id, action: `open ${log.file}` })
