@@ -13,9 +13,10 @@ import { join } from 'node:path'
 import type { LoggedEvent } from '@agent-ledger/session-events'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { JsonlStoreError } from '../src/index.ts'
-import type { SessionStore } from '../src/index.ts'
-import { makeTempDir, testStore, turnInputs } from './support/sessions.ts'
+import { SessionStoreError } from '@agent-ledger/session-store'
+
+import type { JsonlStore } from '../src/index.ts'
+import { coreTestStore, makeTempDir, turnInputs } from './support/sessions.ts'
 
 let temp: ReturnType<typeof makeTempDir>
 beforeEach(() => {
@@ -92,13 +93,13 @@ describe.each(['plain', 'zstd'] as const)('create with a streamed seed (%s)', (e
     const seed = seedOf(60)
     const arrayRoot = join(temp.path, 'array')
     const streamRoot = join(temp.path, 'stream')
-    const a = testStore(arrayRoot, { encoding }).store
-    const b = testStore(streamRoot, { encoding }).store
+    const a = coreTestStore(arrayRoot, { encoding }).store
+    const b = coreTestStore(streamRoot, { encoding }).store
     await (await a.create({ id: 's', header: { cwd: '/x' }, seed })).close()
     const writer = await b.create({ id: 's', header: { cwd: '/x' }, seed: streamOf(seed) })
     expect(writer.projection.nextSeq).toBe(seed.length)
     await writer.close()
-    const events = async (store: SessionStore): Promise<LoggedEvent[]> => {
+    const events = async (store: JsonlStore): Promise<LoggedEvent[]> => {
       const out: LoggedEvent[] = []
       for await (const event of store.readEvents('s')) out.push(event)
       return out
@@ -115,7 +116,7 @@ describe.each(['plain', 'zstd'] as const)('create with a streamed seed (%s)', (e
   })
 
   it('an iterable that throws midway: its own error, nothing published, lock released; a retry succeeds', async () => {
-    const { store } = testStore(temp.path, { encoding })
+    const { store } = coreTestStore(temp.path, { encoding })
     const seed = seedOf(60)
     const boom = new Error('source broke')
     const failing = streamOf(seed, {
@@ -132,7 +133,7 @@ describe.each(['plain', 'zstd'] as const)('create with a streamed seed (%s)', (e
   })
 
   it('an abort between batches: ABORTED, the producer is closed, nothing published', async () => {
-    const { store } = testStore(temp.path, { encoding })
+    const { store } = coreTestStore(temp.path, { encoding })
     const controller = new AbortController()
     const stream = streamOf(seedOf(60), {
       before: (index) => {
@@ -140,29 +141,30 @@ describe.each(['plain', 'zstd'] as const)('create with a streamed seed (%s)', (e
       },
     })
     const error = await caught(() => store.create({ id: 's', seed: stream, signal: controller.signal }))
-    expect(JsonlStoreError.is(error) && error.code).toBe('ABORTED')
+    expect(SessionStoreError.is(error) && error.code).toBe('ABORTED')
     expect(stream.closed).toBe(true)
     assertNothingPublished(temp.path, 's')
   })
 
   it('the session/end-seed rule is applied to the whole stream: a seeded header without its marker publishes nothing', async () => {
-    const { store } = testStore(temp.path, { encoding })
+    const { store } = coreTestStore(temp.path, { encoding })
     const stream = streamOf(seedOf(20))
     const error = await caught(() =>
       store.create({ id: 's', header: { seeded: true, parentSession: 'p' }, seed: stream }),
     )
-    expect(JsonlStoreError.is(error) && error.code).toBe('INVALID_HEADER')
+    // The core's code for a seed without its marker (the JSONL store API said INVALID_HEADER).
+    expect(SessionStoreError.is(error) && error.code).toBe('INVALID_SEED')
     expect(stream.closed).toBe(true)
     assertNothingPublished(temp.path, 's')
   })
 
   it('SESSION_EXISTS before the first batch is taken', async () => {
-    const { store } = testStore(temp.path, { encoding })
+    const { store } = coreTestStore(temp.path, { encoding })
     await (await store.create({ id: 's', seed: seedOf(2) })).close()
     const before = readFileSync(join(temp.path, 's', file))
     const late = streamOf(seedOf(20))
     const error = await caught(() => store.create({ id: 's', seed: late }))
-    expect(JsonlStoreError.is(error) && error.code).toBe('SESSION_EXISTS')
+    expect(SessionStoreError.is(error) && error.code).toBe('SESSION_EXISTS')
     expect(late.taken).toBe(0)
     expect(readFileSync(join(temp.path, 's', file))).toEqual(before)
   })
@@ -182,11 +184,11 @@ describe('create with a streamed seed on a really full disk', () => {
     'a seed larger than the 1 MiB tmpfs: DISK_FULL midway, nothing published, the temp removed, the producer closed',
     async () => {
       const root = join(mountPoint, 'root')
-      const { store } = testStore(root)
+      const { store } = coreTestStore(root)
       const seed = seedOf(400, 4000) // about 2 MB of lines
       const stream = streamOf(seed)
       const error = await caught(() => store.create({ id: 's', seed: stream }))
-      expect(JsonlStoreError.is(error) && error.code).toBe('DISK_FULL')
+      expect(SessionStoreError.is(error) && error.code).toBe('DISK_FULL')
       expect(stream.taken).toBeGreaterThan(1)
       expect(stream.closed).toBe(true)
       assertNothingPublished(root, 's')
