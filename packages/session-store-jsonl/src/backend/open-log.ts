@@ -44,6 +44,25 @@ export async function openLog(
   id: string,
   mode: 'read' | 'write' = 'read',
 ): Promise<OpenedLog> {
+  try {
+    return await openLogOnce(context, id, mode)
+  } catch (error) {
+    // A compress may replace the plain log by its .zstd between the locate and the open (the
+    // name found is gone): a second locate finds the new log.
+    if (typeof error === 'object' && error !== null && vanished.has(error))
+      return openLogOnce(context, id, mode)
+    throw error
+  }
+}
+
+/** Errors of an open whose located log name was gone at the open. */
+const vanished = new WeakSet<object>()
+
+async function openLogOnce(
+  context: { readonly fs: FsOps; readonly root: string; readonly limits: StoreLimits },
+  id: string,
+  mode: 'read' | 'write',
+): Promise<OpenedLog> {
   const { fs } = context
   const directory = await sessionDirectory(fs, context.root, id)
   let log: SessionLog
@@ -67,23 +86,30 @@ export async function openLog(
       const errno = errnoOf(error)
       const typed =
         errno === 'ELOOP' || errno === NOT_REGULAR_ERRNO || errno === 'ENXIO'
-          ? toStoreError(error, { op: 'open', file: log.file, which: 'log', fallback: JsonlErrorCode.READ_FAILED })
+          ? toStoreError(error, {
+              op: 'open',
+              file: log.file,
+              which: 'log',
+              fallback: JsonlErrorCode.READ_FAILED,
+            })
           : error
       throw toPortError(typed, { sessionId: id, action: `open ${log.file}` })
     }
     const older = await listGenerations(fs, directory).catch(() => [])
-    if (older.length > 0) {
-      throw portError(SessionStoreErrorCode.UNSUPPORTED, {
-        sessionId: id,
-        message: `Session ${id} is stored in an older format (${older.map((generation) => generation.file).join(', ')}): expected ${log.file}; migrate it first (capabilities.migrate).`,
-        details: { capability: 'migrate' },
-      })
-    }
-    throw portError(SessionStoreErrorCode.SESSION_NOT_FOUND, {
-      sessionId: id,
-      message: `Session ${id} was not found: expected ${log.file} under the store root.`,
-      cause: error,
-    })
+    const refusal =
+      older.length > 0
+        ? portError(SessionStoreErrorCode.UNSUPPORTED, {
+            sessionId: id,
+            message: `Session ${id} is stored in an older format (${older.map((generation) => generation.file).join(', ')}): expected ${log.file}; migrate it first (capabilities.migrate).`,
+            details: { capability: 'migrate' },
+          })
+        : portError(SessionStoreErrorCode.SESSION_NOT_FOUND, {
+            sessionId: id,
+            message: `Session ${id} was not found: expected ${log.file} under the store root.`,
+            cause: error,
+          })
+    vanished.add(refusal)
+    throw refusal
   }
   try {
     const stats = await handle.stat()
