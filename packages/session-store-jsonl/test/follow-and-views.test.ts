@@ -1,4 +1,12 @@
-import { appendFileSync, cpSync, existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -279,7 +287,10 @@ describe('store.salvage of an older generation', () => {
     const before = readFileSync(join(temp.path, 'old', 'session.jsonl'))
     const error = await store.salvage('old', { to: 'rescued' }).catch((thrown: unknown) => thrown)
     expect(SessionStoreError.is(error) && error.code).toBe('CORRUPT_LINE')
-    expect(SessionStoreError.is(error) && error.location).toMatchObject({ file: 'old/session.jsonl', line: 12 })
+    expect(SessionStoreError.is(error) && error.location).toMatchObject({
+      file: 'old/session.jsonl',
+      line: 12,
+    })
     expect(readFileSync(join(temp.path, 'old', 'session.jsonl')).equals(before)).toBe(true)
     expect(existsSync(join(temp.path, 'rescued'))).toBe(false)
   })

@@ -252,7 +252,8 @@ describe('S11: the header id names the session directory', () => {
     const before = fileIdentity(path)
     for (const attempt of [
       async () => {
-        throw (await store.verify('s')).damage
+        const { damage } = await store.verify('s')
+        throw damage ?? new Error('expected verify to report the damage')
       },
       () => store.openReader('s'),
       () => store.openReader('s', { allowDamaged: true }),
@@ -271,7 +272,10 @@ describe('S11: the header id names the session directory', () => {
     }
     // The backend's compress capability checks the header itself: INVALID_HEADER, field id.
     const compress = await caught(store.backend.capabilities.compress.compress('s'))
-    expect(compress).toMatchObject({ code: 'INVALID_HEADER', location: { file: `s/${LOG_FILE_NAME}`, line: 1 } })
+    expect(compress).toMatchObject({
+      code: 'INVALID_HEADER',
+      location: { file: `s/${LOG_FILE_NAME}`, line: 1 },
+    })
     expect(compress.details).toMatchObject({ field: 'id', expected: 's', found: 'other' })
     const listed = await store.list()
     expect(listed.sessions.map((session) => session.id)).toEqual(['other'])
@@ -294,8 +298,14 @@ describe('S11: the header id names the session directory', () => {
     mkdirSync(directory, { mode: 0o700 })
     writeFileSync(join(directory, LOG_FILE_NAME), log, { mode: 0o600 })
     writeFileSync(join(directory, CORE_CHECKPOINT_FILE_NAME), checkpoint, { mode: 0o600 })
-    for (const error of [await caught(cached.openReader('moved')), await caught(cached.openWriter('moved'))]) {
-      expect(error).toMatchObject({ code: 'HEADER_ID_MISMATCH', details: { expected: 'moved', found: 'cached' } })
+    for (const error of [
+      await caught(cached.openReader('moved')),
+      await caught(cached.openWriter('moved')),
+    ]) {
+      expect(error).toMatchObject({
+        code: 'HEADER_ID_MISMATCH',
+        details: { expected: 'moved', found: 'cached' },
+      })
     }
   })
 })
@@ -321,7 +331,8 @@ describe('I9: a write open checks the line checksums of the prefix a checkpoint 
       const content = readFileSync(path)
       expect(content.length).toBeGreaterThan(1024 * 1024)
       const clean = await real.openReader('big')
-      if (!clean.checkpoint.used) throw new Error(`expected the checkpoint used, found ${clean.checkpoint.reason}`)
+      if (!clean.checkpoint.used)
+        throw new Error(`expected the checkpoint used, found ${clean.checkpoint.reason}`)
       const starts = lineStarts(content)
       // The prefix the checkpoint skips ends where the line of its seq starts (the header is line 1).
       const prefixEnd = starts[clean.checkpoint.seq + 1]!

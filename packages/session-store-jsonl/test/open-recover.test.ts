@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { SessionStoreError } from '@agent-ledger/session-store'
-import type { AcquireRepair, SessionStoreWarning, SessionWriter } from '@agent-ledger/session-store'
+import type { AcquireRepair, SessionWriter } from '@agent-ledger/session-store'
 
 import { encodeEventLine, encodeJsonLine, LOG_FILE_NAME } from '../src/format.ts'
 import type { JsonlStore } from '../src/index.ts'
@@ -38,11 +38,10 @@ import {
 
 let temp: { path: string; cleanup: () => void }
 let store: JsonlStore
-let warnings: SessionStoreWarning[]
 
 beforeEach(() => {
   temp = makeTempDir()
-  ;({ store, warnings } = coreTestStore(temp.path))
+  ;({ store } = coreTestStore(temp.path))
 })
 
 afterEach(() => {
@@ -321,7 +320,7 @@ describe('open and recover', () => {
       async () => {
         const report = await store.verify('future')
         expect(report).toMatchObject({ status: 'damaged', header: null })
-        throw report.damage
+        throw report.damage ?? new Error('expected verify to report the damage')
       },
     ]
     for (const attempt of attempts) {

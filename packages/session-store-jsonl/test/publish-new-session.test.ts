@@ -140,7 +140,10 @@ describe.each(['plain', 'zstd'] as const)('a %s log publishes by link like every
     })
     expect(leftovers(temp.path, 'child')).toEqual([])
     expect(readFileSync(join(temp.path, 'parent', 'session.v4.jsonl')).equals(parentBytes)).toBe(true)
-    const writer = await coreTestStore(temp.path, { encoding }).store.fork('parent', { to: 'child', atSeq: 1 })
+    const writer = await coreTestStore(temp.path, { encoding }).store.fork('parent', {
+      to: 'child',
+      atSeq: 1,
+    })
     await writer.close()
     expect((await setup.verify('child')).status).toBe('ok')
   })
@@ -190,7 +193,9 @@ describe('failure codes name the operation', () => {
         return nodeFsOps.link(existing, target)
       },
     }
-    const error = await failure(coreTestStore(temp.path, { fs }).store.backend.capabilities.compress.compress('cold'))
+    const error = await failure(
+      coreTestStore(temp.path, { fs }).store.backend.capabilities.compress.compress('cold'),
+    )
     expect(error).toMatchObject({
       code: 'COMPRESS_FAILED',
       details: { step: 'link', cause: 'EIO', published: false },

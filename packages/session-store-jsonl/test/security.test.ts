@@ -18,10 +18,10 @@ import { fc, test as propertyTest } from '@fast-check/vitest'
 import type { EventInput } from '@agent-ledger/session-events'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { SessionStoreError } from '@agent-ledger/session-store'
+import { assertSessionId, SessionStoreError } from '@agent-ledger/session-store'
 import type { SessionStoreWarning } from '@agent-ledger/session-store'
 
-import { assertSessionId, nodeFsOps } from '../src/index.ts'
+import { nodeFsOps } from '../src/index.ts'
 import { encodeEventLine, LOG_FILE_NAME } from '../src/format.ts'
 import type { FsOps, JsonlStore } from '../src/index.ts'
 import { createFaultFs } from './support/fault-fs.ts'
@@ -238,7 +238,7 @@ describe('security', () => {
     expect(JSON.stringify(events[1]!.data)).toBe(hostile)
     expect(encodeEventLine(events[1]!).equals(expectedLines[1]!)).toBe(true)
     const read = await store.openReader('proto')
-    expect(Object.hasOwn(read.header!.metadata!, '__proto__')).toBe(true)
+    expect(Object.hasOwn(read.header.metadata!, '__proto__')).toBe(true)
     const child = await store.fork('proto', { to: 'proto-fork', atSeq: 2 })
     await child.close()
     await store.salvage('proto', { to: 'proto-salvage' })
@@ -359,7 +359,7 @@ describe('security', () => {
         return nodeFsOps.open(path, flags, openMode)
       },
     }
-    const { store: raced } = coreTestStore(temp.path, { fs: attacker, lock: { randomHex } })
+    const { store: raced } = coreTestStore(temp.path, { fs: attacker, jsonl: { lock: { randomHex } } })
     const writer = await raced.create({ id: 'raced' })
     writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'safe' } } })
     await writer.close()

@@ -3,7 +3,7 @@ import { existsSync, linkSync, readFileSync, renameSync, statSync, unlinkSync, w
 import { join } from 'node:path'
 
 import type { EventInput } from '@agent-ledger/session-events'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { SessionStoreError } from '@agent-ledger/session-store'
 import type { SessionWriter } from '@agent-ledger/session-store'

@@ -197,7 +197,7 @@ export async function foldLines(
     if (!isLineDamage(error, context.backend)) throw error
     damage =
       current !== null && SessionStoreError.is(error, SessionStoreErrorCode.SEQ_DUPLICATE)
-        ? await refineRepeatedSeq(context, { id, repeat: current }, error, options)
+        ? await refineRepeatedSeq(context, { id, repeat: current, signal: options.signal }, error)
         : error
   }
   return { lastSeq, lastCrc, damage, tornTail, events, chars }
@@ -211,9 +211,8 @@ export async function foldLines(
  */
 async function refineRepeatedSeq(
   context: CoreContext,
-  at: { readonly id: string; readonly repeat: StoredLine },
+  at: SignalOptions & { readonly id: string; readonly repeat: StoredLine },
   error: SessionStoreError,
-  options: SignalOptions,
 ): Promise<SessionStoreError> {
   const seq = error.details['found']
   if (typeof seq !== 'number') return error
@@ -222,7 +221,7 @@ async function refineRepeatedSeq(
     for await (const stored of context.backend.read(at.id, {
       fromSeq: seq,
       toSeq: seq,
-      signal: options.signal,
+      signal: at.signal,
     })) {
       first = stored
       break
