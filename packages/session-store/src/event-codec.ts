@@ -69,6 +69,12 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }
 
+/** The offending field a session-events error names (`time`, `data.message.role`...), as details. */
+function fieldOf(error: unknown): { readonly field?: string } {
+  const field = typeof error === 'object' && error !== null ? (error as { field?: unknown }).field : undefined
+  return typeof field === 'string' ? { field } : {}
+}
+
 /** Maps a session-events or projection error to a store code (`details.projectionCode` keeps the original). */
 export function eventError(
   error: unknown,
@@ -85,7 +91,7 @@ export function eventError(
     sessionId: context.sessionId,
     seq: context.seq,
     message: `Cannot accept ${context.what} seq ${context.seq} for session ${context.sessionId}: ${messageOf(error)}; nothing was buffered.`,
-    details: { projectionCode: typeof original === 'string' ? original : null },
+    details: { projectionCode: typeof original === 'string' ? original : null, ...fieldOf(error) },
     cause: error,
   })
 }
@@ -317,7 +323,11 @@ export function decodeEventLine(stored: StoredLine, context: DecodeContext): Log
       lastGoodSeq,
       location,
       message: `Session ${sessionId} has an invalid event at ${where}: ${messageOf(error)}.`,
-      details: { projectionCode: typeof original === 'string' ? original : null },
+      details: {
+        projectionCode: typeof original === 'string' ? original : null,
+        ...fieldOf(error),
+        ...(typeof value['type'] === 'string' ? { type: value['type'] } : {}),
+      },
       cause: error,
     })
   }

@@ -460,8 +460,9 @@ export interface SessionBackend {
    * @throws `FENCED` (epoch moved; nothing written), `CONFLICT` (head is not `expectedSeq`;
    *   nothing written), `UNKNOWN_OUTCOME` (may or may not have landed), `DISK_FULL` (nothing
    *   written, retryable), `SESSION_NOT_FOUND`, `ABORTED` (nothing written), `BACKEND_FAILED`.
-   *   Any of these with `details.poisoned: true` says this lease can never append again (a
-   *   failed fdatasync or rollback): the core fails the writer (`WRITER_FAILED`), reopen.
+   *   An error (any code) with `details.poisoned: true` says this lease can never append again
+   *   (a file replaced under it, a failed fdatasync or rollback): the core fails the writer
+   *   (`WRITER_FAILED`); reopen.
    */
   append(lease: WriterLease, batch: AppendBatch): Promise<void>
 

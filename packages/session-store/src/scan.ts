@@ -149,6 +149,8 @@ export async function foldLines(
   let tornTail: TornTailInfo | null = null
   let events = 0
   let chars = 0
+  // The line being checked: a repeated seq is compared with the first line of that seq.
+  let current: StoredLine | null = null
   // One decode context for the whole read, its two seqs moved per line (no copy per line).
   const decode: { -readonly [K in keyof DecodeContext]: DecodeContext[K] } = {
     sessionId: id,
@@ -169,6 +171,7 @@ export async function foldLines(
     })) {
       decode.expectedSeq = lastSeq + 1
       decode.lastGoodSeq = lastSeq
+      current = stored
       const event = decodeEventLine(stored, decode)
       try {
         projection.apply(event)
@@ -192,7 +195,57 @@ export async function foldLines(
     }
   } catch (error) {
     if (!isLineDamage(error, context.backend)) throw error
-    damage = error
+    damage =
+      current !== null && SessionStoreError.is(error, SessionStoreErrorCode.SEQ_DUPLICATE)
+        ? await refineRepeatedSeq(context, { id, repeat: current, signal: options.signal }, error)
+        : error
   }
   return { lastSeq, lastCrc, damage, tornTail, events, chars }
+}
+
+/**
+ * A repeated seq told apart (only on that error path): `SEQ_DUPLICATE` when the line repeats
+ * the first line of its seq byte for byte, `SEQ_CONFLICT` (two writers) when it is another
+ * event; `details.identical` and `details.offsets` (first line, repeat) say which. The first
+ * line is read again through the port; when it cannot be read, the error is kept as it is.
+ */
+async function refineRepeatedSeq(
+  context: CoreContext,
+  at: SignalOptions & { readonly id: string; readonly repeat: StoredLine },
+  error: SessionStoreError,
+): Promise<SessionStoreError> {
+  const seq = error.details['found']
+  if (typeof seq !== 'number') return error
+  let first: StoredLine | undefined
+  try {
+    for await (const stored of context.backend.read(at.id, {
+      fromSeq: seq,
+      toSeq: seq,
+      signal: at.signal,
+    })) {
+      first = stored
+      break
+    }
+  } catch {
+    return error
+  }
+  if (first === undefined) return error
+  const { repeat } = at
+  const identical = first.line === repeat.line
+  return new SessionStoreError({
+    code: identical ? SessionStoreErrorCode.SEQ_DUPLICATE : SessionStoreErrorCode.SEQ_CONFLICT,
+    sessionId: at.id,
+    seq: error.seq,
+    lastGoodSeq: error.lastGoodSeq,
+    location: error.location,
+    message: identical
+      ? `${error.message} The line repeats the first line of seq ${seq} (${locationText(first)}) byte for byte.`
+      : `${error.message} The line holds another event than the first line of seq ${seq} (${locationText(first)}), as two writers without a lease would write.`,
+    details: {
+      ...error.details,
+      identical,
+      offsets: [first.location?.offset ?? null, repeat.location?.offset ?? null],
+      ...(identical ? {} : { hint: 'two writers' }),
+    },
+  })
 }

@@ -170,11 +170,20 @@ export async function* encodeSeedStream(
 
 /**
  * A seeded header needs a seed holding exactly one `session/end-seed` marker that agrees with
- * it. Events after the marker are the new session's own (an importer's fork publishes them in
+ * it, and a marker needs a seeded header. Events after the marker are the new session's own (an importer's fork publishes them in
  * the same create), as the JSONL store accepts them.
  */
 function checkSeedMarker(id: string, header: SessionHeader, seed: SeedSummary): void {
-  if (header.seeded !== true) return
+  if (header.seeded !== true) {
+    if (seed.markers === 0) return
+    // A marker says "the seed ends here" of a header that says it has no seed: one of the two is wrong.
+    throw new SessionStoreError({
+      code: SessionStoreErrorCode.INVALID_SEED,
+      sessionId: id,
+      message: `Cannot create session ${id}: the seed holds ${seed.markers} session/end-seed event(s) but the header is not seeded; expected seeded: true with the marker, or no marker.`,
+      details: { field: 'seeded', expected: true, found: header.seeded ?? null, markers: seed.markers },
+    })
+  }
   const last = seed.firstMarker
   if (seed.markers !== 1 || last === null) {
     throw new SessionStoreError({

@@ -231,6 +231,9 @@ class SessionStoreImpl implements SessionStore {
     this.#assertOpen()
     assertSessionId(id)
     const { owner, leaseMs } = this.#lease(options)
+    // A header this library cannot write after (newer version, not valid, another id, no
+    // whole header line) is refused before the lease: nothing is locked, repaired or written.
+    await readHeader(this.#context, id, { signal: options.signal })
     const acquired = await this.backend.acquire(id, {
       owner,
       leaseMs,

@@ -121,10 +121,19 @@ export async function recoverLog(
       details: { jsonlCode: JsonlErrorCode.HARDLINK_REFUSED, nlink: stats.nlink },
     })
   }
+  const repaired: AcquireRepair[] = []
+  if ((stats.mode & 0o077) !== 0) {
+    // A log others may read or write (copied in, restored from a backup) is narrowed to 0600 (S1).
+    const narrowed = stats.mode & 0o700
+    await handle.chmod(narrowed)
+    repaired.push({
+      kind: 'mode',
+      description: `${opened.log.file} had mode ${(stats.mode & 0o777).toString(8)}; set to ${narrowed.toString(8)}.`,
+    })
+  }
   const adapter = await logAdapter(id, opened.log.encoding, context.limits)
   const scanned = await scanHead(adapter, handle)
   const { outcome } = scanned
-  const repaired: AcquireRepair[] = []
   let failed: SessionStoreError | null = null
   if (outcome.damage !== null) {
     // Damage in the middle is the core's to report; this lease may not append after it.

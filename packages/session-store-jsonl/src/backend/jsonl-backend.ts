@@ -290,8 +290,9 @@ class JsonlBackendImpl implements JsonlBackend {
             scanned.nextSeq !== count ||
             scanned.lastCrc !== lastCrc
           ) {
-            throw portError(SessionStoreErrorCode.BACKEND_FAILED, {
+            throw portError(JsonlErrorCode.CREATE_FAILED, {
               sessionId: id,
+              details: { jsonlCode: JsonlErrorCode.CREATE_FAILED, step: 'verify', published: false },
               message: `Creating session ${id}: the staged ${adapter.log.name} does not read back as written: expected the header and ${count} lines ending with crc ${lastCrc ?? 'none'}, found ${scanned.nextSeq} lines ending with crc ${scanned.lastCrc ?? 'none'}${outcome.damage === null ? '' : ` and damage (${outcome.damage.message})`}; nothing was published.`,
             })
           }

@@ -216,6 +216,8 @@ export async function writeLease(
   }
   let renamed = false
   try {
+    // 0600 whatever the umask (S1): the open's mode is masked by it.
+    await handle.chmod(0o600)
     await handle.write(bytes, 0)
     await handle.sync()
     await handle.close()

@@ -14,9 +14,11 @@ import { coreEventRegistry } from '@agent-ledger/session-events'
 import type { SessionHeader } from '@agent-ledger/session-events'
 import { SessionStoreErrorCode } from '@agent-ledger/session-store'
 
-import { errnoOf } from '../fs-errors.ts'
+import { errnoOf, toStoreError } from '../fs-errors.ts'
+import { NOT_REGULAR_ERRNO } from '../fs-ops.ts'
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import { listGenerations } from '../generations.ts'
+import { JsonlErrorCode } from '../jsonl-store-error.ts'
 import type { StoreLimits } from '../limits.ts'
 import { logAdapter } from '../log-adapter.ts'
 import { detectGenerationFork } from '../migration/migrate-session.ts'
@@ -145,6 +147,25 @@ export async function openLog(
   id: string,
   mode: 'read' | 'write' = 'read',
 ): Promise<OpenedLog> {
+  try {
+    return await openLogOnce(context, id, mode)
+  } catch (error) {
+    // A compress may replace the plain log by its .zstd between the locate and the open (the
+    // name found is gone): a second locate finds the new log.
+    if (typeof error === 'object' && error !== null && vanished.has(error))
+      return openLogOnce(context, id, mode)
+    throw error
+  }
+}
+
+/** Errors of an open whose located log name was gone at the open. */
+const vanished = new WeakSet<object>()
+
+async function openLogOnce(
+  context: { readonly fs: FsOps; readonly root: string; readonly limits: StoreLimits },
+  id: string,
+  mode: 'read' | 'write',
+): Promise<OpenedLog> {
   const { fs } = context
   const directory = await sessionDirectory(fs, context.root, id)
   const { migrated } = await checkGenerations(context, id, directory)
@@ -164,21 +185,35 @@ export async function openLog(
     )
   } catch (error) {
     if (errnoOf(error) !== 'ENOENT') {
-      throw toPortError(error, { sessionId: id, action: `open ${log.file}` })
+      // A symbolic link or a special file at the log's name: typed naming the log
+      // (`which: 'log'`, the file relative to the root).
+      const errno = errnoOf(error)
+      const typed =
+        errno === 'ELOOP' || errno === NOT_REGULAR_ERRNO || errno === 'ENXIO'
+          ? toStoreError(error, {
+              op: 'open',
+              file: log.file,
+              which: 'log',
+              fallback: JsonlErrorCode.READ_FAILED,
+            })
+          : error
+      throw toPortError(typed, { sessionId: id, action: `open ${log.file}` })
     }
     const older = await listGenerations(fs, directory).catch(() => [])
-    if (older.length > 0) {
-      throw portError(SessionStoreErrorCode.UNSUPPORTED, {
-        sessionId: id,
-        message: `Session ${id} is stored in an older format (${older.map((generation) => generation.file).join(', ')}): expected ${log.file}; migrate it first (capabilities.migrate).`,
-        details: { capability: 'migrate' },
-      })
-    }
-    throw portError(SessionStoreErrorCode.SESSION_NOT_FOUND, {
-      sessionId: id,
-      message: `Session ${id} was not found: expected ${log.file} under the store root.`,
-      cause: error,
-    })
+    const refusal =
+      older.length > 0
+        ? portError(SessionStoreErrorCode.UNSUPPORTED, {
+            sessionId: id,
+            message: `Session ${id} is stored in an older format (${older.map((generation) => generation.file).join(', ')}): expected ${log.file}; migrate it first (capabilities.migrate).`,
+            details: { capability: 'migrate' },
+          })
+        : portError(SessionStoreErrorCode.SESSION_NOT_FOUND, {
+            sessionId: id,
+            message: `Session ${id} was not found: expected ${log.file} under the store root.`,
+            cause: error,
+          })
+    vanished.add(refusal)
+    throw refusal
   }
   try {
     const stats = await handle.stat()

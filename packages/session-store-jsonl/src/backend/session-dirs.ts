@@ -68,9 +68,12 @@ export async function checkRoot(fs: FsOps, root: string, create: boolean): Promi
  * @param root - The absolute root.
  * @param id - The session id (checked).
  * @returns Its absolute path.
- * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, `BACKEND_FAILED` (a symlink, an unreadable entry).
+ * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, `UNSAFE_ROOT`, `BACKEND_FAILED` (a symlink, an unreadable entry).
  */
 export async function sessionDirectory(fs: FsOps, root: string, id: string): Promise<string> {
+  // Every use of a session checks the root first (a root another user owns or can write is
+  // refused for reads too): a missing root is a missing session.
+  await checkRoot(fs, root, false)
   const directory = join(root, id)
   let stats
   try {
