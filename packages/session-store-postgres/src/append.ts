@@ -11,6 +11,8 @@ interface AppendCall {
   readonly action: string
   readonly lease: WriterLease
   readonly batch: AppendBatch
+  /** The batch's lines joined by `\n` (the statement's one text parameter). */
+  readonly text: string
   /** Sessions whose outcome could not be settled (shared with `head()`). */
   readonly unsettled: Set<string>
 }
@@ -30,6 +32,7 @@ export async function appendBatch(
   const last = batch.expectedSeq + batch.lines.length - 1
   const call: AppendCall = {
     ...request,
+    text: joinedLines(lease.sessionId, batch.lines),
     db,
     action: `append seqs ${batch.expectedSeq}..${last} to session ${lease.sessionId}`,
   }
@@ -47,13 +50,32 @@ export async function appendBatch(
 }
 
 /**
+ * The batch as the statement's one text parameter: its lines joined by `\n`, split again by
+ * the server. A line holding a `\n` would become two rows: refused, nothing sent.
+ */
+function joinedLines(id: string, lines: readonly string[]): string {
+  const text = lines.join('\n')
+  let newlines = 0
+  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) newlines += 1
+  if (newlines !== lines.length - 1) {
+    throw new SessionStoreError({
+      code: SessionStoreErrorCode.INVALID_OPTION,
+      message: `append to session ${id}: expected ${lines.length} lines without a newline, found ${newlines - lines.length + 1} newline(s) inside them; nothing was written`,
+      sessionId: id,
+      details: { option: 'lines' },
+    })
+  }
+  return text
+}
+
+/**
  * Sends the one append statement on its own connection with a client-side deadline
  * (`commitTimeoutMs`: a commit waiting for a synchronous standby is not covered by
  * `statement_timeout`). A lost connection, a deadline passed or a "not replicated" warning
  * is an unknown outcome.
  */
 async function attempt(call: AppendCall): Promise<Attempt> {
-  const { db, action, lease, batch } = call
+  const { db, action, lease, batch, text } = call
   const context = db.context(action, lease.sessionId)
   const client = await db.connect(context)
   let warning: string | undefined
@@ -71,10 +93,11 @@ async function attempt(call: AppendCall): Promise<Attempt> {
         lease.sessionId,
         lease.epoch,
         batch.expectedSeq,
-        batch.lines,
+        text,
         batch.lastCrc,
         batch.batchId,
         lease.owner,
+        batch.lines.length,
       ],
     })
     running.catch(() => undefined) // after a deadline the dropped connection rejects it; nobody waits

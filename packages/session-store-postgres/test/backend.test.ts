@@ -128,6 +128,22 @@ describeOnServer('PostgreSQL backend', () => {
     expect(
       await codeOf(backend.append(lease, { expectedSeq: 7, lines: [], lastCrc: 'x', batchId: 'e' })),
     ).toBe(SessionStoreErrorCode.INVALID_OPTION)
+    // The lines travel as one text split on newlines by the server: a line holding one is
+    // refused before anything is sent (it would otherwise become two rows).
+    const [first, second] = eventLines(7, 2) as [string, string]
+    const withNewline = `${first.slice(0, 10)}\n${first.slice(10)}`
+    expect(
+      await codeOf(
+        backend.append(lease, {
+          expectedSeq: 7,
+          lines: [withNewline, second],
+          lastCrc: crcOf(second),
+          batchId: 'w:1:3',
+        }),
+      ),
+    ).toBe(SessionStoreErrorCode.INVALID_OPTION)
+    expect((await storedRows(url, id)).length).toBe(7)
+    expect(await backend.head(id)).toMatchObject({ nextSeq: 7, lastBatchId: 'w:1:1' })
   })
 
   it('a line without the checksum suffix is refused by the table check: nothing of the batch is written', async () => {

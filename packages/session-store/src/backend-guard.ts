@@ -71,6 +71,46 @@ function watchedSeed(request: CreateRequest, thrown: Set<unknown>): CreateReques
 }
 
 /**
+ * The guarded form of one port method: the backend's own promise with one rejection handler
+ * chained (one promise per call, no async wrapper); a synchronous throw becomes a rejection.
+ */
+function guardedMethod(
+  target: SessionBackend,
+  key: string,
+  original: (...args: unknown[]) => unknown,
+): (...args: unknown[]) => Promise<unknown> {
+  const fail = (error: unknown): never => {
+    throw asPortError(error, target.name, key)
+  }
+  if (key !== 'create') {
+    return (...args: unknown[]): Promise<unknown> => {
+      let result: unknown
+      try {
+        result = original.apply(target, args)
+      } catch (error) {
+        return Promise.reject(asPortError(error, target.name, key))
+      }
+      return Promise.resolve(result).then(undefined, fail)
+    }
+  }
+  return (...args: unknown[]): Promise<unknown> => {
+    // A streamed seed's own error passes through unchanged (the port's contract).
+    const fromStream = new Set<unknown>()
+    const failUnlessStream = (error: unknown): never => {
+      if (fromStream.has(error)) throw error
+      throw asPortError(error, target.name, key)
+    }
+    let result: unknown
+    try {
+      result = original.call(target, watchedSeed(args[0] as CreateRequest, fromStream))
+    } catch (error) {
+      return Promise.reject(asPortError(error, target.name, key))
+    }
+    return Promise.resolve(result).then(undefined, failUnlessStream)
+  }
+}
+
+/**
  * Wraps `backend` so that every promise-returning port method rejects only with a
  * `SessionStoreError` ({@link asPortError}). Every other member (capabilities, a backend's
  * own properties) is the backend's, unchanged; methods run with the backend as `this`.
@@ -87,19 +127,7 @@ export function guardBackend(backend: SessionBackend): SessionBackend {
       let method = wrapped.get(key)
       if (method === undefined) {
         const original = value as (...args: unknown[]) => unknown
-        method = GUARDED.has(key)
-          ? async (...args: unknown[]): Promise<unknown> => {
-              // A streamed seed's own error passes through unchanged (the port's contract).
-              const fromStream = new Set<unknown>()
-              const call = key === 'create' ? [watchedSeed(args[0] as CreateRequest, fromStream)] : args
-              try {
-                return await original.apply(target, call)
-              } catch (error) {
-                if (!fromStream.has(error)) throw asPortError(error, target.name, String(key))
-                throw error
-              }
-            }
-          : original.bind(target)
+        method = GUARDED.has(key) ? guardedMethod(target, String(key), original) : original.bind(target)
         wrapped.set(key, method)
       }
       return method

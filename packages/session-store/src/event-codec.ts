@@ -116,19 +116,19 @@ export function encodeEvent(
 ): PreparedEvent {
   const { seq } = position
   const what = context.role ?? 'event'
-  // No closure per event: errors are built by eventError with this context, only on failure.
-  const where = { sessionId: context.sessionId, seq, what }
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw eventError(
       new Error(
         `expected an object with "type" and "data", found ${input === null ? 'null' : Array.isArray(input) ? 'an array' : typeof input}`,
       ),
-      where,
+      { sessionId: context.sessionId, seq, what },
     )
   }
   const fields = input as Record<string, unknown>
-  const jsonLimits = { maxDepth: context.limits.maxDepth, maxEntries: context.limits.maxEntries }
-  // The one read of the caller's input: every field and every getter below it, once.
+  // The store's limits carry the two the JSON checks need (maxDepth, maxEntries).
+  const jsonLimits = context.limits
+  // The one read of the caller's input: every field and every getter below it, once. The
+  // canonical event is our own new object: its members are copied into it in place.
   let snapshot: ReturnType<typeof snapshotInput>
   try {
     snapshot = snapshotInput(
@@ -142,6 +142,7 @@ export function encodeEvent(
         ignorable: fields['ignorable'],
       }),
       jsonLimits,
+      true,
     )
   } catch (error) {
     // A getter that throws, a Proxy whose trap throws: the caller's error is the cause.
@@ -162,7 +163,7 @@ export function encodeEvent(
     try {
       assertJsonValue(candidate, jsonLimits, 'event')
     } catch (error) {
-      throw eventError(error, where)
+      throw eventError(error, { sessionId: context.sessionId, seq, what })
     }
   }
   // Plain data from here on (our own copy): redaction may rewrite it in place.
@@ -204,7 +205,7 @@ export function encodeEvent(
         cause: error,
       })
     }
-    throw eventError(error, where)
+    throw eventError(error, { sessionId: context.sessionId, seq, what })
   }
   // What is checked, kept and returned is exactly what will be written: the copy itself when
   // it is plain JSON data (parsing it back would give the same members in the same order;
@@ -214,7 +215,7 @@ export function encodeEvent(
     parseEvent(event, context.registry)
     context.projection?.check(event)
   } catch (error) {
-    throw eventError(error, where)
+    throw eventError(error, { sessionId: context.sessionId, seq, what })
   }
   const encoded = checksumJson(json, context.crc32c)
   if (encoded.byteLength > context.limits.maxEventBytes) {
@@ -226,7 +227,7 @@ export function encodeEvent(
       details: { bytes: encoded.byteLength, limit: context.limits.maxEventBytes },
     })
   }
-  return { event, ...encoded }
+  return { event, line: encoded.line, crc: encoded.crc, byteLength: encoded.byteLength }
 }
 
 /** What checking a stored line needs. */

@@ -37,13 +37,6 @@ export interface InputSnapshot {
   readonly plain: boolean
 }
 
-/** `[0, 1, ..., length - 1]` (the keys of an array, read by index). */
-function indexes(length: number): number[] {
-  const keys = new Array<number>(length)
-  for (let index = 0; index < length; index += 1) keys[index] = index
-  return keys
-}
-
 function isPlainLeaf(value: unknown): boolean {
   switch (typeof value) {
     case 'string':
@@ -57,6 +50,12 @@ function isPlainLeaf(value: unknown): boolean {
 }
 
 /**
+ * Up to this many copied objects, a repeated object is found by a linear scan of the copied
+ * ones; past it, by a Map (most events hold a handful of objects: no Map is built for them).
+ */
+const SCAN_LIMIT = 16
+
+/**
  * Copies plain arrays and plain objects (own enumerable string keys, each read once),
  * iteratively. Everything else (primitives, class instances, functions, BigInt) is kept as
  * is, for the JSON validator to refuse with its precise code. A repeated object maps to the
@@ -67,49 +66,95 @@ function isPlainLeaf(value: unknown): boolean {
  *
  * @param value - The caller's input.
  * @param limits - Depth and size bounds.
+ * @param ownRoot - True when `value` is a plain object the caller just built (the append
+ *   pipeline's canonical event): its members are copied into it in place, the object itself
+ *   is not copied again.
  * @returns The copy and its plain flag.
  */
-export function snapshotInput(value: unknown, limits: SnapshotLimits): InputSnapshot {
+export function snapshotInput(value: unknown, limits: SnapshotLimits, ownRoot = false): InputSnapshot {
   if (typeof value !== 'object' || value === null) return { copy: value, plain: isPlainLeaf(value) }
   if (!Array.isArray(value) && !isPlainObject(value)) return { copy: value, plain: false }
-  const copies = new Map<object, unknown>()
-  let entries = 0
-  let plain = limits.maxDepth >= 1
-  const root: object = Array.isArray(value) ? [] : {}
-  copies.set(value, root)
-  const stack: { readonly original: object; readonly copy: object; readonly depth: number }[] = [
-    { original: value, copy: root, depth: 1 },
-  ]
-  while (stack.length > 0) {
-    const { original, copy, depth } = stack.pop()!
-    const keys: readonly (string | number)[] = Array.isArray(original)
-      ? indexes(original.length)
-      : Object.keys(original)
-    for (const key of keys) {
-      entries += 1
-      const child = (original as Record<string | number, unknown>)[key]
-      if (
-        typeof child !== 'object' ||
-        child === null ||
-        (!Array.isArray(child) && !isPlainObject(child)) ||
-        depth >= limits.maxDepth ||
-        entries > limits.maxEntries
-      ) {
-        if (plain && !isPlainLeaf(child)) plain = false
-        define(copy as Record<string, unknown>, key, child)
-        continue
+  const root: object = ownRoot ? value : Array.isArray(value) ? [] : {}
+  const walk = new SnapshotWalk(value, root, limits)
+  // The copied objects are the work queue, in the order met: no recursion, no stack entries.
+  for (let cursor = 0; cursor < walk.originals.length; cursor += 1) {
+    const original = walk.originals[cursor] as Record<string | number, unknown>
+    const copy = walk.copies[cursor] as Record<string | number, unknown>
+    const depth = walk.depths[cursor]!
+    if (Array.isArray(original)) {
+      const length = original.length
+      for (let index = 0; index < length; index += 1) {
+        define(copy, index, walk.child(original[index], depth))
       }
-      const seen = copies.get(child)
-      if (seen !== undefined) {
-        plain = false
-        define(copy as Record<string, unknown>, key, seen)
-        continue
+    } else {
+      const keys = Object.keys(original)
+      for (let index = 0; index < keys.length; index += 1) {
+        const key = keys[index]!
+        define(copy, key, walk.child(original[key], depth))
       }
-      const childCopy: object = Array.isArray(child) ? [] : {}
-      copies.set(child, childCopy)
-      define(copy as Record<string, unknown>, key, childCopy)
-      stack.push({ original: child, copy: childCopy, depth: depth + 1 })
     }
   }
-  return { copy: root, plain: plain && entries <= limits.maxEntries }
+  return { copy: root, plain: walk.plain && walk.entries <= limits.maxEntries }
+}
+
+/** The state of one {@link snapshotInput} walk. */
+class SnapshotWalk {
+  /** Every object met that is copied, its copy, and its level (the value is level 1). */
+  readonly originals: object[]
+  readonly copies: object[]
+  readonly depths: number[]
+  readonly #maxDepth: number
+  readonly #maxEntries: number
+  /** Original -> copy, once more than {@link SCAN_LIMIT} objects were copied. */
+  #table: Map<object, object> | null = null
+  entries = 0
+  plain: boolean
+
+  constructor(value: object, root: object, limits: SnapshotLimits) {
+    this.originals = [value]
+    this.copies = [root]
+    this.depths = [1]
+    this.#maxDepth = limits.maxDepth
+    this.#maxEntries = limits.maxEntries
+    this.plain = limits.maxDepth >= 1
+  }
+
+  /** What the copy of a member read at `depth` holds: the value, a new copy, or a repeat's copy. */
+  child(child: unknown, depth: number): unknown {
+    this.entries += 1
+    if (
+      typeof child !== 'object' ||
+      child === null ||
+      (!Array.isArray(child) && !isPlainObject(child)) ||
+      depth >= this.#maxDepth ||
+      this.entries > this.#maxEntries
+    ) {
+      if (this.plain && !isPlainLeaf(child)) this.plain = false
+      return child
+    }
+    const seen = this.#seen(child)
+    if (seen !== undefined) {
+      this.plain = false
+      return seen
+    }
+    const copy: object = Array.isArray(child) ? [] : {}
+    this.originals.push(child)
+    this.copies.push(copy)
+    this.depths.push(depth + 1)
+    this.#table?.set(child, copy)
+    return copy
+  }
+
+  #seen(child: object): object | undefined {
+    if (this.#table !== null) return this.#table.get(child)
+    const at = this.originals.indexOf(child)
+    if (at !== -1) return this.copies[at]
+    if (this.originals.length >= SCAN_LIMIT) {
+      this.#table = new Map()
+      for (let index = 0; index < this.originals.length; index += 1) {
+        this.#table.set(this.originals[index]!, this.copies[index]!)
+      }
+    }
+    return undefined
+  }
 }

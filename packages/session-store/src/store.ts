@@ -2,27 +2,21 @@
  * The session store: the API an agent builder calls, written once over a
  * {@link SessionBackend}. Pure: time comes from the injected clock, ids from the caller.
  */
-import { coreEventRegistry } from '@agent-ledger/session-events'
 import type { LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
 import { planRepairFromState } from '@agent-ledger/loop-repair'
 import type { RepairAction } from '@agent-ledger/loop-repair'
 import { createProjection } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
-import { guardBackend } from './backend-guard.ts'
-import { registryDigest } from './checkpoint-body.ts'
 import { scanWithCheckpoint } from './checkpoint-open.ts'
 import type { CheckpointContext } from './checkpoint-open.ts'
-import { resolveCheckpointOptions } from './checkpoint-options.ts'
 import { createdLines, createdOpen, writerCheckpointParts } from './checkpoint-writer.ts'
-import { crc32c as defaultCrc32c } from './crc32c.ts'
-import { decodeEventLine, encodeEvent } from './event-codec.ts'
-import { assertSessionId, buildHeader, parseHeaderLine } from './header.ts'
+import { decodeEventLine } from './event-codec.ts'
+import { assertSessionId, buildHeader } from './header.ts'
 import { lineCrc } from './line-codec.ts'
-import type { SessionBackend, SignalOptions, StoredLine } from './port.ts'
+import type { SessionBackend, SignalOptions } from './port.ts'
 import { isLineDamage, readHeader, scanSession } from './scan.ts'
 import { encodeSeed, encodeSeedStream, isSeedStream, planForkedSession, SeedEncoder } from './seed.ts'
-import { DEFAULT_REDACTION_POLICY, redactionHeader } from './redaction.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 import type {
   CreateSessionRequest,
@@ -36,35 +30,14 @@ import type {
   SessionReadResult,
   SessionStore,
   SessionStoreOptions,
-  SessionSummary,
   VerifyReport,
   WriterLeaseOptions,
 } from './store-api.ts'
-import { describe, invalidOption, isAborted, resolveLimits, seqOption, throwIfAborted } from './checks.ts'
+import { describe, invalidOption, isAborted, seqOption, throwIfAborted } from './checks.ts'
+import { checkedLease, resolveStoreContext } from './store-context.ts'
+import { listSessions, salvageSession } from './store-maintenance.ts'
 import { SessionWriterImpl } from './writer.ts'
 import type { SessionWriter } from './writer.ts'
-
-/**
- * A lease owner and length checked like the store options, defaults filled in.
- *
- * @param given - The caller's `owner` and `leaseMs` (either may be undefined).
- * @param defaults - What an undefined one is.
- * @returns Both.
- * @throws {@link SessionStoreError} `INVALID_OPTION` naming the option.
- */
-function checkedLease(
-  given: WriterLeaseOptions,
-  defaults: { readonly owner: string; readonly leaseMs: number },
-): { readonly owner: string; readonly leaseMs: number } {
-  const owner = given.owner ?? defaults.owner
-  if (typeof owner !== 'string' || owner.length === 0 || owner.length > 200) {
-    throw invalidOption('owner', 'a string of 1-200 characters', owner)
-  }
-  const leaseMs = given.leaseMs ?? defaults.leaseMs
-  if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0)
-    throw invalidOption('leaseMs', 'a positive integer', leaseMs)
-  return { owner, leaseMs }
-}
 
 class SessionStoreImpl implements SessionStore {
   readonly backend: SessionBackend
@@ -80,35 +53,14 @@ class SessionStoreImpl implements SessionStore {
   #closing: Promise<void> | null = null
 
   constructor(options: SessionStoreOptions) {
-    if (typeof options.clock !== 'function')
-      throw invalidOption('clock', 'a function returning an ISO-8601 time', options.clock)
-    const { owner, leaseMs } = checkedLease(options, { owner: 'agent-ledger', leaseMs: 30_000 })
-    // The caller's backend, whose untyped failures become BACKEND_FAILED (typed ones pass as they are).
-    this.backend = guardBackend(options.backend)
-    this.#clock = options.clock
-    this.#owner = owner
-    this.#leaseMs = leaseMs
-    this.#sleep = options.sleep
-    const registry = options.registry ?? coreEventRegistry
-    const offered = options.backend.crc32c
-    if (offered !== undefined && typeof offered !== 'function')
-      throw invalidOption('backend.crc32c', 'a CRC-32C function or undefined', offered)
-    // The backend's CRC (a native one) when it offers one: the pure core loads no native code.
-    const crc32c = offered ?? defaultCrc32c
-    const onWarning = options.onWarning
-    if (onWarning !== undefined && typeof onWarning !== 'function')
-      throw invalidOption('onWarning', 'a function', onWarning)
-    this.#context = {
-      backend: this.backend,
-      registry,
-      limits: resolveLimits(options.limits),
-      crc32c,
-      redaction: options.redaction === undefined ? DEFAULT_REDACTION_POLICY : options.redaction,
-      checkpoint: resolveCheckpointOptions(options.checkpoint),
-      registryDigest: registryDigest(registry, crc32c),
-      warn: onWarning ?? (() => undefined),
-    }
-    this.#headerExtra = redactionHeader(this.#context.redaction)
+    const resolved = resolveStoreContext(options)
+    this.backend = resolved.context.backend
+    this.#context = resolved.context
+    this.#clock = resolved.clock
+    this.#owner = resolved.owner
+    this.#leaseMs = resolved.leaseMs
+    this.#sleep = resolved.sleep
+    this.#headerExtra = resolved.headerExtra
   }
 
   /** The owner and lease length of one writer: the call's, else the store's. */
@@ -512,112 +464,17 @@ class SessionStoreImpl implements SessionStore {
     assertSessionId(id)
     const to = assertSessionId(options.to, 'salvage target id')
     await this.#assertAbsent(to, `Cannot salvage ${id} into ${to}`, options.signal)
-    const lines: string[] = []
-    const scan = await scanSession(this.#context, id, {
-      signal: options.signal,
-      onEvent: (stored: StoredLine) => {
-        lines.push(stored.line)
-      },
-    })
-    const reason = scan.damage !== null ? scan.damage.code : scan.tornTail !== null ? 'torn-tail' : 'none'
-    const droppedAt = scan.damage?.location ?? scan.tornTail?.location
-    const { header, line: headerLine } = buildHeader(
-      {
-        ...(scan.header.cwd === undefined ? {} : { cwd: scan.header.cwd }),
-        ...(scan.header.delegationDepth === undefined
-          ? {}
-          : { delegationDepth: scan.header.delegationDepth }),
-        ...(scan.header.metadata === undefined ? {} : { metadata: scan.header.metadata }),
-      },
-      {
-        id: to,
-        createdAt: this.#clock(),
-        limits: this.#context.limits,
-        crc32c: this.#context.crc32c,
-        extra: this.#headerExtra,
-      },
+    return await salvageSession(
+      { context: this.#context, clock: this.#clock, headerExtra: this.#headerExtra },
+      { id, to, signal: options.signal },
     )
-    const salvageSeq = scan.lastSeq + 1
-    const prepared = encodeEvent(
-      {
-        type: 'session/salvage',
-        data: {
-          sourceSession: id,
-          sourceFile: droppedAt?.file ?? `${this.backend.name}:${id}`,
-          lastGoodSeq: scan.lastSeq,
-          droppedFromOffset: droppedAt?.offset ?? 0,
-          reason,
-        },
-      },
-      { seq: salvageSeq, time: this.#clock() },
-      { ...this.#context, sessionId: to, projection: scan.projection, role: 'salvage event' },
-    )
-    lines.push(prepared.line)
-    throwIfAborted(options.signal, `Salvaging ${id} into ${to}`)
-    await this.backend.create({
-      id: to,
-      headerLine,
-      header,
-      lines,
-      lastCrc: prepared.crc,
-      signal: options.signal,
-    })
-    return {
-      from: id,
-      to,
-      copiedEvents: scan.lastSeq + 1,
-      lastGoodSeq: scan.lastSeq,
-      salvageSeq,
-      reason,
-      sourceError: scan.damage,
-    }
   }
 
   // ------------------------------------------------------------------ list and verify
 
   async list(options: ListOptions = {}): Promise<ListResult> {
     this.#assertOpen()
-    const limit = options.limit ?? 100
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000)
-      throw invalidOption('limit', 'an integer from 1 to 1000', limit)
-    const filter = options.filter
-    if (filter?.updatedSince !== undefined && !Number.isFinite(Date.parse(filter.updatedSince))) {
-      throw invalidOption('filter.updatedSince', 'an ISO-8601 time', filter.updatedSince)
-    }
-    const page = await this.backend.list({ cursor: options.cursor, limit, filter, signal: options.signal })
-    const sessions: SessionSummary[] = []
-    const problems: { id: string; error: SessionStoreError }[] = []
-    for (const entry of page.entries) {
-      if (entry.problem !== undefined || entry.headerLine === undefined) {
-        const problem = entry.problem
-        problems.push({
-          id: entry.id,
-          error: SessionStoreError.is(problem)
-            ? problem
-            : new SessionStoreError({
-                code: SessionStoreErrorCode.INVALID_HEADER,
-                sessionId: entry.id,
-                location: entry.location,
-                message: `Session ${entry.id} could not be listed: ${problem?.message ?? 'the backend returned no header line'}.`,
-                details: { backendCode: problem?.code ?? null },
-              }),
-        })
-        continue
-      }
-      try {
-        const header = parseHeaderLine(entry.headerLine, {
-          expectedId: entry.id,
-          location: entry.location,
-          maxDepth: this.#context.limits.maxDepth,
-          crc32c: this.#context.crc32c,
-        })
-        sessions.push({ id: entry.id, header, events: entry.nextSeq, updatedAt: entry.updatedAt })
-      } catch (error) {
-        if (!SessionStoreError.is(error)) throw error
-        problems.push({ id: entry.id, error })
-      }
-    }
-    return { sessions, problems, cursor: page.cursor }
+    return await listSessions(this.#context, options)
   }
 
   async verify(id: string, options: SignalOptions = {}): Promise<VerifyReport> {

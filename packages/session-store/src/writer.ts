@@ -176,6 +176,8 @@ export class SessionWriterImpl implements SessionWriter {
   #closing = false
   #closeRun: Promise<void> | null = null
   #chain: Promise<unknown> = Promise.resolve()
+  /** Flushes, renews and closes asked for and not settled yet ({@link SessionWriterImpl.#serialized}). */
+  #pending = 0
 
   /** @param init - The lease, the recovered projection and the options. */
   constructor(init: WriterInit) {
@@ -340,8 +342,20 @@ export class SessionWriterImpl implements SessionWriter {
   }
 
   flush(): Promise<{ readonly durableSeq: number }> {
-    const run = this.#chain.then(() => this.#flushNow())
-    this.#chain = run.catch(() => undefined)
+    return this.#serialized(() => this.#flushNow())
+  }
+
+  /**
+   * Runs `operation` after every flush, renew or close already asked for (one at a time, in
+   * order); at once when none is in flight (no link added to the chain).
+   */
+  #serialized<T>(operation: () => Promise<T>): Promise<T> {
+    const run = this.#pending === 0 ? operation() : this.#chain.then(operation)
+    this.#pending += 1
+    const done = (): void => {
+      this.#pending -= 1
+    }
+    this.#chain = run.then(done, done)
     return run
   }
 
@@ -350,9 +364,7 @@ export class SessionWriterImpl implements SessionWriter {
   }
 
   renew(): Promise<void> {
-    const run = this.#chain.then(() => this.#renewNow())
-    this.#chain = run.catch(() => undefined)
-    return run
+    return this.#serialized(() => this.#renewNow())
   }
 
   async #renewNow(): Promise<void> {
@@ -420,21 +432,24 @@ export class SessionWriterImpl implements SessionWriter {
     }
   }
 
-  async #maybeRenew(): Promise<void> {
+  /** True when half the lease has passed since it was last renewed (by the store's clock). */
+  #renewDue(): boolean {
     const now = timeOf(this.#init.clock)
-    if (Number.isFinite(now) && now - this.#leaseRenewedAt >= this.#init.leaseMs / 2) await this.#renewNow()
+    return Number.isFinite(now) && now - this.#leaseRenewedAt >= this.#init.leaseMs / 2
   }
 
   async #flushNow(): Promise<{ readonly durableSeq: number }> {
     const refusal = this.#stateRefusal('flush')
     if (refusal !== null) throw refusal
-    try {
-      await this.#settle()
-    } catch (error) {
-      throw this.#settleFailure(error)
+    if (this.#unsettled !== null) {
+      try {
+        await this.#settle()
+      } catch (error) {
+        throw this.#settleFailure(error)
+      }
     }
     if (this.#buffered.length === 0) return { durableSeq: this.#durableSeq }
-    await this.#maybeRenew()
+    if (this.#renewDue()) await this.#renewNow()
     const batch = this.#buffered.slice()
     const lastCrc = batch.at(-1)!.crc
     // Taken now, while the projection ends exactly with the batch; stored once it is durable.
@@ -487,10 +502,8 @@ export class SessionWriterImpl implements SessionWriter {
     this.#closing = true
     if (this.#state === 'open' && options.discardUnflushed !== true) {
       // Throws (keeping the lease and the buffer) when the flush fails: close() again retries.
-      const run = this.#chain.then(() => this.#flushNow())
-      this.#chain = run.catch(() => undefined)
       try {
-        await run
+        await this.#serialized(() => this.#flushNow())
       } catch (error) {
         if (this.#state === 'open') throw error
       }
