@@ -162,7 +162,7 @@ export async function openLog(
 const vanished = new WeakSet<object>()
 
 async function openLogOnce(
-  context: { readonly fs: FsOps; readonly root: string; readonly limits: StoreLimits },
+  context: Parameters<typeof openLog>[0],
   id: string,
   mode: 'read' | 'write',
 ): Promise<OpenedLog> {
