@@ -200,9 +200,9 @@ describe('S10: special files never hang the store', () => {
         }
         const listed = await store.list()
         expect(listed.sessions.map((session) => session.id)).toEqual(['good'])
-        // The listing does not open an older generation: it reports it as one to migrate.
+        // The listing reads an older generation through the in-memory migration: refused like every open.
         expect(listed.problems.map((problem) => [problem.id, problem.error.code])).toEqual([
-          ['old', 'UNSUPPORTED'],
+          ['old', 'NOT_REGULAR_FILE'],
         ])
         expect(existsSync(join(temp.path, 'old', LOG_FILE_NAME))).toBe(false)
       },

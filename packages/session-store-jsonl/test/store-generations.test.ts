@@ -164,13 +164,16 @@ describe('a v0 session opened read-only', () => {
 })
 
 describe('a v0 session opened for write', () => {
-  it('a write open is UNSUPPORTED (migrate first), writing nothing', async () => {
-    const { directory } = placeV0('crash', 'crash-dangling-tool-call.jsonl')
-    const before = snapshot(directory)
-    const error = await failure(store.openWriter('crash'))
-    expect(error.code).toBe('UNSUPPORTED')
-    expect(error.details['capability']).toBe('migrate')
-    expect(snapshot(directory)).toEqual(before)
+  it('a write open migrates first (FORMAT.md 14.3): session.v4.jsonl is published and written, session.jsonl stays byte-identical', async () => {
+    const { directory, v0 } = placeV0('crash', 'crash-dangling-tool-call.jsonl')
+    const before = fileIdentity(v0)
+    expect(namesIn(directory)).toEqual(['session.jsonl'])
+    const writer = await store.openWriter('crash')
+    expect(await currentFile('crash')).toBe('crash/session.v4.jsonl')
+    expect(writer.header.migratedFrom).toMatchObject({ file: 'session.jsonl', version: 0 })
+    await writer.close()
+    expect(fileIdentity(v0)).toEqual(before)
+    expect(namesIn(directory)).toContain('session.v4.jsonl')
   })
 
   it('V3: after migrate, the write open is on session.v4.jsonl with the repair of the dangling call; v0 stays byte-identical; reopening adds nothing', async () => {
@@ -502,16 +505,20 @@ describe('verify and list of a v0 session', () => {
     expect(namesIn(directory)).toEqual(['session.jsonl'])
   })
 
-  it('list reports a v0 session as a problem (UNSUPPORTED: migrate first, as the write open); once migrated it lists with the header its migration wrote', async () => {
-    placeV0('listed-v0', 'normal-tool-calls.jsonl')
+  it('list shows a v0 session with its migrated header, writing nothing; once migrated it lists with the header its migration wrote', async () => {
+    const { directory } = placeV0('listed-v0', 'normal-tool-calls.jsonl')
     await writeCoreSession(store, 'listed-v4', turnInputs(1))
     const lines = v0Lines('normal-tool-calls.jsonl')
     const header = lines[0]!
     const listed = await store.list()
-    expect(listed.sessions.map((session) => session.id)).toEqual(['listed-v4'])
-    expect(listed.problems.map((problem) => [problem.id, problem.error.code, problem.error.details])).toEqual(
-      [['listed-v0', 'UNSUPPORTED', { capability: 'migrate' }]],
-    )
+    expect(listed.sessions.map((session) => session.id).sort()).toEqual(['listed-v0', 'listed-v4'])
+    expect(listed.problems).toEqual([])
+    expect(listed.sessions.find((session) => session.id === 'listed-v0')!.header).toMatchObject({
+      version: 4,
+      id: 'listed-v0',
+      migratedFrom: { file: 'session.jsonl', version: 0 },
+    })
+    expect(namesIn(directory)).toEqual(['session.jsonl'])
     await migrate('listed-v0')
     const again = await store.list()
     expect(again.problems).toEqual([])
