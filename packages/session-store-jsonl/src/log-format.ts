@@ -128,7 +128,7 @@ export function decodeV4Header(line: Buffer, context: HeaderContext): HeaderDeco
   if (typeof version === 'number' && Number.isInteger(version) && version > SESSION_FORMAT_VERSION) {
     return refuse(file, JsonlErrorCode.VERSION_TOO_NEW, {
       message: `${file} was written by a newer agent-ledger (format version ${version}, this library reads up to ${SESSION_FORMAT_VERSION}): upgrade @agent-ledger/session-store-jsonl to open it.`,
-      details: { found: version, supportedMax: SESSION_FORMAT_VERSION },
+      details: { found: version, expected: SESSION_FORMAT_VERSION, supportedMax: SESSION_FORMAT_VERSION },
     })
   }
   if (version !== SESSION_FORMAT_VERSION) {

@@ -91,7 +91,7 @@ function versionTooNew(file: string, found: number): JsonlStoreError {
     file,
     line: 1,
     offset: 0,
-    details: { found, supportedMax: SESSION_FORMAT_VERSION },
+    details: { found, expected: SESSION_FORMAT_VERSION, supportedMax: SESSION_FORMAT_VERSION },
   })
 }
 
