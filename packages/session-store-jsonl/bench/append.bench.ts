@@ -29,13 +29,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import type { EventInput } from '@agent-ledger/session-events'
 import { createSessionStore } from '@agent-ledger/session-store'
 import type { SessionStoreOptions } from '@agent-ledger/session-store'
 
 import { createJsonlBackend } from '../src/index.ts'
 import { LOG_FILE_NAME } from '../src/format.ts'
 import { ensureDataset, generateAgentSessionHeader } from './support/dataset.ts'
+import { readTimedInputs } from './support/dataset.ts'
 import type { Dataset, TimedInput } from './support/dataset.ts'
 import { bareAppend, fairAppend } from './support/floors.ts'
 import { median } from '../../../tooling/bench/support.ts'
@@ -65,29 +65,10 @@ function cpuMicros(before: NodeJS.CpuUsage): number {
   return used.user + used.system
 }
 
-/**
- * The first `count` events of a dataset as writer inputs (envelope without seq, crc dropped).
- *
- * @param dataset - A dataset.
- * @param count - How many events.
- * @returns The inputs and their recorded times.
- */
+/** The first `count` events of a dataset as writer inputs; every one must be there. */
 function readInputs(dataset: Dataset, count: number): TimedInput[] {
-  const text = readFileSync(dataset.file, 'utf8')
-  const inputs: TimedInput[] = []
-  let start = text.indexOf('\n') + 1
-  while (inputs.length < count) {
-    const end = text.indexOf('\n', start)
-    if (end === -1) throw new Error(`dataset ${dataset.id} has fewer than ${count} events`)
-    const {
-      seq: _seq,
-      time,
-      crc: _crc,
-      ...input
-    } = JSON.parse(text.slice(start, end)) as Record<string, unknown>
-    inputs.push({ input: input as unknown as EventInput, time: time as string })
-    start = end + 1
-  }
+  const inputs = readTimedInputs(dataset.file, count)
+  if (inputs.length < count) throw new Error(`dataset ${dataset.id} has fewer than ${count} events`)
   return inputs
 }
 

@@ -22,11 +22,10 @@
  *
  * Run alone with `pnpm bench --only writer-cpu`.
  */
-import { readFileSync } from 'node:fs'
 
 import { crc32c } from '@node-rs/crc32'
 import { coreEventRegistry } from '@agent-ledger/session-events'
-import type { EventInput, LoggedEvent } from '@agent-ledger/session-events'
+import type { LoggedEvent } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
 import {
   createMemoryBackend,
@@ -37,6 +36,7 @@ import type { RedactionPolicy } from '@agent-ledger/session-store'
 
 import { median } from '../../../tooling/bench/support.ts'
 import { ensureDataset } from './support/dataset.ts'
+import { readTimedInputs } from './support/dataset.ts'
 import type { TimedInput } from './support/dataset.ts'
 import { progress } from './support/measure.ts'
 import type { BenchResult, RunOptions } from './support/measure.ts'
@@ -52,26 +52,6 @@ async function cpuMicros(action: () => Promise<void> | void): Promise<number> {
   await action()
   const used = process.cpuUsage(before)
   return used.user + used.system
-}
-
-/** The first `count` events of the realistic dataset, as writer inputs with their times. */
-function datasetInputs(file: string, count: number): TimedInput[] {
-  const text = readFileSync(file, 'utf8')
-  const inputs: TimedInput[] = []
-  let start = text.indexOf('\n') + 1
-  while (inputs.length < count) {
-    const end = text.indexOf('\n', start)
-    if (end === -1) break
-    const {
-      seq: _seq,
-      time,
-      crc: _crc,
-      ...input
-    } = JSON.parse(text.slice(start, end)) as Record<string, unknown>
-    inputs.push({ input: input as unknown as EventInput, time: time as string })
-    start = end + 1
-  }
-  return inputs
 }
 
 /** A chat without tools: turn start, user message, assistant answer, turn end. */
@@ -248,7 +228,7 @@ async function stepFigures(label: string, inputs: readonly TimedInput[]): Promis
  */
 export async function run(_options: RunOptions = {}): Promise<BenchResult[]> {
   const dataset = await ensureDataset(20, log)
-  const realistic = datasetInputs(dataset.file, 6000)
+  const realistic = readTimedInputs(dataset.file, 6000)
   const small = smallInputs(20_000)
   log('realistic events')
   const results = [

@@ -50,6 +50,33 @@ export interface TimedInput {
   readonly time: string
 }
 
+/**
+ * The first `count` events of a dataset's log as writer inputs (the envelope without `seq`,
+ * `crc` dropped) with their recorded times; fewer when the log holds fewer.
+ *
+ * @param file - The dataset's log.
+ * @param count - How many events at most.
+ * @returns The inputs and their times.
+ */
+export function readTimedInputs(file: string, count: number): TimedInput[] {
+  const text = readFileSync(file, 'utf8')
+  const inputs: TimedInput[] = []
+  let start = text.indexOf('\n') + 1
+  while (inputs.length < count) {
+    const end = text.indexOf('\n', start)
+    if (end === -1) break
+    const {
+      seq: _seq,
+      time,
+      crc: _crc,
+      ...input
+    } = JSON.parse(text.slice(start, end)) as Record<string, unknown>
+    inputs.push({ input: input as unknown as EventInput, time: time as string })
+    start = end + 1
+  }
+  return inputs
+}
+
 /** Parameters of one generated session. */
 export interface AgentSessionOptions {
   /** Seed of the base generator. */

@@ -13,12 +13,11 @@ import { assertSessionId } from '../session-id.ts'
 import { listSessionFiles } from '../session-files.ts'
 import type { SessionFiles, SessionHeaderRead } from '../session-files.ts'
 import { summarizeOlderGeneration } from '../store-generations.ts'
-import { locateSessionLog } from '../zstd-session.ts'
 import { throwIfAborted, toPortError } from './port-errors.ts'
 import {
-  checkSessionDirectory,
   generationContext,
   isRefusal,
+  locateV4Log,
   olderGeneration,
   openCurrentLog,
   peekHeader,
@@ -113,15 +112,7 @@ async function currentLog(
       version: older.source.version,
     }
   }
-  const directory = await checkSessionDirectory(ctx, id, { write: false })
-  const log = await locateSessionLog({
-    fs: ctx.fs,
-    directory,
-    id,
-    mode: 'read',
-    limits: ctx.limits,
-    logger: ctx.logger,
-  })
+  const { directory, log } = await locateV4Log(ctx, id)
   return { directory, name: log.name, encoding: log.encoding, version: SESSION_FORMAT_VERSION }
 }
 

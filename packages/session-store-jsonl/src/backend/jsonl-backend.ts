@@ -15,7 +15,6 @@ import { coreEventRegistry } from '@agent-ledger/session-events'
 import type { EventRegistry } from '@agent-ledger/session-events'
 import { seedBatches, SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type {
-  AbortSignalLike,
   AcquireOptions,
   AcquireResult,
   AppendBatch,
@@ -343,10 +342,21 @@ class JsonlBackendImpl implements JsonlBackend {
       })
     }
     const directory = await sessionDirectory(this.#fs, this.root, checked)
-    // A session whose only log is an older generation is migrated first (FORMAT.md 14.3).
-    await this.#migrateOlder(checked, directory, options.signal)
     // Refusals that need no lock come before it: a refused open writes nothing (no lease, no lock).
-    const { migrated } = await checkGenerations({ fs: this.#fs, limits: this.#limits }, checked, directory)
+    // A session whose only log is an older generation is migrated first (FORMAT.md 14.3), then
+    // checked again: one listing of the directory on every other write open.
+    const generationContext = { fs: this.#fs, limits: this.#limits }
+    const { migrated } = await checkGenerations(generationContext, checked, directory).catch(
+      async (error: unknown) => {
+        if (
+          !SessionStoreError.is(error, SessionStoreErrorCode.UNSUPPORTED) ||
+          error.details['capability'] !== 'migrate'
+        )
+          throw error
+        await this.capabilities.migrate.migrate(checked, { signal: options.signal })
+        return checkGenerations(generationContext, checked, directory)
+      },
+    )
     if (migrated) {
       // I7 in full (sizes and sha256 of the source) before the lock; sizes again under it.
       const context = { fs: this.#fs, root: this.root, limits: this.#limits, forkCheck: 'sha256' as const }
@@ -392,19 +402,6 @@ class JsonlBackendImpl implements JsonlBackend {
       await lock.release().catch(() => undefined)
       throw toPortError(error, { sessionId: checked, action: `acquire session ${checked}` })
     }
-  }
-
-  /**
-   * A write open of a session whose only log is an older generation (a v0 `session.jsonl`)
-   * first publishes its v4 generation through the `migrate` capability (FORMAT.md 14.3),
-   * then appends go there; the older file stays byte for byte. One `readdir` otherwise.
-   */
-  async #migrateOlder(id: string, directory: string, signal: AbortSignalLike | undefined): Promise<void> {
-    const generations = await listGenerations(this.#fs, directory).catch((error: unknown) => {
-      throw toPortError(error, { sessionId: id, action: `list the logs of session ${id}` })
-    })
-    if (generations.length === 0 || generations.some((generation) => generation.version >= 4)) return
-    await this.capabilities.migrate.migrate(id, { signal })
   }
 
   #heldFor(lease: WriterLease): Held {

@@ -186,6 +186,29 @@ export async function olderGeneration(
 }
 
 /**
+ * Finds a session's v4 log for a read (plain or `.zstd`, checked like an open), without opening it.
+ *
+ * @param ctx - File system, root, limits, logger.
+ * @param id - The session id (checked by the caller).
+ * @returns The session directory and the log found there.
+ */
+export async function locateV4Log(
+  ctx: AccessContext,
+  id: string,
+): Promise<{ readonly directory: string; readonly log: Awaited<ReturnType<typeof locateSessionLog>> }> {
+  const directory = await checkSessionDirectory(ctx, id, { write: false })
+  const log = await locateSessionLog({
+    fs: ctx.fs,
+    directory,
+    id,
+    mode: 'read',
+    limits: ctx.limits,
+    logger: ctx.logger,
+  })
+  return { directory, log }
+}
+
+/**
  * Opens a session's v4 log (`session.v4.jsonl` or `session.v4.jsonl.zstd`) read-only, with
  * the adapter of its encoding; the caller closes it.
  *
@@ -196,15 +219,7 @@ export async function olderGeneration(
  */
 export async function openCurrentLog(ctx: AccessContext, id: string): Promise<OpenedCurrentLog> {
   await checkStoreRoot(ctx)
-  const directory = await checkSessionDirectory(ctx, id, { write: false })
-  const log = await locateSessionLog({
-    fs: ctx.fs,
-    directory,
-    id,
-    mode: 'read',
-    limits: ctx.limits,
-    logger: ctx.logger,
-  })
+  const { directory, log } = await locateV4Log(ctx, id)
   const adapter = await logAdapter(id, log.encoding, ctx.limits)
   const file = log.file
   let handle: FileHandleOps
