@@ -91,12 +91,8 @@ export { loadWasmZstdCodec, loadZstdCodec } from './zstd/zstd-codec.ts'
 export type { ZstdCodec, ZstdDecompressLimits } from './zstd/zstd-codec.ts'
 export { scanFrames, ZstdFrameScanner } from './zstd/scan-frames.ts'
 export type { ZstdScannedFrame, ZstdScanResult, ZstdScanSummary, ZstdScanTail } from './zstd/scan-frames.ts'
-export { decodeFrameLines } from './zstd/decode-frame-lines.ts'
-export type { DecodeFrameLinesOptions } from './zstd/decode-frame-lines.ts'
 export { DEFAULT_COMPRESSION_LEVEL, encodeFrames } from './zstd/encode-frames.ts'
 export type { EncodedFrame, EncodedFrames, EncodeFramesOptions } from './zstd/encode-frames.ts'
-export { createFrameLineSplitter, splitFrameLines } from './zstd/frame-lines.ts'
-export type { FrameLineOptions, FrameLineSplitter } from './zstd/frame-lines.ts'
 export {
   findNextFrame,
   isFrameMagicAt,
@@ -112,5 +108,5 @@ export {
   planFeeds,
 } from './zstd/inspect-frame.ts'
 export type { ZstdFramePlan } from './zstd/inspect-frame.ts'
-export { withFrameContext, ZstdFrameError, ZstdFrameErrorCode } from './zstd/zstd-frame-error.ts'
+export { ZstdFrameError, ZstdFrameErrorCode } from './zstd/zstd-frame-error.ts'
 export type { ZstdCorruptReason, ZstdFrameErrorOptions, ZstdTornPart } from './zstd/zstd-frame-error.ts'

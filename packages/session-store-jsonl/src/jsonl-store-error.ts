@@ -90,20 +90,8 @@ export const JsonlErrorCode = {
   UNSAFE_ROOT: 'UNSAFE_ROOT',
   /** The log file has more than one hard link (and the other name is not our own temp twin). */
   HARDLINK_REFUSED: 'HARDLINK_REFUSED',
-  /** An appended event serializes to more than `maxEventBytes`; nothing was buffered. */
-  EVENT_TOO_LARGE: 'EVENT_TOO_LARGE',
   /** An appended event, or a checksummed line of a file, nests deeper than `maxDepth`. */
   TOO_DEEP: 'TOO_DEEP',
-  /** The redaction hook threw or returned a non-string; nothing was buffered or written (fail closed). */
-  REDACTION_FAILED: 'REDACTION_FAILED',
-  /** An appended event cannot be written as JSON (cycle, BigInt, function, non-finite number). */
-  UNSERIALIZABLE_EVENT: 'UNSERIALIZABLE_EVENT',
-  /** The writer's buffer already holds `maxBufferedBytes`; `append` refused synchronously, flush first. */
-  BUFFER_FULL: 'BUFFER_FULL',
-  /** The writer was closed; open the session again to write. */
-  WRITER_CLOSED: 'WRITER_CLOSED',
-  /** A fork was refused: the boundary is out of range or inside an open turn with `openTurn: 'refuse'`. */
-  FORK_REFUSED: 'FORK_REFUSED',
   /** Reading the log failed with an I/O error (EIO...). */
   READ_FAILED: 'READ_FAILED',
   /**

@@ -142,8 +142,7 @@ interface Suspect {
 
 /**
  * Maps a {@link ZstdFrameError} to the store's error: `CORRUPT_FRAME`/`TORN_FRAME` to
- * `CORRUPT_FRAME`, `DECOMPRESSION_LIMIT` and `WINDOW_TOO_LARGE` as they are, `LINE_TOO_LARGE`
- * as it is, `CODEC_FAILED` (and anything else) to `READ_FAILED`.
+ * `CORRUPT_FRAME`, `DECOMPRESSION_LIMIT` and `WINDOW_TOO_LARGE` as they are, `CODEC_FAILED` (and anything else) to `READ_FAILED`.
  *
  * @param error - The zstd layer's error.
  * @param context - The file (relative to the root), the last good seq, the frame when the error lacks it.
@@ -170,11 +169,9 @@ export function zstdStoreError(
       ? JsonlErrorCode.DECOMPRESSION_LIMIT
       : error.code === ZstdFrameErrorCode.WINDOW_TOO_LARGE
         ? JsonlErrorCode.WINDOW_TOO_LARGE
-        : error.code === ZstdFrameErrorCode.LINE_TOO_LARGE
-          ? JsonlErrorCode.LINE_TOO_LARGE
-          : error.code === ZstdFrameErrorCode.CORRUPT_FRAME || error.code === ZstdFrameErrorCode.TORN_FRAME
-            ? JsonlErrorCode.CORRUPT_FRAME
-            : JsonlErrorCode.READ_FAILED
+        : error.code === ZstdFrameErrorCode.CORRUPT_FRAME || error.code === ZstdFrameErrorCode.TORN_FRAME
+          ? JsonlErrorCode.CORRUPT_FRAME
+          : JsonlErrorCode.READ_FAILED
   const where =
     frameIndex === undefined ? '' : ` (frame ${frameIndex} at compressed offset ${String(compressedOffset)})`
   return new JsonlStoreError({

@@ -130,6 +130,30 @@ describe('line splitter', () => {
     expect(splitter.finish()).toMatchObject({ offset: 14, length: 1, firstByte: 0x65 })
   })
 
+  it('hands out the same lines at the same offsets whatever the chunk boundaries', () => {
+    const content = Buffer.from('{"a":1}\n\n{"b":"\u2028x"}\nlast line\n')
+    for (const sizes of [[content.length], [1], [2, 3], [7], [8, 1, 30]]) {
+      const splitter = new LineSplitter({ maxLineBytes: 1024 })
+      const seen: [string, number][] = []
+      const sink = {
+        line: (bytes: Buffer, offset: number) => seen.push([bytes.toString('utf8'), offset]) < 0,
+        oversizeLine: () => false,
+      }
+      for (let at = 0, index = 0; at < content.length; index += 1) {
+        const size = sizes[index % sizes.length]!
+        splitter.push(content.subarray(at, at + size), sink)
+        at += size
+      }
+      expect(splitter.finish()).toBeNull()
+      expect(seen).toEqual([
+        ['{"a":1}', 0],
+        ['', 8],
+        ['{"b":"\u2028x"}', 9],
+        ['last line', 22],
+      ])
+    }
+  })
+
   it('I8: counts a line longer than maxLineBytes across chunks without buffering it', () => {
     const splitter = new LineSplitter({ maxLineBytes: 10 })
     const seen: unknown[] = []

@@ -3,13 +3,12 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 
 import { testTime } from '../../../tooling/test-time.ts'
-import { decodeFrameLines } from '../src/zstd/decode-frame-lines.ts'
 import { encodeFrames } from '../src/zstd/encode-frames.ts'
 import { scanFrames } from '../src/zstd/scan-frames.ts'
 import { loadZstdCodec } from '../src/zstd/zstd-codec.ts'
 import type { ZstdCodec } from '../src/zstd/zstd-codec.ts'
 import { ZstdFrameError } from '../src/zstd/zstd-frame-error.ts'
-import { cliCompress, concatBytes, eventLines, lineChecksumValid } from './zstd-helpers.ts'
+import { cliCompress, concatBytes, eventLines, frameLines, lineChecksumValid } from './zstd-helpers.ts'
 
 let codec: ZstdCodec
 
@@ -24,14 +23,7 @@ function read(file: Uint8Array): { verdict: string } | { lines: Buffer[]; tail: 
   const lines: Buffer[] = []
   for (const info of scan.frames) {
     try {
-      decodeFrameLines(
-        codec,
-        { info, bytes: file.subarray(info.offset, info.offset + info.length) },
-        {
-          maxLineBytes: 1 << 20,
-          onLine: (line) => lines.push(Buffer.from(line)),
-        },
-      )
+      lines.push(...frameLines(codec, { info, bytes: file.subarray(info.offset, info.offset + info.length) }))
     } catch (error) {
       if (!ZstdFrameError.is(error)) throw error
       return { verdict: `decoder:${error.code}` }

@@ -2,13 +2,19 @@
 // per-line checksum; it never silently changes content and never drops the frames after it.
 import { beforeAll, describe, expect, it } from 'vitest'
 
-import { decodeFrameLines } from '../src/zstd/decode-frame-lines.ts'
 import { encodeFrames } from '../src/zstd/encode-frames.ts'
 import { scanFrames } from '../src/zstd/scan-frames.ts'
 import { loadZstdCodec } from '../src/zstd/zstd-codec.ts'
 import type { ZstdCodec } from '../src/zstd/zstd-codec.ts'
 import { ZstdFrameError } from '../src/zstd/zstd-frame-error.ts'
-import { checksummedLine, cliCompress, concatBytes, eventLines, lineChecksumValid } from './zstd-helpers.ts'
+import {
+  checksummedLine,
+  cliCompress,
+  concatBytes,
+  eventLines,
+  frameLines,
+  lineChecksumValid,
+} from './zstd-helpers.ts'
 
 let codec: ZstdCodec
 
@@ -59,11 +65,7 @@ function judge(fixture: Fixture, file: Buffer, original: Map<string, Buffer[]>):
       continue
     }
     try {
-      decodeFrameLines(
-        codec,
-        { info, bytes },
-        { maxLineBytes: 1 << 20, onLine: (line) => lines.push(Buffer.from(line)) },
-      )
+      lines.push(...frameLines(codec, { info, bytes }))
     } catch (error) {
       if (!ZstdFrameError.is(error)) throw error
       return `decoder:${error.code}${error.reason === undefined ? '' : `/${error.reason}`}`
@@ -92,13 +94,7 @@ function cacheOriginal(fixture: Fixture): Map<string, Buffer[]> {
   for (const info of scanFrames(fixture.file).frames) {
     if (info.index === 2) continue
     const bytes = fixture.file.subarray(info.offset, info.offset + info.length)
-    const lines: Buffer[] = []
-    decodeFrameLines(
-      codec,
-      { info, bytes },
-      { maxLineBytes: 1 << 20, onLine: (line) => lines.push(Buffer.from(line)) },
-    )
-    cache.set(`${info.offset}:${bytes.toString('base64')}`, lines)
+    cache.set(`${info.offset}:${bytes.toString('base64')}`, frameLines(codec, { info, bytes }))
   }
   return cache
 }

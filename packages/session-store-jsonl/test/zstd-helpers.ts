@@ -7,6 +7,11 @@ import { join } from 'node:path'
 
 import { crc32c } from '@node-rs/crc32'
 
+import { LineSplitter } from '../src/line-splitter.ts'
+import type { ZstdScannedFrame } from '../src/zstd/scan-frames.ts'
+import type { ZstdCodec, ZstdDecompressLimits } from '../src/zstd/zstd-codec.ts'
+import { ZstdFrameError, ZstdFrameErrorCode } from '../src/zstd/zstd-frame-error.ts'
+
 /** Serializes `object` as a v4 line: JSON with the `,"crc":"xxxxxxxx"}` suffix and `\n`. */
 export function checksummedLine(object: Record<string, unknown>): Buffer {
   const json = JSON.stringify(object)
@@ -139,4 +144,42 @@ export function rawBlock(
 /** Concatenates byte arrays. */
 export function concatBytes(parts: readonly Uint8Array[]): Buffer {
   return Buffer.concat(parts.map((part) => Buffer.from(part.buffer, part.byteOffset, part.byteLength)))
+}
+
+/**
+ * The lines of one scanned frame, each without its `\n`, as the reader's check pass gets them
+ * (`src/zstd-log-reader.ts`): decoded by the codec under `limits` (a skippable frame holds none)
+ * and cut by the plain log's `LineSplitter`. Codec errors propagate; content that does not end
+ * with `\n` is thrown as `CORRUPT_FRAME` `frame-not-line-aligned` (Z4); a line over
+ * `maxLineBytes` (never buffered by the splitter) as a plain `Error`.
+ */
+export function frameLines(
+  codec: ZstdCodec,
+  frame: ZstdScannedFrame,
+  options: { readonly limits?: ZstdDecompressLimits; readonly maxLineBytes?: number } = {},
+): Buffer[] {
+  const lines: Buffer[] = []
+  if (frame.info.kind === 'skippable') return lines
+  const maxLineBytes = options.maxLineBytes ?? 1 << 20
+  const tooLarge = (): Error => new Error(`a line of frame ${frame.info.index} is over ${maxLineBytes} bytes`)
+  const splitter = new LineSplitter({ maxLineBytes })
+  const sink = {
+    line: (bytes: Buffer) => lines.push(Buffer.from(bytes)) < 0,
+    oversizeLine: () => {
+      throw tooLarge()
+    },
+  }
+  codec.decompressFrameChunks(frame.bytes, options.limits ?? { maxOutputBytes: 256 << 20 }, (chunk) =>
+    splitter.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength), sink),
+  )
+  const tail = splitter.finish()
+  if (tail !== null && tail.length > maxLineBytes) throw tooLarge()
+  if (tail !== null) {
+    throw new ZstdFrameError({
+      code: ZstdFrameErrorCode.CORRUPT_FRAME,
+      message: `frame ${frame.info.index} ends with ${tail.length} bytes after its last newline`,
+      reason: 'frame-not-line-aligned',
+    })
+  }
+  return lines
 }

@@ -505,6 +505,10 @@ describe('zstd torn frames and damage through the store', () => {
         expect(read.details['limit']).toBe(8 * MiB)
         expect(read.details['producedBytes']).toBeLessThanOrEqual(8 * MiB)
       }
+      // The refusal names the frame and its offset in the file.
+      if (id === 'bomb' || id === 'bombmid') {
+        expect(read.details).toMatchObject({ frameIndex: 1, compressedOffset: starts[1] })
+      }
       expect((await caught(limited.openWriter(id))).code).toBe(code)
       expect((await caught(limited.backend.capabilities.compress.compress(id))).code).toBe(code)
       expect(fileIdentity(path)).toEqual(before)

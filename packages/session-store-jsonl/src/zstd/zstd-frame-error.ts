@@ -13,8 +13,6 @@ export const ZstdFrameErrorCode = {
   WINDOW_TOO_LARGE: 'WINDOW_TOO_LARGE',
   /** A frame would produce (or declares, or can structurally produce) more bytes than allowed. */
   DECOMPRESSION_LIMIT: 'DECOMPRESSION_LIMIT',
-  /** A line inside a frame's content is longer than allowed (its bytes were never all held). */
-  LINE_TOO_LARGE: 'LINE_TOO_LARGE',
   /** The codec failed to load, aborted, or produced output that is not exactly one frame. */
   CODEC_FAILED: 'CODEC_FAILED',
   /** A caller passed an unusable argument (compression level, frame size, lines not ending in `\n`). */
@@ -67,7 +65,7 @@ export interface ZstdFrameErrorOptions {
   readonly compressedOffset?: number
   readonly reason?: ZstdCorruptReason
   readonly part?: ZstdTornPart
-  /** The limit that was exceeded (`DECOMPRESSION_LIMIT`, `LINE_TOO_LARGE`, `WINDOW_TOO_LARGE`). */
+  /** The limit that was exceeded (`DECOMPRESSION_LIMIT`, `WINDOW_TOO_LARGE`). */
   readonly limit?: number
   /** Bytes handed out before the limit stopped decoding; always `<= limit`. */
   readonly producedBytes?: number
@@ -107,43 +105,4 @@ export class ZstdFrameError extends AgentLedgerError<ZstdFrameErrorCode> {
   static override is(value: unknown): value is ZstdFrameError {
     return typeof value === 'object' && value !== null && brand in value
   }
-}
-
-/**
- * Returns `error` with its frame position filled in (a new error when they were missing), so
- * a codec error thrown without context can name the frame it came from.
- *
- * A codec's `compressedOffset` is relative to the frame bytes it was given; the copy's is
- * relative to the file.
- *
- * @param error - An error from a codec or line splitter.
- * @param frame - The 0-based frame index and the compressed offset of the frame's first byte.
- * @returns `error` itself when it already names a frame or is not a {@link ZstdFrameError}, else a copy with the context and `error` as `cause`.
- */
-export function withFrameContext(
-  error: unknown,
-  frame: { readonly frameIndex: number; readonly compressedOffset: number },
-): unknown {
-  if (!ZstdFrameError.is(error) || error.frameIndex !== undefined) return error
-  const where = `frame ${frame.frameIndex} (compressed offset ${frame.compressedOffset})`
-  return new ZstdFrameError({
-    code: error.code,
-    message: `In ${where}: ${error.message}`,
-    frameIndex: frame.frameIndex,
-    compressedOffset: frame.compressedOffset + (error.compressedOffset ?? 0),
-    ...optional('reason', error.reason),
-    ...optional('part', error.part),
-    ...optional('limit', error.limit),
-    ...optional('producedBytes', error.producedBytes),
-    ...optional('windowSize', error.windowSize),
-    cause: error,
-  })
-}
-
-/** `{ [key]: value }` when `value` is defined, else `{}` (for exactOptionalPropertyTypes). */
-function optional<TKey extends string, TValue>(
-  key: TKey,
-  value: TValue | undefined,
-): { [K in TKey]?: TValue } {
-  return (value === undefined ? {} : { [key]: value }) as { [K in TKey]?: TValue }
 }
