@@ -37,7 +37,7 @@ export type SourceFormat = (typeof SOURCE_FORMATS)[number]
  * Version of the mapping this build applies. It changes whenever the same source would give
  * different events; an incremental import refuses to extend a session imported by another one.
  */
-export const IMPORTER_VERSION = 3
+export const IMPORTER_VERSION = 4
 
 /** The registry that knows `import/source-record` (readers need not: the events are ignorable). */
 export const importEventRegistry: EventRegistry = createEventRegistry([sourceRecordEventType])

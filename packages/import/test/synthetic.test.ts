@@ -144,14 +144,12 @@ describe('pi-mono (synthetic)', () => {
     expect(messages[1]).toEqual({ role: 'user', content: 'again' })
   })
 
-  it('v2.jsonl: hookMessage is read as a custom message; stopReason error ends the turn in error', async () => {
+  it('v2.jsonl: hookMessage is read as a custom message; stopReason error ends the turn in error, the message log-only', async () => {
     const result = await importFile(fixture('pi', 'v2.jsonl'))
     const session = result.sessions[0]!
-    expect(replay(session.events).map((message) => message.content)).toEqual([
-      'hello',
-      'branch main, clean',
-      'hi, the tree is clean',
-    ])
+    // pi never replays an errored assistant message to the model.
+    expect(replay(session.events).map((message) => message.content)).toEqual(['hello', 'branch main, clean'])
+    expect(result.report.logOnly['log-only:pi.assistant-error']).toBe(1)
     expect(session.events.findLast((event) => event.type === 'turn/end')?.data).toEqual({
       turn: 1,
       reason: 'error',
@@ -202,13 +200,11 @@ describe('pi-mono SessionManager shapes (synthetic)', () => {
       { turn: 2, reason: 'error' },
     ])
     expect(result.report.lossy).toEqual({
-      'pi.provider': 4,
+      'pi.provider': 3,
       'pi.signature': 1,
       'pi.cost': 1,
       'pi.details': 2,
       'pi.display': 1,
-      'pi.errorMessage': 1,
-      'empty-assistant-message': 1,
     })
     expect(result.report.logOnly).toEqual({
       'log-only:pi.session-header': 2,
@@ -217,6 +213,7 @@ describe('pi-mono SessionManager shapes (synthetic)', () => {
       'log-only:pi.bashExecution-excluded': 1,
       'log-only:pi.session_info': 1,
       'log-only:pi.label': 1,
+      'log-only:pi.assistant-error': 1,
     })
     // Nothing lost: every one of the 18 lines is kept verbatim in one session or the other.
     const kept = new Set([...verbatimLines(main!.events), ...verbatimLines(fork!.events)])

@@ -140,6 +140,15 @@ class PiMapper {
       return
     }
     if (role === 'assistant') {
+      const stop = message['stopReason']
+      if (stop === 'error' || stop === 'aborted') {
+        // pi's agent loop stops at such a message (its tool calls never run) and pi leaves it
+        // out of every request it replays (`transformMessages` in packages/ai): log-only, and
+        // the turn ends so.
+        b.record(value, `log-only:pi.assistant-${stop}`)
+        b.endTurn(stop)
+        return
+      }
       const text: string[] = []
       const reasoning: string[] = []
       const toolCalls: ImportedToolCall[] = []
@@ -164,9 +173,7 @@ class PiMapper {
       if (obj(message['usage'])?.['cost'] !== undefined) b.lossy('pi.cost')
       b.record(value, 'mapped')
       b.assistant({ text, reasoning, toolCalls, usage: usageOf(message['usage']) })
-      const stop = message['stopReason']
-      if (stop === 'error' || stop === 'aborted') b.endTurn(stop)
-      else if (stop === 'length') b.endTurn('max-tokens')
+      if (stop === 'length') b.endTurn('max-tokens')
       return
     }
     if (role === 'toolResult') {
