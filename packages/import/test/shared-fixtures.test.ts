@@ -169,29 +169,28 @@ describe.skipIf(!available)('the shared recordings import', () => {
     })
   })
 
-  it('openhands/basic.json: V0 events, non-dense ids, dangling finish call repaired', async () => {
+  it('openhands/basic.json: V0 events, non-dense ids, finish is assistant text that ends the turn (no placeholder)', async () => {
     const result = await importFile(openhandsFile, { sourceName: 'basic' })
     expect(result.format).toBe('openhands')
     expect(result.formatVersion).toBe('v0')
     // By hand: user message (id 0); assistant from the model_response of the edit (id 3)
-    // with its call, the observation (id 4, cause 3); assistant from the finish action's
-    // model_response (id 5) whose call never gets an observation: one placeholder.
-    expect(result.report.messages).toEqual({ system: 0, user: 1, assistant: 2, tool: 2 })
-    expect(result.report.toolCalls).toBe(2)
-    expect(result.report.repairs).toEqual({ [RepairCode.TOOL_OUTCOME_UNKNOWN]: 1, CLOSE_TURN: 1 })
+    // with its call, the observation (id 4, cause 3); the finish action (id 5) is the
+    // assistant text OpenHands replays (its thought), never a call: nothing to repair.
+    expect(result.report.messages).toEqual({ system: 0, user: 1, assistant: 2, tool: 1 })
+    expect(result.report.toolCalls).toBe(1)
+    expect(result.report.repairs).toEqual({})
+    expect(result.report.lossy['openhands.finish-call']).toBe(1)
     const session = result.sessions[0]!
     expect(session.id).toBe('openhands-basic')
     expect(verbatimLines(session.events)).toEqual([1, 2, 3, 4])
     const messages = replay(session.events)
-    expect(messages.map((message) => message.role)).toEqual([
-      'user',
-      'assistant',
-      'tool',
-      'assistant',
-      'tool',
-    ])
+    expect(messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant'])
     expect(messages[1]).toMatchObject({ tool_calls: [{ id: 'toolu_017nBp7UfiGqyrA7j77HgtFP' }] })
-    expect(messages[4]).toMatchObject({ tool_call_id: 'toolu_01BUKu3B7nY574atNECkBiFk' })
+    expect(messages[3]).not.toHaveProperty('tool_calls')
+    expect(messages[3]!.content).toMatch(/^I've created a simple implementation of the 2048 game/)
+    expect(session.events.filter((event) => event.type === 'turn/end').map((event) => event.data)).toEqual([
+      { turn: 1, reason: 'completed' },
+    ])
   })
 
   it('claude-code/short.jsonl read while the calls ran (lines 1-10), then whole: the rest is appended after the closers', async () => {

@@ -178,6 +178,10 @@ class OpenHandsMapper {
       if (args['tools'] !== undefined) b.lossy('openhands.tool-specs')
       return
     }
+    if (action === 'finish') {
+      this.#finish(value, args, metadata)
+      return
+    }
     if (action !== undefined && metadata !== undefined) {
       const callId = str(metadata['tool_call_id'])
       if (callId !== undefined) this.#callByAction.set(this.#eventId, callId)
@@ -198,7 +202,8 @@ class OpenHandsMapper {
           text: content === undefined ? [] : [content],
           reasoning:
             str(message['reasoning_content']) === undefined ? [] : [str(message['reasoning_content'])!],
-          toolCalls: toolCallsOf(message['tool_calls']),
+          // A `finish` call answered by no observation: OpenHands drops it from the replay.
+          toolCalls: toolCallsOf(message['tool_calls']).filter((call) => call.name !== 'finish'),
           usage: usageOf(response?.['usage']),
         })
       } else {
@@ -230,6 +235,41 @@ class OpenHandsMapper {
       return
     }
     b.record(value, `log-only:openhands.${action ?? observation ?? 'unknown'}`)
+  }
+
+  /**
+   * V0 `finish` (`AgentFinishAction`): OpenHands never answers it and replays it as assistant
+   * text (`ConversationMemory`: the action's `thought`, the model response's content appended
+   * when it differs, the tool-call metadata removed), and the agent's run ends there.
+   */
+  #finish(
+    value: Record<string, unknown>,
+    args: Record<string, unknown>,
+    metadata: Record<string, unknown> | undefined,
+  ): void {
+    const b = this.#b
+    if (value['source'] === 'user') {
+      // The user ended the conversation (`/exit`): no message the model saw.
+      b.record(value, 'log-only:openhands.finish-by-user')
+      b.endTurn('completed')
+      return
+    }
+    const response = obj(metadata?.['model_response'])
+    const responseId = str(response?.['id'])
+    b.record(value, 'mapped')
+    if (responseId !== undefined && this.#responses.has(responseId)) {
+      b.endTurn('completed')
+      return
+    }
+    if (responseId !== undefined) this.#responses.add(responseId)
+    const message = obj(obj(arr(response?.['choices'])[0])?.['message'])
+    const content = str(message?.['content']) ?? ''
+    const thought = str(args['thought']) ?? str(args['final_thought']) ?? ''
+    const text = thought === '' ? content : content === '' || content === thought ? thought : `${thought}\n${content}`
+    if (metadata !== undefined) b.lossy('openhands.finish-call')
+    b.assistant({ text: text === '' ? [] : [text], reasoning: [], toolCalls: [], usage: usageOf(response?.['usage']) })
+    this.#seqByEvent.set(this.#eventId, b.nextSeq - 1)
+    b.endTurn('completed')
   }
 
   #v1(value: Record<string, unknown>): void {
