@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import { RepairCode } from '@agent-ledger/loop-repair'
@@ -38,5 +39,50 @@ describe('pi: calls that never ran (issue 25 item 1)', () => {
     })
     expect(result.report.diagnostics.filter((finding) => finding.code === 'UNANSWERED_TOOL_CALL')).toEqual([])
     expect(RepairCode.TOOL_OUTCOME_UNKNOWN in result.report.repairs).toBe(false)
+  })
+})
+
+describe('verbatim records are the source line (issue 25 item 4)', () => {
+  // Sources written with JSON.stringify's form (pi, Claude Code, these Codex and OpenHands V1
+  // fixtures): the stored record, serialized, must be the line byte for byte.
+  const sources = readdirSync(SYNTHETIC, { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.jsonl'))
+    .filter((name) => {
+      const lines = readFileSync(join(SYNTHETIC, name), 'utf8').split('\n')
+      return lines.every((line) => line.trim() === '' || JSON.stringify(JSON.parse(line)) === line)
+    })
+    .sort()
+
+  it('covers the pi v1 compaction fixture', () => {
+    expect(sources).toContain(join('pi', 'v1.jsonl'))
+    expect(sources.length).toBeGreaterThan(20)
+  })
+
+  it.each(sources)('%s: every import/source-record record serializes to its line', async (name) => {
+    const lines = readFileSync(join(SYNTHETIC, name), 'utf8').split('\n')
+    const result = await importFile(join(SYNTHETIC, name))
+    let compared = 0
+    for (const session of result.sessions) {
+      for (const event of session.events) {
+        if (event.type !== 'import/source-record') continue
+        const data = event.data as { line: number; record?: unknown }
+        if (data.record === undefined) continue
+        expect(JSON.stringify(data.record), `${name} line ${data.line}`).toBe(lines[data.line - 1])
+        compared += 1
+      }
+    }
+    expect(compared).toBeGreaterThan(0)
+  })
+
+  it('pi v1: the compaction is stored without the firstKeptEntryId the migration derives, and still honoured', async () => {
+    const result = await importFile(fixture('pi', 'v1.jsonl'))
+    const compaction = result.sessions[0]!.events.find(
+      (event) =>
+        event.type === 'import/source-record' &&
+        (event.data as { record?: { type?: string } }).record?.type === 'compaction',
+    )
+    expect(compaction?.data).toMatchObject({ record: { firstKeptEntryIndex: expect.any(Number) } })
+    expect((compaction?.data as { record: object }).record).not.toHaveProperty('firstKeptEntryId')
+    expect(result.sessions[0]!.events.some((event) => event.type === 'compaction/end')).toBe(true)
   })
 })

@@ -87,11 +87,23 @@ class PiMapper {
   /** Seq of the first event each entry produced, for `firstKeptEntryId`. */
   readonly #firstSeq = new Map<string, number>()
 
+  /** The entry as the file holds it (kept verbatim); `handle` maps its migrated copy. */
+  #source: Record<string, unknown> = {}
+
   constructor(builder: SessionBuilder) {
     this.#b = builder
   }
 
-  handle(node: { readonly id: string; readonly line: number }, value: Record<string, unknown>): void {
+  /**
+   * Maps one entry: `value` is the entry after pi's migrations (what is derived from it),
+   * `source` the entry as read, the one kept verbatim.
+   */
+  handle(
+    node: { readonly id: string; readonly line: number },
+    value: Record<string, unknown>,
+    source: Record<string, unknown> = value,
+  ): void {
+    this.#source = source
     const b = this.#b
     b.line = node.line
     b.beginRecord(value['timestamp'])
@@ -100,20 +112,20 @@ class PiMapper {
     if (type === 'message') return this.#message(value)
     if (type === 'custom_message') {
       const { parts, text } = partsOf(value['content'], () => b.lossy('pi.image'))
-      b.record(value, 'mapped')
+      b.record(this.#source, 'mapped')
       if (value['details'] !== undefined) b.lossy('pi.details')
       b.lossy('pi.display')
       b.user(parts.length === 1 ? text : parts, { prompt: false })
       return
     }
     if (type === 'branch_summary') {
-      b.record(value, 'mapped')
+      b.record(this.#source, 'mapped')
       const summary = str(value['summary']) ?? ''
       if (summary !== '') b.user(summary, { prompt: false })
       return
     }
     if (type === 'compaction') {
-      b.record(value, 'mapped')
+      b.record(this.#source, 'mapped')
       const summary = str(value['summary']) ?? ''
       const kept = str(value['firstKeptEntryId'])
       if (value['tokensBefore'] !== undefined) b.lossy('pi.compaction.tokensBefore')
@@ -125,7 +137,7 @@ class PiMapper {
       })
       return
     }
-    b.record(value, `log-only:pi.${type}`)
+    b.record(this.#source, `log-only:pi.${type}`)
   }
 
   #message(value: Record<string, unknown>): void {
@@ -135,7 +147,7 @@ class PiMapper {
     if (role === 'user') {
       const { parts, text } = partsOf(message['content'], () => undefined)
       b.beforePrompt()
-      b.record(value, 'mapped')
+      b.record(this.#source, 'mapped')
       b.user(parts.length === 1 && parts[0]!.type === 'text' ? text : parts, { prompt: true })
       return
     }
@@ -145,7 +157,7 @@ class PiMapper {
         // pi's agent loop stops at such a message (its tool calls never run) and pi leaves it
         // out of every request it replays (`transformMessages` in packages/ai): log-only, and
         // the turn ends so.
-        b.record(value, `log-only:pi.assistant-${stop}`)
+        b.record(this.#source, `log-only:pi.assistant-${stop}`)
         b.endTurn(stop)
         return
       }
@@ -171,7 +183,7 @@ class PiMapper {
       if (message['provider'] !== undefined) b.lossy('pi.provider')
       if (typeof message['errorMessage'] === 'string') b.lossy('pi.errorMessage')
       if (obj(message['usage'])?.['cost'] !== undefined) b.lossy('pi.cost')
-      b.record(value, 'mapped')
+      b.record(this.#source, 'mapped')
       b.assistant({ text, reasoning, toolCalls, usage: usageOf(message['usage']) })
       if (stop === 'length') b.endTurn('max-tokens')
       return
@@ -179,13 +191,13 @@ class PiMapper {
     if (role === 'toolResult') {
       const { text } = partsOf(message['content'], () => b.lossy('pi.tool-result-image'))
       if (message['details'] !== undefined) b.lossy('pi.details')
-      b.record(value, 'mapped')
+      b.record(this.#source, 'mapped')
       b.toolResult(str(message['toolCallId']) ?? '', text, { isError: message['isError'] === true })
       return
     }
     if (role === 'custom' || role === 'hookMessage') {
       const { parts, text } = partsOf(message['content'], () => b.lossy('pi.image'))
-      b.record(value, 'mapped')
+      b.record(this.#source, 'mapped')
       b.user(parts.length === 1 ? text : parts, { prompt: false })
       return
     }
@@ -193,15 +205,15 @@ class PiMapper {
       // A command the user ran (`!cmd`): pi shows the model its text as a user message,
       // unless it was run with `!!` (excluded from the context).
       if (message['excludeFromContext'] === true) {
-        b.record(value, 'log-only:pi.bashExecution-excluded')
+        b.record(this.#source, 'log-only:pi.bashExecution-excluded')
         return
       }
-      b.record(value, 'mapped')
+      b.record(this.#source, 'mapped')
       b.user(bashExecutionText(message), { prompt: false })
       return
     }
     b.lossy(`pi.role.${role ?? 'unknown'}`)
-    b.record(value, `log-only:pi.role.${role ?? 'unknown'}`)
+    b.record(this.#source, `log-only:pi.role.${role ?? 'unknown'}`)
   }
 
   finish(): void {
@@ -320,7 +332,10 @@ async function mapPi(input: FormatInput, scanner: PiScanner): Promise<FormatSess
         if ('malformed' in step) {
           builder.line = step.line
           builder.malformed(step.malformed)
-        } else mapper.handle(step, migrate(await fetcher.get(step.line)))
+        } else {
+          const entry = await fetcher.get(step.line)
+          mapper.handle(step, migrate(entry), entry)
+        }
         if (session !== undefined) await input.pump(session)
         if (pass !== undefined && !(await pass.step(builder))) return false
       }
