@@ -3,6 +3,7 @@ import type { LoggedEvent, SessionHeaderInput } from '@agent-ledger/session-even
 import { eventDigest } from './builder.ts'
 import type { SessionBuilder } from './builder.ts'
 import type { FormatFacts, FormatSession, ForkPass } from './formats/types.ts'
+import { fitId } from './ids.ts'
 import type { ImportReport } from './report.ts'
 import { shiftEvent } from './shift.ts'
 import { EPOCH } from './time.ts'
@@ -153,7 +154,7 @@ export class Assembly {
 
   #id(session: Pick<FormatSession, 'key'>): string {
     const mainId = this.#context.mainId
-    return session.key === '' ? mainId : `${mainId.slice(0, 100)}-${session.key}`.slice(0, 128)
+    return session.key === '' ? mainId : fitId(`${mainId}-${session.key}`, 128)
   }
 
   #header(

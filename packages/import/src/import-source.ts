@@ -20,6 +20,7 @@ import type {
   FormatSession,
   LiveContinuation,
 } from './formats/types.ts'
+import { fitId } from './ids.ts'
 import { ImportError, ImportErrorCode } from './import-error.ts'
 import { parseJsonArray, parseLines } from './lines.ts'
 import type { ParsedLine } from './lines.ts'
@@ -120,10 +121,7 @@ const ID_PREFIX: Readonly<Record<SourceFormat, string>> = {
 }
 
 function idPart(value: string): string {
-  return value
-    .replace(/[^A-Za-z0-9_-]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 90)
+  return fitId(value.replace(/[^A-Za-z0-9_-]+/g, '-').replace(/^-+|-+$/g, ''), 90)
 }
 
 /**

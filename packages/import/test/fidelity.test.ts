@@ -2,9 +2,12 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import { RepairCode } from '@agent-ledger/loop-repair'
+import { SESSION_ID_PATTERN } from '@agent-ledger/session-events'
 import { describe, expect, it } from 'vitest'
 
-import { importFile, replay, SYNTHETIC } from './support/import.ts'
+import { fitId } from '../src/ids.ts'
+import { importedSessionId } from '../src/index.ts'
+import { importFile, importText, replay, SYNTHETIC } from './support/import.ts'
 
 const fixture = (...parts: string[]): string => join(SYNTHETIC, ...parts)
 
@@ -84,5 +87,37 @@ describe('verbatim records are the source line (issue 25 item 4)', () => {
     expect(compaction?.data).toMatchObject({ record: { firstKeptEntryIndex: expect.any(Number) } })
     expect((compaction?.data as { record: object }).record).not.toHaveProperty('firstKeptEntryId')
     expect(result.sessions[0]!.events.some((event) => event.type === 'compaction/end')).toBe(true)
+  })
+})
+
+describe('sub-agent and fork ids cannot collide (issue 25 item 5)', () => {
+  it('two compaction agents of one session whose ids share their first 12 characters get two ids', async () => {
+    const text = readFileSync(fixture('claude-code', 'agent-acompact.jsonl'), 'utf8')
+    const ids: string[] = []
+    for (const agent of ['acompact-1a2b3c4d5e6f7a80', 'acompact-1a2b3c4d5e6f7a81']) {
+      const result = await importText(text.replaceAll('acompact-1a2b3c', agent), { file: `agent-${agent}.jsonl` })
+      ids.push(result.sessions[0]!.id)
+    }
+    expect(ids[0]).not.toBe(ids[1])
+    for (const id of ids) {
+      expect(id).toMatch(SESSION_ID_PATTERN)
+      expect(id).toContain('acompact1a2b3c4d5e6f7a8')
+    }
+  })
+
+  it('an id over the budget keeps its head and ends with a digest of all of it', () => {
+    const head = `claude-${'a'.repeat(150)}`
+    const one = fitId(`${head}-agent-x1`, 128)
+    const two = fitId(`${head}-agent-x2`, 128)
+    expect(one).not.toBe(two)
+    for (const id of [one, two]) {
+      expect(id.length).toBeLessThanOrEqual(128)
+      expect(id).toMatch(SESSION_ID_PATTERN)
+      expect(id.startsWith('claude-aaaa')).toBe(true)
+    }
+    expect(fitId('claude-short', 128)).toBe('claude-short')
+    expect(importedSessionId('claude-code', `${'b'.repeat(120)}1`)).not.toBe(
+      importedSessionId('claude-code', `${'b'.repeat(120)}2`),
+    )
   })
 })

@@ -1,4 +1,5 @@
 import { arr, obj, str } from './types.ts'
+import { keyPart } from '../ids.ts'
 import type { TreeNode } from '../tree.ts'
 import type { ParsedLine } from '../lines.ts'
 import type { FormatFacts, FormatScanner } from './types.ts'
@@ -142,9 +143,6 @@ function attachable(value: Record<string, unknown>): boolean {
   return blocks.length > 0 && blocks.every((block) => obj(block)?.['type'] === 'tool_result')
 }
 
-export function shortId(id: string): string {
-  return id.replace(/[^A-Za-z0-9]/g, '').slice(0, 12)
-}
 
 /**
  * The first pass: the tree index (ids, parent ids, lines and three flags per record), the
@@ -301,7 +299,7 @@ export class ClaudeScanner implements FormatScanner {
     const sourceId = this.sessionId
     return {
       formatVersion: this.#version ?? 'unknown',
-      sourceId: agentId === undefined ? sourceId : `${sourceId ?? 'unknown'}-agent-${shortId(agentId)}`,
+      sourceId: agentId === undefined ? sourceId : `${sourceId ?? 'unknown'}-agent-${keyPart(agentId)}`,
       cwd: this.#cwd,
       ...(this.onlySidechain ? { delegationDepth: 1, parentSourceId: sourceId } : {}),
       metadata: {

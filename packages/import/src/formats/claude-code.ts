@@ -1,6 +1,7 @@
 import type { ContentPart, Usage } from '@agent-ledger/session-events'
 
 import { USER_REJECTED } from '../builder.ts'
+import { keyPart } from '../ids.ts'
 import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
 import { sortedHas } from '../lines.ts'
 import { planTree } from '../tree.ts'
@@ -14,7 +15,6 @@ import {
   commandExpansion,
   commandOrMeta,
   queuedPrompt,
-  shortId,
   sidechainGroups,
 } from './claude-code-scan.ts'
 import type { ClaudeNode } from './claude-code-scan.ts'
@@ -513,7 +513,7 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
   ): Promise<void> => {
     for (const branch of plan.branches) {
       const session = {
-        key: `${forkOf === '' ? '' : `${forkOf}-`}fork-${shortId(branch.branchId)}`,
+        key: `${forkOf === '' ? '' : `${forkOf}-`}fork-${keyPart(branch.branchId)}`,
         role: 'fork' as const,
         forkOf,
         metadata: { branchUuid: branch.branchId, leafUuid: branch.leafId },
@@ -531,9 +531,9 @@ async function mapClaudeCode(input: FormatInput, scanner: ClaudeScanner): Promis
   const keys = new Set<string>()
   for (const sidePlan of sidePlans) {
     const first = sidePlan.main[0]
-    const agentId = first?.item.agentId ?? shortId(first?.id ?? 'sidechain')
-    let key = `agent-${shortId(agentId)}`
-    for (let n = 2; keys.has(key); n += 1) key = `agent-${shortId(agentId)}-${n}`
+    const agentId = first?.item.agentId ?? keyPart(first?.id ?? 'sidechain')
+    let key = `agent-${keyPart(agentId)}`
+    for (let n = 2; keys.has(key); n += 1) key = `agent-${keyPart(agentId)}-${n}`
     keys.add(key)
     const session = { key, role: 'sidechain' as const, metadata: { agentId } }
     const builder = await build(sidePlan.main, {

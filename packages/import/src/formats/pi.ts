@@ -1,6 +1,7 @@
 import type { ContentPart, Usage } from '@agent-ledger/session-events'
 
 import type { ImportedToolCall, SessionBuilder } from '../builder.ts'
+import { keyPart } from '../ids.ts'
 import { planTree } from '../tree.ts'
 import type { TreeNode } from '../tree.ts'
 import { arr, count, obj, str } from './types.ts'
@@ -365,7 +366,7 @@ async function mapPi(input: FormatInput, scanner: PiScanner): Promise<FormatSess
   await input.close(main)
   for (const branch of plan.branches) {
     const session = {
-      key: `fork-${branch.branchId.replace(/[^A-Za-z0-9]/g, '').slice(0, 12)}`,
+      key: `fork-${keyPart(branch.branchId)}`,
       role: 'fork' as const,
       forkOf: '',
       metadata: { branchEntryId: branch.branchId, leafEntryId: branch.leafId },
