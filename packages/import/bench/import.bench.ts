@@ -66,6 +66,8 @@ async function importJob(file: string, sha256: string): Promise<number> {
 async function floorJob(file: string): Promise<number> {
   let lines = 0
   for await (const line of splitLines(textChunks(file))) {
+    // The empty line after the file's last newline is its terminator, not a line.
+    if (typeof line !== 'string' || line === '') continue
     JSON.parse(line)
     lines += 1
   }

@@ -72,6 +72,11 @@ export interface BuilderContext {
   readonly verbatim: 'all' | 'unmapped'
   /** False for records already counted by another session of the same import (a fork's inherited path). */
   readonly counts: (line: number) => boolean
+  /**
+   * Where a record number is in the source, when some line held several records (see
+   * `LinePositions`); record numbers are lines otherwise.
+   */
+  readonly position?: (record: number) => { readonly line: number; readonly part?: number }
 }
 
 /**
@@ -171,7 +176,7 @@ export class SessionBuilder {
   /** Reports a finding about the current record (once per record over forks). */
   diagnostic(code: string, message: string): void {
     if (this.#context.counts(this.#line)) {
-      addDiagnostic(this.#context.report, { code, line: this.#line, message })
+      addDiagnostic(this.#context.report, { code, line: this.#at().line, message })
     }
   }
 
@@ -185,16 +190,24 @@ export class SessionBuilder {
       bump(this.#context.report.logOnly, disposition)
     }
     if (this.#context.verbatim === 'unmapped' && disposition === 'mapped') return
-    const data: Record<string, unknown> = { format: this.#context.format, line: this.#line, disposition }
+    const at = this.#at()
+    const data: Record<string, unknown> = { format: this.#context.format, line: at.line, disposition }
+    if (at.part !== undefined) data['part'] = at.part
     data['record'] = record
     this.#push({ type: SOURCE_RECORD_EVENT_TYPE, data, ignorable: true })
+  }
+
+  /** The source line (and place on it) of the record being mapped. */
+  #at(): { readonly line: number; readonly part?: number } {
+    const position = this.#context.position
+    return position === undefined ? { line: this.#line } : position(this.#line)
   }
 
   /** Keeps a line that was not JSON (lenient mode) verbatim. */
   malformed(text: string): void {
     this.#push({
       type: SOURCE_RECORD_EVENT_TYPE,
-      data: { format: this.#context.format, line: this.#line, text, disposition: 'malformed' },
+      data: { format: this.#context.format, line: this.#at().line, text, disposition: 'malformed' },
       ignorable: true,
     })
   }

@@ -8,6 +8,8 @@ export const ImportErrorCode = {
   MALFORMED_LINE: 'MALFORMED_LINE',
   /** The last line is not complete JSON: a writer was cut short, or is still writing (strict mode). */
   TORN_LINE: 'TORN_LINE',
+  /** A line is longer than the store's line limit (it is never read into memory; strict mode). */
+  LINE_TOO_LARGE: 'LINE_TOO_LARGE',
   /** A record is JSON but not shaped as its format says (a required field missing or of the wrong type; strict mode). */
   INVALID_RECORD: 'INVALID_RECORD',
   /** The source holds no record at all. */

@@ -22,8 +22,8 @@ import type {
 } from './formats/types.ts'
 import { fitId } from './ids.ts'
 import { ImportError, ImportErrorCode } from './import-error.ts'
-import { parseJsonArray, parseLines } from './lines.ts'
-import type { ParsedLine } from './lines.ts'
+import { LinePositions, parseJsonArray, parseLines } from './lines.ts'
+import type { ParsedLine, SourceLine } from './lines.ts'
 import { createReport } from './report.ts'
 import type { ImportReport } from './report.ts'
 import { sourceRecordEventType } from './source-record.ts'
@@ -162,14 +162,24 @@ function documentElements(value: unknown): unknown[] {
 
 /** The records of a one-object source (small: an early Codex rollout), parsed whole. */
 async function* documentRecords(
-  source: AsyncIterable<string>,
+  source: AsyncIterable<SourceLine>,
   context: { readonly file: string; readonly report: ImportReport },
 ): AsyncGenerator<ParsedLine> {
   const parts: string[] = []
   for await (const line of source) {
-    parts.push(line)
     context.report.lines += 1
+    if (typeof line !== 'string') {
+      throw new ImportError({
+        code: ImportErrorCode.LINE_TOO_LARGE,
+        file: context.file,
+        line: context.report.lines,
+        message: `${context.file} line ${context.report.lines}: expected a line of at most the store's line limit, found one of ${line.tooLong} characters or more (not read into memory)`,
+      })
+    }
+    parts.push(line)
   }
+  // The empty line after the last newline is the source's terminator, not a line.
+  if (parts.at(-1) === '') context.report.lines -= 1
   let value: unknown
   try {
     value = JSON.parse(parts.join('\n'))
@@ -238,7 +248,7 @@ function refuse(file: string, message: string, line?: number): ImportError {
  *   `INVALID_RECORD`, `INVALID_OPTIONS`, `INVALID_IMPORT`.
  */
 export async function importSource(
-  lines: AsyncIterable<string> | (() => AsyncIterable<string>),
+  lines: AsyncIterable<SourceLine> | (() => AsyncIterable<SourceLine>),
   options: ImportOptions,
 ): Promise<ImportResult> {
   return (await runImport(lines, options)).result
@@ -253,10 +263,12 @@ interface LiveState {
   readonly format: SourceFormat
   readonly continued: { session: FormatSession; continuation: LiveContinuation } | undefined
   readonly array: boolean
+  /** Some line held several records. */
+  readonly spliced: boolean
 }
 
 async function runImport(
-  lines: AsyncIterable<string> | (() => AsyncIterable<string>),
+  lines: AsyncIterable<SourceLine> | (() => AsyncIterable<SourceLine>),
   options: ImportOptions,
 ): Promise<{ result: ImportResult; live: LiveState }> {
   const { file } = options
@@ -272,15 +284,15 @@ async function runImport(
   const reopen = typeof lines === 'function' ? lines : undefined
   const report = createReport('unknown', 'unknown')
   const lenient = options.lenient === true
-  const lineIterator = (reopen === undefined ? (lines as AsyncIterable<string>) : reopen())[
+  const lineIterator = (reopen === undefined ? (lines as AsyncIterable<SourceLine>) : reopen())[
     Symbol.asyncIterator
   ]()
   // A JSON document (an OpenHands trajectory, an early Codex rollout) is recognised by its first non-blank line.
-  let firstLine: string | undefined
+  let firstLine: SourceLine | undefined
   let skipped = 0
   for (let next = await lineIterator.next(); next.done !== true; next = await lineIterator.next()) {
     skipped += 1
-    if (next.value.trim() !== '') {
+    if (typeof next.value !== 'string' || next.value.trim() !== '') {
       firstLine = next.value
       break
     }
@@ -294,21 +306,27 @@ async function runImport(
   }
   // A JSON array (an OpenHands trajectory) is read element by element, like lines; a source
   // that is one JSON object (an early Codex rollout) is parsed whole and held.
-  const array = firstLine.trimStart().startsWith('[')
-  const document = !array && isDocument(firstLine)
-  const parse = (source: AsyncIterable<string>, into: ImportReport): AsyncGenerator<ParsedLine> =>
+  const array = typeof firstLine === 'string' && firstLine.trimStart().startsWith('[')
+  const document = !array && typeof firstLine === 'string' && isDocument(firstLine)
+  const positions = new LinePositions()
+  const parse = (
+    source: AsyncIterable<SourceLine>,
+    into: ImportReport,
+    first = false,
+  ): AsyncGenerator<ParsedLine> =>
     array
       ? parseJsonArray(source, { file, report: into })
       : document
         ? documentRecords(source, { file, report: into })
-        : parseLines(source, { file, lenient, report: into })
-  const restored = (async function* (): AsyncGenerator<string> {
+        : parseLines(source, { file, lenient, report: into, positions: first ? positions : undefined })
+  const firstRead = firstLine
+  const restored = (async function* (): AsyncGenerator<SourceLine> {
     for (let index = 1; index < skipped; index += 1) yield ''
-    yield firstLine
+    yield firstRead
     for (let next = await lineIterator.next(); next.done !== true; next = await lineIterator.next())
       yield next.value
   })()
-  const records = parse(restored, report)[Symbol.asyncIterator]()
+  const records = parse(restored, report, true)[Symbol.asyncIterator]()
   // Detection: the first JSON object (lenient mode may skip malformed lines before it).
   let first: ParsedLine | undefined
   const skippedMalformed: ParsedLine[] = []
@@ -370,7 +388,15 @@ async function runImport(
   const verbatim = options.verbatim ?? 'all'
   const newBuilder: FormatInput['newBuilder'] = (counts = () => true, builderOptions = {}) =>
     new SessionBuilder(
-      { format, file, registry: importEventRegistry, report, verbatim, counts },
+      {
+        format,
+        file,
+        registry: importEventRegistry,
+        report,
+        verbatim,
+        counts,
+        ...(positions.spliced ? { position: (record: number) => positions.position(record) } : {}),
+      },
       builderOptions,
     )
   const sourceId = facts.sourceId ?? options.sourceName ?? sha256.slice(0, 16)
@@ -417,7 +443,16 @@ async function runImport(
   })
   return {
     result: { format, formatVersion: facts.formatVersion, ...done },
-    live: { scanner, facts: JSON.stringify(facts), assembly, report, format, continued, array },
+    live: {
+      scanner,
+      facts: JSON.stringify(facts),
+      assembly,
+      report,
+      format,
+      continued,
+      array,
+      spliced: positions.spliced,
+    },
   }
 }
 
@@ -464,7 +499,7 @@ export interface LiveImport {
  * @throws {@link ImportError} As {@link importSource}.
  */
 export async function importLive(
-  lines: () => AsyncIterable<string>,
+  lines: () => AsyncIterable<SourceLine>,
   options: Omit<ImportOptions, 'live'>,
 ): Promise<LiveImport> {
   const { result, live } = await runImport(lines, { ...options, live: true })
@@ -473,7 +508,9 @@ export async function importLive(
   let spent: string | undefined =
     continued === undefined || live.array
       ? `the ${live.format} mapping of this source needs the whole file`
-      : undefined
+      : live.spliced
+        ? 'a line of the source holds several records (its record numbers are not its lines)'
+        : undefined
   const reimport = (reason: string): LiveAppend => {
     spent ??= reason
     return { kind: 'reimport', reason: spent }

@@ -7,11 +7,60 @@ export type ParsedLine =
   | { readonly line: number; readonly value: Record<string, unknown> }
   | { readonly line: number; readonly malformed: string }
 
+/** A line longer than the limit {@link splitLines} was given: its length, never its text (it was not held). */
+export interface TooLongLine {
+  readonly tooLong: number
+}
+
+/** What the importer reads: a line without its terminator, or a line too long to hold. */
+export type SourceLine = string | TooLongLine
+
+/** The longest line {@link splitLines} holds by default, in characters: the store's line limit (64 MiB). */
+export const DEFAULT_MAX_LINE_LENGTH = 64 * 1024 * 1024
+
+/**
+ * Where each record number (`ParsedLine.line`) is in the source. Record numbers are the
+ * 1-based lines, except after a line holding several records (a writer that left out a
+ * newline): each of those records has a number of its own, and the lines after it are
+ * shifted by the extra records. Filled by the first pass; empty for almost every source.
+ */
+export class LinePositions {
+  /** Spliced lines in order: the number of their first record, their line, their record count. */
+  readonly #splices: { readonly first: number; readonly line: number; readonly parts: number }[] = []
+
+  /** True when some line held several records. */
+  get spliced(): boolean {
+    return this.#splices.length > 0
+  }
+
+  /** Notes that `line` holds `parts` records, numbered from `first`. */
+  add(first: number, line: number, parts: number): void {
+    this.#splices.push({ first, line, parts })
+  }
+
+  /** The line of record number `record`, and its place on that line when the line held several. */
+  position(record: number): { readonly line: number; readonly part?: number } {
+    let extra = 0
+    for (const splice of this.#splices) {
+      if (record < splice.first) break
+      if (record < splice.first + splice.parts) return { line: splice.line, part: record - splice.first + 1 }
+      extra += splice.parts - 1
+    }
+    return { line: record - extra }
+  }
+}
+
 /** How lines are read: the file name for messages, lenient or strict, the report to count into. */
 export interface LineContext {
   readonly file: string
   readonly lenient: boolean
   readonly report: ImportReport
+  /** Filled with the lines that held several records (the first pass only). */
+  readonly positions?: LinePositions | undefined
+}
+
+function describeValue(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value
 }
 
 function parseObject(text: string): Record<string, unknown> | string {
@@ -22,36 +71,100 @@ function parseObject(text: string): Record<string, unknown> | string {
     return error instanceof Error ? error.message : String(error)
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return `expected a JSON object, found ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`
+    return `expected a JSON object, found ${describeValue(value)}`
   }
   return value as Record<string, unknown>
+}
+
+/**
+ * The records of a line holding several JSON objects with nothing but spaces between them
+ * (`{...}{...}`: a writer that left out a newline), or undefined when the line is not that.
+ * A string/escape/depth scan finds where each top-level object ends; `JSON.parse` parses each.
+ */
+function splitConcatenated(text: string): Record<string, unknown>[] | undefined {
+  const pieces: string[] = []
+  let depth = 0
+  let inString = false
+  let escaped = false
+  let start = -1
+  for (let at = 0; at < text.length; at += 1) {
+    const code = text.charCodeAt(at)
+    if (inString) {
+      if (escaped) escaped = false
+      else if (code === BACKSLASH) escaped = true
+      else if (code === QUOTE) inString = false
+      continue
+    }
+    if (depth === 0) {
+      if (isSpace(code)) continue
+      if (code !== OPEN_BRACE) return undefined
+      start = at
+    }
+    if (code === QUOTE) inString = true
+    else if (code === OPEN_BRACE || code === OPEN_BRACKET) depth += 1
+    else if (code === CLOSE_BRACE || code === CLOSE_BRACKET) {
+      depth -= 1
+      if (depth === 0) pieces.push(text.slice(start, at + 1))
+    }
+  }
+  if (depth !== 0 || inString || pieces.length < 2) return undefined
+  const records: Record<string, unknown>[] = []
+  for (const piece of pieces) {
+    const parsed = parseObject(piece)
+    if (typeof parsed === 'string') return undefined
+    records.push(parsed)
+  }
+  return records
 }
 
 function preview(text: string): string {
   return JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text)
 }
 
+/** `LINE_TOO_LARGE` for a line over the limit {@link splitLines} was given. */
+function tooLong(file: string, line: number, length: number): ImportError {
+  return new ImportError({
+    code: ImportErrorCode.LINE_TOO_LARGE,
+    file,
+    line,
+    message: `${file} line ${line}: expected a line of at most the store's line limit, found one of ${length} characters or more (not read into memory)`,
+  })
+}
+
 /**
  * Parses a stream of lines (without terminators) into JSON objects, numbering them from 1.
- * Blank lines are counted and skipped. A line that is not a JSON object is `MALFORMED_LINE`,
- * or `TORN_LINE` when it is the last one (a writer cut short); in lenient mode both are
- * yielded as `malformed`, counted and listed in the report instead of thrown.
+ * Blank lines are counted and skipped. A line holding several JSON objects with no newline
+ * between them (a writer bug) gives each of them, with a `SPLICED_LINE` diagnostic (see
+ * {@link LinePositions} for their numbers). A line that is not a JSON object is
+ * `MALFORMED_LINE`, or `TORN_LINE` when it is the last one and no newline ends it (a writer cut
+ * short: {@link splitLines} ends a source that ends with a newline with an empty line); a
+ * {@link TooLongLine} is `LINE_TOO_LARGE`. In lenient mode those are counted and listed in the
+ * report instead of thrown, a bad line yielded as `malformed`, a too-long one skipped.
  *
  * @param lines - The source's lines, in order; read once.
  * @param context - File name, mode and report.
  */
 export async function* parseLines(
-  lines: AsyncIterable<string>,
+  lines: AsyncIterable<SourceLine>,
   context: LineContext,
 ): AsyncGenerator<ParsedLine> {
   let number = 0
-  let held: { line: number; text: string; reason: string } | null = null
+  /** Extra records of spliced lines so far: record numbers run ahead of line numbers by this. */
+  let extra = 0
+  let held: { line: number; record: number; text: string; reason: string } | null = null
+  /** The held line is the last thing read (nothing, not even an empty line, came after it). */
+  let heldLast = false
+  let lastEmpty = false
+  const skip = (code: ImportErrorCode, line: number, what: string): void => {
+    context.report.malformedLines += 1
+    addDiagnostic(context.report, { code, line, message: `${context.file} line ${line}: ${what}; skipped` })
+  }
   const release = (torn: boolean): ParsedLine => {
     const bad = held!
     held = null
     const code = torn ? ImportErrorCode.TORN_LINE : ImportErrorCode.MALFORMED_LINE
     const what = torn
-      ? `the last line is not complete JSON (${bad.reason}): the writer was cut short or is still writing`
+      ? `the last line is not complete JSON (${bad.reason}) and no newline ends it: the writer was cut short or is still writing`
       : `expected a JSON object, found ${preview(bad.text)} (${bad.reason})`
     if (!context.lenient) {
       throw new ImportError({
@@ -61,50 +174,101 @@ export async function* parseLines(
         message: `${context.file} line ${bad.line}: ${what}; use lenient mode (--lenient) to skip and count such lines`,
       })
     }
-    context.report.malformedLines += 1
-    addDiagnostic(context.report, {
-      code,
-      line: bad.line,
-      message: `${context.file} line ${bad.line}: ${what}; skipped`,
-    })
-    return { line: bad.line, malformed: bad.text }
+    skip(code, bad.line, what)
+    return { line: bad.record, malformed: bad.text }
   }
   for await (const raw of lines) {
     number += 1
     context.report.lines = number
+    heldLast = false
+    if (typeof raw !== 'string') {
+      lastEmpty = false
+      if (held !== null) yield release(false)
+      if (!context.lenient) throw tooLong(context.file, number, raw.tooLong)
+      skip(ImportErrorCode.LINE_TOO_LARGE, number, `a line of ${raw.tooLong} characters or more, over the store's line limit`)
+      continue
+    }
+    lastEmpty = raw === ''
     let text = raw.endsWith('\r') ? raw.slice(0, -1) : raw
     if (number === 1 && text.charCodeAt(0) === 0xfeff) text = text.slice(1)
     if (text.trim() === '') continue
     if (held !== null) yield release(false)
+    const record = number + extra
     const parsed = parseObject(text)
-    if (typeof parsed === 'string') {
-      held = { line: number, text, reason: parsed }
+    if (typeof parsed !== 'string') {
+      context.report.records += 1
+      yield { line: record, value: parsed }
       continue
     }
-    context.report.records += 1
-    yield { line: number, value: parsed }
+    const records = splitConcatenated(text)
+    if (records === undefined) {
+      held = { line: number, record, text, reason: parsed }
+      heldLast = true
+      continue
+    }
+    context.positions?.add(record, number, records.length)
+    addDiagnostic(context.report, {
+      code: 'SPLICED_LINE',
+      line: number,
+      message: `${context.file} line ${number}: expected one JSON object, found ${records.length} with no newline between them (a writer bug); each imported as a record of its own`,
+    })
+    extra += records.length - 1
+    for (const [index, value] of records.entries()) {
+      context.report.records += 1
+      yield { line: record + index, value }
+    }
   }
-  if (held !== null) yield release(true)
+  // The empty line after a source's last newline is its terminator, not a line.
+  if (lastEmpty) context.report.lines = number - 1
+  if (held !== null) yield release(heldLast)
 }
 
 /**
- * Splits text chunks (a decoded file stream) into lines without their terminators. The last
- * line is yielded even without a final newline (so a torn tail is seen and reported).
+ * Splits text chunks (a decoded file stream) into lines without their terminators, as
+ * `text.split('\n')` would: the text after the last newline is the last line, so a source
+ * that ends with a newline ends with an empty line (a reader knows the last line was
+ * complete) and one that does not ends with its torn tail. Each chunk is searched once: the
+ * work is linear in the text. A line longer than `maxLineLength` characters is never held:
+ * its parts are dropped as soon as it is too long, and a {@link TooLongLine} is yielded
+ * instead of it, so memory stays bounded by one chunk plus the limit.
  *
  * @param chunks - Text in order, cut anywhere.
+ * @param options - `maxLineLength`: the longest line held (default {@link DEFAULT_MAX_LINE_LENGTH}, the store's line limit).
  */
-export async function* splitLines(chunks: AsyncIterable<string>): AsyncGenerator<string> {
-  let rest = ''
+export async function* splitLines(
+  chunks: AsyncIterable<string>,
+  options: { readonly maxLineLength?: number } = {},
+): AsyncGenerator<SourceLine> {
+  const max = options.maxLineLength ?? DEFAULT_MAX_LINE_LENGTH
+  /** The pieces of the line being read (from earlier chunks), and their length. */
+  let parts: string[] = []
+  let length = 0
+  /** The line being read is over the limit (its parts were dropped). */
+  let over = false
   for await (const chunk of chunks) {
-    rest += chunk
     let start = 0
-    for (let index = rest.indexOf('\n'); index !== -1; index = rest.indexOf('\n', start)) {
-      yield rest.slice(start, index)
+    for (let index = chunk.indexOf('\n'); index !== -1; index = chunk.indexOf('\n', start)) {
+      const total = length + index - start
+      if (over || total > max) yield { tooLong: total }
+      else if (parts.length === 0) yield chunk.slice(start, index)
+      else {
+        parts.push(chunk.slice(start, index))
+        yield parts.join('')
+      }
+      parts = []
+      length = 0
+      over = false
       start = index + 1
     }
-    rest = rest.slice(start)
+    if (start < chunk.length) {
+      length += chunk.length - start
+      if (over || length > max) {
+        over = true
+        parts = []
+      } else parts.push(start === 0 ? chunk : chunk.slice(start))
+    }
   }
-  if (rest !== '') yield rest
+  yield over ? { tooLong: length } : parts.join('')
 }
 
 /**
@@ -156,6 +320,7 @@ const OPEN_BRACKET = 0x5b
 const CLOSE_BRACKET = 0x5d
 const QUOTE = 0x22
 const COMMA = 0x2c
+const BACKSLASH = 0x5c
 
 function isSpace(code: number): boolean {
   return code === 0x20 || code === 0x09 || code === 0x0d || code === 0x0a
@@ -174,7 +339,7 @@ function isSpace(code: number): boolean {
  *   `TORN_LINE` (the array ends before its closing bracket), `INVALID_RECORD` (an element that is not an object).
  */
 export async function* parseJsonArray(
-  lines: AsyncIterable<string>,
+  lines: AsyncIterable<SourceLine>,
   context: Omit<LineContext, 'lenient'>,
 ): AsyncGenerator<ParsedLine> {
   const { file, report } = context
@@ -212,9 +377,12 @@ export async function* parseJsonArray(
     report.records += 1
     return { line: index, value: value as Record<string, unknown> }
   }
+  let lastEmpty = false
   for await (const raw of lines) {
     number += 1
     report.lines = number
+    if (typeof raw !== 'string') throw tooLong(file, number, raw.tooLong)
+    lastEmpty = raw === ''
     let text = raw
     if (number === 1 && text.charCodeAt(0) === 0xfeff) text = text.slice(1)
     // Where the element being read starts on this line (0 when it began on an earlier one).
@@ -276,6 +444,8 @@ export async function* parseJsonArray(
     }
     if (phase === 'element') parts.push(text.slice(start))
   }
+  // The empty line after the last newline is the source's terminator, not a line.
+  if (lastEmpty) report.lines = number - 1
   if (phase !== 'after') {
     throw fail(
       ImportErrorCode.TORN_LINE,

@@ -16,6 +16,8 @@ export const sourceRecordSchema = z.object({
   format: z.string().min(1),
   /** 1-based line of the record in the source (the element number for a JSON array source). */
   line: z.number().int().positive(),
+  /** The record's place (from 1) on a line that held several records with no newline between them (a writer bug); absent otherwise. */
+  part: z.number().int().positive().optional(),
   /** The record as parsed from the line; absent for a line that was not JSON. */
   record: z.unknown().optional(),
   /** The raw text of a line that was not JSON (lenient mode). */

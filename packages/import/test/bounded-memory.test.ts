@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 import { importSource, splitLines } from '../src/index.ts'
-import type { ImportBatch, ImportResult } from '../src/index.ts'
+import type { ImportBatch, ImportResult, SourceLine } from '../src/index.ts'
 import { parseJsonArray } from '../src/lines.ts'
 import { createReport } from '../src/report.ts'
 import { importText, SHARED_FIXTURES, sharedFixturesAvailable, SYNTHETIC } from './support/import.ts'
@@ -36,7 +36,7 @@ function digest(result: Pick<ImportResult, 'sessions' | 'report'>): string {
 
 /** A source read again on every call, in 173-character chunks; counts the reads and the lines handed out. */
 function reader(text: string): {
-  open: () => AsyncIterable<string>
+  open: () => AsyncIterable<SourceLine>
   opened: () => number
   lines: () => number
 } {

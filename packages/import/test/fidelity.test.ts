@@ -6,7 +6,7 @@ import { SESSION_ID_PATTERN } from '@agent-ledger/session-events'
 import { describe, expect, it } from 'vitest'
 
 import { fitId } from '../src/ids.ts'
-import { importedSessionId } from '../src/index.ts'
+import { importedSessionId, importSource, splitLines } from '../src/index.ts'
 import { importFile, importText, replay, SYNTHETIC } from './support/import.ts'
 
 const fixture = (...parts: string[]): string => join(SYNTHETIC, ...parts)
@@ -52,7 +52,14 @@ describe('verbatim records are the source line (issue 25 item 4)', () => {
     .filter((name) => name.endsWith('.jsonl'))
     .filter((name) => {
       const lines = readFileSync(join(SYNTHETIC, name), 'utf8').split('\n')
-      return lines.every((line) => line.trim() === '' || JSON.stringify(JSON.parse(line)) === line)
+      return lines.every((line) => {
+        if (line.trim() === '') return true
+        try {
+          return JSON.stringify(JSON.parse(line)) === line
+        } catch {
+          return false // a spliced line (v3-spliced.jsonl)
+        }
+      })
     })
     .sort()
 
@@ -119,5 +126,131 @@ describe('sub-agent and fork ids cannot collide (issue 25 item 5)', () => {
     expect(importedSessionId('claude-code', `${'b'.repeat(120)}1`)).not.toBe(
       importedSessionId('claude-code', `${'b'.repeat(120)}2`),
     )
+  })
+})
+
+describe('pi: two records on one line (issue 25 item 2)', () => {
+  it('v3-spliced.jsonl: each record of a spliced line is imported by default, with a SPLICED_LINE warning', async () => {
+    const result = await importFile(fixture('pi', 'v3-spliced.jsonl'))
+    const session = result.sessions[0]!
+    expect(result.report.lines).toBe(5)
+    expect(result.report.records).toBe(7)
+    expect(result.report.malformedLines).toBe(0)
+    expect(result.report.diagnostics.map((finding) => [finding.code, finding.line])).toEqual([
+      ['SPLICED_LINE', 3],
+      ['SPLICED_LINE', 5],
+    ])
+    expect(replay(session.events).map((message) => message.content)).toEqual([
+      'hello',
+      'hi {not a brace} "quoted"',
+      'and now?',
+      'now this.',
+    ])
+    // Verbatim records name their line, and their place on a spliced one.
+    const kept = session.events
+      .filter((event) => event.type === 'import/source-record')
+      .map((event) => {
+        const data = event.data as { line: number; part?: number; record: { id: string } }
+        return [data.record.id, data.line, data.part]
+      })
+    expect(kept).toEqual([
+      ['5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8d', 1, undefined],
+      ['s1', 2, undefined],
+      ['s2', 3, 1],
+      ['s3', 3, 2],
+      ['s4', 4, undefined],
+      ['s5', 5, 1],
+      ['s6', 5, 2],
+    ])
+  })
+
+  it('a bad last line ending with a newline is MALFORMED_LINE; only one without its newline is TORN_LINE', async () => {
+    const text = readFileSync(fixture('pi', 'v3-errored-calls.jsonl'), 'utf8')
+    await expect(importText(`${text}{"type":"message","id":"x"\n`)).rejects.toMatchObject({
+      code: 'MALFORMED_LINE',
+      line: 10,
+    })
+    await expect(importText(`${text}{"type":"message","id":"x"`)).rejects.toMatchObject({
+      code: 'TORN_LINE',
+      line: 10,
+    })
+    const lenient = await importText(`${text}{"type":"message","id":"x"\n`, { lenient: true })
+    expect(lenient.report.lines).toBe(10)
+    expect(lenient.report.diagnostics.map((finding) => finding.code)).toContain('MALFORMED_LINE')
+  })
+
+  it('splitLines gives what text.split("\\n") gives, wherever the chunks are cut', async () => {
+    const text = 'a\nbb\n\nccc\n'
+    for (const size of [1, 2, 3, 64]) {
+      const chunks = (async function* () {
+        await Promise.resolve()
+        for (let index = 0; index < text.length; index += size) yield text.slice(index, index + size)
+      })()
+      const lines: unknown[] = []
+      for await (const line of splitLines(chunks)) lines.push(line)
+      expect(lines).toEqual(text.split('\n'))
+    }
+  })
+})
+
+describe('one very long line (issue 25 item 6)', () => {
+  const MIB = 1024 * 1024
+  /**
+   * A source of `before`, one line of 65 MiB (over the store's 64 MiB line limit), then
+   * `after`, in 1 MiB chunks; every chunk counts the characters its `indexOf` scans, so the
+   * test bounds the splitter's work by a count, not by time.
+   */
+  function longLineSource(before: string, after: string): { chunks: AsyncIterable<string>; scanned: () => number } {
+    let scanned = 0
+    const counted = (text: string): string => {
+      const boxed = new String(text) as String & { indexOf: (search: string, from?: number) => number }
+      boxed.indexOf = (search: string, from = 0): number => {
+        const found = String.prototype.indexOf.call(text, search, from)
+        scanned += (found === -1 ? text.length : found + 1) - from
+        return found
+      }
+      return boxed as unknown as string
+    }
+    const filler = 'x'.repeat(MIB)
+    return {
+      scanned: () => scanned,
+      chunks: (async function* () {
+        yield counted(`${before}\n{"type":"user","pad":"`)
+        for (let index = 0; index < 65; index += 1) yield counted(filler)
+        yield counted(`"}\n${after}`)
+      })(),
+    }
+  }
+  // Two records of a real Claude Code transcript, then the long line.
+  const first = readFileSync(join(SYNTHETIC, 'claude-code', 'flat.jsonl'), 'utf8')
+    .split('\n')
+    .slice(0, 2)
+    .join('\n')
+
+  it('strict: LINE_TOO_LARGE naming the line; each character is scanned once', async () => {
+    const source = longLineSource(first, '')
+    const sha256 = '0'.repeat(64)
+    await expect(importSource(splitLines(source.chunks), { file: 'long.jsonl', sha256 })).rejects.toMatchObject({
+      code: 'LINE_TOO_LARGE',
+      line: 3,
+    })
+    // Linear: the text is about 65 MiB and is searched once (a re-search of the pending text on each chunk would scan ~2 GiB).
+    expect(source.scanned()).toBeLessThanOrEqual(66 * MIB + first.length + 64)
+    expect(source.scanned()).toBeGreaterThanOrEqual(65 * MIB)
+  })
+
+  it('lenient: the line is skipped and counted, the rest imported', async () => {
+    const source = longLineSource(first, '')
+    const result = await importSource(splitLines(source.chunks), {
+      file: 'long.jsonl',
+      sha256: '0'.repeat(64),
+      lenient: true,
+    })
+    expect(result.report.malformedLines).toBe(1)
+    expect(result.report.diagnostics.filter((finding) => finding.code === 'LINE_TOO_LARGE')).toMatchObject([
+      { line: 3 },
+    ])
+    expect(result.report.records).toBe(2)
+    expect(source.scanned()).toBeLessThanOrEqual(66 * MIB + first.length + 64)
   })
 })

@@ -6,7 +6,7 @@ import type { LoggedEvent } from '@agent-ledger/session-events'
 import { describe, expect, it } from 'vitest'
 
 import { createIncrement, importSource, planIncrement, splitLines } from '../src/index.ts'
-import type { ImportBatch, ImportOptions, ImportResult } from '../src/index.ts'
+import type { ImportBatch, ImportOptions, ImportResult, SourceLine } from '../src/index.ts'
 import { importText, replay, SHARED_FIXTURES, sharedFixturesAvailable, SYNTHETIC } from './support/import.ts'
 
 function fixtures(): string[] {
@@ -21,7 +21,7 @@ function fixtures(): string[] {
 }
 
 /** Counts how often the source is opened, so a test can tell a re-read source from a held one. */
-function reader(text: string): { open: () => AsyncIterable<string>; opened: () => number } {
+function reader(text: string): { open: () => AsyncIterable<SourceLine>; opened: () => number } {
   let opened = 0
   return {
     open: () => {
