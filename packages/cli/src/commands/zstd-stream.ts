@@ -3,6 +3,8 @@ import { createReadStream } from 'node:fs'
 import * as zlib from 'node:zlib'
 import type { Transform } from 'node:stream'
 
+import { DEFAULT_STORE_LIMITS } from '@agent-ledger/session-store-jsonl'
+import { ZstdFrameError, ZstdFrameErrorCode } from '@agent-ledger/session-store-jsonl/format'
 import { Decompress } from 'fzstd'
 
 import { CliError, CliErrorCode } from '../cli-error.ts'
@@ -30,9 +32,13 @@ export function zstdDecoderName(): ZstdDecoderName {
   return nativeZstd() === undefined ? 'fzstd' : 'node:zlib'
 }
 
-function fzstdFrame(): FrameDecoder {
+/** Counts what one frame decodes to and refuses more than the store's limit (`DECOMPRESSION_LIMIT`). */
+type FrameBudget = (bytes: number) => void
+
+function fzstdFrame(budget: FrameBudget): FrameDecoder {
   let out: Uint8Array[] = []
   const decoder = new Decompress((chunk) => {
+    budget(chunk.length)
     if (chunk.length > 0) out.push(chunk)
   })
   const take = (): Uint8Array[] => {
@@ -52,11 +58,22 @@ function fzstdFrame(): FrameDecoder {
   }
 }
 
-function nativeFrame(create: CreateZstdDecompress): FrameDecoder {
+function nativeFrame(create: CreateZstdDecompress, budget: FrameBudget): FrameDecoder {
   const stream = create()
   let out: Uint8Array[] = []
   let failure: unknown
-  stream.on('data', (chunk: Buffer) => out.push(chunk))
+  stream.on('data', (chunk: Buffer) => {
+    try {
+      budget(chunk.length)
+    } catch (error) {
+      // Stops decoding at once: the rest of a bomb is never produced.
+      failure ??= error
+      out = []
+      stream.destroy(error as Error)
+      return
+    }
+    out.push(chunk)
+  })
   stream.on('error', (error) => {
     failure ??= error
   })
@@ -251,12 +268,13 @@ class FrameWalker {
  * The text of a `.zst` file, decoded as a stream: the compressed bytes are read in chunks,
  * hashed as they are read (`hash`), counted (`onBytes`), split into frames by their headers and
  * decoded frame by frame (`node:zlib` on Node 22.15+, else fzstd), so memory holds one read
- * chunk, the decoder's window and what one chunk decodes to, whatever the file's size.
- * Skippable frames are skipped.
+ * chunk, the decoder's window and what one chunk decodes to (at most the store's
+ * `maxFrameOutputBytes` per frame), whatever the file's size. Skippable frames are skipped.
  *
  * @throws {@link CliError} `IO_ERROR` naming the file and offset for bytes that are not a frame,
  *   a damaged frame (reserved bits or block type, an oversized block, data the decoder refuses)
- *   or a frame cut short.
+ *   or a frame cut short; {@link ZstdFrameError} `DECOMPRESSION_LIMIT` for a frame that decodes to more
+ *   than the store's `maxFrameOutputBytes` (256 MiB: a decompression bomb), stopped there.
  */
 export async function* zstdText(
   path: string,
@@ -267,10 +285,20 @@ export async function* zstdText(
   const walker = new FrameWalker(path)
   const text = new TextDecoder('utf-8')
   let frame: FrameDecoder | undefined
-  const decoded = (chunks: Uint8Array[]): string => {
-    let result = ''
-    for (const chunk of chunks) result += text.decode(chunk, { stream: true })
-    return result
+  const limit = DEFAULT_STORE_LIMITS.maxFrameOutputBytes
+  let frameIndex = -1
+  let produced = 0
+  const budget: FrameBudget = (bytes) => {
+    produced += bytes
+    if (produced <= limit) return
+    throw new ZstdFrameError({
+      code: ZstdFrameErrorCode.DECOMPRESSION_LIMIT,
+      message: `${path}: expected each Zstandard frame to decompress to at most the store's limit of ${limit} bytes, found frame ${frameIndex} (at offset ${walker.frameStart}) producing more: stopped there`,
+      frameIndex,
+      compressedOffset: walker.frameStart,
+      limit,
+      producedBytes: limit,
+    })
   }
   const refuse = (error: unknown): CliError =>
     new CliError({
@@ -282,20 +310,28 @@ export async function* zstdText(
     const bytes = chunk as Buffer
     hash.update(bytes)
     onBytes(bytes.length)
-    let out = ''
     for (const piece of walker.feed(bytes)) {
+      let out: Uint8Array[]
       try {
-        if (piece.start) frame = native === undefined ? fzstdFrame() : nativeFrame(native)
-        out += decoded(await frame!.push(piece.bytes))
+        if (piece.start) {
+          frameIndex += 1
+          produced = 0
+          frame = native === undefined ? fzstdFrame(budget) : nativeFrame(native, budget)
+        }
+        out = await frame!.push(piece.bytes)
         if (piece.end) {
-          out += decoded(await frame!.end())
+          out = [...out, ...(await frame!.end())]
           frame = undefined
         }
       } catch (error) {
-        throw CliError.is(error) ? error : refuse(error)
+        throw CliError.is(error) || ZstdFrameError.is(error) ? error : refuse(error)
+      }
+      // Each decoded piece is handed on alone: never joined into one string.
+      for (const chunk of out) {
+        const decoded = text.decode(chunk, { stream: true })
+        if (decoded !== '') yield decoded
       }
     }
-    if (out !== '') yield out
   }
   if (!walker.atBoundary) throw walker.cutShort()
   const rest = text.decode()
