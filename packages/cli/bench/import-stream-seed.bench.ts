@@ -97,6 +97,8 @@ async function childJob(job: { readonly cli: readonly string[] } | { readonly fl
   }
   let lines = 0
   for await (const line of splitLines(textChunks(job.floor))) {
+    // The empty line after the file's last newline is its terminator, not a line.
+    if (typeof line !== 'string' || line === '') continue
     JSON.parse(line)
     lines += 1
   }

@@ -178,6 +178,8 @@ async function childJob(job: { readonly kind: 'import' | 'floor'; readonly file:
   }
   let lines = 0
   for await (const line of splitLines(textChunks(job.file))) {
+    // The empty line after the file's last newline is its terminator, not a line.
+    if (typeof line !== 'string' || line === '') continue
     JSON.parse(line)
     lines += 1
   }

@@ -33,6 +33,8 @@ export const CliErrorCode = {
   PAST_END: 'PAST_END',
   /** `-` (standard input) given as the session of a command that writes, or with `--store` (exit 2). */
   STDIN_REFUSED: 'STDIN_REFUSED',
+  /** `import` was given a FIFO, socket or device: refused without reading it (the JSONL backend's code; exit 1). */
+  NOT_REGULAR_FILE: 'NOT_REGULAR_FILE',
 } as const
 export type CliErrorCode = (typeof CliErrorCode)[keyof typeof CliErrorCode]
 

@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 import { importEventRegistry, importSource, splitLines } from '@agent-ledger/import'
+import type { SourceLine } from '@agent-ledger/import'
 import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
@@ -137,7 +138,7 @@ describe('import publishes a session whole or not at all', () => {
       const bad = [...good]
       bad.splice(bad.length - 3, 1, '{"type":"user","message":')
       let passes = 0
-      const reopen = (): AsyncIterable<string> => {
+      const reopen = (): AsyncIterable<SourceLine> => {
         passes += 1
         const text = `${(passes === 1 ? good : bad).join('\n')}\n`
         return splitLines(
@@ -183,7 +184,7 @@ describe('import publishes a session whole or not at all', () => {
         setTime: (time) => (now = time),
         dryRun: false,
       })
-      const goodAgain = (): AsyncIterable<string> =>
+      const goodAgain = (): AsyncIterable<SourceLine> =>
         splitLines(
           (async function* () {
             await Promise.resolve()

@@ -71,13 +71,13 @@ describe('agent-ledger import of a ~/.claude/projects directory', () => {
     expect(report.sources.flatMap((source) => source.sessions.map((session) => session.id))).toEqual([
       `claude-${RESUMED}`,
       `claude-${SESSION}`,
-      `claude-${SESSION}-agent-acompact1a2b`,
+      `claude-${SESSION}-agent-acompact1a2b3c`,
       'claude-1d1d1d1d-0000-4000-8000-000000000000',
     ])
     const list = await cli(['list', store, '--json'])
     const sessions = (JSON.parse(list.stdout) as { sessions: { id: string; parentSession: string | null }[] })
       .sessions
-    expect(sessions.find((session) => session.id === `claude-${SESSION}-agent-acompact1a2b`)).toMatchObject({
+    expect(sessions.find((session) => session.id === `claude-${SESSION}-agent-acompact1a2b3c`)).toMatchObject({
       parentSession: `claude-${SESSION}`,
     })
     for (const session of sessions) {

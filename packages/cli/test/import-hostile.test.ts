@@ -1,5 +1,6 @@
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { cpSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -79,5 +80,49 @@ describe('.jsonl.zst sources stop at the store decompression limit (issue 25 ite
       [true, 'DECOMPRESSION_LIMIT'],
     ])
     expect(readdirSync(store)).toEqual(['pi-6a1b2c3d-0000-4000-8000-0000000000v2'])
+  })
+})
+
+describe('hostile source files (issue 25 item 9)', () => {
+  it('a FIFO source is NOT_REGULAR_FILE, refused without opening it (a read would block)', async () => {
+    const fifo = join(root, 'session.jsonl')
+    const made = spawnSync('mkfifo', [fifo])
+    expect(made.status, 'mkfifo').toBe(0)
+    const run = await cli(['import', fifo, '--root', join(root, 'store'), '--json', '--no-progress'])
+    expect(run.code).toBe(1)
+    expect(run.stderr + run.stdout).toContain('NOT_REGULAR_FILE')
+    expect(run.stderr + run.stdout).toContain('found a FIFO')
+    expect(run.stderr + run.stdout).not.toContain('ENOTDIR')
+  })
+
+  it('a symlink to a file that is not a session: the error never shows its content', async () => {
+    const secret = join(root, 'passwd')
+    writeFileSync(
+      secret,
+      'root:x:0:0:root-secret-marker:/root:/bin/bash\ndaemon:x:1:1:daemon-secret-marker:/usr/sbin:/usr/sbin/nologin\n',
+    )
+    const link = join(root, 'session.jsonl')
+    symlinkSync(secret, link)
+    for (const extra of [[], ['--json']]) {
+      const run = await cli(['import', link, '--root', join(root, 'store'), '--no-progress', ...extra])
+      expect(run.code).toBe(1)
+      const output = run.stdout + run.stderr
+      expect(output).toContain('MALFORMED_LINE')
+      expect(output).not.toContain('secret-marker')
+      expect(output).not.toContain('root:x')
+    }
+  })
+})
+
+describe('exports never print the machine path of the log (issue 25 item 9)', () => {
+  it.each(['md', 'html'])('%s: the log is named relative to the store root', async (format) => {
+    const store = join(root, 'store')
+    const imported = await cli(['import', join(synthetic, 'pi', 'v2.jsonl'), '--root', store, '--no-progress'])
+    expect(imported.code).toBe(0)
+    const id = 'pi-6a1b2c3d-0000-4000-8000-0000000000v2'
+    const run = await cli(['export', join(store, id), '--format', format, '-o', '-', '--no-progress'])
+    expect(run.code).toBe(0)
+    expect(run.stdout).not.toContain(root)
+    expect(run.stdout).toContain(`${id}/session.v4.jsonl`)
   })
 })

@@ -151,7 +151,7 @@ export async function* parseLines(
   let number = 0
   /** Extra records of spliced lines so far: record numbers run ahead of line numbers by this. */
   let extra = 0
-  let held: { line: number; record: number; text: string; reason: string } | null = null
+  let held: { line: number; record: number; text: string; reason: string; known: boolean } | null = null
   /** The held line is the last thing read (nothing, not even an empty line, came after it). */
   let heldLast = false
   let lastEmpty = false
@@ -163,9 +163,15 @@ export async function* parseLines(
     const bad = held!
     held = null
     const code = torn ? ImportErrorCode.TORN_LINE : ImportErrorCode.MALFORMED_LINE
+    // Before the first record, the file may be no session at all (a symlink to some other
+    // file): its content is never echoed (nor JSON.parse's reason, which quotes it).
+    const reason = bad.known ? ` (${bad.reason})` : ''
+    const found = bad.known
+      ? preview(bad.text)
+      : `a line of ${bad.text.length} characters that is not JSON (not shown: no line before it is a record)`
     const what = torn
-      ? `the last line is not complete JSON (${bad.reason}) and no newline ends it: the writer was cut short or is still writing`
-      : `expected a JSON object, found ${preview(bad.text)} (${bad.reason})`
+      ? `the last line is not complete JSON${reason} and no newline ends it: the writer was cut short or is still writing`
+      : `expected a JSON object, found ${found}${reason}`
     if (!context.lenient) {
       throw new ImportError({
         code,
@@ -202,7 +208,7 @@ export async function* parseLines(
     }
     const records = splitConcatenated(text)
     if (records === undefined) {
-      held = { line: number, record, text, reason: parsed }
+      held = { line: number, record, text, reason: parsed, known: context.report.records > 0 }
       heldLast = true
       continue
     }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { link, lstat, open, rename, unlink } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
-import { basename, dirname, join, resolve } from 'node:path'
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 
 import type { LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
 
@@ -12,6 +12,7 @@ import type { CommandContext } from '../context.ts'
 import { Progress } from '../progress.ts'
 import { errorJson, formatErrorLine } from '../report-error.ts'
 import { displayPath, ioError } from '../session-path.ts'
+import type { SessionLocation } from '../session-path.ts'
 import { resolveTarget, STORE_OPTION } from '../store-target.ts'
 import type { SessionTarget } from '../open-store.ts'
 import { analyze } from '../transcript/analyze.ts'
@@ -202,6 +203,16 @@ function headerOfLine(line: string): SessionHeader | null {
   }
 }
 
+/**
+ * The log as an export names it: relative to the store root (`<id>/session.v4.jsonl`), else
+ * only the session: a transcript shared with others never carries the machine's absolute
+ * paths (home directory, user name).
+ */
+function storeRelative(location: SessionLocation, file: string | undefined, id: string): string {
+  const path = relative(location.root, file === undefined ? location.logFile : join(location.root, file))
+  return path === '' || path.startsWith('..') || isAbsolute(path) ? `session ${id}` : path.split(sep).join('/')
+}
+
 function exportSource(
   context: CommandContext,
   target: SessionTarget,
@@ -220,10 +231,7 @@ function exportSource(
         const file = stored?.location?.file
         return {
           header: stored === null ? null : headerOfLine(stored.line),
-          file:
-            location === null
-              ? `session ${id} in ${target.where}`
-              : displayPath(file === undefined ? location.logFile : join(location.root, file), context.cwd),
+          file: location === null ? `session ${id}` : storeRelative(location, file, id),
         }
       },
     },

@@ -4,7 +4,9 @@ import { readdir, readFile, stat } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 
 import { splitLines } from '@agent-ledger/import'
+import type { SourceLine } from '@agent-ledger/import'
 
+import { CliError, CliErrorCode, ExitCode } from '../cli-error.ts'
 import { ioError } from '../session-path.ts'
 import { zstdText } from './zstd-stream.ts'
 
@@ -21,7 +23,7 @@ export interface ImportSourceFile {
 
 /** A source opened for reading: its lines, and its digest once they are all read. */
 export interface OpenedSource {
-  readonly lines: AsyncIterable<string>
+  readonly lines: AsyncIterable<SourceLine>
   /** SHA-256 (hex) of the bytes read; complete once `lines` is exhausted. */
   digest(): string
 }
@@ -55,6 +57,16 @@ export async function findSources(path: string, shown: string): Promise<ImportSo
     info = await stat(path)
   } catch (error) {
     throw ioError(error, { path: shown, doing: 'read' })
+  }
+  if (!info.isFile() && !info.isDirectory()) {
+    // A FIFO would block the read, a device never ends: refused before anything opens it.
+    const kind = info.isFIFO() ? 'a FIFO' : info.isSocket() ? 'a socket' : 'a device'
+    throw new CliError({
+      code: CliErrorCode.NOT_REGULAR_FILE,
+      path: shown,
+      exitCode: ExitCode.DAMAGE,
+      message: `import: expected a session log file or a directory at ${shown}, found ${kind}; it was not read`,
+    })
   }
   if (info.isFile()) {
     const kind = path.endsWith('.zst') ? 'zst' : 'jsonl'
@@ -136,26 +148,24 @@ async function* eventLines(path: string, hash: ReturnType<typeof createHash>, on
 }
 
 /**
- * Lines of a source still being written: like `splitLines`, but a last line without its
+ * Lines of a source still being written: `splitLines`' lines, but a last line without its
  * newline is held back (it is still being written), and reported with its number.
  */
 async function* completeLines(
   chunks: AsyncIterable<string>,
   onTorn: (line: number, chars: number) => void,
-): AsyncGenerator<string> {
-  let rest = ''
+): AsyncGenerator<SourceLine> {
+  let held: SourceLine | undefined
   let line = 0
-  for await (const chunk of chunks) {
-    rest += chunk
-    let start = 0
-    for (let index = rest.indexOf('\n'); index !== -1; index = rest.indexOf('\n', start)) {
+  for await (const next of splitLines(chunks)) {
+    if (held !== undefined) {
       line += 1
-      yield rest.slice(start, index)
-      start = index + 1
+      yield held
     }
-    rest = rest.slice(start)
+    held = next
   }
-  if (rest !== '') onTorn(line + 1, rest.length)
+  // The last piece is what follows the last newline: empty when the source ends with one.
+  if (held !== undefined && held !== '') onTorn(line + 1, typeof held === 'string' ? held.length : held.tooLong)
 }
 
 /** How {@link openSource} reads. */

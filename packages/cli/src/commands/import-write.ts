@@ -1,4 +1,5 @@
 import { createIncrement, ImportError, ImportErrorCode, importSource } from '@agent-ledger/import'
+import type { SourceLine } from '@agent-ledger/import'
 import type {
   ImportBatch,
   ImportReport,
@@ -318,7 +319,7 @@ export async function importOne(options: ImportOneOptions): Promise<SourceOutcom
   const { source, file, progress, onTorn } = options
   let opens = 0
   let first: OpenedSource | undefined
-  const reopen = (): AsyncIterable<string> => {
+  const reopen = (): AsyncIterable<SourceLine> => {
     opens += 1
     const pass = opens === 1 ? 'scan' : `pass ${opens}`
     const opened = openSource(source, {
