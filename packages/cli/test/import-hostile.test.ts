@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { cpSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -124,5 +124,34 @@ describe('exports never print the machine path of the log (issue 25 item 9)', ()
     expect(run.code).toBe(0)
     expect(run.stdout).not.toContain(root)
     expect(run.stdout).toContain(`${id}/session.v4.jsonl`)
+  })
+})
+
+describe('a record the store cannot hold (issue 25 item 7)', () => {
+  const source = (): string => {
+    const lines = readFileSync(join(synthetic, 'pi', 'v2.jsonl'), 'utf8').split('\n')
+    const huge = '{"type":"custom","id":"huge","parentId":"f3","timestamp":"2026-03-04T12:00:04.000Z","usage":{"input_tokens":1e400}}'
+    const path = join(root, 'pi-huge.jsonl')
+    writeFileSync(path, [...lines.filter((line) => line !== ''), huge, ''].join('\n'))
+    return path
+  }
+
+  it('strict: UNSTORABLE_RECORD naming the line, no session folder left', async () => {
+    const store = join(root, 'store')
+    const run = await cli(['import', source(), '--root', store, '--no-progress'])
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain('UNSTORABLE_RECORD')
+    expect(existsSync(store) ? readdirSync(store) : []).toEqual([])
+  })
+
+  it('--lenient: skipped and counted, the session imported', async () => {
+    const store = join(root, 'store')
+    const run = await cli(['import', source(), '--root', store, '--lenient', '--json', '--no-progress'])
+    expect(run.code).toBe(0)
+    const report = JSON.parse(run.stdout) as ImportJson
+    expect(report.sources[0]!.report!.diagnostics.map((finding) => finding.code)).toContain('UNSTORABLE_RECORD')
+    expect(readdirSync(store)).toEqual(['pi-6a1b2c3d-0000-4000-8000-0000000000v2'])
+    const verify = await cli(['verify', join(store, 'pi-6a1b2c3d-0000-4000-8000-0000000000v2')])
+    expect(verify.code).toBe(0)
   })
 })

@@ -12,6 +12,11 @@ export const ImportErrorCode = {
   LINE_TOO_LARGE: 'LINE_TOO_LARGE',
   /** A record is JSON but not shaped as its format says (a required field missing or of the wrong type; strict mode). */
   INVALID_RECORD: 'INVALID_RECORD',
+  /**
+   * A record the store cannot hold: nested deeper than its limit, a number JSON cannot write
+   * (`1e400`), too many entries (strict mode; lenient mode skips and counts it).
+   */
+  UNSTORABLE_RECORD: 'UNSTORABLE_RECORD',
   /** The source holds no record at all. */
   EMPTY_SOURCE: 'EMPTY_SOURCE',
   /** The options are invalid (a digest that is not hex, an unknown format name...). */

@@ -22,7 +22,7 @@ import type {
 } from './formats/types.ts'
 import { fitId } from './ids.ts'
 import { ImportError, ImportErrorCode } from './import-error.ts'
-import { LinePositions, parseJsonArray, parseLines } from './lines.ts'
+import { LinePositions, parseJsonArray, parseLines, unstorable } from './lines.ts'
 import type { ParsedLine, SourceLine } from './lines.ts'
 import { createReport } from './report.ts'
 import type { ImportReport } from './report.ts'
@@ -200,6 +200,15 @@ async function* documentRecords(
         file: context.file,
         line: index,
         message: `${context.file} element ${index}: expected an event object, found ${element === null ? 'null' : Array.isArray(element) ? 'an array' : typeof element}`,
+      })
+    }
+    const problem = unstorable(element as Record<string, unknown>)
+    if (problem !== undefined) {
+      throw new ImportError({
+        code: ImportErrorCode.UNSTORABLE_RECORD,
+        file: context.file,
+        line: index,
+        message: `${context.file} element ${index}: expected a record the store can hold, found one it cannot (${problem})`,
       })
     }
     context.report.records += 1

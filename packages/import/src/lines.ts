@@ -1,3 +1,5 @@
+import { assertJsonValue, DEFAULT_JSON_LIMITS } from '@agent-ledger/session-events'
+
 import { ImportError, ImportErrorCode } from './import-error.ts'
 import { addDiagnostic } from './report.ts'
 import type { ImportReport } from './report.ts'
@@ -111,10 +113,30 @@ function splitConcatenated(text: string): Record<string, unknown>[] | undefined 
   const records: Record<string, unknown>[] = []
   for (const piece of pieces) {
     const parsed = parseObject(piece)
-    if (typeof parsed === 'string') return undefined
+    if (typeof parsed === 'string' || unstorable(parsed) !== undefined) return undefined
     records.push(parsed)
   }
   return records
+}
+
+/**
+ * The store's bounds on a record kept verbatim: its line is `{seq, ..., data: {..., record}}`,
+ * so the record may nest two levels less deep than a line (the store's `maxDepth`).
+ */
+const RECORD_LIMITS = { maxDepth: DEFAULT_JSON_LIMITS.maxDepth - 2, maxEntries: DEFAULT_JSON_LIMITS.maxEntries }
+
+/**
+ * Why the store could not hold `record` (nested deeper than its limit, a number JSON cannot
+ * write such as `1e400`, too many entries), or undefined when it can. The walk is iterative:
+ * a hostile depth cannot overflow the stack.
+ */
+export function unstorable(record: Record<string, unknown>): string | undefined {
+  try {
+    assertJsonValue(record, RECORD_LIMITS, 'record')
+    return undefined
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error)
+  }
 }
 
 function preview(text: string): string {
@@ -202,6 +224,22 @@ export async function* parseLines(
     const record = number + extra
     const parsed = parseObject(text)
     if (typeof parsed !== 'string') {
+      const problem = unstorable(parsed)
+      if (problem !== undefined) {
+        const what = `expected a record the store can hold, found one it cannot (${problem})`
+        if (!context.lenient) {
+          throw new ImportError({
+            code: ImportErrorCode.UNSTORABLE_RECORD,
+            file: context.file,
+            line: number,
+            message: `${context.file} line ${number}: ${what}; use lenient mode (--lenient) to skip and count such records`,
+          })
+        }
+        // Kept as the text it is (a string the store can hold), like a line that is not JSON.
+        skip(ImportErrorCode.UNSTORABLE_RECORD, number, what)
+        yield { line: record, malformed: text }
+        continue
+      }
       context.report.records += 1
       yield { line: record, value: parsed }
       continue
@@ -378,6 +416,15 @@ export async function* parseJsonArray(
         file,
         line: index,
         message: `${file} element ${index}: expected an event object, found ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`,
+      })
+    }
+    const problem = unstorable(value as Record<string, unknown>)
+    if (problem !== undefined) {
+      throw new ImportError({
+        code: ImportErrorCode.UNSTORABLE_RECORD,
+        file,
+        line: index,
+        message: `${file} element ${index}: expected a record the store can hold, found one it cannot (${problem})`,
       })
     }
     report.records += 1

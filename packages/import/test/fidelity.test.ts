@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import { RepairCode } from '@agent-ledger/loop-repair'
-import { SESSION_ID_PATTERN } from '@agent-ledger/session-events'
+import { assertJsonValue, SESSION_ID_PATTERN } from '@agent-ledger/session-events'
 import { describe, expect, it } from 'vitest'
 
 import { fitId } from '../src/ids.ts'
@@ -252,5 +252,36 @@ describe('one very long line (issue 25 item 6)', () => {
     ])
     expect(result.report.records).toBe(2)
     expect(source.scanned()).toBeLessThanOrEqual(66 * MIB + first.length + 64)
+  })
+})
+
+describe('records the store cannot hold (issue 25 item 7)', () => {
+  const good = readFileSync(fixture('pi', 'v3-errored-calls.jsonl'), 'utf8').split('\n')
+  const deep = `{"type":"custom","id":"deep","parentId":"c8","timestamp":"2026-04-02T09:00:09.000Z","data":${'['.repeat(100_000)}${']'.repeat(100_000)}}`
+  const huge = '{"type":"custom","id":"huge","parentId":"c8","timestamp":"2026-04-02T09:00:09.000Z","usage":{"input_tokens":1e400}}'
+
+  it.each([
+    ['nested 100,000 deep', deep],
+    ['a number like 1e400', huge],
+  ])('strict: a record %s is UNSTORABLE_RECORD naming its line', async (_what, line) => {
+    const text = [...good.slice(0, 9), line, ''].join('\n')
+    await expect(importText(text)).rejects.toMatchObject({ code: 'UNSTORABLE_RECORD', line: 10 })
+  })
+
+  it('lenient: each is skipped and counted, kept as text, the rest imported', async () => {
+    const text = [...good.slice(0, 5), deep, ...good.slice(5, 9), huge, ''].join('\n')
+    const result = await importText(text, { lenient: true })
+    expect(result.report.malformedLines).toBe(2)
+    expect(
+      result.report.diagnostics.filter((finding) => finding.code === 'UNSTORABLE_RECORD').map((finding) => finding.line),
+    ).toEqual([6, 11])
+    const session = result.sessions[0]!
+    const kept = session.events.filter(
+      (event) => event.type === 'import/source-record' && (event.data as { text?: string }).text !== undefined,
+    )
+    expect(kept.map((event) => (event.data as { line: number }).line)).toEqual([6, 11])
+    // Every event the import built is one the store accepts (depth and numbers checked as it does).
+    for (const event of session.events) expect(() => assertJsonValue(event)).not.toThrow()
+    expect(replay(session.events).at(-1)).toEqual({ role: 'assistant', content: 'README.md and src.' })
   })
 })

@@ -35,6 +35,8 @@ export interface FsOps {
   stat(path: string): Promise<Stats>
   readdir(path: string): Promise<string[]>
   mkdir(path: string, mode: number): Promise<void>
+  /** Removes an empty directory (a session directory a failed create made, left as it found it). */
+  rmdir(path: string): Promise<void>
   link(existingPath: string, newPath: string): Promise<void>
   unlink(path: string): Promise<void>
   rename(oldPath: string, newPath: string): Promise<void>
@@ -147,6 +149,7 @@ export const nodeFsOps: FsOps = {
   async mkdir(path, mode) {
     await fsp.mkdir(path, { mode })
   },
+  rmdir: (path) => fsp.rmdir(path),
   link: (existingPath, newPath) => fsp.link(existingPath, newPath),
   unlink: (path) => fsp.unlink(path),
   rename: (oldPath, newPath) => fsp.rename(oldPath, newPath),

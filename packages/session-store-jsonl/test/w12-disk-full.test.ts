@@ -171,6 +171,11 @@ describe('W12: a full disk (tmpfs)', () => {
     expect(error.location?.file).toMatch(/^second\//)
     expect(existsSync(join(root, 'second', LOG_FILE_NAME))).toBe(false)
     expect(existsSync(join(root, 'second', 'writer.lock'))).toBe(false)
+    // Issue 25 item 7: no empty folder left behind (list would report it SESSION_NOT_FOUND).
+    expect(existsSync(join(root, 'second'))).toBe(false)
+    const listed = await store.list()
+    expect(listed.sessions.map((session) => session.id)).toEqual(['first'])
+    expect(listed.problems).toEqual([])
   })
 
   // The core over JSONL writes the session's lease (writer.lease: temp, fsync, rename) between

@@ -64,7 +64,8 @@ Options:
   --store S         or the store to import into: a directory or a postgres:// URL
                     (default $AGENT_LEDGER_STORE when --root is not given)
   --dry-run         import in memory and print the report; write nothing
-  --lenient         skip and count lines that are not JSON instead of refusing the source
+  --lenient         skip and count lines that are not JSON, lines over the store's line limit
+                    and records the store cannot hold, instead of refusing the source
   --follow          keep importing one log file (or events directory) as it grows, until Ctrl-C
   --interval <ms>   with --follow: how often to look for changes (default 500)
   --scan            list the sessions found under each agent's default location, import nothing
@@ -75,8 +76,10 @@ Options:
 
 Exit codes:
   0  every source imported (or listed)
-  1  a source was refused: unrecognised format, malformed or torn line (without
-     --lenient), a stored session that is not a prefix of the new import (DIVERGED)
+  1  a source was refused: unrecognised format, malformed or torn line, a line too
+     long or a record the store cannot hold (without --lenient), a .zst frame past
+     the decompression limit, a FIFO or device (NOT_REGULAR_FILE), a stored session
+     that is not a prefix of the new import (DIVERGED)
   2  usage or I/O error
 `
 

@@ -64,7 +64,7 @@ import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
 import { listSessions } from './list.ts'
 import { checkGenerations, openLog } from './open-log.ts'
 import { JSONL_DAMAGE_CODES, portError, seqOption, throwIfAborted, toPortError } from './port-errors.ts'
-import { checkRoot, ensureSessionDirectory, sessionDirectory } from './session-dirs.ts'
+import { checkRoot, ensureSessionDirectory, removeMadeDirectory, sessionDirectory } from './session-dirs.ts'
 
 /** Options of {@link createJsonlBackend}. */
 export interface JsonlBackendOptions {
@@ -250,7 +250,29 @@ class JsonlBackendImpl implements JsonlBackend {
         : () =>
             once(adapter.start(headerBytes, Buffer.from(array.map((line) => `${line}\n`).join(''), 'utf8')))
     await checkRoot(this.#fs, this.root, true)
-    const directory = await ensureSessionDirectory(this.#fs, this.root, id)
+    const { directory, made } = await ensureSessionDirectory(this.#fs, this.root, id)
+    try {
+      await this.#createIn(request, { id, action, adapter, directory, content, seed, array })
+    } catch (error) {
+      // A failed create leaves no folder it made (an empty one would list as SESSION_NOT_FOUND).
+      if (made) await removeMadeDirectory(this.#fs, this.root, directory)
+      throw error
+    }
+  }
+
+  async #createIn(
+    request: CreateRequest,
+    made: {
+      readonly id: string
+      readonly action: string
+      readonly adapter: Awaited<ReturnType<typeof logAdapter>>
+      readonly directory: string
+      readonly content: Parameters<typeof publishFile>[0]['content']
+      readonly seed: ReturnType<typeof seedBatches>
+      readonly array: readonly string[] | null
+    },
+  ): Promise<void> {
+    const { id, action, adapter, directory, content, seed, array } = made
     await this.#assertNoLog(id, directory)
     let lock: WriterLock
     try {

@@ -111,17 +111,39 @@ export async function sessionDirectory(fs: FsOps, root: string, id: string): Pro
  * @param id - The session id (checked).
  * @returns Its absolute path.
  */
-export async function ensureSessionDirectory(fs: FsOps, root: string, id: string): Promise<string> {
+export async function ensureSessionDirectory(
+  fs: FsOps,
+  root: string,
+  id: string,
+): Promise<{ readonly directory: string; readonly made: boolean }> {
   const directory = join(root, id)
+  let made = false
   try {
     await fs.mkdir(directory, 0o700)
+    made = true
     await fs.chmod(directory, 0o700)
     await fs.fsyncDirectory(root)
-    return directory
+    return { directory, made }
   } catch (error) {
+    if (made) await removeMadeDirectory(fs, root, directory)
     if (errnoOf(error) !== 'EEXIST') {
       throw toPortError(error, { sessionId: id, action: `create the directory of session ${id}` })
     }
   }
-  return sessionDirectory(fs, root, id)
+  return { directory: await sessionDirectory(fs, root, id), made: false }
+}
+
+/**
+ * Removes the directory a create made, after the create failed (a full disk, a refused seed):
+ * no empty folder is left for `list` to report. Only if it is empty (a concurrent create of
+ * the same id that found it and wrote into it keeps it); best effort, never throws.
+ */
+export async function removeMadeDirectory(fs: FsOps, root: string, directory: string): Promise<void> {
+  try {
+    if ((await fs.readdir(directory)).length > 0) return
+    await fs.rmdir(directory)
+    await fs.fsyncDirectory(root)
+  } catch {
+    // Left as it is: the next create of that id uses it.
+  }
 }

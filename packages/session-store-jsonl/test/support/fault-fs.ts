@@ -23,6 +23,7 @@ type FsOpName =
   | 'stat'
   | 'readdir'
   | 'mkdir'
+  | 'rmdir'
   | 'link'
   | 'unlink'
   | 'rename'
@@ -193,6 +194,7 @@ export function createFaultFs(inner: FsOps = nodeFsOps): FaultFs {
     stat: (path) => guard('stat', path, () => inner.stat(path)),
     readdir: (path) => guard('readdir', path, () => inner.readdir(path)),
     mkdir: (path, mode) => guard('mkdir', path, () => inner.mkdir(path, mode)),
+    rmdir: (path) => guard('rmdir', path, () => inner.rmdir(path)),
     link: (existingPath, newPath) => guard('link', newPath, () => inner.link(existingPath, newPath)),
     unlink: (path) => guard('unlink', path, () => inner.unlink(path)),
     rename: (oldPath, newPath) => guard('rename', newPath, () => inner.rename(oldPath, newPath)),
@@ -597,6 +599,8 @@ export async function createPowerLossRecorder(
       const rel = inside(path)
       if (rel !== undefined) record({ type: 'unlink', path: rel })
     },
+    // Only an empty directory a failed create made: nothing the power-loss model tracks is lost.
+    rmdir: (path) => inner.rmdir(path),
     async rename(oldPath, newPath) {
       await inner.rename(oldPath, newPath)
       const from = inside(oldPath)
