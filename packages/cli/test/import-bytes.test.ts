@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { digestSources, importDigest } from './support/import-digest.ts'
 
 /** The mapping version the digests were recorded with (every header carries it). */
-const RECORDED_WITH_IMPORTER_VERSION = 3
+const RECORDED_WITH_IMPORTER_VERSION = 4
 
 /**
  * The log bytes `agent-ledger import` wrote before the import-speed work (validation fast
@@ -13,7 +13,9 @@ const RECORDED_WITH_IMPORTER_VERSION = 3
  * How these were obtained: on `main` at 224c64e (before any of that work), then again on
  * `main` at 1cbeb62 (the Claude Code mapping changes, importer version 3, still without that
  * work), and last on `main` at 55db563 (the Codex, pi and OpenHands mapping changes and the
- * streamed create merged, still without that work; importer version 3), from the repository root, `pnpm exec tsx --conditions=@agent-ledger/source
+ * streamed create merged, still without that work; importer version 3), and last for importer
+ * version 4 on the branch import-fidelity (issue 25: pi errored/aborted messages log-only, pi
+ * v1 records stored as read, OpenHands V0 `finish` as text, sub-agent ids uncut), from the repository root, `pnpm exec tsx --conditions=@agent-ledger/source
  * packages/cli/test/support/import-digest.ts` (the same sources and the same digest as
  * below; run twice, same output). A change to the mapping that is meant to change the
  * output (it bumps `IMPORTER_VERSION`, which every header carries) re-records them with
@@ -21,54 +23,41 @@ const RECORDED_WITH_IMPORTER_VERSION = 3
  * compared.
  */
 const RECORDED: Readonly<Record<string, string>> = {
-  'synthetic-claude-code-agent-acompact.jsonl':
-    '1749b955fa6798011f416a2a1ce2fcbf40e6d5711009643569cd20e246de811d',
-  'synthetic-claude-code-branches.jsonl': '0e1da57dbd9c9778ea4ab08f911105502ea94804ef9bddce5c16e12aac95c2fc',
-  'synthetic-claude-code-broken-chain.jsonl':
-    '98fa6e36b2e627ba7255e5b4eef621a0730f1c6c66f5e0383e025a47e3187eba',
-  'synthetic-claude-code-compact-lost-parent.jsonl':
-    'e935e97e188a337efa602073f62e207d4f8125404e809b56579a5d003db02abe',
-  'synthetic-claude-code-compaction.jsonl':
-    '06dca3cd1880624e23dc554e18194b87fe9bb993cab2eed9dd6b09815377ef65',
-  'synthetic-claude-code-flat.jsonl': 'dacc2f81b19076aae73c41db6666325e1b13333b391d313d73e4c1bedc7c190f',
-  'synthetic-claude-code-images.jsonl': '2e81860bcaf8513266ace4f1adc43c078a402e3a90b8f9dd18973a23370161d2',
-  'synthetic-claude-code-inline-sidechains.jsonl':
-    'a8f5c1af7f50490235bab63fc679dc0aa9abe65dffc5525fa279e0a6ffbda919',
-  'synthetic-claude-code-metadata-first.jsonl':
-    '6b0bc67c19f2b56df8fec34630760166a22283b28d6fb7c2ed6072d174415a03',
-  'synthetic-claude-code-nested-forks.jsonl':
-    'c5b7eca7dc4cec78c8080f6005183b6b9616ccfac3b847e77e2d7f576eb05615',
-  'synthetic-claude-code-parallel-calls.jsonl':
-    'ad016d8773bb3af947e8510d730c7ebe5cbe317aee90a053cd3c6e56c4e1064c',
-  'synthetic-claude-code-queued-prompt.jsonl':
-    'a664be4d636971ac3eb8b60bd95677b438168834024976886fd04175401a6a44',
-  'synthetic-claude-code-resumed.jsonl': '06b4b82710dd9a28102dc51db1b5abf2f18023387c25c35d6b2e6de723f01e5a',
-  'synthetic-claude-code-slash-command.jsonl':
-    'b426b1b5a301588b804fa3021bc641fd78bbc574e52bc071553f427b3311228b',
-  'synthetic-claude-code-summary-only.jsonl':
-    '169dd0f9d75becf2fc015687ddcc5e56deee74591539055325d1b87f5afff322',
-  'synthetic-codex-bare-layout.jsonl': 'cdf51e294fcb071df5fc5280fffa76259f9e27c15e007c285369737c7fff638a',
-  'synthetic-codex-compacted.jsonl': '3beb32fb820889fe88374ca12f3b58b72a1806ca67afa95d93cb23f8f0ff75c6',
-  'synthetic-codex-current-shapes.jsonl': '7acf8c32bd68c9be075f43fdfd9475e9dd424ee213c626b1d08a6ff996bd0114',
-  'synthetic-codex-legacy-document.json': '4b81c2cf57a6bb8bb330243795c2ed489b0f2b25af7d7b9ddce244a001b42a6d',
-  'synthetic-codex-rollback.jsonl': 'aed8a932a1e5449743865b3a37a5996a044a6e7920ea6e4e0c96b83bffde7829',
-  'synthetic-openhands-v0-condensation.jsonl':
-    'd754261f8c0f8b9e094fa9f1d3798a4bf54fc1e92a43a1ff4ec3d67574a6b10a',
-  'synthetic-openhands-v1-condensation.jsonl':
-    '8409be4d8a30c593afa241e4cc2bf87c4311b0376325e22a8e8bd92ca46d3e53',
-  'synthetic-openhands-v1-events.jsonl': 'cbcc5d5c05b698ef110d89301035ad6beb024aa67d038f7660c79705275c0398',
-  'synthetic-openhands-v1-sdk-kinds.jsonl':
-    '5197bcf88dc11b18bedc9e6f3fbc97e1b1a1979ed3cf849ae8e9354ac2cc5850',
-  'synthetic-pi-v1-branched.jsonl': 'fae9666732370a3a2c7875ea40e02402ff0ffa1a0f2ff0312a16821ea7a7fd75',
-  'synthetic-pi-v1.jsonl': 'c721d7ba6487c9ecc351048557e9991d3a9379e4d11ea43dfeff9e9b5ffa5726',
-  'synthetic-pi-v2.jsonl': 'c50bc340e89b836c3f07ce496ac19b1d25d7ec36ba58ab8f79ec72286ddc305c',
-  'synthetic-pi-v3-session-manager.jsonl': '18df8c8f8b1f85f4465b39bed55e23e7ca0012fe72a887a028db6bd03c316249',
-  'synthetic-pi-v3-tree.jsonl': '38da5e1e833f0f2fd014b039f4577115696d1116c7af53a0a1a5f8bd3d863fdb',
-  'shared-claude-code-short.jsonl': 'e37493157ee4428f3ea2f2f1e3bccbde51616aff5223db35a0810e33082c5806',
-  'shared-codex-rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl':
-    '61925fa4c188b02a21708c46e2082856a868ed51b50c050f4652994d03973574',
-  'shared-openhands-basic.json': '167ee95f0f97da6bf64716e2a539ded96b2a4d09624d899855baecddf2379050',
-  'generated-claude-300-turns.jsonl': 'f143559671a983022a521f92fdbf6fe2b0a063d1f307220cc024a550890ebe49',
+'synthetic-claude-code-agent-acompact.jsonl': '6192938063fd4207153ffc0f10052c0647e3dda9cd3414a890657f2565d967fc',
+  'synthetic-claude-code-branches.jsonl': 'baea250d90b2fd945c3f7eec7bb248ab949e2a93f52967f1111d37bf138fcd53',
+  'synthetic-claude-code-broken-chain.jsonl': '855e64a023e6576bce9874516daa375ed1b6c3c0c514590d8746360a4d894eb9',
+  'synthetic-claude-code-compact-lost-parent.jsonl': '156012c0d2c734f1013b0f17951070abda9b0a9b80364fe39d7179c3257f10a3',
+  'synthetic-claude-code-compaction.jsonl': '5da26216e9c444658c6a8b3cd9b32ad71df645e10c1bc4b10a2391fcaa608527',
+  'synthetic-claude-code-flat.jsonl': '835bc833995d24c2476d8102ace8be86e29069b0e7738e52b873fad7c3129f70',
+  'synthetic-claude-code-images.jsonl': '610514c8c633e3782816c42f7ed8e68b0199cdb08b330c92b472c4eaa2ac7532',
+  'synthetic-claude-code-inline-sidechains.jsonl': '880259bd452b166caea6131b502936daf8f1a7a10d183e5a769af406a3083a23',
+  'synthetic-claude-code-metadata-first.jsonl': '76f1093ff3233bb5f6575f3dc42363fc13f5a8b006d64cfbf3f1799a1d562d14',
+  'synthetic-claude-code-nested-forks.jsonl': '5ceb33b3d27a67b7842e5325194bdfca9089135bfc18e7bc744d75e01b0e823a',
+  'synthetic-claude-code-parallel-calls.jsonl': '39e2ea67d70514d6ad4c47de1fc408d572fd0349c68c1bf89bdc37bb98850f84',
+  'synthetic-claude-code-queued-prompt.jsonl': 'e611d75b3f72f89bc161560dadb4eddba5abe8b57804e7993fe073073a705acd',
+  'synthetic-claude-code-resumed.jsonl': '6e8474e49d1129b12fbef2a8f7f13d7789ed5a904be106cbdab13ac8c4a4f56a',
+  'synthetic-claude-code-slash-command.jsonl': 'c2836788c6b0ebdee3cca7f900b1c8ccb7e2bab5c9295b26e78898c0d55ae6ee',
+  'synthetic-claude-code-summary-only.jsonl': '21e0ef401c34118980a0011d936456f83ce6132b12c62fea719691b70ef5dbdc',
+  'synthetic-codex-bare-layout.jsonl': '833364aca2f655e75128b250b622310ee71d67605b418e5a72b0d95763476ad1',
+  'synthetic-codex-compacted.jsonl': '6a797c43bb9d42840f03572d1db948e0236823f8854348c0949015d1ec8469a9',
+  'synthetic-codex-current-shapes.jsonl': '43a067c055ec20ef731d4dba2883ef6c4476034a541de77a2518ef78fd17dbf6',
+  'synthetic-codex-legacy-document.json': '7a89c789d602790e509f6d7f1ba3236de9a5973301ac31a90f27f551b1bdb8ed',
+  'synthetic-codex-rollback.jsonl': '56c4839fff76470bad74d1e7d166627901b0f5b5102a051f25306d5b60cd1984',
+  'synthetic-openhands-v0-condensation.jsonl': 'dff98b3334badea504f80d5ab4c441418965758fb5ac9ea39313eb91d9cd9635',
+  'synthetic-openhands-v1-condensation.jsonl': '53c799f8a53f672d798127326097962395ecd56418b7dc982f728461b10e9b86',
+  'synthetic-openhands-v1-events.jsonl': 'f91df4383170d408a27d72b389f0152690c80745a12937c8667952a52288c2ed',
+  'synthetic-openhands-v1-sdk-kinds.jsonl': 'd71d2bb21ebe665f1912791a45b7c16c746f8dbf0673a52b569ad2d04ba46f81',
+  'synthetic-pi-v1-branched.jsonl': '57909a6c70ec1d59e2ca30b0b25279396739c1bd79efbc9212e68cf7a4e636f3',
+  'synthetic-pi-v1.jsonl': '97f541c1ef6c0b69b4d20aeb8c63808b2244d2822bbf611a83d1abdd6e6c7dfe',
+  'synthetic-pi-v2.jsonl': '367bda7e0efa4ed075ad9b90410495c83ea75b860270a65bda3c37164d6e181a',
+  'synthetic-pi-v3-errored-calls.jsonl': 'efce677a310d9238d1ed5ab6507a42f90e53608290cbd0d734df92a2f44fd309',
+  'synthetic-pi-v3-session-manager.jsonl': 'cbfebc8267eced85877dbba492010b874e9143e2a68885969eb0d78e5a054721',
+  'synthetic-pi-v3-spliced.jsonl': '0212a2b78beb45475eb90e63dbf0cf11eec897337b6b27b1e60b5d1375d3a162',
+  'synthetic-pi-v3-tree.jsonl': '7a324f617aac65101a8085c5186fcc4413b921da4c55011239d9e467027e7f7f',
+  'shared-claude-code-short.jsonl': '872e31a8e65fe2f3ec2defaa586059761b9f71ed02aecefb6f05a910becd30cc',
+  'shared-codex-rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl': 'fef476796822adf08a0c090e0b3c38da71b0825de90ba9f599ec528df4521ac4',
+  'shared-openhands-basic.json': '13c7e746347860a62297d882a716c69687a4992914c0c7c0f94f102d82df843d',
+  'generated-claude-300-turns.jsonl': '48cc0ad4c13961a4d50d91a44baad837ce211522b8301268c3b6136ba9f74d86',
 }
 
 describe('agent-ledger import writes the same bytes as before the import-speed work', () => {
