@@ -77,9 +77,11 @@ describe('agent-ledger import of a ~/.claude/projects directory', () => {
     const list = await cli(['list', store, '--json'])
     const sessions = (JSON.parse(list.stdout) as { sessions: { id: string; parentSession: string | null }[] })
       .sessions
-    expect(sessions.find((session) => session.id === `claude-${SESSION}-agent-acompact1a2b3c`)).toMatchObject({
-      parentSession: `claude-${SESSION}`,
-    })
+    expect(sessions.find((session) => session.id === `claude-${SESSION}-agent-acompact1a2b3c`)).toMatchObject(
+      {
+        parentSession: `claude-${SESSION}`,
+      },
+    )
     for (const session of sessions) {
       const verify = await cli(['verify', join(store, session.id), '--json'])
       expect(JSON.parse(verify.stdout)).toMatchObject({ status: 'ok' })

@@ -20,7 +20,11 @@ beforeEach(() => {
 afterEach(() => cleanup())
 
 interface ImportJson {
-  sources: { file: string; sessions: { id: string; action: string }[]; report?: { diagnostics: { code: string }[] } }[]
+  sources: {
+    file: string
+    sessions: { id: string; action: string }[]
+    report?: { diagnostics: { code: string }[] }
+  }[]
   failures: { file: string; error: { code: string; message: string } }[]
 }
 
@@ -76,9 +80,9 @@ describe('.jsonl.zst sources stop at the store decompression limit (issue 25 ite
     const run = await cli(['import', sources, '--root', store, '--json', '--no-progress'])
     expect(run.code).toBe(1)
     const report = JSON.parse(run.stdout) as ImportJson
-    expect(report.failures.map((failure) => [failure.file.endsWith('rollout-bomb.jsonl.zst'), failure.error.code])).toEqual([
-      [true, 'DECOMPRESSION_LIMIT'],
-    ])
+    expect(
+      report.failures.map((failure) => [failure.file.endsWith('rollout-bomb.jsonl.zst'), failure.error.code]),
+    ).toEqual([[true, 'DECOMPRESSION_LIMIT']])
     expect(readdirSync(store)).toEqual(['pi-6a1b2c3d-0000-4000-8000-0000000000v2'])
   })
 })
@@ -117,7 +121,13 @@ describe('hostile source files (issue 25 item 9)', () => {
 describe('exports never print the machine path of the log (issue 25 item 9)', () => {
   it.each(['md', 'html'])('%s: the log is named relative to the store root', async (format) => {
     const store = join(root, 'store')
-    const imported = await cli(['import', join(synthetic, 'pi', 'v2.jsonl'), '--root', store, '--no-progress'])
+    const imported = await cli([
+      'import',
+      join(synthetic, 'pi', 'v2.jsonl'),
+      '--root',
+      store,
+      '--no-progress',
+    ])
     expect(imported.code).toBe(0)
     const id = 'pi-6a1b2c3d-0000-4000-8000-0000000000v2'
     const run = await cli(['export', join(store, id), '--format', format, '-o', '-', '--no-progress'])
@@ -130,7 +140,8 @@ describe('exports never print the machine path of the log (issue 25 item 9)', ()
 describe('a record the store cannot hold (issue 25 item 7)', () => {
   const source = (): string => {
     const lines = readFileSync(join(synthetic, 'pi', 'v2.jsonl'), 'utf8').split('\n')
-    const huge = '{"type":"custom","id":"huge","parentId":"f3","timestamp":"2026-03-04T12:00:04.000Z","usage":{"input_tokens":1e400}}'
+    const huge =
+      '{"type":"custom","id":"huge","parentId":"f3","timestamp":"2026-03-04T12:00:04.000Z","usage":{"input_tokens":1e400}}'
     const path = join(root, 'pi-huge.jsonl')
     writeFileSync(path, [...lines.filter((line) => line !== ''), huge, ''].join('\n'))
     return path
@@ -149,7 +160,9 @@ describe('a record the store cannot hold (issue 25 item 7)', () => {
     const run = await cli(['import', source(), '--root', store, '--lenient', '--json', '--no-progress'])
     expect(run.code).toBe(0)
     const report = JSON.parse(run.stdout) as ImportJson
-    expect(report.sources[0]!.report!.diagnostics.map((finding) => finding.code)).toContain('UNSTORABLE_RECORD')
+    expect(report.sources[0]!.report!.diagnostics.map((finding) => finding.code)).toContain(
+      'UNSTORABLE_RECORD',
+    )
     expect(readdirSync(store)).toEqual(['pi-6a1b2c3d-0000-4000-8000-0000000000v2'])
     const verify = await cli(['verify', join(store, 'pi-6a1b2c3d-0000-4000-8000-0000000000v2')])
     expect(verify.code).toBe(0)

@@ -123,7 +123,10 @@ function splitConcatenated(text: string): Record<string, unknown>[] | undefined 
  * The store's bounds on a record kept verbatim: its line is `{seq, ..., data: {..., record}}`,
  * so the record may nest two levels less deep than a line (the store's `maxDepth`).
  */
-const RECORD_LIMITS = { maxDepth: DEFAULT_JSON_LIMITS.maxDepth - 2, maxEntries: DEFAULT_JSON_LIMITS.maxEntries }
+const RECORD_LIMITS = {
+  maxDepth: DEFAULT_JSON_LIMITS.maxDepth - 2,
+  maxEntries: DEFAULT_JSON_LIMITS.maxEntries,
+}
 
 /**
  * Why the store could not hold `record` (nested deeper than its limit, a number JSON cannot
@@ -213,7 +216,11 @@ export async function* parseLines(
       lastEmpty = false
       if (held !== null) yield release(false)
       if (!context.lenient) throw tooLong(context.file, number, raw.tooLong)
-      skip(ImportErrorCode.LINE_TOO_LARGE, number, `a line of ${raw.tooLong} characters or more, over the store's line limit`)
+      skip(
+        ImportErrorCode.LINE_TOO_LARGE,
+        number,
+        `a line of ${raw.tooLong} characters or more, over the store's line limit`,
+      )
       continue
     }
     lastEmpty = raw === ''

@@ -18,7 +18,9 @@ describe('pi: calls that never ran (issue 25 item 1)', () => {
     // pi's agent loop runs no call of such a message and never replays it to the model.
     expect(result.report.repairs).toEqual({})
     expect(
-      session.events.filter((event) => event.type === 'tool/result' && (event.data as { code?: string }).code),
+      session.events.filter(
+        (event) => event.type === 'tool/result' && (event.data as { code?: string }).code,
+      ),
     ).toEqual([])
     expect(session.events.filter((event) => event.type === 'tool/call').map((event) => event.data)).toEqual([
       { callId: 'toolu_ok1', name: 'bash', arguments: '{"command":"ls"}' },
@@ -102,7 +104,9 @@ describe('sub-agent and fork ids cannot collide (issue 25 item 5)', () => {
     const text = readFileSync(fixture('claude-code', 'agent-acompact.jsonl'), 'utf8')
     const ids: string[] = []
     for (const agent of ['acompact-1a2b3c4d5e6f7a80', 'acompact-1a2b3c4d5e6f7a81']) {
-      const result = await importText(text.replaceAll('acompact-1a2b3c', agent), { file: `agent-${agent}.jsonl` })
+      const result = await importText(text.replaceAll('acompact-1a2b3c', agent), {
+        file: `agent-${agent}.jsonl`,
+      })
       ids.push(result.sessions[0]!.id)
     }
     expect(ids[0]).not.toBe(ids[1])
@@ -200,7 +204,10 @@ describe('one very long line (issue 25 item 6)', () => {
    * `after`, in 1 MiB chunks; every chunk counts the characters its `indexOf` scans, so the
    * test bounds the splitter's work by a count, not by time.
    */
-  function longLineSource(before: string, after: string): { chunks: AsyncIterable<string>; scanned: () => number } {
+  function longLineSource(
+    before: string,
+    after: string,
+  ): { chunks: AsyncIterable<string>; scanned: () => number } {
     let scanned = 0
     const counted = (text: string): string => {
       const boxed = new String(text) as String & { indexOf: (search: string, from?: number) => number }
@@ -230,7 +237,9 @@ describe('one very long line (issue 25 item 6)', () => {
   it('strict: LINE_TOO_LARGE naming the line; each character is scanned once', async () => {
     const source = longLineSource(first, '')
     const sha256 = '0'.repeat(64)
-    await expect(importSource(splitLines(source.chunks), { file: 'long.jsonl', sha256 })).rejects.toMatchObject({
+    await expect(
+      importSource(splitLines(source.chunks), { file: 'long.jsonl', sha256 }),
+    ).rejects.toMatchObject({
       code: 'LINE_TOO_LARGE',
       line: 3,
     })
@@ -258,7 +267,8 @@ describe('one very long line (issue 25 item 6)', () => {
 describe('records the store cannot hold (issue 25 item 7)', () => {
   const good = readFileSync(fixture('pi', 'v3-errored-calls.jsonl'), 'utf8').split('\n')
   const deep = `{"type":"custom","id":"deep","parentId":"c8","timestamp":"2026-04-02T09:00:09.000Z","data":${'['.repeat(100_000)}${']'.repeat(100_000)}}`
-  const huge = '{"type":"custom","id":"huge","parentId":"c8","timestamp":"2026-04-02T09:00:09.000Z","usage":{"input_tokens":1e400}}'
+  const huge =
+    '{"type":"custom","id":"huge","parentId":"c8","timestamp":"2026-04-02T09:00:09.000Z","usage":{"input_tokens":1e400}}'
 
   it.each([
     ['nested 100,000 deep', deep],
@@ -273,11 +283,14 @@ describe('records the store cannot hold (issue 25 item 7)', () => {
     const result = await importText(text, { lenient: true })
     expect(result.report.malformedLines).toBe(2)
     expect(
-      result.report.diagnostics.filter((finding) => finding.code === 'UNSTORABLE_RECORD').map((finding) => finding.line),
+      result.report.diagnostics
+        .filter((finding) => finding.code === 'UNSTORABLE_RECORD')
+        .map((finding) => finding.line),
     ).toEqual([6, 11])
     const session = result.sessions[0]!
     const kept = session.events.filter(
-      (event) => event.type === 'import/source-record' && (event.data as { text?: string }).text !== undefined,
+      (event) =>
+        event.type === 'import/source-record' && (event.data as { text?: string }).text !== undefined,
     )
     expect(kept.map((event) => (event.data as { line: number }).line)).toEqual([6, 11])
     // Every event the import built is one the store accepts (depth and numbers checked as it does).

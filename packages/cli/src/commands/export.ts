@@ -210,7 +210,9 @@ function headerOfLine(line: string): SessionHeader | null {
  */
 function storeRelative(location: SessionLocation, file: string | undefined, id: string): string {
   const path = relative(location.root, file === undefined ? location.logFile : join(location.root, file))
-  return path === '' || path.startsWith('..') || isAbsolute(path) ? `session ${id}` : path.split(sep).join('/')
+  return path === '' || path.startsWith('..') || isAbsolute(path)
+    ? `session ${id}`
+    : path.split(sep).join('/')
 }
 
 function exportSource(

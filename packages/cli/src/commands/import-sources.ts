@@ -165,7 +165,8 @@ async function* completeLines(
     held = next
   }
   // The last piece is what follows the last newline: empty when the source ends with one.
-  if (held !== undefined && held !== '') onTorn(line + 1, typeof held === 'string' ? held.length : held.tooLong)
+  if (held !== undefined && held !== '')
+    onTorn(line + 1, typeof held === 'string' ? held.length : held.tooLong)
 }
 
 /** How {@link openSource} reads. */

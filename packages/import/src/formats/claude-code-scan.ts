@@ -143,7 +143,6 @@ function attachable(value: Record<string, unknown>): boolean {
   return blocks.length > 0 && blocks.every((block) => obj(block)?.['type'] === 'tool_result')
 }
 
-
 /**
  * The first pass: the tree index (ids, parent ids, lines and three flags per record), the
  * lines of records outside the tree, and the header facts. Memory grows with the number of

@@ -265,9 +265,15 @@ class OpenHandsMapper {
     const message = obj(obj(arr(response?.['choices'])[0])?.['message'])
     const content = str(message?.['content']) ?? ''
     const thought = str(args['thought']) ?? str(args['final_thought']) ?? ''
-    const text = thought === '' ? content : content === '' || content === thought ? thought : `${thought}\n${content}`
+    const text =
+      thought === '' ? content : content === '' || content === thought ? thought : `${thought}\n${content}`
     if (metadata !== undefined) b.lossy('openhands.finish-call')
-    b.assistant({ text: text === '' ? [] : [text], reasoning: [], toolCalls: [], usage: usageOf(response?.['usage']) })
+    b.assistant({
+      text: text === '' ? [] : [text],
+      reasoning: [],
+      toolCalls: [],
+      usage: usageOf(response?.['usage']),
+    })
     this.#seqByEvent.set(this.#eventId, b.nextSeq - 1)
     b.endTurn('completed')
   }
