@@ -19,7 +19,7 @@ function cyrb53(text: string, seed: number): number {
 }
 
 /** A 106-bit digest of `text` in base 36 (two seeded cyrb53, 11 characters each). */
-export function idDigest(text: string): string {
+function idDigest(text: string): string {
   return [1, 2].map((seed) => cyrb53(text, seed).toString(36).padStart(11, '0')).join('')
 }
 
