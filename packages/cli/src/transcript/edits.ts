@@ -154,14 +154,3 @@ export function editDiff(name: string, args: string): readonly DiffLine[] | null
   const patch = patchOf(name, args)
   return patch === null ? null : patchLines(patch)
 }
-
-/**
- * Characters of a diff's text (what the page budget counts).
- *
- * @param lines - A diff.
- */
-export function diffChars(lines: readonly DiffLine[]): number {
-  let total = 0
-  for (const line of lines) total += line.text.length + 2
-  return total
-}
