@@ -12,8 +12,10 @@ const RECORDED_WITH_IMPORTER_VERSION = 3
  *
  * How these were obtained: on `main` at 224c64e (before any of that work), then again on
  * `main` at 1cbeb62 (the Claude Code mapping changes, importer version 3, still without that
- * work), and last on `main` at 55db563 (the Codex, pi and OpenHands mapping changes and the
- * streamed create merged, still without that work; importer version 3), from the repository root, `pnpm exec tsx --conditions=@agent-ledger/source
+ * work), then on `main` at 55db563 (the Codex, pi and OpenHands mapping changes and the
+ * streamed create merged, still without that work; importer version 3), and last on the
+ * redaction-transcripts branch (issue 25 item 10: every header records the redaction policy
+ * `agent-ledger.default-secrets.2`, and strings the new patterns match are redacted; no mapping change), from the repository root, `pnpm exec tsx --conditions=@agent-ledger/source
  * packages/cli/test/support/import-digest.ts` (the same sources and the same digest as
  * below; run twice, same output). A change to the mapping that is meant to change the
  * output (it bumps `IMPORTER_VERSION`, which every header carries) re-records them with
@@ -22,53 +24,53 @@ const RECORDED_WITH_IMPORTER_VERSION = 3
  */
 const RECORDED: Readonly<Record<string, string>> = {
   'synthetic-claude-code-agent-acompact.jsonl':
-    '1749b955fa6798011f416a2a1ce2fcbf40e6d5711009643569cd20e246de811d',
-  'synthetic-claude-code-branches.jsonl': '0e1da57dbd9c9778ea4ab08f911105502ea94804ef9bddce5c16e12aac95c2fc',
+    '914f1a95a6e3ecce6a0b4546e17527e98b22442ae3ada7511a471714d8542249',
+  'synthetic-claude-code-branches.jsonl': '7aba062864120854802145f6732dfce46502c0aec78c1417b36cb2253a171ce8',
   'synthetic-claude-code-broken-chain.jsonl':
-    '98fa6e36b2e627ba7255e5b4eef621a0730f1c6c66f5e0383e025a47e3187eba',
+    '165de4e5e09dd13afbdbed6ab019fb8ecf508183b7cf558066d82db89b64415f',
   'synthetic-claude-code-compact-lost-parent.jsonl':
-    'e935e97e188a337efa602073f62e207d4f8125404e809b56579a5d003db02abe',
+    '561d7c4996edddf971363addda116df5324cb8d7e206bf406da40bcc6e0fc125',
   'synthetic-claude-code-compaction.jsonl':
-    '06dca3cd1880624e23dc554e18194b87fe9bb993cab2eed9dd6b09815377ef65',
-  'synthetic-claude-code-flat.jsonl': 'dacc2f81b19076aae73c41db6666325e1b13333b391d313d73e4c1bedc7c190f',
-  'synthetic-claude-code-images.jsonl': '2e81860bcaf8513266ace4f1adc43c078a402e3a90b8f9dd18973a23370161d2',
+    'b9f4ca5993d559999930307f7c20c59ae5e06c5bb3a21bbd787428e336ab4b41',
+  'synthetic-claude-code-flat.jsonl': '081bc1be2cdda3ee7ff3453bae11f88c319103b39a7463014f66650ec361e2f3',
+  'synthetic-claude-code-images.jsonl': '695203376d53e47415d00536f89d9989644cebaf580868abcac0749121168e91',
   'synthetic-claude-code-inline-sidechains.jsonl':
-    'a8f5c1af7f50490235bab63fc679dc0aa9abe65dffc5525fa279e0a6ffbda919',
+    'db73ace0d63eb3cc408ce183d617547a5f61a41b71e3a21ddbd49e80e5cfc87a',
   'synthetic-claude-code-metadata-first.jsonl':
-    '6b0bc67c19f2b56df8fec34630760166a22283b28d6fb7c2ed6072d174415a03',
+    '6c4f8fcda9564bd599245c7619b4072834376d046cc78193a0f7f2a5b267749e',
   'synthetic-claude-code-nested-forks.jsonl':
-    'c5b7eca7dc4cec78c8080f6005183b6b9616ccfac3b847e77e2d7f576eb05615',
+    '8a8824b961e8ed9a60fdf01fdb83c94c265621a56b51827bdfea62a86c691242',
   'synthetic-claude-code-parallel-calls.jsonl':
-    'ad016d8773bb3af947e8510d730c7ebe5cbe317aee90a053cd3c6e56c4e1064c',
+    '3753f00c3f641b173201642e1b3e570212a344fa6f46f4364c3a6ec19a893d9e',
   'synthetic-claude-code-queued-prompt.jsonl':
-    'a664be4d636971ac3eb8b60bd95677b438168834024976886fd04175401a6a44',
-  'synthetic-claude-code-resumed.jsonl': '06b4b82710dd9a28102dc51db1b5abf2f18023387c25c35d6b2e6de723f01e5a',
+    '4c227b1a5b832cffd363991090893a8aad5fb1d5301e1fefeef53465b96e9eaa',
+  'synthetic-claude-code-resumed.jsonl': 'f06b9197f50fbb7d929d3efaf20cf882c6b629b3a25a7a0adb7cda85a1da2bdc',
   'synthetic-claude-code-slash-command.jsonl':
-    'b426b1b5a301588b804fa3021bc641fd78bbc574e52bc071553f427b3311228b',
+    '442e314aac2a70e4e884914777aacc77861556af94fbb6b9c0e981a2f3bfabc6',
   'synthetic-claude-code-summary-only.jsonl':
-    '169dd0f9d75becf2fc015687ddcc5e56deee74591539055325d1b87f5afff322',
-  'synthetic-codex-bare-layout.jsonl': 'cdf51e294fcb071df5fc5280fffa76259f9e27c15e007c285369737c7fff638a',
-  'synthetic-codex-compacted.jsonl': '3beb32fb820889fe88374ca12f3b58b72a1806ca67afa95d93cb23f8f0ff75c6',
-  'synthetic-codex-current-shapes.jsonl': '7acf8c32bd68c9be075f43fdfd9475e9dd424ee213c626b1d08a6ff996bd0114',
-  'synthetic-codex-legacy-document.json': '4b81c2cf57a6bb8bb330243795c2ed489b0f2b25af7d7b9ddce244a001b42a6d',
-  'synthetic-codex-rollback.jsonl': 'aed8a932a1e5449743865b3a37a5996a044a6e7920ea6e4e0c96b83bffde7829',
+    '8182fe94b4672a7dcbdd5bb7906fa4a3b43744cbb9af1e25d471ff104f41ceb2',
+  'synthetic-codex-bare-layout.jsonl': 'b8a6500d2e81deeecf249a0177aa21fef7c2dd958c374f00726d8a918ba7dd8b',
+  'synthetic-codex-compacted.jsonl': 'cbe80fe166d48b745f1d98a62aaf0fdcd2a5e93bca3870fc3a8116b7bb6098ab',
+  'synthetic-codex-current-shapes.jsonl': '9ca3d379044b073fcdda2577bf0d310429816629889d8e6687b664b7414271de',
+  'synthetic-codex-legacy-document.json': '7f7b0d5cb3e3de6fc173b7348aca030506cebdd2d1eea62b950d33b95e488f93',
+  'synthetic-codex-rollback.jsonl': 'dbf6b49d5ff52dbe699593a75e9ed450ea12e59d20214e0c54daad2fed611cf4',
   'synthetic-openhands-v0-condensation.jsonl':
-    'd754261f8c0f8b9e094fa9f1d3798a4bf54fc1e92a43a1ff4ec3d67574a6b10a',
+    '1781be6c3043784e2ae24a5b1c73eb16422146ba7f4b4c78a0ca301fe7d12041',
   'synthetic-openhands-v1-condensation.jsonl':
-    '8409be4d8a30c593afa241e4cc2bf87c4311b0376325e22a8e8bd92ca46d3e53',
-  'synthetic-openhands-v1-events.jsonl': 'cbcc5d5c05b698ef110d89301035ad6beb024aa67d038f7660c79705275c0398',
+    'aa389bf4ae3bdffce768632db2169763b12768a518c9fdd09194cc7ba2c7542f',
+  'synthetic-openhands-v1-events.jsonl': '8e89fa5b9453c39f048d3047c691e9eceef33cc11d5080103a6b55b1f367c646',
   'synthetic-openhands-v1-sdk-kinds.jsonl':
-    '5197bcf88dc11b18bedc9e6f3fbc97e1b1a1979ed3cf849ae8e9354ac2cc5850',
-  'synthetic-pi-v1-branched.jsonl': 'fae9666732370a3a2c7875ea40e02402ff0ffa1a0f2ff0312a16821ea7a7fd75',
-  'synthetic-pi-v1.jsonl': 'c721d7ba6487c9ecc351048557e9991d3a9379e4d11ea43dfeff9e9b5ffa5726',
-  'synthetic-pi-v2.jsonl': 'c50bc340e89b836c3f07ce496ac19b1d25d7ec36ba58ab8f79ec72286ddc305c',
-  'synthetic-pi-v3-session-manager.jsonl': '18df8c8f8b1f85f4465b39bed55e23e7ca0012fe72a887a028db6bd03c316249',
-  'synthetic-pi-v3-tree.jsonl': '38da5e1e833f0f2fd014b039f4577115696d1116c7af53a0a1a5f8bd3d863fdb',
-  'shared-claude-code-short.jsonl': 'e37493157ee4428f3ea2f2f1e3bccbde51616aff5223db35a0810e33082c5806',
+    '0487e72494b6df4c9beccc2d0040e3b524808c4c0ac2294454a4fbcae7cddf2d',
+  'synthetic-pi-v1-branched.jsonl': '1708d323dc1062fb4f60cadd64cd3dd9d5a82c769ed39c6ed2dad63a3596d8e9',
+  'synthetic-pi-v1.jsonl': '3d29b9fbe1dc7916c0aabaafdb81bf9b2cb30165dc12cd319e3273e966ae52ac',
+  'synthetic-pi-v2.jsonl': 'd7f65f015c28c998e84a2dd03b9a2bf72ba4507161c36f7df990830014bba1f8',
+  'synthetic-pi-v3-session-manager.jsonl': '996486019fd8e5860c1f50777181c2fd6bf22f6193f590165c2aaaeb5655a931',
+  'synthetic-pi-v3-tree.jsonl': 'eec786e5b641d8970182efa4dbdc5754b9f74272623d115797d60cf5152deff0',
+  'shared-claude-code-short.jsonl': '557df3fed02b62af87cd4f2ee230362c9639759a87812bc8b1a7fc51cdb15096',
   'shared-codex-rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl':
-    '61925fa4c188b02a21708c46e2082856a868ed51b50c050f4652994d03973574',
-  'shared-openhands-basic.json': '167ee95f0f97da6bf64716e2a539ded96b2a4d09624d899855baecddf2379050',
-  'generated-claude-300-turns.jsonl': 'f143559671a983022a521f92fdbf6fe2b0a063d1f307220cc024a550890ebe49',
+    '2bc483c159b652567d76c89f409798e7e500185c6d191f06dbc186cc8553c868',
+  'shared-openhands-basic.json': 'e532ee8da6f335aefc29ead0848991a64f71c30d46ebaceef3cf2b6ae5947726',
+  'generated-claude-300-turns.jsonl': '04c56caf7ab1c7495d8dc42e3e1635a5176d08f611925a549be68149de75c6ed',
 }
 
 describe('agent-ledger import writes the same bytes as before the import-speed work', () => {
