@@ -241,7 +241,7 @@ describe('the HTML transcript as a viewer (headless Chromium)', () => {
   )
 
   it.skipIf(!hasChromium)(
-    'a 20 MB session exports to a page under its 4.5 MB budget that says how to read what it leaves out',
+    'a 20 MB session exports to a page under its 4.5 MB budget: texts shortened first, the middle left out, the first and the last turns kept',
     async () => {
       const root = join(work, 'large-root')
       const store = createJsonlStore({ root })
@@ -250,8 +250,9 @@ describe('the HTML transcript as a viewer (headless Chromium)', () => {
         type: 'system/message',
         data: { message: { role: 'system', content: 'You are a coding agent.' } },
       })
-      const chunk = Array.from({ length: 120 }, (_, index) => `${index + 1}: ${'y'.repeat(96)}`).join('\n')
-      for (let turn = 1; turn <= 1500; turn += 1) {
+      // 3,000 turns: more than even 240-character texts fit in the budget, so the middle goes.
+      const chunk = Array.from({ length: 60 }, (_, index) => `${index + 1}: ${'y'.repeat(96)}`).join('\n')
+      for (let turn = 1; turn <= 3000; turn += 1) {
         const id = `call_${turn}`
         const output = turn % 100 === 1 ? LONG_OUTPUT : chunk
         writer.append({ type: 'turn/start', data: { turn } })
@@ -293,24 +294,35 @@ describe('the HTML transcript as a viewer (headless Chromium)', () => {
 
       const html = readFileSync(file, 'utf8')
       const notShown =
-        /<article class="event budget" id="not-shown">[\s\S]*?This page stops at event #(\d+)[\s\S]*?<code>(agent-ledger cat \S+ --from \d+)<\/code>/.exec(
+        /<article class="event budget" id="not-shown">[\s\S]*?leaves out events #(\d+)\.\.#(\d+) from the middle[\s\S]*?<code>(agent-ledger cat \S+ --from \d+ --to \d+)<\/code>/.exec(
           html,
         )
       expect(notShown).not.toBeNull()
-      const stoppedAt = Number(notShown![1])
-      expect(stoppedAt).toBeGreaterThan(1000)
-      // The hint works as printed: it prints the first event the page left out.
-      const [, , ...hintArgs] = notShown![2]!.split(' ')
+      const from = Number(notShown![1])
+      const to = Number(notShown![2])
+      // The first turns and the last ones are on the page, the middle is not; the top says so.
+      expect(from).toBeGreaterThan(100)
+      expect(html).toContain('Step 1: read part 1.')
+      expect(html).toContain('Step 3000: read part 3000.')
+      expect(html).not.toContain('Step 1000: read part 1000.')
+      expect(html).toMatch(
+        /<dt>page budget<\/dt><dd>to stay under 4\.5 MB, texts over 240 characters are shortened and events #\d+\.\.#\d+ in the middle are left out/,
+      )
+      // The hint works as printed: it prints the first and the last event the page left out.
+      const [, , ...hintArgs] = notShown![3]!.split(' ')
       const rest = await runBin(['cat', ...hintArgs])
       expect(rest.code).toBe(0)
-      expect(rest.stdout.split('\n')[0]).toMatch(new RegExp(`^#${stoppedAt} `))
+      const printed = rest.stdout.split('\n').filter((line) => /^#\d+ /.test(line))
+      expect(printed[0]).toMatch(new RegExp(`^#${from} `))
+      expect(printed.at(-1)).toMatch(new RegExp(`^#${to} `))
 
       const dom = await dumpDom(file, profile)
       expect(dom).toContain('<a href="#not-shown"')
       const { ids, links } = anchors(dom)
       expect(links.filter((link) => !ids.has(link))).toEqual([])
-      // The long outputs stay collapsed even this far in.
-      expect((dom.match(/<details><summary>3,000 lines, 215 kB/g) ?? []).length).toBeGreaterThan(3)
+      // The long outputs are shortened to their first lines and say their whole size, in the kept end too.
+      expect((dom.match(/<p class="size">3,000 lines, 215 kB<\/p>/g) ?? []).length).toBeGreaterThan(3)
+      expect(dom).toContain('Step 3000: read part 3000.')
       await screenshot(file, { name: 'transcript-large.png', profile })
     },
     600_000,

@@ -12,10 +12,13 @@ const RECORDED_WITH_IMPORTER_VERSION = 4
  *
  * How these were obtained: on `main` at 224c64e (before any of that work), then again on
  * `main` at 1cbeb62 (the Claude Code mapping changes, importer version 3, still without that
- * work), and last on `main` at 55db563 (the Codex, pi and OpenHands mapping changes and the
- * streamed create merged, still without that work; importer version 3), and last for importer
- * version 4 on the branch import-fidelity (issue 25: pi errored/aborted messages log-only, pi
- * v1 records stored as read, OpenHands V0 `finish` as text, sub-agent ids uncut), from the repository root, `pnpm exec tsx --conditions=@agent-ledger/source
+ * work), then on `main` at 55db563 (the Codex, pi and OpenHands mapping changes and the
+ * streamed create merged, still without that work; importer version 3), and last on the
+ * redaction-transcripts branch (issue 25 item 10: every header records the redaction policy
+ * `agent-ledger.default-secrets.2`, and strings the new patterns match are redacted; no mapping change),
+ * and last on import-fidelity merged with that main (issue 25 items 1-9: importer version 4,
+ * pi errored/aborted messages log-only, pi v1 records stored as read, OpenHands V0 `finish` as
+ * text, sub-agent ids uncut), from the repository root, `pnpm exec tsx --conditions=@agent-ledger/source
  * packages/cli/test/support/import-digest.ts` (the same sources and the same digest as
  * below; run twice, same output). A change to the mapping that is meant to change the
  * output (it bumps `IMPORTER_VERSION`, which every header carries) re-records them with
@@ -24,55 +27,55 @@ const RECORDED_WITH_IMPORTER_VERSION = 4
  */
 const RECORDED: Readonly<Record<string, string>> = {
   'synthetic-claude-code-agent-acompact.jsonl':
-    '6192938063fd4207153ffc0f10052c0647e3dda9cd3414a890657f2565d967fc',
-  'synthetic-claude-code-branches.jsonl': 'baea250d90b2fd945c3f7eec7bb248ab949e2a93f52967f1111d37bf138fcd53',
+    '7a9fa7f7115df1df368bf52bc06ccc54b6e63ef2944e1da8ff01ff9a5d50cfaa',
+  'synthetic-claude-code-branches.jsonl': '06e3fc84dc065244714e25336ab4dccae197b804806cd67937585b4b2266abd6',
   'synthetic-claude-code-broken-chain.jsonl':
-    '855e64a023e6576bce9874516daa375ed1b6c3c0c514590d8746360a4d894eb9',
+    '628b6c482272cc1c8c7492bdd78a3836d470f051a093af4b5772d8a138c4aeda',
   'synthetic-claude-code-compact-lost-parent.jsonl':
-    '156012c0d2c734f1013b0f17951070abda9b0a9b80364fe39d7179c3257f10a3',
+    '7a5db49f3e664dd5926f18fc1a241358ec2f0ced767c2b434b9511475c1c33e2',
   'synthetic-claude-code-compaction.jsonl':
-    '5da26216e9c444658c6a8b3cd9b32ad71df645e10c1bc4b10a2391fcaa608527',
-  'synthetic-claude-code-flat.jsonl': '835bc833995d24c2476d8102ace8be86e29069b0e7738e52b873fad7c3129f70',
-  'synthetic-claude-code-images.jsonl': '610514c8c633e3782816c42f7ed8e68b0199cdb08b330c92b472c4eaa2ac7532',
+    '2b1cf7a40a5c6c65e61fba3271f015e25da75a69351e1786c416c3fcf94b195a',
+  'synthetic-claude-code-flat.jsonl': '25e2cd7d51e22a56c5ee84ba4480497eba9220df55d71cbadf525065d5f83caf',
+  'synthetic-claude-code-images.jsonl': '615583a47523fb8edacd7094cdce081e88ba660cd435eac6c24b05f188ad8793',
   'synthetic-claude-code-inline-sidechains.jsonl':
-    '880259bd452b166caea6131b502936daf8f1a7a10d183e5a769af406a3083a23',
+    '955fe3ef51c7120fc6712d66d4b4113fc194fa7373de3e7d47dea3ae634adaf0',
   'synthetic-claude-code-metadata-first.jsonl':
-    '76f1093ff3233bb5f6575f3dc42363fc13f5a8b006d64cfbf3f1799a1d562d14',
+    '6b118350f92e1cad5f4e214a162746cf984d3b182f5419a9aed845d9fbf4f05e',
   'synthetic-claude-code-nested-forks.jsonl':
-    '5ceb33b3d27a67b7842e5325194bdfca9089135bfc18e7bc744d75e01b0e823a',
+    'a274d222762d4112990919b0316261a7f9f7eb4a96fbf88c4412091370683400',
   'synthetic-claude-code-parallel-calls.jsonl':
-    '39e2ea67d70514d6ad4c47de1fc408d572fd0349c68c1bf89bdc37bb98850f84',
+    '156388332234a5795daa962058922bccc3b4ba063904188374a01cb96f1057fc',
   'synthetic-claude-code-queued-prompt.jsonl':
-    'e611d75b3f72f89bc161560dadb4eddba5abe8b57804e7993fe073073a705acd',
-  'synthetic-claude-code-resumed.jsonl': '6e8474e49d1129b12fbef2a8f7f13d7789ed5a904be106cbdab13ac8c4a4f56a',
+    '5b194f3dea832d5b453c3204b21b361927da422c8013f6e6e87bdeeb76939e03',
+  'synthetic-claude-code-resumed.jsonl': '20d8072b0f33867386acad4e23e4a098683783ebb53f237fcaa7c521af5b344b',
   'synthetic-claude-code-slash-command.jsonl':
-    'c2836788c6b0ebdee3cca7f900b1c8ccb7e2bab5c9295b26e78898c0d55ae6ee',
+    'ea01e4db33579680e3a4c74dd14871c7027a199b4c10f9a06376924bdac28a60',
   'synthetic-claude-code-summary-only.jsonl':
-    '21e0ef401c34118980a0011d936456f83ce6132b12c62fea719691b70ef5dbdc',
-  'synthetic-codex-bare-layout.jsonl': '833364aca2f655e75128b250b622310ee71d67605b418e5a72b0d95763476ad1',
-  'synthetic-codex-compacted.jsonl': '6a797c43bb9d42840f03572d1db948e0236823f8854348c0949015d1ec8469a9',
-  'synthetic-codex-current-shapes.jsonl': '43a067c055ec20ef731d4dba2883ef6c4476034a541de77a2518ef78fd17dbf6',
-  'synthetic-codex-legacy-document.json': '7a89c789d602790e509f6d7f1ba3236de9a5973301ac31a90f27f551b1bdb8ed',
-  'synthetic-codex-rollback.jsonl': '56c4839fff76470bad74d1e7d166627901b0f5b5102a051f25306d5b60cd1984',
+    '8a32d82f45e66b303b480b04631e92a3d2c7e0d92dc397593a868b8ba96f57fb',
+  'synthetic-codex-bare-layout.jsonl': '3614c8bc01b6a6167468e5a651975812e48eb044be57820f82ee4254b99f5710',
+  'synthetic-codex-compacted.jsonl': 'cc017e4f68697daa7fd27a35429e485650667dd28954b34a3a29dc8469949984',
+  'synthetic-codex-current-shapes.jsonl': 'fbc56e0f49faa895753bfa94d95f624adee4e26cb0a09442deff08638c126861',
+  'synthetic-codex-legacy-document.json': '6a123adce38cd2579fe8c3c233e01f87293bef8e1e5bd9206d3808670aab512b',
+  'synthetic-codex-rollback.jsonl': '3563b7152e39b336e07aa64d63cbcef7bcf99d63ce20f60c43d0c97520feeec2',
   'synthetic-openhands-v0-condensation.jsonl':
-    'dff98b3334badea504f80d5ab4c441418965758fb5ac9ea39313eb91d9cd9635',
+    'c5794ab56b37c0354bc873bd446f37079807ca3232e9157489bf68471c98238d',
   'synthetic-openhands-v1-condensation.jsonl':
-    '53c799f8a53f672d798127326097962395ecd56418b7dc982f728461b10e9b86',
-  'synthetic-openhands-v1-events.jsonl': 'f91df4383170d408a27d72b389f0152690c80745a12937c8667952a52288c2ed',
+    '75e30cc6f1067bb63b8f0de7148ce699abbf7cc6f79f83f916582a9dd9e1d30f',
+  'synthetic-openhands-v1-events.jsonl': '8fa4ef1ff181d14fac29028f5f03db13386593df9a808bc55c76cdca5dbd35f0',
   'synthetic-openhands-v1-sdk-kinds.jsonl':
-    'd71d2bb21ebe665f1912791a45b7c16c746f8dbf0673a52b569ad2d04ba46f81',
-  'synthetic-pi-v1-branched.jsonl': '57909a6c70ec1d59e2ca30b0b25279396739c1bd79efbc9212e68cf7a4e636f3',
-  'synthetic-pi-v1.jsonl': '97f541c1ef6c0b69b4d20aeb8c63808b2244d2822bbf611a83d1abdd6e6c7dfe',
-  'synthetic-pi-v2.jsonl': '367bda7e0efa4ed075ad9b90410495c83ea75b860270a65bda3c37164d6e181a',
-  'synthetic-pi-v3-errored-calls.jsonl': 'efce677a310d9238d1ed5ab6507a42f90e53608290cbd0d734df92a2f44fd309',
-  'synthetic-pi-v3-session-manager.jsonl': 'cbfebc8267eced85877dbba492010b874e9143e2a68885969eb0d78e5a054721',
-  'synthetic-pi-v3-spliced.jsonl': '0212a2b78beb45475eb90e63dbf0cf11eec897337b6b27b1e60b5d1375d3a162',
-  'synthetic-pi-v3-tree.jsonl': '7a324f617aac65101a8085c5186fcc4413b921da4c55011239d9e467027e7f7f',
-  'shared-claude-code-short.jsonl': '872e31a8e65fe2f3ec2defaa586059761b9f71ed02aecefb6f05a910becd30cc',
+    '3bf80490087ff3a007c832eec0480f90079c37aa8689c7aa814cd01136258cbc',
+  'synthetic-pi-v1-branched.jsonl': '84e9e5013fe78fb23104bce63ea30bf8f6a39df0fe49f3596129eb4097e282e8',
+  'synthetic-pi-v1.jsonl': 'cf7b8959b2fe9fb04d4c63cb5c30574e20269a2484994a681af1687d8c761cac',
+  'synthetic-pi-v2.jsonl': '90d8d37f1188f792f78657f2f87be195b7602e15b2f0ce7de427286c2c9f8347',
+  'synthetic-pi-v3-errored-calls.jsonl': '0aa6d827a9542303238f5bc645f98fa1f25066ba306f9be734d75b6721a4e618',
+  'synthetic-pi-v3-session-manager.jsonl': '2d65a927431439eff64f1d0013870120172494adb9064218d084216df8bd5719',
+  'synthetic-pi-v3-spliced.jsonl': 'bc3f31d1d5b60d2af6f5d37cd9f9a16fb214f622681ee2e2fe85cd8b6654dff8',
+  'synthetic-pi-v3-tree.jsonl': '9102c15e083e9282af0c61235501e4cd18ac4d60ac7c30eab7bd316502632e51',
+  'shared-claude-code-short.jsonl': '69aa687c0294177c05eaac3c91b47bf89171cac5ef1029674715df25f71379da',
   'shared-codex-rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl':
-    'fef476796822adf08a0c090e0b3c38da71b0825de90ba9f599ec528df4521ac4',
-  'shared-openhands-basic.json': '13c7e746347860a62297d882a716c69687a4992914c0c7c0f94f102d82df843d',
-  'generated-claude-300-turns.jsonl': '48cc0ad4c13961a4d50d91a44baad837ce211522b8301268c3b6136ba9f74d86',
+    '80bfd9755907ef99c9d40e7a9b4fdcd4970c7991dc90efb65081946d70a6d43f',
+  'shared-openhands-basic.json': '09740aea22eab15a042f294059c900c68c8f0d5770328bddd1337e308e65d3a9',
+  'generated-claude-300-turns.jsonl': '181713ec7ccb61efb88b30b5d81f374ef9649fa82971ea3d0755fd4a9ca417cf',
 }
 
 describe('agent-ledger import writes the same bytes as before the import-speed work', () => {

@@ -14,6 +14,8 @@ import {
 import type { JsonLimits, SessionHeader, SessionHeaderInput } from '@agent-ledger/session-events'
 
 import type { Crc32c } from './crc32c.ts'
+import { redactInPlace } from './redaction.ts'
+import type { RedactionPolicy } from './redaction.ts'
 import { checksumJson, jsonDepth, verifyLineChecksum } from './line-codec.ts'
 import type { EncodedLine } from './line-codec.ts'
 import type { LineLocation } from './port.ts'
@@ -56,8 +58,11 @@ export interface HeaderContext {
   readonly id: string
   /** The creation time, from the store's clock, unless the input has one. */
   readonly createdAt: string
-  /** Extra members the store adds (e.g. `redaction`). */
-  readonly extra?: Readonly<Record<string, unknown>> | undefined
+  /**
+   * The store's redaction policy: the caller's free-text fields (`cwd`, `metadata`) go
+   * through it, like event data, and the header records it as `redaction`; null for none.
+   */
+  readonly redaction: RedactionPolicy | null
   readonly limits: JsonLimits
   readonly crc32c: Crc32c
 }
@@ -65,10 +70,14 @@ export interface HeaderContext {
 /**
  * Builds and checks a v4 header from caller fields.
  *
+ * Every backend's header line is built here, so the redaction of `cwd` and `metadata`
+ * (RELIABILITY S8) holds on every backend, for create, fork and salvage alike.
+ *
  * @param input - Optional header fields (`id`, when given, must equal `context.id`).
- * @param context - Id, creation time, limits and the CRC function.
- * @returns The header object and its line.
- * @throws {@link SessionStoreError} `INVALID_HEADER` naming the field.
+ * @param context - Id, creation time, redaction policy, limits and the CRC function.
+ * @returns The header object and its line (both redacted).
+ * @throws {@link SessionStoreError} `INVALID_HEADER` naming the field, `REDACTION_FAILED`
+ *   when the policy's hook throws or returns a non-string.
  */
 export function buildHeader(
   input: Partial<SessionHeaderInput>,
@@ -101,7 +110,8 @@ export function buildHeader(
     const value = input[key]
     if (value !== undefined) header[key] = value
   }
-  for (const [key, value] of Object.entries(context.extra ?? {})) header[key] = value
+  const { redaction } = context
+  if (redaction !== null) header['redaction'] = { policyVersion: redaction.policyVersion }
   header['integrity'] = INTEGRITY_CRC32C
   let json: string
   try {
@@ -117,8 +127,34 @@ export function buildHeader(
   }
   // Snapshot: what is checked is exactly what is written (accessors ran once, in stringify).
   const snapshot = JSON.parse(json) as Record<string, unknown>
+  if (redaction !== null) {
+    // One header per session: encoding it again after the redaction costs nothing that shows.
+    redactHeaderFields(snapshot, redaction, id)
+    json = JSON.stringify(snapshot)
+  }
   checkHeaderShape(snapshot, { id, location: undefined, verb: 'create' })
   return { header: snapshot as SessionHeader, ...checksumJson(json, context.crc32c) }
+}
+
+/** The header members that hold caller text; the others are ids, times, counts and flags. */
+const REDACTED_HEADER_FIELDS = ['cwd', 'metadata'] as const
+
+/** Redacts the snapshot's {@link REDACTED_HEADER_FIELDS} in place (our own plain copy). */
+function redactHeaderFields(snapshot: Record<string, unknown>, policy: RedactionPolicy, id: string): void {
+  for (const key of REDACTED_HEADER_FIELDS) {
+    if (!Object.hasOwn(snapshot, key)) continue
+    try {
+      snapshot[key] = redactInPlace(snapshot[key], policy, true)
+    } catch (error) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.REDACTION_FAILED,
+        sessionId: id,
+        message: `Cannot create session ${id}: expected the redaction hook (policy ${policy.policyVersion}) to return a string for every string of header.${key}, found ${error instanceof Error ? error.message : String(error)}; nothing was written.`,
+        details: { policyVersion: policy.policyVersion, field: key },
+        cause: error,
+      })
+    }
+  }
 }
 
 function checkHeaderShape(

@@ -9,7 +9,6 @@ import type { ForkSeed, Projection } from '@agent-ledger/session-projection'
 
 import { encodeEvent } from './event-codec.ts'
 import { buildHeader } from './header.ts'
-import { redactionHeader } from './redaction.ts'
 import type { SignalOptions, StoredLine } from './port.ts'
 import { scanSession } from './scan.ts'
 import type { CoreContext } from './scan.ts'
@@ -305,7 +304,7 @@ export async function planForkedSession(context: CoreContext, request: ForkPlanR
       createdAt: request.createdAt,
       limits: context.limits,
       crc32c: context.crc32c,
-      extra: redactionHeader(context.redaction),
+      redaction: context.redaction,
     },
   )
   // The inherited prefix keeps its exact lines; closers and the marker are encoded here.

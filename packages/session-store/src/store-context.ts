@@ -11,7 +11,7 @@ import type { CheckpointContext } from './checkpoint-open.ts'
 import { resolveCheckpointOptions } from './checkpoint-options.ts'
 import { invalidOption, resolveLimits } from './checks.ts'
 import { crc32c as defaultCrc32c } from './crc32c.ts'
-import { DEFAULT_REDACTION_POLICY, redactionHeader } from './redaction.ts'
+import { DEFAULT_REDACTION_POLICY } from './redaction.ts'
 import type { SessionStoreOptions, WriterLeaseOptions } from './store-api.ts'
 
 /**
@@ -44,8 +44,6 @@ export interface StoreContext {
   readonly owner: string
   readonly leaseMs: number
   readonly sleep: SessionStoreOptions['sleep']
-  /** Header members the store adds to every new session (the redaction policy). */
-  readonly headerExtra: Readonly<Record<string, unknown>> | undefined
 }
 
 /**
@@ -85,6 +83,5 @@ export function resolveStoreContext(options: SessionStoreOptions): StoreContext 
     owner,
     leaseMs,
     sleep: options.sleep,
-    headerExtra: redactionHeader(redaction),
   }
 }

@@ -16,7 +16,7 @@ import type { ListOptions, ListResult, SalvageReport, SessionSummary } from './s
  * Copies the good prefix of session `id` into the new session `to`, closed by a
  * `session/salvage` event (the caller checked both ids and that `to` is absent).
  *
- * @param store - The store's context, clock and header members.
+ * @param store - The store's context (its redaction policy too) and clock.
  * @param request - The source, the target and the signal.
  * @returns The report.
  */
@@ -24,11 +24,10 @@ export async function salvageSession(
   store: {
     readonly context: CheckpointContext
     readonly clock: () => string
-    readonly headerExtra: Readonly<Record<string, unknown>> | undefined
   },
   request: { readonly id: string; readonly to: string } & SignalOptions,
 ): Promise<SalvageReport> {
-  const { context, clock, headerExtra } = store
+  const { context, clock } = store
   const { id, to } = request
   const lines: string[] = []
   const scan = await scanSession(context, id, {
@@ -50,7 +49,7 @@ export async function salvageSession(
       createdAt: clock(),
       limits: context.limits,
       crc32c: context.crc32c,
-      extra: headerExtra,
+      redaction: context.redaction,
     },
   )
   const salvageSeq = scan.lastSeq + 1

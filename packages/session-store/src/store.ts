@@ -47,8 +47,6 @@ class SessionStoreImpl implements SessionStore {
   readonly #leaseMs: number
   readonly #sleep: SessionStoreOptions['sleep']
   readonly #writers = new Set<SessionWriterImpl>()
-  /** Header members the store adds to every new session (the redaction policy). */
-  readonly #headerExtra: Readonly<Record<string, unknown>> | undefined
   #closed = false
   #closing: Promise<void> | null = null
 
@@ -60,7 +58,6 @@ class SessionStoreImpl implements SessionStore {
     this.#owner = resolved.owner
     this.#leaseMs = resolved.leaseMs
     this.#sleep = resolved.sleep
-    this.#headerExtra = resolved.headerExtra
   }
 
   /** The owner and lease length of one writer: the call's, else the store's. */
@@ -88,7 +85,7 @@ class SessionStoreImpl implements SessionStore {
       createdAt: this.#clock(),
       limits: this.#context.limits,
       crc32c: this.#context.crc32c,
-      extra: this.#headerExtra,
+      redaction: this.#context.redaction,
     })
     const projection = createProjection({ registry: this.#context.registry })
     const seed = request.seed ?? []
@@ -465,7 +462,7 @@ class SessionStoreImpl implements SessionStore {
     const to = assertSessionId(options.to, 'salvage target id')
     await this.#assertAbsent(to, `Cannot salvage ${id} into ${to}`, options.signal)
     return await salvageSession(
-      { context: this.#context, clock: this.#clock, headerExtra: this.#headerExtra },
+      { context: this.#context, clock: this.#clock },
       { id, to, signal: options.signal },
     )
   }

@@ -72,7 +72,13 @@ describe('line codec: the exact bytes of FORMAT.md', () => {
   it('builds the spec header and parses it back', () => {
     const built = buildHeader(
       { cwd: '/home/me/project' },
-      { id: 'demo-1', createdAt: '2026-01-01T00:00:00.000Z', limits: DEFAULT_LIMITS, crc32c },
+      {
+        id: 'demo-1',
+        createdAt: '2026-01-01T00:00:00.000Z',
+        redaction: null,
+        limits: DEFAULT_LIMITS,
+        crc32c,
+      },
     )
     expect(built.line).toBe(FORMAT_HEADER)
     const parsed = parseHeaderLine(FORMAT_HEADER, { expectedId: 'demo-1', maxDepth: 256, crc32c })
@@ -153,7 +159,13 @@ describe('header checks', () => {
   })
 
   it('refuses header input naming another id or a bad field, naming the field', () => {
-    const context = { id: 'demo-1', createdAt: '2026-01-01T00:00:00.000Z', limits: DEFAULT_LIMITS, crc32c }
+    const context = {
+      id: 'demo-1',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      redaction: null,
+      limits: DEFAULT_LIMITS,
+      crc32c,
+    }
     expect(() => buildHeader({ id: 'other' }, context)).toThrow(
       expect.objectContaining({ code: 'INVALID_HEADER', details: { field: 'id' } }),
     )

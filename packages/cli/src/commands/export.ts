@@ -17,8 +17,11 @@ import { resolveTarget, STORE_OPTION } from '../store-target.ts'
 import type { SessionTarget } from '../open-store.ts'
 import { analyze } from '../transcript/analyze.ts'
 import { StatsCounter } from '../session-stats.ts'
-import { HtmlRenderer } from '../transcript/html.ts'
-import { markdownRenderer } from '../transcript/markdown.ts'
+import { SOURCE_RECORD_EVENT_TYPE } from '@agent-ledger/import'
+
+import { PageSizer } from '../transcript/budget.ts'
+import { EVENT_SHARE, HtmlRenderer, PAGE_BUDGET_BYTES } from '../transcript/html.ts'
+import { MarkdownRenderer } from '../transcript/markdown.ts'
 import type { TranscriptRenderer } from '../transcript/render.ts'
 import { viewEvent } from '../transcript/view.ts'
 import { runProviderExport } from './export-provider.ts'
@@ -48,7 +51,7 @@ const isProviderFormat = (format: string | undefined): format is FormatsOf<'prov
 const FORMAT_WIDTH = Math.max(...EXPORT_FORMATS.map((format) => format.length)) + 3
 const FORMAT_LIST = EXPORT_FORMATS.join('|')
 
-const HELP = `Usage: agent-ledger export <session> --format ${FORMAT_LIST} [-o FILE [--force]] [--no-progress] [--store <url|dir>]
+const HELP = `Usage: agent-ledger export <session> --format ${FORMAT_LIST} [-o FILE [--force]] [--source-records] [--no-progress] [--store <url|dir>]
 
 Writes a session in one of these formats (--format, required):
 ${EXPORT_FORMATS.map((format) => `  ${format.padEnd(FORMAT_WIDTH)}${FORMATS[format].help}`).join('\n')}
@@ -58,15 +61,20 @@ messages, each tool call with a link to its result (paired by call id, per assis
 message) and each result with a link back to its call; repair placeholders (isError
 results with code TOOL_OUTCOME_UNKNOWN or TOOL_NOT_STARTED) and compactions clearly
 marked; messages hidden by a compaction (the log keeps them) shown greyed; fork points
-and salvage markers; unknown ignorable events as JSON.
+and salvage markers; unknown ignorable events as JSON. Each tool call shows the start of
+its result; Claude Code Edit, MultiEdit and Write calls and Codex apply_patch calls are
+shown as diffs. An imported session's import/source-record events (the source lines kept
+verbatim) are hidden and counted at the top; --source-records shows them.
 
 html is inline CSS, no scripts, no network (a Content-Security-Policy forbids both).
 User and assistant text is rendered as Markdown with raw HTML off; every other text is
 escaped (a tool output holding <script> shows as text). Long tool outputs and arguments
 are collapsed behind their first lines; an index lists turns, repairs, errors,
-compactions and forks; light and dark themes. The page keeps under 4.5 MB: a text cut
-short, or the events left out at the end, come with the command that prints them
-(agent-ledger cat <session> --seq N, or --from N). md keeps untrusted text only inside
+compactions and forks; light and dark themes. The page keeps under 4.5 MB: long texts are
+shortened first (the cap is planned on the first read and said at the top); only when even
+short texts do not fit are events in the middle left out, never the last turns. A text cut
+short, or the events left out, come with the command that prints them
+(agent-ledger cat <session> --seq N, or --from N --to M). md keeps untrusted text only inside
 fenced blocks and code spans. Both make terminal control and bidi characters visible
 as \\uXXXX.
 
@@ -87,6 +95,8 @@ Options:
                      saw; chmod it to share it. An existing FILE is refused
                      (OUTPUT_EXISTS) unless --force
   --force            with -o FILE: replace an existing FILE (atomically)
+  --source-records   md and html: show the importer's import/source-record events
+                     (hidden by default, counted at the top)
   --no-progress      no progress lines on stderr
   --store S          the store: a directory or a postgres:// URL (default
                      $AGENT_LEDGER_STORE); <session> is then a session id in it
@@ -248,6 +258,7 @@ async function runExport(
     readonly output: string | undefined
     readonly force: boolean
     readonly session: string
+    readonly sourceRecords: boolean
   },
 ): Promise<number> {
   const scan = new Progress(context.io, {
@@ -264,9 +275,14 @@ async function runExport(
   const { header, file } = await source.header()
   // The scan also counts what `stats` counts (the HTML summary panel).
   const counter = new StatsCounter(source.id)
+  // The HTML page's budget is planned on this pass too (budget.ts).
+  const sizer = new PageSizer({ showSourceRecords: options.sourceRecords })
+  let sourceRecords = 0
   const counted = (async function* () {
     for await (const event of source.readEvents()) {
       counter.add(event)
+      if (event.type === SOURCE_RECORD_EVENT_TYPE) sourceRecords += 1
+      if (options.format === 'html') sizer.add(event)
       yield event
     }
   })()
@@ -277,7 +293,10 @@ async function runExport(
     toStdout || options.output === undefined
       ? stdoutSink(context)
       : await fileSink(context, resolve(context.cwd, options.output), { force: options.force })
-  const renderer: TranscriptRenderer = options.format === 'html' ? new HtmlRenderer() : markdownRenderer
+  const renderer: TranscriptRenderer =
+    options.format === 'html'
+      ? new HtmlRenderer({ plan: sizer.plan(Math.floor(PAGE_BUDGET_BYTES * EVENT_SHARE)) })
+      : new MarkdownRenderer()
   const render = new Progress(context.io, {
     label: 'export (render)',
     unit: 'events',
@@ -295,6 +314,7 @@ async function runExport(
         pending: analysis.pending.length,
         exportedAt: context.clock(),
         stats: counter.finish(),
+        sourceRecords: { count: sourceRecords, shown: options.sourceRecords },
       }),
     )
     let count = 0
@@ -341,6 +361,7 @@ export const exportCommand: CommandSpec = {
     format: { type: 'string' },
     output: { type: 'string', short: 'o' },
     force: { type: 'boolean' },
+    'source-records': { type: 'boolean' },
     'no-progress': NO_PROGRESS_OPTION,
     store: STORE_OPTION,
   },
@@ -375,6 +396,7 @@ export const exportCommand: CommandSpec = {
       output,
       force: flag(args, 'force'),
       session: args.positionals[0]!,
+      sourceRecords: flag(args, 'source-records'),
     })
   },
 }

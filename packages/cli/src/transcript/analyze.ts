@@ -4,7 +4,7 @@ import { coreEventRegistry } from '@agent-ledger/session-events'
 import type { LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
 
-import { coreEvent } from '../describe-event.ts'
+import { contentText, coreEvent } from '../describe-event.ts'
 
 /** Where an assistant tool call got its answer. */
 export interface CallOutcome {
@@ -13,7 +13,14 @@ export interface CallOutcome {
   readonly isError: boolean
   /** The result's `data.code` (a repair code on placeholders). */
   readonly code: string | null
+  /** The start of the result's text (at most {@link RESULT_PREVIEW_CHARS} characters), shown with the call. */
+  readonly preview: string
+  /** Characters of the whole result text. */
+  readonly chars: number
 }
+
+/** Characters of a result kept for the line under its call (bounded like the other tables). */
+const RESULT_PREVIEW_CHARS = 160
 
 /** Which call a `tool/result` answers. */
 export interface ResultTarget {
@@ -118,10 +125,13 @@ class Pairing {
       const call = this.#open[found]!
       this.#open.splice(found, 1)
       const key = callKey(call.assistantSeq, call.index)
+      const text = contentText(event.data.message)
       this.outcomes.set(key, {
         resultSeq: event.seq,
         isError: event.data.isError === true,
         code: event.data.code ?? null,
+        preview: text.slice(0, RESULT_PREVIEW_CHARS),
+        chars: text.length,
       })
       this.targets.set(event.seq, {
         assistantSeq: call.assistantSeq,

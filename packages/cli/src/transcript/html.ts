@@ -1,1 +1,1 @@
-export { HtmlRenderer } from './html/renderer.ts'
+export { EVENT_SHARE, HtmlRenderer, PAGE_BUDGET_BYTES } from './html/renderer.ts'

@@ -1,7 +1,10 @@
+import { SOURCE_RECORD_EVENT_TYPE } from '@agent-ledger/import'
+
 import { terminalSafe } from '../terminal-text.ts'
 import type { TranscriptFooter, TranscriptMeta, TranscriptRenderer } from './render.ts'
 import { placeholderMeaning } from './view.ts'
 import type { CallView, EventView } from './view.ts'
+import type { DiffLine } from './edits.ts'
 
 /** Untrusted text, safe to print (control and bidi characters made visible), newlines kept. */
 function safe(text: string): string {
@@ -24,13 +27,28 @@ function code(text: string): string {
   return `${ticks}${pad}${oneLine}${pad}${ticks}`
 }
 
+/** A fenced `diff` block: each line marked `+`, `-` or a space; file and hunk lines as they are. */
+function diffFence(lines: readonly DiffLine[]): string {
+  const body = lines
+    .map((line) => `${{ file: '', hunk: '', add: '+', del: '-', ctx: ' ' }[line.kind]}${line.text}`)
+    .join('\n')
+  const longest = Math.max(2, ...(body.match(/`+/g) ?? []).map((run) => run.length))
+  const ticks = '`'.repeat(longest + 1)
+  return `${ticks}diff\n${safe(body)}\n${ticks}\n`
+}
+
 function callLine(call: CallView): string {
   const started = call.started === null ? 'never started' : `started at #${call.started}`
   const answer =
     call.outcome === null
       ? '**no result in the log**: the next write open answers it with a placeholder'
       : `result at #${call.outcome.resultSeq}${call.outcome.code !== null ? ` (${code(call.outcome.code)})` : call.outcome.isError ? ' (error)' : ''}`
-  return `- tool call ${code(call.name)} id ${code(call.id)}: ${started}; ${answer}\n\n${fence(call.arguments)}`
+  const shown = call.diff === null ? fence(call.arguments) : diffFence(call.diff)
+  const result =
+    call.outcome === null
+      ? ''
+      : `\n  result${call.outcome.chars > call.outcome.preview.length ? ` (first ${call.outcome.preview.length} of ${call.outcome.chars} characters; whole at #${call.outcome.resultSeq})` : ''}:\n\n${fence(call.outcome.preview)}`
+  return `- tool call ${code(call.name)} id ${code(call.id)}: ${started}; ${answer}\n\n${shown}${result}`
 }
 
 function hiddenNote(view: Extract<EventView, { kind: 'message' }>): string {
@@ -69,9 +87,16 @@ function messageBlock(view: Extract<EventView, { kind: 'message' }>): string {
   return out
 }
 
-/** Renders a transcript as Markdown: untrusted text only inside fences and code spans. */
-export const markdownRenderer: TranscriptRenderer = {
+/**
+ * Renders a transcript as Markdown: untrusted text only inside fences and code spans; file
+ * edits as `diff` blocks; each call with the start of its result; the importer's source
+ * records hidden unless `sourceRecords.shown` (a line counts them). No size budget.
+ */
+export class MarkdownRenderer implements TranscriptRenderer {
+  #showSourceRecords = false
+
   begin(meta: TranscriptMeta): string {
+    this.#showSourceRecords = meta.sourceRecords.shown
     const header = meta.header
     const lines = [`# Session ${code(meta.id)}`, '']
     lines.push(`- log: ${code(meta.file)}`)
@@ -87,10 +112,19 @@ export const markdownRenderer: TranscriptRenderer = {
     if (meta.pending > 0) {
       lines.push(`- **${meta.pending} tool call(s) without a result**: the next write open answers them`)
     }
+    if (meta.sourceRecords.count > 0) {
+      lines.push(
+        meta.sourceRecords.shown
+          ? `- source records: ${meta.sourceRecords.count} shown (the importer's verbatim copies of the source lines)`
+          : `- source records: ${meta.sourceRecords.count} hidden (the importer's verbatim copies of the source lines; export with \`--source-records\` to show them)`,
+      )
+    }
     lines.push(`- exported: ${safe(meta.exportedAt)}`, '')
     return `${lines.join('\n')}\n`
-  },
+  }
+
   event(view: EventView): string {
+    if (view.kind === 'other' && view.type === SOURCE_RECORD_EVENT_TYPE && !this.#showSourceRecords) return ''
     switch (view.kind) {
       case 'turn-start':
         return `## Turn ${view.turn}\n\n_#${view.seq} started ${safe(view.time)}_\n\n`
@@ -113,9 +147,10 @@ export const markdownRenderer: TranscriptRenderer = {
       case 'other':
         return `_#${view.seq} ${code(view.type)}${view.ignorable ? ' (ignorable, unknown to this reader)' : ''}_\n\n${fence(view.json)}\n`
     }
-  },
+  }
+
   end(footer: TranscriptFooter): string {
     if (footer.damage === null) return ''
     return `---\n\n> **The log is damaged here** (${code(footer.damage.code)}${footer.damage.line === undefined ? '' : ` line ${footer.damage.line}`}${footer.damage.offset === undefined ? '' : `, offset ${footer.damage.offset}`}): nothing after this point could be read.\n\n${fence(footer.damage.message)}`
-  },
+  }
 }

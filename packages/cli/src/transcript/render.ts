@@ -19,6 +19,11 @@ export interface TranscriptMeta {
   readonly exportedAt: string
   /** What `agent-ledger stats` counts for the session (the HTML summary panel), when known. */
   readonly stats?: SessionStats
+  /**
+   * The importer's `import/source-record` events (each source line kept verbatim): how many
+   * the log holds, and whether the transcript shows them (`--source-records`); hidden by default.
+   */
+  readonly sourceRecords: { readonly count: number; readonly shown: boolean }
 }
 
 /** What a transcript shows below the events. */

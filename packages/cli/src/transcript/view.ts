@@ -3,6 +3,8 @@ import type { LoggedEvent } from '@agent-ledger/session-events'
 import { contentText, coreEvent } from '../describe-event.ts'
 import { callKey, isPlaceholderCode } from './analyze.ts'
 import type { Analysis, CallOutcome, ResultTarget } from './analyze.ts'
+import { editDiff } from './edits.ts'
+import type { DiffLine } from './edits.ts'
 
 /** One assistant tool call as the transcript shows it. */
 export interface CallView {
@@ -14,6 +16,8 @@ export interface CallView {
   readonly started: number | null
   /** Its answer, or null when it has none in the log (pending). */
   readonly outcome: CallOutcome | null
+  /** The file edit it asks for as a diff (`Edit`, `MultiEdit`, `Write`, `apply_patch`), or null. */
+  readonly diff: readonly DiffLine[] | null
 }
 
 /** What a `tool/result` answers and how. */
@@ -145,6 +149,7 @@ export function viewEvent(logged: LoggedEvent, analysis: Analysis): EventView {
           arguments: call.function.arguments,
           started: analysis.started.get(callKey(event.seq, index)) ?? null,
           outcome: analysis.outcomes.get(callKey(event.seq, index)) ?? null,
+          diff: editDiff(call.function.name, call.function.arguments),
         }),
       )
       return message('assistant', contentText(wire), {

@@ -214,7 +214,7 @@ export async function assertFence(context: LeaseContext, held: Held): Promise<vo
 
 /**
  * Appends one batch under a held lease: fence check, expected seq and size, the adapter's
- * bytes of `text` (the batch's lines, each ended by `\n`), `appendDurably` (rechecking the
+ * bytes of the batch (its lines, each ended by `\n`, UTF-8), `appendDurably` (rechecking the
  * fence before the ack).
  *
  * @throws {@link SessionStoreError} `FENCED`, `CONFLICT`, `DISK_FULL`, `ABORTED`, `BACKEND_FAILED`.
@@ -222,9 +222,9 @@ export async function assertFence(context: LeaseContext, held: Held): Promise<vo
 export async function appendToHeld(
   context: LeaseContext,
   held: Held,
-  append: { readonly batch: AppendBatch; readonly text: string },
+  append: { readonly batch: AppendBatch; readonly bytes: Buffer },
 ): Promise<void> {
-  const { batch, text } = append
+  const { batch } = append
   const { id } = held
   if (held.failed !== null) throw held.failed
   // The fence and the log's size are independent reads: together, one round trip (the
@@ -251,8 +251,8 @@ export async function appendToHeld(
   const action = `append to session ${id}`
   let bytes: Buffer
   try {
-    // The batch joined once by the caller (its lines, each ended by `\n`), encoded once.
-    bytes = held.adapter.batch(Buffer.from(text, 'utf8'))
+    // The batch joined and encoded once by the caller (its lines, each ended by `\n`).
+    bytes = held.adapter.batch(append.bytes)
   } catch (error) {
     throw toPortError(error, { sessionId: id, action })
   }

@@ -45,6 +45,7 @@ import { assertSessionId } from '../session-id.ts'
 import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions, WriterLock } from '../writer-lock.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
+import { batchBytes, countNewlines } from './batch-bytes.ts'
 import { appendToHeld, assertFence, lockNonce, recoverLog, takeLock } from './held-lease.ts'
 import type { Held, LeaseContext } from './held-lease.ts'
 import { checkpointCapability, readSeekPoint, seekTrack, trackBatch } from './checkpoints.ts'
@@ -443,14 +444,11 @@ class JsonlBackendImpl implements JsonlBackend {
     const id = lease.sessionId
     throwIfAborted(batch.signal, `Appending to session ${id}`, id)
     const lines: readonly unknown[] = batch.lines
-    // The batch's text, joined once: a line holding a newline shows as one newline too many
-    // (counted on the joined text, not by a scan of each line: the core's lines are ropes
-    // that a per-line scan would flatten one by one).
-    const text =
+    const bytes =
       Array.isArray(lines) && lines.length > 0 && lines.every((line) => typeof line === 'string')
-        ? `${(lines as readonly string[]).join('\n')}\n`
+        ? batchBytes(lines)
         : null
-    if (text === null || countNewlines(text) !== lines.length) {
+    if (bytes === null || countNewlines(bytes) !== lines.length) {
       throw portError(SessionStoreErrorCode.INVALID_OPTION, {
         sessionId: id,
         message: `Cannot append to session ${id}: expected at least one line and no line containing a newline, found ${Array.isArray(batch.lines) ? `${batch.lines.length} lines` : 'no array'}.`,
@@ -461,7 +459,7 @@ class JsonlBackendImpl implements JsonlBackend {
     const held = this.#heldFor(lease)
     const offset = held.offset
     try {
-      await appendToHeld(this.#leaseContext, held, { batch, text })
+      await appendToHeld(this.#leaseContext, held, { batch, bytes })
     } finally {
       this.#heads.delete(id)
     }
@@ -663,12 +661,6 @@ async function* lineBytes(
 }
 
 /** The number of `\n` in `text` (`indexOf` scans: no per-character loop in JS). */
-function countNewlines(text: string): number {
-  let count = 0
-  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) count += 1
-  return count
-}
-
 /** One chunk as the async iterable `publishFile` reads its content from. */
 async function* once(chunk: Buffer): AsyncGenerator<Buffer, void, undefined> {
   yield await Promise.resolve(chunk)

@@ -130,7 +130,13 @@ export const SEED_STREAM_CASES: readonly Case[] = [
       const portHeader = (portId: string) =>
         buildHeader(
           { cwd: '/seed' },
-          { id: portId, createdAt: '2026-02-01T00:00:00.000Z', limits: DEFAULT_LIMITS, crc32c },
+          {
+            id: portId,
+            createdAt: '2026-02-01T00:00:00.000Z',
+            redaction: null,
+            limits: DEFAULT_LIMITS,
+            crc32c,
+          },
         )
       const arrayId = id('port-array')
       const a = portHeader(arrayId)

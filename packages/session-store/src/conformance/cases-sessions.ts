@@ -11,6 +11,50 @@ import type { Case } from './harness.ts'
 /** Sessions: repair, fork, list, reads, refusals, abort, release, verify, follow. */
 export const SESSION_CASES: readonly Case[] = [
   {
+    title:
+      'the default redaction covers the header (cwd, metadata) on create, fork and salvage: no stored header line holds the secret',
+    run: async ({ store, backend, id }) => {
+      const s = store()
+      const key = 'sk-proj-Hh3kT9qLmN2pR7sV4wX8yZ1aB5cD6eF0gJ'
+      const url = 'postgres://app:hunter2-secret@db.internal:5432/app'
+      const created = id('header-redacted')
+      const writer = await s.create({
+        id: created,
+        header: {
+          cwd: `/work/${key}`,
+          metadata: { env: { OPENAI_API_KEY: key, DATABASE_URL: url }, tags: [key] },
+        },
+      })
+      writer.append(user('one'))
+      writer.append(user('two'))
+      await writer.close()
+      const forked = id('header-redacted-fork')
+      await (await s.fork(created, { to: forked, atSeq: 0 })).close()
+      const salvaged = id('header-redacted-salvage')
+      await s.salvage(created, { to: salvaged })
+      for (const sid of [created, forked, salvaged]) {
+        const stored = await backend.readHeader(sid)
+        ok(
+          !stored.line.includes(key) && !stored.line.includes('hunter2'),
+          `${sid}: the header line holds no secret`,
+        )
+        const header = JSON.parse(stored.line) as { cwd?: unknown; metadata?: unknown }
+        equal(header.cwd, '/work/[REDACTED:sk-key]', `${sid}: cwd`)
+        deepEqual(
+          header.metadata,
+          {
+            env: {
+              OPENAI_API_KEY: '[REDACTED:sk-key]',
+              DATABASE_URL: 'postgres://app:[REDACTED:url-password]@db.internal:5432/app',
+            },
+            tags: ['[REDACTED:sk-key]'],
+          },
+          `${sid}: metadata`,
+        )
+      }
+    },
+  },
+  {
     title: 'open for write repairs an interrupted turn durably (TOOL_OUTCOME_UNKNOWN, turn/end interrupted)',
     run: async ({ store, id }) => {
       const sid = id('repair')

@@ -1,4 +1,8 @@
+import { SOURCE_RECORD_EVENT_TYPE } from '@agent-ledger/import'
+
 import { formatBytes, formatCount } from '../../terminal-text.ts'
+import type { PagePlan } from '../budget.ts'
+import type { DiffLine } from '../edits.ts'
 import type { TranscriptFooter, TranscriptMeta, TranscriptRenderer } from '../render.ts'
 import { placeholderMeaning } from '../view.ts'
 import type { CallView, EventView } from '../view.ts'
@@ -8,17 +12,19 @@ import { STYLE } from './style.ts'
 import { summaryPanel } from './summary.ts'
 import { collapsible, cut, escapeHtml, pre, shellWord, sizeLabel, truncationNotice } from './text.ts'
 
-/** The default size of a page: a 100 MB session still gives a file under 5 MB. */
-const DEFAULT_PAGE_BUDGET_BYTES = 4_500_000
+/** The size of a page: a 100 MB session still gives a file under 5 MB. */
+export const PAGE_BUDGET_BYTES = 4_500_000
 
-/** Most characters of one text on the page while the page is small, then once it is large. */
-const FULL_ITEM_CHARS = 16_000
-const BRIEF_ITEM_CHARS = 600
+/** Events are written until this share of the budget; the rest is the index and the notices. */
+export const EVENT_SHARE = 0.85
+
+/** Most characters of one text once the page is past its event share (an estimate was short). */
+const FLOOR_ITEM_CHARS = 240
 
 /** Options of {@link HtmlRenderer}. */
 export interface HtmlRendererOptions {
-  /** The page's size budget in bytes (default {@link DEFAULT_PAGE_BUDGET_BYTES}). */
-  readonly budgetBytes?: number
+  /** The page's plan (`PageSizer.plan` of the first pass): the text cap, and the events left out. */
+  readonly plan: PagePlan
 }
 
 type MessageView = Extract<EventView, { kind: 'message' }>
@@ -32,32 +38,44 @@ function words(text: string, max = 60): string {
 /**
  * Renders one self-contained HTML page: inline CSS, no script, no network (a CSP forbids
  * both). User and assistant text is Markdown (raw HTML off); long tool outputs and
- * arguments are collapsed behind `<details>`; an index lists turns, repairs, errors,
- * compactions and forks. The page keeps to a size budget: each text is capped (16 kB,
- * then 600 characters once three quarters of the budget are used) with a notice naming the
- * `agent-ledger cat --seq N` command that prints it whole, and the events after the budget
- * is spent are left out with a notice saying how to read them.
+ * arguments are collapsed behind `<details>`; file edits are diffs; each tool call shows
+ * the start of its result; an index lists turns, repairs, errors, compactions and forks.
+ * The importer's source records are hidden unless `sourceRecords.shown` (a count says so).
+ * The page keeps to its plan (budget.ts): each text is capped with a notice naming the
+ * `agent-ledger cat --seq N` command that prints it whole, and when even short texts do not
+ * fit, the middle of the log is left out (never its end) with a notice saying how to read it.
  */
 export class HtmlRenderer implements TranscriptRenderer {
-  readonly #budget: number
+  readonly #budget = PAGE_BUDGET_BYTES
+  readonly #plan: PagePlan
   readonly #landmarks = new Landmarks()
   #session = ''
   #inTurn = false
+  #showSourceRecords = false
   /** Bytes written so far. */
   #used = 0
-  /** First seq left out for the budget, and how many were. */
-  #stoppedAt: number | null = null
+  /** Events of the plan's gap left out, and whether its notice was written. */
   #skipped = 0
+  #gapWritten = false
   #lastSeq: number | null = null
   /** Seqs linked before they were rendered (a call's result, a hidden message's summary). */
   readonly #forward = new Set<number>()
 
-  constructor(options: HtmlRendererOptions = {}) {
-    this.#budget = options.budgetBytes ?? DEFAULT_PAGE_BUDGET_BYTES
+  constructor(options: HtmlRendererOptions) {
+    this.#plan = options.plan
   }
 
-  /** A link to an event; links ahead are remembered, so a page cut short still lands them. */
+  #inGap(seq: number): boolean {
+    const gap = this.#plan.gap
+    return gap !== null && seq >= gap.from && seq <= gap.to
+  }
+
+  /** A link to an event; links ahead are remembered, links into the left-out middle land on its notice. */
   #anchor(seq: number): string {
+    if (this.#inGap(seq)) {
+      if (!this.#gapWritten) this.#forward.add(seq)
+      return `<a class="seq" href="${this.#gapWritten ? '#not-shown' : `#e${seq}`}">#${seq}</a>`
+    }
     if (this.#lastSeq === null || seq > this.#lastSeq) this.#forward.add(seq)
     return `<a class="seq" href="#e${seq}">#${seq}</a>`
   }
@@ -67,16 +85,46 @@ export class HtmlRenderer implements TranscriptRenderer {
     return html
   }
 
-  /** Events are written until this many bytes; the rest is the index and the closing notice. */
+  /** Events are written until this many bytes; the rest is the index and the notices. */
   get #eventLimit(): number {
-    return Math.floor(this.#budget * 0.85)
+    return Math.floor(this.#budget * EVENT_SHARE)
   }
 
-  /** Most characters one text may take now. */
+  /** Most characters one text may take now: the plan's cap, the floor once past the event share. */
   #itemCap(): number {
-    const room = this.#eventLimit - this.#used
-    const cap = this.#used < this.#budget * 0.6 ? FULL_ITEM_CHARS : BRIEF_ITEM_CHARS
-    return Math.max(0, Math.min(cap, Math.floor(room / 4)))
+    return this.#used < this.#eventLimit ? this.#plan.itemCap : Math.min(this.#plan.itemCap, FLOOR_ITEM_CHARS)
+  }
+
+  /** A diff, capped at the item cap like any text (lines kept whole). */
+  #diff(lines: readonly DiffLine[], seq: number): string {
+    const cap = this.#itemCap()
+    const rows: string[] = []
+    let chars = 0
+    let shown = 0
+    for (const line of lines) {
+      if (chars + line.text.length > cap && shown > 0) break
+      chars += line.text.length + 1
+      shown += 1
+      const mark = { file: '', hunk: '', add: '+', del: '-', ctx: ' ' }[line.kind]
+      rows.push(`<span class="diff-${line.kind}">${escapeHtml(`${mark}${line.text}`)}</span>`)
+    }
+    const rest = lines.length - shown
+    const notice =
+      rest > 0
+        ? `<p class="note truncated">Diff shortened: ${formatCount(rest)} more line(s). Full arguments: <code>${escapeHtml(this.#catCommand(seq))}</code></p>`
+        : ''
+    return `<pre class="diff">${rows.join('')}</pre>${notice}`
+  }
+
+  /** The line under a call: the start of its result. */
+  #callResult(call: CallView): string {
+    if (call.outcome === null) return ''
+    const { preview, chars, isError } = call.outcome
+    const more =
+      chars > preview.length
+        ? ` <span class="note">(${formatCount(chars)} characters, whole at ${this.#anchor(call.outcome.resultSeq)})</span>`
+        : ''
+    return `<div class="call-result${isError ? ' error' : ''}"><span class="role">result</span>${pre(preview === '' ? '(empty)' : preview, 'preview')}${more}</div>`
   }
 
   #catCommand(seq: number): string {
@@ -112,7 +160,9 @@ export class HtmlRenderer implements TranscriptRenderer {
             : ''
       answer = `result at ${this.#anchor(call.outcome.resultSeq)}${flags}`
     }
-    return `<li><strong>${escapeHtml(call.name)}</strong> <code>${escapeHtml(call.id)}</code>: ${started}; ${answer}${this.#collapsible(call.arguments, seq, 'arguments')}</li>`
+    const shown =
+      call.diff === null ? this.#collapsible(call.arguments, seq, 'arguments') : this.#diff(call.diff, seq)
+    return `<li class="call"><strong>${escapeHtml(call.name)}</strong> <code>${escapeHtml(call.id)}</code>: ${started}; ${answer}${shown}${this.#callResult(call)}</li>`
   }
 
   #message(view: MessageView): string {
@@ -202,6 +252,7 @@ export class HtmlRenderer implements TranscriptRenderer {
 
   begin(meta: TranscriptMeta): string {
     this.#session = meta.session
+    this.#showSourceRecords = meta.sourceRecords.shown
     const header = meta.header
     const rows: [string, string][] = [['log', meta.file]]
     if (header !== null) {
@@ -216,6 +267,27 @@ export class HtmlRenderer implements TranscriptRenderer {
       rows.push([
         'pending',
         `${meta.pending} tool call(s) without a result: the next write open answers them`,
+      ])
+    }
+    if (meta.sourceRecords.count > 0) {
+      rows.push([
+        'source records',
+        meta.sourceRecords.shown
+          ? `${formatCount(meta.sourceRecords.count)} shown (the importer's verbatim copies of the source lines)`
+          : `${formatCount(meta.sourceRecords.count)} hidden (the importer's verbatim copies of the source lines; export with --source-records to show them)`,
+      ])
+    }
+    const { itemCap, gap } = this.#plan
+    const budget = formatBytes(this.#budget)
+    if (gap !== null) {
+      rows.push([
+        'page budget',
+        `to stay under ${budget}, texts over ${formatCount(itemCap)} characters are shortened and events #${gap.from}..#${gap.to} in the middle are left out; the first and the last turns are here`,
+      ])
+    } else if (itemCap < 16_000) {
+      rows.push([
+        'page budget',
+        `to stay under ${budget}, texts over ${formatCount(itemCap)} characters are shortened`,
       ])
     }
     rows.push(['exported', meta.exportedAt])
@@ -246,13 +318,29 @@ export class HtmlRenderer implements TranscriptRenderer {
 
   event(view: EventView): string {
     this.#lastSeq = view.seq
-    if (this.#stoppedAt !== null || this.#used >= this.#eventLimit) {
-      this.#stoppedAt ??= view.seq
+    if (view.kind === 'other' && view.type === SOURCE_RECORD_EVENT_TYPE && !this.#showSourceRecords) return ''
+    if (this.#inGap(view.seq)) {
       this.#skipped += 1
       return ''
     }
+    const notice =
+      this.#plan.gap !== null && !this.#gapWritten && view.seq > this.#plan.gap.to ? this.#gapNotice() : ''
     this.#forward.delete(view.seq)
-    return this.#count(this.#render(view))
+    return this.#count(notice + this.#render(view))
+  }
+
+  /** The notice where the plan's gap was, landing the links made into it. */
+  #gapNotice(): string {
+    const { from, to } = this.#plan.gap!
+    this.#gapWritten = true
+    const session = shellWord(this.#session)
+    this.#landmarks.add('limit', 'not-shown', `#${from}..#${to} (${formatCount(this.#skipped)} events)`)
+    const landings = [...this.#forward]
+      .filter((seq) => seq >= from && seq <= to)
+      .map((seq) => `<span id="e${seq}"></span>`)
+      .join('')
+    for (const seq of [...this.#forward]) if (seq <= to) this.#forward.delete(seq)
+    return `<article class="event budget" id="not-shown">${landings}<header><span class="role">${formatCount(this.#skipped)} event(s) not shown</span></header><p class="note">To stay under its ${formatBytes(this.#budget)} size budget this page leaves out events #${from}..#${to} from the middle of the log (it keeps the first and the last turns, long texts shortened). Read them with <code>${escapeHtml(`agent-ledger cat ${session} --from ${from} --to ${to}`)}</code>, one in full with <code>${escapeHtml(`agent-ledger cat ${session} --seq N`)}</code>, or export the whole transcript without a size limit with <code>${escapeHtml(`agent-ledger export ${session} --format md`)}</code>.</p></article>\n`
   }
 
   #render(view: EventView): string {
@@ -304,27 +392,12 @@ export class HtmlRenderer implements TranscriptRenderer {
   end(footer: TranscriptFooter): string {
     const parts: string[] = []
     if (this.#inTurn) {
-      parts.push(
-        this.#stoppedAt === null
-          ? '<p class="log-only">(the turn is still open at the end of the log)</p></section>'
-          : '</section>',
-      )
+      parts.push('<p class="log-only">(the turn is still open at the end of the log)</p></section>')
       this.#inTurn = false
     }
-    if (this.#stoppedAt !== null) {
-      const session = shellWord(this.#session)
-      this.#landmarks.add(
-        'limit',
-        'not-shown',
-        `#${this.#stoppedAt}..#${this.#lastSeq ?? this.#stoppedAt} (${formatCount(this.#skipped)} events)`,
-      )
-      // Links made to events the page left out land on this notice.
-      const targets = [...this.#forward].filter((seq) => seq >= this.#stoppedAt!)
-      const landings = targets.map((seq) => `<span id="e${seq}"></span>`).join('')
-      parts.push(
-        `<article class="event budget" id="not-shown">${landings}<header><span class="role">${formatCount(this.#skipped)} more event(s) not shown</span></header><p class="note">This page stops at event #${this.#stoppedAt} to stay under its ${formatBytes(this.#budget)} size budget; events #${this.#stoppedAt}..#${this.#lastSeq ?? this.#stoppedAt} are in the log but not on this page. Read them with <code>${escapeHtml(`agent-ledger cat ${session} --from ${this.#stoppedAt}`)}</code>, one in full with <code>${escapeHtml(`agent-ledger cat ${session} --seq N`)}</code>, or export the whole transcript without a size limit with <code>${escapeHtml(`agent-ledger export ${session} --format md`)}</code>.</p></article>`,
-      )
-    }
+    // Links to events the page never wrote (hidden source records) land on the end.
+    const unlanded = [...this.#forward].map((seq) => `<span id="e${seq}"></span>`).join('')
+    if (unlanded !== '') parts.push(unlanded)
     if (footer.damage !== null) {
       const where = [
         footer.damage.line === undefined ? '' : `line ${footer.damage.line}`,

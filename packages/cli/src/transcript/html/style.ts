@@ -86,4 +86,13 @@ details > summary { cursor: pointer; font-size: .85rem; color: var(--link); marg
 .log-only { font-size: .85rem; color: var(--muted); margin: .3rem 0 .3rem .25rem; }
 a { color: var(--link); }
 :target { outline: 3px solid var(--warn); outline-offset: 2px; }
+pre.diff { padding: .4rem 0; }
+pre.diff span { display: block; padding: 0 .6rem; }
+.diff-add { background: color-mix(in srgb, var(--assistant) 18%, transparent); }
+.diff-del { background: color-mix(in srgb, var(--error) 18%, transparent); }
+.diff-file { font-weight: 700; }
+.diff-hunk { color: var(--muted); }
+.call-result { border-left: 3px solid var(--line); padding-left: .5rem; margin: .3rem 0 .6rem; }
+.call-result.error { border-left-color: var(--error); }
+.call-result pre { margin: .2rem 0; }
 `
