@@ -3,7 +3,11 @@
  * agent-ledger session, each transcript entry one `import/source-record` event holding it
  * verbatim, durable before `append` resolves.
  */
-import type { SessionKey, SessionStore as ClaudeSdkSessionStore, SessionStoreEntry } from '@anthropic-ai/claude-agent-sdk'
+import type {
+  SessionKey,
+  SessionStore as ClaudeSdkSessionStore,
+  SessionStoreEntry,
+} from '@anthropic-ai/claude-agent-sdk'
 import type { LoggedEvent } from '@agent-ledger/session-events'
 import type { OpenWriterOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
 import { SOURCE_RECORD_EVENT_TYPE } from '@agent-ledger/import'
@@ -35,8 +39,9 @@ export interface DeletedMarker {
 export type ClaudeSessionStoreOptions = OpenWriterOptions
 
 /** The SDK's `SessionStore` with every method this package implements, plus `close`. */
-export interface LedgerClaudeSessionStore
-  extends Required<Pick<ClaudeSdkSessionStore, 'append' | 'load' | 'listSessions' | 'delete' | 'listSubkeys'>> {
+export interface LedgerClaudeSessionStore extends Required<
+  Pick<ClaudeSdkSessionStore, 'append' | 'load' | 'listSessions' | 'delete' | 'listSubkeys'>
+> {
   /** The agent-ledger session id a key is stored under. */
   sessionIdFor(key: SessionKey): string
   /** Waits for pending appends, then closes every writer this store opened (releasing their leases). Idempotent. */

@@ -27,7 +27,7 @@ function requireString(value: unknown, field: string, optional: boolean): void {
     throw new ClaudeStoreError({
       code: ClaudeStoreErrorCode.INVALID_KEY,
       details: { field },
-      message: `Claude session key: expected ${field} to be a non-empty string${optional ? ' or absent' : ''}, found ${value === '' ? 'an empty string' : JSON.stringify(value) ?? typeof value}`,
+      message: `Claude session key: expected ${field} to be a non-empty string${optional ? ' or absent' : ''}, found ${value === '' ? 'an empty string' : (JSON.stringify(value) ?? typeof value)}`,
     })
   }
 }

@@ -6,7 +6,12 @@
 import type { SessionStore as SdkSessionStore } from '@anthropic-ai/claude-agent-sdk'
 import { describe, expect, expectTypeOf, it } from 'vitest'
 
-import { ClaudeStoreError, createClaudeSessionStore, DELETED_EVENT_TYPE, ledgerSessionId } from '../src/index.ts'
+import {
+  ClaudeStoreError,
+  createClaudeSessionStore,
+  DELETED_EVENT_TYPE,
+  ledgerSessionId,
+} from '../src/index.ts'
 import { storeKinds, crossProcessStoreKinds } from './stores.ts'
 import { openStoreAt } from './store-target.ts'
 import { titleEntry, userEntry } from './support.ts'
@@ -35,7 +40,9 @@ describe.each(storeKinds)('the Claude SessionStore over the %s store', (_name, k
     const opened = await kind.open()
     const claude = createClaudeSessionStore(opened.store)
     expect(await claude.load({ projectKey: opened.id('proj'), sessionId: 'never' })).toBeNull()
-    expect(await claude.load({ projectKey: opened.id('proj'), sessionId: 'never', subpath: 'subagents/agent-x' })).toBeNull()
+    expect(
+      await claude.load({ projectKey: opened.id('proj'), sessionId: 'never', subpath: 'subagents/agent-x' }),
+    ).toBeNull()
     await claude.close()
     await opened.store.close()
     await opened.close()
@@ -45,7 +52,10 @@ describe.each(storeKinds)('the Claude SessionStore over the %s store', (_name, k
     const opened = await kind.open()
     const claude = createClaudeSessionStore(opened.store)
     const key = { projectKey: opened.id('proj'), sessionId: 'conc' }
-    const batches = Array.from({ length: 8 }, (_, i) => [userEntry('conc', 2 * i + 1), userEntry('conc', 2 * i + 2)])
+    const batches = Array.from({ length: 8 }, (_, i) => [
+      userEntry('conc', 2 * i + 1),
+      userEntry('conc', 2 * i + 2),
+    ])
     await Promise.all(batches.map((batch) => claude.append(key, batch)))
     expect(await claude.load(key)).toStrictEqual(batches.flat())
     await claude.close()
@@ -82,12 +92,16 @@ describe.each(storeKinds)('the Claude SessionStore over the %s store', (_name, k
     await claude.append(agentA, [userEntry('sub', 2)])
     await claude.append(agentB, [userEntry('sub', 3), userEntry('sub', 4)])
     // Another session of the project, with a subagent of its own.
-    await claude.append({ ...main, sessionId: 'other', subpath: 'subagents/agent-c' }, [userEntry('other', 1)])
+    await claude.append({ ...main, sessionId: 'other', subpath: 'subagents/agent-c' }, [
+      userEntry('other', 1),
+    ])
     expect(await claude.load(main)).toStrictEqual([userEntry('sub', 1)])
     expect(await claude.load(agentA)).toStrictEqual([userEntry('sub', 2)])
     expect(await claude.load(agentB)).toStrictEqual([userEntry('sub', 3), userEntry('sub', 4)])
     expect((await claude.listSubkeys(main)).sort()).toStrictEqual(['subagents/agent-a', 'subagents/agent-b'])
-    expect(new Set([claude.sessionIdFor(main), claude.sessionIdFor(agentA), claude.sessionIdFor(agentB)]).size).toBe(3)
+    expect(
+      new Set([claude.sessionIdFor(main), claude.sessionIdFor(agentA), claude.sessionIdFor(agentB)]).size,
+    ).toBe(3)
     await claude.close()
     await opened.store.close()
     await opened.close()
@@ -100,7 +114,9 @@ describe.each(storeKinds)('the Claude SessionStore over the %s store', (_name, k
     await claude.append({ projectKey, sessionId: 'a' }, [userEntry('a', 1)])
     await claude.append({ projectKey, sessionId: 'b' }, [userEntry('b', 1)])
     await claude.append({ projectKey, sessionId: 'b', subpath: 'subagents/agent-1' }, [userEntry('b', 2)])
-    await claude.append({ projectKey, sessionId: 'only-sub', subpath: 'subagents/agent-2' }, [userEntry('x', 1)])
+    await claude.append({ projectKey, sessionId: 'only-sub', subpath: 'subagents/agent-2' }, [
+      userEntry('x', 1),
+    ])
     await claude.append({ projectKey: opened.id('elsewhere'), sessionId: 'c' }, [userEntry('c', 1)])
     const listed = await claude.listSessions(projectKey)
     expect(listed.map((session) => session.sessionId).sort()).toStrictEqual(['a', 'b'])
@@ -139,7 +155,10 @@ describe.each(storeKinds)('the Claude SessionStore over the %s store', (_name, k
     // A deleted uuid is not a duplicate any more: the new transcript takes it.
     await claude.append(main, [userEntry('gone', 1), userEntry('gone', 3)])
     expect(await claude.load(main)).toStrictEqual([userEntry('gone', 1), userEntry('gone', 3)])
-    expect((await claude.listSessions(projectKey)).map((s) => s.sessionId).sort()).toStrictEqual(['gone', 'kept'])
+    expect((await claude.listSessions(projectKey)).map((s) => s.sessionId).sort()).toStrictEqual([
+      'gone',
+      'kept',
+    ])
     // Deleting a subkey deletes only it; deleting a key never written is a no-op.
     await claude.append(sub, [userEntry('gone', 4)])
     await claude.delete(sub)
@@ -157,12 +176,14 @@ describe.each(storeKinds)('the Claude SessionStore over the %s store', (_name, k
     const claude = createClaudeSessionStore(opened.store)
     const key = { projectKey: opened.id('proj'), sessionId: 'bad' }
     await expect(claude.append({ ...key, subpath: '' }, [userEntry('bad', 1)])).rejects.toSatisfy(
-      (error) => ClaudeStoreError.is(error) && error.code === 'INVALID_KEY' && error.details['field'] === 'subpath',
+      (error) =>
+        ClaudeStoreError.is(error) && error.code === 'INVALID_KEY' && error.details['field'] === 'subpath',
     )
     await expect(claude.load({ ...key, sessionId: '' })).rejects.toMatchObject({ code: 'INVALID_KEY' })
-    await expect(
-      claude.append(key, [userEntry('bad', 1), { notType: 1 } as never]),
-    ).rejects.toMatchObject({ code: 'INVALID_ENTRY', details: { index: 1 } })
+    await expect(claude.append(key, [userEntry('bad', 1), { notType: 1 } as never])).rejects.toMatchObject({
+      code: 'INVALID_ENTRY',
+      details: { index: 1 },
+    })
     expect(await claude.load(key)).toBeNull()
     await claude.close()
     await opened.store.close()

@@ -22,7 +22,11 @@ function failingBackend(): { backend: SessionBackend; failing: { on: boolean } }
         return (lease: WriterLease, batch: AppendBatch) => {
           if (failing.on) {
             return Promise.reject(
-              new SessionStoreError({ code: 'DISK_FULL', sessionId: lease.id, message: 'injected: no space left' }),
+              new SessionStoreError({
+                code: 'DISK_FULL',
+                sessionId: lease.sessionId,
+                message: 'injected: no space left',
+              }),
             )
           }
           return target.append(lease, batch)
@@ -65,9 +69,13 @@ it('the fleet recipe: another owner is refused SESSION_LOCKED, takes over with t
     },
   })
   const key = { projectKey: 'p', sessionId: 'fleet' }
-  const first = createClaudeSessionStore(createSessionStore({ backend: shared, clock }), { owner: 'host-a:1' })
+  const first = createClaudeSessionStore(createSessionStore({ backend: shared, clock }), {
+    owner: 'host-a:1',
+  })
   await first.append(key, [userEntry('fleet', 1)])
-  const second = createClaudeSessionStore(createSessionStore({ backend: shared, clock }), { owner: 'host-b:2' })
+  const second = createClaudeSessionStore(createSessionStore({ backend: shared, clock }), {
+    owner: 'host-b:2',
+  })
   const refused = await second.append(key, [userEntry('fleet', 2)]).catch((error: unknown) => error)
   expect(refused).toMatchObject({ code: 'SESSION_LOCKED' })
   expect(String((refused as Error).message)).toContain('host-a:1')

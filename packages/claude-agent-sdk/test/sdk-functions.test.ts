@@ -22,7 +22,9 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 import { createClaudeSessionStore } from '../src/index.ts'
 
 // A Claude Code transcript with branches (the importer's fixture): the mirror keeps every record.
-const FIXTURE = fileURLToPath(new URL('../../import/test/fixtures/claude-code/branches.jsonl', import.meta.url))
+const FIXTURE = fileURLToPath(
+  new URL('../../import/test/fixtures/claude-code/branches.jsonl', import.meta.url),
+)
 const SESSION = '0b7c1a52-1111-4a2b-9c3d-5e6f7a8b9c0d'
 
 let home: string
@@ -93,7 +95,10 @@ it('importSessionToStore mirrors a CLI transcript; the SDK reads, lists and dele
 
   // agent-ledger reads the mirrored session.
   const id = claude.sessionIdFor(key)
-  expect(await store.verify(id)).toMatchObject({ status: 'ok', events: firstOfEachUuid.length + withoutUuid.length })
+  expect(await store.verify(id)).toMatchObject({
+    status: 'ok',
+    events: firstOfEachUuid.length + withoutUuid.length,
+  })
   await claude.close()
   await store.close()
   const exported = await cli(['export', id, '--format', 'md', '--store', root])

@@ -11,7 +11,7 @@ import { openStoreAt } from './store-target.ts'
 
 /** JSONL, memory and PostgreSQL as `[name, kind]` rows for `describe.each`; the cross-process ones (JSONL, PostgreSQL). */
 export const { storeKinds, crossProcessStoreKinds } = adapterStoreKinds<SessionStore>({
-  tag: "claude",
+  tag: 'claude',
   openStoreAt,
   memoryStore: () => {
     const store = createCoreStore({

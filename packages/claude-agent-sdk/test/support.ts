@@ -13,7 +13,10 @@ export function userEntry(sessionId: string, n: number): SessionStoreEntry {
     sessionId,
     timestamp: `2026-12-01T10:00:${String(n % 60).padStart(2, '0')}.000Z`,
     isSidechain: false,
-    message: { role: 'user', content: [{ type: 'text', text: `prompt ${n} — ünïcödé, "quotes", \\ and 🚀` }] },
+    message: {
+      role: 'user',
+      content: [{ type: 'text', text: `prompt ${n} — ünïcödé, "quotes", \\ and 🚀` }],
+    },
     nested: { deep: { list: [1, 2.5, -3e-7, true, null, { k: 'v' }] } },
   }
 }
