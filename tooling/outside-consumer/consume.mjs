@@ -116,7 +116,9 @@ try {
   rmSync(root, { recursive: true, force: true })
 }
 {
-  const claude = createClaudeSessionStore(createSessionStore({ backend: createMemoryBackend(), clock: clock.now }))
+  const claude = createClaudeSessionStore(
+    createSessionStore({ backend: createMemoryBackend(), clock: clock.now }),
+  )
   const key = { projectKey: 'consumer', sessionId: 'c-1', subpath: 'subagents/agent-1' }
   await claude.append(key, [{ type: 'user', uuid: 'u1', message: { role: 'user', content: 'hi' } }])
   check((await claude.load(key))?.[0]?.uuid === 'u1', 'claude-agent-sdk loads what it appended')

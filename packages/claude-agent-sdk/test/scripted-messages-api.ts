@@ -13,7 +13,8 @@ export interface ScriptedApi {
   readonly close: () => Promise<void>
 }
 
-function reply(text: string): Record<string, unknown> {
+/** The message of a reply, before its content (streamed after it, or filled in). */
+function replyMessage(): Record<string, unknown> {
   return {
     id: 'msg_scripted',
     type: 'message',
@@ -48,7 +49,7 @@ export async function startScriptedApi(text: string): Promise<ScriptedApi> {
         return
       }
       requests.push(body)
-      const message = reply(text)
+      const message = replyMessage()
       if (!body.includes('"stream":true')) {
         response.writeHead(200, { 'content-type': 'application/json' })
         response.end(
