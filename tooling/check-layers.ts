@@ -47,6 +47,16 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
     'session-store-jsonl',
     'session-store-postgres',
   ],
+  // The Claude Agent SDK store: import's source-record event (its mapping of Claude Code
+  // transcripts); the CLI is a devDependency (its tests read a mirrored session with it).
+  'claude-agent-sdk': [
+    'session-events',
+    'session-store',
+    'import',
+    'session-store-jsonl',
+    'session-store-postgres',
+    'cli',
+  ],
   demo: [
     'session-events',
     'session-projection',

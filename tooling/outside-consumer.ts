@@ -6,7 +6,7 @@
  * backend conformance suite from its tarball (`conformance.mjs`), type-checks a
  * TypeScript file against the published declarations, and compiles and runs the usage
  * example of each framework adapter's README verbatim, beside the framework (`ai`,
- * `@openai/agents-core`) installed from the registry.
+ * `@openai/agents-core`, `@anthropic-ai/claude-agent-sdk`) installed from the registry.
  *
  * Fails (exit 1) when an export, a type, a file in `files` or a dependency is wrong.
  * Expects `pnpm build` to have run (the gate runs it through `check:package`).
@@ -42,6 +42,7 @@ function run(command: string, args: readonly string[], cwd: string): string {
 const ADAPTER_EXAMPLES: readonly { readonly name: string; readonly expect: string }[] = [
   { name: 'ai-sdk', expect: 'Sunny in Paris.' },
   { name: 'openai-agents', expect: 'Sunny in Paris.\n4' },
+  { name: 'claude-agent-sdk', expect: 'u1 a1' },
 ]
 
 /**
@@ -98,6 +99,7 @@ try {
       // The adapters' frameworks, at the newest versions that run on Node 20 (peers of the adapters).
       'ai@6.0.325',
       '@openai/agents-core@0.14.3',
+      '@anthropic-ai/claude-agent-sdk@0.3.333',
       'zod@^4.1.0',
     ],
     project,

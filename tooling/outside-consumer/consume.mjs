@@ -14,6 +14,7 @@ import { importSource } from '@agent-ledger/import'
 import { describeConnection, openPostgresBackend, SCHEMA_VERSION } from '@agent-ledger/session-store-postgres'
 import { fromModelMessages, openAiSdkSession, toModelMessages } from '@agent-ledger/ai-sdk'
 import { openAgentsSession } from '@agent-ledger/openai-agents'
+import { createClaudeSessionStore } from '@agent-ledger/claude-agent-sdk'
 
 function check(condition, message) {
   if (!condition) throw new Error(`outside-consumer: ${message}`)
@@ -113,6 +114,16 @@ try {
   await store.close()
 } finally {
   rmSync(root, { recursive: true, force: true })
+}
+{
+  const claude = createClaudeSessionStore(
+    createSessionStore({ backend: createMemoryBackend(), clock: clock.now }),
+  )
+  const key = { projectKey: 'consumer', sessionId: 'c-1', subpath: 'subagents/agent-1' }
+  await claude.append(key, [{ type: 'user', uuid: 'u1', message: { role: 'user', content: 'hi' } }])
+  check((await claude.load(key))?.[0]?.uuid === 'u1', 'claude-agent-sdk loads what it appended')
+  check((await claude.listSubkeys(key))[0] === 'subagents/agent-1', 'claude-agent-sdk lists the subkey')
+  await claude.close()
 }
 check(typeof cli.runCli === 'function', 'the cli exports runCli')
 

@@ -1,0 +1,92 @@
+/**
+ * A failing store surfaces as a rejected promise (what the SDK retries, then reports as
+ * `mirror_error` without failing the turn), nothing half-written stays buffered, and the
+ * fleet recipe: a second owner is refused with SESSION_LOCKED, takes over with `takeover`.
+ */
+import { createMemoryBackend, createSessionStore, SessionStoreError } from '@agent-ledger/session-store'
+import type { AppendBatch, SessionBackend, WriterLease } from '@agent-ledger/session-store'
+import { expect, it } from 'vitest'
+
+import { createClaudeSessionStore } from '../src/index.ts'
+import { userEntry } from './support.ts'
+
+const clock = (): string => new Date().toISOString()
+
+/** A memory backend whose appends fail with DISK_FULL while `failing.on` is true (a fault at the port). */
+function failingBackend(): { backend: SessionBackend; failing: { on: boolean } } {
+  const inner = createMemoryBackend()
+  const failing = { on: false }
+  const backend = new Proxy(inner, {
+    get(target, property, receiver) {
+      if (property === 'append') {
+        return (lease: WriterLease, batch: AppendBatch) => {
+          if (failing.on) {
+            return Promise.reject(
+              new SessionStoreError({
+                code: 'DISK_FULL',
+                sessionId: lease.sessionId,
+                message: 'injected: no space left',
+              }),
+            )
+          }
+          return target.append(lease, batch)
+        }
+      }
+      const value: unknown = Reflect.get(target, property, receiver)
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
+    },
+  })
+  return { backend, failing }
+}
+
+it('a failing backend rejects the append with its code; the retry stores the batch once', async () => {
+  const { backend, failing } = failingBackend()
+  const store = createSessionStore({ backend, clock, owner: 'w' })
+  const claude = createClaudeSessionStore(store)
+  const key = { projectKey: 'p', sessionId: 'fail' }
+  await claude.append(key, [userEntry('fail', 1)])
+  failing.on = true
+  const batch = [userEntry('fail', 2), userEntry('fail', 3)]
+  await expect(claude.append(key, batch)).rejects.toMatchObject({ code: 'DISK_FULL' })
+  // The SDK swallows the rejection and goes on; what was acknowledged is intact.
+  failing.on = false
+  expect(await claude.load(key)).toStrictEqual([userEntry('fail', 1)])
+  // Its retry of the same batch lands once.
+  await claude.append(key, batch)
+  expect(await claude.load(key)).toStrictEqual([userEntry('fail', 1), ...batch])
+  await claude.close()
+  await store.close()
+})
+
+it('the fleet recipe: another owner is refused SESSION_LOCKED, takes over with takeover, the old writer is fenced', async () => {
+  const backend = createMemoryBackend()
+  const shared = new Proxy(backend, {
+    get(target, property) {
+      // Closing one store must not close the backend the other still uses.
+      if (property === 'close') return () => Promise.resolve()
+      const value: unknown = Reflect.get(target, property)
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
+    },
+  })
+  const key = { projectKey: 'p', sessionId: 'fleet' }
+  const first = createClaudeSessionStore(createSessionStore({ backend: shared, clock }), {
+    owner: 'host-a:1',
+  })
+  await first.append(key, [userEntry('fleet', 1)])
+  const second = createClaudeSessionStore(createSessionStore({ backend: shared, clock }), {
+    owner: 'host-b:2',
+  })
+  const refused = await second.append(key, [userEntry('fleet', 2)]).catch((error: unknown) => error)
+  expect(refused).toMatchObject({ code: 'SESSION_LOCKED' })
+  expect(String((refused as Error).message)).toContain('host-a:1')
+  const taking = createClaudeSessionStore(createSessionStore({ backend: shared, clock }), {
+    owner: 'host-b:2',
+    takeover: true,
+  })
+  await taking.append(key, [userEntry('fleet', 2)])
+  await expect(first.append(key, [userEntry('fleet', 3)])).rejects.toMatchObject({ code: 'FENCED' })
+  expect(await taking.load(key)).toStrictEqual([userEntry('fleet', 1), userEntry('fleet', 2)])
+  await taking.close()
+  await second.close()
+  await first.close()
+})
