@@ -101,7 +101,7 @@ it('importSessionToStore mirrors a CLI transcript; the SDK reads, lists and dele
   })
   await claude.close()
   await store.close()
-  const exported = await cli(['export', id, '--format', 'md', '--store', root])
+  const exported = await cli(['export', id, '--format', 'md', '--source-records', '--store', root])
   expect(exported.code).toBe(0)
   for (const record of records) expect(exported.out).toContain(String(record['uuid'] ?? record['type']))
   const stats = await cli(['stats', id, '--store', root, '--json'])
