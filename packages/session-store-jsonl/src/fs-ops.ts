@@ -37,6 +37,8 @@ export interface FsOps {
   mkdir(path: string, mode: number): Promise<void>
   link(existingPath: string, newPath: string): Promise<void>
   unlink(path: string): Promise<void>
+  /** Removes an empty directory (a deleted session's folder, after its files). */
+  rmdir(path: string): Promise<void>
   rename(oldPath: string, newPath: string): Promise<void>
   chmod(path: string, mode: number): Promise<void>
   realpath(path: string): Promise<string>
@@ -166,6 +168,7 @@ export const nodeFsOps: FsOps = {
   },
   link: (existingPath, newPath) => fsp.link(existingPath, newPath),
   unlink: (path) => fsp.unlink(path),
+  rmdir: (path) => fsp.rmdir(path),
   rename: (oldPath, newPath) => fsp.rename(oldPath, newPath),
   chmod: (path, mode) => fsp.chmod(path, mode),
   realpath: (path) => fsp.realpath(path),

@@ -25,6 +25,7 @@ type FsOpName =
   | 'mkdir'
   | 'link'
   | 'unlink'
+  | 'rmdir'
   | 'rename'
   | 'chmod'
   | 'realpath'
@@ -195,6 +196,7 @@ export function createFaultFs(inner: FsOps = nodeFsOps): FaultFs {
     mkdir: (path, mode) => guard('mkdir', path, () => inner.mkdir(path, mode)),
     link: (existingPath, newPath) => guard('link', newPath, () => inner.link(existingPath, newPath)),
     unlink: (path) => guard('unlink', path, () => inner.unlink(path)),
+    rmdir: (path) => guard('rmdir', path, () => inner.rmdir(path)),
     rename: (oldPath, newPath) => guard('rename', newPath, () => inner.rename(oldPath, newPath)),
     chmod: (path, mode) => guard('chmod', path, () => inner.chmod(path, mode)),
     realpath: (path) => guard('realpath', path, () => inner.realpath(path)),
@@ -597,6 +599,8 @@ export async function createPowerLossRecorder(
       const rel = inside(path)
       if (rel !== undefined) record({ type: 'unlink', path: rel })
     },
+    // Not modelled: no power-loss case removes a directory (a session delete is SIGKILL-tested).
+    rmdir: (path) => inner.rmdir(path),
     async rename(oldPath, newPath) {
       await inner.rename(oldPath, newPath)
       const from = inside(oldPath)
