@@ -217,9 +217,11 @@ export interface PrunePolicy extends SignalOptions {
   readonly keep?: number | undefined
   /** Measure only: report what would be deleted and the bytes it would free; remove nothing. */
   readonly dryRun?: boolean | undefined
-  /** Called once with every session the policy retires, newest first, before the first delete. */
+  /** Called once with every session the policy retires, newest first, before the first delete (awaited). */
   readonly onPlan?:
-    | ((sessions: readonly { readonly id: string; readonly updatedAt: string | undefined }[]) => void)
+    | ((
+        sessions: readonly { readonly id: string; readonly updatedAt: string | undefined }[],
+      ) => void | Promise<void>)
     | undefined
   /** Progress: `list` (sessions listed so far), then `delete` or `measure` (`done` of `total`). */
   readonly onProgress?: ((progress: BackendProgress) => void) | undefined

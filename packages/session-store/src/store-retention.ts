@@ -123,7 +123,7 @@ export async function pruneSessions(
     const updated = session.updatedAt === undefined ? Number.NaN : Date.parse(session.updatedAt)
     return Number.isFinite(updated) && updated < cutoffMs
   })
-  policy.onPlan?.(candidates.map((session) => ({ id: session.id, updatedAt: session.updatedAt })))
+  await policy.onPlan?.(candidates.map((session) => ({ id: session.id, updatedAt: session.updatedAt })))
   const deleted: PrunedSession[] = []
   let bytesFreed = 0
   for (const [index, session] of candidates.entries()) {

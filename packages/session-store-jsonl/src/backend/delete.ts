@@ -25,6 +25,7 @@ import { errnoOf } from '../fs-errors.ts'
 import type { FsOps } from '../fs-ops.ts'
 import { listGenerations } from '../generations.ts'
 import { assertSessionId } from '../session-id.ts'
+import { WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { WriterLock } from '../writer-lock.ts'
 import { takeLock } from './held-lease.ts'
 import type { LeaseContext } from './held-lease.ts'
@@ -67,10 +68,14 @@ export interface DeleteContext {
   readonly forget: (id: string) => void
 }
 
-/** Files and bytes of a directory tree; a file with other hard links frees nothing. */
-async function measure(fs: FsOps, path: string): Promise<number> {
+/**
+ * Bytes of a directory tree; a file with other hard links frees nothing, and `skip` (the
+ * lock file this delete made itself) is not counted.
+ */
+async function measure(fs: FsOps, path: string, skip?: string): Promise<number> {
   let bytes = 0
   for (const name of await fs.readdir(path)) {
+    if (name === skip) continue
     const stats = await fs.lstat(join(path, name))
     if (stats.isDirectory()) bytes += await measure(fs, join(path, name))
     else if (!stats.isFile() || stats.nlink === 1) bytes += stats.size
@@ -177,7 +182,7 @@ export function deleteCapability(context: DeleteContext): JsonlDeleteCapability 
     let renamed = false
     try {
       await at('locked')
-      const bytes = await measure(fs, directory)
+      const bytes = await measure(fs, directory, lock === null ? undefined : WRITER_LOCK_FILE_NAME)
       if (options.unchangedSince !== undefined) {
         const updated = await lastUpdate(fs, directory)
         if (updated !== null && updated > Date.parse(options.unchangedSince))
