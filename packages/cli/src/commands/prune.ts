@@ -1,6 +1,6 @@
 import type { PruneReport } from '@agent-ledger/session-store'
 
-import { flag, JSON_OPTION, text } from '../args.ts'
+import { flag, JSON_OPTION, NO_PROGRESS_OPTION, text } from '../args.ts'
 import type { CommandSpec } from '../args.ts'
 import { ExitCode, usageError } from '../cli-error.ts'
 import { stringifyJson } from '../context.ts'
@@ -9,7 +9,7 @@ import { resolveRoot } from '../session-path.ts'
 import { resolveScope, scopeOf, STORE_OPTION } from '../store-target.ts'
 import { countOf, formatBytes, terminalSafe } from '../terminal-text.ts'
 
-const HELP = `Usage: agent-ledger prune <root> --older-than <duration> [--keep N] [--dry-run] [--json]
+const HELP = `Usage: agent-ledger prune <root> --older-than <duration> [--keep N] [--dry-run] [--json] [--no-progress]
        agent-ledger prune --store <url|dir> --older-than <duration> [--keep N] [--dry-run] [--json]
 
 Deletes whole sessions by age and count: every session last updated more than <duration>
@@ -28,6 +28,7 @@ Options:
   --json          the report: {"dryRun", "now", "cutoff", "keep", "examined",
                   "deleted": [{"id", "updatedAt", "bytes"}], "skipped": [{"id", "reason",
                   "message", "holder"?}], "bytesFreed"}
+  --no-progress   no progress lines on stderr (else one a second on a long run)
   --store S       the store: a directory or a postgres:// URL (default $AGENT_LEDGER_STORE
                   when <root> is left out)
   -h, --help      show this help
@@ -85,6 +86,7 @@ export const pruneCommand: CommandSpec = {
     keep: { type: 'string' },
     'dry-run': { type: 'boolean' },
     json: JSON_OPTION,
+    'no-progress': NO_PROGRESS_OPTION,
     store: STORE_OPTION,
   },
   writes: true,
