@@ -2,6 +2,7 @@ import { constants } from 'node:fs'
 import { join } from 'node:path'
 
 import { errnoOf } from './fs-errors.ts'
+import { NOT_REGULAR_ERRNO } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { CORE_CHECKPOINT_FILE_NAME, TEMP_PREFIX } from './layout.ts'
 
@@ -43,6 +44,14 @@ export async function readCheckpointFile(
     if (code === 'ENOENT') return { kind: 'absent' }
     if (code === 'ELOOP')
       return { kind: 'unusable', reason: 'not-a-file', detail: 'a symbolic link (never followed)' }
+    if (code === NOT_REGULAR_ERRNO) {
+      const kind = (error as { kind?: unknown }).kind
+      return {
+        kind: 'unusable',
+        reason: 'not-a-file',
+        detail: `a ${typeof kind === 'string' ? kind : 'special file'} (not read)`,
+      }
+    }
     return { kind: 'unusable', reason: 'read-failed', detail: code ?? String(error) }
   }
   try {

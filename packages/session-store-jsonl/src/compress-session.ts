@@ -85,7 +85,7 @@ function progressOf(options: CompressOptions): (progress: CompressProgress, forc
  * @returns What was done.
  * @throws {@link JsonlStoreError} `SESSION_LOCKED`, `SESSION_NOT_FOUND`, `MIXED_ENCODINGS` (older plain
  *   generations in the directory, or both encodings with different content), `HARDLINK_REFUSED`,
- *   `INVALID_HEADER`, damage codes (nothing written), `READ_FAILED`, `WRITE_FAILED`, `DISK_FULL`; a
+ *   `INVALID_HEADER`, `HEADER_ID_MISMATCH`, damage codes (nothing written), `READ_FAILED`, `WRITE_FAILED`, `DISK_FULL`; a
  *   `COMPRESS_FAILED` from the publish (nothing published, the plain log kept).
  */
 export async function compressSession(

@@ -86,6 +86,8 @@ export const JsonlErrorCode = {
   LINE_TOO_LARGE: 'LINE_TOO_LARGE',
   /** The header line is not a valid session header, or its version is older than this library writes. */
   INVALID_HEADER: 'INVALID_HEADER',
+  /** The header names another session than the directory it is in (`details.expected`, `found`): a copied or renamed log. */
+  HEADER_ID_MISMATCH: 'HEADER_ID_MISMATCH',
   /** The store root is group- or world-writable, owned by another user, or not a directory. */
   UNSAFE_ROOT: 'UNSAFE_ROOT',
   /** The log file has more than one hard link (and the other name is not our own temp twin). */

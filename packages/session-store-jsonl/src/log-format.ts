@@ -19,7 +19,7 @@ export interface HeaderContext {
   /** The file, as errors name it. */
   readonly file: string
   /**
-   * The session directory's name: the header's `id` must equal it (`INVALID_HEADER` naming
+   * The session directory's name: the header's `id` must equal it (`HEADER_ID_MISMATCH` naming
    * both otherwise). Absent where no directory applies (a log read on its own).
    */
   readonly sessionId?: string | undefined
@@ -31,13 +31,13 @@ export interface HeaderContext {
  *
  * @param id - The header's own `id` member.
  * @param context - The file and the expected id.
- * @returns The `INVALID_HEADER` error, or null when they match (or no id is expected).
+ * @returns The `HEADER_ID_MISMATCH` error, or null when they match (or no id is expected).
  */
 function checkHeaderId(id: unknown, context: HeaderContext): JsonlStoreError | null {
   const expected = context.sessionId
   if (expected === undefined || id === expected) return null
   return new JsonlStoreError({
-    code: JsonlErrorCode.INVALID_HEADER,
+    code: JsonlErrorCode.HEADER_ID_MISMATCH,
     message: `The header of ${context.file} names another session: expected "id": ${JSON.stringify(expected)} (the session directory's name), found ${describeFound(id, 'id')}; a log copied or renamed into this directory is never read as this session.`,
     file: context.file,
     line: 1,

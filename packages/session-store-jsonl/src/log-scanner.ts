@@ -72,7 +72,7 @@ export interface ScannerOptions {
   readonly registry: EventRegistry
   /** The file, as errors name it (relative to the store root). */
   readonly file: string
-  /** The session directory's name: the header's `id` must equal it (`INVALID_HEADER` otherwise). */
+  /** The session directory's name: the header's `id` must equal it (`HEADER_ID_MISMATCH` otherwise). */
   readonly sessionId?: string | undefined
   /**
    * Called with every event that passed the line, seq and type checks, in order; it applies

@@ -80,8 +80,7 @@ async function checkpointed(root: string, encoding: 'plain' | 'zstd', id: string
   await (await s.eager.create({ id, header: { cwd: '/bench' } })).close()
   await writeTurns(s.eager, id, 1, 10)
   await writeTurns(s.replay, id, 11, 2)
-  const stored = await backend.capabilities.checkpoints!.getCheckpoint(id)
-  expect(stored?.seq).toBe(39)
+  expect(await backend.capabilities.checkpoints!.getCheckpoint(id)).toMatchObject({ seq: 39 })
   return { backend, s }
 }
 
@@ -190,7 +189,9 @@ for (const encoding of ['plain', 'zstd'] as const) {
       writeFileSync(path, envelope)
       expect(decodeCheckpointFile(envelope)).toBeNull()
       const again = await stores(backendOver(root, encoding)).eager.openReader('d')
-      expect(again.checkpoint).toMatchObject({ used: false, reason: 'missing', replayedEvents: 48 })
+      // A damaged envelope is no checkpoint the backend can hand over: it says so (unreadable).
+      expect(again.checkpoint).toMatchObject({ used: false, reason: 'unreadable', replayedEvents: 48 })
+      expect(again.checkpoint).toMatchObject({ message: expect.stringContaining('d/core.checkpoint') })
       await backend.close()
     })
 
@@ -208,7 +209,7 @@ for (const encoding of ['plain', 'zstd'] as const) {
       await (await s.eager.openWriter('e')).close()
       const stored = await backend.capabilities.checkpoints!.getCheckpoint('e')
       const lastSeq = (await s.replay.openReader('e')).lastSeq
-      expect(stored?.seq).toBe(lastSeq)
+      expect(stored).toMatchObject({ seq: lastSeq })
       const seek = decodeCheckpointFile(readFileSync(join(root, 'e', CORE_CHECKPOINT_FILE_NAME)))!.seek
       expect(seek).not.toBeNull()
       expect(seek!.fromSeq).toBeLessThanOrEqual(lastSeq)

@@ -344,16 +344,19 @@ describe('writing checkpoints', () => {
     expect(read.checkpoint).toMatchObject({ used: true, seq: 6 })
   })
 
-  it('S5: a symlink at the checkpoint name is never followed: no checkpoint on read (missing), replaced (not written through) on write', async () => {
+  it('S5: a symlink at the checkpoint name is never followed: an unreadable checkpoint on read (a warning naming it), replaced (not written through) on write', async () => {
     await writeTurns('linked', 1)
     const victim = join(temp.path, 'victim.txt')
     writeFileSync(victim, 'victim', { mode: 0o600 })
     unlinkSync(checkpointPath('linked'))
     symlinkSync(victim, checkpointPath('linked'))
     const { read, warnings } = await expectSameAsFullReplay('linked')
-    // The port's getCheckpoint never throws for a file that is not a checkpoint: it has none.
-    expect(read.checkpoint).toMatchObject({ used: false, reason: 'missing' })
-    expect(warnings).toEqual([])
+    // The port's getCheckpoint never throws for a file that is not a checkpoint: it says what it found.
+    expect(read.checkpoint).toMatchObject({ used: false, reason: 'unreadable' })
+    expect(ignoredReasons(warnings)).toEqual(['unreadable'])
+    expect(warnings[0]!.message).toContain(
+      'linked/core.checkpoint: expected a regular file, found a symbolic link',
+    )
     await writeTurns('linked', 1, 2)
     expect(readFileSync(victim, 'utf8')).toBe('victim')
     expect(readStored('linked').record.seq).toBe(13)
@@ -584,7 +587,7 @@ describe('checkpoints that are not used (CHECKPOINT_IGNORED, then a full replay)
     expect(warnings[0]!.message).toContain('found 2')
   })
 
-  it('corrupted files: a flipped byte in the body or a cut file (checksum), a body of another format (decode), a payload of the wrong shape (schema); garbage or a damaged envelope line is no checkpoint (missing)', async () => {
+  it('corrupted files: a flipped byte in the body or a cut file (checksum), a body of another format (decode), a payload of the wrong shape (schema); garbage or a damaged envelope line is an unreadable checkpoint (unreadable, with a warning)', async () => {
     await writeTurns('bad', 2)
     const good = readFileSync(checkpointPath('bad'))
     const envelopeEnd = good.indexOf(0x0a)
@@ -595,9 +598,9 @@ describe('checkpoints that are not used (CHECKPOINT_IGNORED, then a full replay)
     }
     const { record, seek, payload } = readStored('bad')
     const cases: [Buffer, string][] = [
-      [Buffer.from([0xc1, 0x00, 0x17]), 'missing'],
-      [flipAt(20), 'missing'],
-      [good.subarray(0, envelopeEnd - 3), 'missing'],
+      [Buffer.from([0xc1, 0x00, 0x17]), 'unreadable'],
+      [flipAt(20), 'unreadable'],
+      [good.subarray(0, envelopeEnd - 3), 'unreadable'],
       [flipAt(good.length - 7), 'checksum'],
       [good.subarray(0, envelopeEnd + 1 + ((good.length - envelopeEnd) >> 1)), 'checksum'],
       [
@@ -611,7 +614,7 @@ describe('checkpoints that are not used (CHECKPOINT_IGNORED, then a full replay)
       writeFileSync(checkpointPath('bad'), bytes)
       const { read, warnings } = await expectSameAsFullReplay('bad')
       expect({ reason, use: read.checkpoint }).toMatchObject({ reason, use: { used: false, reason } })
-      expect(ignoredReasons(warnings)).toEqual(reason === 'missing' ? [] : [reason])
+      expect(ignoredReasons(warnings)).toEqual([reason])
     }
   })
 

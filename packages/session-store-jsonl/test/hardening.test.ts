@@ -270,10 +270,10 @@ describe('S11: the header id names the session directory', () => {
       expect(error.message).toContain('"s"')
       expect(error.message).toContain('"other"')
     }
-    // The backend's compress capability checks the header itself: INVALID_HEADER, field id.
+    // The backend's compress capability checks the header itself: the same code.
     const compress = await caught(store.backend.capabilities.compress.compress('s'))
     expect(compress).toMatchObject({
-      code: 'INVALID_HEADER',
+      code: 'HEADER_ID_MISMATCH',
       location: { file: `s/${LOG_FILE_NAME}`, line: 1 },
     })
     expect(compress.details).toMatchObject({ field: 'id', expected: 's', found: 'other' })

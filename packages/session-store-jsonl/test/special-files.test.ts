@@ -144,7 +144,7 @@ describe('S10: special files never hang the store', () => {
     )
 
     it(
-      `S10: a ${kind} at the checkpoint name is ignored (a cache: reason missing), never opened blocking`,
+      `S10: a ${kind} at the checkpoint name is ignored with a warning (a cache: reason unreadable), never opened blocking`,
       async () => {
         const { store: watched, warnings } = coreTestStore(temp.path, {
           checkpoint: { minLogBytes: 0, minGrowthRatio: 0 },
@@ -154,10 +154,15 @@ describe('S10: special files never hang the store', () => {
         const path = await placeSpecial(kind, 'ckpt', CORE_CHECKPOINT_FILE_NAME)
         if (path === null) return
         const read = await watched.openReader('ckpt')
-        // The backend answers "no checkpoint" for a name that is not a regular file, without
-        // opening it; the core reports it as `missing` (the JSONL store API logged a warning).
-        expect(read).toMatchObject({ lastSeq: 2, checkpoint: { used: false, reason: 'missing' } })
-        expect(warnings).toEqual([])
+        // The backend says what it found at the name, without reading it; the core replays and
+        // warns (as the JSONL store API of older versions did).
+        expect(read).toMatchObject({ lastSeq: 2, checkpoint: { used: false, reason: 'unreadable' } })
+        expect(warnings.map((warning) => [warning.code, warning.details['reason']])).toEqual([
+          ['CHECKPOINT_IGNORED', 'unreadable'],
+        ])
+        expect(warnings[0]!.message).toContain(
+          `ckpt/${CORE_CHECKPOINT_FILE_NAME}: expected a regular file, found a`,
+        )
         expect(await watched.verify('ckpt')).toMatchObject({ status: 'ok' })
         const writer = await watched.openWriter('ckpt')
         expect(writer.durableSeq).toBe(2)

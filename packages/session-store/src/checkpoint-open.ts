@@ -17,7 +17,7 @@ import type {
 } from './checkpoint-options.ts'
 import { decodeEventLine } from './event-codec.ts'
 import { lineCrc } from './line-codec.ts'
-import type { CheckpointRecord, SignalOptions } from './port.ts'
+import type { CheckpointRecord, SignalOptions, UnreadableCheckpoint } from './port.ts'
 import { foldLines, isLineDamage, readHeader, scanSession } from './scan.ts'
 import type { CoreContext, ScanResult } from './scan.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
@@ -101,7 +101,7 @@ export async function scanWithCheckpoint(
     return await fullScan(context, { id, why: refuse('unsupported', ''), signal: options.signal })
   if (!context.checkpoint.enabled)
     return await fullScan(context, { id, why: refuse('disabled', ''), signal: options.signal })
-  let record: CheckpointRecord | null
+  let record: CheckpointRecord | UnreadableCheckpoint | null
   try {
     record = await capability.getCheckpoint(id, { signal: options.signal })
   } catch (error) {
@@ -111,6 +111,12 @@ export async function scanWithCheckpoint(
   }
   if (record === null)
     return await fullScan(context, { id, why: refuse('missing', ''), signal: options.signal })
+  if ('unreadable' in record)
+    return await fullScan(context, {
+      id,
+      why: refuse('unreadable', record.unreadable),
+      signal: options.signal,
+    })
   const attempt = await fromCheckpoint(context, { id, record, options })
   if (!attempt.ok) return await fullScan(context, { id, why: attempt, signal: options.signal })
   return {

@@ -60,6 +60,8 @@ export type CheckpointSkipReason =
   | 'missing'
   /** `getCheckpoint` failed (the open replays instead). */
   | 'backend'
+  /** What is stored under the checkpoint's name cannot be read as one (the backend says what: a symbolic link, a special file, a damaged envelope). */
+  | 'unreadable'
   /** Bound to another header line. */
   | 'header'
   /** Built with another event registry. */

@@ -49,6 +49,7 @@ export type {
   StoredHeader,
   StoredLine,
   TornTailInfo,
+  UnreadableCheckpoint,
   WriterLease,
 } from './port.ts'
 export { createSessionStore } from './store.ts'

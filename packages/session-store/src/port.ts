@@ -333,10 +333,25 @@ export interface CheckpointRecord {
   readonly body: Uint8Array
 }
 
+/**
+ * What {@link CheckpointCapability.getCheckpoint} answers when something is stored under the
+ * session's checkpoint that cannot be read as one (a file backend: a symbolic link, a special
+ * file, a damaged envelope): the core replays every event and warns `CHECKPOINT_IGNORED`
+ * with reason `unreadable` and this text, instead of taking it for no checkpoint at all.
+ */
+export interface UnreadableCheckpoint {
+  /** What was found, in words, naming where (e.g. `s/core.checkpoint: a symbolic link (never followed)`). */
+  readonly unreadable: string
+}
+
 /** Projection checkpoints: a cache (stale is fine, wrong is never). */
 export interface CheckpointCapability {
-  /** The stored checkpoint, or null. Never throws for a damaged one: returns null. */
-  getCheckpoint(id: string, options?: SignalOptions): Promise<CheckpointRecord | null>
+  /**
+   * The stored checkpoint, null when there is none, or {@link UnreadableCheckpoint} when what
+   * is stored cannot be read as one. Never throws for a damaged one. A record whose body is
+   * damaged is handed over as found: the body's own checksum lets the core tell.
+   */
+  getCheckpoint(id: string, options?: SignalOptions): Promise<CheckpointRecord | UnreadableCheckpoint | null>
   /** Stores a checkpoint under a live lease (`FENCED` otherwise). Replaces the previous one. */
   putCheckpoint(lease: WriterLease, record: CheckpointRecord, options?: SignalOptions): Promise<void>
 }

@@ -11,6 +11,7 @@ import { z } from 'zod'
 import { createMemoryBackend, createSessionStore, SessionStoreError } from '../src/index.ts'
 import type {
   CheckpointOptions,
+  CheckpointRecord,
   MemoryBackend,
   SessionBackend,
   SessionStore,
@@ -68,9 +69,16 @@ function appendTurn(writer: SessionWriter, turn: number, text = `turn ${turn}`):
   writer.append({ type: 'turn/end', data: { turn, reason: 'completed' } })
 }
 
+/** The memory backend's stored record (it never answers `unreadable`). */
+async function storedRecord(backend: SessionBackend, id: string): Promise<CheckpointRecord | null> {
+  const stored = await backend.capabilities.checkpoints!.getCheckpoint(id)
+  if (stored !== null && 'unreadable' in stored) throw new Error(`unreadable: ${stored.unreadable}`)
+  return stored
+}
+
 async function checkpointSeq(backend: SessionBackend, id: string): Promise<number | null> {
   await nextTask()
-  return (await backend.capabilities.checkpoints!.getCheckpoint(id))?.seq ?? null
+  return (await storedRecord(backend, id))?.seq ?? null
 }
 
 describe('core checkpoints: when a writer stores one', () => {
@@ -141,7 +149,7 @@ describe('core checkpoints: when a writer stores one', () => {
     appendTurn(writer, 3, big)
     await writer.flush()
     expect(await checkpointSeq(backend, 'growth')).toBe(11)
-    const first = (await backend.capabilities.checkpoints!.getCheckpoint('growth'))!.body.byteLength
+    const first = (await storedRecord(backend, 'growth'))!.body.byteLength
     // The body now holds three 3 KB messages: the next one needs 2 x (body + 4 KiB) more log.
     let turn = 4
     let grown = 0
@@ -268,7 +276,7 @@ describe('core checkpoints: opens that must not trust one', () => {
     const backend = createMemoryBackend()
     await session(backend, 'loud')
     const checkpoints = backend.capabilities.checkpoints!
-    const record = (await checkpoints.getCheckpoint('loud'))!
+    const record = (await storedRecord(backend, 'loud'))!
     const { lease } = await backend.acquire('loud', { owner: 'tamper', leaseMs: 1000 })
     await checkpoints.putCheckpoint(lease, { ...record, headerCrc: '00000000' })
     await backend.release(lease)
@@ -336,7 +344,7 @@ describe('core checkpoints: equality with a full replay over compactions', () =>
     for (; turn <= 8; turn++) appendTurn(writer, turn)
     await writer.flush()
     await nextTask()
-    const atSeq = (await backend.capabilities.checkpoints!.getCheckpoint('compacted'))!.seq
+    const atSeq = (await storedRecord(backend, 'compacted'))!.seq
     await writer.close({ discardUnflushed: true })
     const { store: plain } = makeStore(backend, { checkpoint: { enabled: false } })
     const more = await plain.openWriter('compacted')

@@ -8,8 +8,9 @@
  *
  * File layout: one JSON line (the envelope: binding, body size and CRC-32C, seek point,
  * its own CRC-32C), `\n`, then the core's body bytes. A file whose envelope does not decode
- * exactly (garbage, a symbolic link, a damaged or cut envelope line) is no checkpoint
- * (`getCheckpoint` returns null, as the port asks: the core replays everything, `missing`).
+ * exactly (garbage, a symbolic link, a special file, a damaged or cut envelope line) is
+ * unreadable: `getCheckpoint` says what it found (`{ unreadable }`), and the core replays
+ * everything with a `CHECKPOINT_IGNORED` warning (reason `unreadable`), never silently.
  * A good envelope over body bytes of another size or checksum hands the core the bytes found:
  * the body carries its own checksum, so the core ignores it with a `CHECKPOINT_IGNORED`
  * warning (`checksum`, `decode`) instead of a silent replay.
@@ -29,10 +30,12 @@ import type {
   CheckpointCapability,
   CheckpointRecord,
   SignalOptions,
+  UnreadableCheckpoint,
   WriterLease,
 } from '@agent-ledger/session-store'
 
 import { readCheckpointFile, writeCheckpointFile } from '../checkpoint-file.ts'
+import type { CheckpointFileRead } from '../checkpoint-file.ts'
 import type { FsOps } from '../fs-ops.ts'
 import type { Held } from './held-lease.ts'
 import type { SeekPoint } from './seek-point.ts'
@@ -302,6 +305,14 @@ export interface CheckpointContext {
   }>
 }
 
+/** What was found where a checkpoint file should be, in words. */
+function unusableText(read: Extract<CheckpointFileRead, { kind: 'unusable' }>): string {
+  if (read.reason === 'too-large')
+    return `expected a checkpoint file, found one too large to read (${read.detail})`
+  if (read.reason === 'not-a-file') return `expected a regular file, found ${read.detail}`
+  return `expected a readable checkpoint file, found a read error (${read.detail})`
+}
+
 /**
  * The `checkpoints` capability of a JSONL root.
  *
@@ -310,7 +321,10 @@ export interface CheckpointContext {
  */
 export function checkpointCapability(context: CheckpointContext): CheckpointCapability {
   return {
-    async getCheckpoint(id: string, options: SignalOptions = {}): Promise<CheckpointRecord | null> {
+    async getCheckpoint(
+      id: string,
+      options: SignalOptions = {},
+    ): Promise<CheckpointRecord | UnreadableCheckpoint | null> {
       context.assertOpen()
       const checked = context.checkedId(id)
       throwIfAborted(options.signal, `Reading the checkpoint of session ${checked}`, checked)
@@ -321,8 +335,14 @@ export function checkpointCapability(context: CheckpointContext): CheckpointCapa
         return null
       }
       const read = await readCheckpointFile(context.fs, directory, MAX_FILE_BYTES)
-      if (read.kind !== 'bytes') return null
-      return decodeCheckpointFile(read.bytes)?.record ?? null
+      const file = `${checked}/${CORE_CHECKPOINT_FILE_NAME}`
+      if (read.kind === 'absent') return null
+      if (read.kind === 'unusable') return { unreadable: `${file}: ${unusableText(read)}` }
+      return (
+        decodeCheckpointFile(read.bytes)?.record ?? {
+          unreadable: `${file}: expected a checkpoint envelope line (JSON with its own CRC-32C) then the body, found ${read.bytes.length} bytes whose first line does not decode as one`,
+        }
+      )
     },
 
     async putCheckpoint(lease: WriterLease, record: CheckpointRecord, options: SignalOptions = {}) {

@@ -63,11 +63,12 @@ export function generationContext(ctx: AccessContext): GenerationStoreContext {
   return { fs: ctx.fs, registry: ctx.registry, limits: ctx.limits }
 }
 
-/** A refusal the header peek reports: a newer version, a name/header version mismatch, no header. */
+/** A refusal the header peek reports: a newer version, a name/header version mismatch, a header naming another session, no header. */
 export function isRefusal(error: JsonlStoreError): boolean {
   return (
     error.code === JsonlErrorCode.VERSION_TOO_NEW ||
     error.code === JsonlErrorCode.GENERATION_VERSION_MISMATCH ||
+    error.code === JsonlErrorCode.HEADER_ID_MISMATCH ||
     (error.code === JsonlErrorCode.INVALID_HEADER && error.line === 1)
   )
 }

@@ -88,7 +88,7 @@ async function checkpointed(context: CaseContext, name: string): Promise<{ id: s
   await (await s.eager.create({ id, header: { cwd: '/conformance' } })).close()
   await writeTurns(s.eager, id, { from: 1, count: 3 })
   await writeTurns(s.replay, id, { from: 4, count: 2 })
-  const stored = await context.backend.capabilities.checkpoints.getCheckpoint(id)
+  const stored = await storedCheckpoint(context.backend, id)
   equal(stored?.seq, 20, 'checkpoint seq after three turns')
   return { id, s }
 }
@@ -104,6 +104,17 @@ async function assertSameAsReplay(s: Stores, id: string): Promise<void> {
   deepEqual(fast.pendingToolCalls, full.pendingToolCalls, 'pending tool calls')
 }
 
+/** The stored checkpoint record, or null; a conformant store's own checkpoint is never unreadable. */
+async function storedCheckpoint(backend: SessionBackend, id: string): Promise<CheckpointRecord | null> {
+  const stored = await backend.capabilities.checkpoints!.getCheckpoint(id)
+  if (stored !== null && 'unreadable' in stored) {
+    throw new Error(
+      `expected the checkpoint the store wrote for ${id}, found it unreadable: ${stored.unreadable}`,
+    )
+  }
+  return stored
+}
+
 /** Replaces the stored checkpoint (under a lease taken and released for it). */
 async function tamper(
   backend: SessionBackend,
@@ -111,7 +122,7 @@ async function tamper(
   change: (record: CheckpointRecord) => CheckpointRecord,
 ): Promise<boolean> {
   const capability = backend.capabilities.checkpoints!
-  const record = await capability.getCheckpoint(id)
+  const record = await storedCheckpoint(backend, id)
   ok(record !== null, 'a stored checkpoint to tamper with')
   const { lease } = await backend.acquire(id, { owner: 'tamper', leaseMs: 60_000, takeover: true })
   try {
@@ -218,11 +229,7 @@ export const CHECKPOINT_CASES: readonly Case[] = [
       deepEqual(writer.deriveMessages(), full.projection.deriveMessages(), 'writer messages')
       writer.append(user('after the checkpointed open'))
       await writer.close()
-      equal(
-        (await context.backend.capabilities.checkpoints!.getCheckpoint(id))?.seq,
-        35,
-        'checkpoint written on close',
-      )
+      equal((await storedCheckpoint(context.backend, id))?.seq, 35, 'checkpoint written on close')
       await assertSameAsReplay(s, id)
       deepEqual(s.warnings, [], 'no warnings')
     },
@@ -283,11 +290,7 @@ export const CHECKPOINT_CASES: readonly Case[] = [
       writer.append({ type: 'turn/start', data: { turn: 9 } })
       writer.append(user('lost before its checkpoint'))
       await writer.flush()
-      equal(
-        (await context.backend.capabilities.checkpoints!.getCheckpoint(id))?.seq,
-        20,
-        'the checkpoint from before the death',
-      )
+      equal((await storedCheckpoint(context.backend, id))?.seq, 20, 'the checkpoint from before the death')
       const read = await s.eager.openReader(id)
       deepEqual(read.checkpoint, { used: true, seq: 20, replayedEvents: 16 }, 'the stale checkpoint is used')
       equal(read.lastSeq, 36, 'lastSeq')
