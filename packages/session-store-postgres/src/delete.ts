@@ -25,7 +25,7 @@ SELECT writer_owner,
   FROM ledger_sessions WHERE session_id = $1 FOR UPDATE`
 
 /** The statements of the delete, in order (the session row first: see the module comment). */
-export const DELETE_STATEMENTS = [
+const DELETE_STATEMENTS = [
   'DELETE FROM ledger_sessions WHERE session_id = $1',
   'DELETE FROM ledger_events WHERE session_id = $1',
   'DELETE FROM ledger_followers WHERE session_id = $1',

@@ -170,9 +170,11 @@ export function deleteCapability(context: DeleteContext): JsonlDeleteCapability 
         })
       } catch (error) {
         if (!SessionStoreError.is(error, SessionStoreErrorCode.SESSION_LOCKED)) throw error
+        const holder = error.details['holder']
+        const expiresAt = error.details['expiresAt']
         throw portError(SessionStoreErrorCode.SESSION_LOCKED, {
           sessionId: id,
-          message: `Cannot delete session ${id}: ${String(error.details['holder'])} holds a live lease${error.details['expiresAt'] === null ? '' : ` until ${String(error.details['expiresAt'])}`}; expected none (close that writer, wait for the lease to expire, or force); nothing was removed.`,
+          message: `Cannot delete session ${id}: ${typeof holder === 'string' ? holder : 'another writer'} holds a live lease${typeof expiresAt === 'string' ? ` until ${expiresAt}` : ''}; expected none (close that writer, wait for the lease to expire, or force); nothing was removed.`,
           location: error.location,
           details: error.details,
           cause: error,

@@ -23,7 +23,7 @@ const user = (content: string) =>
   ({ type: 'user/message', data: { message: { role: 'user', content } } }) as const
 
 /** A root with `a` (plain, 5 events), `a-fork` (forked from `a` at seq 2), `b` (zstd, 4 events). */
-export async function seededRoot(): Promise<{ root: string; events: Map<string, number> }> {
+async function seededRoot(): Promise<{ root: string; events: Map<string, number> }> {
   counter += 1
   const root = join(scratch, `root${counter}`)
   mkdirSync(root, { mode: 0o700 })
@@ -59,7 +59,7 @@ interface RoundCheck {
 }
 
 /** Classifies every seeded session as whole (and resumable) or gone. */
-export async function check(root: string, events: Map<string, number>): Promise<RoundCheck> {
+async function check(root: string, events: Map<string, number>): Promise<RoundCheck> {
   const store = createJsonlStore({ root, owner: 'test-checker' })
   const gone: string[] = []
   const half: string[] = []
