@@ -14,7 +14,7 @@ const PROGRESS_INTERVAL_MS = 1000
 export class Progress {
   readonly #io: StatusIo
   readonly #label: string
-  readonly #unit: 'bytes' | 'events'
+  readonly #unit: 'bytes' | 'events' | 'sessions'
   readonly #now: () => number
   readonly #enabled: boolean
   #total: number | null
@@ -28,7 +28,7 @@ export class Progress {
     io: StatusIo,
     options: {
       readonly label: string
-      readonly unit: 'bytes' | 'events'
+      readonly unit: 'bytes' | 'events' | 'sessions'
       readonly total: number | null
       readonly enabled: boolean
     },
@@ -60,7 +60,7 @@ export class Progress {
     this.#last = now
     const label = phase === undefined ? this.#label : `${this.#label} (${phase})`
     const format = (value: number): string =>
-      this.#unit === 'bytes' ? formatBytes(value) : `${value} events`
+      this.#unit === 'bytes' ? formatBytes(value) : `${value} ${this.#unit}`
     const total = this.#total
     if (total === null || total <= 0) {
       this.#io.status(`${label}: ${format(done)}`)

@@ -14,6 +14,7 @@ import { inspectCommand } from './commands/inspect.ts'
 import { listCommand } from './commands/list.ts'
 import { messagesCommand } from './commands/messages.ts'
 import { compressCommand, migrateCommand } from './commands/convert.ts'
+import { pruneCommand } from './commands/prune.ts'
 import { salvageCommand } from './commands/salvage.ts'
 import { statsCommand } from './commands/stats.ts'
 import { tailCommand } from './commands/tail.ts'
@@ -44,6 +45,7 @@ const COMMANDS: readonly CommandSpec[] = [
   importCommand,
   statsCommand,
   copyCommand,
+  pruneCommand,
   dbCommand,
 ]
 

@@ -35,7 +35,7 @@ export interface FsOps {
   stat(path: string): Promise<Stats>
   readdir(path: string): Promise<string[]>
   mkdir(path: string, mode: number): Promise<void>
-  /** Removes an empty directory (a session directory a failed create made, left as it found it). */
+  /** Removes an empty directory (a deleted session's folder after its files; a folder a failed create made). */
   rmdir(path: string): Promise<void>
   link(existingPath: string, newPath: string): Promise<void>
   unlink(path: string): Promise<void>

@@ -87,6 +87,12 @@ export function createHeldLock(
         throw lost(entry.record === undefined ? 'unreadable content' : `nonce ${entry.record.nonce}`)
       }
     },
+    async forget() {
+      if (timer !== undefined) clearInterval(timer)
+      released = true
+      await beating
+      await state.handle.close().catch(() => undefined)
+    },
     release() {
       if (released) return Promise.resolve()
       if (timer !== undefined) clearInterval(timer)

@@ -96,6 +96,12 @@ export interface WriterLock {
    * free space (on ENOSPC/EDQUOT the release claim is an empty file).
    */
   release(): Promise<void>
+  /**
+   * Stops the heartbeat and closes the lock's descriptor without touching any file: for a
+   * holder that removed the session directory itself (a delete), whose lock file went with it.
+   * Afterwards the lock counts as released.
+   */
+  forget(): Promise<void>
 }
 
 export type Entry =

@@ -28,6 +28,7 @@ import pg from 'pg'
 
 import { appendBatch } from './append.ts'
 import { forkSession, readCheckpoint, writeCheckpoint } from './capabilities.ts'
+import { deleteSession } from './delete.ts'
 import { createStreamed } from './create-stream.ts'
 import { Db } from './db.ts'
 import type { DbSettings, HeadRow } from './db.ts'
@@ -161,6 +162,12 @@ export class PostgresBackend implements SessionBackend {
         getCheckpoint: (id, checkpointOptions) => this.getCheckpoint(id, checkpointOptions),
         putCheckpoint: (lease, record, checkpointOptions) =>
           this.putCheckpoint(lease, record, checkpointOptions),
+      },
+      delete: {
+        delete: async (id, deleteOptions = {}) => {
+          this.checkOpen(`delete session ${id}`, deleteOptions.signal, id)
+          return await deleteSession(this.db, id, deleteOptions)
+        },
       },
     }
   }

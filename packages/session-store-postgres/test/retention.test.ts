@@ -1,14 +1,12 @@
 /**
- * The retention recipe of the package README ("Retention"), run exactly as written: it
- * removes idle sessions whose lease is not live (rows, lines, checkpoints, follower rows),
- * keeps the others, and is fenced-safe: a writer of a removed session writes nothing, even
- * one whose append was waiting on the session row while the recipe ran.
+ * Delete and retention through the port on PostgreSQL (issue 27; RELIABILITY D3, D4):
+ * `store.prune` removes idle sessions whose lease is not live (rows, lines, checkpoints,
+ * follower rows) and keeps the others; it is fenced-safe: a writer of a removed session
+ * writes nothing, even one whose append was waiting on the session row while the delete
+ * ran; a server process killed in the middle of a delete rolls all of it back.
  */
-import { readFileSync } from 'node:fs'
-
-import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
+import { createSessionStore, SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type { WriterLease } from '@agent-ledger/session-store'
-import pg from 'pg'
 import { expect, it } from 'vitest'
 
 import { waitUntil } from '../../../tooling/test-time.ts'
@@ -23,15 +21,6 @@ import {
   storedRows,
   useDatabase,
 } from './support/pg.ts'
-
-/** The ```sql block of the README whose first line starts with `-- agent-ledger retention`. */
-function readmeRecipe(): string {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
-  const match = /```sql\n(-- agent-ledger retention[^\n]*\n[\s\S]*?)```/.exec(readme)
-  if (match === null)
-    throw new Error('README.md has no ```sql block starting with "-- agent-ledger retention"')
-  return match[1]!
-}
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
   try {
@@ -97,7 +86,9 @@ describeOnServer('PostgreSQL retention recipe', () => {
     }
   }
 
-  it('removes idle sessions whose lease is released or expired (lines, checkpoint, followers too); keeps live leases and recent sessions; the expired writer then writes nothing', async () => {
+  const DAY = 86_400_000
+
+  it('prune (older than 30 days) removes idle sessions whose lease is released or expired (lines, checkpoint, followers too), keeps live leases and recent sessions, reports the bytes; the expired writer then writes nothing', async () => {
     const released = await session('ret-released', { leaseMs: 60_000, idleDays: 31, release: true })
     const expired = await session('ret-expired', { leaseMs: 50, idleDays: 40 })
     await backend.capabilities.checkpoints!.putCheckpoint(expired.lease, {
@@ -114,21 +105,38 @@ describeOnServer('PostgreSQL retention recipe', () => {
     )
     const live = await session('ret-live', { leaseMs: 600_000, idleDays: 45 })
     const recent = await session('ret-recent', { leaseMs: 60_000, idleDays: 2, release: true })
-    await new Promise((resolve) => setTimeout(resolve, 100)) // the 50 ms lease runs out
+    await waitUntil(
+      'the 50 ms lease to run out',
+      async () => (await backend.head(expired.id)).owner === null,
+      {
+        pollMs: 25,
+      },
+    )
     expect(await present(expired.id)).toEqual({ session: 1, events: 3, checkpoints: 1, followers: 1 })
+    const [sizes] = await sqlOnce<{ bytes: string }>(
+      url,
+      `SELECT sum(octet_length(header_line) + 1 + (SELECT sum(octet_length(line) + 1) FROM ledger_events e WHERE e.session_id = s.session_id))::text AS bytes
+         FROM ledger_sessions s WHERE session_id = ANY($1)`,
+      [[released.id, expired.id]],
+    )
 
-    const client = new pg.Client({ connectionString: url })
-    await client.connect()
-    try {
-      // Several statements in one simple query: pg answers with one result per statement.
-      const results = (await client.query(readmeRecipe())) as unknown as pg.QueryResult[]
-      const counted = results.find((result) =>
-        result.fields.some((field) => field.name === 'retired_sessions'),
-      )
-      expect(counted?.rows).toEqual([{ retired_sessions: '2' }])
-    } finally {
-      await client.end()
-    }
+    const store = createSessionStore({ backend, clock: () => new Date().toISOString() })
+    const dry = await store.prune({ olderThanMs: 30 * DAY, dryRun: true })
+    const report = await store.prune({ olderThanMs: 30 * DAY })
+    const ours = (ids: readonly { id: string }[]) =>
+      ids
+        .map((entry) => entry.id)
+        .filter((id) => id.startsWith('ret-'))
+        .sort()
+    expect(ours(dry.deleted)).toEqual(ours(report.deleted))
+    expect(ours(report.deleted)).toEqual([expired.id, released.id].sort())
+    expect(report.skipped.filter((skip) => skip.id === live.id)).toMatchObject([
+      { reason: 'live-lease', holder: 'ret-live-writer' },
+    ])
+    const freed = report.deleted
+      .filter((entry) => entry.id === released.id || entry.id === expired.id)
+      .reduce((sum, entry) => sum + entry.bytes, 0)
+    expect(freed).toBe(Number(sizes!.bytes) + 3) // + the checkpoint body's 3 bytes
 
     expect(await present(released.id)).toEqual({ session: 0, events: 0, checkpoints: 0, followers: 0 })
     expect(await present(expired.id)).toEqual({ session: 0, events: 0, checkpoints: 0, followers: 0 })
@@ -157,17 +165,108 @@ describeOnServer('PostgreSQL retention recipe', () => {
     expect((await storedRows(url, live.id)).length).toBe(4)
   })
 
-  it('an append that waits on the session row while the recipe runs matches nothing after its COMMIT: SESSION_NOT_FOUND, no orphan line', async () => {
-    const target = await session('ret-race', { leaseMs: 50, idleDays: 31 })
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    // The expired writer renews nothing; it simply appends (the epoch and owner still match the row).
-    const recipe = readmeRecipe()
-    const withoutCommit = recipe.replace(/\nCOMMIT;\s*$/, '\n')
-    expect(withoutCommit).not.toBe(recipe)
-    const retention = new pg.Client({ connectionString: url })
-    await retention.connect()
+  /**
+   * Installs a trigger that holds the first delete of a session's lines mid-transaction
+   * (after the row and the lines are deleted, before COMMIT), sleeping until a row appears in
+   * `<name>_go` (each `SELECT` of a volatile function sees what others committed since).
+   */
+  async function pauseAfterLineDelete(name: string): Promise<() => Promise<void>> {
+    await sqlOnce(url, `CREATE SEQUENCE IF NOT EXISTS ${name}_once`)
+    await sqlOnce(url, `CREATE TABLE IF NOT EXISTS ${name}_go (go boolean)`)
+    await sqlOnce(
+      url,
+      `CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF nextval('${name}_once') = 1 THEN
+           LOOP EXIT WHEN EXISTS (SELECT 1 FROM ${name}_go); PERFORM pg_sleep(0.05); END LOOP;
+         END IF;
+         RETURN NULL;
+       END $$`,
+    )
+    await sqlOnce(
+      url,
+      `CREATE TRIGGER ${name} AFTER DELETE ON ledger_events FOR EACH STATEMENT EXECUTE FUNCTION ${name}()`,
+    )
+    return async () => {
+      await sqlOnce(url, `INSERT INTO ${name}_go VALUES (true)`)
+    }
+  }
+
+  async function sleepingPid(): Promise<number> {
+    let pid: number | undefined
+    await waitUntil(
+      'the delete to sleep in its trigger',
+      async () => {
+        const rows = await sqlOnce<{ pid: number }>(
+          url,
+          "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'",
+        )
+        pid = rows[0]?.pid
+        return pid !== undefined
+      },
+      { pollMs: 25 },
+    )
+    return pid!
+  }
+
+  it('D4: the server process of a delete killed between its statements (row and lines deleted, not committed) leaves the session whole; the next delete removes it', async () => {
+    const target = await session('ret-kill', { leaseMs: 60_000, idleDays: 0, release: true })
+    const before = await storedRows(url, target.id)
+    const headBefore = await backend.head(target.id)
+    const release = await pauseAfterLineDelete('delete_pause')
     try {
-      await retention.query(withoutCommit) // the rows are deleted, not yet committed: the session row stays locked
+      const deleting = backend.capabilities.delete!.delete(target.id)
+      deleting.catch(() => undefined)
+      const pid = await sleepingPid()
+      // Mid-transaction: the row and the lines are deleted, not committed; everybody else sees the session whole.
+      expect(await present(target.id)).toMatchObject({ session: 1, events: 3 })
+      const [killed] = await sqlOnce<{ ok: boolean }>(url, 'SELECT pg_terminate_backend($1, 10000) AS ok', [
+        pid,
+      ])
+      expect(killed?.ok).toBe(true)
+      expect(
+        SessionStoreError.is(
+          await deleting.then(
+            () => null,
+            (error: unknown) => error,
+          ),
+        ),
+      ).toBe(true)
+      expect(await present(target.id)).toMatchObject({ session: 1, events: 3 })
+      // Whole: every line as it was, the same head, and it still takes a lease.
+      expect(await storedRows(url, target.id)).toEqual(before)
+      expect(await backend.head(target.id)).toMatchObject({
+        nextSeq: headBefore.nextSeq,
+        lastCrc: headBefore.lastCrc,
+      })
+      const { lease } = await backend.acquire(target.id, { owner: 'after-kill', leaseMs: 60_000 })
+      await backend.release(lease)
+      const store = createSessionStore({ backend, clock: () => new Date().toISOString() })
+      expect(await store.delete(target.id)).toMatchObject({ outcome: 'deleted' })
+      expect(await present(target.id)).toEqual({ session: 0, events: 0, checkpoints: 0, followers: 0 })
+      expect(await store.delete(target.id)).toEqual({ outcome: 'missing', bytes: 0 })
+    } finally {
+      await release()
+      await sqlOnce(url, 'DROP TRIGGER IF EXISTS delete_pause ON ledger_events')
+    }
+  })
+
+  it('an append that waits on the session row while a delete runs matches nothing after its COMMIT: SESSION_NOT_FOUND, no orphan line', async () => {
+    const target = await session('ret-race', { leaseMs: 50, idleDays: 31 })
+    await waitUntil(
+      'the 50 ms lease to run out',
+      async () => (await backend.head(target.id)).owner === null,
+      {
+        pollMs: 25,
+      },
+    )
+    const release = await pauseAfterLineDelete('race_pause')
+    try {
+      // The delete holds the session row (deleted, not committed) while it waits; the expired
+      // writer renews nothing, it simply appends (its epoch and owner still match the row).
+      const deleting = backend.capabilities.delete!.delete(target.id)
+      deleting.catch(() => undefined)
+      await sleepingPid()
       const late = eventLines(3, 2)
       const appending = codeOf(
         backend.append(target.lease, {
@@ -177,7 +276,6 @@ describeOnServer('PostgreSQL retention recipe', () => {
           batchId: 'race',
         }),
       )
-      // Wait until the append is blocked on the session row lock, then commit the recipe.
       await waitUntil(
         'the append to wait on the session row',
         async () => {
@@ -189,11 +287,13 @@ describeOnServer('PostgreSQL retention recipe', () => {
         },
         { pollMs: 25 },
       )
-      await retention.query('COMMIT')
+      await release()
+      expect(await deleting).toMatchObject({ outcome: 'deleted' })
       expect(await appending).toBe(SessionStoreErrorCode.SESSION_NOT_FOUND)
       expect(await present(target.id)).toEqual({ session: 0, events: 0, checkpoints: 0, followers: 0 })
     } finally {
-      await retention.end()
+      await release()
+      await sqlOnce(url, 'DROP TRIGGER IF EXISTS race_pause ON ledger_events')
     }
   })
 })

@@ -10,6 +10,7 @@ import type {
   AppendBatch,
   CheckpointRecord,
   CreateRequest,
+  DeleteOptions,
   ListEntry,
   ListPage,
   ListQuery,
@@ -26,6 +27,7 @@ import type { Crc32c } from './crc32c.ts'
 import { throwIfAborted as throwIfAbortedAs } from './checks.ts'
 import { seedBatches } from './seed-lines.ts'
 import { attempt, before, checkedSeq, isoOf, parseCursor } from './memory-helpers.ts'
+import { deleteStored } from './memory-delete.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 import { assertSessionId } from './header.ts'
 
@@ -112,6 +114,7 @@ export interface MemoryBackendOptions {
         readonly follow?: boolean | undefined
         readonly fork?: boolean | undefined
         readonly checkpoints?: boolean | undefined
+        readonly delete?: boolean | undefined
       }
     | undefined
   /**
@@ -198,6 +201,22 @@ class MemoryBackendImpl implements MemoryBackend {
       ...(offer.fork === false
         ? {}
         : { fork: { fork: (request: ServerForkRequest) => this.#fork(request) } }),
+      ...(offer.delete === false
+        ? {}
+        : {
+            delete: {
+              delete: (id: string, deleteOptions?: DeleteOptions) =>
+                attempt(() => {
+                  this.#open()
+                  throwIfAborted(deleteOptions?.signal, `Deleting session ${id}`)
+                  return deleteStored(
+                    this.#sessions,
+                    { id, now: this.#now(), options: deleteOptions ?? {} },
+                    (gone) => this.#wake(gone),
+                  )
+                }),
+            },
+          }),
     }
   }
 

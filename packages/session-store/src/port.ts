@@ -400,6 +400,51 @@ export interface QuarantineCapability {
   listQuarantine(id: string, options?: SignalOptions): Promise<readonly QuarantineRecord[]>
 }
 
+/** Options of {@link DeleteCapability.delete}. */
+export interface DeleteOptions extends SignalOptions {
+  /**
+   * Delete even while a live writer holds the lease (the operator's "I know it is dead"):
+   * that writer's next append or renew fails (`SESSION_NOT_FOUND` or `FENCED`), never lands.
+   */
+  readonly force?: boolean | undefined
+  /**
+   * Delete only when the session was last updated at or before this time (ISO-8601; the
+   * `updatedAt` a listing showed): a session written since is kept (`outcome: 'kept'`).
+   * Checked at the delete's commit point, so a prune never removes a session that came
+   * back to life between its listing and its delete.
+   */
+  readonly unchangedSince?: string | undefined
+  /** Check and measure only: report what the delete would do and free; remove nothing. */
+  readonly dryRun?: boolean | undefined
+}
+
+/** What {@link DeleteCapability.delete} did. */
+export interface DeleteResult {
+  /**
+   * `deleted`: the session was removed (or, with `dryRun`, would be); `missing`: there was
+   * no such session (deleting it again is not an error); `kept`: `unchangedSince` was
+   * given and the session changed after it (nothing was removed).
+   */
+  readonly outcome: 'deleted' | 'missing' | 'kept'
+  /** Bytes of storage the delete freed (or would free): file sizes; a database's stored line, header and checkpoint bytes. */
+  readonly bytes: number
+}
+
+/**
+ * Removes one session completely: every line, its header, checkpoint, quarantined bytes,
+ * lease and lock. Atomic for readers: a session is listed and opened whole or not at all,
+ * also across a crash mid-delete (a file backend renames it out of sight first and finishes
+ * the removal later). Forks are independent sessions and stay whole.
+ */
+export interface DeleteCapability {
+  /**
+   * @throws `SESSION_LOCKED` (`details.holder`, `details.expiresAt`) while a live lease is
+   *   held and `force` is not set (nothing removed), `INVALID_SESSION_ID`, `INVALID_OPTION`,
+   *   `ABORTED` (nothing removed), `BACKEND_FAILED`.
+   */
+  delete(id: string, options?: DeleteOptions): Promise<DeleteResult>
+}
+
 /** Optional capabilities; the core checks for each and never assumes one. */
 export interface BackendCapabilities {
   readonly follow?: FollowCapability | undefined
@@ -408,6 +453,7 @@ export interface BackendCapabilities {
   readonly compress?: CompressCapability | undefined
   readonly migrate?: MigrateCapability | undefined
   readonly quarantine?: QuarantineCapability | undefined
+  readonly delete?: DeleteCapability | undefined
 }
 
 /**

@@ -12,7 +12,16 @@ import type { Projection } from '@agent-ledger/session-projection'
 
 import type { CheckpointOptions, CheckpointUse, SessionStoreWarning } from './checkpoint-options.ts'
 import type { StoreLimits } from './event-codec.ts'
-import type { AbortSignalLike, ListFilter, SessionBackend, SignalOptions, TornTailInfo } from './port.ts'
+import type {
+  AbortSignalLike,
+  BackendProgress,
+  DeleteOptions,
+  DeleteResult,
+  ListFilter,
+  SessionBackend,
+  SignalOptions,
+  TornTailInfo,
+} from './port.ts'
 import type { RedactionPolicy } from './redaction.ts'
 import type { SessionStoreError } from './session-store-error.ts'
 import type { SessionWriter } from './writer.ts'
@@ -200,6 +209,62 @@ export interface ListResult {
   readonly cursor: string | null
 }
 
+/** What {@link SessionStore.prune} retires: at least one of `olderThanMs` and `keep`. */
+export interface PrunePolicy extends SignalOptions {
+  /** Retire sessions last updated more than this many milliseconds before now (the store's clock). */
+  readonly olderThanMs?: number | undefined
+  /** Keep the newest N sessions (by last update) whatever their age; retire the rest (with `olderThanMs`: only the old ones among the rest). */
+  readonly keep?: number | undefined
+  /** Measure only: report what would be deleted and the bytes it would free; remove nothing. */
+  readonly dryRun?: boolean | undefined
+  /** Called once with every session the policy retires, newest first, before the first delete (awaited). */
+  readonly onPlan?:
+    | ((
+        sessions: readonly { readonly id: string; readonly updatedAt: string | undefined }[],
+      ) => void | Promise<void>)
+    | undefined
+  /** Progress: `list` (sessions listed so far), then `delete` or `measure` (`done` of `total`). */
+  readonly onProgress?: ((progress: BackendProgress) => void) | undefined
+}
+
+/** A session {@link SessionStore.prune} deleted (or, with `dryRun`, would delete). */
+export interface PrunedSession {
+  readonly id: string
+  readonly updatedAt: string | undefined
+  readonly bytes: number
+}
+
+/** A session the policy retired that {@link SessionStore.prune} did not delete, and why. */
+export interface PruneSkip {
+  readonly id: string
+  /**
+   * `live-lease`: a writer holds it (never deleted by a prune); `changed`: written after it
+   * was listed; `missing`: already gone; `unlistable`: its header could not be read, so its
+   * age is unknown (kept; `verify` or `salvage` it).
+   */
+  readonly reason: 'live-lease' | 'changed' | 'missing' | 'unlistable'
+  readonly message: string
+  readonly holder?: string | null | undefined
+  readonly expiresAt?: string | null | undefined
+}
+
+/** The outcome of {@link SessionStore.prune}. */
+export interface PruneReport {
+  readonly dryRun: boolean
+  /** The store clock's time the policy was applied at. */
+  readonly now: string
+  /** Sessions last updated before this were old (null without `olderThanMs`). */
+  readonly cutoff: string | null
+  readonly keep: number
+  /** Sessions listed. */
+  readonly examined: number
+  /** Deleted (with `dryRun`: would be), newest first. */
+  readonly deleted: readonly PrunedSession[]
+  readonly skipped: readonly PruneSkip[]
+  /** The sum of `deleted[].bytes`. */
+  readonly bytesFreed: number
+}
+
 /** Sessions over one backend. Create it with {@link createSessionStore}. */
 export interface SessionStore {
   readonly backend: SessionBackend
@@ -248,6 +313,23 @@ export interface SessionStore {
   list(options?: ListOptions): Promise<ListResult>
   /** Reads a whole session and reports its state instead of throwing on damage. */
   verify(id: string, options?: SignalOptions): Promise<VerifyReport>
+  /**
+   * Removes one session completely through the backend's `delete` capability (atomically for
+   * readers; forks stay whole). Deleting a missing session is not an error: it resolves
+   * `{ outcome: 'missing', bytes: 0 }`.
+   *
+   * @throws {@link SessionStoreError} `SESSION_LOCKED` (`details.holder`, `details.expiresAt`) while a
+   *   live writer holds the lease and `force` is not set; `UNSUPPORTED` (no delete capability),
+   *   `INVALID_SESSION_ID`, `INVALID_OPTION`, `ABORTED`, backend codes.
+   */
+  delete(id: string, options?: DeleteOptions): Promise<DeleteResult>
+  /**
+   * Deletes the sessions `policy` retires (by age and count), never one with a live lease or
+   * one written since it was listed; reports what it deleted, skipped and freed.
+   *
+   * @throws {@link SessionStoreError} `INVALID_OPTION`, `UNSUPPORTED`, `ABORTED`, backend codes.
+   */
+  prune(policy: PrunePolicy): Promise<PruneReport>
   /** Closes every writer this store opened (flushing them), then the backend. Idempotent. */
   close(): Promise<void>
 }

@@ -14,7 +14,7 @@ import { createdLines, createdOpen, writerCheckpointParts } from './checkpoint-w
 import { decodeEventLine } from './event-codec.ts'
 import { assertSessionId, buildHeader } from './header.ts'
 import { lineCrc } from './line-codec.ts'
-import type { SessionBackend, SignalOptions } from './port.ts'
+import type { DeleteOptions, DeleteResult, SessionBackend, SignalOptions } from './port.ts'
 import { isLineDamage, readHeader, scanSession } from './scan.ts'
 import { encodeSeed, encodeSeedStream, isSeedStream, planForkedSession, SeedEncoder } from './seed.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
@@ -25,6 +25,8 @@ import type {
   ListOptions,
   ListResult,
   OpenWriterOptions,
+  PrunePolicy,
+  PruneReport,
   ReadEventsOptions,
   SalvageReport,
   SessionReadResult,
@@ -36,6 +38,7 @@ import type {
 import { describe, invalidOption, isAborted, seqOption, throwIfAborted } from './checks.ts'
 import { checkedLease, resolveStoreContext } from './store-context.ts'
 import { listSessions, salvageSession } from './store-maintenance.ts'
+import { deleteOne, pruneSessions } from './store-retention.ts'
 import { SessionWriterImpl } from './writer.ts'
 import type { SessionWriter } from './writer.ts'
 
@@ -517,6 +520,18 @@ class SessionStoreImpl implements SessionStore {
       tornTail: scan.tornTail,
       damage,
     }
+  }
+
+  // ------------------------------------------------------------------ delete and prune
+
+  async delete(id: string, options: DeleteOptions = {}): Promise<DeleteResult> {
+    this.#assertOpen()
+    return await deleteOne(this.backend, id, options)
+  }
+
+  async prune(policy: PrunePolicy): Promise<PruneReport> {
+    this.#assertOpen()
+    return await pruneSessions(this.backend, this.#clock(), policy)
   }
 
   // ------------------------------------------------------------------ close

@@ -50,6 +50,8 @@ import { appendToHeld, assertFence, lockNonce, recoverLog, takeLock } from './he
 import type { Held, LeaseContext } from './held-lease.ts'
 import { checkpointCapability, readSeekPoint, seekTrack, trackBatch } from './checkpoints.ts'
 import type { SeekTrack } from './checkpoints.ts'
+import { deleteCapability } from './delete.ts'
+import type { JsonlDeleteCapability } from './delete.ts'
 import { filesCapability } from './files.ts'
 import type { JsonlFilesCapability } from './files.ts'
 import { maintenanceCapabilities } from './maintenance.ts'
@@ -96,9 +98,10 @@ export interface JsonlBackend extends SessionBackend {
   readonly capabilities: JsonlCapabilities
 }
 
-/** What a {@link JsonlBackend} always offers: the port's `follow`, `compress`, `migrate`, `quarantine`, and `files`. */
+/** What a {@link JsonlBackend} always offers: the port's `follow`, `compress`, `migrate`, `quarantine`, `delete`, and `files`. */
 export interface JsonlCapabilities extends BackendCapabilities {
   readonly follow: FollowCapability
+  readonly delete: JsonlDeleteCapability
   readonly compress: JsonlCompressCapability
   readonly migrate: MigrateCapability
   readonly quarantine: QuarantineCapability
@@ -210,6 +213,17 @@ class JsonlBackendImpl implements JsonlBackend {
         assertOpen: () => this.#open(),
       }),
       files: filesCapability({ ...this.#older, logger: processWarnings }, () => this.#open()),
+      delete: deleteCapability({
+        fs: this.#fs,
+        root: this.root,
+        leaseContext: this.#leaseContext,
+        now: this.#now,
+        assertOpen: () => this.#open(),
+        forget: (id) => {
+          this.#heads.delete(id)
+          this.#lastBatch.delete(id)
+        },
+      }),
     }
   }
 

@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path'
 
-import { SessionStoreErrorCode } from '@agent-ledger/session-store'
+import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type {
   ListEntry,
   ListPage,
@@ -16,6 +16,7 @@ import type {
   StoredHeader,
 } from '@agent-ledger/session-store'
 
+import { errnoOf } from '../fs-errors.ts'
 import { listGenerations } from '../generations.ts'
 import { assertSessionId } from '../session-id.ts'
 import { locateSessionLog } from '../zstd-session.ts'
@@ -84,6 +85,18 @@ function isSessionId(name: string): boolean {
   }
 }
 
+/**
+ * A session that vanished between the root's listing and its own reads: deleted meanwhile
+ * (renamed to its tombstone), so it is not listed at all rather than listed as a problem.
+ */
+function vanished(error: unknown): boolean {
+  if (errnoOf(error) === 'ENOENT') return true
+  return SessionStoreError.is(
+    toPortError(error, { action: 'list a session' }),
+    SessionStoreErrorCode.SESSION_NOT_FOUND,
+  )
+}
+
 function problemOf(error: unknown, id: string): SessionStoreErrorLike {
   const mapped = toPortError(error, { sessionId: id, action: `list session ${id}` })
   return mapped
@@ -116,6 +129,7 @@ async function candidateOf(context: ListContext, id: string): Promise<Candidate 
     const logStats = await fs.lstat(join(directory, log.name))
     return { id, u: logStats.mtimeMs }
   } catch (error) {
+    if (vanished(error)) return null
     return { id, u: 0, problem: problemOf(error, id) }
   }
 }
@@ -144,7 +158,7 @@ function headerEntry(
 async function entryOf(
   context: ListContext,
   candidate: Candidate,
-): Promise<ListEntry & { cwd?: unknown; parent?: unknown }> {
+): Promise<(ListEntry & { cwd?: unknown; parent?: unknown }) | null> {
   const updatedAt = Number.isFinite(candidate.u) ? new Date(candidate.u).toISOString() : undefined
   const base = { id: candidate.id, ...(updatedAt === undefined ? {} : { updatedAt }) }
   if (candidate.problem !== undefined) return { ...base, problem: candidate.problem }
@@ -158,6 +172,7 @@ async function entryOf(
       await opened.handle.close().catch(() => undefined)
     }
   } catch (error) {
+    if (vanished(error)) return null
     return { ...base, problem: problemOf(error, candidate.id) }
   }
 }
@@ -203,7 +218,9 @@ export async function listSessions(context: ListContext, query: ListQuery): Prom
   let last: Candidate | undefined
   for (const candidate of candidates) {
     throwIfAborted(query.signal, 'Listing sessions')
-    const { cwd, parent, ...entry } = await entryOf(context, candidate)
+    const found = await entryOf(context, candidate)
+    if (found === null) continue
+    const { cwd, parent, ...entry } = found
     if (filter.cwd !== undefined && cwd !== filter.cwd) continue
     if (filter.parentSession !== undefined && parent !== filter.parentSession) continue
     if (entries.length === query.limit) return { entries, cursor: makeCursor(last!) }

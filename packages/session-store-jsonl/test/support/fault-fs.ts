@@ -599,7 +599,8 @@ export async function createPowerLossRecorder(
       const rel = inside(path)
       if (rel !== undefined) record({ type: 'unlink', path: rel })
     },
-    // Only an empty directory a failed create made: nothing the power-loss model tracks is lost.
+    // Not modelled: only an empty directory a failed create made, or a deleted session's
+    // folder (a session delete is SIGKILL-tested), is removed; no power-loss case covers either.
     rmdir: (path) => inner.rmdir(path),
     async rename(oldPath, newPath) {
       await inner.rename(oldPath, newPath)

@@ -6,6 +6,7 @@ import { createSessionStore } from '../store.ts'
 import { CHECKPOINT_CASES } from './cases-checkpoints.ts'
 import { ERROR_CASES } from './cases-errors.ts'
 import { CRC_CASES } from './cases-crc.ts'
+import { DELETE_CASES } from './cases-delete.ts'
 import { LEASE_CASES } from './cases-leases.ts'
 import { OLDER_CASES } from './cases-older.ts'
 import { SEED_STREAM_CASES } from './cases-seed-stream.ts'
@@ -21,6 +22,7 @@ const CASES = [
   ...OLDER_CASES,
   ...ERROR_CASES,
   ...CRC_CASES,
+  ...DELETE_CASES,
 ]
 
 /**
