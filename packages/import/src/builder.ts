@@ -16,6 +16,7 @@ import type {
 import { createProjection } from '@agent-ledger/session-projection'
 import type { Projection, SurfaceNode } from '@agent-ledger/session-projection'
 
+import { cyrb53 } from './ids.ts'
 import { ImportError, ImportErrorCode } from './import-error.ts'
 import { addDiagnostic, bump } from './report.ts'
 import type { ImportReport } from './report.ts'
@@ -558,14 +559,5 @@ export class SessionBuilder {
  */
 export function eventDigest(event: LoggedEvent): number {
   const text = JSON.stringify(event)
-  let h1 = 0xdeadbeef ^ text.length
-  let h2 = 0x41c6ce57 ^ text.length
-  for (let index = 0; index < text.length; index += 1) {
-    const code = text.charCodeAt(index)
-    h1 = Math.imul(h1 ^ code, 2654435761)
-    h2 = Math.imul(h2 ^ code, 1597334677)
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
-  return 4294967296 * (2097151 & h2) + (h1 >>> 0)
+  return cyrb53(text, text.length)
 }

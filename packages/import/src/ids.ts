@@ -4,8 +4,8 @@
  * ends with a digest of the whole, so two different ids stay different.
  */
 
-/** cyrb53 of `text` with `seed` (53 bits). */
-function cyrb53(text: string, seed: number): number {
+/** cyrb53 of `text` with `seed` (53 bits): a fast non-cryptographic string hash. */
+export function cyrb53(text: string, seed: number): number {
   let h1 = 0xdeadbeef ^ seed
   let h2 = 0x41c6ce57 ^ seed
   for (let index = 0; index < text.length; index += 1) {
