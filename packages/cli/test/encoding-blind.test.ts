@@ -385,10 +385,13 @@ describe('issue 11: the seven CLI symptoms after a session is compressed', () =>
   })
 
   it('4. export names the log that exists, the .zstd file (it named a .jsonl file that does not exist)', async () => {
+    // Named relative to the store root (an export carries no machine path).
+    const relativeZstd = `${ID}/${LOG_NAME.zstd}`
     const markdown = await cli(['export', dir(), '--format', 'md', '--no-progress'])
-    expect(markdown.stdout).toContain(`- log: \`${zstdFile()}\``)
+    expect(markdown.stdout).toContain(`- log: \`${relativeZstd}\``)
+    expect(markdown.stdout).not.toContain(zstdFile())
     const html = await cli(['export', dir(), '--format', 'html', '--no-progress'])
-    expect(html.stdout).toContain(zstdFile())
+    expect(html.stdout).toContain(relativeZstd)
     expect(html.stdout).not.toContain(`${join(dir(), LOG_NAME.plain)}<`)
     expect(existsSync(zstdFile())).toBe(true)
   })

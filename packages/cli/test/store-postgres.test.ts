@@ -39,11 +39,19 @@ describe.skipIf(adminUrl === null)(pgTitle('agent-ledger commands on a PostgreSQ
 
   /** Output with the session's location (a JSONL log path, or the database) replaced by `<where>`. */
   function located(text: string, id: string): string {
-    return text
-      .split(join(root, id, 'session.v4.jsonl'))
-      .join('<where>')
-      .split(`session ${id} in ${where}`)
-      .join('<where>')
+    return (
+      text
+        .split(join(root, id, 'session.v4.jsonl'))
+        .join('<where>')
+        .split(`session ${id} in ${where}`)
+        .join('<where>')
+        // An export names the log relative to its store, or only the session (no machine path,
+        // no database address): `<id>/session.v4.jsonl` on JSONL, `session <id>` on PostgreSQL.
+        .split(`${id}/session.v4.jsonl`)
+        .join('<where>')
+        .split(`session ${id}`)
+        .join('<where>')
+    )
   }
 
   beforeAll(async () => {
@@ -91,9 +99,10 @@ describe.skipIf(adminUrl === null)(pgTitle('agent-ledger commands on a PostgreSQ
         expect(located(database.stdout, id), `${command} ${rest.join(' ')}`).toBe(located(files.stdout, id))
         expect(located(database.stderr, id), `${command} ${rest.join(' ')}`).toBe(located(files.stderr, id))
       }
-      // What tells the two apart is only where the session is.
+      // What tells the two apart is only where the session is; an export names no database.
       const md = await run(['export', id, '--format', 'md', '--store', url])
-      expect(md.stdout).toContain(`- log: \`session ${id} in ${where}\``)
+      expect(md.stdout).toContain(`- log: \`session ${id}\``)
+      expect(md.stdout).not.toContain(where)
     },
   )
 
