@@ -48,11 +48,10 @@ export interface FsOps {
 
 /**
  * Runs a metadata read now and settles a promise with its outcome. The stat family is called
- * synchronously: a stat of a local file is one syscall of a microsecond or two on the main
- * thread, where the thread-pool round trip of `fs/promises` costs ~40-70 us of CPU (fstat +
- * lstat together: ~100 us async, ~11 us sync, measured), and every flush makes several (the
- * fence, the writer lock, the W5 same-file and size checks). Reads and writes of data, and
- * every fsync, stay on the thread pool. The store is for local file systems (see README):
+ * synchronously: a stat of a local file is one syscall on the main thread, where the
+ * thread-pool round trip of `fs/promises` adds a thread hop and a promise per call, and every
+ * flush makes several (the fence, the writer lock, the W5 same-file and size checks). Reads and
+ * writes of data, and every fsync, stay on the thread pool. The store is for local file systems (see README):
  * on a network mount a stat could stall the event loop.
  */
 function settled<T>(read: () => T): Promise<T> {

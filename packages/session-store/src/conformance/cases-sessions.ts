@@ -21,7 +21,7 @@ export const SESSION_CASES: readonly Case[] = [
       const writer = await s.create({
         id: created,
         header: {
-          cwd: `/work/${key}`,
+          cwd: `/conformance/${key}`,
           metadata: { env: { OPENAI_API_KEY: key, DATABASE_URL: url }, tags: [key] },
         },
       })
@@ -39,7 +39,7 @@ export const SESSION_CASES: readonly Case[] = [
           `${sid}: the header line holds no secret`,
         )
         const header = JSON.parse(stored.line) as { cwd?: unknown; metadata?: unknown }
-        equal(header.cwd, '/work/[REDACTED:sk-key]', `${sid}: cwd`)
+        equal(header.cwd, '/conformance/[REDACTED:sk-key]', `${sid}: cwd`)
         deepEqual(
           header.metadata,
           {
