@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs'
+import { hostname } from 'node:os'
 
 import type { SessionStore, SessionWriter } from '@agent-ledger/session-store'
 import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
@@ -406,7 +407,24 @@ describe.each(crossProcessStoreKinds)('a crashed run over the %s store', (_name,
       child.child.kill('SIGKILL')
       expect((await child.exited).signal).toBe('SIGKILL')
 
-      const session = await openAgentsSession(store, id)
+      // A second process with its own owner. On PostgreSQL the dead child's lease is still live
+      // (30 s), so a plain open is refused with a typed SESSION_LOCKED naming the holder and the
+      // expiry; the JSONL writer lock dies with its process, so there the plain open succeeds.
+      const owner = `${hostname()}:${process.pid}`
+      const holder = `${hostname()}:${child.child.pid}`
+      expect(child.output().stdout).toContain(`OWNER ${holder}\n`)
+      if (kind.name === 'PostgreSQL (core)') {
+        const refused = await openAgentsSession(store, id, { owner }).then(
+          () => null,
+          (error: unknown) => error,
+        )
+        expect(refused).toMatchObject({ code: 'SESSION_LOCKED', details: { holder } })
+        const { expiresAt } = (refused as { details: { expiresAt: string } }).details
+        expect(Date.parse(expiresAt)).toBeGreaterThan(Date.now())
+        expect((refused as Error).message).toContain(holder)
+      }
+      // The caller who knows the session's worker is dead takes over at once.
+      const session = await openAgentsSession(store, id, { owner, takeover: true })
       const items = await session.getItems()
       expect(items.slice(0, 3)).toEqual([
         { type: 'message', role: 'user', content: 'Deploy the web service.' },
