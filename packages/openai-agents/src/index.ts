@@ -7,5 +7,12 @@
  */
 export { itemToWire, wireToItems } from './item-mapping.ts'
 export { AgentLedgerSession, ITEMS_EVENT_TYPE, openAgentsSession } from './ledger-session.ts'
-export type { OpenAgentsSessionOptions, RecordedItems } from './ledger-session.ts'
+export type {
+  HistoryRewriteArgs,
+  HistoryTransactionArgs,
+  OpenAgentsSessionOptions,
+  RecordedItems,
+} from './ledger-session.ts'
+export { OPERATION_EVENT_TYPE } from './history-ops.ts'
+export type { RecordedOperation } from './history-ops.ts'
 export { AgentsAdapterError, AgentsAdapterErrorCode } from './openai-agents-error.ts'

@@ -1,6 +1,7 @@
 import type { EventInput, Usage as LedgerUsage, WireMessage } from '@agent-ledger/session-events'
 import type { SurfaceNode } from '@agent-ledger/session-projection'
 import type { OpenWriterOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
+import { planCompaction } from '@agent-ledger/session-projection'
 import { Usage } from '@openai/agents-core'
 import type {
   AgentInputItem,
@@ -12,6 +13,8 @@ import type {
   Tool,
 } from '@openai/agents-core'
 
+import { endsWith, OPERATION_EVENT_TYPE, transactionDigest } from './history-ops.ts'
+import type { RecordedOperation } from './history-ops.ts'
 import { itemKey, itemToWire, surfaceTypeOf, toJsonItem, wireHoldsItem, wireToItems } from './item-mapping.ts'
 import { AgentsAdapterError, AgentsAdapterErrorCode } from './openai-agents-error.ts'
 
@@ -34,6 +37,27 @@ export interface RecordedItems {
 export interface OpenAgentsSessionOptions extends OpenWriterOptions {
   /** Create the session when it does not exist (default true). */
   readonly create?: boolean
+}
+
+/** A history transaction (`SessionHistoryTransactionArgs` of `@openai/agents-core` 0.14 and later). */
+export interface HistoryTransactionArgs {
+  readonly operationId: string
+  readonly transaction:
+    | { readonly type: 'append_items'; readonly items: readonly AgentInputItem[] }
+    | {
+        readonly type: 'replace_suffix'
+        readonly expectedSuffix: readonly AgentInputItem[]
+        readonly replacement: readonly AgentInputItem[]
+      }
+}
+
+/** A history rewrite (`SessionHistoryRewriteArgs`): replace a function call's item (e.g. its approved arguments). */
+export interface HistoryRewriteArgs {
+  readonly mutations: readonly {
+    readonly type: 'replace_function_call'
+    readonly callId: string
+    readonly replacement: AgentInputItem
+  }[]
 }
 
 interface NodeItems {
@@ -94,12 +118,24 @@ export class AgentLedgerSession implements Session {
   readonly #recorded: Map<number, readonly ItemRecord[]>
   /** Keys of items logged during a run (by the wrappers) that the runner has not persisted yet. */
   readonly #runLogged = new Map<string, number>()
+  /** Applied history transactions by operation id (loaded from the log at open). */
+  readonly #operations: Map<string, RecordedOperation>
   #closed = false
+  /**
+   * The runner passes its `RunContext` to every history call (`@openai/agents-core` 0.20). The
+   * session accepts it and logs nothing of it: the context is the application's (often not JSON).
+   */
+  readonly acceptsRunContext = true as const
 
   /** Built by {@link openAgentsSession}; not meant to be called directly. */
-  constructor(writer: SessionWriter, recorded: Map<number, readonly ItemRecord[]>) {
+  constructor(
+    writer: SessionWriter,
+    recorded: Map<number, readonly ItemRecord[]>,
+    operations: Map<string, RecordedOperation> = new Map(),
+  ) {
     this.writer = writer
     this.#recorded = recorded
+    this.#operations = operations
   }
 
   /** The session id. */
@@ -189,6 +225,145 @@ export class AgentLedgerSession implements Session {
     this.#replace(entries, { keep: [], by: 'clearSession' })
     this.#runLogged.clear()
     await this.writer.flush()
+  }
+
+  /**
+   * Applies a history transaction atomically and idempotently: the change and an
+   * `openai-agents/operation` record of its operation id go to the log in one flush. A retry
+   * with the same operation id and transaction writes nothing; the same id with another
+   * transaction rejects `OPERATION_CONFLICT`, a `replace_suffix` whose expected suffix is not
+   * the history's rejects `SUFFIX_MISMATCH`, both before anything is written.
+   *
+   * `append_items` appends like {@link AgentLedgerSession.addItems} (items a wrapper already
+   * logged this run are not logged twice); `replace_suffix` appends a `replace` over the
+   * suffix's nodes (the originals stay in the log, cited in `sourceEventSeqs`).
+   */
+  async applyHistoryTransaction(args: HistoryTransactionArgs): Promise<void> {
+    this.#assertOpen()
+    const { operationId, transaction } = checkTransaction(args)
+    const digest = transactionDigest(transaction)
+    const known = this.#operations.get(operationId)
+    if (known !== undefined) {
+      if (known.digest === digest) return
+      throw new AgentsAdapterError({
+        code: AgentsAdapterErrorCode.OPERATION_CONFLICT,
+        message: `History operation ${JSON.stringify(operationId)} of session ${JSON.stringify(this.writer.id)} was applied with another transaction (${known.kind}): expected the same transaction on a retry, found a different ${String(transaction['type'])}`,
+        details: { operationId },
+      })
+    }
+    if (transaction['type'] === 'append_items') {
+      for (const item of transaction['items'] as ItemRecord[]) {
+        if (take(this.#runLogged, itemKey(item))) continue
+        this.#appendItem(item)
+        if (item['type'] === 'function_call') this.#appendToolCall(item)
+      }
+    } else {
+      const expected = transaction['expectedSuffix'] as ItemRecord[]
+      const entries = this.#nodeItems()
+      const items = entries.flatMap((entry) => entry.items)
+      if (!endsWith(items, expected)) {
+        throw new AgentsAdapterError({
+          code: AgentsAdapterErrorCode.SUFFIX_MISMATCH,
+          message: `History operation ${JSON.stringify(operationId)}: expected the last ${expected.length} item(s) of session ${JSON.stringify(this.writer.id)} to be the transaction's expectedSuffix, found a history of ${items.length} item(s) that does not end with it`,
+          details: { operationId, expected: expected.length, found: items.length },
+        })
+      }
+      this.#replaceSuffix(entries, expected.length, transaction['replacement'] as ItemRecord[])
+    }
+    const record: RecordedOperation = { operationId, kind: String(transaction['type']), digest }
+    this.writer.append({ type: OPERATION_EVENT_TYPE, data: record, ignorable: true } as unknown as EventInput)
+    this.#operations.set(operationId, record)
+    await this.writer.flush()
+  }
+
+  /**
+   * Rewrites history items: `replace_function_call` replaces the function call with that call id
+   * (e.g. with its approved arguments) by a `replace` over the call and its results, which stay
+   * visible; the original call stays in the log. A call id the history does not show changes nothing.
+   */
+  async applyHistoryMutations(args: HistoryRewriteArgs): Promise<void> {
+    this.#assertOpen()
+    for (const mutation of args.mutations) {
+      if (mutation.type !== 'replace_function_call') continue
+      const entries = this.#nodeItems()
+      const index = entries.findIndex((entry) =>
+        entry.items.some((item) => item['type'] === 'function_call' && item['callId'] === mutation.callId),
+      )
+      if (index < 0) continue
+      const replacement = toJsonItem(mutation.replacement)
+      let end = index
+      while (entries[end + 1]?.node.type === 'tool/result') end += 1
+      const list = [
+        ...entries[index]!.items.map((item) =>
+          item['type'] === 'function_call' && item['callId'] === mutation.callId ? replacement : item,
+        ),
+        ...entries.slice(index + 1, end + 1).flatMap((entry) => entry.items),
+      ]
+      this.#replaceRange(entries.slice(index, end + 1), list, 'a history rewrite')
+    }
+    await this.writer.flush()
+  }
+
+  /**
+   * Replaces the logical history with a Responses compaction item and its retained suffix
+   * (`items[0]` must be the `compaction` item). The core's compaction: `compaction/start`,
+   * `compaction/summary`, a `user/message` that replaces every node (but a leading system
+   * message) and stands for the compaction item (recorded exactly), `compaction/end`; then the
+   * retained items are appended. The originals stay in the log.
+   */
+  async replaceHistoryWithCompaction(items: AgentInputItem[]): Promise<void> {
+    this.#assertOpen()
+    const plain = items.map((item) => toJsonItem(item))
+    const [compaction, ...retained] = plain
+    if (compaction?.['type'] !== 'compaction') {
+      throw new AgentsAdapterError({
+        code: AgentsAdapterErrorCode.INVALID_COMPACTION,
+        message: `replaceHistoryWithCompaction of session ${JSON.stringify(this.writer.id)}: expected the items to start with a compaction item, found ${compaction === undefined ? 'no items' : JSON.stringify(compaction['type'])}`,
+        details: { found: compaction?.['type'] ?? null },
+      })
+    }
+    const surface = this.writer.projection.surface()
+    const start = surface[0]?.type === 'system/message' ? 1 : 0
+    if (surface.length > start) {
+      const plan = planCompaction(this.writer.projection, {
+        compactionId: `openai-agents-${this.writer.projection.nextSeq}`,
+        startSeq: surface[start]!.seq,
+        endSeq: surface.at(-1)!.seq,
+        summary: COMPACTION_SUMMARY,
+        reason: 'openai-responses-compaction',
+      })
+      for (const input of plan) {
+        const seq = this.writer.append(input).seq
+        if (input.type === 'user/message') this.#record(seq, [compaction])
+      }
+    } else {
+      const message: WireMessage = { role: 'user', content: COMPACTION_SUMMARY }
+      this.#record(this.#appendSurface(message), [compaction])
+    }
+    for (const item of retained) this.#appendItem(item)
+    this.#runLogged.clear()
+    await this.writer.flush()
+  }
+
+  /**
+   * The runner's hook before persistence reconciliation compares its items with the session's:
+   * both sides as the log holds them (plain JSON: no `undefined` members, no class instances).
+   */
+  prepareHistoryItemsForPersistenceComparison(items: AgentInputItem[]): AgentInputItem[] {
+    return items.map((item) => toJsonItem(item) as AgentInputItem)
+  }
+
+  /**
+   * The runner's hook before a stored item goes back to the model: the item as the log holds it.
+   * Nothing is backend-assigned, so nothing is stripped; the runner's reasoning-id policy applies after.
+   */
+  prepareHistoryItemForModelInput(item: AgentInputItem): AgentInputItem {
+    return toJsonItem(item) as AgentInputItem
+  }
+
+  /** The log keeps every item verbatim, reasoning item ids included: the runner must not strip them before persisting. */
+  preserveReasoningItemIdsForPersistence(): boolean {
+    return true
   }
 
   /**
@@ -289,20 +464,35 @@ export class AgentLedgerSession implements Session {
     this.#recorded.set(forSeq, items)
   }
 
-  #appendSurface(message: WireMessage, extra: { usage?: LedgerUsage | undefined } = {}): number {
+  #appendSurface(
+    message: WireMessage,
+    extra: { usage?: LedgerUsage | undefined } = {},
+    replace?: ReplaceRange,
+  ): number {
     const type = surfaceTypeOf(message)
     const data =
       type === 'assistant/message' && extra.usage !== undefined
         ? { message, usage: extra.usage }
         : { message }
-    return this.writer.append({ type, data } as EventInput).seq
+    const op =
+      replace === undefined
+        ? {}
+        : {
+            surfaceOp: { op: 'replace', startSeq: replace.startSeq, endSeq: replace.endSeq },
+            sourceEventSeqs: replace.hidden,
+          }
+    return this.writer.append({ type, data, ...op } as EventInput).seq
   }
 
-  #appendItem(item: ItemRecord, extra: { usage?: LedgerUsage | undefined } = {}): number {
+  #appendItem(
+    item: ItemRecord,
+    extra: { usage?: LedgerUsage | undefined } = {},
+    replace?: ReplaceRange,
+  ): number {
     const names = this.#callNames()
     if (item['type'] === 'function_call') names.set(String(item['callId']), String(item['name']))
     const message = itemToWire(item)
-    const seq = this.#appendSurface(message, extra)
+    const seq = this.#appendSurface(message, extra, replace)
     if (!wireHoldsItem(item, message, names)) this.#record(seq, [item])
     return seq
   }
@@ -348,6 +538,55 @@ export class AgentLedgerSession implements Session {
       sourceEventSeqs: hidden,
     } as EventInput).seq
     this.#record(seq, options.keep)
+  }
+
+  /** Replaces the last `count` items of `entries` with `replacement` (a `replace` over their nodes). */
+  #replaceSuffix(entries: readonly NodeItems[], count: number, replacement: readonly ItemRecord[]): void {
+    if (count === 0) {
+      for (const item of replacement) this.#appendItem(item)
+      return
+    }
+    let index = entries.length - 1
+    let remaining = count
+    while (entries[index]!.items.length < remaining) {
+      remaining -= entries[index]!.items.length
+      index -= 1
+    }
+    let before = entries[index]!.items.slice(0, entries[index]!.items.length - remaining)
+    // A replace may not start on a tool result: it takes the call (and what is between) along.
+    while (index > 0 && entries[index]!.node.type === 'tool/result') {
+      index -= 1
+      before = [...entries[index]!.items, ...before]
+    }
+    this.#replaceRange(entries.slice(index), [...before, ...replacement], 'a history transaction')
+  }
+
+  /**
+   * Replaces `range` (consecutive surface nodes) with `items`: the first item's event carries the
+   * `replace` (a note when there is none or it is a function output), the rest are appended.
+   */
+  #replaceRange(range: readonly NodeItems[], items: readonly ItemRecord[], by: string): void {
+    const first = range[0]!.node
+    const hidden = range.map((entry) => entry.node.seq)
+    const head = items[0]
+    const headCarries = head !== undefined && head['type'] !== 'function_call_result'
+    const replace = { startSeq: first.seq, endSeq: range.at(-1)!.node.seq, hidden }
+    if (headCarries) {
+      this.#appendItem(head, {}, replace)
+    } else {
+      const message: WireMessage = {
+        role: 'system',
+        content: `[replaced by ${by}; the originals stay in the log at seq ${hidden.join(', ')}]`,
+      }
+      const seq = this.writer.append({
+        type: 'system/message',
+        data: { message },
+        surfaceOp: { op: 'replace', startSeq: replace.startSeq, endSeq: replace.endSeq },
+        sourceEventSeqs: hidden,
+      }).seq
+      this.#record(seq, [])
+    }
+    for (const item of headCarries ? items.slice(1) : items) this.#appendItem(item)
   }
 
   async #logInput(request: ModelRequest): Promise<void> {
@@ -413,6 +652,42 @@ export class AgentLedgerSession implements Session {
   }
 }
 
+/** Summary text of the user message that stands for a Responses compaction item. */
+const COMPACTION_SUMMARY =
+  'An OpenAI Responses compaction item (opaque to agent-ledger; the item is kept verbatim in the log, event openai-agents/items).'
+
+/** A `replace` over surface nodes `startSeq..endSeq`, citing `hidden`. */
+interface ReplaceRange {
+  readonly startSeq: number
+  readonly endSeq: number
+  readonly hidden: readonly number[]
+}
+
+/** The transaction's operation id and its items as plain JSON, or `INVALID_TRANSACTION`. */
+function checkTransaction(args: HistoryTransactionArgs): { operationId: string; transaction: ItemRecord } {
+  const invalid = (field: string, expected: string, found: unknown): AgentsAdapterError =>
+    new AgentsAdapterError({
+      code: AgentsAdapterErrorCode.INVALID_TRANSACTION,
+      message: `History transaction ${field}: expected ${expected}, found ${JSON.stringify(found) ?? typeof found}`,
+      details: { field },
+    })
+  const { operationId, transaction } = (args ?? {}) as Partial<HistoryTransactionArgs>
+  if (typeof operationId !== 'string' || operationId.trim() === '')
+    throw invalid('operationId', 'a non-empty string', operationId)
+  const type = (transaction as { type?: unknown } | undefined)?.type
+  if (type !== 'append_items' && type !== 'replace_suffix')
+    throw invalid('transaction.type', "'append_items' or 'replace_suffix'", type)
+  const plain = toJsonItem(transaction as unknown as ItemRecord)
+  for (const field of type === 'append_items' ? ['items'] : ['expectedSuffix', 'replacement']) {
+    if (
+      !Array.isArray(plain[field]) ||
+      !(plain[field] as unknown[]).every((item) => typeof item === 'object' && item !== null)
+    )
+      throw invalid(`transaction.${field}`, 'an array of item objects', plain[field])
+  }
+  return { operationId, transaction: plain }
+}
+
 /** One assistant wire message standing for several assistant-side items (reasoning, text, calls). */
 function mergeAssistantItems(items: readonly ItemRecord[]): WireMessage {
   let content: string | null = null
@@ -463,9 +738,16 @@ export async function openAgentsSession(
     created = true
   }
   const recorded = new Map<number, readonly ItemRecord[]>()
+  const operations = new Map<string, RecordedOperation>()
   if (!created) {
     try {
       for await (const event of store.readEvents(id)) {
+        if (event.type === OPERATION_EVENT_TYPE) {
+          const data = event.data as Partial<RecordedOperation> | null
+          if (typeof data?.operationId === 'string' && typeof data.digest === 'string')
+            operations.set(data.operationId, data as RecordedOperation)
+          continue
+        }
         if (event.type !== ITEMS_EVENT_TYPE) continue
         const data = event.data as Partial<RecordedItems> | null
         if (typeof data?.forSeq === 'number' && Array.isArray(data.items))
@@ -476,7 +758,7 @@ export async function openAgentsSession(
       throw error
     }
   }
-  return new AgentLedgerSession(writer, recorded)
+  return new AgentLedgerSession(writer, recorded, operations)
 }
 
 /** The core's writer options out of the adapter's options (only those given). */

@@ -6,6 +6,14 @@ export const AgentsAdapterErrorCode = {
   INVALID_ITEM: 'INVALID_ITEM',
   /** The session is closed. */
   SESSION_CLOSED: 'SESSION_CLOSED',
+  /** A history transaction is not `{ operationId: non-empty string, transaction: append_items | replace_suffix }` (`details.field`). */
+  INVALID_TRANSACTION: 'INVALID_TRANSACTION',
+  /** An operation id already applied with a different transaction (`details.operationId`): nothing written. */
+  OPERATION_CONFLICT: 'OPERATION_CONFLICT',
+  /** A `replace_suffix` whose expected suffix is not the history's (`details.operationId`, `expected`, `found` counts): nothing written. */
+  SUFFIX_MISMATCH: 'SUFFIX_MISMATCH',
+  /** `replaceHistoryWithCompaction` got items that do not start with a `compaction` item (`details.found`). */
+  INVALID_COMPACTION: 'INVALID_COMPACTION',
 } as const
 export type AgentsAdapterErrorCode = (typeof AgentsAdapterErrorCode)[keyof typeof AgentsAdapterErrorCode]
 

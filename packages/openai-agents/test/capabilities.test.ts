@@ -1,0 +1,204 @@
+/**
+ * The optional session capabilities the SDK's runner probes for (`@openai/agents-core` 0.14
+ * and 0.20, `dist/memory/session.d.ts`), each with the runner and a scripted model where the
+ * runner calls it, asserting the model input and the log.
+ */
+import { rmSync } from 'node:fs'
+
+import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
+import { Agent, run, setTracingDisabled, tool } from '@openai/agents-core'
+import type { AgentInputItem } from '@openai/agents-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+
+import { OPERATION_EVENT_TYPE, openAgentsSession } from '../src/index.ts'
+import type { AgentLedgerSession, HistoryTransactionArgs } from '../src/index.ts'
+import { allEvents, tempRoot } from '../../../tooling/adapters/stores.ts'
+import { call, say, ScriptedModel } from './support.ts'
+
+const root = tempRoot('agents-capabilities')
+const store = createJsonlStore({ root })
+beforeAll(() => setTracingDisabled(true))
+afterAll(async () => {
+  await store.close()
+  rmSync(root, { recursive: true, force: true })
+})
+
+const user = (content: string): AgentInputItem => ({ type: 'message', role: 'user', content })
+const result = (callId: string, name: string, text: string): AgentInputItem => ({
+  type: 'function_call_result',
+  name,
+  callId,
+  status: 'completed',
+  output: { type: 'text', text },
+})
+
+function lookup(log: string[] = []) {
+  return tool({
+    name: 'lookup',
+    description: 'Looks a thing up',
+    parameters: z.object({ q: z.string() }),
+    execute: ({ q }) => {
+      log.push(q)
+      return Promise.resolve('found')
+    },
+  })
+}
+
+/** Calls to `applyHistoryTransaction` the runner made, recorded as they pass through. */
+function recordTransactions(session: AgentLedgerSession): HistoryTransactionArgs[] {
+  const seen: HistoryTransactionArgs[] = []
+  const apply = session.applyHistoryTransaction.bind(session)
+  session.applyHistoryTransaction = (args) => {
+    seen.push(structuredClone(args))
+    return apply(args)
+  }
+  return seen
+}
+
+const snapshot = async (id: string) => JSON.stringify(await allEvents(store, id))
+
+describe('history transactions (applyHistoryTransaction)', () => {
+  it('an output guardrail that blocks a turn: the runner keeps the executed call through an append_items transaction, once, with its operation id in the log', async () => {
+    const session = await openAgentsSession(store, 'blocked')
+    const transactions = recordTransactions(session)
+    const log: string[] = []
+    const model = new ScriptedModel([
+      [call('c1', 'lookup', { q: 'x' })],
+      [say('the secret is 42')],
+      [say('I cannot share that.')],
+    ])
+    const agent = new Agent({
+      name: 'guarded',
+      model,
+      tools: [lookup(log)],
+      outputGuardrails: [
+        {
+          name: 'no-secrets',
+          execute: ({ agentOutput }) =>
+            Promise.resolve({ tripwireTriggered: String(agentOutput).includes('secret'), outputInfo: null }),
+        },
+      ],
+    })
+    await expect(run(agent, 'Tell me the secret.', { session })).rejects.toThrow(/guardrail/i)
+    expect(log).toEqual(['x'])
+    expect(transactions).toHaveLength(1)
+    const [transaction] = transactions
+    expect(transaction!.transaction.type).toBe('append_items')
+    // The blocked answer is not in the history; the executed call and its result are.
+    const kept = [
+      user('Tell me the secret.'),
+      call('c1', 'lookup', { q: 'x' }),
+      result('c1', 'lookup', 'found'),
+    ]
+    expect(await session.getItems()).toEqual(kept)
+    const operations = (await allEvents(store, 'blocked')).filter(
+      (event) => event.type === OPERATION_EVENT_TYPE,
+    )
+    expect(operations.map((event) => (event.data as { operationId: string }).operationId)).toEqual([
+      transaction!.operationId,
+    ])
+
+    // A retry of the same operation writes nothing, in this process or after a reopen.
+    const before = await snapshot('blocked')
+    await session.applyHistoryTransaction(transaction!)
+    expect(await snapshot('blocked')).toBe(before)
+    await session.close()
+    const reopened = await openAgentsSession(store, 'blocked')
+    await reopened.applyHistoryTransaction(transaction!)
+    expect(await snapshot('blocked')).toBe(before)
+    // The same id with another transaction is refused before anything is written.
+    await expect(
+      reopened.applyHistoryTransaction({
+        operationId: transaction!.operationId,
+        transaction: { type: 'append_items', items: [user('something else')] },
+      }),
+    ).rejects.toMatchObject({
+      code: 'OPERATION_CONFLICT',
+      details: { operationId: transaction!.operationId },
+    })
+    expect(await snapshot('blocked')).toBe(before)
+
+    // The next turn's model input carries the kept history.
+    const next = new Agent({ name: 'guarded', model })
+    await run(next, 'Then what did you find?', { session: reopened })
+    expect(model.requests[2]!.input).toEqual([...kept, user('Then what did you find?')])
+    await reopened.close()
+  })
+
+  it('replace_suffix appends a replace over the suffix (the originals stay in the log); a suffix that does not match is refused with nothing written', async () => {
+    const session = await openAgentsSession(store, 'suffix')
+    await session.addItems([user('Deploy web.'), say('Deployed.')])
+    const original = (await allEvents(store, 'suffix')).find((event) => event.type === 'assistant/message')!
+    const before = await snapshot('suffix')
+    await expect(
+      session.applyHistoryTransaction({
+        operationId: 'op-mismatch',
+        transaction: { type: 'replace_suffix', expectedSuffix: [say('Something else.')], replacement: [] },
+      }),
+    ).rejects.toMatchObject({
+      code: 'SUFFIX_MISMATCH',
+      details: { operationId: 'op-mismatch', expected: 1, found: 2 },
+    })
+    expect(await snapshot('suffix')).toBe(before)
+
+    const args: HistoryTransactionArgs = {
+      operationId: 'op-1',
+      transaction: {
+        type: 'replace_suffix',
+        expectedSuffix: [say('Deployed.')],
+        replacement: [say('Deployment blocked by policy.')],
+      },
+    }
+    await session.applyHistoryTransaction(args)
+    expect(await session.getItems()).toEqual([user('Deploy web.'), say('Deployment blocked by policy.')])
+    const events = await allEvents(store, 'suffix')
+    expect(events).toContainEqual(original)
+    const replacing = events.find((event) => event.surfaceOp !== undefined)!
+    expect(replacing).toMatchObject({
+      type: 'assistant/message',
+      surfaceOp: { op: 'replace', startSeq: original.seq, endSeq: original.seq },
+      sourceEventSeqs: [original.seq],
+    })
+    expect(session.writer.deriveMessages().at(-1)).toMatchObject({ content: 'Deployment blocked by policy.' })
+    const after = await snapshot('suffix')
+    await session.applyHistoryTransaction(args)
+    expect(await snapshot('suffix')).toBe(after)
+    await session.close()
+  })
+
+  it('a replace_suffix that starts on a function output takes its call along, and keeps the pair valid', async () => {
+    const session = await openAgentsSession(store, 'suffix-tool')
+    const history = [user('Look x up.'), call('c1', 'lookup', { q: 'x' }), result('c1', 'lookup', 'found')]
+    await session.addItems(history)
+    await session.applyHistoryTransaction({
+      operationId: 'op-redact',
+      transaction: {
+        type: 'replace_suffix',
+        expectedSuffix: [result('c1', 'lookup', 'found')],
+        replacement: [result('c1', 'lookup', '[redacted]')],
+      },
+    })
+    expect(await session.getItems()).toEqual([...history.slice(0, 2), result('c1', 'lookup', '[redacted]')])
+    expect(session.writer.deriveMessages().at(-1)).toEqual({
+      role: 'tool',
+      tool_call_id: 'c1',
+      content: '[redacted]',
+    })
+    await session.close()
+  })
+
+  it('refuses a malformed transaction with INVALID_TRANSACTION', async () => {
+    const session = await openAgentsSession(store, 'malformed')
+    await expect(
+      session.applyHistoryTransaction({ operationId: ' ', transaction: { type: 'append_items', items: [] } }),
+    ).rejects.toMatchObject({ code: 'INVALID_TRANSACTION', details: { field: 'operationId' } })
+    await expect(
+      session.applyHistoryTransaction({
+        operationId: 'op',
+        transaction: { type: 'drop_all' } as unknown as HistoryTransactionArgs['transaction'],
+      }),
+    ).rejects.toMatchObject({ code: 'INVALID_TRANSACTION', details: { field: 'transaction.type' } })
+    await session.close()
+  })
+})
