@@ -322,6 +322,12 @@ export class AgentLedgerSession implements Session {
         details: { found: compaction?.['type'] ?? null },
       })
     }
+    this.#compact(compaction, retained)
+    await this.writer.flush()
+  }
+
+  /** The core's compaction events standing for `compaction`, then `retained` appended (no flush). */
+  #compact(compaction: ItemRecord, retained: readonly ItemRecord[], usage?: LedgerUsage): void {
     const surface = this.writer.projection.surface()
     const start = surface[0]?.type === 'system/message' ? 1 : 0
     if (surface.length > start) {
@@ -340,9 +346,8 @@ export class AgentLedgerSession implements Session {
       const message: WireMessage = { role: 'user', content: COMPACTION_SUMMARY }
       this.#record(this.#appendSurface(message), [compaction])
     }
-    for (const item of retained) this.#appendItem(item)
+    retained.forEach((item, index) => this.#appendItem(item, index === retained.length - 1 ? { usage } : {}))
     this.#runLogged.clear()
-    await this.writer.flush()
   }
 
   /**
@@ -631,6 +636,17 @@ export class AgentLedgerSession implements Session {
   async #logOutput(output: readonly AgentInputItem[], usage: Usage | undefined): Promise<void> {
     const items = output.map((item) => toJsonItem(item))
     const ledgerUsage = toLedgerUsage(usage)
+    if (items[0]?.['type'] === 'compaction') {
+      // A response that starts with a compaction item replaces the history (as the runner does
+      // after the turn, which then finds it done).
+      this.#compact(items[0], items.slice(1), ledgerUsage)
+      for (const item of items.slice(1)) {
+        const key = itemKey(item)
+        this.#runLogged.set(key, (this.#runLogged.get(key) ?? 0) + 1)
+      }
+      await this.writer.flush()
+      return
+    }
     items.forEach((item, index) => {
       // The response's usage goes on its last item's event.
       this.#appendItem(item, index === items.length - 1 ? { usage: ledgerUsage } : {})

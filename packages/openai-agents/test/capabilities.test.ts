@@ -6,6 +6,7 @@
 import { rmSync } from 'node:fs'
 
 import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
+import * as core from '@openai/agents-core'
 import { Agent, run, setTracingDisabled, tool } from '@openai/agents-core'
 import type { AgentInputItem } from '@openai/agents-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -199,6 +200,163 @@ describe('history transactions (applyHistoryTransaction)', () => {
         transaction: { type: 'drop_all' } as unknown as HistoryTransactionArgs['transaction'],
       }),
     ).rejects.toMatchObject({ code: 'INVALID_TRANSACTION', details: { field: 'transaction.type' } })
+    await session.close()
+  })
+})
+
+describe('history rewrite (applyHistoryMutations)', () => {
+  it('an approved call whose arguments are rewritten: the next model request carries the rewritten call, the log keeps the original', async () => {
+    const session = await openAgentsSession(store, 'rewrite')
+    const log: string[] = []
+    const guarded = tool({
+      name: 'lookup',
+      description: 'Looks a thing up',
+      parameters: z.object({ q: z.string() }),
+      needsApproval: () => Promise.resolve(true),
+      execute: ({ q }) => {
+        log.push(q)
+        return Promise.resolve('found')
+      },
+    })
+    const model = new ScriptedModel([
+      [call('c1', 'lookup', { q: 'token=s3cret' })],
+      [say('Found it.')],
+      [say('Done.')],
+    ])
+    const agent = new Agent({ name: 'approver', model, tools: [guarded] })
+    const first = await run(agent, 'Look the token up.', { session })
+    expect(first.interruptions).toHaveLength(1)
+    first.state.approve(first.interruptions[0]!)
+    const resumed = await run(agent, first.state, { session })
+    expect(resumed.finalOutput).toBe('Found it.')
+    expect(log).toEqual(['token=s3cret'])
+
+    const rewritten = call('c1', 'lookup', { q: 'token=[redacted]' })
+    await session.applyHistoryMutations({
+      mutations: [{ type: 'replace_function_call', callId: 'c1', replacement: rewritten }],
+    })
+    const items = await session.getItems()
+    expect(items.filter((item) => item.type === 'function_call')).toEqual([rewritten])
+    expect(items.filter((item) => item.type === 'function_call_result')).toEqual([
+      result('c1', 'lookup', 'found'),
+    ])
+
+    await run(agent, 'Thanks.', { session })
+    const input = model.requests[2]!.input as AgentInputItem[]
+    expect(input).toContainEqual(rewritten)
+    expect(JSON.stringify(input)).not.toContain('s3cret')
+    const events = await allEvents(store, 'rewrite')
+    const originals = events.filter((event) => JSON.stringify(event.data).includes('token=s3cret'))
+    expect(originals.length).toBeGreaterThan(0)
+    const replacing = events.find(
+      (event) => event.surfaceOp !== undefined && event.type === 'assistant/message',
+    )!
+    expect(replacing.sourceEventSeqs).toEqual(
+      expect.arrayContaining(
+        originals.filter((event) => event.type === 'assistant/message').map((event) => event.seq),
+      ),
+    )
+    await session.close()
+  })
+
+  it('a call id the history does not show changes nothing', async () => {
+    const session = await openAgentsSession(store, 'rewrite-none')
+    await session.addItems([user('Hi.')])
+    const before = await snapshot('rewrite-none')
+    await session.applyHistoryMutations({
+      mutations: [{ type: 'replace_function_call', callId: 'nope', replacement: call('nope', 'x', {}) }],
+    })
+    expect(await snapshot('rewrite-none')).toBe(before)
+    await session.close()
+  })
+})
+
+describe('Responses compaction replacement (replaceHistoryWithCompaction)', () => {
+  it.each([
+    ['with', true],
+    ['without', false],
+  ])(
+    'a model output that starts with a compaction item (%s the model wrapper): the history is replaced, the core compaction events hide the originals, the next request starts at the compaction',
+    async (_with, wrapped) => {
+      const id = `compaction-${String(wrapped)}`
+      const session = await openAgentsSession(store, id)
+      const compaction = { type: 'compaction', encrypted_content: 'opaque-summary' } as AgentInputItem
+      const model = new ScriptedModel([
+        [say('First answer.')],
+        [compaction, say('Second answer.')],
+        [say('Third answer.')],
+      ])
+      const agent = new Agent({
+        name: 'compactor',
+        instructions: 'Be brief.',
+        model: wrapped ? session.wrapModel(model) : model,
+      })
+      await run(agent, 'One.', { session })
+      await run(agent, 'Two.', { session })
+      const items = await session.getItems()
+      expect(items[0]).toEqual(compaction)
+      expect(items).not.toContainEqual(user('One.'))
+      const events = await allEvents(store, id)
+      expect(events.map((event) => event.type)).toEqual(
+        expect.arrayContaining(['compaction/start', 'compaction/summary', 'compaction/end']),
+      )
+      // The originals stay in the log.
+      expect(
+        events.filter((event) => JSON.stringify(event.data).includes('First answer.')).length,
+      ).toBeGreaterThan(0)
+      await run(agent, 'Three.', { session })
+      const input = model.requests[2]!.input as AgentInputItem[]
+      expect(input[0]).toEqual(compaction)
+      expect(JSON.stringify(input)).not.toContain('One.')
+      expect(input.at(-1)).toEqual(user('Three.'))
+      await session.close()
+      const reopened = await openAgentsSession(store, id)
+      expect((await reopened.getItems())[0]).toEqual(compaction)
+      await reopened.close()
+    },
+  )
+
+  it('refuses items that do not start with a compaction item', async () => {
+    const session = await openAgentsSession(store, 'compaction-bad')
+    await expect(session.replaceHistoryWithCompaction([user('x')])).rejects.toMatchObject({
+      code: 'INVALID_COMPACTION',
+      details: { found: 'message' },
+    })
+    await session.close()
+  })
+})
+
+describe('run context and the item hooks', () => {
+  it('declares acceptsRunContext; the runner (0.20) passes its RunContext, and nothing of it reaches the log', async () => {
+    const session = await openAgentsSession(store, 'context')
+    expect(session.acceptsRunContext).toBe(true)
+    const seen: unknown[] = []
+    const getItems = session.getItems.bind(session)
+    session.getItems = (limit?: number, ...rest: unknown[]) => {
+      seen.push(rest[0])
+      return getItems(limit)
+    }
+    const model = new ScriptedModel([[say('Hello.')]])
+    await run(new Agent({ name: 'ctx', model }), 'Hi.', { session, context: { tenant: 'tenant-secret' } })
+    const contexts = seen.filter((value) => value !== undefined) as { context?: unknown }[]
+    // 0.14 has no run-context capability and passes none; 0.20 passes the run's context.
+    if ('isRunContextAwareSession' in core) expect(contexts.length).toBeGreaterThan(0)
+    for (const context of contexts) expect(context.context).toEqual({ tenant: 'tenant-secret' })
+    expect(await snapshot('context')).not.toContain('tenant-secret')
+    await session.close()
+  })
+
+  it('keeps reasoning item ids verbatim (preserveReasoningItemIdsForPersistence) and compares items as the log holds them', async () => {
+    const session = await openAgentsSession(store, 'reasoning')
+    expect(session.preserveReasoningItemIdsForPersistence()).toBe(true)
+    const reasoning = { type: 'reasoning', id: 'rs_1', content: [{ type: 'input_text', text: 'thinking' }] }
+    const model = new ScriptedModel([[reasoning as never, say('Answer.')]])
+    await run(new Agent({ name: 'thinker', model }), 'Why?', { session })
+    expect(await session.getItems()).toContainEqual(reasoning)
+    expect(await snapshot('reasoning')).toContain('"rs_1"')
+    const withUndefined = { ...user('x'), providerData: undefined } as AgentInputItem
+    expect(session.prepareHistoryItemsForPersistenceComparison([withUndefined])).toEqual([user('x')])
+    expect(Object.keys(session.prepareHistoryItemForModelInput(withUndefined))).not.toContain('providerData')
     await session.close()
   })
 })
