@@ -8,6 +8,7 @@
 export { itemToWire, wireToItems } from './item-mapping.ts'
 export { AgentLedgerSession, ITEMS_EVENT_TYPE, openAgentsSession } from './ledger-session.ts'
 export type {
+  Compactor,
   HistoryRewriteArgs,
   HistoryTransactionArgs,
   OpenAgentsSessionOptions,

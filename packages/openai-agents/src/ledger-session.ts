@@ -6,6 +6,8 @@ import { Usage } from '@openai/agents-core'
 import type {
   AgentInputItem,
   Model,
+  OpenAIResponsesCompactionArgs,
+  OpenAIResponsesCompactionResult,
   ModelRequest,
   ModelResponse,
   Session,
@@ -37,7 +39,19 @@ export interface RecordedItems {
 export interface OpenAgentsSessionOptions extends OpenWriterOptions {
   /** Create the session when it does not exist (default true). */
   readonly create?: boolean
+  /**
+   * What `runCompaction` calls (the runner calls it after each persisted turn): given the
+   * history and the runner's arguments, the replacement (a `compaction` item first, e.g. from
+   * the OpenAI `responses.compact` endpoint, then the retained items) and its usage, or null to
+   * skip. Without it `runCompaction` compacts nothing.
+   */
+  readonly compact?: Compactor
 }
+
+/** The compaction call of {@link OpenAgentsSessionOptions.compact}. */
+export type Compactor = (
+  request: OpenAIResponsesCompactionArgs & { readonly items: AgentInputItem[] },
+) => Promise<{ items: AgentInputItem[]; usage: OpenAIResponsesCompactionResult['usage'] } | null>
 
 /** A history transaction (`SessionHistoryTransactionArgs` of `@openai/agents-core` 0.14 and later). */
 export interface HistoryTransactionArgs {
@@ -120,6 +134,11 @@ export class AgentLedgerSession implements Session {
   readonly #runLogged = new Map<string, number>()
   /** Applied history transactions by operation id (loaded from the log at open). */
   readonly #operations: Map<string, RecordedOperation>
+  readonly #compactor: Compactor | undefined
+  /** Compaction ownership receipts (never serialised): {@link AgentLedgerSession.#changes} when each was granted or renewed. */
+  readonly #receipts = new WeakMap<object, number>()
+  /** Count of history changes through the Session methods (the wrappers' logging of a run is not one). */
+  #changes = 0
   #closed = false
   /**
    * The runner passes its `RunContext` to every history call (`@openai/agents-core` 0.20). The
@@ -131,11 +150,12 @@ export class AgentLedgerSession implements Session {
   constructor(
     writer: SessionWriter,
     recorded: Map<number, readonly ItemRecord[]>,
-    operations: Map<string, RecordedOperation> = new Map(),
+    loaded: { operations?: Map<string, RecordedOperation>; compact?: Compactor | undefined } = {},
   ) {
     this.writer = writer
     this.#recorded = recorded
-    this.#operations = operations
+    this.#operations = loaded.operations ?? new Map<string, RecordedOperation>()
+    this.#compactor = loaded.compact
   }
 
   /** The session id. */
@@ -164,6 +184,7 @@ export class AgentLedgerSession implements Session {
    */
   async addItems(items: AgentInputItem[]): Promise<void> {
     this.#assertOpen()
+    this.#changes += 1
     const records = items.map((item, index) => {
       if (typeof item !== 'object' || item === null) {
         throw new AgentsAdapterError({
@@ -197,6 +218,7 @@ export class AgentLedgerSession implements Session {
    */
   async popItem(): Promise<AgentInputItem | undefined> {
     this.#assertOpen()
+    this.#changes += 1
     const entries = this.#nodeItems()
     let index = entries.length - 1
     while (index >= 0 && entries[index]!.items.length === 0) index -= 1
@@ -220,6 +242,7 @@ export class AgentLedgerSession implements Session {
   /** Hides every item with one `replace` citing them all; the log keeps every byte. */
   async clearSession(): Promise<void> {
     this.#assertOpen()
+    this.#changes += 1
     const entries = this.#nodeItems()
     if (entries.every((entry) => entry.items.length === 0)) return
     this.#replace(entries, { keep: [], by: 'clearSession' })
@@ -251,6 +274,7 @@ export class AgentLedgerSession implements Session {
         details: { operationId },
       })
     }
+    this.#changes += 1
     if (transaction['type'] === 'append_items') {
       for (const item of transaction['items'] as ItemRecord[]) {
         if (take(this.#runLogged, itemKey(item))) continue
@@ -283,6 +307,7 @@ export class AgentLedgerSession implements Session {
    */
   async applyHistoryMutations(args: HistoryRewriteArgs): Promise<void> {
     this.#assertOpen()
+    this.#changes += 1
     for (const mutation of args.mutations) {
       if (mutation.type !== 'replace_function_call') continue
       const entries = this.#nodeItems()
@@ -313,6 +338,7 @@ export class AgentLedgerSession implements Session {
    */
   async replaceHistoryWithCompaction(items: AgentInputItem[]): Promise<void> {
     this.#assertOpen()
+    this.#changes += 1
     const plain = items.map((item) => toJsonItem(item))
     const [compaction, ...retained] = plain
     if (compaction?.['type'] !== 'compaction') {
@@ -348,6 +374,53 @@ export class AgentLedgerSession implements Session {
     }
     retained.forEach((item, index) => this.#appendItem(item, index === retained.length - 1 ? { usage } : {}))
     this.#runLogged.clear()
+  }
+
+  /**
+   * Runs a compaction after a turn (the runner calls it): with the `compact` option, hands it the
+   * history and replaces the history with what it returns ({@link AgentLedgerSession.replaceHistoryWithCompaction}).
+   * Returns null, compacting nothing, without `compact`, when it returns null, or for an
+   * automatic compaction (`ownership` given) whose receipt is null or stale: something else
+   * wrote to the session since the runner's read. `ownership` undefined is a manual compaction.
+   */
+  async runCompaction(
+    args?: OpenAIResponsesCompactionArgs,
+    _runContext?: unknown,
+    ownership?: object | null,
+  ): Promise<OpenAIResponsesCompactionResult | null> {
+    this.#assertOpen()
+    if (this.#compactor === undefined) return null
+    if (ownership === null) return null
+    if (ownership !== undefined && !this.#owns(ownership)) return null
+    const replacement = await this.#compactor({ ...args, items: await this.getItems() })
+    if (replacement === null) return null
+    await this.replaceHistoryWithCompaction(replacement.items)
+    return { usage: replacement.usage }
+  }
+
+  /**
+   * The history and a compaction ownership receipt bound to this read: it stays current through
+   * the wrappers' logging and its own appends ({@link AgentLedgerSession.addItemsWithCompactionOwnership}),
+   * and goes stale at any other change (`addItems`, `popItem`, `clearSession`, a transaction, a rewrite, a compaction).
+   */
+  async getItemsWithCompactionOwnership(): Promise<{ items: AgentInputItem[]; ownership: object }> {
+    const ownership = {}
+    this.#receipts.set(ownership, this.#changes)
+    return { items: await this.getItems(), ownership }
+  }
+
+  /**
+   * Appends like {@link AgentLedgerSession.addItems}; a receipt that was current before the
+   * append stays current after it, a stale one stays stale (the items are appended either way).
+   */
+  async addItemsWithCompactionOwnership(items: AgentInputItem[], ownership: object | null): Promise<void> {
+    const owned = ownership !== null && this.#owns(ownership)
+    await this.addItems(items)
+    if (owned) this.#receipts.set(ownership, this.#changes)
+  }
+
+  #owns(ownership: object): boolean {
+    return this.#receipts.get(ownership) === this.#changes
   }
 
   /**
@@ -774,7 +847,7 @@ export async function openAgentsSession(
       throw error
     }
   }
-  return new AgentLedgerSession(writer, recorded, operations)
+  return new AgentLedgerSession(writer, recorded, { operations, compact: options.compact })
 }
 
 /** The core's writer options out of the adapter's options (only those given). */

@@ -336,6 +336,12 @@ describe('run context and the item hooks', () => {
       seen.push(rest[0])
       return getItems(limit)
     }
+    // With the ownership capability the runner (0.20) reads through getItemsWithCompactionOwnership.
+    const owned = session.getItemsWithCompactionOwnership.bind(session)
+    session.getItemsWithCompactionOwnership = (...rest: unknown[]) => {
+      seen.push(rest[0])
+      return owned()
+    }
     const model = new ScriptedModel([[say('Hello.')]])
     await run(new Agent({ name: 'ctx', model }), 'Hi.', { session, context: { tenant: 'tenant-secret' } })
     const contexts = seen.filter((value) => value !== undefined) as { context?: unknown }[]
@@ -357,6 +363,75 @@ describe('run context and the item hooks', () => {
     const withUndefined = { ...user('x'), providerData: undefined } as AgentInputItem
     expect(session.prepareHistoryItemsForPersistenceComparison([withUndefined])).toEqual([user('x')])
     expect(Object.keys(session.prepareHistoryItemForModelInput(withUndefined))).not.toContain('providerData')
+    await session.close()
+  })
+})
+
+describe('Responses compaction run and ownership (runCompaction, getItemsWithCompactionOwnership, addItemsWithCompactionOwnership)', () => {
+  const compaction = { type: 'compaction', encrypted_content: 'opaque-summary' } as AgentInputItem
+  const usage = () => new core.RequestUsage({ inputTokens: 7, outputTokens: 2, totalTokens: 9 })
+
+  it('the runner runs the compaction after a persisted turn: the compactor gets the history, the next model request starts at the compaction item', async () => {
+    const requests: AgentInputItem[][] = []
+    const session = await openAgentsSession(store, 'run-compaction', {
+      compact: (request) => {
+        requests.push(structuredClone(request.items))
+        return Promise.resolve(
+          requests.length === 1 ? { items: [compaction, ...request.items.slice(-1)], usage: usage() } : null,
+        )
+      },
+    })
+    const model = new ScriptedModel([[say('First answer.')], [say('Second answer.')]])
+    const agent = new Agent({ name: 'compactor', model: session.wrapModel(model) })
+    await run(agent, 'One.', { session })
+    expect(requests[0]).toEqual([user('One.'), say('First answer.')])
+    expect(await session.getItems()).toEqual([compaction, say('First answer.')])
+    await run(agent, 'Two.', { session })
+    expect(model.requests[1]!.input).toEqual([compaction, say('First answer.'), user('Two.')])
+    const types = (await allEvents(store, 'run-compaction')).map((event) => event.type)
+    expect(types).toContain('compaction/end')
+    await session.close()
+  })
+
+  it('automatic compaction needs a current receipt: a null or stale one compacts nothing, its own appends keep it current, undefined is manual', async () => {
+    let calls = 0
+    const session = await openAgentsSession(store, 'ownership', {
+      compact: (request) => {
+        calls += 1
+        return Promise.resolve({ items: [compaction, ...request.items.slice(-1)], usage: usage() })
+      },
+    })
+    await session.addItems([user('One.'), say('First.')])
+    expect(await session.runCompaction({}, undefined, null)).toBeNull()
+    const stale = await session.getItemsWithCompactionOwnership()
+    await session.addItems([user('Two.')]) // a change the receipt did not make
+    expect(await session.runCompaction({}, undefined, stale.ownership)).toBeNull()
+    expect(calls).toBe(0)
+
+    const fresh = await session.getItemsWithCompactionOwnership()
+    expect(fresh.items).toEqual([user('One.'), say('First.'), user('Two.')])
+    await session.addItemsWithCompactionOwnership([say('Second.')], fresh.ownership)
+    // A stale receipt's append still lands, and does not make it current again.
+    await session.addItemsWithCompactionOwnership([user('Three.')], stale.ownership)
+    expect(await session.runCompaction({}, undefined, stale.ownership)).toBeNull()
+    expect(await session.runCompaction({}, undefined, fresh.ownership)).toBeNull() // the stale append was a change too
+    const current = await session.getItemsWithCompactionOwnership()
+    await session.addItemsWithCompactionOwnership([say('Third.')], current.ownership)
+    const compacted = await session.runCompaction({ force: true }, undefined, current.ownership)
+    expect(compacted?.usage.totalTokens).toBe(9)
+    expect(calls).toBe(1)
+    expect(await session.getItems()).toEqual([compaction, say('Third.')])
+    // Manual compaction (no ownership argument) runs regardless.
+    expect(await session.runCompaction({ force: true })).not.toBeNull()
+    expect(calls).toBe(2)
+    await session.close()
+  })
+
+  it('without a compactor runCompaction compacts nothing', async () => {
+    const session = await openAgentsSession(store, 'no-compactor')
+    await session.addItems([user('One.')])
+    expect(await session.runCompaction({ force: true })).toBeNull()
+    expect(await session.getItems()).toEqual([user('One.')])
     await session.close()
   })
 })
