@@ -16,7 +16,7 @@
  */
 import { createSessionStore } from '@agent-ledger/session-store'
 
-import { corpusBytes, RARE_WORD, writeCorpus } from '../../../tooling/bench/search-corpus.ts'
+import { corpusBytes, corpusSessionId, RARE_WORD, writeCorpus } from '../../../tooling/bench/search-corpus.ts'
 import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { openPostgresBackend } from '../src/index.ts'
 import { candidateStatement } from '../src/search.ts'
@@ -38,7 +38,7 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
       const corpus = await writeCorpus(store, bytes, async () => {
         const rows = await client.query<{ bytes: string | null }>(
           `SELECT sum(octet_length(line))::text AS bytes FROM ledger_events WHERE session_id = $1`,
-          [`search-${String(last).padStart(5, '0')}`],
+          [corpusSessionId(last)],
         )
         written += Number(rows.rows[0]?.bytes ?? 0)
         last += 1
