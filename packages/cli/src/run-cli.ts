@@ -16,6 +16,7 @@ import { messagesCommand } from './commands/messages.ts'
 import { compressCommand, migrateCommand } from './commands/convert.ts'
 import { pruneCommand } from './commands/prune.ts'
 import { salvageCommand } from './commands/salvage.ts'
+import { serveCommand } from './commands/serve.ts'
 import { statsCommand } from './commands/stats.ts'
 import { tailCommand } from './commands/tail.ts'
 import { verifyCommand } from './commands/verify.ts'
@@ -47,6 +48,7 @@ const COMMANDS: readonly CommandSpec[] = [
   copyCommand,
   pruneCommand,
   dbCommand,
+  serveCommand,
 ]
 
 function version(): string {
