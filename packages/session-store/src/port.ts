@@ -445,6 +445,49 @@ export interface DeleteCapability {
   delete(id: string, options?: DeleteOptions): Promise<DeleteResult>
 }
 
+/** What {@link SearchCapability.candidates} is asked for. */
+export interface SearchCandidateQuery extends SignalOptions {
+  /**
+   * Lowercase printable-ASCII fragments: a candidate line contains every one of them as
+   * written in its text, compared ASCII case-insensitively (`ILIKE '%fragment%'`). Empty:
+   * every event line is a candidate.
+   */
+  readonly fragments: readonly string[]
+  /** The first (session id, seq) to return, inclusive; null: from the start. */
+  readonly from: { readonly sessionId: string; readonly seq: number } | null
+  /** Only these sessions (checked ids, sorted, unique); null: every session. */
+  readonly sessionIds: readonly string[] | null
+  /** Most candidates to return (a positive integer); fewer is fine. */
+  readonly limit: number
+}
+
+/** An event line that may match a search. */
+export interface SearchCandidate {
+  readonly sessionId: string
+  /** The stored line, exact, at its seq (the core decodes and checks it). */
+  readonly stored: StoredLine
+}
+
+/**
+ * Full-text search support: an index that narrows which event lines the core reads. The
+ * core runs the one matcher over the candidates (so a query means the same on every
+ * backend) and pages the hits; a backend without this capability is searched by the core's
+ * streaming scan.
+ */
+export interface SearchCapability {
+  /**
+   * Durable event lines from `from` on, ordered by session id (code-unit order, as
+   * PostgreSQL's `COLLATE "C"`) then seq, that contain every fragment: a superset of the
+   * lines that match (a false positive is dropped by the core; a false negative is a bug).
+   *
+   * @returns Up to `limit` candidates; `done` when none follow the last one returned.
+   * @throws `ABORTED`, `BACKEND_FAILED`.
+   */
+  candidates(
+    query: SearchCandidateQuery,
+  ): Promise<{ readonly candidates: readonly SearchCandidate[]; readonly done: boolean }>
+}
+
 /** Optional capabilities; the core checks for each and never assumes one. */
 export interface BackendCapabilities {
   readonly follow?: FollowCapability | undefined
@@ -454,6 +497,7 @@ export interface BackendCapabilities {
   readonly migrate?: MigrateCapability | undefined
   readonly quarantine?: QuarantineCapability | undefined
   readonly delete?: DeleteCapability | undefined
+  readonly search?: SearchCapability | undefined
 }
 
 /**

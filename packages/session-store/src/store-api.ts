@@ -265,6 +265,41 @@ export interface PruneReport {
   readonly bytesFreed: number
 }
 
+/** Options of {@link SessionStore.search}. */
+export interface SearchOptions extends SignalOptions {
+  /** Hits per page, 1-1000; default 50. */
+  readonly limit?: number | undefined
+  /** The previous page's `nextCursor`; null or absent for the first page. */
+  readonly cursor?: string | null | undefined
+  /** Only these sessions (at most 1000 ids); absent: every session. */
+  readonly sessionIds?: readonly string[] | undefined
+}
+
+/**
+ * One match: a field of one event whose text holds every term and phrase of the query.
+ * Hits come ordered by session id, then seq, then field (`text`, `tool`, `arguments`, `result`).
+ */
+export interface SearchHit {
+  readonly sessionId: string
+  readonly seq: number
+  readonly eventType: string
+  /** Message text (content, reasoning, a compaction summary), a tool name, tool-call arguments, a tool result. */
+  readonly field: 'text' | 'tool' | 'arguments' | 'result'
+  /** The text around the first match, verbatim (escaping is the renderer's job), `…` where cut. */
+  readonly snippet: string
+  /** The first match's place in `snippet`, [start, end) in UTF-16 code units. */
+  readonly match: { readonly start: number; readonly end: number }
+  /** The event's time. */
+  readonly at?: string | undefined
+}
+
+/** A page of {@link SessionStore.search}. */
+export interface SearchPage {
+  readonly hits: readonly SearchHit[]
+  /** Pass it back as `cursor` for the next page; null when no hits follow (a full page may be followed by an empty one). */
+  readonly nextCursor: string | null
+}
+
 /** Sessions over one backend. Create it with {@link createSessionStore}. */
 export interface SessionStore {
   readonly backend: SessionBackend
@@ -330,6 +365,17 @@ export interface SessionStore {
    * @throws {@link SessionStoreError} `INVALID_OPTION`, `UNSUPPORTED`, `ABORTED`, backend codes.
    */
   prune(policy: PrunePolicy): Promise<PruneReport>
+  /**
+   * Full-text search over message text, tool names, tool-call arguments and tool results
+   * of every session (or `sessionIds`): terms are case-insensitive substrings, all of them
+   * must match one field of one event, `"quoted phrases"` match words in order. Through
+   * the backend's `search` capability (an index) when it has one, else a streaming scan
+   * (memory bounded by one line and one page). Damaged lines are skipped.
+   *
+   * @throws {@link SessionStoreError} `INVALID_OPTION` (empty or too long query, a cursor
+   *   this store did not make, a bad limit or session id list), `ABORTED`, backend codes.
+   */
+  search(query: string, options?: SearchOptions): Promise<SearchPage>
   /** Closes every writer this store opened (flushing them), then the backend. Idempotent. */
   close(): Promise<void>
 }

@@ -29,6 +29,8 @@ import type {
   PruneReport,
   ReadEventsOptions,
   SalvageReport,
+  SearchOptions,
+  SearchPage,
   SessionReadResult,
   SessionStore,
   SessionStoreOptions,
@@ -39,6 +41,7 @@ import { describe, invalidOption, isAborted, seqOption, throwIfAborted } from '.
 import { checkedLease, resolveStoreContext } from './store-context.ts'
 import { listSessions, salvageSession } from './store-maintenance.ts'
 import { deleteOne, pruneSessions } from './store-retention.ts'
+import { searchSessions } from './search.ts'
 import { SessionWriterImpl } from './writer.ts'
 import type { SessionWriter } from './writer.ts'
 
@@ -475,6 +478,11 @@ class SessionStoreImpl implements SessionStore {
   async list(options: ListOptions = {}): Promise<ListResult> {
     this.#assertOpen()
     return await listSessions(this.#context, options)
+  }
+
+  async search(query: string, options: SearchOptions = {}): Promise<SearchPage> {
+    this.#assertOpen()
+    return await searchSessions(this.#context, query, options)
   }
 
   async verify(id: string, options: SignalOptions = {}): Promise<VerifyReport> {

@@ -9,6 +9,7 @@ import { CRC_CASES } from './cases-crc.ts'
 import { DELETE_CASES } from './cases-delete.ts'
 import { LEASE_CASES } from './cases-leases.ts'
 import { OLDER_CASES } from './cases-older.ts'
+import { SEARCH_CASES } from './cases-search.ts'
 import { SEED_STREAM_CASES } from './cases-seed-stream.ts'
 import { SESSION_CASES } from './cases-sessions.ts'
 import { makeClock, pollSleep, wait } from './harness.ts'
@@ -23,6 +24,7 @@ const CASES = [
   ...ERROR_CASES,
   ...CRC_CASES,
   ...DELETE_CASES,
+  ...SEARCH_CASES,
 ]
 
 /**
