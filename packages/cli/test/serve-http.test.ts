@@ -245,6 +245,24 @@ describe('serve: pages', () => {
   })
 })
 
+describe('serve: search', () => {
+  it('hits in context, marked and escaped, each linked to the page of its seq', async () => {
+    const found = await raw(serve, '/search?q=migrate', { headers: authed() })
+    expect(found.status).toBe(200)
+    expect(found.body).toContain('href="/session/imported-claude?seq=1#seq-1"')
+    expect(found.body).toContain('<mark>migrate</mark> the db')
+    const hostile = await raw(serve, '/search?q=pwned', { headers: authed() })
+    expect(hostile.body).toContain('href="/session/hostile?seq=1#seq-1"')
+    expect(hostile.body).not.toContain('<script>window')
+    expect(hostile.body).toMatch(/&lt;script&gt;window\.__<mark>pwned<\/mark>/)
+    const none = await raw(serve, '/search?q=nothing-matches-this', { headers: authed() })
+    expect(none.body).toContain('No hits')
+    const refused = await raw(serve, '/search?q=db&cursor=forged', { headers: authed() })
+    expect(refused.status).toBe(400)
+    expect(refused.body).toContain('The store refused this search')
+  })
+})
+
 describe('serve: live', () => {
   it('the live feed sends the HTML of events appended after the page, fed by store.follow', async () => {
     const page = await raw(serve, '/session/native-old', { headers: authed() })

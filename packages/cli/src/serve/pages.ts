@@ -2,6 +2,8 @@
  * The list and search pages of `agent-ledger serve`, as HTML strings (every store text
  * escaped with the export's `escapeHtml`).
  */
+import type { SearchHit, SearchPage } from '@agent-ledger/session-store'
+
 import { duration } from '../session-stats.ts'
 import { formatBytes, formatCount } from '../terminal-text.ts'
 import { escapeHtml } from '../transcript/html/text.ts'
@@ -111,19 +113,8 @@ export function listPage(query: ListQuery, page: ListPage, where: string): strin
   return appPage('Sessions', body)
 }
 
-/** One hit of `store.search` (the core's search API). */
-export interface SearchHitView {
-  readonly sessionId: string
-  readonly seq: number
-  readonly eventType: string
-  readonly field: string
-  readonly snippet: string
-  readonly match: { readonly start: number; readonly end: number }
-  readonly at?: string | undefined
-}
-
 /** A snippet with its match marked (both halves escaped). */
-function marked(hit: SearchHitView): string {
+function marked(hit: SearchHit): string {
   const { start, end } = hit.match
   const safe = start >= 0 && end >= start && end <= hit.snippet.length
   if (!safe) return escapeHtml(hit.snippet)
@@ -131,7 +122,7 @@ function marked(hit: SearchHitView): string {
 }
 
 /** The link of a hit: the session page holding the seq, scrolled to it. */
-export function hitHref(hit: Pick<SearchHitView, 'sessionId' | 'seq'>): string {
+export function hitHref(hit: Pick<SearchHit, 'sessionId' | 'seq'>): string {
   return `${sessionHref(hit.sessionId)}?seq=${hit.seq}#seq-${hit.seq}`
 }
 
@@ -140,13 +131,15 @@ export function hitHref(hit: Pick<SearchHitView, 'sessionId' | 'seq'>): string {
  *
  * @param query - What was searched (empty: the page shows only the box).
  * @param result - The hits and the next cursor, or null when nothing was searched.
+ * @param refused - The store's message when it refused the query.
  */
-export function searchPage(
-  query: string,
-  result: { readonly hits: readonly SearchHitView[]; readonly nextCursor: string | null } | null,
-): string {
+export function searchPage(query: string, result: SearchPage | null, refused?: string): string {
   if (result === null) {
-    return appPage('Search', '<p class="note">Search message text, tool names, arguments and results across every session.</p>', query)
+    const note =
+      refused === undefined
+        ? 'Search message text, tool names, arguments and results across every session: words match anywhere (any case), all of them in one field; "quoted words" match in order.'
+        : `The store refused this search: ${escapeHtml(refused)}`
+    return appPage('Search', `<p class="note">${note}</p>`, query)
   }
   const hits = result.hits.map(
     (hit) =>

@@ -16,7 +16,6 @@ import { Catalog } from './catalog.ts'
 import { APP_SCRIPT } from './client.ts'
 import { APP_SCRIPT_PATH, appPage } from './layout.ts'
 import { listPage, listQueryOf, searchPage } from './pages.ts'
-import type { SearchHitView } from './pages.ts'
 import { COMMON_HEADERS, refuse, RequestGuard } from './security.ts'
 import { liveFragment, sessionPage } from './session-page.ts'
 
@@ -157,18 +156,19 @@ class App {
       return
     }
     const cursor = url.searchParams.get('cursor')
-    // TODO(search merge): the core's store.search (issue 26 item 2, branch search).
-    const store = this.#options.store as unknown as {
-      search(
-        query: string,
-        options: { limit: number; cursor?: string; signal: AbortSignal },
-      ): Promise<{ hits: readonly SearchHitView[]; nextCursor: string | null }>
-    }
-    const result = await store.search(query, {
+    // A query the store refuses (too long, a cursor it did not make) is the page's message, not a 500.
+    let result
+    try {
+      result = await this.#options.store.search(query, {
       limit: SEARCH_PAGE_SIZE,
       ...(cursor === null || cursor === '' ? {} : { cursor }),
       signal: this.#options.signal,
-    })
+      })
+    } catch (error) {
+      if (!SessionStoreError.is(error, SessionStoreErrorCode.INVALID_OPTION)) throw error
+      sendHtml(response, 400, searchPage(query, null, error.message))
+      return
+    }
     sendHtml(response, 200, searchPage(query, result))
   }
 
