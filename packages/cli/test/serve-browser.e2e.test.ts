@@ -25,6 +25,7 @@ if (!hasChromium) {
 
 const ARTIFACTS = fileURLToPath(new URL('../test-output/', import.meta.url))
 const PACKAGE = fileURLToPath(new URL('..', import.meta.url))
+const APPEND_CHILD = fileURLToPath(new URL('./support/append-child.ts', import.meta.url))
 /** Sets a window flag if it ever runs: from a `<script>`, an `onerror`, or a `javascript:` link. */
 const HOSTILE =
   '<script>window.__pwned = "script"</script><img src=x onerror="window.__pwned = \'onerror\'"> [x](javascript:window.__pwned=1)'
@@ -115,7 +116,14 @@ describe.skipIf(!hasChromium)('serve in Chromium', () => {
     await page.waitForSelector('#live[data-state=live]')
     const child: ChildProcessWithoutNullStreams = spawn(
       process.execPath,
-      ['--conditions=@agent-ledger/source', '--import', 'tsx', 'test/support/append-child.ts', root, 'live-one'],
+      [
+        '--conditions=@agent-ledger/source',
+        '--import',
+        'tsx',
+        'test/support/append-child.ts',
+        root,
+        'live-one',
+      ],
       { cwd: PACKAGE, stdio: 'pipe' },
     )
     let said = ''
@@ -139,7 +147,7 @@ describe.skipIf(!hasChromium)('serve in Chromium', () => {
     for (const path of ['/session/hostile', '/?cwd=script', '/search?q=pwned']) {
       await page.goto(`http://${serve.host}${path}`)
       await page.waitForLoadState('load')
-      expect(await page.evaluate(() => (window as { __pwned?: unknown }).__pwned), path).toBeUndefined()
+      expect(await page.evaluate('typeof window.__pwned'), path).toBe('undefined')
       expect(await page.locator('body').textContent(), path).toContain('<script>window.__pwned')
     }
     await shot('serve-hostile.png')

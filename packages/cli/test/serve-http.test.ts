@@ -65,7 +65,10 @@ beforeAll(async () => {
       },
     },
   })
-  hostile.append({ type: 'tool/result', data: { message: { role: 'tool', tool_call_id: 'c1', content: HOSTILE } } })
+  hostile.append({
+    type: 'tool/result',
+    data: { message: { role: 'tool', tool_call_id: 'c1', content: HOSTILE } },
+  })
   hostile.append({ type: 'turn/end', data: { turn: 1, reason: 'completed' } })
   await hostile.close()
   // A long session: 1 + 31 * 7 = 218 events, two pages of 200.
@@ -91,7 +94,14 @@ describe('serve: the guard', () => {
   it('prints a loopback URL with a random token, and refuses every request without it (401, no content)', async () => {
     expect(serve.url.hostname).toBe('127.0.0.1')
     expect(serve.token).toMatch(/^[\w-]{43}$/)
-    for (const path of ['/', '/session/hostile', '/session/long/live', '/search?q=db', '/static/app.js', '/nope']) {
+    for (const path of [
+      '/',
+      '/session/hostile',
+      '/session/long/live',
+      '/search?q=db',
+      '/static/app.js',
+      '/nope',
+    ]) {
       const response = await raw(serve, path)
       expect(response.status, path).toBe(401)
       expect(response.body).not.toMatch(/native-old|hostile|migrate|EventSource/)
@@ -193,7 +203,8 @@ describe('serve: pages', () => {
   })
 
   it('the list: newest first, 50 a page, a second page with the rest', async () => {
-    const ids = (body: string): string[] => [...body.matchAll(/<tr data-session="([^"]+)"/g)].map((match) => match[1]!)
+    const ids = (body: string): string[] =>
+      [...body.matchAll(/<tr data-session="([^"]+)"/g)].map((match) => match[1]!)
     const first = await raw(serve, '/', { headers: authed() })
     const second = await raw(serve, '/?page=2', { headers: authed() })
     const page1 = ids(first.body)
@@ -214,7 +225,9 @@ describe('serve: pages', () => {
         (match) => match[1]!,
       )
     expect(await ids('/?source=claude-code')).toEqual(expect.arrayContaining(['imported-claude']))
-    expect((await ids('/?source=claude-code')).every((id) => ['imported-claude', 'forked-child'].includes(id))).toBe(true)
+    expect(
+      (await ids('/?source=claude-code')).every((id) => ['imported-claude', 'forked-child'].includes(id)),
+    ).toBe(true)
     expect(await ids('/?source=native')).not.toContain('imported-claude')
     expect(await ids('/?cwd=webapp')).toEqual(expect.arrayContaining(['imported-claude']))
     expect(await ids('/?cwd=webapp')).not.toContain('native-old')

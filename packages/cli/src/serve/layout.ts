@@ -11,6 +11,7 @@ export const APP_SCRIPT_PATH = '/static/app.js'
 
 /** The styles of the serve bar, the list and the search results (added to the transcript's). */
 export const SERVE_STYLE = `
+main [id], main section { scroll-margin-top: 4.5rem; }
 body { grid-template-areas: "bar bar" "nav head" "nav main" "nav foot"; }
 @media (max-width: 60rem) { body { grid-template-areas: "bar" "head" "nav" "main" "foot"; } }
 .serve-bar { grid-area: bar; position: sticky; top: 0; z-index: 1; display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; padding: .5rem .75rem; margin-bottom: 1rem;

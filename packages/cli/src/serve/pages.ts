@@ -80,7 +80,12 @@ export function listPage(query: ListQuery, page: ListPage, where: string): strin
     '</form>',
   ].join('')
   const rows = page.rows.map((row) => {
-    const size = row.bytes !== null ? formatBytes(row.bytes) : row.events !== null ? `${formatCount(row.events)} events` : '?'
+    const size =
+      row.bytes !== null
+        ? formatBytes(row.bytes)
+        : row.events !== null
+          ? `${formatCount(row.events)} events`
+          : '?'
     const badges = [
       row.parent === null ? '' : `<span class="badge">fork of ${escapeHtml(row.parent)}</span>`,
       row.scan?.openTurn === true ? '<span class="badge">open turn</span>' : '',
@@ -94,9 +99,13 @@ export function listPage(query: ListQuery, page: ListPage, where: string): strin
   })
   const current = Math.min(query.page, page.pages)
   const pager = [
-    current > 1 ? `<a rel="prev" href="${escapeHtml(queryString(query, current - 1))}">&larr; previous</a>` : '',
+    current > 1
+      ? `<a rel="prev" href="${escapeHtml(queryString(query, current - 1))}">&larr; previous</a>`
+      : '',
     `<span>page ${current} of ${page.pages} (${formatCount(page.matched)} session${page.matched === 1 ? '' : 's'}, ${LIST_PAGE_SIZE} a page)</span>`,
-    current < page.pages ? `<a rel="next" href="${escapeHtml(queryString(query, current + 1))}">next &rarr;</a>` : '',
+    current < page.pages
+      ? `<a rel="next" href="${escapeHtml(queryString(query, current + 1))}">next &rarr;</a>`
+      : '',
   ].join('')
   const problems =
     page.problems.length === 0
@@ -122,7 +131,7 @@ function marked(hit: SearchHit): string {
 }
 
 /** The link of a hit: the session page holding the seq, scrolled to it. */
-export function hitHref(hit: Pick<SearchHit, 'sessionId' | 'seq'>): string {
+function hitHref(hit: Pick<SearchHit, 'sessionId' | 'seq'>): string {
   return `${sessionHref(hit.sessionId)}?seq=${hit.seq}#seq-${hit.seq}`
 }
 

@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { isIP } from 'node:net'
 
 /** The Content-Security-Policy of every response: nothing but the app's own script, styles inline, requests to itself. */
-export const CONTENT_SECURITY_POLICY = [
+const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'unsafe-inline'",
@@ -32,7 +32,7 @@ export const COMMON_HEADERS: Readonly<Record<string, string>> = {
 }
 
 /** The header a script or tool may send the token in (besides `Authorization: Bearer`). */
-export const TOKEN_HEADER = 'x-agent-ledger-token'
+const TOKEN_HEADER = 'x-agent-ledger-token'
 
 /** A random per-run token: 32 bytes, URL-safe. */
 export function randomToken(): string {
@@ -115,7 +115,10 @@ export class RequestGuard {
   check(request: IncomingMessage, url: URL): Refusal | { readonly fromQuery: boolean } {
     const host = request.headers.host
     if (host === undefined || !this.#hosts.has(host.toLowerCase())) {
-      return { status: 403, reason: `expected the Host header ${[...this.#hosts][0]}, found ${host ?? 'none'}` }
+      return {
+        status: 403,
+        reason: `expected the Host header ${[...this.#hosts][0]}, found ${host ?? 'none'}`,
+      }
     }
     const origin = request.headers.origin
     if (origin !== undefined && !this.#origins.has(origin.toLowerCase())) {

@@ -40,13 +40,16 @@ export interface ServeOptions {
   readonly signal: AbortSignal
 }
 
-function send(response: ServerResponse, status: number, type: string, body: string): void {
-  response.writeHead(status, { ...COMMON_HEADERS, 'content-type': type })
-  response.end(body)
+function send(
+  response: ServerResponse,
+  answer: { readonly status: number; readonly type: string; readonly body: string },
+): void {
+  response.writeHead(answer.status, { ...COMMON_HEADERS, 'content-type': answer.type })
+  response.end(answer.body)
 }
 
 function sendHtml(response: ServerResponse, status: number, html: string): void {
-  send(response, status, 'text/html; charset=utf-8', html)
+  send(response, { status, type: 'text/html; charset=utf-8', body: html })
 }
 
 function seqParam(url: URL, name: string): number | null {
@@ -109,14 +112,18 @@ class App {
       }
       const code = SessionStoreError.is(error) ? error.code : 'INTERNAL'
       const message = error instanceof Error ? error.message : String(error)
-      sendHtml(response, 500, appPage('Error', `<p><code>${escapeHtml(code)}</code> ${escapeHtml(message)}</p>`))
+      sendHtml(
+        response,
+        500,
+        appPage('Error', `<p><code>${escapeHtml(code)}</code> ${escapeHtml(message)}</p>`),
+      )
     }
   }
 
   async #route(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
     const path = url.pathname
     if (path === APP_SCRIPT_PATH) {
-      send(response, 200, 'text/javascript; charset=utf-8', APP_SCRIPT)
+      send(response, { status: 200, type: 'text/javascript; charset=utf-8', body: APP_SCRIPT })
       return
     }
     if (path === '/') {
@@ -133,7 +140,7 @@ class App {
     if (session !== null) {
       const id = decodeURIComponent(session[1]!)
       if (session[2] !== undefined) {
-        await this.#live(request, response, id, seqParam(url, 'after') ?? -1)
+        await this.#live(request, response, { id, after: seqParam(url, 'after') ?? -1 })
         return
       }
       const html = await sessionPage(this.#options.store, {
@@ -160,9 +167,9 @@ class App {
     let result
     try {
       result = await this.#options.store.search(query, {
-      limit: SEARCH_PAGE_SIZE,
-      ...(cursor === null || cursor === '' ? {} : { cursor }),
-      signal: this.#options.signal,
+        limit: SEARCH_PAGE_SIZE,
+        ...(cursor === null || cursor === '' ? {} : { cursor }),
+        signal: this.#options.signal,
       })
     } catch (error) {
       if (!SessionStoreError.is(error, SessionStoreErrorCode.INVALID_OPTION)) throw error
@@ -177,7 +184,11 @@ class App {
    * `after` (or after the browser's `Last-Event-ID` on a reconnect), until the browser leaves
    * or the server closes.
    */
-  async #live(request: IncomingMessage, response: ServerResponse, id: string, after: number): Promise<void> {
+  async #live(
+    request: IncomingMessage,
+    response: ServerResponse,
+    { id, after }: { readonly id: string; readonly after: number },
+  ): Promise<void> {
     const lastEventId = Number(request.headers['last-event-id'])
     let sent = Number.isSafeInteger(lastEventId) ? Math.max(after, lastEventId) : after
     const stop = new AbortController()

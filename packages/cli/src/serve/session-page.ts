@@ -19,7 +19,7 @@ import { viewEvent } from '../transcript/view.ts'
 import { APP_SCRIPT_PATH, SERVE_STYLE, sessionHref } from './layout.ts'
 
 /** Events on one page of a session. */
-export const EVENTS_PER_PAGE = 200
+const EVENTS_PER_PAGE = 200
 
 /** What a session page needs besides the store. */
 export interface SessionPageOptions {
@@ -64,7 +64,19 @@ async function firstPass(
 }
 
 /** The bar above a served transcript: back to the list, search, pages, jump, live marker. */
-function sessionNav(id: string, from: number, to: number, total: number, live: boolean): string {
+function sessionNav({
+  id,
+  from,
+  to,
+  total,
+  live,
+}: {
+  readonly id: string
+  readonly from: number
+  readonly to: number
+  readonly total: number
+  readonly live: boolean
+}): string {
   const link = (start: number, label: string): string =>
     `<a href="${escapeHtml(`${sessionHref(id)}?from=${start}`)}">${label}</a>`
   const pages: string[] = []
@@ -121,7 +133,7 @@ export async function sessionPage(store: SessionStore, options: SessionPageOptio
   for (const event of page) sizer.add(event)
   const renderer = new HtmlRenderer({
     plan: sizer.plan(Math.floor(PAGE_BUDGET_BYTES * EVENT_SHARE)),
-    frame: { script: APP_SCRIPT_PATH, nav: sessionNav(id, from, to, total, onLastPage) },
+    frame: { script: APP_SCRIPT_PATH, nav: sessionNav({ id, from, to, total, live: onLastPage }) },
   })
   const parts = [
     renderer.begin({

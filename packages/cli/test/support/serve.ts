@@ -32,7 +32,7 @@ export async function startServe(args: readonly string[], io: Partial<CliIo> = {
   const controller = new AbortController()
   let stdout = ''
   let stderr = ''
-  let exit: number | null = null
+  const state: { exit: number | null } = { exit: null }
   const done = runCli(['serve', ...args, '--port', '0'], {
     stdout: (text) => {
       stdout += text
@@ -43,11 +43,11 @@ export async function startServe(args: readonly string[], io: Partial<CliIo> = {
     signal: controller.signal,
     ...io,
   }).then((code) => {
-    exit = code
+    state.exit = code
     return code
   })
-  await waitUntil('serve prints its URL', () => exit !== null || /http:\/\/\S+/.test(stdout))
-  if (exit !== null) throw new Error(`serve exited ${exit}: ${stderr}`)
+  await waitUntil('serve prints its URL', () => state.exit !== null || /http:\/\/\S+/.test(stdout))
+  if (state.exit !== null) throw new Error(`serve exited ${state.exit}: ${stderr}`)
   const url = new URL(/http:\/\/\S+/.exec(stdout)![0])
   return {
     url,
