@@ -30,6 +30,8 @@ export interface CliIo {
    * file). On a terminal, progress is redrawn in place on one line. Default: undefined.
    */
   stderrColumns?: number
+  /** True when standard output is a terminal (`search` highlights its matches there). Default: undefined (not one). */
+  stdoutIsTerminal?: boolean
   /**
    * Sends the rest of stdout through a pager when stdout is a terminal (the commands whose
    * output can be long). Returns what waits for the pager to exit after the last write, or
@@ -124,6 +126,7 @@ export function processIo(): CliIo {
     stderr: (text) => process.stderr.write(text),
     drain: () => waiting ?? Promise.resolve(),
     ...(process.stderr.isTTY ? { stderrColumns: process.stderr.columns || 80 } : {}),
+    ...(process.stdout.isTTY ? { stdoutIsTerminal: true } : {}),
     startPager(env) {
       if (process.stdout.isTTY !== true) return null
       const started = startPager(env)

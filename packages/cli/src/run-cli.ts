@@ -16,6 +16,7 @@ import { messagesCommand } from './commands/messages.ts'
 import { compressCommand, migrateCommand } from './commands/convert.ts'
 import { pruneCommand } from './commands/prune.ts'
 import { salvageCommand } from './commands/salvage.ts'
+import { searchCommand } from './commands/search.ts'
 import { serveCommand } from './commands/serve.ts'
 import { statsCommand } from './commands/stats.ts'
 import { tailCommand } from './commands/tail.ts'
@@ -43,6 +44,7 @@ const COMMANDS: readonly CommandSpec[] = [
   compressCommand,
   exportCommand,
   listCommand,
+  searchCommand,
   importCommand,
   statsCommand,
   copyCommand,

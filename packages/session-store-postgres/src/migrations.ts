@@ -66,6 +66,36 @@ CREATE TABLE ledger_checkpoints (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'search index',
+    // The trigram index narrows store.search to the lines holding every term (ILIKE); the
+    // core then matches exactly. pg_trgm ships with PostgreSQL (contrib) and is a trusted
+    // extension; where it cannot be created, search still works, without the index.
+    sql: `
+DO $$
+BEGIN
+  CREATE EXTENSION IF NOT EXISTS pg_trgm;
+EXCEPTION WHEN OTHERS THEN
+  RAISE NOTICE 'agent-ledger: pg_trgm is not available (%); store.search runs without its index', SQLERRM;
+END
+$$;
+DO $$
+DECLARE
+  trgm_schema text;
+BEGIN
+  SELECT n.nspname INTO trgm_schema
+    FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+   WHERE e.extname = 'pg_trgm';
+  IF trgm_schema IS NOT NULL THEN
+    EXECUTE format(
+      'CREATE INDEX IF NOT EXISTS ledger_events_search ON ledger_events USING gin (line %I.gin_trgm_ops)',
+      trgm_schema);
+  END IF;
+END
+$$;
+`,
+  },
 ]
 
 /** The schema version this library reads and writes. */

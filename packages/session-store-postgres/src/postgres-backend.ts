@@ -29,6 +29,7 @@ import pg from 'pg'
 import { appendBatch } from './append.ts'
 import { forkSession, readCheckpoint, writeCheckpoint } from './capabilities.ts'
 import { deleteSession } from './delete.ts'
+import { searchCandidates } from './search.ts'
 import { createStreamed } from './create-stream.ts'
 import { Db } from './db.ts'
 import type { DbSettings, HeadRow } from './db.ts'
@@ -167,6 +168,12 @@ export class PostgresBackend implements SessionBackend {
         delete: async (id, deleteOptions = {}) => {
           this.checkOpen(`delete session ${id}`, deleteOptions.signal, id)
           return await deleteSession(this.db, id, deleteOptions)
+        },
+      },
+      search: {
+        candidates: async (query) => {
+          this.checkOpen('search sessions', query.signal)
+          return await searchCandidates(this.db, query)
         },
       },
     }

@@ -1,0 +1,120 @@
+/**
+ * `store.search` on PostgreSQL (issue 26): p50 of one query over a corpus of
+ * `AGENT_LEDGER_SEARCH_MB` megabytes of lines (default 16; `--large`: 1024, the issue's 1 GB;
+ * `tooling/bench/search-corpus.ts`), written through the session core (the trigram index of
+ * migration 2 maintained by the appends), then `ANALYZE`d.
+ *
+ * - Ours: `createSessionStore({ backend }).search(RARE_WORD, { limit: 20 })`: the `search`
+ *   capability's candidate query (trigram index), then the core's checks and matcher.
+ * - Floor: the bare SELECT of the same candidates on a bare client (the statement the
+ *   capability sends, one batch): the ratio is what the core and the driver add.
+ * - Target: p50 <= 200 ms (the issue's, over 1 GB).
+ * - Index build cost: bytes of `ledger_events_search` (`pg_relation_size`) per byte of the
+ *   lines; target <= 0.3 (the issue: log plus index <= 1.3x the log).
+ *
+ * Run alone with `pnpm bench --only session-store-postgres/bench/search.bench`.
+ */
+import { createSessionStore } from '@agent-ledger/session-store'
+
+import { corpusBytes, RARE_WORD, writeCorpus } from '../../../tooling/bench/search-corpus.ts'
+import type { BenchResult } from '../../../tooling/bench/types.ts'
+import { openPostgresBackend } from '../src/index.ts'
+import { candidateStatement } from '../src/search.ts'
+import { bareClient, median, withServer } from './support.ts'
+
+const ROUNDS = 7
+const TARGET_MS = 200
+const INDEX_TARGET = 0.3
+
+export async function run(options: { scale?: 'default' | 'large' } = {}): Promise<BenchResult[]> {
+  const bytes = corpusBytes(options.scale ?? 'default')
+  return await withServer('search', async ({ url }) => {
+    const backend = await openPostgresBackend({ connectionString: url })
+    const store = createSessionStore({ backend, clock: () => new Date().toISOString(), redaction: null })
+    const client = await bareClient(url)
+    try {
+      let written = 0
+      let last = 0
+      const corpus = await writeCorpus(store, bytes, async () => {
+        const rows = await client.query<{ bytes: string | null }>(
+          `SELECT sum(octet_length(line))::text AS bytes FROM ledger_events WHERE session_id = $1`,
+          [`search-${String(last).padStart(5, '0')}`],
+        )
+        written += Number(rows.rows[0]?.bytes ?? 0)
+        last += 1
+        return written
+      })
+      await client.query('ANALYZE ledger_events')
+      const sizes = (
+        await client.query<{ lines: string; index: string }>(
+          `SELECT sum(octet_length(line))::text AS lines, pg_relation_size('ledger_events_search')::text AS index FROM ledger_events`,
+        )
+      ).rows[0]
+      const lineBytes = Number(sizes?.lines)
+      const indexBytes = Number(sizes?.index)
+      const statement = candidateStatement({
+        fragments: [RARE_WORD],
+        from: null,
+        sessionIds: null,
+        limit: 256,
+      })
+      const ours: number[] = []
+      const floor: number[] = []
+      let hits = 0
+      let rows = 0
+      const runOurs = async (): Promise<void> => {
+        const started = performance.now()
+        hits = (await store.search(RARE_WORD, { limit: 20 })).hits.length
+        ours.push(performance.now() - started)
+      }
+      const runFloor = async (): Promise<void> => {
+        const started = performance.now()
+        rows = (await client.query(statement.text, statement.values)).rows.length
+        floor.push(performance.now() - started)
+      }
+      await runFloor()
+      await runOurs()
+      ours.length = 0
+      floor.length = 0
+      for (let round = 0; round < ROUNDS; round += 1) {
+        if (round % 2 === 0) {
+          await runFloor()
+          await runOurs()
+        } else {
+          await runOurs()
+          await runFloor()
+        }
+      }
+      const expected = Math.min(corpus.planted, 20)
+      if (hits !== expected || rows !== corpus.planted) {
+        throw new Error(`search bench: expected ${expected} hits and ${corpus.planted} rows, found ${hits} and ${rows}`)
+      }
+      const mb = (lineBytes / 1024 / 1024).toFixed(0)
+      const p50 = median(ours)
+      const bare = median(floor)
+      return [
+        {
+          name: `search p50, PostgreSQL trigram index, ${mb} MB (${corpus.sessions} sessions, ${hits} hits)`,
+          value: p50,
+          unit: 'ms',
+          floor: { name: 'bare SELECT of the same candidates', value: bare },
+          ratio: p50 / bare,
+          target: `p50 <= ${TARGET_MS} ms`,
+          met: p50 <= TARGET_MS,
+        },
+        {
+          name: `search index bytes per line byte, PostgreSQL, ${mb} MB`,
+          value: indexBytes / lineBytes,
+          unit: 'x',
+          floor: { name: 'line bytes (MB)', value: lineBytes / 1024 / 1024 },
+          ratio: indexBytes / lineBytes,
+          target: `<= ${INDEX_TARGET}`,
+          met: indexBytes / lineBytes <= INDEX_TARGET,
+        },
+      ]
+    } finally {
+      await client.end()
+      await store.close()
+    }
+  })
+}
