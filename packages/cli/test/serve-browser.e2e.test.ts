@@ -116,14 +116,7 @@ describe.skipIf(!hasChromium)('serve in Chromium', () => {
     await page.waitForSelector('#live[data-state=live]')
     const child: ChildProcessWithoutNullStreams = spawn(
       process.execPath,
-      [
-        '--conditions=@agent-ledger/source',
-        '--import',
-        'tsx',
-        'test/support/append-child.ts',
-        root,
-        'live-one',
-      ],
+      ['--conditions=@agent-ledger/source', '--import', 'tsx', APPEND_CHILD, root, 'live-one'],
       { cwd: PACKAGE, stdio: 'pipe' },
     )
     let said = ''
