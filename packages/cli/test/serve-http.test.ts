@@ -3,8 +3,6 @@
  * The guard (token, Host, Origin), no CORS, the CSP, read-only, hostile content escaped,
  * the list's pages, filters and sorts, a session in seq pages, and the live feed.
  */
-import { request } from 'node:http'
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import type { EventInput } from '@agent-ledger/session-events'
@@ -12,7 +10,7 @@ import type { EventInput } from '@agent-ledger/session-events'
 import { waitUntil } from '../../../tooling/test-time.ts'
 import { CliErrorCode } from '../src/cli-error.ts'
 import { cli, makeRoot, testStore, writeCrashedSession, writeSession } from './support/sessions.ts'
-import { raw, startServe } from './support/serve.ts'
+import { feedUpdates, openFeed, raw, startServe } from './support/serve.ts'
 import type { RunningServe } from './support/serve.ts'
 
 const HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 1">'
@@ -280,24 +278,9 @@ describe('serve: live', () => {
   it('the live feed sends the HTML of events appended after the page, fed by store.follow', async () => {
     const page = await raw(serve, '/session/native-old', { headers: authed() })
     const lastSeq = Number(/data-last-seq="(\d+)"/.exec(page.body)![1])
-    let received = ''
-    const req = request({
-      host: '127.0.0.1',
-      port: serve.port,
-      path: `/session/native-old/live?after=${lastSeq}`,
-      headers: { host: serve.host, ...authed() },
-    })
-    const status = new Promise<number>((resolve) => {
-      req.on('response', (response) => {
-        response.setEncoding('utf8')
-        response.on('data', (chunk: string) => (received += chunk))
-        resolve(response.statusCode!)
-      })
-    })
-    req.on('error', () => undefined)
-    req.end()
-    expect(await status).toBe(200)
-    await waitUntil('the feed opens', () => received.includes(': agent-ledger live feed'))
+    const feed = await openFeed(serve, `/session/native-old/live?after=${lastSeq}`, authed())
+    expect(feed.status).toBe(200)
+    await waitUntil('the feed opens', () => feed.received().includes(': agent-ledger live feed'))
     const writer = await store.openWriter('native-old')
     const appended: EventInput[] = [
       { type: 'turn/start', data: { turn: 9 } },
@@ -305,14 +288,31 @@ describe('serve: live', () => {
     ]
     for (const input of appended) writer.append(input)
     await writer.close()
-    await waitUntil('the appended message arrives', () => received.includes('a live &lt;b&gt;'), {
-      detail: () => received,
+    await waitUntil('the appended message arrives', () => feed.received().includes('a live &lt;b&gt;'), {
+      detail: () => feed.received(),
     })
-    const data = /event: append\ndata: (.*)\n/.exec(received)![1]!
-    const update = JSON.parse(data) as { html: string; lastSeq: number }
+    const update = feedUpdates(feed.received()).at(-1)!
     expect(update.lastSeq).toBeGreaterThan(lastSeq)
     expect(update.html).not.toContain('<script>window')
     expect(update.html).toContain(`id="e${lastSeq + 1}"`)
-    req.destroy()
+    feed.close()
+    // A reconnect resumes after the browser's Last-Event-ID: nothing it already has is sent again.
+    const resumed = await openFeed(
+      serve,
+      `/session/native-old/live?after=${lastSeq}`,
+      authed({ 'last-event-id': String(update.lastSeq) }),
+    )
+    await waitUntil('the feed reopens', () => resumed.received().includes(': agent-ledger live feed'))
+    const again = await store.openWriter('native-old')
+    again.append({
+      type: 'user/message',
+      data: { message: { role: 'user', content: 'after the reconnect' } },
+    })
+    await again.close()
+    await waitUntil('the next message arrives', () => resumed.received().includes('after the reconnect'))
+    const updates = feedUpdates(resumed.received())
+    expect(updates.map((entry) => entry.html).join('')).not.toContain(`id="e${lastSeq + 1}"`)
+    expect(updates[0]!.html).toContain(`id="e${update.lastSeq + 1}"`)
+    resumed.close()
   })
 })

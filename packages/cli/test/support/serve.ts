@@ -102,3 +102,48 @@ export function raw(
     req.end()
   })
 }
+
+/** An open live feed: what it received so far. */
+export interface Feed {
+  readonly status: number
+  received(): string
+  close(): void
+}
+
+/**
+ * Opens a server-sent-events feed and collects what arrives.
+ *
+ * @param serve - The server.
+ * @param path - The feed's path (`/session/<id>/live?after=N`).
+ * @param headers - The token's header or cookie.
+ */
+export function openFeed(
+  serve: Pick<RunningServe, 'port' | 'host'>,
+  path: string,
+  headers: Record<string, string>,
+): Promise<Feed> {
+  return new Promise((resolve, reject) => {
+    let received = ''
+    const req = request({
+      host: '127.0.0.1',
+      port: serve.port,
+      path,
+      headers: { host: serve.host, ...headers },
+    })
+    req.on('response', (response) => {
+      response.setEncoding('utf8')
+      response.on('data', (chunk: string) => (received += chunk))
+      response.on('error', () => undefined)
+      resolve({ status: response.statusCode!, received: () => received, close: () => req.destroy() })
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+/** The `append` updates a feed received: the HTML and last seq of each. */
+export function feedUpdates(received: string): { readonly html: string; readonly lastSeq: number }[] {
+  return [...received.matchAll(/event: append\ndata: (.*)\n/g)].map(
+    (match) => JSON.parse(match[1]!) as { html: string; lastSeq: number },
+  )
+}
