@@ -254,6 +254,13 @@ describe('serve: pages', () => {
     expect(past.body).toContain('events #200..#217 of 218')
     expect((await raw(serve, '/session/missing', { headers: authed() })).status).toBe(404)
   })
+
+  it('a fork links its parent, and the parent its forks', async () => {
+    const parent = await raw(serve, '/session/imported-claude', { headers: authed() })
+    expect(parent.body).toContain('forks: <a href="/session/forked-child">forked-child</a>')
+    const child = await raw(serve, '/session/forked-child', { headers: authed() })
+    expect(child.body).toContain('fork of <a href="/session/imported-claude">imported-claude</a>')
+  })
 })
 
 describe('serve: search', () => {

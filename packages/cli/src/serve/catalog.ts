@@ -180,6 +180,19 @@ export class Catalog {
     }
   }
 
+  /**
+   * The sessions forked from `id` (their header names it as the parent), from the listing.
+   *
+   * @param id - The parent session.
+   */
+  async forksOf(id: string): Promise<string[]> {
+    const listing = await listAllSessions(this.#store)
+    return listing.sessions
+      .filter((summary) => summary.header.parentSession === id)
+      .map((summary) => summary.id)
+      .sort()
+  }
+
   async #row(summary: SessionSummary): Promise<SessionRow> {
     let bytes: number | null = null
     if (this.#files) {

@@ -147,6 +147,7 @@ class App {
         id,
         from: seqParam(url, 'from'),
         seq: seqParam(url, 'seq'),
+        forks: await this.#catalog.forksOf(id),
         clock: this.#options.clock,
         errorContext: this.#options.errorContext,
       })

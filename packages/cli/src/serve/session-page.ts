@@ -27,9 +27,14 @@ export interface SessionPageOptions {
   /** The first seq asked for (rounded down to its page), or the page holding `seq`. */
   readonly from: number | null
   readonly seq: number | null
+  /** The sessions forked from this one (linked in the bar). */
+  readonly forks: readonly string[]
   readonly clock: () => string
   readonly errorContext: ErrorContext
 }
+
+/** Most forks the bar links; the rest are counted. */
+const MAX_FORK_LINKS = 20
 
 /**
  * The first pass over a whole session: the analysis (call pairing, projection), the stats,
@@ -70,7 +75,11 @@ function sessionNav({
   to,
   total,
   live,
+  parent,
+  forks,
 }: {
+  readonly parent: string | null
+  readonly forks: readonly string[]
   readonly id: string
   readonly from: number
   readonly to: number
@@ -86,6 +95,14 @@ function sessionNav({
     pages.push(link(to + 1, 'next &rarr;'), link(last, 'last'))
   }
   const shown = total === 0 ? 'no events' : `events #${from}..#${to} of ${total}`
+  const session = (other: string): string =>
+    `<a href="${escapeHtml(sessionHref(other))}">${escapeHtml(other)}</a>`
+  const family = [
+    parent === null ? '' : `fork of ${session(parent)}`,
+    forks.length === 0
+      ? ''
+      : `forks: ${forks.slice(0, MAX_FORK_LINKS).map(session).join(', ')}${forks.length > MAX_FORK_LINKS ? ` and ${forks.length - MAX_FORK_LINKS} more` : ''}`,
+  ].filter((part) => part !== '')
   return [
     `<style>${SERVE_STYLE}</style>`,
     `<div class="serve-bar" id="serve" data-session="${escapeHtml(id)}" data-last-seq="${to}" data-live="${live ? '1' : '0'}">`,
@@ -93,6 +110,7 @@ function sessionNav({
     `<form class="inline" action="/search" method="get"><input type="search" name="q" placeholder="search every session" aria-label="search"></form>`,
     `<span class="pages">${shown} ${pages.join(' ')}</span>`,
     `<form class="inline" action="${escapeHtml(sessionHref(id))}" method="get"><label>jump to seq <input name="seq" type="number" min="0" max="${Math.max(0, total - 1)}" required></label> <button>go</button></form>`,
+    family.length === 0 ? '' : `<span class="family">${family.join('; ')}</span>`,
     live ? '<span id="live" class="live" data-state="connecting">connecting…</span>' : '',
     '</div>',
   ].join('')
@@ -133,7 +151,18 @@ export async function sessionPage(store: SessionStore, options: SessionPageOptio
   for (const event of page) sizer.add(event)
   const renderer = new HtmlRenderer({
     plan: sizer.plan(Math.floor(PAGE_BUDGET_BYTES * EVENT_SHARE)),
-    frame: { script: APP_SCRIPT_PATH, nav: sessionNav({ id, from, to, total, live: onLastPage }) },
+    frame: {
+      script: APP_SCRIPT_PATH,
+      nav: sessionNav({
+        id,
+        from,
+        to,
+        total,
+        live: onLastPage,
+        parent: analysis.header?.parentSession ?? null,
+        forks: options.forks,
+      }),
+    },
   })
   const parts = [
     renderer.begin({
