@@ -148,7 +148,10 @@ describe('serve: the guard', () => {
       expect(response.status, origin).toBe(403)
       expect(response.body).not.toContain('Session hostile')
     }
-    expect((await raw(serve, '/', { headers: authed({ 'sec-fetch-site': 'cross-site' }) })).status).toBe(403)
+    for (const site of ['cross-site', 'same-site']) {
+      expect((await raw(serve, '/', { headers: authed({ 'sec-fetch-site': site }) })).status, site).toBe(403)
+    }
+    expect((await raw(serve, '/', { headers: authed({ 'sec-fetch-site': 'same-origin' }) })).status).toBe(200)
     expect((await raw(serve, '/', { headers: authed({ origin: `http://${serve.host}` }) })).status).toBe(200)
   })
 
@@ -178,6 +181,10 @@ describe('serve: the guard', () => {
     expect(run.stderr).toContain(CliErrorCode.TOKEN_REQUIRED)
     expect(run.stderr).toContain('--token')
     expect(run.stdout).toBe('')
+    const taken = await cli(['serve', root, '--port', String(serve.port)])
+    expect(taken.code).toBe(2)
+    expect(taken.stderr).toContain('IO_ERROR')
+    expect(taken.stderr).toContain('the port is taken')
     const short = await cli(['serve', root, '--host', '0.0.0.0', '--token', 'short', '--port', '0'])
     expect(short.code).toBe(2)
     expect(short.stderr).toContain('at least 16 characters')

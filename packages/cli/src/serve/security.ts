@@ -124,8 +124,10 @@ export class RequestGuard {
     if (origin !== undefined && !this.#origins.has(origin.toLowerCase())) {
       return { status: 403, reason: `a request from another origin (${origin}) is refused` }
     }
-    if (request.headers['sec-fetch-site'] === 'cross-site') {
-      return { status: 403, reason: 'a cross-site request is refused' }
+    // A page of another port of this host is same-site (cookies go along): only the app's own pages and typed URLs pass.
+    const site = request.headers['sec-fetch-site']
+    if (site !== undefined && site !== 'same-origin' && site !== 'none') {
+      return { status: 403, reason: `a ${site} request is refused` }
     }
     const fromQuery = url.searchParams.get('token')
     const authorization = request.headers.authorization
