@@ -260,6 +260,7 @@ describe('serve: pages', () => {
     const past = await raw(serve, '/session/long?from=5000', { headers: authed() })
     expect(past.body).toContain('events #200..#217 of 218')
     expect((await raw(serve, '/session/missing', { headers: authed() })).status).toBe(404)
+    expect((await raw(serve, '/session/%E0%A4%A', { headers: authed() })).status).toBe(404)
   })
 
   it('a fork links its parent, and the parent its forks', async () => {

@@ -138,7 +138,13 @@ class App {
     }
     const session = /^\/session\/([^/]+)(\/live)?$/.exec(path)
     if (session !== null) {
-      const id = decodeURIComponent(session[1]!)
+      let id: string
+      try {
+        id = decodeURIComponent(session[1]!)
+      } catch {
+        sendHtml(response, 404, appPage('Not found', '<p>That is not a session id.</p>'))
+        return
+      }
       if (session[2] !== undefined) {
         await this.#live(request, response, { id, after: seqParam(url, 'after') ?? -1 })
         return
