@@ -16,7 +16,7 @@ import type { BenchEventInput } from './agent-session.ts'
 /** The word planted in every fourth session. */
 export const RARE_WORD = 'zanzibar'
 /** Events per session. */
-export const SEARCH_SESSION_EVENTS = 2000
+const SEARCH_SESSION_EVENTS = 2000
 /** Events per flush while loading. */
 const FLUSH_EVERY = 500
 

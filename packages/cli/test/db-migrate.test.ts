@@ -28,7 +28,7 @@ describe.skipIf(adminUrl === null)(pgTitle('agent-ledger db migrate'), () => {
   it('applies the schema once, then reports it current; --json gives the versions; the store URL can come from AGENT_LEDGER_STORE', async () => {
     const first = await cli(['db', 'migrate', '--store', url])
     expect(first).toMatchObject({ code: 0, stderr: '' })
-    expect(first.stdout).toMatch(/applied migration 1; schema at version 1\n$/)
+    expect(first.stdout).toMatch(/applied migrations 1, 2; schema at version 2\n$/)
     expect(await tables(url)).toEqual([
       'ledger_checkpoints',
       'ledger_events',
@@ -38,12 +38,12 @@ describe.skipIf(adminUrl === null)(pgTitle('agent-ledger db migrate'), () => {
     ])
     const again = await cli(['db', 'migrate', '--store', url, '--json'])
     expect(again.code).toBe(0)
-    expect(JSON.parse(again.stdout)).toMatchObject({ applied: [], version: 1 })
+    expect(JSON.parse(again.stdout)).toMatchObject({ applied: [], version: 2 })
     process.env.AGENT_LEDGER_STORE = url
     try {
       const viaEnv = await cli(['db', 'migrate'])
       expect(viaEnv.code).toBe(0)
-      expect(viaEnv.stdout).toContain('schema already at version 1')
+      expect(viaEnv.stdout).toContain('schema already at version 2')
     } finally {
       delete process.env.AGENT_LEDGER_STORE
     }

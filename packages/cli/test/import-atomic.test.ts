@@ -216,6 +216,13 @@ describe.skipIf(adminUrl === null)(
         const killed = await killMidImport(
           ['import', source, '--store', url, '--json', '--no-progress'],
           async () => {
+            // The schema migration (its own transaction, idle between its statements) has
+            // committed: only the create's transaction can be the open one below.
+            const migrated = await sqlOnce<{ n: number }>(
+              url,
+              "SELECT count(*)::int AS n FROM pg_tables WHERE tablename = 'ledger_sessions'",
+            )
+            if (migrated[0]!.n === 0) return false
             // The create's transaction has written (an xid) and is still open: rows staged, unpublished.
             const open = await sqlOnce<{ n: number }>(
               adminUrl!,

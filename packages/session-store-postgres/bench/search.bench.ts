@@ -9,14 +9,15 @@
  * - Floor: the bare SELECT of the same candidates on a bare client (the statement the
  *   capability sends, one batch): the ratio is what the core and the driver add.
  * - Target: p50 <= 200 ms (the issue's, over 1 GB).
- * - Index build cost: bytes of `ledger_events_search` (`pg_relation_size`) per byte of the
- *   lines; target <= 0.3 (the issue: log plus index <= 1.3x the log).
+ * - Index build cost: bytes of the search indexes (`pg_relation_size` of the trigram index
+ *   `ledger_events_search` and the order index `ledger_events_search_order`) per byte of
+ *   the lines; target <= 0.3 (the issue: log plus index <= 1.3x the log).
  *
  * Run alone with `pnpm bench --only session-store-postgres/bench/search.bench`.
  */
 import { createSessionStore } from '@agent-ledger/session-store'
 
-import { corpusBytes, RARE_WORD, writeCorpus } from '../../../tooling/bench/search-corpus.ts'
+import { corpusBytes, corpusSessionId, RARE_WORD, writeCorpus } from '../../../tooling/bench/search-corpus.ts'
 import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { openPostgresBackend } from '../src/index.ts'
 import { candidateStatement } from '../src/search.ts'
@@ -38,7 +39,7 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
       const corpus = await writeCorpus(store, bytes, async () => {
         const rows = await client.query<{ bytes: string | null }>(
           `SELECT sum(octet_length(line))::text AS bytes FROM ledger_events WHERE session_id = $1`,
-          [`search-${String(last).padStart(5, '0')}`],
+          [corpusSessionId(last)],
         )
         written += Number(rows.rows[0]?.bytes ?? 0)
         last += 1
@@ -47,7 +48,7 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
       await client.query('ANALYZE ledger_events')
       const sizes = (
         await client.query<{ lines: string; index: string }>(
-          `SELECT sum(octet_length(line))::text AS lines, pg_relation_size('ledger_events_search')::text AS index FROM ledger_events`,
+          `SELECT sum(octet_length(line))::text AS lines, (pg_relation_size('ledger_events_search') + pg_relation_size('ledger_events_search_order'))::text AS index FROM ledger_events`,
         )
       ).rows[0]
       const lineBytes = Number(sizes?.lines)

@@ -71,8 +71,12 @@ CREATE TABLE ledger_checkpoints (
     name: 'search index',
     // The trigram index narrows store.search to the lines holding every term (ILIKE); the
     // core then matches exactly. pg_trgm ships with PostgreSQL (contrib) and is a trusted
-    // extension; where it cannot be created, search still works, without the index.
+    // extension; where it cannot be created, search still works, without the index. The
+    // order index walks the events in hit order (code-unit session ids, then seq) whatever
+    // the database's collation: a query whose words are on most lines reads a batch off it
+    // instead of sorting every matching row.
     sql: `
+CREATE INDEX ledger_events_search_order ON ledger_events (session_id COLLATE "C", seq);
 DO $$
 BEGIN
   CREATE EXTENSION IF NOT EXISTS pg_trgm;

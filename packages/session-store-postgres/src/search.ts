@@ -29,9 +29,8 @@ export function candidateStatement(query: SearchCandidateQuery): { text: string;
   }
   if (query.from !== null) {
     const id = param(query.from.sessionId)
-    where.push(
-      `(session_id COLLATE "C" > ${id}::text COLLATE "C" OR (session_id = ${id}::text AND seq >= ${param(query.from.seq)}::bigint))`,
-    )
+    // A row comparison on the order index's columns: an index range, not a filter.
+    where.push(`(session_id COLLATE "C", seq) >= (${id}::text COLLATE "C", ${param(query.from.seq)}::bigint)`)
   }
   if (query.sessionIds !== null) where.push(`session_id = ANY(${param(query.sessionIds)}::text[])`)
   // One ILIKE per fragment: each is an index condition the trigram index answers.

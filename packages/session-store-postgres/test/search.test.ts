@@ -1,7 +1,8 @@
 /**
  * The `search` capability on PostgreSQL (issue 26): migration 2 adds the trigram index
- * (also to a database that already holds sessions), the candidate query is answered by it,
- * and `store.search` over the capability finds what was written before the migration.
+ * and the order index (also to a database that already holds sessions), the candidate
+ * query is answered by them, and `store.search` over the capability finds what was written
+ * before the migration.
  */
 import { createSessionStore } from '@agent-ledger/session-store'
 import pg from 'pg'
@@ -34,7 +35,7 @@ describeOnServer('PostgreSQL search index', () => {
     await writer.close()
     await store.close()
     // Back to schema 1 with the sessions kept: what a database of the previous release holds.
-    await sqlOnce(url, 'DROP INDEX ledger_events_search')
+    await sqlOnce(url, 'DROP INDEX ledger_events_search, ledger_events_search_order')
     await sqlOnce(url, 'DELETE FROM ledger_schema_migrations WHERE version = 2')
 
     const backend = await openPostgresBackend({ connectionString: url })
@@ -58,24 +59,41 @@ describeOnServer('PostgreSQL search index', () => {
     }
   })
 
-  it('the candidate query is an index scan of ledger_events_search (one ILIKE per fragment)', async () => {
-    const { text, values } = candidateStatement({
-      fragments: ['zanzibar', 'migration'],
-      from: { sessionId: 'a', seq: 0 },
-      sessionIds: null,
-      limit: 256,
-    })
-    // Explained with sequential scans priced out: the test asks whether the index CAN serve
-    // this query shape, not what the planner picks for a table of two rows.
+  /** The plan of a candidate query, with the given planner methods priced out. */
+  async function planOf(
+    query: Parameters<typeof candidateStatement>[0],
+    off: readonly string[],
+  ): Promise<string> {
+    const { text, values } = candidateStatement(query)
     const client = new pg.Client({ connectionString: url })
     await client.connect()
-    let plan: { 'QUERY PLAN': string }[]
     try {
-      await client.query('SET enable_seqscan = off')
-      plan = (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, values)).rows
+      for (const method of off) await client.query(`SET ${method} = off`)
+      return (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, values)).rows
+        .map((row) => row['QUERY PLAN'])
+        .join('\n')
     } finally {
       await client.end()
     }
-    expect(plan.map((row) => row['QUERY PLAN']).join('\n')).toContain('ledger_events_search')
+  }
+
+  // Sequential scans (and sorts) priced out: the tests ask whether an index CAN serve the
+  // query shape, not what the planner picks for a table of two rows.
+  it('the candidate query is answered by the trigram index ledger_events_search (one ILIKE per fragment)', async () => {
+    const plan = await planOf(
+      { fragments: ['zanzibar', 'migration'], from: null, sessionIds: null, limit: 256 },
+      ['enable_seqscan', 'enable_indexscan'],
+    )
+    expect(plan).toContain('Bitmap Index Scan on ledger_events_search')
+  })
+
+  it('a later batch walks the order index from its position, whatever the database collation (no sort of every row)', async () => {
+    const plan = await planOf(
+      { fragments: [], from: { sessionId: 'a', seq: 3 }, sessionIds: null, limit: 256 },
+      ['enable_seqscan', 'enable_sort', 'enable_bitmapscan'],
+    )
+    expect(plan).toContain('Index Scan using ledger_events_search_order')
+    expect(plan).toContain('Index Cond')
+    expect(plan).not.toContain('Sort')
   })
 })
