@@ -35,6 +35,8 @@ export const CliErrorCode = {
   STDIN_REFUSED: 'STDIN_REFUSED',
   /** `import` was given a FIFO, socket or device: refused without reading it (the JSONL backend's code; exit 1). */
   NOT_REGULAR_FILE: 'NOT_REGULAR_FILE',
+  /** `serve --host H` with H not a loopback address and no `--token`: refused before listening (exit 2). */
+  TOKEN_REQUIRED: 'TOKEN_REQUIRED',
 } as const
 export type CliErrorCode = (typeof CliErrorCode)[keyof typeof CliErrorCode]
 

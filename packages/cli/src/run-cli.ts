@@ -17,6 +17,7 @@ import { compressCommand, migrateCommand } from './commands/convert.ts'
 import { pruneCommand } from './commands/prune.ts'
 import { salvageCommand } from './commands/salvage.ts'
 import { searchCommand } from './commands/search.ts'
+import { serveCommand } from './commands/serve.ts'
 import { statsCommand } from './commands/stats.ts'
 import { tailCommand } from './commands/tail.ts'
 import { verifyCommand } from './commands/verify.ts'
@@ -49,6 +50,7 @@ const COMMANDS: readonly CommandSpec[] = [
   copyCommand,
   pruneCommand,
   dbCommand,
+  serveCommand,
 ]
 
 function version(): string {

@@ -203,8 +203,8 @@ interface ExportSource {
   header(): Promise<{ readonly header: SessionHeader | null; readonly file: string }>
 }
 
-/** The header of a stored header line, for display (the read pass checks the line itself). */
-function headerOfLine(line: string): SessionHeader | null {
+/** The header of a stored header line, for display (the read pass checks the line itself); also `serve`'s. */
+export function headerOfLine(line: string): SessionHeader | null {
   try {
     const { crc: _crc, ...header } = JSON.parse(line) as SessionHeader & { crc?: unknown }
     return header

@@ -25,6 +25,13 @@ const FLOOR_ITEM_CHARS = 240
 export interface HtmlRendererOptions {
   /** The page's plan (`PageSizer.plan` of the first pass): the text cap, and the events left out. */
   readonly plan: PagePlan
+  /**
+   * A page `agent-ledger serve` sends rather than a file: the app's own script (same origin,
+   * no inline script; the server's Content-Security-Policy allows `'self'` only) and the
+   * navigation shown above the transcript (HTML the caller escaped). Default: none (the
+   * self-contained export, no script at all).
+   */
+  readonly frame?: { readonly script: string; readonly nav: string } | undefined
 }
 
 type MessageView = Extract<EventView, { kind: 'message' }>
@@ -48,6 +55,7 @@ function words(text: string, max = 60): string {
 export class HtmlRenderer implements TranscriptRenderer {
   readonly #budget = PAGE_BUDGET_BYTES
   readonly #plan: PagePlan
+  readonly #frame: HtmlRendererOptions['frame']
   readonly #landmarks = new Landmarks()
   #session = ''
   #inTurn = false
@@ -63,6 +71,7 @@ export class HtmlRenderer implements TranscriptRenderer {
 
   constructor(options: HtmlRendererOptions) {
     this.#plan = options.plan
+    this.#frame = options.frame
   }
 
   #inGap(seq: number): boolean {
@@ -297,13 +306,15 @@ export class HtmlRenderer implements TranscriptRenderer {
         '<html lang="en">',
         '<head>',
         '<meta charset="utf-8">',
-        `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">`,
+        `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'${this.#frame === undefined ? '' : "; script-src 'self'; connect-src 'self'"}">`,
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta name="color-scheme" content="light dark">',
         `<title>Session ${escapeHtml(meta.id)} - agent-ledger</title>`,
         `<style>${STYLE}</style>`,
+        this.#frame === undefined ? '' : `<script src="${escapeHtml(this.#frame.script)}" defer></script>`,
         '</head>',
         '<body>',
+        this.#frame?.nav ?? '',
         '<header>',
         `<h1>Session ${escapeHtml(meta.id)}</h1>`,
         `<dl class="meta">${rows.map(([key, value]) => `<dt>${escapeHtml(key)}</dt><dd>${escapeHtml(value)}</dd>`).join('')}</dl>`,
