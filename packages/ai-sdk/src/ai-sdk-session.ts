@@ -1,13 +1,15 @@
 import { isRepairCode } from '@agent-ledger/loop-repair'
 import type { TurnEndReason } from '@agent-ledger/session-events'
 import type { OpenWriterOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
-import { wrapLanguageModel } from 'ai'
-import type { ModelMessage, ToolSet } from 'ai'
+import { generateId, wrapLanguageModel } from 'ai'
+import type { ModelMessage, ToolSet, UIMessage } from 'ai'
 
 import { AiSdkAdapterError, AiSdkErrorCode } from './ai-sdk-error.ts'
 import { fromModelMessages, toModelMessages } from './convert.ts'
 import type { FromModelMessagesOptions, WireEntry } from './convert.ts'
 import { ledgerRecorderMiddleware } from './record-model.ts'
+import { fromUIUserMessage, toUIMessages, UI_MESSAGE_ID_EVENT } from './ui-messages.ts'
+import type { UiMessageIdData, UiMessageIds } from './ui-messages.ts'
 import { wrapTools } from './wrap-tools.ts'
 
 /** A tool call that the open repaired: its placeholder result and why. */
@@ -56,6 +58,7 @@ export class AiSdkSession {
   readonly repairs: readonly RepairedCall[]
   readonly #errorSeqs: Set<number>
   readonly #turn: TurnState
+  readonly #uiIds: UiMessageIds
   #closed = false
 
   /** Built by {@link openAiSdkSession}; not meant to be called directly. */
@@ -64,11 +67,13 @@ export class AiSdkSession {
     errorSeqs: Set<number>
     repairs: readonly RepairedCall[]
     turn: TurnState
+    uiIds: UiMessageIds
   }) {
     this.writer = init.writer
     this.#errorSeqs = init.errorSeqs
     this.repairs = init.repairs
     this.#turn = init.turn
+    this.#uiIds = init.uiIds
   }
 
   /** Whether a turn is open (begun and not ended). */
@@ -105,11 +110,50 @@ export class AiSdkSession {
   }
 
   /**
-   * Starts a turn: logs `turn/start` and the user input (a string, or model messages).
+   * The chat as the AI SDK's UI messages (what `useChat` shows), derived from the log like
+   * {@link AiSdkSession.messages}: a projection, never a second copy. Pass it as `messages`
+   * to `useChat`, or as `originalMessages` to `toUIMessageStreamResponse`.
+   *
+   * @returns Fresh UI messages (no system messages); ids are the UI's own where logged, else `m<seq>`.
+   */
+  uiMessages(): UIMessage[] {
+    return toUIMessages(this.writer.projection.surface(), this.#errorSeqs, this.#uiIds)
+  }
+
+  /**
+   * The id of the assistant UI message that answers the last user message: the one already
+   * logged, or a new one, logged (an ignorable `ai-sdk/ui-message-id` event) so that
+   * {@link AiSdkSession.uiMessages} gives the streamed message the same id after a reload.
+   * Pass it as `generateMessageId: () => session.replyMessageId()` to `toUIMessageStreamResponse`.
+   *
+   * @throws {@link AiSdkAdapterError} `TURN_STATE` when the session has no user message.
+   */
+  replyMessageId(): string {
+    this.#assertOpen()
+    const lastUser = this.writer.projection.surface().findLast((node) => node.type === 'user/message')
+    if (lastUser === undefined) {
+      throw new AiSdkAdapterError({
+        code: AiSdkErrorCode.TURN_STATE,
+        message: `Cannot name the reply in session ${JSON.stringify(this.writer.id)}: expected a user message to answer, found none`,
+      })
+    }
+    const known = this.#uiIds.reply.get(lastUser.seq)
+    if (known !== undefined) return known
+    const id = generateId()
+    this.#logUiId({ id, replyToSeq: lastUser.seq })
+    return id
+  }
+
+  /**
+   * Starts a turn: logs `turn/start` and the user input: a string, model messages, or the
+   * chat UI's user message (its id is logged beside it, for {@link AiSdkSession.uiMessages}).
    *
    * @throws {@link AiSdkAdapterError} `TURN_STATE` when a turn is already open; `UNSUPPORTED_CONTENT` from the conversion.
    */
-  beginTurn(input: string | readonly ModelMessage[], options: FromModelMessagesOptions = {}): number {
+  beginTurn(
+    input: string | readonly ModelMessage[] | UIMessage,
+    options: FromModelMessagesOptions = {},
+  ): number {
     this.#assertOpen()
     if (this.#turn.open) {
       throw new AiSdkAdapterError({
@@ -118,15 +162,23 @@ export class AiSdkSession {
         details: { turn: this.#turn.number },
       })
     }
+    const ui = isUIMessage(input) ? input : undefined
     const entries = fromModelMessages(
-      typeof input === 'string' ? [{ role: 'user', content: input }] : input,
+      typeof input === 'string'
+        ? [{ role: 'user', content: input }]
+        : ui === undefined
+          ? (input as readonly ModelMessage[])
+          : [fromUIUserMessage(ui)],
       options,
     )
     const turn = this.#turn.number + 1
     this.writer.append({ type: 'turn/start', data: { turn } })
     this.#turn.number = turn
     this.#turn.open = true
-    for (const entry of entries) this.#appendEntry(entry)
+    for (const entry of entries) {
+      const seq = this.#appendEntry(entry)
+      if (ui !== undefined) this.#logUiId({ id: ui.id, userSeq: seq })
+    }
     return turn
   }
 
@@ -176,27 +228,29 @@ export class AiSdkSession {
     await this.writer.close()
   }
 
-  #appendEntry(entry: WireEntry): void {
+  #appendEntry(entry: WireEntry): number {
     const { message } = entry
     switch (message.role) {
       case 'system':
-        this.writer.append({ type: 'system/message', data: { message } })
-        break
+        return this.writer.append({ type: 'system/message', data: { message } }).seq
       case 'user':
-        this.writer.append({ type: 'user/message', data: { message } })
-        break
+        return this.writer.append({ type: 'user/message', data: { message } }).seq
       case 'assistant':
-        this.writer.append({ type: 'assistant/message', data: { message } })
-        break
+        return this.writer.append({ type: 'assistant/message', data: { message } }).seq
       case 'tool': {
         const event = this.writer.append({
           type: 'tool/result',
           data: { message, ...(entry.isError === true ? { isError: true } : {}) },
         })
         if (entry.isError === true) this.#errorSeqs.add(event.seq)
-        break
+        return event.seq
       }
     }
+  }
+
+  #logUiId(data: UiMessageIdData): void {
+    appendIgnorable(this.writer, UI_MESSAGE_ID_EVENT, data)
+    noteUiId(this.#uiIds, data)
   }
 
   #assertOpen(): void {
@@ -207,6 +261,20 @@ export class AiSdkSession {
       })
     }
   }
+}
+
+function isUIMessage(input: unknown): input is UIMessage {
+  return typeof input === 'object' && input !== null && !Array.isArray(input) && 'parts' in input
+}
+
+/** Appends an adapter event no other reader needs to know (`ignorable`: never on the surface). */
+function appendIgnorable(writer: SessionWriter, type: string, data: object): void {
+  writer.append({ type, data, ignorable: true } as unknown as Parameters<SessionWriter['append']>[0])
+}
+
+function noteUiId(ids: UiMessageIds, data: UiMessageIdData): void {
+  if ('userSeq' in data) ids.user.set(data.userSeq, data.id)
+  else ids.reply.set(data.replyToSeq, data.id)
 }
 
 function isNotFound(error: unknown): boolean {
@@ -269,6 +337,7 @@ export async function openAiSdkSession(
   const errorSeqs = new Set<number>()
   const repairs: RepairedCall[] = []
   const turn: TurnState = { number: 0, open: false }
+  const uiIds: UiMessageIds = { user: new Map(), reply: new Map() }
   try {
     if (!created) {
       for await (const event of store.readEvents(id)) {
@@ -282,6 +351,8 @@ export async function openAiSdkSession(
           if (data.isError === true) errorSeqs.add(event.seq)
           if (isRepairCode(data.code))
             repairs.push({ callId: data.message.tool_call_id, code: data.code, seq: event.seq })
+        } else if (event.type === UI_MESSAGE_ID_EVENT) {
+          noteUiId(uiIds, event.data as UiMessageIdData)
         }
       }
     }
@@ -291,7 +362,7 @@ export async function openAiSdkSession(
     await writer.close().catch(() => undefined)
     throw error
   }
-  return new AiSdkSession({ writer, errorSeqs, repairs, turn })
+  return new AiSdkSession({ writer, errorSeqs, repairs, turn, uiIds })
 }
 
 /** The core's writer options out of the adapter's options (only those given). */
