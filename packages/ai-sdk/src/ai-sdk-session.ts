@@ -8,8 +8,20 @@ import { AiSdkAdapterError, AiSdkErrorCode } from './ai-sdk-error.ts'
 import { fromModelMessages, toModelMessages } from './convert.ts'
 import type { FromModelMessagesOptions, WireEntry } from './convert.ts'
 import { ledgerRecorderMiddleware } from './record-model.ts'
-import { fromUIUserMessage, toUIMessages, UI_MESSAGE_ID_EVENT } from './ui-messages.ts'
-import type { UiMessageIdData, UiMessageIds } from './ui-messages.ts'
+import {
+  APPROVAL_REQUEST_EVENT,
+  APPROVAL_RESPONSE_EVENT,
+  fromUIUserMessage,
+  toUIMessages,
+  UI_MESSAGE_ID_EVENT,
+} from './ui-messages.ts'
+import type {
+  ApprovalRequestData,
+  ApprovalResponseData,
+  ApprovalState,
+  UiMessageIdData,
+  UiMessageIds,
+} from './ui-messages.ts'
 import { wrapTools } from './wrap-tools.ts'
 
 /** A tool call that the open repaired: its placeholder result and why. */
@@ -59,6 +71,7 @@ export class AiSdkSession {
   readonly #errorSeqs: Set<number>
   readonly #turn: TurnState
   readonly #uiIds: UiMessageIds
+  readonly #approvals: Map<string, ApprovalState>
   #closed = false
 
   /** Built by {@link openAiSdkSession}; not meant to be called directly. */
@@ -68,12 +81,14 @@ export class AiSdkSession {
     repairs: readonly RepairedCall[]
     turn: TurnState
     uiIds: UiMessageIds
+    approvals: Map<string, ApprovalState>
   }) {
     this.writer = init.writer
     this.#errorSeqs = init.errorSeqs
     this.repairs = init.repairs
     this.#turn = init.turn
     this.#uiIds = init.uiIds
+    this.#approvals = init.approvals
   }
 
   /** Whether a turn is open (begun and not ended). */
@@ -92,10 +107,68 @@ export class AiSdkSession {
     surface.forEach((node, index) => {
       if (node.type === 'tool/result' && this.#errorSeqs.has(node.seq)) errorResults.add(index)
     })
-    return toModelMessages(
+    const messages = toModelMessages(
       surface.map((node) => node.message),
       { errorResults },
     )
+    return this.#withApprovals(messages, surface)
+  }
+
+  /**
+   * Approved calls that have not run (no result, or a repair placeholder from a restart):
+   * their placeholder leaves the prompt, the assistant message carries the SDK's
+   * `tool-approval-request` and the prompt ends with the `tool-approval-response`, so the SDK
+   * runs the call (through {@link AiSdkSession.wrapTools}) before it asks the model again.
+   */
+  #withApprovals(
+    messages: ModelMessage[],
+    surface: ReturnType<SessionWriter['projection']['surface']>,
+  ): ModelMessage[] {
+    const placeholders = new Set(this.repairs.map((repair) => repair.seq))
+    const answered = new Map<string, number>()
+    for (const node of surface)
+      if (node.message.role === 'tool') answered.set(node.message.tool_call_id, node.seq)
+    const due = new Map<string, ApprovalResponseData>()
+    for (const [callId, approval] of this.#approvals) {
+      const seq = answered.get(callId)
+      if (approval.response?.approved === true && (seq === undefined || placeholders.has(seq)))
+        due.set(callId, approval.response)
+    }
+    if (due.size === 0) return messages
+    const result: ModelMessage[] = []
+    for (const message of messages) {
+      if (message.role === 'tool') {
+        const content = message.content.filter(
+          (part) => part.type !== 'tool-result' || !due.has(part.toolCallId),
+        )
+        if (content.length > 0) result.push({ ...message, content })
+      } else if (message.role === 'assistant' && typeof message.content !== 'string') {
+        const content: typeof message.content = []
+        for (const part of message.content) {
+          content.push(part)
+          const response = part.type === 'tool-call' ? due.get(part.toolCallId) : undefined
+          if (response !== undefined)
+            content.push({
+              type: 'tool-approval-request',
+              approvalId: response.approvalId,
+              toolCallId: response.callId,
+            })
+        }
+        result.push({ ...message, content })
+      } else {
+        result.push(message)
+      }
+    }
+    result.push({
+      role: 'tool',
+      content: [...due.values()].map((response) => ({
+        type: 'tool-approval-response' as const,
+        approvalId: response.approvalId,
+        approved: true,
+        ...(response.reason === undefined ? {} : { reason: response.reason }),
+      })),
+    })
+    return result
   }
 
   /**
@@ -117,7 +190,12 @@ export class AiSdkSession {
    * @returns Fresh UI messages (no system messages); ids are the UI's own where logged, else `m<seq>`.
    */
   uiMessages(): UIMessage[] {
-    return toUIMessages(this.writer.projection.surface(), this.#errorSeqs, this.#uiIds)
+    return toUIMessages(this.writer.projection.surface(), {
+      errorSeqs: this.#errorSeqs,
+      ids: this.#uiIds,
+      approvals: this.#approvals,
+      placeholderSeqs: new Set(this.repairs.map((repair) => repair.seq)),
+    })
   }
 
   /**
@@ -163,6 +241,7 @@ export class AiSdkSession {
       })
     }
     const ui = isUIMessage(input) ? input : undefined
+    if (ui?.role === 'assistant') return this.#beginApprovalTurn(ui)
     const entries = fromModelMessages(
       typeof input === 'string'
         ? [{ role: 'user', content: input }]
@@ -219,7 +298,17 @@ export class AiSdkSession {
 
   /** Wraps tools so each call is durable before it runs (see {@link wrapTools}). */
   wrapTools<TTools extends ToolSet>(tools: TTools): TTools {
-    return wrapTools(tools, this.writer, { onErrorResult: (seq) => this.#errorSeqs.add(seq) })
+    return wrapTools(tools, this.writer, {
+      onErrorResult: (seq) => this.#errorSeqs.add(seq),
+      onApprovalRequest: async (call) => {
+        // The SDK asks again when it resumes an answered call: the request is logged once.
+        if (this.#approvals.has(call.callId)) return
+        const data: ApprovalRequestData = { callId: call.callId, name: call.name }
+        appendIgnorable(this.writer, APPROVAL_REQUEST_EVENT, data)
+        this.#approvals.set(call.callId, { name: call.name })
+        await this.writer.flush()
+      },
+    })
   }
 
   /** Flushes and releases the session. Idempotent. */
@@ -246,6 +335,67 @@ export class AiSdkSession {
         return event.seq
       }
     }
+  }
+
+  /**
+   * A turn that answers approvals: the chat UI's assistant message whose tool parts are
+   * `approval-responded`. Logs each response; a denial is logged as the call's error result
+   * (`Tool execution denied`), replacing a repair placeholder.
+   */
+  #beginApprovalTurn(message: UIMessage): number {
+    const responses: ApprovalResponseData[] = []
+    for (const part of message.parts) {
+      if (!('toolCallId' in part) || part.state !== 'approval-responded') continue
+      const approval = this.#approvals.get(part.toolCallId)
+      if (approval === undefined || approval.response !== undefined) continue
+      responses.push({
+        callId: part.toolCallId,
+        approvalId: part.approval.id,
+        approved: part.approval.approved,
+        ...(part.approval.reason === undefined ? {} : { reason: part.approval.reason }),
+      })
+    }
+    if (responses.length === 0) {
+      throw new AiSdkAdapterError({
+        code: AiSdkErrorCode.INVALID_MESSAGE,
+        message: `Cannot begin a turn in session ${JSON.stringify(this.writer.id)} with assistant UI message ${JSON.stringify(message.id)}: expected a tool part in state "approval-responded" answering a pending approval, found none`,
+      })
+    }
+    const turn = this.#turn.number + 1
+    this.writer.append({ type: 'turn/start', data: { turn } })
+    this.#turn.number = turn
+    this.#turn.open = true
+    for (const response of responses) {
+      appendIgnorable(this.writer, APPROVAL_RESPONSE_EVENT, response)
+      this.#approvals.get(response.callId)!.response = response
+      if (!response.approved) this.#logDenial(response)
+    }
+    return turn
+  }
+
+  #logDenial(response: ApprovalResponseData): void {
+    const surface = this.writer.projection.surface()
+    const placeholder = surface.findLast(
+      (node) => node.message.role === 'tool' && node.message.tool_call_id === response.callId,
+    )
+    const event = this.writer.append({
+      type: 'tool/result',
+      data: {
+        message: {
+          role: 'tool',
+          tool_call_id: response.callId,
+          content: `Tool execution denied${response.reason === undefined ? '' : `: ${response.reason}`}`,
+        },
+        isError: true,
+      },
+      ...(placeholder === undefined
+        ? {}
+        : {
+            surfaceOp: { op: 'replace' as const, startSeq: placeholder.seq, endSeq: placeholder.seq },
+            sourceEventSeqs: [placeholder.seq],
+          }),
+    })
+    this.#errorSeqs.add(event.seq)
   }
 
   #logUiId(data: UiMessageIdData): void {
@@ -338,6 +488,7 @@ export async function openAiSdkSession(
   const repairs: RepairedCall[] = []
   const turn: TurnState = { number: 0, open: false }
   const uiIds: UiMessageIds = { user: new Map(), reply: new Map() }
+  const approvals = new Map<string, ApprovalState>()
   try {
     if (!created) {
       for await (const event of store.readEvents(id)) {
@@ -353,6 +504,13 @@ export async function openAiSdkSession(
             repairs.push({ callId: data.message.tool_call_id, code: data.code, seq: event.seq })
         } else if (event.type === UI_MESSAGE_ID_EVENT) {
           noteUiId(uiIds, event.data as UiMessageIdData)
+        } else if (event.type === APPROVAL_REQUEST_EVENT) {
+          const data = event.data as ApprovalRequestData
+          approvals.set(data.callId, { name: data.name })
+        } else if (event.type === APPROVAL_RESPONSE_EVENT) {
+          const data = event.data as ApprovalResponseData
+          const approval = approvals.get(data.callId)
+          if (approval !== undefined) approval.response = data
         }
       }
     }
@@ -362,7 +520,7 @@ export async function openAiSdkSession(
     await writer.close().catch(() => undefined)
     throw error
   }
-  return new AiSdkSession({ writer, errorSeqs, repairs, turn, uiIds })
+  return new AiSdkSession({ writer, errorSeqs, repairs, turn, uiIds, approvals })
 }
 
 /** The core's writer options out of the adapter's options (only those given). */

@@ -20,6 +20,48 @@ export interface UiMessageIds {
   readonly reply: Map<number, string>
 }
 
+/** Ignorable: a tool call that needs approval, logged before the SDK asks for it. */
+export const APPROVAL_REQUEST_EVENT = 'ai-sdk/approval-request'
+/** Ignorable: the user's answer to an approval request. */
+export const APPROVAL_RESPONSE_EVENT = 'ai-sdk/approval-response'
+
+/** `data` of {@link APPROVAL_REQUEST_EVENT}. */
+export interface ApprovalRequestData {
+  readonly callId: string
+  readonly name: string
+}
+
+/** `data` of {@link APPROVAL_RESPONSE_EVENT}. */
+export interface ApprovalResponseData {
+  readonly callId: string
+  readonly approvalId: string
+  readonly approved: boolean
+  readonly reason?: string
+}
+
+/** What the log holds about one call's approval. */
+export interface ApprovalState {
+  readonly name: string
+  response?: ApprovalResponseData
+}
+
+/** The approval id a request is shown with before it is answered (the UI answers by call id). */
+export function requestApprovalId(callId: string): string {
+  return `approval-${callId}`
+}
+
+/** What the log says beside the surface, for {@link toUIMessages}. */
+export interface UiLogState {
+  /** Seqs of the `tool/result` events that are errors. */
+  readonly errorSeqs: ReadonlySet<number>
+  /** The ids the UI gave messages; a message without one is `m<seq>`. */
+  readonly ids: UiMessageIds
+  /** Approval requests and responses, by call id. */
+  readonly approvals: ReadonlyMap<string, ApprovalState>
+  /** Seqs of repair placeholder results. */
+  readonly placeholderSeqs: ReadonlySet<number>
+}
+
 /** One surface node as the projection gives it. */
 interface Node {
   readonly seq: number
@@ -64,16 +106,16 @@ function userParts(message: UserMessage): Part[] {
  * repair placeholders, `input-available` while unanswered). System messages are the prompt,
  * not the chat: they are left out.
  *
+ * A call with a logged approval request shows its approval: `approval-requested` until
+ * answered (a repair placeholder of a restart does not count as a result), `approval-responded`
+ * until it runs, `output-denied` when denied, its output with `approval` once run.
+ *
  * @param nodes - The projection's surface.
- * @param errorSeqs - Seqs of the `tool/result` events that are errors.
- * @param ids - The ids the UI gave messages; a message without one is `m<seq>`.
+ * @param log - What the log says beside the surface (error results, UI ids, approvals, placeholders).
  * @returns Fresh UI messages, valid for the SDK's `validateUIMessages`.
  */
-export function toUIMessages(
-  nodes: readonly Node[],
-  errorSeqs: ReadonlySet<number>,
-  ids: UiMessageIds,
-): UIMessage[] {
+export function toUIMessages(nodes: readonly Node[], log: UiLogState): UIMessage[] {
+  const { errorSeqs, ids, approvals, placeholderSeqs } = log
   const result: UIMessage[] = []
   const calls = new Map<string, ToolPart>()
   let reply: UIMessage | undefined
@@ -108,6 +150,8 @@ export function toUIMessages(
           } as ToolPart
           calls.set(call.id, part)
           reply.parts.push(part)
+          const approval = approvals.get(call.id)
+          if (approval !== undefined) setApproval(part, call.id, approval)
         }
         break
       }
@@ -120,18 +164,47 @@ export function toUIMessages(
           })
         }
         const answered = part as unknown as Record<string, unknown>
-        if (errorSeqs.has(node.seq)) {
+        const approval = approvals.get(message.tool_call_id)
+        if (
+          approval !== undefined &&
+          (placeholderSeqs.has(node.seq) || approval.response?.approved === false)
+        ) {
+          // Not run: the approval is pending, answered and not run yet, or denied.
+          setApproval(part, message.tool_call_id, approval)
+        } else if (errorSeqs.has(node.seq)) {
           answered['state'] = 'output-error'
           answered['errorText'] = message.content
         } else {
           answered['state'] = 'output-available'
           answered['output'] = outputOf(message.content)
         }
+        if (approval?.response?.approved === true) {
+          answered['approval'] = { id: approval.response.approvalId, approved: true }
+        }
         break
       }
     }
   }
   return result
+}
+
+/** Sets a tool part's approval state from the log (`approval-requested`, `-responded`, `output-denied`). */
+function setApproval(part: ToolPart, callId: string, approval: ApprovalState): void {
+  const fields = part as unknown as Record<string, unknown>
+  delete fields['errorText']
+  delete fields['output']
+  const { response } = approval
+  if (response === undefined) {
+    fields['state'] = 'approval-requested'
+    fields['approval'] = { id: requestApprovalId(callId) }
+    return
+  }
+  fields['state'] = response.approved ? 'approval-responded' : 'output-denied'
+  fields['approval'] = {
+    id: response.approvalId,
+    approved: response.approved,
+    ...(response.reason === undefined ? {} : { reason: response.reason }),
+  }
 }
 
 /**
