@@ -7,7 +7,8 @@ import type { ModelMessage, ToolSet, UIMessage } from 'ai'
 import { AiSdkAdapterError, AiSdkErrorCode } from './ai-sdk-error.ts'
 import { fromModelMessages, toModelMessages } from './convert.ts'
 import type { FromModelMessagesOptions, WireEntry } from './convert.ts'
-import { ledgerRecorderMiddleware } from './record-model.ts'
+import { ledgerRecorderMiddleware, PROVIDER_TOOL_EVENT } from './record-model.ts'
+import type { ProviderToolData } from './record-model.ts'
 import {
   APPROVAL_REQUEST_EVENT,
   APPROVAL_RESPONSE_EVENT,
@@ -72,6 +73,7 @@ export class AiSdkSession {
   readonly #turn: TurnState
   readonly #uiIds: UiMessageIds
   readonly #approvals: Map<string, ApprovalState>
+  readonly #providerTools: Map<number, ProviderToolData[]>
   #closed = false
 
   /** Built by {@link openAiSdkSession}; not meant to be called directly. */
@@ -82,6 +84,7 @@ export class AiSdkSession {
     turn: TurnState
     uiIds: UiMessageIds
     approvals: Map<string, ApprovalState>
+    providerTools: Map<number, ProviderToolData[]>
   }) {
     this.writer = init.writer
     this.#errorSeqs = init.errorSeqs
@@ -89,6 +92,7 @@ export class AiSdkSession {
     this.#turn = init.turn
     this.#uiIds = init.uiIds
     this.#approvals = init.approvals
+    this.#providerTools = init.providerTools
   }
 
   /** Whether a turn is open (begun and not ended). */
@@ -195,6 +199,7 @@ export class AiSdkSession {
       ids: this.#uiIds,
       approvals: this.#approvals,
       placeholderSeqs: new Set(this.repairs.map((repair) => repair.seq)),
+      providerTools: this.#providerTools,
     })
   }
 
@@ -293,7 +298,12 @@ export class AiSdkSession {
    * (see {@link ledgerRecorderMiddleware}).
    */
   wrapModel(model: WrappableModel): WrappableModel {
-    return wrapLanguageModel({ model, middleware: ledgerRecorderMiddleware(this.writer) })
+    return wrapLanguageModel({
+      model,
+      middleware: ledgerRecorderMiddleware(this.writer, {
+        onProviderTool: (data) => noteProviderTool(this.#providerTools, data),
+      }),
+    })
   }
 
   /** Wraps tools so each call is durable before it runs (see {@link wrapTools}). */
@@ -422,6 +432,12 @@ function appendIgnorable(writer: SessionWriter, type: string, data: object): voi
   writer.append({ type, data, ignorable: true } as unknown as Parameters<SessionWriter['append']>[0])
 }
 
+function noteProviderTool(tools: Map<number, ProviderToolData[]>, data: ProviderToolData): void {
+  const list = tools.get(data.assistantSeq)
+  if (list === undefined) tools.set(data.assistantSeq, [data])
+  else list.push(data)
+}
+
 function noteUiId(ids: UiMessageIds, data: UiMessageIdData): void {
   if ('userSeq' in data) ids.user.set(data.userSeq, data.id)
   else ids.reply.set(data.replyToSeq, data.id)
@@ -489,6 +505,7 @@ export async function openAiSdkSession(
   const turn: TurnState = { number: 0, open: false }
   const uiIds: UiMessageIds = { user: new Map(), reply: new Map() }
   const approvals = new Map<string, ApprovalState>()
+  const providerTools = new Map<number, ProviderToolData[]>()
   try {
     if (!created) {
       for await (const event of store.readEvents(id)) {
@@ -504,6 +521,8 @@ export async function openAiSdkSession(
             repairs.push({ callId: data.message.tool_call_id, code: data.code, seq: event.seq })
         } else if (event.type === UI_MESSAGE_ID_EVENT) {
           noteUiId(uiIds, event.data as UiMessageIdData)
+        } else if (event.type === PROVIDER_TOOL_EVENT) {
+          noteProviderTool(providerTools, event.data as ProviderToolData)
         } else if (event.type === APPROVAL_REQUEST_EVENT) {
           const data = event.data as ApprovalRequestData
           approvals.set(data.callId, { name: data.name })
@@ -520,7 +539,7 @@ export async function openAiSdkSession(
     await writer.close().catch(() => undefined)
     throw error
   }
-  return new AiSdkSession({ writer, errorSeqs, repairs, turn, uiIds, approvals })
+  return new AiSdkSession({ writer, errorSeqs, repairs, turn, uiIds, approvals, providerTools })
 }
 
 /** The core's writer options out of the adapter's options (only those given). */

@@ -2,6 +2,7 @@ import type { SurfaceEventType, UserMessage, WireMessage } from '@agent-ledger/s
 import type { UIMessage } from 'ai'
 
 import { AiSdkAdapterError, AiSdkErrorCode } from './ai-sdk-error.ts'
+import type { ProviderToolData } from './record-model.ts'
 
 /**
  * The ignorable event that records the id a chat UI knows a message by (the surface never
@@ -60,6 +61,8 @@ export interface UiLogState {
   readonly approvals: ReadonlyMap<string, ApprovalState>
   /** Seqs of repair placeholder results. */
   readonly placeholderSeqs: ReadonlySet<number>
+  /** Provider-executed tool calls, by the seq of their step's `assistant/message`. */
+  readonly providerTools: ReadonlyMap<number, readonly ProviderToolData[]>
 }
 
 /** One surface node as the projection gives it. */
@@ -115,7 +118,7 @@ function userParts(message: UserMessage): Part[] {
  * @returns Fresh UI messages, valid for the SDK's `validateUIMessages`.
  */
 export function toUIMessages(nodes: readonly Node[], log: UiLogState): UIMessage[] {
-  const { errorSeqs, ids, approvals, placeholderSeqs } = log
+  const { errorSeqs, ids, approvals, placeholderSeqs, providerTools } = log
   const result: UIMessage[] = []
   const calls = new Map<string, ToolPart>()
   let reply: UIMessage | undefined
@@ -153,6 +156,7 @@ export function toUIMessages(nodes: readonly Node[], log: UiLogState): UIMessage
           const approval = approvals.get(call.id)
           if (approval !== undefined) setApproval(part, call.id, approval)
         }
+        for (const ran of providerTools.get(node.seq) ?? []) reply.parts.push(providerToolPart(ran))
         break
       }
       case 'tool': {
@@ -186,6 +190,24 @@ export function toUIMessages(nodes: readonly Node[], log: UiLogState): UIMessage
     }
   }
   return result
+}
+
+/** A provider-executed call as the UI shows it (`providerExecuted: true`). */
+function providerToolPart(ran: ProviderToolData): Part {
+  const base = {
+    type: `tool-${ran.name}`,
+    toolCallId: ran.callId,
+    input: inputOf(ran.input),
+    providerExecuted: true,
+  }
+  if (ran.isError === true)
+    return {
+      ...base,
+      state: 'output-error',
+      errorText: typeof ran.result === 'string' ? ran.result : JSON.stringify(ran.result),
+    } as Part
+  if (!('result' in ran)) return { ...base, state: 'input-available' } as Part
+  return { ...base, state: 'output-available', output: ran.result } as Part
 }
 
 /** Sets a tool part's approval state from the log (`approval-requested`, `-responded`, `output-denied`). */

@@ -180,4 +180,70 @@ describe('uiMessages()', () => {
     await reopened.close()
     await store.close()
   })
+
+  it('logs a provider-executed tool call and its result, shown to the UI, kept off the model history', async () => {
+    const store = createJsonlStore({ root })
+    const session = await openAiSdkSession(store, 'ui-provider-tool')
+    session.beginTurn(question)
+    const model = new MockLanguageModelV3({
+      doStream: [
+        {
+          stream: convertArrayToReadableStream([
+            { type: 'stream-start', warnings: [] },
+            {
+              type: 'tool-call',
+              toolCallId: 'ws-1',
+              toolName: 'web_search',
+              input: '{"query":"Paris weather"}',
+              providerExecuted: true,
+            },
+            {
+              type: 'tool-result',
+              toolCallId: 'ws-1',
+              toolName: 'web_search',
+              result: { hits: ['sunny, 21°C'] },
+            },
+            ...streamedStep({ text: 'Sunny, 21°C.' }).slice(1),
+          ]),
+        },
+      ],
+    })
+    const result = streamText({ model: session.wrapModel(model), ...session.prompt() })
+    await result.consumeStream()
+    await session.endTurn()
+    await session.close()
+
+    const events = await allEvents(store, 'ui-provider-tool')
+    const logged = events.find((event) => event.type === 'ai-sdk/provider-tool')
+    expect(logged).toMatchObject({
+      ignorable: true,
+      data: {
+        callId: 'ws-1',
+        name: 'web_search',
+        input: '{"query":"Paris weather"}',
+        result: { hits: ['sunny, 21°C'] },
+      },
+    })
+    const reopened = await openAiSdkSession(store, 'ui-provider-tool')
+    const [, reply] = reopened.uiMessages()
+    expect(reply!.parts).toEqual([
+      { type: 'step-start' },
+      { type: 'text', text: 'Sunny, 21°C.', state: 'done' },
+      {
+        type: 'tool-web_search',
+        toolCallId: 'ws-1',
+        state: 'output-available',
+        input: { query: 'Paris weather' },
+        output: { hits: ['sunny, 21°C'] },
+        providerExecuted: true,
+      },
+    ])
+    // The model history holds the answer, not the provider's own call (no note either).
+    expect(reopened.messages().at(-1)).toEqual({
+      role: 'assistant',
+      content: [{ type: 'text', text: 'Sunny, 21°C.' }],
+    })
+    await reopened.close()
+    await store.close()
+  })
 })
