@@ -47,7 +47,7 @@ export interface ApprovalState {
 }
 
 /** The approval id a request is shown with before it is answered (the UI answers by call id). */
-export function requestApprovalId(callId: string): string {
+function requestApprovalId(callId: string): string {
   return `approval-${callId}`
 }
 
