@@ -1,13 +1,28 @@
 import { isRepairCode } from '@agent-ledger/loop-repair'
 import type { TurnEndReason } from '@agent-ledger/session-events'
 import type { OpenWriterOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
-import { wrapLanguageModel } from 'ai'
-import type { ModelMessage, ToolSet } from 'ai'
+import { generateId, wrapLanguageModel } from 'ai'
+import type { ModelMessage, ToolSet, UIMessage } from 'ai'
 
 import { AiSdkAdapterError, AiSdkErrorCode } from './ai-sdk-error.ts'
 import { fromModelMessages, toModelMessages } from './convert.ts'
 import type { FromModelMessagesOptions, WireEntry } from './convert.ts'
-import { ledgerRecorderMiddleware } from './record-model.ts'
+import { ledgerRecorderMiddleware, PROVIDER_TOOL_EVENT } from './record-model.ts'
+import type { ProviderToolData } from './record-model.ts'
+import {
+  APPROVAL_REQUEST_EVENT,
+  APPROVAL_RESPONSE_EVENT,
+  fromUIUserMessage,
+  toUIMessages,
+  UI_MESSAGE_ID_EVENT,
+} from './ui-messages.ts'
+import type {
+  ApprovalRequestData,
+  ApprovalResponseData,
+  ApprovalState,
+  UiMessageIdData,
+  UiMessageIds,
+} from './ui-messages.ts'
 import { wrapTools } from './wrap-tools.ts'
 
 /** A tool call that the open repaired: its placeholder result and why. */
@@ -56,6 +71,9 @@ export class AiSdkSession {
   readonly repairs: readonly RepairedCall[]
   readonly #errorSeqs: Set<number>
   readonly #turn: TurnState
+  readonly #uiIds: UiMessageIds
+  readonly #approvals: Map<string, ApprovalState>
+  readonly #providerTools: Map<number, ProviderToolData[]>
   #closed = false
 
   /** Built by {@link openAiSdkSession}; not meant to be called directly. */
@@ -64,11 +82,17 @@ export class AiSdkSession {
     errorSeqs: Set<number>
     repairs: readonly RepairedCall[]
     turn: TurnState
+    uiIds: UiMessageIds
+    approvals: Map<string, ApprovalState>
+    providerTools: Map<number, ProviderToolData[]>
   }) {
     this.writer = init.writer
     this.#errorSeqs = init.errorSeqs
     this.repairs = init.repairs
     this.#turn = init.turn
+    this.#uiIds = init.uiIds
+    this.#approvals = init.approvals
+    this.#providerTools = init.providerTools
   }
 
   /** Whether a turn is open (begun and not ended). */
@@ -87,10 +111,68 @@ export class AiSdkSession {
     surface.forEach((node, index) => {
       if (node.type === 'tool/result' && this.#errorSeqs.has(node.seq)) errorResults.add(index)
     })
-    return toModelMessages(
+    const messages = toModelMessages(
       surface.map((node) => node.message),
       { errorResults },
     )
+    return this.#withApprovals(messages, surface)
+  }
+
+  /**
+   * Approved calls that have not run (no result, or a repair placeholder from a restart):
+   * their placeholder leaves the prompt, the assistant message carries the SDK's
+   * `tool-approval-request` and the prompt ends with the `tool-approval-response`, so the SDK
+   * runs the call (through {@link AiSdkSession.wrapTools}) before it asks the model again.
+   */
+  #withApprovals(
+    messages: ModelMessage[],
+    surface: ReturnType<SessionWriter['projection']['surface']>,
+  ): ModelMessage[] {
+    const placeholders = new Set(this.repairs.map((repair) => repair.seq))
+    const answered = new Map<string, number>()
+    for (const node of surface)
+      if (node.message.role === 'tool') answered.set(node.message.tool_call_id, node.seq)
+    const due = new Map<string, ApprovalResponseData>()
+    for (const [callId, approval] of this.#approvals) {
+      const seq = answered.get(callId)
+      if (approval.response?.approved === true && (seq === undefined || placeholders.has(seq)))
+        due.set(callId, approval.response)
+    }
+    if (due.size === 0) return messages
+    const result: ModelMessage[] = []
+    for (const message of messages) {
+      if (message.role === 'tool') {
+        const content = message.content.filter(
+          (part) => part.type !== 'tool-result' || !due.has(part.toolCallId),
+        )
+        if (content.length > 0) result.push({ ...message, content })
+      } else if (message.role === 'assistant' && typeof message.content !== 'string') {
+        const content: typeof message.content = []
+        for (const part of message.content) {
+          content.push(part)
+          const response = part.type === 'tool-call' ? due.get(part.toolCallId) : undefined
+          if (response !== undefined)
+            content.push({
+              type: 'tool-approval-request',
+              approvalId: response.approvalId,
+              toolCallId: response.callId,
+            })
+        }
+        result.push({ ...message, content })
+      } else {
+        result.push(message)
+      }
+    }
+    result.push({
+      role: 'tool',
+      content: [...due.values()].map((response) => ({
+        type: 'tool-approval-response' as const,
+        approvalId: response.approvalId,
+        approved: true,
+        ...(response.reason === undefined ? {} : { reason: response.reason }),
+      })),
+    })
+    return result
   }
 
   /**
@@ -105,11 +187,56 @@ export class AiSdkSession {
   }
 
   /**
-   * Starts a turn: logs `turn/start` and the user input (a string, or model messages).
+   * The chat as the AI SDK's UI messages (what `useChat` shows), derived from the log like
+   * {@link AiSdkSession.messages}: a projection, never a second copy. Pass it as `messages`
+   * to `useChat`, or as `originalMessages` to `toUIMessageStreamResponse`.
+   *
+   * @returns Fresh UI messages (no system messages); ids are the UI's own where logged, else `m<seq>`.
+   */
+  uiMessages(): UIMessage[] {
+    return toUIMessages(this.writer.projection.surface(), {
+      errorSeqs: this.#errorSeqs,
+      ids: this.#uiIds,
+      approvals: this.#approvals,
+      placeholderSeqs: new Set(this.repairs.map((repair) => repair.seq)),
+      providerTools: this.#providerTools,
+    })
+  }
+
+  /**
+   * The id of the assistant UI message that answers the last user message: the one already
+   * logged, or a new one, logged (an ignorable `ai-sdk/ui-message-id` event) so that
+   * {@link AiSdkSession.uiMessages} gives the streamed message the same id after a reload.
+   * Pass it as `generateMessageId: () => session.replyMessageId()` to `toUIMessageStreamResponse`.
+   *
+   * @throws {@link AiSdkAdapterError} `TURN_STATE` when the session has no user message.
+   */
+  replyMessageId(): string {
+    this.#assertOpen()
+    const lastUser = this.writer.projection.surface().findLast((node) => node.type === 'user/message')
+    if (lastUser === undefined) {
+      throw new AiSdkAdapterError({
+        code: AiSdkErrorCode.TURN_STATE,
+        message: `Cannot name the reply in session ${JSON.stringify(this.writer.id)}: expected a user message to answer, found none`,
+      })
+    }
+    const known = this.#uiIds.reply.get(lastUser.seq)
+    if (known !== undefined) return known
+    const id = generateId()
+    this.#logUiId({ id, replyToSeq: lastUser.seq })
+    return id
+  }
+
+  /**
+   * Starts a turn: logs `turn/start` and the user input: a string, model messages, or the
+   * chat UI's user message (its id is logged beside it, for {@link AiSdkSession.uiMessages}).
    *
    * @throws {@link AiSdkAdapterError} `TURN_STATE` when a turn is already open; `UNSUPPORTED_CONTENT` from the conversion.
    */
-  beginTurn(input: string | readonly ModelMessage[], options: FromModelMessagesOptions = {}): number {
+  beginTurn(
+    input: string | readonly ModelMessage[] | UIMessage,
+    options: FromModelMessagesOptions = {},
+  ): number {
     this.#assertOpen()
     if (this.#turn.open) {
       throw new AiSdkAdapterError({
@@ -118,15 +245,24 @@ export class AiSdkSession {
         details: { turn: this.#turn.number },
       })
     }
+    const ui = isUIMessage(input) ? input : undefined
+    if (ui?.role === 'assistant') return this.#beginApprovalTurn(ui)
     const entries = fromModelMessages(
-      typeof input === 'string' ? [{ role: 'user', content: input }] : input,
+      typeof input === 'string'
+        ? [{ role: 'user', content: input }]
+        : ui === undefined
+          ? (input as readonly ModelMessage[])
+          : [fromUIUserMessage(ui)],
       options,
     )
     const turn = this.#turn.number + 1
     this.writer.append({ type: 'turn/start', data: { turn } })
     this.#turn.number = turn
     this.#turn.open = true
-    for (const entry of entries) this.#appendEntry(entry)
+    for (const entry of entries) {
+      const seq = this.#appendEntry(entry)
+      if (ui !== undefined) this.#logUiId({ id: ui.id, userSeq: seq })
+    }
     return turn
   }
 
@@ -162,12 +298,27 @@ export class AiSdkSession {
    * (see {@link ledgerRecorderMiddleware}).
    */
   wrapModel(model: WrappableModel): WrappableModel {
-    return wrapLanguageModel({ model, middleware: ledgerRecorderMiddleware(this.writer) })
+    return wrapLanguageModel({
+      model,
+      middleware: ledgerRecorderMiddleware(this.writer, {
+        onProviderTool: (data) => noteProviderTool(this.#providerTools, data),
+      }),
+    })
   }
 
   /** Wraps tools so each call is durable before it runs (see {@link wrapTools}). */
   wrapTools<TTools extends ToolSet>(tools: TTools): TTools {
-    return wrapTools(tools, this.writer, { onErrorResult: (seq) => this.#errorSeqs.add(seq) })
+    return wrapTools(tools, this.writer, {
+      onErrorResult: (seq) => this.#errorSeqs.add(seq),
+      onApprovalRequest: async (call) => {
+        // The SDK asks again when it resumes an answered call: the request is logged once.
+        if (this.#approvals.has(call.callId)) return
+        const data: ApprovalRequestData = { callId: call.callId, name: call.name }
+        appendIgnorable(this.writer, APPROVAL_REQUEST_EVENT, data)
+        this.#approvals.set(call.callId, { name: call.name })
+        await this.writer.flush()
+      },
+    })
   }
 
   /** Flushes and releases the session. Idempotent. */
@@ -176,27 +327,90 @@ export class AiSdkSession {
     await this.writer.close()
   }
 
-  #appendEntry(entry: WireEntry): void {
+  #appendEntry(entry: WireEntry): number {
     const { message } = entry
     switch (message.role) {
       case 'system':
-        this.writer.append({ type: 'system/message', data: { message } })
-        break
+        return this.writer.append({ type: 'system/message', data: { message } }).seq
       case 'user':
-        this.writer.append({ type: 'user/message', data: { message } })
-        break
+        return this.writer.append({ type: 'user/message', data: { message } }).seq
       case 'assistant':
-        this.writer.append({ type: 'assistant/message', data: { message } })
-        break
+        return this.writer.append({ type: 'assistant/message', data: { message } }).seq
       case 'tool': {
         const event = this.writer.append({
           type: 'tool/result',
           data: { message, ...(entry.isError === true ? { isError: true } : {}) },
         })
         if (entry.isError === true) this.#errorSeqs.add(event.seq)
-        break
+        return event.seq
       }
     }
+  }
+
+  /**
+   * A turn that answers approvals: the chat UI's assistant message whose tool parts are
+   * `approval-responded`. Logs each response; a denial is logged as the call's error result
+   * (`Tool execution denied`), replacing a repair placeholder.
+   */
+  #beginApprovalTurn(message: UIMessage): number {
+    const responses: ApprovalResponseData[] = []
+    for (const part of message.parts) {
+      if (!('toolCallId' in part) || part.state !== 'approval-responded') continue
+      const approval = this.#approvals.get(part.toolCallId)
+      if (approval === undefined || approval.response !== undefined) continue
+      responses.push({
+        callId: part.toolCallId,
+        approvalId: part.approval.id,
+        approved: part.approval.approved,
+        ...(part.approval.reason === undefined ? {} : { reason: part.approval.reason }),
+      })
+    }
+    if (responses.length === 0) {
+      throw new AiSdkAdapterError({
+        code: AiSdkErrorCode.INVALID_MESSAGE,
+        message: `Cannot begin a turn in session ${JSON.stringify(this.writer.id)} with assistant UI message ${JSON.stringify(message.id)}: expected a tool part in state "approval-responded" answering a pending approval, found none`,
+      })
+    }
+    const turn = this.#turn.number + 1
+    this.writer.append({ type: 'turn/start', data: { turn } })
+    this.#turn.number = turn
+    this.#turn.open = true
+    for (const response of responses) {
+      appendIgnorable(this.writer, APPROVAL_RESPONSE_EVENT, response)
+      this.#approvals.get(response.callId)!.response = response
+      if (!response.approved) this.#logDenial(response)
+    }
+    return turn
+  }
+
+  #logDenial(response: ApprovalResponseData): void {
+    const surface = this.writer.projection.surface()
+    const placeholder = surface.findLast(
+      (node) => node.message.role === 'tool' && node.message.tool_call_id === response.callId,
+    )
+    const event = this.writer.append({
+      type: 'tool/result',
+      data: {
+        message: {
+          role: 'tool',
+          tool_call_id: response.callId,
+          content: `Tool execution denied${response.reason === undefined ? '' : `: ${response.reason}`}`,
+        },
+        isError: true,
+      },
+      ...(placeholder === undefined
+        ? {}
+        : {
+            surfaceOp: { op: 'replace' as const, startSeq: placeholder.seq, endSeq: placeholder.seq },
+            sourceEventSeqs: [placeholder.seq],
+          }),
+    })
+    this.#errorSeqs.add(event.seq)
+  }
+
+  #logUiId(data: UiMessageIdData): void {
+    appendIgnorable(this.writer, UI_MESSAGE_ID_EVENT, data)
+    noteUiId(this.#uiIds, data)
   }
 
   #assertOpen(): void {
@@ -207,6 +421,26 @@ export class AiSdkSession {
       })
     }
   }
+}
+
+function isUIMessage(input: unknown): input is UIMessage {
+  return typeof input === 'object' && input !== null && !Array.isArray(input) && 'parts' in input
+}
+
+/** Appends an adapter event no other reader needs to know (`ignorable`: never on the surface). */
+function appendIgnorable(writer: SessionWriter, type: string, data: object): void {
+  writer.append({ type, data, ignorable: true } as unknown as Parameters<SessionWriter['append']>[0])
+}
+
+function noteProviderTool(tools: Map<number, ProviderToolData[]>, data: ProviderToolData): void {
+  const list = tools.get(data.assistantSeq)
+  if (list === undefined) tools.set(data.assistantSeq, [data])
+  else list.push(data)
+}
+
+function noteUiId(ids: UiMessageIds, data: UiMessageIdData): void {
+  if ('userSeq' in data) ids.user.set(data.userSeq, data.id)
+  else ids.reply.set(data.replyToSeq, data.id)
 }
 
 function isNotFound(error: unknown): boolean {
@@ -269,6 +503,9 @@ export async function openAiSdkSession(
   const errorSeqs = new Set<number>()
   const repairs: RepairedCall[] = []
   const turn: TurnState = { number: 0, open: false }
+  const uiIds: UiMessageIds = { user: new Map(), reply: new Map() }
+  const approvals = new Map<string, ApprovalState>()
+  const providerTools = new Map<number, ProviderToolData[]>()
   try {
     if (!created) {
       for await (const event of store.readEvents(id)) {
@@ -282,6 +519,17 @@ export async function openAiSdkSession(
           if (data.isError === true) errorSeqs.add(event.seq)
           if (isRepairCode(data.code))
             repairs.push({ callId: data.message.tool_call_id, code: data.code, seq: event.seq })
+        } else if (event.type === UI_MESSAGE_ID_EVENT) {
+          noteUiId(uiIds, event.data as UiMessageIdData)
+        } else if (event.type === PROVIDER_TOOL_EVENT) {
+          noteProviderTool(providerTools, event.data as ProviderToolData)
+        } else if (event.type === APPROVAL_REQUEST_EVENT) {
+          const data = event.data as ApprovalRequestData
+          approvals.set(data.callId, { name: data.name })
+        } else if (event.type === APPROVAL_RESPONSE_EVENT) {
+          const data = event.data as ApprovalResponseData
+          const approval = approvals.get(data.callId)
+          if (approval !== undefined) approval.response = data
         }
       }
     }
@@ -291,7 +539,7 @@ export async function openAiSdkSession(
     await writer.close().catch(() => undefined)
     throw error
   }
-  return new AiSdkSession({ writer, errorSeqs, repairs, turn })
+  return new AiSdkSession({ writer, errorSeqs, repairs, turn, uiIds, approvals, providerTools })
 }
 
 /** The core's writer options out of the adapter's options (only those given). */

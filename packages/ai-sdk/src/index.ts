@@ -8,6 +8,8 @@
 export { AiSdkAdapterError, AiSdkErrorCode } from './ai-sdk-error.ts'
 export { AiSdkSession, openAiSdkSession } from './ai-sdk-session.ts'
 export type { OpenAiSdkSessionOptions, RepairedCall } from './ai-sdk-session.ts'
+export { followReply } from './follow-reply.ts'
+export type { FollowReplyOptions } from './follow-reply.ts'
 export { fromModelMessages, toModelMessages } from './convert.ts'
 export type { FromModelMessagesOptions, ToModelMessagesOptions, WireEntry } from './convert.ts'
 export { ledgerRecorderMiddleware, toLedgerUsage } from './record-model.ts'

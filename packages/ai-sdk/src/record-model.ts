@@ -8,7 +8,33 @@ type StreamPart = StreamResult['stream'] extends ReadableStream<infer TPart> ? T
 type ModelUsage = GenerateResult['usage']
 
 /** Collects one model response into the wire assistant message. */
+/**
+ * Ignorable: a tool call the provider ran itself (e.g. a web search) and its result, beside
+ * the `assistant/message` of its step (`assistantSeq`). The log's message shape cannot carry
+ * it to the model, so it stays off the surface; the chat UI shows it.
+ */
+export const PROVIDER_TOOL_EVENT = 'ai-sdk/provider-tool'
+
+/** `data` of {@link PROVIDER_TOOL_EVENT}. */
+export interface ProviderToolData {
+  readonly assistantSeq: number
+  readonly callId: string
+  readonly name: string
+  readonly input: string
+  readonly result?: unknown
+  readonly isError?: boolean
+}
+
+/** Options of {@link ledgerRecorderMiddleware}. */
+export interface RecorderOptions {
+  /** Called with each provider-executed tool call logged. */
+  readonly onProviderTool?: (data: ProviderToolData) => void
+}
+
+type ProviderTool = { -readonly [TKey in keyof ProviderToolData]: ProviderToolData[TKey] }
+
 class ResponseCollector {
+  readonly providerTools = new Map<string, Omit<ProviderTool, 'assistantSeq'>>()
   text: string | null = null
   reasoning: string | undefined
   readonly toolCalls: WireToolCall[] = []
@@ -29,7 +55,11 @@ class ResponseCollector {
     providerExecuted?: boolean
   }): void {
     if (call.providerExecuted === true) {
-      this.omitted.push(`provider-executed tool-call ${JSON.stringify(call.toolName)}`)
+      this.providerTools.set(call.toolCallId, {
+        callId: call.toolCallId,
+        name: call.toolName,
+        input: call.input,
+      })
       return
     }
     this.toolCalls.push({
@@ -39,8 +69,24 @@ class ResponseCollector {
     })
   }
 
+  addToolResult(part: { toolCallId: string; toolName: string; result: unknown; isError?: boolean }): void {
+    const known = this.providerTools.get(part.toolCallId) ?? {
+      callId: part.toolCallId,
+      name: part.toolName,
+      input: '',
+    }
+    known.result = part.result
+    if (part.isError === true) known.isError = true
+    this.providerTools.set(part.toolCallId, known)
+  }
+
   get empty(): boolean {
-    return this.text === null && this.reasoning === undefined && this.toolCalls.length === 0
+    return (
+      this.text === null &&
+      this.reasoning === undefined &&
+      this.toolCalls.length === 0 &&
+      this.providerTools.size === 0
+    )
   }
 
   message(): AssistantMessage {
@@ -73,10 +119,10 @@ export function toLedgerUsage(usage: ModelUsage | undefined): Usage | undefined 
 function append(
   writer: SessionWriter,
   collected: ResponseCollector,
-  extra: { usage: ModelUsage | undefined; interrupted: boolean },
+  extra: { usage: ModelUsage | undefined; interrupted: boolean; options: RecorderOptions },
 ): void {
   const usage = toLedgerUsage(extra.usage)
-  writer.append({
+  const assistant = writer.append({
     type: 'assistant/message',
     data: {
       message: collected.message(),
@@ -84,6 +130,13 @@ function append(
       ...(extra.interrupted ? { interrupted: true } : {}),
     },
   })
+  for (const tool of collected.providerTools.values()) {
+    const data: ProviderToolData = { assistantSeq: assistant.seq, ...tool }
+    writer.append({ type: PROVIDER_TOOL_EVENT, data, ignorable: true } as unknown as Parameters<
+      SessionWriter['append']
+    >[0])
+    extra.options.onProviderTool?.(data)
+  }
 }
 
 /**
@@ -100,7 +153,10 @@ function append(
  * @param writer - The open session.
  * @returns A middleware for `wrapLanguageModel`.
  */
-export function ledgerRecorderMiddleware(writer: SessionWriter): LanguageModelMiddleware {
+export function ledgerRecorderMiddleware(
+  writer: SessionWriter,
+  options: RecorderOptions = {},
+): LanguageModelMiddleware {
   return {
     specificationVersion: 'v3',
     wrapGenerate: async ({ doGenerate }): Promise<GenerateResult> => {
@@ -117,13 +173,16 @@ export function ledgerRecorderMiddleware(writer: SessionWriter): LanguageModelMi
           case 'tool-call':
             collected.addToolCall(part)
             break
+          case 'tool-result':
+            collected.addToolResult(part)
+            break
           case 'source':
             break // citations are metadata: the SDK does not send them back to the model
           default:
             collected.omitted.push(part.type)
         }
       }
-      append(writer, collected, { usage: result.usage, interrupted: false })
+      append(writer, collected, { usage: result.usage, interrupted: false, options })
       return result
     },
     wrapStream: async ({ doStream }): Promise<StreamResult> => {
@@ -144,8 +203,11 @@ export function ledgerRecorderMiddleware(writer: SessionWriter): LanguageModelMi
               collected.addToolCall(part)
               held.push(part)
               return
+            case 'tool-result':
+              collected.addToolResult(part)
+              break
             case 'finish':
-              append(writer, collected, { usage: part.usage, interrupted: false })
+              append(writer, collected, { usage: part.usage, interrupted: false, options })
               logged = true
               for (const waiting of held.splice(0)) controller.enqueue(waiting)
               break
@@ -155,7 +217,8 @@ export function ledgerRecorderMiddleware(writer: SessionWriter): LanguageModelMi
           controller.enqueue(part)
         },
         flush(controller) {
-          if (!logged && !collected.empty) append(writer, collected, { usage: undefined, interrupted: true })
+          if (!logged && !collected.empty)
+            append(writer, collected, { usage: undefined, interrupted: true, options })
           for (const waiting of held.splice(0)) controller.enqueue(waiting)
         },
       })

@@ -7,6 +7,41 @@ import { fromModelMessages } from './convert.ts'
 export interface WrapToolsOptions {
   /** Called with the seq of every `tool/result` the wrapper logs with `isError: true`. */
   readonly onErrorResult?: (seq: number) => void
+  /**
+   * Called (and awaited) when a tool's `needsApproval` says a call needs approval, before the
+   * SDK asks for it: the session logs the request there.
+   */
+  readonly onApprovalRequest?: (call: { readonly callId: string; readonly name: string }) => Promise<void>
+}
+
+type NeedsApproval = (input: unknown, options: { toolCallId: string }) => boolean | PromiseLike<boolean>
+
+/** The tool's `needsApproval`, reporting each call that needs approval to `onApprovalRequest`. */
+function approvalOf(
+  tool: ToolSet[string],
+  name: string,
+  options: WrapToolsOptions,
+): { needsApproval?: NeedsApproval } {
+  const needs = tool.needsApproval as boolean | NeedsApproval | undefined
+  if (needs === undefined || needs === false || options.onApprovalRequest === undefined) return {}
+  const report = options.onApprovalRequest
+  return {
+    needsApproval: async (input, execution) => {
+      const needed = needs === true ? true : await needs(input, execution)
+      if (needed) await report({ callId: execution.toolCallId, name })
+      return needed
+    },
+  }
+}
+
+/** The surface's result for `callId` (a repair placeholder that a late real result replaces), if any. */
+function answeredAt(writer: SessionWriter, callId: string): number | undefined {
+  const surface = writer.projection.surface()
+  for (let index = surface.length - 1; index >= 0; index -= 1) {
+    const node = surface[index]!
+    if (node.message.role === 'tool' && node.message.tool_call_id === callId) return node.seq
+  }
+  return undefined
 }
 
 function errorText(error: unknown): string {
@@ -78,13 +113,21 @@ class ToolLogger {
     call: { readonly callId: string; readonly callSeq: number },
     outcome: { readonly content: string; readonly isError: boolean },
   ): Promise<void> {
+    // A call run after a restart (an approval answered later) already has a repair placeholder:
+    // the real result replaces it on the surface; the placeholder stays in the log.
+    const placeholder = answeredAt(this.#writer, call.callId)
     const logged = this.#writer.append({
       type: 'tool/result',
       data: {
         message: { role: 'tool', tool_call_id: call.callId, content: outcome.content },
         ...(outcome.isError ? { isError: true } : {}),
       },
-      sourceEventSeqs: [call.callSeq],
+      ...(placeholder === undefined
+        ? { sourceEventSeqs: [call.callSeq] }
+        : {
+            surfaceOp: { op: 'replace', startSeq: placeholder, endSeq: placeholder },
+            sourceEventSeqs: [placeholder, call.callSeq].sort((a, b) => a - b),
+          }),
     })
     if (outcome.isError) this.#options.onErrorResult?.(logged.seq)
     await this.#writer.flush()
@@ -149,6 +192,7 @@ export function wrapTools<TTools extends ToolSet>(
       // A streaming tool: the SDK needs the iterable itself, so the logging happens inside it.
       wrapped[name] = {
         ...tool,
+        ...approvalOf(tool, name, options),
         execute: async function* (input: unknown, execution: ToolExecutionOptions): AsyncGenerator<unknown> {
           const callId = execution.toolCallId
           const callSeq = await logger.start({ callId, name, input })
@@ -189,7 +233,7 @@ export function wrapTools<TTools extends ToolSet>(
       await logger.finish({ callId, callSeq }, await modelText(tool, { toolCallId: callId, input, output }))
       return output
     }
-    wrapped[name] = { ...tool, execute: run }
+    wrapped[name] = { ...tool, ...approvalOf(tool, name, options), execute: run }
   }
   return wrapped as TTools
 }

@@ -1,5 +1,7 @@
 import { rmSync } from 'node:fs'
+import { hostname } from 'node:os'
 
+import { SessionStoreError } from '@agent-ledger/session-store'
 import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { generateText, stepCountIs, streamText, tool } from 'ai'
 import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test'
@@ -264,7 +266,7 @@ async function allEventTypesOnDisk(
 
 describe.each(crossProcessStoreKinds)('crash mid-tool and resume over the %s store', (_name, kind) => {
   it.skipIf(kind.skip !== null)(
-    `a child SIGKILLed inside a tool resumes with TOOL_OUTCOME_UNKNOWN, and the next model request carries it${kind.skip === null ? '' : ` (skipped: ${kind.skip})`}`,
+    `a child SIGKILLed inside a tool (per-process owners): another process gets SESSION_LOCKED naming the holder and expiry (PostgreSQL; a JSONL lock of a dead process is stale at once); with takeover it resumes with TOOL_OUTCOME_UNKNOWN in the next model request${kind.skip === null ? '' : ` (skipped: ${kind.skip})`}`,
     async () => {
       const { store, target, id: sessionId, close } = await kind.open()
       onTestFinished(close)
@@ -273,8 +275,35 @@ describe.each(crossProcessStoreKinds)('crash mid-tool and resume over the %s sto
       await child.waitFor('IN_TOOL')
       child.child.kill('SIGKILL')
       expect((await child.exited).signal).toBe('SIGKILL')
+      const lastWrittenAt = (await allEvents(store, id)).at(-1)!.time
 
-      const session = await openAiSdkSession(store, id, { system: 'You deploy services.' })
+      // The restarted worker is another process, so another owner. On PostgreSQL the child's
+      // lease stays live until it expires; a JSONL lock whose process is gone (same host) is stale at once.
+      const owner = `${hostname()}:${process.pid}`
+      const childOwner = `${hostname()}:${child.child.pid}`
+      if (kind.name.startsWith('PostgreSQL')) {
+        const locked = await openAiSdkSession(store, id, { owner }).then(
+          () => new Error('expected SESSION_LOCKED'),
+          (error: unknown) => error,
+        )
+        expect(locked).toBeInstanceOf(SessionStoreError)
+        const { code, details, message } = locked as SessionStoreError
+        expect(code).toBe('SESSION_LOCKED')
+        expect(details).toMatchObject({ holder: childOwner })
+        const expiresAt = (details as { expiresAt: string }).expiresAt
+        expect(Date.parse(expiresAt)).toBeGreaterThan(Date.parse(lastWrittenAt))
+        expect(message).toContain(childOwner)
+        expect(message).toContain(expiresAt)
+        // Nothing was written by the refused open.
+        expect(await allEvents(store, id)).toHaveLength(5)
+      }
+
+      // The worker that owns the session by id says so: it takes the lease over at once.
+      const session = await openAiSdkSession(store, id, {
+        system: 'You deploy services.',
+        owner,
+        takeover: true,
+      })
       expect(session.repairs).toEqual([{ callId: 'call-deploy', code: 'TOOL_OUTCOME_UNKNOWN', seq: 5 }])
       expect(session.turnOpen).toBe(false)
       const events = await allEvents(store, id)

@@ -33,3 +33,35 @@ export function textResponse(text: string): LanguageModelV3GenerateResult {
     warnings: [],
   }
 }
+
+type LanguageModelV3StreamResult = Awaited<ReturnType<MockLanguageModelV3['doStream']>>
+type StreamPart = LanguageModelV3StreamResult['stream'] extends ReadableStream<infer TPart> ? TPart : never
+
+/** A streamed model step: optional text, optional tool calls, then `finish`. */
+export function streamedStep(step: {
+  text?: string
+  calls?: readonly { id: string; name: string; input: unknown }[]
+}): StreamPart[] {
+  const parts: StreamPart[] = [{ type: 'stream-start', warnings: [] }]
+  if (step.text !== undefined) {
+    parts.push(
+      { type: 'text-start', id: 't' },
+      { type: 'text-delta', id: 't', delta: step.text },
+      { type: 'text-end', id: 't' },
+    )
+  }
+  for (const call of step.calls ?? [])
+    parts.push({
+      type: 'tool-call',
+      toolCallId: call.id,
+      toolName: call.name,
+      input: JSON.stringify(call.input),
+    })
+  const calls = (step.calls ?? []).length > 0
+  parts.push({
+    type: 'finish',
+    finishReason: calls ? { unified: 'tool-calls', raw: 'tool_calls' } : { unified: 'stop', raw: 'stop' },
+    usage: usage(8, 4),
+  })
+  return parts
+}
