@@ -5,21 +5,24 @@
  * turns (a prompt; one response split over three records sharing `message.id`: thinking,
  * text, tool_use; a tool_result with a 4 KB output; a hook progress record; a closing
  * answer), with a compaction (`compact_boundary` + `isCompactSummary`) every 50 turns, as a
- * long real session has. Its size is `AGENT_LEDGER_IMPORT_BENCH_MB` (default 64 MB;
- * `--large`: 1024 MB). Then, each in a child process:
+ * long real session has. Its size is `AGENT_LEDGER_IMPORT_BENCH_MB` (default 100 MB, the size
+ * issue 25 item 12 holds the ratio to; `--large`: 1024 MB). Then, each in a child process:
  *
  * 1. `agent-ledger import <file> --root <tmp>` (two passes over the file, events written
  *    through the JSONL store in batches): source records per second and events per second,
- *    beside a bare read stream + line split + `JSON.parse` of the same file (lines per second);
+ *    beside a bare read stream + line split + `JSON.parse` of the same file (lines per second),
+ *    held to >= 0.25 (issue 25 item 12; it was 0.117 when the issue was filed);
  * 2. the peak RSS above the RSS before the import started, beside the same figure for the
  *    bare loop. No events are held: memory grows with the number of records (the tree index),
- *    not with their content; the README gives it from 64 MB to 1 GB.
+ *    not with their content; the README gives it from 64 MB to 1 GB;
+ * 3. the bytes of the imported session in the store beside the source's (the verbatim source
+ *    records are most of it).
  *
  * Timing is wall clock on a shared machine: ratios are the claim, absolute figures vary. The
  * same rate per CPU second (user + system time of each child) is printed too: on a machine
  * busy with other work, it moves less than the wall-clock figure.
  */
-import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs'
+import { closeSync, lstatSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -158,6 +161,17 @@ function writeTranscript(file: string, megabytes: number): number {
   return records
 }
 
+/** Bytes of every file under `directory` (the store root after the import). */
+function storedBytes(directory: string): number {
+  let total = 0
+  for (const name of readdirSync(directory)) {
+    const path = join(directory, name)
+    const info = lstatSync(path)
+    total += info.isDirectory() ? storedBytes(path) : info.size
+  }
+  return total
+}
+
 /** What the child's job returns (its seconds, CPU and RSS are measured around it by `benchChild`). */
 interface ChildCounts {
   readonly lines: number
@@ -191,11 +205,11 @@ const runChild = benchChild(import.meta.url, { envName: CHILD_ENV, main: childJo
 /**
  * The streamed-import figures.
  *
- * @param options - `scale`: 'default' (64 MB, or `AGENT_LEDGER_IMPORT_BENCH_MB`) or 'large' (1024 MB).
+ * @param options - `scale`: 'default' (100 MB, or `AGENT_LEDGER_IMPORT_BENCH_MB`) or 'large' (1024 MB).
  */
 export async function run(options: { scale?: 'default' | 'large' } = {}): Promise<BenchResult[]> {
   const fromEnv = Number(process.env['AGENT_LEDGER_IMPORT_BENCH_MB'])
-  const megabytes = Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : options.scale === 'large' ? 1024 : 64
+  const megabytes = Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : options.scale === 'large' ? 1024 : 100
   const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-bench-import-stream-'))
   try {
     const file = join(scratch, 'transcript.jsonl')
@@ -222,8 +236,8 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
         unit: 'records/s',
         floor: { name: 'bare read + line split + JSON.parse (lines/s)', value: floorRate },
         ratio: oursRate / floorRate,
-        target: '>= 0.03',
-        met: oursRate / floorRate >= 0.03,
+        target: '>= 0.25 (issue 25 item 12)',
+        met: oursRate / floorRate >= 0.25,
       },
       {
         name: `${label}, through the store, per CPU second (user + system)`,
@@ -245,6 +259,13 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
         ratio: oursRss / Math.max(floorRss, 1),
         target: '<= 600 MB up to 1 GB (index-bound)',
         met: oursRss <= 600,
+      },
+      {
+        name: `${label}: the imported session's bytes in the store`,
+        value: toMb(storedBytes(join(scratch, 'root'))),
+        unit: 'MB',
+        floor: { name: 'the source file', value: size },
+        ratio: toMb(storedBytes(join(scratch, 'root'))) / size,
       },
     ]
   } finally {

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { digestSources, importDigest } from './support/import-digest.ts'
 
 /** The mapping version the digests were recorded with (every header carries it). */
-const RECORDED_WITH_IMPORTER_VERSION = 4
+const RECORDED_WITH_IMPORTER_VERSION = 5
 
 /**
  * The log bytes `agent-ledger import` wrote before the import-speed work (validation fast
@@ -18,7 +18,11 @@ const RECORDED_WITH_IMPORTER_VERSION = 4
  * `agent-ledger.default-secrets.2`, and strings the new patterns match are redacted; no mapping change),
  * and last on import-fidelity merged with that main (issue 25 items 1-9: importer version 4,
  * pi errored/aborted messages log-only, pi v1 records stored as read, OpenHands V0 `finish` as
- * text, sub-agent ids uncut), from the repository root, `pnpm exec tsx --conditions=@agent-ledger/source
+ * text, sub-agent ids uncut), and last on the leftovers branch (issue 25 item 4: importer version 5,
+ * a record whose line `JSON.stringify` would change is stored as its text; with version 4 kept,
+ * only the four sources holding such lines changed: the OpenHands condensation fixtures
+ * written with Python's separators, the shared Codex rollout (`19.0`) and the generated
+ * transcript's spaced line), from the repository root, `pnpm exec tsx --conditions=@agent-ledger/source
  * packages/cli/test/support/import-digest.ts` (the same sources and the same digest as
  * below; run twice, same output). A change to the mapping that is meant to change the
  * output (it bumps `IMPORTER_VERSION`, which every header carries) re-records them with
@@ -27,55 +31,55 @@ const RECORDED_WITH_IMPORTER_VERSION = 4
  */
 const RECORDED: Readonly<Record<string, string>> = {
   'synthetic-claude-code-agent-acompact.jsonl':
-    '7a9fa7f7115df1df368bf52bc06ccc54b6e63ef2944e1da8ff01ff9a5d50cfaa',
-  'synthetic-claude-code-branches.jsonl': '06e3fc84dc065244714e25336ab4dccae197b804806cd67937585b4b2266abd6',
+    '8aa953ff2f4957d2b12cb63fa51a9d20e2bd45de70da55f18538d6644f90096f',
+  'synthetic-claude-code-branches.jsonl': 'fa18f91dad22852ca620cd15270b83ce1f1e355c1cfcbd995a6d00ebdfcc8076',
   'synthetic-claude-code-broken-chain.jsonl':
-    '628b6c482272cc1c8c7492bdd78a3836d470f051a093af4b5772d8a138c4aeda',
+    '3822aafff9fe3fbe1594f53b26f35c6351645aa3dc1d0b1c533c1d198c357637',
   'synthetic-claude-code-compact-lost-parent.jsonl':
-    '7a5db49f3e664dd5926f18fc1a241358ec2f0ced767c2b434b9511475c1c33e2',
+    '0173639311d2f881a7473b7ef9b30da6c13724c6f48c4486279f0686ab762684',
   'synthetic-claude-code-compaction.jsonl':
-    '2b1cf7a40a5c6c65e61fba3271f015e25da75a69351e1786c416c3fcf94b195a',
-  'synthetic-claude-code-flat.jsonl': '25e2cd7d51e22a56c5ee84ba4480497eba9220df55d71cbadf525065d5f83caf',
-  'synthetic-claude-code-images.jsonl': '615583a47523fb8edacd7094cdce081e88ba660cd435eac6c24b05f188ad8793',
+    '77de9acc69aeecd3fe3423ddfd316332c12b97df28ecce00463591fabcd7897b',
+  'synthetic-claude-code-flat.jsonl': '936541fe164c2f2f4bdff83417ffb0b67eb09e2c5779f3a2171355115e169628',
+  'synthetic-claude-code-images.jsonl': '53f8f4c94b5390da3aee27b9b7651d2aac8e7a6164c3d15f972811e29d73368c',
   'synthetic-claude-code-inline-sidechains.jsonl':
-    '955fe3ef51c7120fc6712d66d4b4113fc194fa7373de3e7d47dea3ae634adaf0',
+    '0793f6a741c53562605146a3bb05a541a7c127827ff271bf4c123b3447ba420d',
   'synthetic-claude-code-metadata-first.jsonl':
-    '6b118350f92e1cad5f4e214a162746cf984d3b182f5419a9aed845d9fbf4f05e',
+    '2837dd9e872b60cc41efc3345d2c8bff3f4e304d2b0a0e5968fb3c089f682273',
   'synthetic-claude-code-nested-forks.jsonl':
-    'a274d222762d4112990919b0316261a7f9f7eb4a96fbf88c4412091370683400',
+    'b1113b38d5c28d56d3e8da72d39df7d62976a95c555685e4cdaed5da38838c4f',
   'synthetic-claude-code-parallel-calls.jsonl':
-    '156388332234a5795daa962058922bccc3b4ba063904188374a01cb96f1057fc',
+    '0250ed5ea053069014ce19b9d7154acabe5d898bc12358d1f7c95985253d2e63',
   'synthetic-claude-code-queued-prompt.jsonl':
-    '5b194f3dea832d5b453c3204b21b361927da422c8013f6e6e87bdeeb76939e03',
-  'synthetic-claude-code-resumed.jsonl': '20d8072b0f33867386acad4e23e4a098683783ebb53f237fcaa7c521af5b344b',
+    'd98a8e0197072759b9a591ed8123ce0c509b5e9d82a3abc8794d0026c582f395',
+  'synthetic-claude-code-resumed.jsonl': 'd2f3b9cc1fbbaa8307abfa9c95d765ca6ff95df888857f3ab7999ac1921ceb6a',
   'synthetic-claude-code-slash-command.jsonl':
-    'ea01e4db33579680e3a4c74dd14871c7027a199b4c10f9a06376924bdac28a60',
+    '9ce30fb7523b814eb2e2d8d77ffa4ab31803c24b570ccab081cbc13d0f971176',
   'synthetic-claude-code-summary-only.jsonl':
-    '8a32d82f45e66b303b480b04631e92a3d2c7e0d92dc397593a868b8ba96f57fb',
-  'synthetic-codex-bare-layout.jsonl': '3614c8bc01b6a6167468e5a651975812e48eb044be57820f82ee4254b99f5710',
-  'synthetic-codex-compacted.jsonl': 'cc017e4f68697daa7fd27a35429e485650667dd28954b34a3a29dc8469949984',
-  'synthetic-codex-current-shapes.jsonl': 'fbc56e0f49faa895753bfa94d95f624adee4e26cb0a09442deff08638c126861',
-  'synthetic-codex-legacy-document.json': '6a123adce38cd2579fe8c3c233e01f87293bef8e1e5bd9206d3808670aab512b',
-  'synthetic-codex-rollback.jsonl': '3563b7152e39b336e07aa64d63cbcef7bcf99d63ce20f60c43d0c97520feeec2',
+    '26372bbe49d8bf0648258485a3fbc8f7ac68cee3ae4124c72874a2a4b3df0135',
+  'synthetic-codex-bare-layout.jsonl': '82f88ba8ac230a778acd98c8556545f9af79cb7f2a7ed0ae1b2027cfca6aff08',
+  'synthetic-codex-compacted.jsonl': '0509588de49d3c474c7e85788ccf38856d372ee5953d3dc6e200c16e8536a780',
+  'synthetic-codex-current-shapes.jsonl': '72fda5bcc2f5d30e5134a1b7c26c074dcdfedacdb98fcfc6bedba5d8ffa40757',
+  'synthetic-codex-legacy-document.json': 'e82ce5ab41c52cfefa00967070c3f8459b8c5c2ab0755b9036900250c3be3797',
+  'synthetic-codex-rollback.jsonl': '33dda5bec4ca5f8c400ba071ae2b233684fe0b55582b969066549a72f7623ace',
   'synthetic-openhands-v0-condensation.jsonl':
-    'c5794ab56b37c0354bc873bd446f37079807ca3232e9157489bf68471c98238d',
+    '3b087649735dd007476078ef5539cb3d0866ffa932d6fe3b0a9c11c709ab8048',
   'synthetic-openhands-v1-condensation.jsonl':
-    '75e30cc6f1067bb63b8f0de7148ce699abbf7cc6f79f83f916582a9dd9e1d30f',
-  'synthetic-openhands-v1-events.jsonl': '8fa4ef1ff181d14fac29028f5f03db13386593df9a808bc55c76cdca5dbd35f0',
+    '7345feb72285d1e27122f05f1168e4fc48c19034da7d97c41e2a27409be3870a',
+  'synthetic-openhands-v1-events.jsonl': '8d4e2d8d275c7efd5cea119ecf87b1ca2d63b9bd5a1b250c315b0abd4b3bf20b',
   'synthetic-openhands-v1-sdk-kinds.jsonl':
-    '3bf80490087ff3a007c832eec0480f90079c37aa8689c7aa814cd01136258cbc',
-  'synthetic-pi-v1-branched.jsonl': '84e9e5013fe78fb23104bce63ea30bf8f6a39df0fe49f3596129eb4097e282e8',
-  'synthetic-pi-v1.jsonl': 'cf7b8959b2fe9fb04d4c63cb5c30574e20269a2484994a681af1687d8c761cac',
-  'synthetic-pi-v2.jsonl': '90d8d37f1188f792f78657f2f87be195b7602e15b2f0ce7de427286c2c9f8347',
-  'synthetic-pi-v3-errored-calls.jsonl': '0aa6d827a9542303238f5bc645f98fa1f25066ba306f9be734d75b6721a4e618',
-  'synthetic-pi-v3-session-manager.jsonl': '2d65a927431439eff64f1d0013870120172494adb9064218d084216df8bd5719',
-  'synthetic-pi-v3-spliced.jsonl': 'bc3f31d1d5b60d2af6f5d37cd9f9a16fb214f622681ee2e2fe85cd8b6654dff8',
-  'synthetic-pi-v3-tree.jsonl': '9102c15e083e9282af0c61235501e4cd18ac4d60ac7c30eab7bd316502632e51',
-  'shared-claude-code-short.jsonl': '69aa687c0294177c05eaac3c91b47bf89171cac5ef1029674715df25f71379da',
+    '92deba062b9fece7a9808f9b1f48c6a1828f981ce6f817ae215c67fc4b5759e5',
+  'synthetic-pi-v1-branched.jsonl': '50aa6d6a6abf9cccae1fa0d62ebeb4649ebe404fbc2998b3081bb80c7145dc73',
+  'synthetic-pi-v1.jsonl': 'ed4f443f31b0a398c46944e578f70ece9a3750d8acfcd4db6f6d3d58c071e6f4',
+  'synthetic-pi-v2.jsonl': '6551e4ae425d28ab4fc95afe84fa8c712dfea4a72333d641417fa7eca047795e',
+  'synthetic-pi-v3-errored-calls.jsonl': 'a89a1e947790db7d9d43c5bc6ef8609753836a021cca8cd6e8d489e18d805c7e',
+  'synthetic-pi-v3-session-manager.jsonl': '2c5211dc0357c1fd08ae2e3b6716b6f2c9568f26accf19b4967ec4cf33ff1218',
+  'synthetic-pi-v3-spliced.jsonl': 'e9ca4bc1d39bb2de8a0eb699ebcd9d843478e40dd698b25ba2f89e258566794a',
+  'synthetic-pi-v3-tree.jsonl': '3537c31d25dd34bf5562d0b2dcc5e54587419246cabd691b48f51af2abf820c2',
+  'shared-claude-code-short.jsonl': '4a1c03b7e29830ea9b7667d62498d463761632afe5b0080cf2e9226352d812f3',
   'shared-codex-rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl':
-    '80bfd9755907ef99c9d40e7a9b4fdcd4970c7991dc90efb65081946d70a6d43f',
-  'shared-openhands-basic.json': '09740aea22eab15a042f294059c900c68c8f0d5770328bddd1337e308e65d3a9',
-  'generated-claude-300-turns.jsonl': '181713ec7ccb61efb88b30b5d81f374ef9649fa82971ea3d0755fd4a9ca417cf',
+    '2830e3040c0276b26f070a5cab4e1ba2540c82355e603c77d5ffa42d811151c4',
+  'shared-openhands-basic.json': '113236a901b197f7f24bd1446c6b076ccf90f4324f6edc0464212f0c0609547c',
+  'generated-claude-300-turns.jsonl': 'cc1aaacb01fe66fe747ff1bc5718f0de5cb895360fe45cac32630770106a3640',
 }
 
 describe('agent-ledger import writes the same bytes as before the import-speed work', () => {

@@ -216,6 +216,23 @@ describe('agent-ledger import (synthetic sources)', () => {
     expect(named[0]!.report).toEqual(sources[0]!.report)
   })
 
+  it("an events/ directory Python's json.dumps wrote: each stored source record is the file's bytes (issue 25 item 4)", async () => {
+    // The real trajectory's events as OpenHands V0 writes events/<id>.json (json.dumps: ", " and ": ").
+    const events = join(here, 'fixtures', 'openhands-v0-python', 'events')
+    const store = join(root, 'store')
+    const run = await cli(['import', events, '--root', store, '--no-progress'])
+    expect(run.code).toBe(0)
+    const log = readFileSync(join(store, 'openhands-openhands-v0-python', 'session.v4.jsonl'), 'utf8')
+    const kept = log
+      .split('\n')
+      .filter((line) => line.includes('"import/source-record"'))
+      .map((line) => (JSON.parse(line) as { data: { line: number; text?: string; record?: unknown } }).data)
+    const files = ['0', '3', '4', '5'].map((id) => readFileSync(join(events, `${id}.json`), 'utf8'))
+    expect(files[0]).toMatch(/^\{"id": 0, "timestamp": /)
+    expect(kept.map((data) => data.text)).toEqual(files)
+    expect(kept.every((data) => data.record === undefined)).toBe(true)
+  })
+
   it('a malformed line is refused with file and line (exit 1); --lenient imports and counts it', async () => {
     const source = join(root, 'broken.jsonl')
     const lines = readFileSync(join(synthetic, 'codex', 'compacted.jsonl'), 'utf8').split('\n')

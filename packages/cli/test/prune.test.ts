@@ -3,7 +3,7 @@ import { join } from 'node:path'
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
-import { LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl/format'
+import { LOG_FILE_NAME, ZSTD_LOG_FILE_NAME } from '@agent-ledger/session-store-jsonl/format'
 import type { SessionWriter } from '@agent-ledger/session-store'
 
 import { cli, makeRoot, testStore, writeSession } from './support/sessions.ts'
@@ -96,10 +96,53 @@ describe('prune', () => {
     }
   })
 
+  it('--compress-idle compresses the kept idle sessions (dry run first: nothing changed), keeps their age, deletes the old ones', async () => {
+    const events = async (id: string): Promise<number> =>
+      (JSON.parse((await cli(['verify', join(root, id), '--json'])).stdout) as { events: number }).events
+    const before = await events('old2')
+    // --older-than 100d retires old1 (120 days) and live (200 days, a live lease); of the kept
+    // ones, old2 (95 days) is idle for more than 30 days, new1 (3 days) and old1-fork (now) are not.
+    const dry = await cli(['prune', root, '--older-than', '100d', '--compress-idle', '30d', '--dry-run'], {
+      clock: wallClock,
+    })
+    expect(dry.code).toBe(0)
+    expect(dry.stdout).toMatch(
+      /^prune: 1 kept session idle for more than 30d, to compress .*:\n {2}old2 {2}last updated/m,
+    )
+    expect(dry.stdout).toMatch(/^would compress old2$/m)
+    expect(dry.stdout).toMatch(/would free .*; would compress 1 idle session/)
+    expect(readdirSync(join(root, 'old2'))).toContain(LOG_FILE_NAME)
+    expect(existsSync(join(root, 'old1'))).toBe(true)
+    const mtime = lstatSync(join(root, 'old2', LOG_FILE_NAME)).mtimeMs
+
+    const run = await cli(['prune', root, '--older-than', '100d', '--compress-idle', '30d', '--json'], {
+      clock: wallClock,
+    })
+    expect(run.code).toBe(0)
+    const report = JSON.parse(run.stdout) as { deleted: { id: string }[]; compressed: unknown[] }
+    expect(report.deleted.map((session) => session.id)).toEqual(['old1'])
+    expect(report.compressed).toEqual([{ id: 'old2', updatedAt: expect.any(String), changed: true }])
+    const files = readdirSync(join(root, 'old2'))
+    expect(files).toContain(ZSTD_LOG_FILE_NAME)
+    expect(files).not.toContain(LOG_FILE_NAME)
+    // The same lines, the same last update: its age is unchanged, so it stays idle.
+    // (to the millisecond: utimes takes seconds as a float)
+    expect(Math.abs(lstatSync(join(root, 'old2', ZSTD_LOG_FILE_NAME)).mtimeMs - mtime)).toBeLessThan(1)
+    expect(await events('old2')).toBe(before)
+    expect(readdirSync(join(root, 'new1'))).toContain(LOG_FILE_NAME)
+    // Again: old2 is compressed already; nothing changes.
+    const again = await cli(['prune', root, '--compress-idle', '30d'], { clock: wallClock })
+    expect(again.code).toBe(0)
+    expect(again.stdout).toMatch(/^already compressed old2$/m)
+    expect(again.stdout).toMatch(/deleted 0 sessions of 4, freed .*; compressed 0 idle sessions/)
+  })
+
   it('refuses a call without --older-than or --keep, and a bad duration, with exit 2 and nothing deleted', async () => {
     const none = await cli(['prune', root])
     expect(none.code).toBe(2)
-    expect(none.stderr).toMatch(/prune: expected --older-than <duration>, --keep <N> or both, found neither/)
+    expect(none.stderr).toMatch(
+      /prune: expected --older-than <duration>, --keep <N>, --compress-idle <duration> or a mix, found none/,
+    )
     const bad = await cli(['prune', root, '--older-than', '90x'])
     expect(bad.code).toBe(2)
     expect(bad.stderr).toMatch(/--older-than expects a duration such as 90d .*found "90x"/)

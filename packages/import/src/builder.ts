@@ -18,6 +18,7 @@ import type { Projection, SurfaceNode } from '@agent-ledger/session-projection'
 
 import { cyrb53 } from './ids.ts'
 import { ImportError, ImportErrorCode } from './import-error.ts'
+import { sourceText } from './lines.ts'
 import { addDiagnostic, bump } from './report.ts'
 import type { ImportReport } from './report.ts'
 import { SOURCE_RECORD_EVENT_TYPE } from './source-record.ts'
@@ -182,7 +183,9 @@ export class SessionBuilder {
   }
 
   /**
-   * Keeps one source record verbatim as an ignorable `import/source-record` event.
+   * Keeps one source record verbatim as an ignorable `import/source-record` event: its
+   * `record`, or its source `text` when the record would not serialize back to the line
+   * (see `keepSourceText`), so the stored copy is the source's bytes either way.
    *
    * @param disposition - `mapped` when the record also produced events; otherwise why it is only kept.
    */
@@ -194,7 +197,10 @@ export class SessionBuilder {
     const at = this.#at()
     const data: Record<string, unknown> = { format: this.#context.format, line: at.line, disposition }
     if (at.part !== undefined) data['part'] = at.part
-    data['record'] = record
+    // The source's bytes: the record, or its line when serializing it would change them.
+    const text = typeof record === 'object' && record !== null ? sourceText(record) : undefined
+    if (text === undefined) data['record'] = record
+    else data['text'] = text
     this.#push({ type: SOURCE_RECORD_EVENT_TYPE, data, ignorable: true })
   }
 

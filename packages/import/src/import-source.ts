@@ -22,7 +22,7 @@ import type {
 } from './formats/types.ts'
 import { fitId } from './ids.ts'
 import { ImportError, ImportErrorCode } from './import-error.ts'
-import { LinePositions, parseJsonArray, parseLines, unstorable } from './lines.ts'
+import { keepSourceText, LinePositions, parseJsonArray, parseLines, unstorable } from './lines.ts'
 import type { ParsedLine, SourceLine } from './lines.ts'
 import { createReport } from './report.ts'
 import type { ImportReport } from './report.ts'
@@ -38,7 +38,7 @@ export type SourceFormat = (typeof SOURCE_FORMATS)[number]
  * Version of the mapping this build applies. It changes whenever the same source would give
  * different events; an incremental import refuses to extend a session imported by another one.
  */
-export const IMPORTER_VERSION = 4
+export const IMPORTER_VERSION = 5
 
 /** The registry that knows `import/source-record` (readers need not: the events are ignorable). */
 export const importEventRegistry: EventRegistry = createEventRegistry([sourceRecordEventType])
@@ -541,6 +541,7 @@ export async function importLive(
         }
         if (typeof value !== 'object' || value === null || Array.isArray(value))
           return reimport(`line ${line} is not a JSON object`)
+        keepSourceText(value as Record<string, unknown>, text)
         report.records += 1
         const parsed = { line, value: value as Record<string, unknown> }
         scanner.add(parsed)

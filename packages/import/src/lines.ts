@@ -61,6 +61,27 @@ export interface LineContext {
   readonly positions?: LinePositions | undefined
 }
 
+/** The source text of each parsed record that does not serialize back to it (see {@link sourceText}). */
+const sourceTexts = new WeakMap<object, string>()
+
+/**
+ * Notes `text` as the source text of `record` (parsed from it) when `JSON.stringify(record)`
+ * would not give those bytes back: a number written `19.0` (Codex), `", "` and `": "`
+ * separators or `\u00e9` escapes (Python's `json.dumps`). The verbatim copy of such a record
+ * keeps the text instead of the record (see `SessionBuilder.record`).
+ */
+export function keepSourceText(record: Record<string, unknown>, text: string): void {
+  if (JSON.stringify(record) !== text) sourceTexts.set(record, text)
+}
+
+/**
+ * The source text of a record parsed from a line, when serializing the record again would
+ * not give it (a record whose line is `JSON.stringify`'s form has none: the record is its text).
+ */
+export function sourceText(record: object): string | undefined {
+  return sourceTexts.get(record)
+}
+
 function describeValue(value: unknown): string {
   return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value
 }
@@ -114,6 +135,7 @@ function splitConcatenated(text: string): Record<string, unknown>[] | undefined 
   for (const piece of pieces) {
     const parsed = parseObject(piece)
     if (typeof parsed === 'string' || unstorable(parsed) !== undefined) return undefined
+    keepSourceText(parsed, piece)
     records.push(parsed)
   }
   return records
@@ -247,6 +269,7 @@ export async function* parseLines(
         yield { line: record, malformed: text }
         continue
       }
+      keepSourceText(parsed, text)
       context.report.records += 1
       yield { line: record, value: parsed }
       continue

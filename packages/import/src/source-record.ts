@@ -18,9 +18,16 @@ export const sourceRecordSchema = z.object({
   line: z.number().int().positive(),
   /** The record's place (from 1) on a line that held several records with no newline between them (a writer bug); absent otherwise. */
   part: z.number().int().positive().optional(),
-  /** The record as parsed from the line; absent for a line that was not JSON. */
+  /**
+   * The record as parsed from the line, when `JSON.stringify` of it gives the line's bytes
+   * back; absent otherwise (`text` holds the line).
+   */
   record: z.unknown().optional(),
-  /** The raw text of a line that was not JSON (lenient mode). */
+  /**
+   * The line's text as the source holds it (without its terminator): a line that was not JSON
+   * (lenient mode, disposition `malformed`), or a JSON line that `JSON.stringify` of its record
+   * would change (`19.0` written by Codex, Python's `", "` separators or `\u` escapes).
+   */
   text: z.string().optional(),
   /** Why the record is only kept here: `mapped` (it also produced events), `log-only`, `malformed`, `off-path`... */
   disposition: z.string().min(1),

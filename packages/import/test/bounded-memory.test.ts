@@ -17,14 +17,17 @@ import { importText, SHARED_FIXTURES, sharedFixturesAvailable, SYNTHETIC } from 
  * import must give the same bytes. Re-recorded for importer version 4 (issue 25: pi errored
  * and aborted messages log-only, the v1 compaction stored as read, OpenHands V0 `finish` as
  * text) for the four fixtures those change (pi v1, v2, v3-tree, basic.json), with the
- * whole-in-memory path of this test; the three OpenHands fixtures kept their digests.
+ * whole-in-memory path of this test; the three OpenHands fixtures kept their digests. Re-recorded
+ * for importer version 5 (issue 25 item 4: a record whose line `JSON.stringify` would change is
+ * kept as its text) for the two fixtures written with Python's `", "` separators
+ * (OpenHands v0/v1 condensation), with the same path; the others kept their digests.
  */
 const BEFORE_STREAMING: Readonly<Record<string, string>> = {
   'pi/v1.jsonl': '70e71af08225e27674b8b83be6ef3eef421d4e10ed16a0cb49b7a3591507f054',
   'pi/v2.jsonl': '330dcb280dddc467b7ab1a491591513c2761a7def44181c5be282650fd3c9328',
   'pi/v3-tree.jsonl': '6f6bb3fb00ee7492f2af91776a977a145b4a43c20441f231a56809c2aaec3415',
-  'openhands/v0-condensation.jsonl': '2c37c3d04167adfa4dc4bd5ed5fc5b7c71de03811d2131a388d29bd39bbf9df4',
-  'openhands/v1-condensation.jsonl': 'aa4781206a6463ce23a22628c49658596397d1e261c79dd3378a8335febbe66f',
+  'openhands/v0-condensation.jsonl': '8ba90bb5d736def86d67ece6713c8f35e764adbc6b3dbf6fcadb3608a0f6f531',
+  'openhands/v1-condensation.jsonl': 'bc2f62e1121241f7035070b52081d606b99295d069f99b7e01a2145f65b2b427',
   'openhands/v1-events.jsonl': '4b005823e80929f39b00d9bfb5126ed01c4f4752543d24b417c3d634f729591c',
   'shared:openhands/basic.json': '3df9c02b0b84da19dfc762a41ce3853301c5a61570b652d5768495885aafc94e',
 }

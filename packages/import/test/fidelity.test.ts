@@ -1,15 +1,26 @@
+import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 import { RepairCode } from '@agent-ledger/loop-repair'
 import { assertJsonValue, SESSION_ID_PATTERN } from '@agent-ledger/session-events'
 import { describe, expect, it } from 'vitest'
 
 import { fitId } from '../src/ids.ts'
-import { importedSessionId, importSource, splitLines } from '../src/index.ts'
-import { importFile, importText, replay, SYNTHETIC } from './support/import.ts'
+import { importedSessionId, importLive, importSource, splitLines } from '../src/index.ts'
+import {
+  importFile,
+  importText,
+  replay,
+  SHARED_FIXTURES,
+  sharedFixturesAvailable,
+  SYNTHETIC,
+} from './support/import.ts'
 
 const fixture = (...parts: string[]): string => join(SYNTHETIC, ...parts)
+const here = dirname(fileURLToPath(import.meta.url))
+const CODEX_ROLLOUT = 'rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl'
 
 describe('pi: calls that never ran (issue 25 item 1)', () => {
   it('v3-errored-calls.jsonl: an errored or aborted assistant message is log-only, its calls get no placeholder', async () => {
@@ -85,6 +96,105 @@ describe('verbatim records are the source line (issue 25 item 4)', () => {
     }
     expect(compared).toBeGreaterThan(0)
   })
+
+  /** The bytes an `import/source-record` event keeps of its line: its text, or its record serialized. */
+  const keptBytes = (data: { record?: unknown; text?: string }): string =>
+    data.text ?? JSON.stringify(data.record)
+
+  it.skipIf(!sharedFixturesAvailable())(
+    'the real Codex rollout: lines with numbers written 19.0 keep their text; every record is its line byte for byte',
+    async () => {
+      const path = join(SHARED_FIXTURES, 'codex', CODEX_ROLLOUT)
+      const lines = readFileSync(path, 'utf8').split('\n')
+      // What makes this recording matter: JSON.stringify would write lines 13 and 19 otherwise.
+      const changed = lines.flatMap((line, index) =>
+        line !== '' && JSON.stringify(JSON.parse(line)) !== line ? [index + 1] : [],
+      )
+      expect(changed).toEqual([13, 19])
+      expect(lines[12]).toContain('19.0')
+      const result = await importFile(path)
+      const kept = new Map<number, { record?: unknown; text?: string }>()
+      for (const event of result.sessions[0]!.events) {
+        if (event.type !== 'import/source-record') continue
+        // Through the store's serialization and back, as a reader of the log gets it.
+        const data = JSON.parse(JSON.stringify(event.data)) as {
+          line: number
+          record?: unknown
+          text?: string
+        }
+        kept.set(data.line, data)
+      }
+      expect([...kept.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: 19 }, (_, i) => i + 1))
+      for (const [line, data] of kept) expect(keptBytes(data), `line ${line}`).toBe(lines[line - 1])
+      expect(kept.get(13)).toMatchObject({ text: lines[12], disposition: expect.any(String) })
+      expect(kept.get(13)).not.toHaveProperty('record')
+      expect(kept.get(12)).toHaveProperty('record')
+      expect(kept.get(12)).not.toHaveProperty('text')
+      // The mapping still reads the line (its token counts): only the kept copy changed.
+      expect(result.report.malformedLines).toBe(0)
+    },
+  )
+
+  it.skipIf(!sharedFixturesAvailable())(
+    'Python\'s json.dumps form (OpenHands V0 events/<id>.json: ", " and ": " separators): each record kept as its text',
+    async () => {
+      // The real trajectory's events, each one line as OpenHands V0 writes an event file
+      // (fixtures/openhands-v0-python of the CLI tests: python3 json.dumps of each element).
+      const dir = join(here, '..', '..', 'cli', 'test', 'fixtures', 'openhands-v0-python', 'events')
+      const lines = ['0', '3', '4', '5'].map((id) => readFileSync(join(dir, `${id}.json`), 'utf8'))
+      expect(lines[0]).toMatch(/^\{"id": 0, "timestamp": /)
+      const result = await importText(lines.join('\n'), { file: 'events', sourceName: 'python' })
+      const records = result.sessions[0]!.events.filter((event) => event.type === 'import/source-record')
+      expect(
+        records.map((event) => keptBytes(JSON.parse(JSON.stringify(event.data)) as { text?: string })),
+      ).toEqual(lines)
+      expect(records.every((event) => (event.data as { record?: unknown }).record === undefined)).toBe(true)
+    },
+  )
+
+  it('a spliced line keeps each record as its own piece of the line', async () => {
+    const one =
+      '{"type": "session", "version": 3, "id": "s-1", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/p"}'
+    const two =
+      '{"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1.0}}'
+    const result = await importText(`${one}${two}\n`, { file: 'spliced.jsonl' })
+    const records = result.sessions[0]!.events.filter((event) => event.type === 'import/source-record')
+    expect(records.map((event) => keptBytes(event.data as { text?: string }))).toEqual([one, two])
+  })
+
+  it.skipIf(!sharedFixturesAvailable())(
+    'a live import keeps the text of appended lines too (import --follow)',
+    async () => {
+      const path = join(SHARED_FIXTURES, 'codex', CODEX_ROLLOUT)
+      const lines = readFileSync(path, 'utf8').split('\n').slice(0, 19)
+      // Cut after the turn context (line 12: earlier lines change what the header says).
+      const head = `${lines.slice(0, 12).join('\n')}\n`
+      const live = await importLive(
+        () =>
+          splitLines(
+            (async function* () {
+              await Promise.resolve()
+              yield head
+            })(),
+          ),
+        {
+          file: CODEX_ROLLOUT,
+          sha256: createHash('sha256').update(head).digest('hex'),
+        },
+      )
+      const outcome = live.append(lines.slice(12))
+      expect(outcome.kind).toBe('appended')
+      const events = outcome.kind === 'appended' ? outcome.events : []
+      const kept = events.flatMap((event) =>
+        event.type === 'import/source-record'
+          ? [event.data as { line: number; record?: unknown; text?: string }]
+          : [],
+      )
+      expect(kept.map((data) => data.line)).toContain(13)
+      for (const data of kept) expect(keptBytes(data), `line ${data.line}`).toBe(lines[data.line - 1])
+      expect(kept.find((data) => data.line === 13)).toHaveProperty('text')
+    },
+  )
 
   it('pi v1: the compaction is stored without the firstKeptEntryId the migration derives, and still honoured', async () => {
     const result = await importFile(fixture('pi', 'v1.jsonl'))

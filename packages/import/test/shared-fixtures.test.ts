@@ -55,7 +55,7 @@ describe.skipIf(!available)('the shared recordings import', () => {
       format: 'claude-code',
       formatVersion: '2.1.38',
       model: 'claude-opus-4-6',
-      importer: { name: '@agent-ledger/import', version: 4 },
+      importer: { name: '@agent-ledger/import', version: 5 },
     })
     // Nothing lost: every one of the 15 lines is kept verbatim, once.
     expect(verbatimLines(session.events).sort((a, b) => a - b)).toEqual(

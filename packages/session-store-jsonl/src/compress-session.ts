@@ -289,6 +289,10 @@ async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult>
       ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
     })
     run.progress({ phase: 'publish', bytesRead: published.size, bytesTotal: published.size }, true)
+    // The same lines, so the same last update: the compressed log keeps the plain one's
+    // modification time (listing order, prune's age). Best effort: a failure leaves it newer.
+    if (fs.utimes !== undefined)
+      await fs.utimes(join(directory, target.name), identity.atimeMs, identity.mtimeMs).catch(() => undefined)
     // The conversion's last step; a crash before it leaves both names with the same content.
     try {
       await fs.unlink(join(directory, log.name))

@@ -41,6 +41,12 @@ export interface FsOps {
   unlink(path: string): Promise<void>
   rename(oldPath: string, newPath: string): Promise<void>
   chmod(path: string, mode: number): Promise<void>
+  /**
+   * Sets a file's access and modification times (ms since the epoch). Optional: a seam without
+   * it leaves a compressed log's modification time at its compression (its last update, as a
+   * listing sees it, moves to then).
+   */
+  utimes?(path: string, atimeMs: number, mtimeMs: number): Promise<void>
   realpath(path: string): Promise<string>
   /** Opens `path` (a directory) read-only and fsyncs it, so a created, linked or removed name is durable. */
   fsyncDirectory(path: string): Promise<void>
@@ -169,6 +175,7 @@ export const nodeFsOps: FsOps = {
   link: (existingPath, newPath) => fsp.link(existingPath, newPath),
   unlink: (path) => fsp.unlink(path),
   rename: (oldPath, newPath) => fsp.rename(oldPath, newPath),
+  utimes: (path, atimeMs, mtimeMs) => fsp.utimes(path, atimeMs / 1000, mtimeMs / 1000),
   chmod: (path, mode) => fsp.chmod(path, mode),
   realpath: (path) => fsp.realpath(path),
   async fsyncDirectory(path) {

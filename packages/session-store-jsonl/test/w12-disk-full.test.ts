@@ -178,6 +178,26 @@ describe('W12: a full disk (tmpfs)', () => {
     expect(listed.problems).toEqual([])
   })
 
+  it('W12: a fork and a salvage on a full disk are DISK_FULL, leaving no folder that list reports (issue 25 item 7)', async () => {
+    if (!mounted) return
+    const { store } = stores()
+    const writer = await store.create({ id: 'first' })
+    for (let index = 0; index < 4; index += 1)
+      writer.append({ type: 'user/message', data: { message: { role: 'user', content: `m${index}` } } })
+    await writer.close()
+    // A damaged tail for the salvage to cut (its good prefix is what it copies).
+    appendFileSync(join(root, 'first', LOG_FILE_NAME), '{"seq":99,"damaged\n')
+    fillDisk()
+    const fork = await caught(store.fork('first', { to: 'forked', atSeq: 2 }))
+    expect(fork.code).toBe('DISK_FULL')
+    const salvage = await caught(store.salvage('first', { to: 'salvaged' }))
+    expect(salvage.code).toBe('DISK_FULL')
+    for (const id of ['forked', 'salvaged']) expect(existsSync(join(root, id)), id).toBe(false)
+    const listed = await store.list()
+    expect(listed.sessions.map((session) => session.id)).toEqual(['first'])
+    expect(listed.problems).toEqual([])
+  })
+
   // The core over JSONL writes the session's lease (writer.lease: temp, fsync, rename) between
   // the lock and the repair: one page frees the lock, the lease then meets the full disk.
   for (const stage of ['lease', 'quarantine'] as const) {

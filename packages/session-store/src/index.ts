@@ -60,6 +60,7 @@ export { assertSessionId } from './header.ts'
 export { seedBatches } from './seed-lines.ts'
 export type { SeedBatches } from './seed-lines.ts'
 export type {
+  CompressedSession,
   CreateSessionRequest,
   FollowOptions,
   ForkOptions,

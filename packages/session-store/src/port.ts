@@ -443,6 +443,14 @@ export interface DeleteCapability {
    *   `ABORTED` (nothing removed), `BACKEND_FAILED`.
    */
   delete(id: string, options?: DeleteOptions): Promise<DeleteResult>
+  /**
+   * Finishes every delete a crash interrupted after its commit point (a session already gone
+   * whose storage is not yet freed: a JSONL tombstone). `prune` runs it first (not in a dry
+   * run), so a prune after a crash leaves nothing behind even when it deletes nothing.
+   *
+   * @returns How many interrupted deletes it finished.
+   */
+  sweep?(options?: SignalOptions): Promise<number>
 }
 
 /** What {@link SearchCapability.candidates} is asked for. */

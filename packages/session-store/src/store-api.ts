@@ -215,12 +215,24 @@ export interface PrunePolicy extends SignalOptions {
   readonly olderThanMs?: number | undefined
   /** Keep the newest N sessions (by last update) whatever their age; retire the rest (with `olderThanMs`: only the old ones among the rest). */
   readonly keep?: number | undefined
-  /** Measure only: report what would be deleted and the bytes it would free; remove nothing. */
+  /**
+   * Compress the sessions the policy keeps that were last updated more than this many
+   * milliseconds before now, through the backend's `compress` capability (`UNSUPPORTED`
+   * without one), instead of leaving them as they are. Deleting comes first.
+   */
+  readonly compressIdleMs?: number | undefined
+  /** Measure only: report what would be deleted (and compressed) and the bytes it would free; change nothing. */
   readonly dryRun?: boolean | undefined
-  /** Called once with every session the policy retires, newest first, before the first delete (awaited). */
+  /**
+   * Called once with every session the policy retires, newest first, before the first delete
+   * (awaited); `plan.compress`: the kept idle sessions it will compress (with `compressIdleMs`).
+   */
   readonly onPlan?:
     | ((
         sessions: readonly { readonly id: string; readonly updatedAt: string | undefined }[],
+        plan: {
+          readonly compress: readonly { readonly id: string; readonly updatedAt: string | undefined }[]
+        },
       ) => void | Promise<void>)
     | undefined
   /** Progress: `list` (sessions listed so far), then `delete` or `measure` (`done` of `total`). */
@@ -234,15 +246,24 @@ export interface PrunedSession {
   readonly bytes: number
 }
 
-/** A session the policy retired that {@link SessionStore.prune} did not delete, and why. */
+/** A kept idle session {@link SessionStore.prune} compressed (with `dryRun`: would compress). */
+export interface CompressedSession {
+  readonly id: string
+  readonly updatedAt: string | undefined
+  /** False when the backend found nothing to do (already compressed); true with `dryRun`. */
+  readonly changed: boolean
+}
+
+/** A session the policy retired that {@link SessionStore.prune} did not delete (or a kept idle one it did not compress), and why. */
 export interface PruneSkip {
   readonly id: string
   /**
    * `live-lease`: a writer holds it (never deleted by a prune); `changed`: written after it
    * was listed; `missing`: already gone; `unlistable`: its header could not be read, so its
-   * age is unknown (kept; `verify` or `salvage` it).
+   * age is unknown (kept; `verify` or `salvage` it); `compress-failed`: a kept idle session the
+   * backend could not compress (the message names the error code; it is left as it was).
    */
-  readonly reason: 'live-lease' | 'changed' | 'missing' | 'unlistable'
+  readonly reason: 'live-lease' | 'changed' | 'missing' | 'unlistable' | 'compress-failed'
   readonly message: string
   readonly holder?: string | null | undefined
   readonly expiresAt?: string | null | undefined
@@ -263,6 +284,8 @@ export interface PruneReport {
   readonly skipped: readonly PruneSkip[]
   /** The sum of `deleted[].bytes`. */
   readonly bytesFreed: number
+  /** Kept idle sessions compressed (with `compressIdleMs`; empty without), newest first. */
+  readonly compressed: readonly CompressedSession[]
 }
 
 /** Options of {@link SessionStore.search}. */

@@ -4,11 +4,13 @@
  * (older than a duration by last update, beyond the newest N), and deletes each one that
  * has no live lease and did not change since it was listed. Pure: "now" is the store's clock.
  */
+import { AgentLedgerError } from '@agent-ledger/session-events'
+
 import { invalidOption, throwIfAborted } from './checks.ts'
 import { assertSessionId } from './header.ts'
 import type { DeleteOptions, DeleteResult, SessionBackend } from './port.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
-import type { PrunePolicy, PruneReport, PrunedSession, PruneSkip } from './store-api.ts'
+import type { CompressedSession, PrunePolicy, PruneReport, PrunedSession, PruneSkip } from './store-api.ts'
 
 /** Sessions listed per page while pruning (the listing's maximum). */
 const PRUNE_PAGE = 1000
@@ -64,10 +66,14 @@ function checkPolicy(policy: PrunePolicy): void {
   if (keep !== undefined && (!Number.isSafeInteger(keep) || keep < 0)) {
     throw invalidOption('keep', 'a non-negative integer', keep)
   }
-  if (olderThanMs === undefined && keep === undefined) {
+  const { compressIdleMs } = policy
+  if (compressIdleMs !== undefined && (!Number.isSafeInteger(compressIdleMs) || compressIdleMs <= 0)) {
+    throw invalidOption('compressIdleMs', 'a positive integer of milliseconds', compressIdleMs)
+  }
+  if (olderThanMs === undefined && keep === undefined && compressIdleMs === undefined) {
     throw invalidOption(
       'policy',
-      'olderThanMs, keep or both (a policy that retires nothing by age or count)',
+      'olderThanMs, keep, compressIdleMs or a mix (a policy that retires and compresses nothing)',
       policy,
     )
   }
@@ -91,10 +97,13 @@ export async function pruneSessions(
 ): Promise<PruneReport> {
   checkPolicy(policy)
   const capability = deleteCapability(backend)
+  const compressor = policy.compressIdleMs === undefined ? undefined : compressCapability(backend)
   const nowMs = Date.parse(now)
   const cutoff = policy.olderThanMs === undefined ? null : new Date(nowMs - policy.olderThanMs).toISOString()
   const dryRun = policy.dryRun === true
   const progress = policy.onProgress
+  // Deletes a crash interrupted are finished first (their sessions are gone already).
+  if (!dryRun) await capability.sweep?.({ signal: policy.signal })
   const listed: Listed[] = []
   const skipped: PruneSkip[] = []
   let cursor: string | undefined
@@ -118,12 +127,15 @@ export async function pruneSessions(
 
   const keep = policy.keep ?? 0
   const cutoffMs = cutoff === null ? null : Date.parse(cutoff)
-  const candidates = listed.slice(keep).filter((session) => {
-    if (cutoffMs === null) return true
-    const updated = session.updatedAt === undefined ? Number.NaN : Date.parse(session.updatedAt)
-    return Number.isFinite(updated) && updated < cutoffMs
-  })
-  await policy.onPlan?.(candidates.map((session) => ({ id: session.id, updatedAt: session.updatedAt })))
+  const retires = policy.olderThanMs !== undefined || policy.keep !== undefined
+  const candidates = retires ? listed.slice(keep).filter((session) => olderThan(session, cutoffMs)) : []
+  const retired = new Set(candidates.map((session) => session.id))
+  const idleMs = policy.compressIdleMs === undefined ? null : nowMs - policy.compressIdleMs
+  const idle =
+    idleMs === null ? [] : listed.filter((session) => !retired.has(session.id) && olderThan(session, idleMs))
+  const planned = (sessions: readonly Listed[]) =>
+    sessions.map((session) => ({ id: session.id, updatedAt: session.updatedAt }))
+  await policy.onPlan?.(planned(candidates), { compress: planned(idle) })
   const deleted: PrunedSession[] = []
   let bytesFreed = 0
   for (const [index, session] of candidates.entries()) {
@@ -163,5 +175,77 @@ export async function pruneSessions(
     }
     progress?.({ phase: dryRun ? 'measure' : 'delete', done: index + 1, total: candidates.length })
   }
-  return { dryRun, now, cutoff, keep, examined: listed.length, deleted, skipped, bytesFreed }
+  const compressed =
+    compressor === undefined ? [] : await compressIdle(compressor, idle, { dryRun, policy, skipped })
+  return { dryRun, now, cutoff, keep, examined: listed.length, deleted, skipped, bytesFreed, compressed }
+}
+
+/** Whether `session` was last updated before `cutoffMs` (always, with no cutoff; never, with no time). */
+function olderThan(session: Listed, cutoffMs: number | null): boolean {
+  if (cutoffMs === null) return true
+  const updated = session.updatedAt === undefined ? Number.NaN : Date.parse(session.updatedAt)
+  return Number.isFinite(updated) && updated < cutoffMs
+}
+
+function compressCapability(
+  backend: SessionBackend,
+): NonNullable<SessionBackend['capabilities']['compress']> {
+  const capability = backend.capabilities.compress
+  if (capability !== undefined) return capability
+  throw new SessionStoreError({
+    code: SessionStoreErrorCode.UNSUPPORTED,
+    message: `Cannot compress idle sessions (compressIdleMs): the ${backend.name} backend has no compress capability; nothing was removed or compressed.`,
+    details: { capability: 'compress' },
+  })
+}
+
+/** Compresses each kept idle session (a live writer's is skipped as `live-lease`). */
+async function compressIdle(
+  compressor: NonNullable<SessionBackend['capabilities']['compress']>,
+  idle: readonly Listed[],
+  context: { readonly dryRun: boolean; readonly policy: PrunePolicy; readonly skipped: PruneSkip[] },
+): Promise<CompressedSession[]> {
+  const { dryRun, policy, skipped } = context
+  const compressed: CompressedSession[] = []
+  for (const [index, session] of idle.entries()) {
+    throwIfAborted(
+      policy.signal,
+      'Pruning sessions',
+      `${compressed.length} idle sessions were compressed before the abort`,
+    )
+    if (dryRun) compressed.push({ id: session.id, updatedAt: session.updatedAt, changed: true })
+    else {
+      try {
+        const result = await compressor.compress(session.id, { signal: policy.signal })
+        compressed.push({ id: session.id, updatedAt: session.updatedAt, changed: result.changed })
+      } catch (error) {
+        if (SessionStoreError.is(error, SessionStoreErrorCode.SESSION_NOT_FOUND)) continue
+        if (SessionStoreError.is(error, SessionStoreErrorCode.SESSION_LOCKED)) {
+          skipped.push({
+            id: session.id,
+            reason: 'live-lease',
+            holder: typeof error.details['holder'] === 'string' ? error.details['holder'] : null,
+            expiresAt: typeof error.details['expiresAt'] === 'string' ? error.details['expiresAt'] : null,
+            message: `Session ${session.id} is idle but a live writer holds it: not compressed. ${error.message}`,
+          })
+        } else if (
+          AgentLedgerError.is(error) &&
+          !SessionStoreError.is(error, SessionStoreErrorCode.ABORTED)
+        ) {
+          // One session the backend cannot compress (older generations, damage) does not stop the prune.
+          skipped.push({
+            id: session.id,
+            reason: 'compress-failed',
+            message: `Session ${session.id} is idle but was not compressed (${error.code}): ${error.message}`,
+          })
+        } else throw error
+      }
+    }
+    policy.onProgress?.({
+      phase: dryRun ? 'measure-compress' : 'compress',
+      done: index + 1,
+      total: idle.length,
+    })
+  }
+  return compressed
 }

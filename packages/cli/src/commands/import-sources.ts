@@ -135,15 +135,17 @@ async function* eventLines(path: string, hash: ReturnType<typeof createHash>, on
     const bytes = await readFile(join(path, name))
     hash.update(name).update('\0').update(bytes)
     onBytes(bytes.length)
-    let value: unknown
+    const text = bytes.toString('utf8')
     try {
-      value = JSON.parse(bytes.toString('utf8'))
+      JSON.parse(text)
     } catch {
       // Not JSON: handed over as is, so the importer reports it with its position.
-      yield bytes.toString('utf8').replace(/\n/g, ' ')
+      yield text.replace(/\n/g, ' ')
       continue
     }
-    yield JSON.stringify(value)
+    // The file's text itself (without a final newline), so the verbatim copy of the event is
+    // its bytes (Python's `json.dumps` writes `", "` separators `JSON.stringify` would drop).
+    yield text.replace(/\r?\n$/, '')
   }
 }
 

@@ -52,7 +52,7 @@ function fixtureFiles(root: string, prefix: string): DigestSource[] {
  * A generated transcript of 300 turns with 4 KB tool outputs (three batches of the default
  * 2,048 events), in which some strings look like secrets (the store's redaction rewrites them),
  * one line uses non-ASCII text and escapes, and one line is written with spaces after the
- * separators (the verbatim record is then not the line's own text).
+ * separators (its verbatim copy is then the line's text, not its record).
  */
 function generatedLines(): string[] {
   const lines = transcriptLines({ turns: 300, outputBytes: 4096 })

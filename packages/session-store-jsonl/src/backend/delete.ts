@@ -49,11 +49,12 @@ export interface JsonlDeleteOptions extends DeleteOptions {
 export interface JsonlDeleteCapability extends DeleteCapability {
   delete(id: string, options?: JsonlDeleteOptions): Promise<DeleteResult>
   /**
-   * Removes every tombstone a crashed delete left in the root (`prune` runs it first).
+   * Removes every tombstone a crashed delete left in the root (`prune` runs it first; an
+   * instance's first delete too).
    *
    * @returns How many tombstones were removed.
    */
-  sweepTombstones(): Promise<number>
+  sweep(): Promise<number>
 }
 
 /** What the delete capability needs from the backend. */
@@ -218,7 +219,7 @@ export function deleteCapability(context: DeleteContext): JsonlDeleteCapability 
       // An instance's first delete (so every prune) first finishes what crashed deletes left.
       if (!swept) {
         swept = true
-        await capability.sweepTombstones().catch(() => undefined)
+        await capability.sweep().catch(() => undefined)
       }
       let checked: string
       try {
@@ -233,15 +234,20 @@ export function deleteCapability(context: DeleteContext): JsonlDeleteCapability 
         throw toPortError(error, { sessionId: checked, action: `delete session ${checked}` })
       }
     },
-    async sweepTombstones() {
+    async sweep() {
       context.assertOpen()
-      if (!(await checkRoot(fs, root, false))) return 0
-      let removed = 0
-      for (const name of await fs.readdir(root)) {
-        if (!name.startsWith(TOMBSTONE_PREFIX)) continue
-        if (await finish(join(root, name))) removed += 1
+      swept = true
+      try {
+        if (!(await checkRoot(fs, root, false))) return 0
+        let removed = 0
+        for (const name of await fs.readdir(root)) {
+          if (!name.startsWith(TOMBSTONE_PREFIX)) continue
+          if (await finish(join(root, name))) removed += 1
+        }
+        return removed
+      } catch (error) {
+        throw toPortError(error, { sessionId: undefined, action: 'finish the deletes a crash interrupted' })
       }
-      return removed
     },
   }
   return capability

@@ -132,19 +132,20 @@ export async function killAtEveryOp(
   throw new Error('the child was still killed at op 400: the loop bound is too small')
 }
 
-/** Kills the child at each named step of the delete (its hook points); checks every round. */
+/**
+ * Kills the child at each named step of the delete (its hook points; for a prune,
+ * `<n>:<step>` of its n-th delete); checks every round. `gone`: the sessions gone after each kill.
+ */
 export async function killAtEachPoint(
-  id: string,
+  command: { readonly cmd: 'delete'; readonly id: string } | { readonly cmd: 'prune'; readonly keep: number },
   points: readonly string[],
   mustSurvive: readonly string[],
-): Promise<{ gone: Map<string, boolean>; half: string[] }> {
+): Promise<{ gone: Map<string, string[]>; half: string[] }> {
   const half: string[] = []
-  const gone = new Map<string, boolean>()
+  const gone = new Map<string, string[]>()
   for (const crashAt of points) {
     const { root, events } = await seededRoot()
-    const child = await spawnBundledChild('delete-child.ts', [
-      JSON.stringify({ root, cmd: 'delete', id, crashAt }),
-    ])
+    const child = await spawnBundledChild('delete-child.ts', [JSON.stringify({ root, ...command, crashAt })])
     const exit = await child.exited
     if (exit.signal !== 'SIGKILL') half.push(`${crashAt}: the child was not killed (${child.stderr()})`)
     const round = await check(root, events)
@@ -152,8 +153,9 @@ export async function killAtEachPoint(
     for (const survivor of mustSurvive) {
       if (round.gone.includes(survivor)) half.push(`${crashAt}: ${survivor} was deleted but must survive`)
     }
-    gone.set(crashAt, round.gone.includes(id))
-    const again = await spawnBundledChild('delete-child.ts', [JSON.stringify({ root, cmd: 'delete', id })])
+    gone.set(crashAt, round.gone.sort())
+    // The same delete or prune again finishes what the killed one left: no tombstone.
+    const again = await spawnBundledChild('delete-child.ts', [JSON.stringify({ root, ...command })])
     expect((await again.exited).code, again.stderr()).toBe(0)
     expect(tombstones(root)).toEqual([])
   }
