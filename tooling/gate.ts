@@ -373,6 +373,7 @@ const GATE_STEPS: readonly GateStep[] = [
       'lint',
       'typecheck',
       'test',
+      'test:e2e',
       'check:package',
       '--concurrency=2',
       '--continue=dependencies-successful',

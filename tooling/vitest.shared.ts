@@ -1,3 +1,5 @@
+import { availableParallelism } from 'node:os'
+
 import { defaultServerConditions } from 'vite'
 import { defineConfig } from 'vitest/config'
 
@@ -5,6 +7,16 @@ import { testTime } from './test-time.ts'
 
 /** Sibling packages resolve to their TypeScript sources, so tests need no build. */
 export const sourceConditions = ['@agent-ledger/source', ...defaultServerConditions]
+
+/**
+ * Test files run at once, for a package that opts in (`maxWorkers: testWorkers` in its
+ * vitest config): one per core, at least 2. Vitest's own default is one fewer than the
+ * cores, which on the 2-core CI machine is a single worker, while the slow files mostly wait
+ * on child processes and PostgreSQL rather than on the CPU. A package opts in once its
+ * files are known not to share state (own temp directories, own databases) and its suite
+ * passed with two workers; a verdict never depends on speed (deadlines are `testTime`).
+ */
+export const testWorkers = Math.max(2, availableParallelism())
 
 /**
  * The one vitest config every package re-exports.

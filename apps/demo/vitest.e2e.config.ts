@@ -4,7 +4,7 @@ import { testTime } from '../../tooling/test-time.ts'
 import { sourceConditions } from '../../tooling/vitest.shared.ts'
 
 /**
- * End-to-end tests of mini-agent (`pnpm test:e2e`, also part of `pnpm test`): they drive
+ * End-to-end tests of mini-agent (`pnpm test:e2e`, its own turbo task in the gate): they drive
  * `src/main.ts` as child processes on temporary roots, SIGKILL and SIGINT included.
  */
 export default defineConfig({

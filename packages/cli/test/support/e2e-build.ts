@@ -1,8 +1,8 @@
 /**
  * Global setup of the end-to-end tests: the built binary needs `dist/` of this package and
- * of every @agent-ledger package it imports. Under turbo (`TURBO_HASH` is set), the `test`
- * task depends on `build` (packages/cli/turbo.json), so builds are only checked for
- * presence. Run by hand (`pnpm test` in packages/cli), stale or missing builds are rebuilt
+ * of every @agent-ledger package it imports. Under turbo (`TURBO_HASH` is set), the
+ * `test:e2e` task depends on `build` (packages/cli/turbo.json), so builds are only checked for
+ * presence. Run by hand (`pnpm test:e2e` in packages/cli), stale or missing builds are rebuilt
  * with `pnpm --filter @agent-ledger/cli... run build` first.
  */
 import { execFileSync } from 'node:child_process'
@@ -38,7 +38,7 @@ export default function setup(): void {
   if (process.env['TURBO_HASH'] !== undefined) {
     if (missing.length > 0) {
       throw new Error(
-        `agent-ledger e2e: dist/ is missing in ${missing.join(', ')} under turbo: expected the test task to depend on build (see packages/cli/turbo.json)`,
+        `agent-ledger e2e: dist/ is missing in ${missing.join(', ')} under turbo: expected the test:e2e task to depend on build (see packages/cli/turbo.json)`,
       )
     }
     return
