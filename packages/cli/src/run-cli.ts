@@ -15,6 +15,7 @@ import { listCommand } from './commands/list.ts'
 import { messagesCommand } from './commands/messages.ts'
 import { compressCommand, migrateCommand } from './commands/convert.ts'
 import { pruneCommand } from './commands/prune.ts'
+import { rekeyCommand } from './commands/rekey.ts'
 import { salvageCommand } from './commands/salvage.ts'
 import { statsCommand } from './commands/stats.ts'
 import { tailCommand } from './commands/tail.ts'
@@ -46,6 +47,7 @@ const COMMANDS: readonly CommandSpec[] = [
   statsCommand,
   copyCommand,
   pruneCommand,
+  rekeyCommand,
   dbCommand,
 ]
 

@@ -42,7 +42,10 @@ export function openBytes(key: Uint8Array, sealed: Uint8Array, aad: Uint8Array):
   decipher.setAAD(aad)
   decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES))
   try {
-    return Buffer.concat([decipher.update(sealed.subarray(NONCE_BYTES, sealed.length - TAG_BYTES)), decipher.final()])
+    return Buffer.concat([
+      decipher.update(sealed.subarray(NONCE_BYTES, sealed.length - TAG_BYTES)),
+      decipher.final(),
+    ])
   } catch {
     return null
   }
@@ -57,7 +60,8 @@ export function openBytes(key: Uint8Array, sealed: Uint8Array, aad: Uint8Array):
 export function dataKeyCipher(dataKey: Uint8Array): SessionCipher {
   const key = Buffer.from(dataKey)
   return {
-    seal: (plaintext, aad) => sealBytes(key, Buffer.from(plaintext, 'utf8'), Buffer.from(aad, 'utf8')).toString('base64'),
+    seal: (plaintext, aad) =>
+      sealBytes(key, Buffer.from(plaintext, 'utf8'), Buffer.from(aad, 'utf8')).toString('base64'),
     open: (sealed, aad) => {
       const bytes = Buffer.from(sealed, 'base64')
       // Buffer's decoder skips characters that are not base64: re-encoding must give the text back.

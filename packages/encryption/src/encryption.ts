@@ -45,14 +45,16 @@ export interface StoreEncryption extends SessionEncryption {
   erase(dataKeyId: string): Promise<boolean>
 }
 
-function unavailable(
-  id: string,
-  header: EncryptionHeader,
-  keyId: string,
-  why: string,
-  reason: string,
-  cause?: unknown,
-): SessionStoreError {
+/** What is missing: the key id it needs, in words, and `details.reason`. */
+interface Missing {
+  readonly keyId: string
+  readonly why: string
+  readonly reason: string
+  readonly cause?: unknown
+}
+
+function unavailable(id: string, header: EncryptionHeader, missing: Missing): SessionStoreError {
+  const { keyId, why, reason, cause } = missing
   return new SessionStoreError({
     code: SessionStoreErrorCode.KEY_UNAVAILABLE,
     sessionId: id,
@@ -84,23 +86,47 @@ export function createEncryption(options: EncryptionOptions): StoreEncryption {
     },
     async openDataKey(sessionId, header): Promise<SessionCipher> {
       if (header.scheme !== ENCRYPTION_SCHEME) {
-        throw unavailable(sessionId, header, header.keyId, `scheme ${JSON.stringify(header.scheme)} (this library knows ${ENCRYPTION_SCHEME})`, 'unknown-scheme')
+        throw unavailable(sessionId, header, {
+          keyId: header.keyId,
+          why: `scheme ${JSON.stringify(header.scheme)} (this library knows ${ENCRYPTION_SCHEME})`,
+          reason: 'unknown-scheme',
+        })
       }
       const record = await keyStore.get(header.dataKeyId)
       if (record === null) {
-        throw unavailable(sessionId, header, header.keyId, 'no such data key in the key store (erased, or another key store)', 'erased')
+        throw unavailable(sessionId, header, {
+          keyId: header.keyId,
+          why: 'no such data key in the key store (erased, or another key store)',
+          reason: 'erased',
+        })
       }
       if (!keys.has(record.keyId)) {
-        throw unavailable(sessionId, header, record.keyId, `key ${record.keyId} not in the key provider (current key ${keys.currentKeyId})`, 'no-wrapping-key')
+        throw unavailable(sessionId, header, {
+          keyId: record.keyId,
+          why: `key ${record.keyId} not in the key provider (current key ${keys.currentKeyId})`,
+          reason: 'no-wrapping-key',
+        })
       }
       let dataKey: Uint8Array
       try {
-        dataKey = await keys.unwrap(record.keyId, record.wrapped, { dataKeyId: record.dataKeyId, sessionId: record.sessionId })
+        dataKey = await keys.unwrap(record.keyId, record.wrapped, {
+          dataKeyId: record.dataKeyId,
+          sessionId: record.sessionId,
+        })
       } catch (error) {
-        throw unavailable(sessionId, header, record.keyId, `an unwrap that failed (${error instanceof Error ? error.message : String(error)})`, 'unwrap-failed', error)
+        throw unavailable(sessionId, header, {
+          keyId: record.keyId,
+          why: `an unwrap that failed (${error instanceof Error ? error.message : String(error)})`,
+          reason: 'unwrap-failed',
+          cause: error,
+        })
       }
       if (dataKey.length !== KEY_BYTES) {
-        throw unavailable(sessionId, header, record.keyId, `an unwrapped key of ${dataKey.length} bytes (expected ${KEY_BYTES})`, 'unwrap-failed')
+        throw unavailable(sessionId, header, {
+          keyId: record.keyId,
+          why: `an unwrapped key of ${dataKey.length} bytes (expected ${KEY_BYTES})`,
+          reason: 'unwrap-failed',
+        })
       }
       return dataKeyCipher(dataKey)
     },

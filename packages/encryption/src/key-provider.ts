@@ -62,7 +62,11 @@ export function localKeyProvider(text: string, where = 'key set'): KeyProvider {
     const colon = entry.indexOf(':')
     const id = colon < 0 ? '' : entry.slice(0, colon)
     if (!KEY_ID.test(id)) {
-      throw badKeys(where, 'entries keyId:base64 with a key id of 1-64 letters, digits, . _ -', `an entry with key id ${JSON.stringify(id)}`)
+      throw badKeys(
+        where,
+        'entries keyId:base64 with a key id of 1-64 letters, digits, . _ -',
+        `an entry with key id ${JSON.stringify(id)}`,
+      )
     }
     const key = Buffer.from(entry.slice(colon + 1), 'base64')
     if (key.length !== KEY_BYTES) {
@@ -76,16 +80,23 @@ export function localKeyProvider(text: string, where = 'key set'): KeyProvider {
   const currentKeyId = current
   const keyOf = (keyId: string): Buffer => {
     const key = keys.get(keyId)
-    if (key === undefined) throw new Error(`key ${keyId} is not in ${where} (it holds ${[...keys.keys()].join(', ')})`)
+    if (key === undefined)
+      throw new Error(`key ${keyId} is not in ${where} (it holds ${[...keys.keys()].join(', ')})`)
     return key
   }
   return {
     currentKeyId,
     has: (keyId) => keys.has(keyId),
-    wrap: (keyId, dataKey, context) => Promise.resolve(sealBytes(keyOf(keyId), dataKey, wrapAad(keyId, context)).toString('base64')),
+    wrap: (keyId, dataKey, context) =>
+      Promise.resolve(sealBytes(keyOf(keyId), dataKey, wrapAad(keyId, context)).toString('base64')),
     unwrap: (keyId, wrapped, context) => {
       const opened = openBytes(keyOf(keyId), Buffer.from(wrapped, 'base64'), wrapAad(keyId, context))
-      if (opened === null) return Promise.reject(new Error(`the wrapped data key does not open under key ${keyId} (tampered, or wrapped under another key)`))
+      if (opened === null)
+        return Promise.reject(
+          new Error(
+            `the wrapped data key does not open under key ${keyId} (tampered, or wrapped under another key)`,
+          ),
+        )
       return Promise.resolve(opened)
     },
   }
@@ -99,9 +110,13 @@ export function localKeyProvider(text: string, where = 'key set'): KeyProvider {
  * @returns The provider.
  * @throws {@link SessionStoreError} `INVALID_OPTION` when it is unset or malformed.
  */
-export function envKeyProvider(variable = 'AGENT_LEDGER_KEYS', env: NodeJS.ProcessEnv = process.env): KeyProvider {
+export function envKeyProvider(
+  variable = 'AGENT_LEDGER_KEYS',
+  env: NodeJS.ProcessEnv = process.env,
+): KeyProvider {
   const text = env[variable]
-  if (text === undefined || text === '') throw badKeys(variable, 'the environment variable set to keyId:base64 entries', 'it unset')
+  if (text === undefined || text === '')
+    throw badKeys(variable, 'the environment variable set to keyId:base64 entries', 'it unset')
   return localKeyProvider(text, variable)
 }
 

@@ -3,7 +3,17 @@
  * log is no copy of its key, and deleting the record erases every copy's content).
  */
 import { randomBytes } from 'node:crypto'
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs'
 import { join } from 'node:path'
 
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'

@@ -5,13 +5,16 @@
  */
 import { randomBytes } from 'node:crypto'
 
+// The `pgUrl` the global setup provides (its `ProvidedContext` declaration).
+import type {} from '../../../tooling/pg/global-setup.ts'
+
 import { openPostgresBackend } from '@agent-ledger/session-store-postgres'
 import type { PostgresBackend } from '@agent-ledger/session-store-postgres'
 import { runBackendConformance } from '@agent-ledger/session-store/conformance'
-import { beforeAll, describe, inject, it } from 'vitest'
+import { beforeAll, describe, it } from 'vitest'
 
 import { jsonlHarness } from '../../session-store-jsonl/test/backend/jsonl-harness.ts'
-import { createDatabase } from '../../session-store-postgres/test/support/pg.ts'
+import { adminUrl, createDatabase } from '../../session-store-postgres/test/support/pg.ts'
 import { testTime } from '../../../tooling/test-time.ts'
 import { createEncryption, localKeyProvider, memoryKeyStore } from '../src/index.ts'
 
@@ -33,7 +36,7 @@ runBackendConformance({
   makeBackend: () => jsonlHarness('zstd'),
 })
 
-const pgUrl = inject('pgUrl')
+const pgUrl = adminUrl
 describe.skipIf(pgUrl === null)('postgres, encrypted', () => {
   let url = ''
   beforeAll(async () => {

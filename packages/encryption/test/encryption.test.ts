@@ -35,7 +35,11 @@ afterEach(async () => {
 })
 
 function store(encryption: StoreEncryption | undefined, at = root): SessionStore {
-  const made = createJsonlStore({ root: at, redaction: null, ...(encryption === undefined ? {} : { encryption }) })
+  const made = createJsonlStore({
+    root: at,
+    redaction: null,
+    ...(encryption === undefined ? {} : { encryption }),
+  })
   open.push(made)
   return made
 }
@@ -83,7 +87,8 @@ describe('encrypted JSONL sessions', () => {
     expect(text).not.toContain('quarterly')
     const [header, ...lines] = text.trimEnd().split('\n')
     expect(JSON.parse(header!).encryption).toMatchObject({ scheme: 'aes-256-gcm', keyId: 'k1' })
-    for (const line of lines) expect(Object.keys(JSON.parse(line) as object)).toEqual(['seq', 'time', 'type', 'enc', 'crc'])
+    for (const line of lines)
+      expect(Object.keys(JSON.parse(line) as object)).toEqual(['seq', 'time', 'type', 'enc', 'crc'])
     expect((await contents(s, 'a'))[1]).toEqual({ message: { role: 'user', content: SECRET } })
     const reader = await s.openReader('a')
     expect(reader.lastSeq).toBe(3)
@@ -172,8 +177,11 @@ describe('encrypted JSONL sessions', () => {
     const parent = await contents(s, 'a')
     expect((await contents(s, 'b')).slice(0, 4)).toEqual(parent)
     const dataKeyOf = async (id: string): Promise<string> =>
-      (JSON.parse((await readFile(join(root, id, LOG), 'utf8')).split('\n')[0]!) as { encryption: { dataKeyId: string } })
-        .encryption.dataKeyId
+      (
+        JSON.parse((await readFile(join(root, id, LOG), 'utf8')).split('\n')[0]!) as {
+          encryption: { dataKeyId: string }
+        }
+      ).encryption.dataKeyId
     expect(await dataKeyOf('b')).not.toBe(await dataKeyOf('a'))
     await encryption.erase(await dataKeyOf('a'))
     expect((await rejection(s.openReader('a'))).code).toBe('KEY_UNAVAILABLE')
@@ -188,8 +196,11 @@ describe('encrypted JSONL sessions', () => {
     const s = store(rotated)
     await writeSession(s, 'new')
     const headerOf = async (id: string): Promise<{ keyId: string }> =>
-      (JSON.parse((await readFile(join(root, id, LOG), 'utf8')).split('\n')[0]!) as { encryption: { keyId: string } })
-        .encryption
+      (
+        JSON.parse((await readFile(join(root, id, LOG), 'utf8')).split('\n')[0]!) as {
+          encryption: { keyId: string }
+        }
+      ).encryption
     expect((await headerOf('new')).keyId).toBe('k2')
     expect((await contents(s, 'old'))[1]).toEqual({ message: { role: 'user', content: SECRET } })
     // Without k1, the old session is unreadable, naming k1.
@@ -224,6 +235,8 @@ describe('encrypted JSONL sessions', () => {
     writer.append({ type: 'user/message', data: { message: { role: 'user', content: 'second secret' } } })
     await writer.close()
     expect(await readFile(join(root, 'a', LOG), 'utf8')).not.toContain('second secret')
-    expect((await contents(store(encryption), 'a'))[4]).toEqual({ message: { role: 'user', content: 'second secret' } })
+    expect((await contents(store(encryption), 'a'))[4]).toEqual({
+      message: { role: 'user', content: 'second secret' },
+    })
   })
 })

@@ -247,7 +247,9 @@ export function writerCheckpointParts(
   return {
     checkpoints: new CheckpointSchedule({
       context:
-        opened.encrypted === true ? { ...context, checkpoint: { ...context.checkpoint, enabled: false } } : context,
+        opened.encrypted === true
+          ? { ...context, checkpoint: { ...context.checkpoint, enabled: false } }
+          : context,
       sessionId: opened.id,
       headerCrc: lineCrc(opened.headerLine) ?? '',
       clock,

@@ -110,19 +110,20 @@ export class SessionKeys {
 
   async #open(id: string, member: EncryptionHeader, options: SignalOptions): Promise<SessionCipher> {
     if (this.encryption === null) {
-      throw keyUnavailable(id, member, 'this store has no encryption option (no key provider)', 'no-provider')
+      throw keyUnavailable(id, member, {
+        why: 'this store has no encryption option (no key provider)',
+        reason: 'no-provider',
+      })
     }
     try {
       return await this.encryption.openDataKey(id, member, options)
     } catch (error) {
       if (SessionStoreError.is(error)) throw error
-      throw keyUnavailable(
-        id,
-        member,
-        `the key provider failed (${error instanceof Error ? error.message : String(error)})`,
-        'provider-failed',
-        error,
-      )
+      throw keyUnavailable(id, member, {
+        why: `the key provider failed (${error instanceof Error ? error.message : String(error)})`,
+        reason: 'provider-failed',
+        cause: error,
+      })
     }
   }
 
@@ -154,18 +155,15 @@ export function encryptionOf(header: SessionHeader): EncryptionHeader | null {
  *
  * @param id - The session.
  * @param member - Its header's `encryption` member.
- * @param why - What is missing, in words.
- * @param reason - `details.reason` (`erased`, `no-wrapping-key`, `no-provider`, `provider-failed`...).
- * @param cause - The underlying failure, if any.
+ * @param missing - What is missing, in words; `details.reason` (`no-provider`, `provider-failed`...); the cause.
  * @returns The error.
  */
 export function keyUnavailable(
   id: string,
   member: EncryptionHeader,
-  why: string,
-  reason: string,
-  cause?: unknown,
+  missing: { readonly why: string; readonly reason: string; readonly cause?: unknown },
 ): SessionStoreError {
+  const { why, reason, cause } = missing
   return new SessionStoreError({
     code: SessionStoreErrorCode.KEY_UNAVAILABLE,
     sessionId: id,
@@ -179,8 +177,13 @@ export function keyUnavailable(
  * The associated data of one line: binds the sealed text to its session, seq, time and type,
  * so a line moved to another session or position, or given another type, does not open.
  */
-export function lineAad(sessionId: string, seq: number, time: string, type: string): string {
-  return `agent-ledger/v4\n${sessionId}\n${seq}\n${time}\n${type}`
+export function lineAad(line: {
+  readonly sessionId: string
+  readonly seq: number
+  readonly time: string
+  readonly type: string
+}): string {
+  return `agent-ledger/v4\n${line.sessionId}\n${line.seq}\n${line.time}\n${line.type}`
 }
 
 const DATA_MEMBER = ',"data":'
@@ -203,7 +206,10 @@ export function sealEventJson(
   // members before it are seq, time and type: its first occurrence is the member's.
   const at = json.indexOf(DATA_MEMBER)
   const inner = `{${json.slice(at + 1)}`
-  const sealed = context.cipher.seal(inner, lineAad(context.sessionId, event.seq, event.time, event.type))
+  const sealed = context.cipher.seal(
+    inner,
+    lineAad({ sessionId: context.sessionId, seq: event.seq, time: event.time, type: event.type }),
+  )
   return `${json.slice(0, at)},"enc":"${sealed}"}`
 }
 
@@ -231,7 +237,7 @@ export function openEventValue(
   ) {
     return 'not-encrypted'
   }
-  const plaintext = context.cipher.open(enc, lineAad(context.sessionId, seq, time, type))
+  const plaintext = context.cipher.open(enc, lineAad({ sessionId: context.sessionId, seq, time, type }))
   if (plaintext === null) return 'auth-tag'
   let inner: unknown
   try {

@@ -300,7 +300,7 @@ export function decodeEventLine(stored: StoredLine, context: DecodeContext): Log
   }
   const keys = context.keys
   const value =
-    keys === undefined || keys === null ? decoded.value : openLine(decoded.value, stored, keys, context)
+    keys === undefined || keys === null ? decoded.value : openLine(decoded.value, { stored, keys }, context)
   const ownSeq = Object.hasOwn(value, 'seq') ? value['seq'] : undefined
   if (typeof ownSeq === 'number' && Number.isSafeInteger(ownSeq) && ownSeq !== expectedSeq) {
     throw new SessionStoreError({
@@ -357,10 +357,10 @@ export function decodeEventLine(stored: StoredLine, context: DecodeContext): Log
  */
 function openLine(
   value: Record<string, unknown>,
-  stored: StoredLine,
-  keys: NonNullable<SessionKeyState>,
+  at: { readonly stored: StoredLine; readonly keys: NonNullable<SessionKeyState> },
   context: DecodeContext,
 ): Record<string, unknown> {
+  const { stored, keys } = at
   const { sessionId, expectedSeq, lastGoodSeq } = context
   if (keys.cipher === null) throw keys.unavailable!
   const opened = openEventValue(value, { sessionId, cipher: keys.cipher })

@@ -372,7 +372,11 @@ export async function planForkedSession(context: CoreContext, request: ForkPlanR
  */
 export function carryLines(
   context: CoreContext,
-  target: { readonly id: string; readonly cipher: SessionCipher | null; readonly events: readonly LoggedEvent[] },
+  target: {
+    readonly id: string
+    readonly cipher: SessionCipher | null
+    readonly events: readonly LoggedEvent[]
+  },
 ): string[] {
   return target.events.map(
     (event) =>

@@ -91,7 +91,9 @@ function checkSealedLine(
       : ({ ok: true, value: stored.checked.value } as const)
   if (!decoded.ok) {
     throw fail(
-      decoded.reason === 'too-large' ? SessionStoreErrorCode.LINE_TOO_LARGE : SessionStoreErrorCode.CORRUPT_LINE,
+      decoded.reason === 'too-large'
+        ? SessionStoreErrorCode.LINE_TOO_LARGE
+        : SessionStoreErrorCode.CORRUPT_LINE,
       `one that fails the ${decoded.reason} check`,
       decoded.reason,
     )

@@ -38,7 +38,10 @@ export function registerCases(options: ConformanceOptions): void {
   const timeout = options.timeoutMs ?? 30_000
   options.describe(`session backend conformance: ${options.name}`, () => {
     for (const [index, testCase] of CASES.entries()) {
-      if (options.encryption !== undefined && (testCase.plainOnly !== undefined || PLAIN_ONLY.has(testCase))) {
+      if (
+        options.encryption !== undefined &&
+        (testCase.plainOnly !== undefined || PLAIN_ONLY.has(testCase))
+      ) {
         continue
       }
       options.it(
