@@ -227,6 +227,21 @@ describe('encrypted JSONL sessions', () => {
     expect(await contents(s, 'plain')).toHaveLength(5)
   })
 
+  it('compress (zstd frames) keeps an encrypted session sealed and readable; the frames hold the same lines', async () => {
+    const encryption = encryptionWith(key('k1'))
+    const s = store(encryption)
+    await writeSession(s, 'a')
+    const before = await readFile(join(root, 'a', LOG), 'utf8')
+    const plainEvents = await contents(s, 'a')
+    const compress = s.backend.capabilities.compress
+    expect((await compress!.compress('a')).changed).toBe(true)
+    expect(await contents(store(encryption), 'a')).toEqual(plainEvents)
+    const lines: string[] = []
+    for await (const stored of s.backend.read('a', { fromSeq: 0 })) lines.push(stored.line)
+    expect(lines).toEqual(before.trimEnd().split('\n').slice(1))
+    expect((await store(undefined).verify('a')).status).toBe('ok')
+  })
+
   it('appending to an encrypted session after a reopen seals the new events under the same key', async () => {
     const encryption = encryptionWith(key('k1'))
     await writeSession(store(encryption), 'a')
