@@ -145,7 +145,7 @@ export class SessionKeys {
 }
 
 /** The header's `encryption` member, or null. */
-export function encryptionOf(header: SessionHeader): EncryptionHeader | null {
+function encryptionOf(header: SessionHeader): EncryptionHeader | null {
   const member = (header as { encryption?: EncryptionHeader }).encryption
   return member === undefined ? null : member
 }
@@ -158,7 +158,7 @@ export function encryptionOf(header: SessionHeader): EncryptionHeader | null {
  * @param missing - What is missing, in words; `details.reason` (`no-provider`, `provider-failed`...); the cause.
  * @returns The error.
  */
-export function keyUnavailable(
+function keyUnavailable(
   id: string,
   member: EncryptionHeader,
   missing: { readonly why: string; readonly reason: string; readonly cause?: unknown },
