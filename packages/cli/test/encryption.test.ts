@@ -4,8 +4,9 @@
  * (the copy reads with the same key store), fork seals the child, `rekey` rotates.
  */
 import { randomBytes } from 'node:crypto'
-import { readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 import { createEncryption, fileKeyStore, keyFileProvider } from '@agent-ledger/encryption'
 import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
@@ -13,6 +14,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { cli, logPath, makeRoot, writeSession } from './support/sessions.ts'
 
+const synthetic = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'import', 'test', 'fixtures')
 const keyLine = (id: string): string => `${id}:${randomBytes(32).toString('base64')}\n`
 
 describe('agent-ledger over an encrypted store', () => {
@@ -67,6 +69,28 @@ describe('agent-ledger over an encrypted store', () => {
     expect(copy.code).toBe(0)
     expect(readFileSync(logPath(to, 'a1'), 'utf8')).toBe(readFileSync(logPath(root, 'a1'), 'utf8'))
     expect((await cli(['cat', join(to, 'a2')], { env })).stdout).toContain('coding agent')
+  })
+
+  it('import seals what it imports; export reads it back decrypted', async () => {
+    const imported = await cli(
+      ['import', join(synthetic, 'codex', 'compacted.jsonl'), '--root', root, '--json'],
+      {
+        env,
+      },
+    )
+    expect(imported.code).toBe(0)
+    const ids = readdirSync(root).filter((name) => name !== 'a1' && !name.startsWith('.'))
+    expect(ids).toHaveLength(1)
+    const log = readFileSync(logPath(root, ids[0]!), 'utf8').trimEnd().split('\n')
+    expect(JSON.parse(log[0]!).encryption.keyId).toBe('k1')
+    for (const line of log.slice(1))
+      expect(Object.keys(JSON.parse(line) as object)).toEqual(['seq', 'time', 'type', 'enc', 'crc'])
+    const exported = await cli(['export', join(root, ids[0]!), '--format', 'md'], { env })
+    expect(exported.code).toBe(0)
+    expect(exported.stdout.length).toBeGreaterThan(200)
+    expect((await cli(['export', join(root, ids[0]!), '--format', 'md'], { env: {} })).stderr).toContain(
+      'KEY_UNAVAILABLE',
+    )
   })
 
   it('rekey re-wraps every data key under the new current key; the old key can then be retired', async () => {

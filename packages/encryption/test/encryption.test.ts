@@ -242,6 +242,59 @@ describe('encrypted JSONL sessions', () => {
     expect((await store(undefined).verify('a')).status).toBe('ok')
   })
 
+  it('salvage of a damaged encrypted session seals the good prefix under a new data key', async () => {
+    const encryption = encryptionWith(key('k1'))
+    const s = store(encryption)
+    await writeSession(s, 'a')
+    const file = join(root, 'a', LOG)
+    const lines = (await readFile(file, 'utf8')).trimEnd().split('\n')
+    await writeFile(
+      file,
+      [...lines.slice(0, 3), lines[3]!.replace('"crc":"', '"crc":"0'), lines[4]].join('\n') + '\n',
+    )
+    const report = await s.salvage('a', { to: 'b' })
+    expect(report.copiedEvents).toBe(2)
+    const salvaged = await contents(s, 'b')
+    expect(salvaged.slice(0, 2)).toEqual([{ turn: 1 }, { message: { role: 'user', content: SECRET } }])
+    const text = await readFile(join(root, 'b', LOG), 'utf8')
+    expect(text).not.toContain('quarterly')
+    expect(JSON.parse(text.split('\n')[0]!).encryption.dataKeyId).not.toBe(
+      JSON.parse(lines[0]!).encryption.dataKeyId,
+    )
+  })
+
+  it("a caller's async KMS wrap/unwrap: the wrapping key never reaches the key store; an unwrap failure is KEY_UNAVAILABLE", async () => {
+    const inner = localKeyProvider(key('kms-1'))
+    let unwraps = 0
+    let failing = false
+    const kms = {
+      currentKeyId: 'kms-1',
+      has: (keyId: string) => keyId === 'kms-1',
+      wrap: async (keyId: string, dataKey: Uint8Array, context: { dataKeyId: string; sessionId: string }) =>
+        `kms:${await inner.wrap(keyId, dataKey, context)}`,
+      unwrap: async (keyId: string, wrapped: string, context: { dataKeyId: string; sessionId: string }) => {
+        unwraps += 1
+        if (failing) throw new Error('KMS: access denied')
+        return await inner.unwrap(keyId, wrapped.slice('kms:'.length), context)
+      },
+    }
+    const encryption = createEncryption({ keys: kms, keyStore })
+    await writeSession(store(encryption), 'a')
+    const records = []
+    for await (const record of keyStore.list()) records.push(record)
+    expect(records).toHaveLength(1)
+    expect(records[0]!.wrapped.startsWith('kms:')).toBe(true)
+    expect((await contents(store(encryption), 'a'))[1]).toEqual({
+      message: { role: 'user', content: SECRET },
+    })
+    expect(unwraps).toBe(1)
+    failing = true
+    const error = await rejection(store(encryption).openReader('a'))
+    expect(error.code).toBe('KEY_UNAVAILABLE')
+    expect(error.details['reason']).toBe('unwrap-failed')
+    expect(error.message).toContain('access denied')
+  })
+
   it('appending to an encrypted session after a reopen seals the new events under the same key', async () => {
     const encryption = encryptionWith(key('k1'))
     await writeSession(store(encryption), 'a')
