@@ -239,17 +239,17 @@ export function openEventValue(
   }
   const plaintext = context.cipher.open(enc, lineAad({ sessionId: context.sessionId, seq, time, type }))
   if (plaintext === null) return 'auth-tag'
-  let inner: unknown
+  if (!plaintext.startsWith('{"')) return 'plaintext'
+  // One parse of the whole event in canonical order (JSON.parse makes an own `__proto__`
+  // member data, RELIABILITY S3): the members the line kept, then the sealed ones.
+  let event: unknown
   try {
-    inner = JSON.parse(plaintext)
+    event = JSON.parse(
+      `{"seq":${seq},"time":${JSON.stringify(time)},"type":${JSON.stringify(type)},${plaintext.slice(1)}`,
+    )
   } catch {
     return 'plaintext'
   }
-  if (typeof inner !== 'object' || inner === null || Array.isArray(inner)) return 'plaintext'
-  const event: Record<string, unknown> = { seq, time, type }
-  // Defined, not assigned: an own `__proto__` member stays data (RELIABILITY S3).
-  for (const [key, member] of Object.entries(inner)) {
-    Object.defineProperty(event, key, { value: member, enumerable: true, writable: true, configurable: true })
-  }
-  return event
+  if (typeof event !== 'object' || event === null || Array.isArray(event)) return 'plaintext'
+  return event as Record<string, unknown>
 }
