@@ -53,7 +53,9 @@ describe('agent-ledger over an encrypted store', () => {
     expect(keyless.code).not.toBe(0)
     expect(keyless.stderr).toContain('KEY_UNAVAILABLE')
     expect(keyless.stderr).toContain('k1')
-    expect((await cli(['verify', join(root, 'a1')], { env: {} })).code).toBe(0)
+    const verified = await cli(['verify', join(root, 'a1'), '--json'], { env: {} })
+    expect(verified.code).toBe(0)
+    expect(JSON.parse(verified.stdout)).toMatchObject({ status: 'ok', sealed: { keyId: 'k1' } })
   })
 
   it('fork seals the child under its own data key; copy keeps the sealed lines readable with the key store', async () => {
