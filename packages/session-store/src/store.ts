@@ -85,14 +85,18 @@ class SessionStoreImpl implements SessionStore {
     this.#assertOpen()
     const id = assertSessionId(request.id)
     this.#lease(request) // refused before anything is published
-    const made = await this.#context.keys.create(id, { signal: request.signal })
-    const cipher = made?.state.cipher ?? null
-    const { header, line: headerLine } = buildHeader(request.header ?? {}, {
+    const headerContext = {
       id,
       createdAt: this.#clock(),
       limits: this.#context.limits,
       crc32c: this.#context.crc32c,
       redaction: this.#context.redaction,
+    }
+    if (this.#context.keys.encryption !== null) buildHeader(request.header ?? {}, headerContext) // refused before a data key is made
+    const made = await this.#context.keys.create(id, { signal: request.signal })
+    const cipher = made?.state.cipher ?? null
+    const { header, line: headerLine } = buildHeader(request.header ?? {}, {
+      ...headerContext,
       encryption: made?.header,
     })
     const projection = createProjection({ registry: this.#context.registry })
