@@ -18,6 +18,9 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
   'session-store': ['session-events', 'session-projection', 'loop-repair'],
   'session-store-jsonl': ['session-events', 'session-projection', 'loop-repair', 'session-store'],
   'session-store-postgres': ['session-events', 'session-projection', 'loop-repair', 'session-store'],
+  // Encryption at rest over node:crypto (the core takes it as its `encryption` option). The
+  // backends are devDependencies only: its tests run the conformance suite encrypted on both.
+  encryption: ['session-events', 'session-store', 'session-store-jsonl', 'session-store-postgres'],
   import: ['session-events', 'loop-repair', 'session-projection'],
   cli: [
     'session-events',
@@ -27,6 +30,7 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
     'session-store-jsonl',
     'session-store-postgres',
     'import',
+    'encryption',
   ],
   // The adapters take the core's SessionStore/SessionWriter types (session-store is their peer
   // dependency: one instance, the caller's). The backends are devDependencies only: their tests

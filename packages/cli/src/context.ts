@@ -8,6 +8,7 @@ import type { CliIo, StatusIo } from './io.ts'
 import { errorJson, formatErrorLine } from './report-error.ts'
 import type { ErrorContext } from './report-error.ts'
 import { openStore } from './open-store.ts'
+import { storeEncryption } from './store-keys.ts'
 import type { OpenStoreOptions, SessionTarget, StoreSpec } from './open-store.ts'
 import { terminalSafe } from './terminal-text.ts'
 
@@ -28,6 +29,8 @@ export class CommandContext {
   /** The command's `<session>`, once resolved (see `resolveTarget`). */
   target: SessionTarget | null = null
   readonly #stores = new Map<string, Promise<SessionStore>>()
+  /** The stores' encryption option from the environment, once read (null: none). */
+  #encryption: OpenStoreOptions['encryption'] | null = null
   /** The log whose reads are reported, and to whom (see {@link watchReads}). */
   #watch: { readonly path: string; readonly onRead: (bytesSoFar: number) => void } | null = null
 
@@ -68,10 +71,12 @@ export class CommandContext {
    * @returns The options.
    */
   storeOptions(extra: Partial<OpenStoreOptions> = {}): OpenStoreOptions {
+    this.#encryption ??= storeEncryption(this.env, this.cwd)
     return {
       clock: () => this.clock(),
       migrate: this.writes,
       onWarning: (warning) => this.notice('warning', warning.message),
+      ...(this.#encryption === undefined ? {} : { encryption: this.#encryption }),
       ...extra,
     }
   }

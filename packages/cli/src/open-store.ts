@@ -8,7 +8,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 
 import type { EventRegistry } from '@agent-ledger/session-events'
 import { createSessionStore } from '@agent-ledger/session-store'
-import type { SessionStore, SessionStoreOptions } from '@agent-ledger/session-store'
+import type { SessionEncryption, SessionStore, SessionStoreOptions } from '@agent-ledger/session-store'
 import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import type { FsOps } from '@agent-ledger/session-store-jsonl'
 import { openPostgresBackend } from '@agent-ledger/session-store-postgres'
@@ -43,6 +43,8 @@ export interface OpenStoreOptions {
   readonly onWarning?: SessionStoreOptions['onWarning']
   /** A directory store: the file-system seam (read progress). */
   readonly fs?: FsOps | undefined
+  /** Encryption at rest (`AGENT_LEDGER_KEY_FILE`/`AGENT_LEDGER_KEYS` and `AGENT_LEDGER_KEY_STORE`): reads decrypt, new sessions are sealed. */
+  readonly encryption?: SessionEncryption | undefined
 }
 
 /**
@@ -64,6 +66,7 @@ export async function openStore(spec: StoreSpec, options: OpenStoreOptions): Pro
     checkpoint: { enabled: false },
     ...(options.registry === undefined ? {} : { registry: options.registry }),
     ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
+    ...(options.encryption === undefined ? {} : { encryption: options.encryption }),
   }
   if (spec.kind === 'jsonl') {
     return createJsonlStore({

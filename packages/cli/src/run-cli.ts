@@ -15,6 +15,7 @@ import { listCommand } from './commands/list.ts'
 import { messagesCommand } from './commands/messages.ts'
 import { compressCommand, migrateCommand } from './commands/convert.ts'
 import { pruneCommand } from './commands/prune.ts'
+import { rekeyCommand } from './commands/rekey.ts'
 import { salvageCommand } from './commands/salvage.ts'
 import { searchCommand } from './commands/search.ts'
 import { serveCommand } from './commands/serve.ts'
@@ -49,6 +50,7 @@ const COMMANDS: readonly CommandSpec[] = [
   statsCommand,
   copyCommand,
   pruneCommand,
+  rekeyCommand,
   dbCommand,
   serveCommand,
 ]

@@ -45,7 +45,7 @@ describe('runCli', () => {
     const run = await cli(['frobnicate'])
     expect(run.code).toBe(2)
     expect(run.stderr).toBe(
-      'agent-ledger: USAGE: unknown command "frobnicate": expected one of verify, inspect, cat, tail, messages, fork, compact, salvage, migrate, compress, export, list, search, import, stats, copy, prune, db, serve; run agent-ledger --help\n',
+      'agent-ledger: USAGE: unknown command "frobnicate": expected one of verify, inspect, cat, tail, messages, fork, compact, salvage, migrate, compress, export, list, search, import, stats, copy, prune, rekey, db, serve; run agent-ledger --help\n',
     )
   })
 

@@ -92,6 +92,13 @@ export const sessionHeaderSchema = z.object({
   integrity: z.string().optional(),
   migratedFrom: migratedFromSchema.optional(),
   /**
+   * Encryption at rest (FORMAT.md section 17): the scheme, the key-provider key the data key
+   * was first wrapped under, and the data key's id in the key store. Absent: a plain session.
+   */
+  encryption: z
+    .object({ scheme: z.string().min(1), keyId: z.string().min(1), dataKeyId: z.string().min(1) })
+    .optional(),
+  /**
    * Free metadata for the harness (model, title, tags...). Checked to be an object and kept
    * as is (not rebuilt like `z.record` would), so own `__proto__` keys stay data (RELIABILITY S3).
    */
@@ -105,4 +112,7 @@ export const sessionHeaderSchema = z.object({
 export type SessionHeader = z.infer<typeof sessionHeaderSchema>
 
 /** Header fields a caller chooses; the store fills `format`, `version` and `integrity`. */
-export type SessionHeaderInput = Omit<SessionHeader, 'format' | 'version' | 'integrity' | 'migratedFrom'>
+export type SessionHeaderInput = Omit<
+  SessionHeader,
+  'format' | 'version' | 'integrity' | 'migratedFrom' | 'encryption'
+>

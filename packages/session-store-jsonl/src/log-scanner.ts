@@ -468,6 +468,30 @@ export class LogScanner implements LineSink {
         }),
       )
     }
+    // An encrypted session's line (FORMAT.md section 17): the event data is sealed, so only
+    // its form is checked here (its checksum passed); the core opens and checks the event.
+    if ((this.#header as { encryption?: unknown } | null)?.encryption !== undefined) {
+      if (
+        typeof value['enc'] !== 'string' ||
+        typeof value['type'] !== 'string' ||
+        Object.keys(value).length !== 4
+      ) {
+        return this.#fail(
+          new JsonlStoreError({
+            code: JsonlErrorCode.INVALID_EVENT,
+            message: `Line ${location.line} of ${file} is not a valid encrypted event: expected the members seq, time, type and enc, found ${Object.keys(value).join(', ')}.`,
+            ...where,
+            seq,
+            details: { field: 'enc' },
+          }),
+        )
+      }
+      this.#lastSeq = seq
+      this.#goodEnd = location.offset + location.bytes.length + 1
+      this.#stats.goodLines += 1
+      this.#stats.events += 1
+      return false
+    }
     let event: LoggedEvent
     try {
       event = parseEvent(value, options.registry)

@@ -20,6 +20,7 @@ import { lineCrc } from './line-codec.ts'
 import type { CheckpointRecord, SignalOptions, UnreadableCheckpoint } from './port.ts'
 import { foldLines, isLineDamage, readHeader, scanSession } from './scan.ts'
 import type { CoreContext, ScanResult } from './scan.ts'
+import type { SessionKeyState } from './encryption.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 
 /** What a checkpointed open needs beyond reading (internal). */
@@ -158,7 +159,11 @@ async function fullScan(
 /** Reads event `seq` with every line check; its checksum must be the record's. */
 async function boundEvent(
   context: CheckpointContext,
-  request: { readonly id: string; readonly record: CheckpointRecord } & SignalOptions,
+  request: {
+    readonly id: string
+    readonly record: CheckpointRecord
+    readonly keys: SessionKeyState
+  } & SignalOptions,
 ): Promise<{ readonly event: unknown } | Refusal> {
   const { id, record } = request
   let found: unknown
@@ -173,6 +178,7 @@ async function boundEvent(
         sessionId: id,
         expectedSeq: record.seq,
         lastGoodSeq: record.seq - 1,
+        keys: request.keys,
       })
       const crc = lineCrc(stored.line)
       if (crc !== record.eventCrc) {
@@ -205,7 +211,7 @@ async function fromCheckpoint(
   },
 ): Promise<Attempt> {
   const { id, record, options } = request
-  const { header, line: headerLine } = await readHeader(context, id, options)
+  const { header, line: headerLine, keys } = await readHeader(context, id, options)
   const headerCrc = lineCrc(headerLine)
   if (record.headerCrc !== headerCrc) {
     return refuse('header', `expected header crc ${headerCrc ?? 'none'}, found ${record.headerCrc}`)
@@ -228,7 +234,7 @@ async function fromCheckpoint(
   }
   // The binding first: a record whose event is not stored (past the head) or has another
   // checksum is refused for that, whatever its body says.
-  const bound = await boundEvent(context, { id, record, signal: options.signal })
+  const bound = await boundEvent(context, { id, record, keys, signal: options.signal })
   if ('ok' in bound) return bound
   if (record.body.byteLength > context.checkpoint.maxBytes) {
     return refuse(
@@ -267,7 +273,7 @@ async function fromCheckpoint(
   }
   const folded = await foldLines(
     context,
-    { id, projection, lastSeq: record.seq, lastCrc: record.eventCrc },
+    { id, projection, lastSeq: record.seq, lastCrc: record.eventCrc, keys },
     { signal: options.signal },
   )
   if (folded.damage !== null || folded.tornTail !== null) {
@@ -278,5 +284,10 @@ async function fromCheckpoint(
         : `the events after ${record.seq} end in a torn tail`,
     )
   }
-  return { ok: true, scan: { header, headerLine, projection, ...folded }, payload, replayed: folded.events }
+  return {
+    ok: true,
+    scan: { header, headerLine, keys, projection, ...folded },
+    payload,
+    replayed: folded.events,
+  }
 }

@@ -206,6 +206,8 @@ export interface OpenedForWrite {
   readonly logChars: number
   readonly base: CheckpointBase
   readonly use: CheckpointUse
+  /** An encrypted session: its writer stores no checkpoint (a snapshot would hold its data in the clear). */
+  readonly encrypted?: boolean | undefined
 }
 
 /**
@@ -244,7 +246,10 @@ export function writerCheckpointParts(
 ): { checkpoints: CheckpointSchedule; checkpointUse: CheckpointUse; lastCrc: string | null } {
   return {
     checkpoints: new CheckpointSchedule({
-      context,
+      context:
+        opened.encrypted === true
+          ? { ...context, checkpoint: { ...context.checkpoint, enabled: false } }
+          : context,
       sessionId: opened.id,
       headerCrc: lineCrc(opened.headerLine) ?? '',
       clock,

@@ -7,6 +7,8 @@ import type { EventRegistry, LoggedEvent } from '@agent-ledger/session-events'
 import type { Projection } from '@agent-ledger/session-projection'
 
 import type { Crc32c } from './crc32c.ts'
+import { openEventValue, sealEventJson } from './encryption.ts'
+import type { SessionCipher, SessionKeyState } from './encryption.ts'
 import { canonicalEvent, checksumJson, decodeLine } from './line-codec.ts'
 import type { EncodedLine } from './line-codec.ts'
 import type { StoredLine } from './port.ts'
@@ -50,6 +52,8 @@ export interface EncodeContext {
   readonly role?: string | undefined
   /** Applied to every string of the event's data before anything else is checked; null for none. */
   readonly redaction?: RedactionPolicy | null | undefined
+  /** The session's cipher when it is encrypted: the line's event part is sealed (FORMAT.md section 17). */
+  readonly cipher?: SessionCipher | null | undefined
 }
 
 /** An event ready to buffer: the validated event and its exact line. */
@@ -217,7 +221,13 @@ export function encodeEvent(
   } catch (error) {
     throw eventError(error, { sessionId: context.sessionId, seq, what })
   }
-  const encoded = checksumJson(json, context.crc32c)
+  const cipher = context.cipher
+  const encoded = checksumJson(
+    cipher === undefined || cipher === null
+      ? json
+      : sealEventJson(json, event, { sessionId: context.sessionId, cipher }),
+    context.crc32c,
+  )
   if (encoded.byteLength > context.limits.maxEventBytes) {
     throw new SessionStoreError({
       code: SessionStoreErrorCode.EVENT_TOO_LARGE,
@@ -240,6 +250,8 @@ export interface DecodeContext {
   readonly expectedSeq: number
   /** The last seq that passed, for error context (-1 when none). */
   readonly lastGoodSeq: number
+  /** The session's key state (its header read it): null or absent for a plain session. */
+  readonly keys?: SessionKeyState | undefined
 }
 
 /**
@@ -286,7 +298,9 @@ export function decodeEventLine(stored: StoredLine, context: DecodeContext): Log
       details: { reason: decoded.reason },
     })
   }
-  const value = decoded.value
+  const keys = context.keys
+  const value =
+    keys === undefined || keys === null ? decoded.value : openLine(decoded.value, { stored, keys }, context)
   const ownSeq = Object.hasOwn(value, 'seq') ? value['seq'] : undefined
   if (typeof ownSeq === 'number' && Number.isSafeInteger(ownSeq) && ownSeq !== expectedSeq) {
     throw new SessionStoreError({
@@ -332,6 +346,40 @@ export function decodeEventLine(stored: StoredLine, context: DecodeContext): Log
       cause: error,
     })
   }
+}
+
+/**
+ * The event of an encrypted session's line: its `enc` member opened with the session's data
+ * key (the checksum, checked before, covers the stored text; the tag covers the plaintext).
+ *
+ * @throws {@link SessionStoreError} `KEY_UNAVAILABLE` without the key; `CORRUPT_LINE` when the
+ *   line is not in the encrypted form or its tag does not verify (`details.reason`).
+ */
+function openLine(
+  value: Record<string, unknown>,
+  at: { readonly stored: StoredLine; readonly keys: NonNullable<SessionKeyState> },
+  context: DecodeContext,
+): Record<string, unknown> {
+  const { stored, keys } = at
+  const { sessionId, expectedSeq, lastGoodSeq } = context
+  if (keys.cipher === null) throw keys.unavailable!
+  const opened = openEventValue(value, { sessionId, cipher: keys.cipher })
+  if (typeof opened === 'object') return opened
+  const found =
+    opened === 'not-encrypted'
+      ? 'a line that is not in the encrypted form (seq, time, type, enc)'
+      : opened === 'auth-tag'
+        ? 'one whose AES-GCM tag does not verify (tampered, or moved from another session or seq)'
+        : 'one whose plaintext is not a JSON object'
+  throw new SessionStoreError({
+    code: SessionStoreErrorCode.CORRUPT_LINE,
+    sessionId,
+    seq: typeof value['seq'] === 'number' ? value['seq'] : expectedSeq,
+    lastGoodSeq,
+    location: stored.location,
+    message: `Session ${sessionId} is damaged at ${locationText(stored)}: expected an encrypted line for seq ${expectedSeq} that opens under data key ${keys.header.dataKeyId}, found ${found}.`,
+    details: { reason: opened },
+  })
 }
 
 /**

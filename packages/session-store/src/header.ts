@@ -14,6 +14,7 @@ import {
 import type { JsonLimits, SessionHeader, SessionHeaderInput } from '@agent-ledger/session-events'
 
 import type { Crc32c } from './crc32c.ts'
+import type { EncryptionHeader } from './encryption.ts'
 import { redactInPlace } from './redaction.ts'
 import type { RedactionPolicy } from './redaction.ts'
 import { checksumJson, jsonDepth, verifyLineChecksum } from './line-codec.ts'
@@ -65,6 +66,8 @@ export interface HeaderContext {
   readonly redaction: RedactionPolicy | null
   readonly limits: JsonLimits
   readonly crc32c: Crc32c
+  /** The new session's data key (the store's encryption option made it), or absent for a plain session. */
+  readonly encryption?: EncryptionHeader | null | undefined
 }
 
 /**
@@ -112,6 +115,14 @@ export function buildHeader(
   }
   const { redaction } = context
   if (redaction !== null) header['redaction'] = { policyVersion: redaction.policyVersion }
+  const { encryption } = context
+  if (encryption !== undefined && encryption !== null) {
+    header['encryption'] = {
+      scheme: encryption.scheme,
+      keyId: encryption.keyId,
+      dataKeyId: encryption.dataKeyId,
+    }
+  }
   header['integrity'] = INTEGRITY_CRC32C
   let json: string
   try {

@@ -8,6 +8,7 @@ import { createProjection } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
 import type { Crc32c } from './crc32c.ts'
+import type { SessionKeyState, SessionKeys } from './encryption.ts'
 import { decodeEventLine, locationText } from './event-codec.ts'
 import type { DecodeContext, StoreLimits } from './event-codec.ts'
 import { parseHeaderLine } from './header.ts'
@@ -24,12 +25,16 @@ export interface CoreContext {
   readonly crc32c: Crc32c
   /** Applied to every string of new events' data; null for none. */
   readonly redaction: RedactionPolicy | null
+  /** The store's encryption option and the key state of the sessions it read. */
+  readonly keys: SessionKeys
 }
 
 /** The outcome of {@link scanSession}: the header, then where the fold of every line stopped. */
 export interface ScanResult extends FoldResult {
   readonly header: SessionHeader
   readonly headerLine: string
+  /** The session's key state (null: plain). */
+  readonly keys: SessionKeyState
   /** The projection of the good prefix. */
   readonly projection: Projection
 }
@@ -63,19 +68,20 @@ export function isLineDamage(error: unknown, backend?: SessionBackend): error is
 }
 
 /**
- * Reads and checks a session's header.
+ * Reads and checks a session's header, and opens its data key when it is encrypted.
  *
  * @param context - Backend and checks.
  * @param id - The session.
- * @param options - The abort signal.
- * @returns The header and its exact line.
- * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, `VERSION_TOO_NEW`, `INVALID_HEADER`, `HEADER_ID_MISMATCH`...
+ * @param options - The abort signal; `keyRequired: false` records a missing key instead of throwing.
+ * @returns The header, its exact line and its key state.
+ * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, `VERSION_TOO_NEW`, `INVALID_HEADER`, `HEADER_ID_MISMATCH`,
+ *   `KEY_UNAVAILABLE`...
  */
 export async function readHeader(
   context: CoreContext,
   id: string,
-  options: SignalOptions = {},
-): Promise<{ readonly header: SessionHeader; readonly line: string }> {
+  options: SignalOptions & { readonly keyRequired?: boolean } = {},
+): Promise<{ readonly header: SessionHeader; readonly line: string; readonly keys: SessionKeyState }> {
   const stored = await context.backend.readHeader(id, options)
   const header = parseHeaderLine(stored.line, {
     expectedId: id,
@@ -83,7 +89,11 @@ export async function readHeader(
     maxDepth: context.limits.maxDepth,
     crc32c: context.crc32c,
   })
-  return { header, line: stored.line }
+  const keys = await context.keys.load(id, header, {
+    signal: options.signal,
+    required: options.keyRequired !== false,
+  })
+  return { header, line: stored.line, keys }
 }
 
 /**
@@ -101,10 +111,10 @@ export async function scanSession(
   id: string,
   options: ScanOptions = {},
 ): Promise<ScanResult> {
-  const { header, line: headerLine } = await readHeader(context, id, options)
+  const { header, line: headerLine, keys } = await readHeader(context, id, options)
   const projection = createProjection({ registry: context.registry })
-  const folded = await foldLines(context, { id, projection, lastSeq: -1, lastCrc: null }, options)
-  return { header, headerLine, projection, ...folded }
+  const folded = await foldLines(context, { id, projection, lastSeq: -1, lastCrc: null, keys }, options)
+  return { header, headerLine, keys, projection, ...folded }
 }
 
 /** What {@link foldLines} continues from. */
@@ -114,6 +124,8 @@ export interface FoldStart {
   readonly projection: Projection
   readonly lastSeq: number
   readonly lastCrc: string | null
+  /** The session's key state, from its header read. */
+  readonly keys: SessionKeyState
 }
 
 /** What {@link foldLines} found. */
@@ -159,6 +171,7 @@ export async function foldLines(
     crc32c: context.crc32c,
     expectedSeq: lastSeq + 1,
     lastGoodSeq: lastSeq,
+    keys: start.keys,
   }
   try {
     for await (const stored of context.backend.read(id, {

@@ -7,6 +7,7 @@ import type { LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
 import { createProjection, planFork } from '@agent-ledger/session-projection'
 import type { ForkSeed, Projection } from '@agent-ledger/session-projection'
 
+import type { EncryptionHeader, SessionCipher } from './encryption.ts'
 import { encodeEvent } from './event-codec.ts'
 import { buildHeader } from './header.ts'
 import type { SignalOptions, StoredLine } from './port.ts'
@@ -44,6 +45,7 @@ export class SeedEncoder {
   readonly #id: string
   readonly #header: SessionHeader
   readonly #projection: Projection
+  readonly #cipher: SessionCipher | null
   #count = 0
   #markers = 0
   #firstMarker: LoggedEvent | null = null
@@ -53,12 +55,19 @@ export class SeedEncoder {
 
   constructor(
     context: CoreContext,
-    request: { readonly id: string; readonly header: SessionHeader; readonly projection: Projection },
+    request: {
+      readonly id: string
+      readonly header: SessionHeader
+      readonly projection: Projection
+      /** The new session's data key when the store encrypts, else null. */
+      readonly cipher: SessionCipher | null
+    },
   ) {
     this.#context = context
     this.#id = request.id
     this.#header = request.header
     this.#projection = request.projection
+    this.#cipher = request.cipher
   }
 
   /** Events encoded so far. */
@@ -111,7 +120,13 @@ export class SeedEncoder {
       const prepared = encodeEvent(
         event,
         { seq: index, time: time as string },
-        { ...this.#context, sessionId: id, projection: this.#projection, role: 'seed event' },
+        {
+          ...this.#context,
+          sessionId: id,
+          projection: this.#projection,
+          role: 'seed event',
+          cipher: this.#cipher,
+        },
       )
       this.#projection.apply(prepared.event)
       lines.push(prepared.line)
@@ -146,6 +161,7 @@ export function encodeSeed(
     readonly header: SessionHeader
     readonly seed: readonly LoggedEvent[]
     readonly projection: Projection
+    readonly cipher: SessionCipher | null
   },
 ): string[] {
   const encoder = new SeedEncoder(context, request)
@@ -230,6 +246,8 @@ export interface ForkPlanRequest extends SignalOptions {
   readonly openTurn: 'close' | 'refuse' | undefined
   /** The child header's creation time. */
   readonly createdAt: string
+  /** The child's data key when the store encrypts (then the prefix is sealed again under it), else null. */
+  readonly child: { readonly header: EncryptionHeader; readonly cipher: SessionCipher } | null
 }
 
 /** A planned fork: the child's header, its projection, and its lines split at the boundary. */
@@ -237,8 +255,10 @@ export interface ForkPlan {
   readonly header: SessionHeader
   readonly headerLine: string
   readonly projection: Projection
-  /** The parent's exact lines 0..atSeq. */
+  /** The parent's exact lines 0..atSeq (sealed again under the child's key when either is encrypted). */
   readonly prefixLines: readonly string[]
+  /** True when `prefixLines` are the parent's exact lines (a server-side copy may then make them). */
+  readonly verbatim: boolean
   /** The closers and the `session/end-seed` marker, encoded for the child. */
   readonly tailLines: readonly string[]
 }
@@ -305,9 +325,14 @@ export async function planForkedSession(context: CoreContext, request: ForkPlanR
       limits: context.limits,
       crc32c: context.crc32c,
       redaction: context.redaction,
+      encryption: request.child?.header,
     },
   )
-  // The inherited prefix keeps its exact lines; closers and the marker are encoded here.
+  const cipher = request.child?.cipher ?? null
+  // The inherited prefix keeps its exact lines between plain sessions; an encrypted parent or
+  // child gets it sealed under the child's own data key (erasing either key leaves the other whole).
+  const verbatim = scan.keys === null && cipher === null
+  const carried = verbatim ? prefixLines : carryLines(context, { id: to, cipher, events: prefix })
   const projection = createProjection({ registry: context.registry })
   for (const event of prefix) projection.apply(event)
   const tailLines: string[] = []
@@ -320,6 +345,7 @@ export async function planForkedSession(context: CoreContext, request: ForkPlanR
         sessionId: to,
         projection,
         role: 'fork seed event',
+        cipher,
       },
     )
     projection.apply(prepared.event)
@@ -332,5 +358,39 @@ export async function planForkedSession(context: CoreContext, request: ForkPlanR
     firstMarker: markers[0] ?? null,
     lastType: seed.events.at(-1)?.type ?? null,
   })
-  return { header, headerLine, projection, prefixLines, tailLines }
+  return { header, headerLine, projection, prefixLines: carried, verbatim, tailLines }
+}
+
+/**
+ * Events already checked (a fork's prefix, a salvaged prefix) encoded again for session `id`:
+ * sealed under its data key when it has one, else plain. No redaction (they were redacted
+ * when first written) and no history check (they were folded when read).
+ *
+ * @param context - Registry, limits and CRC.
+ * @param target - The new session, its cipher (or null) and the events.
+ * @returns The lines.
+ */
+export function carryLines(
+  context: CoreContext,
+  target: {
+    readonly id: string
+    readonly cipher: SessionCipher | null
+    readonly events: readonly LoggedEvent[]
+  },
+): string[] {
+  return target.events.map(
+    (event) =>
+      encodeEvent(
+        event,
+        { seq: event.seq, time: event.time },
+        {
+          ...context,
+          sessionId: target.id,
+          redaction: null,
+          projection: undefined,
+          role: 'carried event',
+          cipher: target.cipher,
+        },
+      ).line,
+  )
 }

@@ -99,6 +99,12 @@ export const SessionStoreErrorCode = {
   FORK_REFUSED: 'FORK_REFUSED',
   /** A call on a store after its `close()`. */
   STORE_CLOSED: 'STORE_CLOSED',
+  /**
+   * An encrypted session's data key cannot be had: erased from the key store, its wrapping
+   * key not in the key provider, no `encryption` option, or the provider failed.
+   * `details.keyId`, `details.dataKeyId`, `details.reason`. Nothing was decrypted.
+   */
+  KEY_UNAVAILABLE: 'KEY_UNAVAILABLE',
 } as const
 export type SessionStoreErrorCode = (typeof SessionStoreErrorCode)[keyof typeof SessionStoreErrorCode]
 

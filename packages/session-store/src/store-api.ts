@@ -11,6 +11,7 @@ import type { PendingToolCall } from '@agent-ledger/loop-repair'
 import type { Projection } from '@agent-ledger/session-projection'
 
 import type { CheckpointOptions, CheckpointUse, SessionStoreWarning } from './checkpoint-options.ts'
+import type { SessionEncryption } from './encryption.ts'
 import type { StoreLimits } from './event-codec.ts'
 import type {
   AbortSignalLike,
@@ -54,6 +55,13 @@ export interface SessionStoreOptions {
   readonly redaction?: RedactionPolicy | null | undefined
   /** Resource limits; see {@link StoreLimits} for the defaults. */
   readonly limits?: Partial<StoreLimits> | undefined
+  /**
+   * Encryption at rest (FORMAT.md section 17): every session this store creates (create,
+   * fork, salvage, import, copy) gets its own data key and its event data is sealed with
+   * AES-256-GCM; encrypted sessions are read with it (`KEY_UNAVAILABLE` without their key).
+   * Plain sessions stay plain and readable. `@agent-ledger/encryption` makes one. Default none.
+   */
+  readonly encryption?: SessionEncryption | undefined
   /**
    * Waits `ms` milliseconds (rejecting or resolving early when `signal` aborts): `follow`
    * polls with it when the backend has no `follow` capability. Default: none (then such a
@@ -166,6 +174,12 @@ export interface VerifyReport {
   readonly tornTail: TornTailInfo | null
   /** The damage (code, location, seq, lastGoodSeq), or null. A header refusal is reported here too. */
   readonly damage: SessionStoreError | null
+  /**
+   * Set when the session is encrypted and its key was not available (verify needs no key):
+   * the header, every line's checksum, the encrypted form and dense seqs were checked; event
+   * data and the history rules were not. Names the key that would open it.
+   */
+  readonly sealed?: { readonly keyId: string; readonly dataKeyId: string } | undefined
 }
 
 /** The outcome of {@link SessionStore.salvage}. */

@@ -10,6 +10,7 @@ import { registryDigest } from './checkpoint-body.ts'
 import type { CheckpointContext } from './checkpoint-open.ts'
 import { resolveCheckpointOptions } from './checkpoint-options.ts'
 import { invalidOption, resolveLimits } from './checks.ts'
+import { SessionKeys } from './encryption.ts'
 import { crc32c as defaultCrc32c } from './crc32c.ts'
 import { DEFAULT_REDACTION_POLICY } from './redaction.ts'
 import type { SessionStoreOptions, WriterLeaseOptions } from './store-api.ts'
@@ -67,6 +68,15 @@ export function resolveStoreContext(options: SessionStoreOptions): StoreContext 
   if (onWarning !== undefined && typeof onWarning !== 'function')
     throw invalidOption('onWarning', 'a function', onWarning)
   const redaction = options.redaction === undefined ? DEFAULT_REDACTION_POLICY : options.redaction
+  const encryption = options.encryption ?? null
+  if (
+    encryption !== null &&
+    (typeof encryption !== 'object' ||
+      typeof encryption.createDataKey !== 'function' ||
+      typeof encryption.openDataKey !== 'function')
+  ) {
+    throw invalidOption('encryption', 'an object with createDataKey and openDataKey functions', encryption)
+  }
   return {
     context: {
       // The caller's backend, whose untyped failures become BACKEND_FAILED (typed ones pass as they are).
@@ -75,6 +85,7 @@ export function resolveStoreContext(options: SessionStoreOptions): StoreContext 
       limits: resolveLimits(options.limits),
       crc32c,
       redaction,
+      keys: new SessionKeys(encryption),
       checkpoint: resolveCheckpointOptions(options.checkpoint),
       registryDigest: registryDigest(registry, crc32c),
       warn: onWarning ?? (() => undefined),

@@ -3,12 +3,15 @@
  * salvage (the good prefix of a damaged session into a new one) and list (one page of
  * summaries, a session whose header fails its checks reported beside the others).
  */
+import type { LoggedEvent } from '@agent-ledger/session-events'
+
 import { encodeEvent } from './event-codec.ts'
 import type { CheckpointContext } from './checkpoint-open.ts'
 import { invalidOption, throwIfAborted } from './checks.ts'
 import { buildHeader, parseHeaderLine } from './header.ts'
 import type { SignalOptions, StoredLine } from './port.ts'
 import { scanSession } from './scan.ts'
+import { carryLines } from './seed.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 import type { ListOptions, ListResult, SalvageReport, SessionSummary } from './store-api.ts'
 
@@ -29,13 +32,19 @@ export async function salvageSession(
 ): Promise<SalvageReport> {
   const { context, clock } = store
   const { id, to } = request
-  const lines: string[] = []
+  let lines: string[] = []
+  const events: LoggedEvent[] = []
   const scan = await scanSession(context, id, {
     signal: request.signal,
-    onEvent: (stored: StoredLine) => {
+    onEvent: (stored: StoredLine, event: LoggedEvent) => {
       lines.push(stored.line)
+      events.push(event)
     },
   })
+  const made = await context.keys.create(to, { signal: request.signal })
+  const cipher = made?.state.cipher ?? null
+  // Exact lines between plain sessions; sealed again under the new session's own key otherwise.
+  if (scan.keys !== null || cipher !== null) lines = carryLines(context, { id: to, cipher, events })
   const reason = scan.damage !== null ? scan.damage.code : scan.tornTail !== null ? 'torn-tail' : 'none'
   const droppedAt = scan.damage?.location ?? scan.tornTail?.location
   const { header, line: headerLine } = buildHeader(
@@ -50,6 +59,7 @@ export async function salvageSession(
       limits: context.limits,
       crc32c: context.crc32c,
       redaction: context.redaction,
+      encryption: made?.header,
     },
   )
   const salvageSeq = scan.lastSeq + 1
@@ -65,7 +75,7 @@ export async function salvageSession(
       },
     },
     { seq: salvageSeq, time: clock() },
-    { ...context, sessionId: to, projection: scan.projection, role: 'salvage event' },
+    { ...context, sessionId: to, projection: scan.projection, role: 'salvage event', cipher },
   )
   lines.push(prepared.line)
   throwIfAborted(request.signal, `Salvaging ${id} into ${to}`)

@@ -11,6 +11,7 @@ import type { Projection } from '@agent-ledger/session-projection'
 import { scanWithCheckpoint } from './checkpoint-open.ts'
 import type { CheckpointContext } from './checkpoint-open.ts'
 import { createdLines, createdOpen, writerCheckpointParts } from './checkpoint-writer.ts'
+import type { SessionCipher } from './encryption.ts'
 import { decodeEventLine } from './event-codec.ts'
 import { assertSessionId, buildHeader } from './header.ts'
 import { lineCrc } from './line-codec.ts'
@@ -42,6 +43,7 @@ import { checkedLease, resolveStoreContext } from './store-context.ts'
 import { listSessions, salvageSession } from './store-maintenance.ts'
 import { deleteOne, pruneSessions } from './store-retention.ts'
 import { searchSessions } from './search.ts'
+import { verifySealed } from './verify-sealed.ts'
 import { SessionWriterImpl } from './writer.ts'
 import type { SessionWriter } from './writer.ts'
 
@@ -86,19 +88,26 @@ class SessionStoreImpl implements SessionStore {
     this.#assertOpen()
     const id = assertSessionId(request.id)
     this.#lease(request) // refused before anything is published
-    const { header, line: headerLine } = buildHeader(request.header ?? {}, {
+    const headerContext = {
       id,
       createdAt: this.#clock(),
       limits: this.#context.limits,
       crc32c: this.#context.crc32c,
       redaction: this.#context.redaction,
+    }
+    if (this.#context.keys.encryption !== null) buildHeader(request.header ?? {}, headerContext) // refused before a data key is made
+    const made = await this.#context.keys.create(id, { signal: request.signal })
+    const cipher = made?.state.cipher ?? null
+    const { header, line: headerLine } = buildHeader(request.header ?? {}, {
+      ...headerContext,
+      encryption: made?.header,
     })
     const projection = createProjection({ registry: this.#context.registry })
     const seed = request.seed ?? []
     if (isSeedStream(seed)) {
       // Each batch is checked, encoded and folded when the backend takes it; the backend
       // writes it where no reader sees it and publishes the whole seed at the end.
-      const encoder = new SeedEncoder(this.#context, { id, header, projection })
+      const encoder = new SeedEncoder(this.#context, { id, header, projection, cipher })
       throwIfAborted(request.signal, `Creating session ${id}`)
       await this.backend.create({
         id,
@@ -116,12 +125,13 @@ class SessionStoreImpl implements SessionStore {
           count: encoder.count,
           lastLine: encoder.lastLine,
           chars: encoder.chars,
+          cipher,
           signal: request.signal,
         },
         request,
       )
     }
-    const lines = encodeSeed(this.#context, { id, header, seed, projection })
+    const lines = encodeSeed(this.#context, { id, header, seed, projection, cipher })
     throwIfAborted(request.signal, `Creating session ${id}`)
     await this.backend.create({
       id,
@@ -138,6 +148,7 @@ class SessionStoreImpl implements SessionStore {
         headerLine,
         projection,
         ...createdLines(lines),
+        cipher,
         signal: request.signal,
       },
       request,
@@ -155,6 +166,8 @@ class SessionStoreImpl implements SessionStore {
       readonly count: number
       readonly lastLine: string | null
       readonly chars: number
+      /** Its data key when encrypted, else null. */
+      readonly cipher: SessionCipher | null
     } & SignalOptions,
     leaseOptions: WriterLeaseOptions,
   ): Promise<SessionWriter> {
@@ -173,8 +186,12 @@ class SessionStoreImpl implements SessionStore {
         projection: created.projection,
         clock: this.#clock,
         leaseMs,
+        cipher: created.cipher,
         backendRepairs: acquired.repaired,
-        ...writerCheckpointParts(this.#context, this.#clock, createdOpen(id, created)),
+        ...writerCheckpointParts(this.#context, this.#clock, {
+          ...createdOpen(id, created),
+          encrypted: created.cipher !== null,
+        }),
         onClosed: (writer) => this.#writers.delete(writer),
       }),
     )
@@ -225,12 +242,14 @@ class SessionStoreImpl implements SessionStore {
         projection: scan.projection,
         clock: this.#clock,
         leaseMs,
+        cipher: scan.keys?.cipher ?? null,
         backendRepairs: acquired.repaired,
         ...writerCheckpointParts(this.#context, this.#clock, {
           id,
           ...opened,
           headerLine: scan.headerLine,
           lastCrc: scan.lastCrc,
+          encrypted: scan.keys !== null,
         }),
         onClosed: (closed) => this.#writers.delete(closed),
       })
@@ -314,7 +333,7 @@ class SessionStoreImpl implements SessionStore {
     id: string,
     range: { readonly fromSeq: number; readonly toSeq: number | undefined } & SignalOptions,
   ): AsyncGenerator<LoggedEvent> {
-    await readHeader(this.#context, id, range)
+    const { keys } = await readHeader(this.#context, id, range)
     let expected = range.fromSeq
     for await (const stored of this.backend.read(id, range)) {
       const event = decodeEventLine(stored, {
@@ -322,6 +341,7 @@ class SessionStoreImpl implements SessionStore {
         sessionId: id,
         expectedSeq: expected,
         lastGoodSeq: expected - 1,
+        keys,
       })
       expected += 1
       yield event
@@ -399,7 +419,9 @@ class SessionStoreImpl implements SessionStore {
       })
     }
     await this.#assertAbsent(to, `Cannot fork ${id} into ${to}`, options.signal)
-    const { header, headerLine, projection, prefixLines, tailLines } = await planForkedSession(
+    const made = await this.#context.keys.create(to, { signal: options.signal })
+    const cipher = made?.state.cipher ?? null
+    const { header, headerLine, projection, prefixLines, verbatim, tailLines } = await planForkedSession(
       this.#context,
       {
         id,
@@ -408,11 +430,13 @@ class SessionStoreImpl implements SessionStore {
         openTurn: options.openTurn,
         signal: options.signal,
         createdAt: this.#clock(),
+        child: made === null ? null : { header: made.header, cipher: made.state.cipher! },
       },
     )
     const lastLine = tailLines.at(-1) ?? prefixLines.at(-1)!
     throwIfAborted(options.signal, `Forking ${id} into ${to}`)
-    const serverFork = this.backend.capabilities.fork
+    // A server-side copy only of the parent's exact lines (a sealed prefix was encoded here).
+    const serverFork = verbatim ? this.backend.capabilities.fork : undefined
     const child = { id: to, headerLine, header, lastCrc: lineCrc(lastLine), signal: options.signal }
     if (serverFork !== undefined) {
       await serverFork.fork({
@@ -432,6 +456,7 @@ class SessionStoreImpl implements SessionStore {
         headerLine,
         projection,
         ...createdLines([...prefixLines, ...tailLines]),
+        cipher,
         signal: options.signal,
       },
       options,
@@ -498,6 +523,10 @@ class SessionStoreImpl implements SessionStore {
         },
       })
     } catch (error) {
+      // Integrity needs no key: the checksums cover the sealed text.
+      if (SessionStoreError.is(error, SessionStoreErrorCode.KEY_UNAVAILABLE)) {
+        return await verifySealed(this.#context, id, options)
+      }
       if (
         !SessionStoreError.is(
           error,

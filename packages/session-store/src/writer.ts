@@ -18,6 +18,7 @@ import type { Projection } from '@agent-ledger/session-projection'
 import type { CheckpointUse } from './checkpoint-options.ts'
 import type { CheckpointSchedule } from './checkpoint-writer.ts'
 import type { Crc32c } from './crc32c.ts'
+import type { SessionCipher } from './encryption.ts'
 import { encodeEvent, eventError } from './event-codec.ts'
 import type { StoreLimits } from './event-codec.ts'
 import type { AcquireRepair, SessionBackend, WriterLease } from './port.ts'
@@ -121,6 +122,8 @@ export interface WriterInit {
   readonly limits: StoreLimits
   readonly crc32c: Crc32c
   readonly redaction: RedactionPolicy | null
+  /** The session's data key when it is encrypted (its events are sealed), else null. */
+  readonly cipher: SessionCipher | null
   readonly clock: () => string
   readonly leaseMs: number
   readonly backendRepairs: readonly AcquireRepair[]
@@ -304,6 +307,7 @@ export class SessionWriterImpl implements SessionWriter {
         limits: init.limits,
         crc32c: init.crc32c,
         redaction: init.redaction,
+        cipher: init.cipher,
         // The history rules are checked once, by apply() below (it plans before it changes anything).
         projection: undefined,
         role,

@@ -103,6 +103,7 @@ async function runVerify(
         headerMissing: report.header === null,
         tornTail,
         damage: report.damage === null ? null : errorJson(report.damage, context.errorContext),
+        ...(report.sealed === undefined ? {} : { sealed: report.sealed }),
         exitCode: failed ? ExitCode.DAMAGE : ExitCode.OK,
       })}\n`,
     )
@@ -118,6 +119,12 @@ async function runVerify(
       await context.out.write(`torn tail: ${shown}: ${good}, then an unacknowledged tail${readSize}\n`)
     } else {
       await context.out.write(`damaged: ${shown}: ${good} before the damage${readSize}\n`)
+    }
+    if (report.sealed !== undefined) {
+      context.notice(
+        'note',
+        `${shown} is encrypted under key ${report.sealed.keyId}, not available here: checksums, the encrypted form and seqs were checked, the event data and history rules were not`,
+      )
     }
     if (report.header === null) {
       await context.out.write(

@@ -90,6 +90,7 @@ export const SESSION_CASES: readonly Case[] = [
   {
     title:
       'fork writes the prefix byte for byte, the closers and the session/end-seed marker; the parent is untouched',
+    plainOnly: 'an encrypted fork seals its prefix again under its own data key',
     run: async ({ store, backend, id }) => {
       const s = store()
       const parent = id('parent')
@@ -336,6 +337,7 @@ export const SESSION_CASES: readonly Case[] = [
   },
   {
     title: 'verify reports ok for a healthy session; salvage copies it with a session/salvage event',
+    plainOnly: 'an encrypted salvage seals the copied prefix under the own data key of the new session',
     run: async ({ store, backend, id }) => {
       const s = store()
       const sid = id('verify')

@@ -3,6 +3,7 @@
  */
 import type { LoggedEvent } from '@agent-ledger/session-events'
 
+import type { SessionEncryption } from '../encryption.ts'
 import type { AbortSignalLike, SessionBackend } from '../port.ts'
 import type { SessionStore } from '../store-api.ts'
 
@@ -79,11 +80,19 @@ export interface ConformanceOptions {
   readonly leaseMs?: number | undefined
   /** Per-test timeout passed to `it`, in ms (default 30,000). */
   readonly timeoutMs?: number | undefined
+  /**
+   * Runs every case over encrypted sessions: each store the suite makes gets this
+   * `encryption` option. The cases that inspect stored bytes for plain event data, or need
+   * projection checkpoints (an encrypted session stores none), are skipped then.
+   */
+  readonly encryption?: SessionEncryption | undefined
 }
 
 export interface Case {
   readonly title: string
   readonly run: (context: CaseContext) => Promise<void>
+  /** Why the case does not apply to encrypted sessions (it is skipped when `encryption` is set). */
+  readonly plainOnly?: string | undefined
 }
 
 export interface CaseContext {
