@@ -41,6 +41,24 @@ describe('agent-ledger over an encrypted store', () => {
   })
   afterEach(() => dir.cleanup())
 
+  it('search decrypts with the keys; without them the session is reported unsearched (stderr and --json), exit 0', async () => {
+    const found = await cli(['search', 'coding agent', '--store', root, '--json'], { env })
+    expect(found.code).toBe(0)
+    const withKeys = JSON.parse(found.stdout) as { hits: { sessionId: string }[]; unsearched: unknown[] }
+    expect(withKeys.hits.length).toBeGreaterThan(0)
+    expect(withKeys.hits.every((hit) => hit.sessionId === 'a1')).toBe(true)
+    expect(withKeys.unsearched).toEqual([])
+    const keyless = await cli(['search', 'coding agent', '--store', root], { env: {} })
+    expect(keyless.code).toBe(0)
+    expect(keyless.stdout).toContain('0 hits')
+    expect(keyless.stderr).toContain('session a1 is encrypted under key k1')
+    const keylessJson = await cli(['search', 'coding agent', '--store', root, '--json'], { env: {} })
+    expect(JSON.parse(keylessJson.stdout)).toMatchObject({
+      hits: [],
+      unsearched: [{ sessionId: 'a1', code: 'KEY_UNAVAILABLE', keyId: 'k1' }],
+    })
+  })
+
   it('cat and export decrypt with the keys; without them KEY_UNAVAILABLE names the key; verify needs none', async () => {
     expect(readFileSync(logPath(root, 'a1'), 'utf8')).not.toContain('coding agent')
     const cat = await cli(['cat', join(root, 'a1')], { env })

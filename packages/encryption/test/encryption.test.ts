@@ -307,4 +307,26 @@ describe('encrypted JSONL sessions', () => {
       message: { role: 'user', content: 'second secret' },
     })
   })
+
+  it('search opens encrypted sessions with the key; without it (or once erased) they are reported unsearched, never silently missed', async () => {
+    const encryption = encryptionWith(key('k1'))
+    await writeSession(store(encryption), 'a')
+    await writeSession(store(undefined), 'b')
+    const withKey = await store(encryption).search('quarterly numbers')
+    expect(withKey.hits.map((hit) => [hit.sessionId, hit.seq, hit.field])).toEqual([
+      ['a', 1, 'text'],
+      ['b', 1, 'text'],
+    ])
+    expect(withKey.unsearched).toBeUndefined()
+    const keyless = await store(undefined).search('quarterly numbers')
+    expect(keyless.hits.map((hit) => hit.sessionId)).toEqual(['b'])
+    expect(keyless.unsearched).toEqual([{ sessionId: 'a', code: 'KEY_UNAVAILABLE', keyId: 'k1' }])
+    const header = JSON.parse((await readFile(join(root, 'a', LOG), 'utf8')).split('\n')[0]!) as {
+      encryption: { dataKeyId: string }
+    }
+    expect(await encryption.erase(header.encryption.dataKeyId)).toBe(true)
+    const erased = await store(encryption).search('quarterly')
+    expect(erased.hits.map((hit) => hit.sessionId)).toEqual(['b'])
+    expect(erased.unsearched).toEqual([{ sessionId: 'a', code: 'KEY_UNAVAILABLE', keyId: 'k1' }])
+  })
 })

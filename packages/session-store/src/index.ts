@@ -76,6 +76,7 @@ export type {
   SearchHit,
   SearchOptions,
   SearchPage,
+  SearchUnsearched,
   SessionReadResult,
   SessionStore,
   SessionStoreOptions,

@@ -23,7 +23,9 @@ import {
 } from './search-query.ts'
 import type { SearchPosition } from './search-query.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
-import type { SearchHit, SearchOptions, SearchPage } from './store-api.ts'
+import type { SearchHit, SearchOptions, SearchPage, SearchUnsearched } from './store-api.ts'
+import type { SessionKeyState } from './encryption.ts'
+import { readHeader } from './scan.ts'
 
 const DEFAULT_LIMIT = 50
 const MAX_LIMIT = 1000
@@ -148,11 +150,16 @@ async function* indexCandidates(
   }
 }
 
-function decoded(context: CoreContext, candidate: SearchCandidate): LoggedEvent | null {
+function decoded(
+  context: CoreContext,
+  candidate: SearchCandidate,
+  keys: SessionKeyState,
+): LoggedEvent | null {
   const { sessionId, stored } = candidate
   try {
     return decodeEventLine(stored, {
       ...context,
+      keys,
       sessionId,
       expectedSeq: stored.seq,
       lastGoodSeq: stored.seq - 1,
@@ -182,15 +189,29 @@ export async function searchSessions(
   const what = 'Searching sessions'
   throwIfAborted(signal, what, 'no hits were returned')
   if (checked.sessionIds !== null && checked.sessionIds.length === 0) return { hits: [], nextCursor: null }
+  // An index sees stored text only: a store that can open encrypted sessions scans them instead.
   const source =
-    context.backend.capabilities.search === undefined
+    context.backend.capabilities.search === undefined || context.keys.encryption !== null
       ? scanCandidates(context, checked, signal)
       : indexCandidates(context, { ...checked, fragments: matcher.query.fragments }, signal)
   const hits: SearchHit[] = []
+  const keysOf = sessionKeys(context, signal)
+  const unsearched: SearchUnsearched[] = []
+  const page = (nextCursor: string | null): SearchPage =>
+    unsearched.length === 0 ? { hits, nextCursor } : { hits, nextCursor, unsearched }
   for await (const candidate of source) {
     throwIfAborted(signal, what, 'no hits were returned')
-    if (!matcher.lineMayMatch(candidate.stored.line)) continue
-    const event = decoded(context, candidate)
+    const keys = await keysOf(candidate.sessionId)
+    if (keys === 'gone') continue
+    if (keys !== null && keys.cipher === null) {
+      if (!unsearched.some((entry) => entry.sessionId === candidate.sessionId)) {
+        unsearched.push({ sessionId: candidate.sessionId, code: 'KEY_UNAVAILABLE', keyId: keys.header.keyId })
+      }
+      continue
+    }
+    // A sealed line's stored text is ciphertext: only a plain one can be ruled out unread.
+    if (keys === null && !matcher.lineMayMatch(candidate.stored.line)) continue
+    const event = decoded(context, candidate, keys)
     if (event === null) continue
     for (const { field, text } of searchableFields(event)) {
       const position = { sessionId: candidate.sessionId, seq: event.seq, field: SEARCH_FIELDS.indexOf(field) }
@@ -206,12 +227,35 @@ export async function searchSessions(
         at: event.time,
       })
       if (hits.length === checked.limit) {
-        return {
-          hits,
-          nextCursor: encodeCursor(position),
-        }
+        return page(encodeCursor(position))
       }
     }
   }
-  return { hits, nextCursor: null }
+  return page(null)
+}
+
+/**
+ * The key state of each session a search reads, its header read once per search: null for a
+ * plain session, `gone` for one deleted since it was listed or indexed (or whose header is damaged).
+ */
+function sessionKeys(
+  context: CoreContext,
+  signal: SearchOptions['signal'],
+): (sessionId: string) => Promise<SessionKeyState | 'gone'> {
+  const known = new Map<string, SessionKeyState | 'gone'>()
+  return async (sessionId) => {
+    const cached = known.get(sessionId)
+    if (cached !== undefined) return cached
+    const state = await readHeader(context, sessionId, { signal, keyRequired: false }).then(
+      ({ keys }) => keys,
+      (error: unknown) => {
+        // Deleted since, or a damaged header: as the scan does, not searchable, not fatal.
+        if (!isAborted(signal) && isMissingOrDamage(error, context.backend.damageCodes ?? []))
+          return 'gone' as const
+        throw error
+      },
+    )
+    known.set(sessionId, state)
+    return state
+  }
 }

@@ -335,6 +335,19 @@ export interface SearchPage {
   readonly hits: readonly SearchHit[]
   /** Pass it back as `cursor` for the next page; null when no hits follow (a full page may be followed by an empty one). */
   readonly nextCursor: string | null
+  /**
+   * Encrypted sessions this page passed over unsearched because their data key could not be
+   * had (no key provider, the key erased): present only when there were some.
+   */
+  readonly unsearched?: readonly SearchUnsearched[] | undefined
+}
+
+/** An encrypted session a search could not read (see {@link SearchPage.unsearched}). */
+export interface SearchUnsearched {
+  readonly sessionId: string
+  readonly code: 'KEY_UNAVAILABLE'
+  /** The wrapping key the session's header names. */
+  readonly keyId: string
 }
 
 /** Sessions over one backend. Create it with {@link createSessionStore}. */

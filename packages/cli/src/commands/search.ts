@@ -29,7 +29,8 @@ Options:
   --limit N      at most N hits (1-1000, default 20)
   --cursor C     the next page of an earlier search (printed after a full page)
   --json         {"store", "query", "hits": [{"sessionId", "seq", "eventType", "field",
-                 "snippet", "match": {"start", "end"}, "at"}], "nextCursor"}; the snippet
+                 "snippet", "match": {"start", "end"}, "at"}], "nextCursor",
+                 "unsearched": [{"sessionId", "code", "keyId"}]}; the snippet
                  is verbatim (escape it to show it), match offsets in UTF-16 code units
   -h, --help     show this help
 
@@ -90,7 +91,7 @@ export const searchCommand: CommandSpec = {
     })
     if (flag(args, 'json')) {
       await context.out.write(
-        `${stringifyJson({ store: scope.where, query, hits: page.hits, nextCursor: page.nextCursor }, 2)}\n`,
+        `${stringifyJson({ store: scope.where, query, hits: page.hits, nextCursor: page.nextCursor, unsearched: page.unsearched ?? [] }, 2)}\n`,
       )
       return ExitCode.OK
     }
@@ -101,6 +102,11 @@ export const searchCommand: CommandSpec = {
       page.nextCursor === null ? '' : `; more: --cursor ${page.nextCursor}`
     }\n`
     await context.out.write(output)
+    for (const skipped of page.unsearched ?? []) {
+      context.io.stderr(
+        `agent-ledger: warning: session ${terminalSafe(skipped.sessionId)} is encrypted under key ${terminalSafe(skipped.keyId)} and its data key is unavailable: not searched\n`,
+      )
+    }
     return ExitCode.OK
   },
 }

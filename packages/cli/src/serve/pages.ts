@@ -161,6 +161,10 @@ export function searchPage(query: string, result: SearchPage | null, refused?: s
   const body = [
     `<p class="note">${hits.length === 0 ? 'No hits' : `${hits.length} hit${hits.length === 1 ? '' : 's'}${result.nextCursor === null ? '' : ' on this page'}`} for <strong>${escapeHtml(query)}</strong>.</p>`,
     `<ol class="hits">${hits.join('')}</ol>`,
+    ...(result.unsearched ?? []).map(
+      (skipped) =>
+        `<p class="note">Not searched: <code>${escapeHtml(skipped.sessionId)}</code> is encrypted under key <code>${escapeHtml(skipped.keyId)}</code> and its data key is unavailable.</p>`,
+    ),
     next,
   ].join('\n')
   return appPage(`Search: ${query}`, body, query)
