@@ -41,6 +41,21 @@ describe('agent-ledger over an encrypted store', () => {
   })
   afterEach(() => dir.cleanup())
 
+  it('compact seals its events: the summary reads back with the keys and is not in the log', async () => {
+    const run = await cli(
+      ['compact', join(root, 'a1'), '--from', '2', '--to', '6', '--summary', 'Summary of the sealed turn.'],
+      { env },
+    )
+    expect(run.stderr).toBe('')
+    expect(run.code).toBe(0)
+    const messages = await cli(['messages', join(root, 'a1'), '--json'], { env })
+    expect(messages.code).toBe(0)
+    expect(messages.stdout).toContain('Summary of the sealed turn.')
+    expect(messages.stdout).not.toContain('Please read file 1.')
+    expect(readFileSync(logPath(root, 'a1'), 'utf8')).not.toContain('Summary of the sealed turn')
+    expect((await cli(['verify', join(root, 'a1')], { env: {} })).code).toBe(0)
+  })
+
   it('search decrypts with the keys; without them the session is reported unsearched (stderr and --json), exit 0', async () => {
     const found = await cli(['search', 'coding agent', '--store', root, '--json'], { env })
     expect(found.code).toBe(0)
