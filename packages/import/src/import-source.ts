@@ -22,7 +22,14 @@ import type {
 } from './formats/types.ts'
 import { fitId } from './ids.ts'
 import { ImportError, ImportErrorCode } from './import-error.ts'
-import { keepSourceText, LinePositions, parseJsonArray, parseLines, unstorable } from './lines.ts'
+import {
+  keepSourceText,
+  LinePositions,
+  parseJsonArray,
+  parseLines,
+  tooLongMessage,
+  unstorable,
+} from './lines.ts'
 import type { ParsedLine, SourceLine } from './lines.ts'
 import { createReport } from './report.ts'
 import type { ImportReport } from './report.ts'
@@ -173,7 +180,7 @@ async function* documentRecords(
         code: ImportErrorCode.LINE_TOO_LARGE,
         file: context.file,
         line: context.report.lines,
-        message: `${context.file} line ${context.report.lines}: expected a line of at most the store's line limit, found one of ${line.tooLong} characters or more (not read into memory)`,
+        message: tooLongMessage(`${context.file} line ${context.report.lines}`, line),
       })
     }
     parts.push(line)

@@ -12,6 +12,8 @@ export type ParsedLine =
 /** A line longer than the limit {@link splitLines} was given: its length, never its text (it was not held). */
 export interface TooLongLine {
   readonly tooLong: number
+  /** The limit it is over (characters). */
+  readonly limit: number
 }
 
 /** What the importer reads: a line without its terminator, or a line too long to hold. */
@@ -169,13 +171,24 @@ function preview(text: string): string {
 }
 
 /** `LINE_TOO_LARGE` for a line over the limit {@link splitLines} was given. */
-function tooLong(file: string, line: number, length: number): ImportError {
+function tooLong(file: string, line: number, found: TooLongLine): ImportError {
   return new ImportError({
     code: ImportErrorCode.LINE_TOO_LARGE,
     file,
     line,
-    message: `${file} line ${line}: expected a line of at most the store's line limit, found one of ${length} characters or more (not read into memory)`,
+    message: tooLongMessage(`${file} line ${line}`, found),
   })
+}
+
+/**
+ * The message of a `LINE_TOO_LARGE`: where, the limit expected, the length found.
+ *
+ * @param where - The file and line.
+ * @param found - The too-long line's length and the limit.
+ * @returns The message.
+ */
+export function tooLongMessage(where: string, found: TooLongLine): string {
+  return `${where}: expected a line of at most ${found.limit} characters (the store's line limit), found one of ${found.tooLong} characters or more (not read into memory)`
 }
 
 /**
@@ -237,11 +250,11 @@ export async function* parseLines(
     if (typeof raw !== 'string') {
       lastEmpty = false
       if (held !== null) yield release(false)
-      if (!context.lenient) throw tooLong(context.file, number, raw.tooLong)
+      if (!context.lenient) throw tooLong(context.file, number, raw)
       skip(
         ImportErrorCode.LINE_TOO_LARGE,
         number,
-        `a line of ${raw.tooLong} characters or more, over the store's line limit`,
+        `a line of ${raw.tooLong} characters or more, over the store's line limit of ${raw.limit}`,
       )
       continue
     }
@@ -323,7 +336,7 @@ export async function* splitLines(
     let start = 0
     for (let index = chunk.indexOf('\n'); index !== -1; index = chunk.indexOf('\n', start)) {
       const total = length + index - start
-      if (over || total > max) yield { tooLong: total }
+      if (over || total > max) yield { tooLong: total, limit: max }
       else if (parts.length === 0) yield chunk.slice(start, index)
       else {
         parts.push(chunk.slice(start, index))
@@ -342,7 +355,7 @@ export async function* splitLines(
       } else parts.push(start === 0 ? chunk : chunk.slice(start))
     }
   }
-  yield over ? { tooLong: length } : parts.join('')
+  yield over ? { tooLong: length, limit: max } : parts.join('')
 }
 
 /**
@@ -464,7 +477,7 @@ export async function* parseJsonArray(
   for await (const raw of lines) {
     number += 1
     report.lines = number
-    if (typeof raw !== 'string') throw tooLong(file, number, raw.tooLong)
+    if (typeof raw !== 'string') throw tooLong(file, number, raw)
     lastEmpty = raw === ''
     let text = raw
     if (number === 1 && text.charCodeAt(0) === 0xfeff) text = text.slice(1)

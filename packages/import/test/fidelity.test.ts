@@ -355,6 +355,9 @@ describe('one very long line (issue 25 item 6)', () => {
     ).rejects.toMatchObject({
       code: 'LINE_TOO_LARGE',
       line: 3,
+      message: expect.stringContaining(
+        `long.jsonl line 3: expected a line of at most ${64 * MIB} characters (the store's line limit), found one of`,
+      ) as unknown,
     })
     // Linear: the text is about 65 MiB and is searched once (a re-search of the pending text on each chunk would scan ~2 GiB).
     expect(source.scanned()).toBeLessThanOrEqual(66 * MIB + first.length + 64)
