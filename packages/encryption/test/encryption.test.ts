@@ -49,7 +49,7 @@ function encryptionWith(keys: string): StoreEncryption {
 }
 
 async function writeSession(target: SessionStore, id: string): Promise<void> {
-  const writer = await target.create({ id, header: { cwd: '/work' } })
+  const writer = await target.create({ id, header: { cwd: '/srv/project' } })
   writer.append({ type: 'turn/start', data: { turn: 1 } })
   writer.append({ type: 'user/message', data: { message: { role: 'user', content: SECRET } } })
   writer.append({ type: 'assistant/message', data: { message: { role: 'assistant', content: 'noted' } } })
