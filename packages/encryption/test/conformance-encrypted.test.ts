@@ -9,12 +9,15 @@ import { randomBytes } from 'node:crypto'
 import type {} from '../../../tooling/pg/global-setup.ts'
 
 import { openPostgresBackend } from '@agent-ledger/session-store-postgres'
-import type { PostgresBackend } from '@agent-ledger/session-store-postgres'
 import { runBackendConformance } from '@agent-ledger/session-store/conformance'
 import { beforeAll, describe, it } from 'vitest'
 
 import { jsonlHarness } from '../../session-store-jsonl/test/backend/jsonl-harness.ts'
-import { adminUrl, createDatabase } from '../../session-store-postgres/test/support/pg.ts'
+import {
+  adminUrl,
+  createDatabase,
+  postgresHarnessBackends,
+} from '../../session-store-postgres/test/support/pg.ts'
 import { testTime } from '../../../tooling/test-time.ts'
 import { createEncryption, localKeyProvider, memoryKeyStore } from '../src/index.ts'
 
@@ -51,20 +54,6 @@ describe.skipIf(pgUrl === null)('postgres, encrypted', () => {
     encryption,
     idPrefix: `pge${randomBytes(3).toString('hex')}`,
     leaseMs: testTime(600),
-    makeBackend: async () => {
-      const instances: PostgresBackend[] = []
-      const make = async (): Promise<PostgresBackend> => {
-        const backend = await openPostgresBackend({ connectionString: url, poolSize: 4, migrate: false })
-        instances.push(backend)
-        return backend
-      }
-      return {
-        backend: await make(),
-        reopen: make,
-        cleanup: async () => {
-          for (const instance of instances) await instance.close()
-        },
-      }
-    },
+    makeBackend: () => postgresHarnessBackends(url),
   })
 })

@@ -6,8 +6,7 @@ import { beforeAll, describe, it } from 'vitest'
 
 import { testTime } from '../../../tooling/test-time.ts'
 import { openPostgresBackend } from '../src/index.ts'
-import type { PostgresBackend } from '../src/index.ts'
-import { adminUrl, createDatabase, skipReason, sqlOnce } from './support/pg.ts'
+import { adminUrl, createDatabase, postgresHarnessBackends, skipReason, sqlOnce } from './support/pg.ts'
 
 describe.skipIf(adminUrl === null)(
   `conformance${skipReason === null ? '' : ` (skipped: ${skipReason})`}`,
@@ -27,16 +26,10 @@ describe.skipIf(adminUrl === null)(
       // The refusal while the lease is live must not race the lease on a busy machine.
       leaseMs: testTime(600),
       makeBackend: async () => {
-        const instances: PostgresBackend[] = []
-        const make = async (): Promise<PostgresBackend> => {
-          const backend = await openPostgresBackend({ connectionString: url, poolSize: 4, migrate: false })
-          instances.push(backend)
-          return backend
-        }
+        const harness = await postgresHarnessBackends(url)
         const triggers: string[] = []
         return {
-          backend: await make(),
-          reopen: make,
+          ...harness,
           injectFault: async (id) => {
             // A real server-side refusal of this session's inserts: SQLSTATE P0001 from a trigger.
             const name = `conformance_fault_${triggers.length}_${randomBytes(3).toString('hex')}`
@@ -54,7 +47,7 @@ describe.skipIf(adminUrl === null)(
             return { code: 'BACKEND_FAILED', details: { reason: 'QUERY_FAILED', sqlstate: 'P0001' } }
           },
           cleanup: async () => {
-            for (const instance of instances) await instance.close()
+            await harness.cleanup()
             for (const name of triggers) {
               await sqlOnce(url, `DROP TRIGGER ${name} ON ledger_events`)
               await sqlOnce(url, `DROP FUNCTION ${name}()`)

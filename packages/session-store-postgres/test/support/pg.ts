@@ -43,6 +43,33 @@ export async function createDatabase(url: string): Promise<string> {
   return withDatabase(url, name)
 }
 
+/**
+ * The conformance harness's backend factory over one migrated database: each call opens a new
+ * backend on it (`reopen` opens another, as a second process would), and `cleanup` closes every
+ * backend it opened.
+ *
+ * @param url - The database (already migrated).
+ */
+export async function postgresHarnessBackends(url: string): Promise<{
+  backend: PostgresBackend
+  reopen: () => Promise<PostgresBackend>
+  cleanup: () => Promise<void>
+}> {
+  const instances: PostgresBackend[] = []
+  const make = async (): Promise<PostgresBackend> => {
+    const backend = await openPostgresBackend({ connectionString: url, poolSize: 4, migrate: false })
+    instances.push(backend)
+    return backend
+  }
+  return {
+    backend: await make(),
+    reopen: make,
+    cleanup: async () => {
+      for (const instance of instances) await instance.close()
+    },
+  }
+}
+
 /** Runs one statement on a fresh connection (the test's own view of the database). */
 export async function sqlOnce<TRow extends pg.QueryResultRow>(
   url: string,
