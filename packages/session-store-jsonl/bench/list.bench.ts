@@ -9,13 +9,10 @@
  *
  * Run alone with `pnpm bench --only list.bench`.
  */
-import { join } from 'node:path'
-
-import type { LoggedEvent } from '@agent-ledger/session-events'
 
 import { createJsonlStore } from '../src/index.ts'
 import { LOG_FILE_NAME } from '../src/format.ts'
-import { cached, generateAgentSessionHeader } from './support/dataset.ts'
+import { smallSessionsRoot } from './support/dataset.ts'
 import { bareList } from './support/floors.ts'
 import { interleave, progress, seconds, throughputFigure } from './support/measure.ts'
 import type { BenchResult, RunOptions } from './support/measure.ts'
@@ -26,52 +23,11 @@ const CONCURRENCY = 16
 const ROUNDS = 7
 const log = progress('list')
 
-/** The first events of a session: a system prompt, a turn start and a user message. */
-function seedEvents(index: number, time: string): LoggedEvent[] {
-  return [
-    {
-      seq: 0,
-      time,
-      type: 'system/message',
-      data: {
-        message: { role: 'system', content: 'You are a coding agent working in a TypeScript monorepo.' },
-      },
-      surfaceOp: 'append',
-    },
-    { seq: 1, time, type: 'turn/start', data: { turn: 1 } },
-    {
-      seq: 2,
-      time,
-      type: 'user/message',
-      data: { message: { role: 'user', content: `Please fix failing test number ${index}.` } },
-      surfaceOp: 'append',
-    },
-  ] as LoggedEvent[]
-}
-
 /** A root of {@link SESSIONS} sessions created through the store (cached). */
 async function ensureRoot(): Promise<string> {
-  const started = performance.now()
-  const { directory, built } = await cached({ kind: 'list-root', sessions: SESSIONS, writer: 'core' }, async (building) => {
-    const base = generateAgentSessionHeader()
-    const store = createJsonlStore({ root: join(building, 'root'), clock: () => base.createdAt })
-    for (let index = 0; index < SESSIONS; index += 1) {
-      const writer = await store.create({
-        id: `session-${String(index).padStart(4, '0')}`,
-        header: {
-          createdAt: base.createdAt,
-          cwd: base.cwd,
-          metadata: { ...base.metadata, title: `Session ${index}` },
-        },
-        seed: seedEvents(index, base.createdAt),
-      })
-      await writer.close()
-    }
-    await store.close()
-    return { sessions: SESSIONS }
-  })
-  if (built) log(`created ${SESSIONS} sessions in ${((performance.now() - started) / 1000).toFixed(1)} s`)
-  return join(directory, 'root')
+  const { root, builtSeconds } = await smallSessionsRoot('list-root', SESSIONS)
+  if (builtSeconds !== null) log(`created ${SESSIONS} sessions in ${builtSeconds.toFixed(1)} s`)
+  return root
 }
 
 /**

@@ -16,10 +16,8 @@
 import { cpSync, lstatSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 
-import type { LoggedEvent } from '@agent-ledger/session-events'
-
 import { createJsonlStore } from '../src/index.ts'
-import { cached, generateAgentSessionHeader } from './support/dataset.ts'
+import { smallSessionsRoot } from './support/dataset.ts'
 import { progress, seconds } from './support/measure.ts'
 import type { BenchResult, RunOptions } from './support/measure.ts'
 
@@ -31,44 +29,10 @@ function sessionCount(): number {
   return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : 10_000
 }
 
-function seedEvents(index: number, time: string): LoggedEvent[] {
-  return [
-    {
-      seq: 0,
-      time,
-      type: 'system/message',
-      data: { message: { role: 'system', content: 'You are a coding agent.' } },
-      surfaceOp: 'append',
-    },
-    { seq: 1, time, type: 'turn/start', data: { turn: 1 } },
-    {
-      seq: 2,
-      time,
-      type: 'user/message',
-      data: { message: { role: 'user', content: `Please fix failing test number ${index}.` } },
-      surfaceOp: 'append',
-    },
-  ] as LoggedEvent[]
-}
-
 async function ensureRoot(sessions: number): Promise<string> {
-  const started = performance.now()
-  const { directory, built } = await cached({ kind: 'prune-root', sessions }, async (building) => {
-    const base = generateAgentSessionHeader()
-    const store = createJsonlStore({ root: join(building, 'root'), clock: () => base.createdAt })
-    for (let index = 0; index < sessions; index += 1) {
-      const writer = await store.create({
-        id: `session-${String(index).padStart(5, '0')}`,
-        header: { createdAt: base.createdAt, cwd: base.cwd },
-        seed: seedEvents(index, base.createdAt),
-      })
-      await writer.close()
-    }
-    await store.close()
-    return { sessions }
-  })
-  if (built) log(`created ${sessions} sessions in ${((performance.now() - started) / 1000).toFixed(1)} s`)
-  return join(directory, 'root')
+  const { root, builtSeconds } = await smallSessionsRoot('prune-root', sessions)
+  if (builtSeconds !== null) log(`created ${sessions} sessions in ${builtSeconds.toFixed(1)} s`)
+  return root
 }
 
 function treeBytes(directory: string): number {
@@ -107,12 +71,15 @@ export async function run(_options: RunOptions = {}): Promise<BenchResult[]> {
         await seconds(async () => {
           const report = await store.prune({ keep: 0 })
           if (report.deleted.length !== sessions || report.skipped.length !== 0)
-            throw new Error(`prune deleted ${report.deleted.length} of ${sessions} (${report.skipped.length} skipped)`)
+            throw new Error(
+              `prune deleted ${report.deleted.length} of ${sessions} (${report.skipped.length} skipped)`,
+            )
           freed = report.bytesFreed
         }),
       )
       await store.close()
-      if (readdirSync(mine).some((name) => name.startsWith('session-'))) throw new Error('prune left a session')
+      if (readdirSync(mine).some((name) => name.startsWith('session-')))
+        throw new Error('prune left a session')
       floor.push(
         await seconds(() => {
           for (const name of readdirSync(bare)) rmSync(join(bare, name), { recursive: true, force: true })

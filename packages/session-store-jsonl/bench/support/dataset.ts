@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
-import type { EventInput } from '@agent-ledger/session-events'
+import type { EventInput, LoggedEvent } from '@agent-ledger/session-events'
 import { planCompaction } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
@@ -389,4 +389,61 @@ export function removeCheckpoints(sessionDirectory: string): void {
   for (const name of readdirSync(sessionDirectory)) {
     if (name.includes('checkpoint')) rmSync(join(sessionDirectory, name), { force: true })
   }
+}
+
+/** The first events of a small session: a system prompt, a turn start and a user message. */
+function smallSessionSeed(index: number, time: string): LoggedEvent[] {
+  return [
+    {
+      seq: 0,
+      time,
+      type: 'system/message',
+      data: {
+        message: { role: 'system', content: 'You are a coding agent working in a TypeScript monorepo.' },
+      },
+      surfaceOp: 'append',
+    },
+    { seq: 1, time, type: 'turn/start', data: { turn: 1 } },
+    {
+      seq: 2,
+      time,
+      type: 'user/message',
+      data: { message: { role: 'user', content: `Please fix failing test number ${index}.` } },
+      surfaceOp: 'append',
+    },
+  ] as LoggedEvent[]
+}
+
+/**
+ * A root of `sessions` small sessions (three events each, ids `session-<index>` zero-padded to
+ * the count's width, a title in the metadata) created through `createJsonlStore` once and
+ * cached under `kind`: the many-sessions benches (list, prune) share it.
+ *
+ * @returns The root's path and how long creating it took when it was built now (else null).
+ */
+export async function smallSessionsRoot(
+  kind: string,
+  sessions: number,
+): Promise<{ root: string; builtSeconds: number | null }> {
+  const started = performance.now()
+  const width = String(sessions - 1).length
+  const { directory, built } = await cached({ kind, sessions, writer: 'core' }, async (building) => {
+    const base = generateAgentSessionHeader()
+    const store = createJsonlStore({ root: join(building, 'root'), clock: () => base.createdAt })
+    for (let index = 0; index < sessions; index += 1) {
+      const writer = await store.create({
+        id: `session-${String(index).padStart(width, '0')}`,
+        header: {
+          createdAt: base.createdAt,
+          cwd: base.cwd,
+          metadata: { ...base.metadata, title: `Session ${index}` },
+        },
+        seed: smallSessionSeed(index, base.createdAt),
+      })
+      await writer.close()
+    }
+    await store.close()
+    return { sessions }
+  })
+  return { root: join(directory, 'root'), builtSeconds: built ? (performance.now() - started) / 1000 : null }
 }
