@@ -6,7 +6,7 @@
  */
 import type { SessionStoreEntry } from '@anthropic-ai/claude-agent-sdk'
 import { importSource, SOURCE_RECORD_EVENT_TYPE } from '@agent-ledger/import'
-import type { LoggedEvent, SurfaceOp } from '@agent-ledger/session-events'
+import type { SurfaceOp } from '@agent-ledger/session-events'
 
 /** A mapped event whose citations are indexes into the mapped list (not seqs of any one session). */
 export interface MappedEvent {
@@ -44,9 +44,19 @@ export async function mapTranscript(
   let sessions
   try {
     ;({ sessions } = await importSource(
-      (async function* () {
-        for (const entry of entries) yield JSON.stringify(entry)
-      })(),
+      () => ({
+        [Symbol.asyncIterator]: () => {
+          let index = 0
+          return {
+            next: () =>
+              Promise.resolve(
+                index < entries.length
+                  ? { done: false as const, value: JSON.stringify(entries[index++]) }
+                  : { done: true as const, value: undefined },
+              ),
+          }
+        },
+      }),
       {
         file: `claude-agent-sdk:${sessionId}`,
         sha256: NO_DIGEST,
@@ -64,7 +74,7 @@ export async function mapTranscript(
   if (main === undefined) return { events: [] }
   const index = new Map<number, number>()
   const events: MappedEvent[] = []
-  for (const event of main.events as readonly LoggedEvent[]) {
+  for (const event of main.events) {
     if (event.type === SOURCE_RECORD_EVENT_TYPE) continue
     const at = (seq: number): number | undefined => index.get(seq)
     const sources = event.sourceEventSeqs?.map(at)
