@@ -1,36 +1,35 @@
 /**
  * The Claude Agent SDK's `SessionStore` over an agent-ledger store: each key is one
  * agent-ledger session, each transcript entry one `import/source-record` event holding it
- * verbatim, durable before `append` resolves.
+ * verbatim, followed by the model-visible events the importer's Claude Code mapping derives
+ * from the entries, durable before `append` resolves.
  */
+import { foldSessionSummary } from '@anthropic-ai/claude-agent-sdk'
 import type {
   SessionKey,
   SessionStore as ClaudeSdkSessionStore,
   SessionStoreEntry,
+  SessionSummaryEntry,
 } from '@anthropic-ai/claude-agent-sdk'
-import type { LoggedEvent } from '@agent-ledger/session-events'
+import type { EventInput, LoggedEvent } from '@agent-ledger/session-events'
 import type { OpenWriterOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
 import { SOURCE_RECORD_EVENT_TYPE } from '@agent-ledger/import'
 import type { SourceRecord } from '@agent-ledger/import'
 
 import { ClaudeStoreError, ClaudeStoreErrorCode } from './claude-store-error.ts'
+import {
+  MAPPING_STOPPED_EVENT_TYPE,
+  MIRROR_DISPOSITION,
+  MIRROR_FORMAT,
+  readEntries,
+  readMirror,
+  SUMMARY_EVENT_TYPE,
+} from './mirror-events.ts'
+import type { MappingStopped, SummaryRecord } from './mirror-events.ts'
 import { checkKey, KEY_METADATA_FIELD, ledgerSessionId, recordedKey, sameKey } from './session-key.ts'
 import type { RecordedKey } from './session-key.ts'
-
-/** The `format` of the source records this store writes (the importer's Claude Code format name). */
-export const MIRROR_FORMAT = 'claude-code'
-
-/** The `disposition` of a source record this store wrote (an entry the SDK mirrored). */
-export const MIRROR_DISPOSITION = 'mirrored'
-
-/** The log-only event `delete` appends: what comes before it is no longer part of the key's transcript. */
-export const DELETED_EVENT_TYPE = 'claude-agent-sdk/deleted'
-
-/** Data of a {@link DELETED_EVENT_TYPE} event. */
-export interface DeletedMarker {
-  /** The key deleted (the main key of a cascade, on each of its subkeys' sessions too). */
-  readonly key: RecordedKey
-}
+import { mapTranscript } from './transcript-mapping.ts'
+import type { TranscriptMapping } from './transcript-mapping.ts'
 
 /**
  * Options of {@link createClaudeSessionStore}: the core's writer options, given to every
@@ -40,7 +39,10 @@ export type ClaudeSessionStoreOptions = OpenWriterOptions
 
 /** The SDK's `SessionStore` with every method this package implements, plus `close`. */
 export interface LedgerClaudeSessionStore extends Required<
-  Pick<ClaudeSdkSessionStore, 'append' | 'load' | 'listSessions' | 'delete' | 'listSubkeys'>
+  Pick<
+    ClaudeSdkSessionStore,
+    'append' | 'load' | 'listSessions' | 'listSessionSummaries' | 'delete' | 'listSubkeys'
+  >
 > {
   /** The agent-ledger session id a key is stored under. */
   sessionIdFor(key: SessionKey): string
@@ -51,10 +53,20 @@ export interface LedgerClaudeSessionStore extends Required<
 /** A key's open writer and what the store knows of its transcript. */
 interface OpenKey {
   readonly writer: SessionWriter
-  /** `uuid`s of the entries visible now (after the last delete): an entry seen again is not appended twice. */
+  /** The transcript so far (what `load` returns): the mapping is derived from it. */
+  entries: readonly SessionStoreEntry[]
+  /** `uuid`s of the stored entries: an entry seen again is not appended twice. */
   readonly seen: Set<string>
-  /** Source records in the log so far (the next one's `line` is this plus one). */
-  lines: number
+  /** Canonical keys of the model-visible events written so far (a new mapping must extend them). */
+  mappedKeys: readonly string[]
+  /** Their seqs in the session (what later mapped events cite). */
+  mappedSeqs: readonly number[]
+  /** The mapping stopped (a branch switch, a refused event): entries are mirrored verbatim only. */
+  stopped: boolean
+  /** Set when reopening found a log the mapping does not reproduce: the next batch records the stop. */
+  pendingStop: string | undefined
+  /** The SDK's running summary of a main transcript (`undefined` before its first batch, and for subkeys). */
+  summary: SessionSummaryEntry | undefined
 }
 
 function isNotFound(error: unknown): boolean {
@@ -88,37 +100,8 @@ function checkEntries(entries: readonly SessionStoreEntry[], key: RecordedKey): 
   })
 }
 
-/** The entry a source-record event holds, when this store wrote it. */
-function mirroredEntry(event: LoggedEvent): SessionStoreEntry | undefined {
-  if (event.type !== SOURCE_RECORD_EVENT_TYPE) return undefined
-  const data = event.data as Partial<SourceRecord> | null
-  if (data?.format !== MIRROR_FORMAT || data.disposition !== MIRROR_DISPOSITION) return undefined
-  return data.record as SessionStoreEntry
-}
-
 function entryUuid(entry: SessionStoreEntry): string | undefined {
   return typeof entry.uuid === 'string' ? entry.uuid : undefined
-}
-
-/** The visible transcript of a session's events: the entries after the last delete marker. */
-async function visibleEntries(
-  events: AsyncIterable<LoggedEvent>,
-): Promise<{ entries: SessionStoreEntry[]; lines: number; last: LoggedEvent | undefined }> {
-  let entries: SessionStoreEntry[] = []
-  let lines = 0
-  let last: LoggedEvent | undefined
-  for await (const event of events) {
-    last = event
-    if (event.type === DELETED_EVENT_TYPE) {
-      entries = []
-      continue
-    }
-    const entry = mirroredEntry(event)
-    if (entry === undefined) continue
-    lines += 1
-    entries.push(entry)
-  }
-  return { entries, lines, last }
 }
 
 /**
@@ -127,14 +110,16 @@ async function visibleEntries(
  * agent-ledger store.
  *
  * - `append` appends one ignorable `import/source-record` event per entry (`{format:
- *   'claude-code', line, record: entry, disposition: 'mirrored'}`) and resolves once they are
- *   flushed: acknowledged = durable on every backend. An entry whose `uuid` is already in the
- *   transcript is skipped (the SDK's retries and re-imports). A failure rejects (the SDK
- *   retries, then reports `mirror_error`; its turn goes on).
- * - `load` returns the entries after the last delete, deep-equal and in append order; `null`
- *   for a key with none.
- * - `listSessions` / `listSubkeys` come from `store.list()` and the header metadata.
- * - `delete` appends a `claude-agent-sdk/deleted` marker (the main key: on its subkeys too).
+ *   'claude-code', line, record: entry, disposition: 'mirrored'}`), then the model-visible
+ *   events the importer's Claude Code mapping adds for them, then (main transcripts) the SDK's
+ *   folded summary, and resolves once they are flushed together: acknowledged = durable on
+ *   every backend. An entry whose `uuid` is already stored is skipped (the SDK's retries and
+ *   re-imports). A failure rejects (the SDK retries, then reports `mirror_error`; its turn
+ *   goes on).
+ * - `load` returns the entries, deep-equal and in append order; `null` for a key with none.
+ * - `listSessions`, `listSessionSummaries`, `listSubkeys` come from `store.list()` and the
+ *   header metadata.
+ * - `delete` is `store.delete` of the key's session (the main key: its subkeys' too).
  *
  * The writers stay open between appends (one per key): call `close()` when done.
  *
@@ -200,17 +185,52 @@ export function createClaudeSessionStore(
         message: `Claude session ${key.sessionId}: expected agent-ledger session ${id} to record key ${JSON.stringify(key)}, found ${found === undefined ? 'no Claude key in its header' : JSON.stringify(found)}`,
       })
     }
-    const state: OpenKey = { writer, seen: new Set(), lines: 0 }
+    const state: OpenKey = {
+      writer,
+      entries: [],
+      seen: new Set(),
+      mappedKeys: [],
+      mappedSeqs: [],
+      stopped: false,
+      pendingStop: undefined,
+      summary: undefined,
+    }
     if (!created) {
-      const { entries, lines } = await visibleEntries(store.readEvents(id))
-      state.lines = lines
-      for (const entry of entries) {
-        const uuid = entryUuid(entry)
-        if (uuid !== undefined) state.seen.add(uuid)
+      try {
+        await restore(state, key, await readMirror(store.readEvents(id)))
+      } catch (error) {
+        await writer.close().catch(() => undefined)
+        throw error
       }
     }
     open.set(id, state)
     return state
+  }
+
+  /** What an open key knows, from its session's events (a writer opened on an existing transcript). */
+  const restore = async (
+    state: OpenKey,
+    key: RecordedKey,
+    contents: Awaited<ReturnType<typeof readMirror>>,
+  ): Promise<void> => {
+    state.entries = contents.entries
+    for (const entry of contents.entries) {
+      const uuid = entryUuid(entry)
+      if (uuid !== undefined) state.seen.add(uuid)
+    }
+    state.stopped = contents.stopped
+    if (contents.summary !== undefined && key.subpath === undefined) {
+      state.summary = { sessionId: key.sessionId, mtime: 0, data: contents.summary }
+    }
+    if (state.stopped || contents.mappedSeqs.length === 0) return
+    // The mapping is deterministic: re-derived from the same entries, its first events are the ones logged.
+    const mapping = await mapTranscript(contents.entries, key.sessionId)
+    if (mapping.events.length < contents.mappedSeqs.length) {
+      state.pendingStop = `the log holds ${contents.mappedSeqs.length} mapped events, the mapping of its entries gives ${mapping.events.length}`
+      return
+    }
+    state.mappedSeqs = contents.mappedSeqs
+    state.mappedKeys = mapping.events.slice(0, contents.mappedSeqs.length).map((event) => event.key)
   }
 
   /** Forgets a key's writer after a failed write (its buffer is dropped: the SDK retries the batch). */
@@ -219,28 +239,55 @@ export function createClaudeSessionStore(
     await state.writer.close({ discardUnflushed: true }).catch(() => undefined)
   }
 
-  /** Appends events built from the open state, then flushes; on any failure nothing stays buffered. */
-  const write = async (
-    key: RecordedKey,
-    build: (state: OpenKey) => readonly { type: string; data: unknown }[],
-    commit: (state: OpenKey) => void,
-  ): Promise<void> => {
-    const id = ledgerSessionId(key)
-    const state = await openKey(key, id)
-    try {
-      const events = build(state)
-      if (events.length === 0) return
-      for (const event of events) {
-        state.writer.append({ type: event.type, data: event.data, ignorable: true } as Parameters<
-          SessionWriter['append']
-        >[0])
-      }
-      await state.writer.flush()
-      commit(state)
-    } catch (error) {
-      await discard(id, state)
-      throw error
+  /**
+   * Buffers the model-visible events a batch adds: the new mapping's events past those already
+   * written, when it extends them. Never throws: a mapping the log cannot take stops the
+   * mapping (one marker), the verbatim entries go on.
+   */
+  const bufferMapped = (
+    state: OpenKey,
+    mapping: TranscriptMapping | undefined,
+    line: number,
+  ): { keys: string[]; seqs: number[]; stopped: boolean } => {
+    const keys = [...state.mappedKeys]
+    const seqs = [...state.mappedSeqs]
+    const stop = (reason: string): { keys: string[]; seqs: number[]; stopped: boolean } => {
+      state.writer.append({
+        type: MAPPING_STOPPED_EVENT_TYPE,
+        data: { line, reason } satisfies MappingStopped,
+        ignorable: true,
+      } as unknown as EventInput)
+      return { keys, seqs, stopped: true }
     }
+    if (state.pendingStop !== undefined) return stop(state.pendingStop)
+    if (mapping === undefined) return { keys, seqs, stopped: state.stopped }
+    const diverged = state.mappedKeys.findIndex((key, index) => mapping.events[index]?.key !== key)
+    if (diverged !== -1) {
+      return stop(
+        `the mapping of the transcript no longer starts with the ${state.mappedKeys.length} events already mapped (from mapped event ${diverged}: a branch switch)`,
+      )
+    }
+    for (const event of mapping.events.slice(state.mappedKeys.length)) {
+      const seqOf = (index: number): number => seqs[index]!
+      try {
+        const logged = state.writer.append({
+          type: event.type,
+          data: event.data,
+          ...(event.sources === undefined ? {} : { sourceEventSeqs: event.sources.map(seqOf) }),
+          ...(event.replaces === undefined
+            ? {}
+            : {
+                surfaceOp: { op: 'replace', startSeq: seqOf(event.replaces[0]), endSeq: seqOf(event.replaces[1]) },
+              }),
+          ...(event.ignorable === true ? { ignorable: true } : {}),
+        } as unknown as EventInput)
+        keys.push(event.key)
+        seqs.push(logged.seq)
+      } catch (error) {
+        return stop(`the log refused a mapped ${event.type} event: ${error instanceof Error ? error.message : String(error)}`)
+      }
+    }
+    return mapping.stopped === undefined ? { keys, seqs, stopped: false } : stop(mapping.stopped)
   }
 
   // Async so that a refused input is a rejected promise (what the SDK catches), never a throw.
@@ -252,36 +299,59 @@ export function createClaudeSessionStore(
     const id = ledgerSessionId(recorded)
     await serialized(id, async () => {
       assertOpen(recorded)
-      let added: SessionStoreEntry[] = []
-      await write(
-        recorded,
-        (state) => {
-          const batch = new Set<string>()
-          added = entries.filter((entry) => {
-            const uuid = entryUuid(entry)
-            if (uuid === undefined) return true
-            if (state.seen.has(uuid) || batch.has(uuid)) return false
-            batch.add(uuid)
-            return true
-          })
-          return added.map((entry, index) => ({
+      const state = await openKey(recorded, id)
+      const batch = new Set<string>()
+      const added = entries.filter((entry) => {
+        const uuid = entryUuid(entry)
+        if (uuid === undefined) return true
+        if (state.seen.has(uuid) || batch.has(uuid)) return false
+        batch.add(uuid)
+        return true
+      })
+      if (added.length === 0) return
+      try {
+        const first = state.entries.length + 1
+        added.forEach((entry, index) => {
+          state.writer.append({
             type: SOURCE_RECORD_EVENT_TYPE,
             data: {
               format: MIRROR_FORMAT,
-              line: state.lines + index + 1,
+              line: first + index,
               record: entry,
               disposition: MIRROR_DISPOSITION,
             } satisfies SourceRecord,
-          }))
-        },
-        (state) => {
-          state.lines += added.length
-          for (const entry of added) {
-            const uuid = entryUuid(entry)
-            if (uuid !== undefined) state.seen.add(uuid)
-          }
-        },
-      )
+            ignorable: true,
+          } as unknown as EventInput)
+        })
+        const transcript = [...state.entries, ...added]
+        const mapping = state.stopped ? undefined : await mapTranscript(transcript, recorded.sessionId)
+        const mapped = bufferMapped(state, mapping, first)
+        const summary =
+          recorded.subpath === undefined
+            ? foldSessionSummary(state.summary, recorded, added, { mtime: 0 })
+            : undefined
+        if (summary !== undefined) {
+          state.writer.append({
+            type: SUMMARY_EVENT_TYPE,
+            data: { data: summary.data } satisfies SummaryRecord,
+            ignorable: true,
+          } as unknown as EventInput)
+        }
+        await state.writer.flush()
+        state.entries = transcript
+        for (const entry of added) {
+          const uuid = entryUuid(entry)
+          if (uuid !== undefined) state.seen.add(uuid)
+        }
+        state.mappedKeys = mapped.keys
+        state.mappedSeqs = mapped.seqs
+        state.stopped = mapped.stopped
+        state.pendingStop = undefined
+        state.summary = summary
+      } catch (error) {
+        await discard(id, state)
+        throw error
+      }
     })
   }
 
@@ -291,7 +361,7 @@ export function createClaudeSessionStore(
     // After the appends already made through this store (append-call order).
     await queues.get(id)
     try {
-      const { entries } = await visibleEntries(store.readEvents(id))
+      const entries = await readEntries(store.readEvents(id))
       return entries.length === 0 ? null : entries
     } catch (error) {
       if (isNotFound(error)) return null
@@ -299,7 +369,7 @@ export function createClaudeSessionStore(
     }
   }
 
-  /** Every mirrored session of a project with a visible transcript, and its last event. */
+  /** Every mirrored session of a project with at least one event, and its last event. */
   const mirrored = async (
     projectKey: string,
     sessionId: string | undefined,
@@ -318,8 +388,14 @@ export function createClaudeSessionStore(
             ? store.readEvents(summary.id, { fromSeq: summary.events - 1 })
             : store.readEvents(summary.id)
         let last: LoggedEvent | undefined
-        for await (const event of events) last = event
-        if (last === undefined || last.type === DELETED_EVENT_TYPE) continue
+        try {
+          for await (const event of events) last = event
+        } catch (error) {
+          // Deleted between the listing and the read.
+          if (isNotFound(error)) continue
+          throw error
+        }
+        if (last === undefined) continue
         found.push({ key, id: summary.id, last })
       }
       cursor = page.cursor
@@ -327,12 +403,30 @@ export function createClaudeSessionStore(
     return found
   }
 
+  /** The store clock's time of an event, as the SDK's `mtime` (integer epoch milliseconds). */
+  const mtimeOf = (event: LoggedEvent): number => Math.floor(Date.parse(event.time))
+
   const listSessions = async (projectKey: string): Promise<{ sessionId: string; mtime: number }[]> => {
     checkKey({ projectKey, sessionId: '-' })
     const sessions = await mirrored(projectKey, undefined)
     return sessions
       .filter(({ key }) => key.subpath === undefined)
-      .map(({ key, last }) => ({ sessionId: key.sessionId, mtime: Math.floor(Date.parse(last.time)) }))
+      .map(({ key, last }) => ({ sessionId: key.sessionId, mtime: mtimeOf(last) }))
+  }
+
+  const listSessionSummaries = async (projectKey: string): Promise<SessionSummaryEntry[]> => {
+    checkKey({ projectKey, sessionId: '-' })
+    const summaries: SessionSummaryEntry[] = []
+    for (const { key, id, last } of await mirrored(projectKey, undefined)) {
+      if (key.subpath !== undefined) continue
+      // Each batch ends with its summary; a session whose last batch wrote none is read whole.
+      const data =
+        last.type === SUMMARY_EVENT_TYPE
+          ? (last.data as SummaryRecord).data
+          : (await readMirror(store.readEvents(id))).summary
+      if (data !== undefined) summaries.push({ sessionId: key.sessionId, mtime: mtimeOf(last), data })
+    }
+    return summaries
   }
 
   const listSubkeys = async (key: { projectKey: string; sessionId: string }): Promise<string[]> => {
@@ -341,42 +435,36 @@ export function createClaudeSessionStore(
     return sessions.flatMap(({ key: found }) => (found.subpath === undefined ? [] : [found.subpath]))
   }
 
-  const markDeleted = (key: RecordedKey, marker: DeletedMarker): Promise<void> => {
+  /** Closes this store's writer of a key (releasing its lease), then deletes its session. */
+  const erase = (key: RecordedKey): Promise<void> => {
     const id = ledgerSessionId(key)
     return serialized(id, async () => {
       assertOpen(key)
-      const events = store.readEvents(id)[Symbol.asyncIterator]()
-      try {
-        await events.next()
-        await events.return?.()
-      } catch (error) {
-        // Never written: nothing to delete.
-        if (isNotFound(error)) return
-        throw error
+      const state = open.get(id)
+      if (state !== undefined) {
+        open.delete(id)
+        await state.writer.close()
       }
-      await write(
-        key,
-        () => [{ type: DELETED_EVENT_TYPE, data: marker }],
-        (state) => state.seen.clear(),
-      )
+      await store.delete(id, options.signal === undefined ? {} : { signal: options.signal })
     })
   }
 
   const deleteKey = async (key: SessionKey): Promise<void> => {
     const recorded = checkKey(key)
     assertOpen(recorded)
-    const marker: DeletedMarker = { key: recorded }
     if (recorded.subpath === undefined) {
-      // Deleting the main transcript deletes its subkeys too (the SDK's contract).
-      for (const subpath of await listSubkeys(recorded)) await markDeleted({ ...recorded, subpath }, marker)
+      // Deleting the main transcript deletes its subkeys too (the SDK's contract); them first,
+      // so that a crash part way leaves the main key listed and a second delete finishes.
+      for (const subpath of await listSubkeys(recorded)) await erase({ ...recorded, subpath })
     }
-    await markDeleted(recorded, marker)
+    await erase(recorded)
   }
 
   return {
     append,
     load,
     listSessions,
+    listSessionSummaries,
     listSubkeys,
     delete: deleteKey,
     sessionIdFor: (key) => ledgerSessionId(checkKey(key)),
