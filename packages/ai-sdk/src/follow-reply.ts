@@ -5,7 +5,12 @@ import type { UIMessageChunk } from 'ai'
 
 import { PROVIDER_TOOL_EVENT } from './record-model.ts'
 import type { ProviderToolData } from './record-model.ts'
-import { APPROVAL_ID_EVENT, APPROVAL_REQUEST_EVENT, requestApprovalId, UI_MESSAGE_ID_EVENT } from './ui-messages.ts'
+import {
+  APPROVAL_ID_EVENT,
+  APPROVAL_REQUEST_EVENT,
+  requestApprovalId,
+  UI_MESSAGE_ID_EVENT,
+} from './ui-messages.ts'
 import type { ApprovalIdData, ApprovalRequestData, UiMessageIdData } from './ui-messages.ts'
 
 /** Options of {@link followReply}. */

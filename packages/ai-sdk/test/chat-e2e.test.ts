@@ -94,7 +94,11 @@ function toolPart(message: UIMessage, type: string): ToolPart | undefined {
   return message.parts.find((part): part is ToolPart => part.type === type && 'toolCallId' in part)
 }
 
-const deployQuestion: UIMessage = { id: 'u-deploy', role: 'user', parts: [{ type: 'text', text: 'Deploy web.' }] }
+const deployQuestion: UIMessage = {
+  id: 'u-deploy',
+  role: 'user',
+  parts: [{ type: 'text', text: 'Deploy web.' }],
+}
 const weatherQuestion: UIMessage = {
   id: 'u-weather',
   role: 'user',
@@ -117,7 +121,9 @@ describe('a chat app over HTTP with the SDK transport', () => {
     const store = createJsonlStore({ root })
     onTestFinished(() => store.close())
     const logged = await allEvents(store, 'deploy')
-    expect(logged.filter((event) => event.type.startsWith('ai-sdk/approval-')).map((event) => event.data)).toEqual([
+    expect(
+      logged.filter((event) => event.type.startsWith('ai-sdk/approval-')).map((event) => event.data),
+    ).toEqual([
       { callId: 'call-deploy', name: 'deploy' },
       { callId: 'call-deploy', approvalId: request.approval.id },
     ])
