@@ -2,7 +2,7 @@ import { isRepairCode } from '@agent-ledger/loop-repair'
 import type { TurnEndReason } from '@agent-ledger/session-events'
 import type { OpenWriterOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
 import { generateId, wrapLanguageModel } from 'ai'
-import type { ModelMessage, ToolSet, UIMessage } from 'ai'
+import type { ModelMessage, StreamTextTransform, ToolSet, UIMessage } from 'ai'
 
 import { AiSdkAdapterError, AiSdkErrorCode } from './ai-sdk-error.ts'
 import { fromModelMessages, toModelMessages } from './convert.ts'
@@ -10,6 +10,7 @@ import type { FromModelMessagesOptions, WireEntry } from './convert.ts'
 import { ledgerRecorderMiddleware, PROVIDER_TOOL_EVENT } from './record-model.ts'
 import type { ProviderToolData } from './record-model.ts'
 import {
+  APPROVAL_ID_EVENT,
   APPROVAL_REQUEST_EVENT,
   APPROVAL_RESPONSE_EVENT,
   fromUIUserMessage,
@@ -17,6 +18,7 @@ import {
   UI_MESSAGE_ID_EVENT,
 } from './ui-messages.ts'
 import type {
+  ApprovalIdData,
   ApprovalRequestData,
   ApprovalResponseData,
   ApprovalState,
@@ -321,6 +323,33 @@ export class AiSdkSession {
     })
   }
 
+  /**
+   * A `streamText` transform that logs the id the SDK gives each approval request (an
+   * ignorable `ai-sdk/approval-id`) and flushes it before the request goes on to the client,
+   * so that {@link AiSdkSession.uiMessages} and {@link followReply} show a pending approval
+   * under the id the client saw, after a reload or a restart. Pass it as
+   * `experimental_transform: session.streamTransform()`.
+   */
+  streamTransform<TTools extends ToolSet>(): StreamTextTransform<TTools> {
+    return () =>
+      new TransformStream({
+        transform: async (part, controller) => {
+          if (part.type === 'tool-approval-request')
+            await this.#logApprovalId({ callId: part.toolCall.toolCallId, approvalId: part.approvalId })
+          controller.enqueue(part)
+        },
+      })
+  }
+
+  async #logApprovalId(data: ApprovalIdData): Promise<void> {
+    const approval = this.#approvals.get(data.callId)
+    // A request the session did not log (a tool not wrapped), or one already named: nothing to add.
+    if (approval === undefined || approval.approvalId !== undefined || approval.response !== undefined) return
+    appendIgnorable(this.writer, APPROVAL_ID_EVENT, data)
+    approval.approvalId = data.approvalId
+    await this.writer.flush()
+  }
+
   /** Flushes and releases the session. Idempotent. */
   async close(): Promise<void> {
     this.#closed = true
@@ -526,6 +555,10 @@ export async function openAiSdkSession(
         } else if (event.type === APPROVAL_REQUEST_EVENT) {
           const data = event.data as ApprovalRequestData
           approvals.set(data.callId, { name: data.name })
+        } else if (event.type === APPROVAL_ID_EVENT) {
+          const data = event.data as ApprovalIdData
+          const approval = approvals.get(data.callId)
+          if (approval !== undefined) approval.approvalId = data.approvalId
         } else if (event.type === APPROVAL_RESPONSE_EVENT) {
           const data = event.data as ApprovalResponseData
           const approval = approvals.get(data.callId)

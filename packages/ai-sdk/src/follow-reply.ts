@@ -5,8 +5,13 @@ import type { UIMessageChunk } from 'ai'
 
 import { PROVIDER_TOOL_EVENT } from './record-model.ts'
 import type { ProviderToolData } from './record-model.ts'
-import { APPROVAL_REQUEST_EVENT, UI_MESSAGE_ID_EVENT } from './ui-messages.ts'
-import type { ApprovalRequestData, UiMessageIdData } from './ui-messages.ts'
+import {
+  APPROVAL_ID_EVENT,
+  APPROVAL_REQUEST_EVENT,
+  requestApprovalId,
+  UI_MESSAGE_ID_EVENT,
+} from './ui-messages.ts'
+import type { ApprovalIdData, ApprovalRequestData, UiMessageIdData } from './ui-messages.ts'
 
 /** Options of {@link followReply}. */
 export interface FollowReplyOptions {
@@ -72,13 +77,6 @@ function chunksOf(event: LoggedEvent, state: { step: boolean }): UIMessageChunk[
             output: parsed(message.content ?? ''),
           },
     )
-  } else if (event.type === APPROVAL_REQUEST_EVENT) {
-    const request = event.data as ApprovalRequestData
-    chunks.push({
-      type: 'tool-approval-request',
-      approvalId: `approval-${request.callId}`,
-      toolCallId: request.callId,
-    })
   } else if (event.type === PROVIDER_TOOL_EVENT) {
     const ran = event.data as ProviderToolData
     chunks.push({
@@ -144,6 +142,16 @@ export async function followReply(
   const state = { step: false }
   let userSeq: number | undefined
   let started = false
+  /**
+   * An approval request waits for the next event: the SDK's id for it (`ai-sdk/approval-id`,
+   * logged by the session's stream transform right after the request), or else its fallback id.
+   */
+  let waiting: string | undefined
+  const approvalChunk = (callId: string, approvalId: string | undefined): UIMessageChunk => ({
+    type: 'tool-approval-request',
+    approvalId: requestApprovalId(callId, approvalId),
+    toolCallId: callId,
+  })
   const stream = new ReadableStream<UIMessageChunk>({
     async pull(controller) {
       for (;;) {
@@ -153,6 +161,17 @@ export async function followReply(
           return
         }
         const event = next.value
+        if (waiting !== undefined) {
+          const named = event.type === APPROVAL_ID_EVENT ? (event.data as ApprovalIdData) : undefined
+          const callId = waiting
+          waiting = undefined
+          controller.enqueue(approvalChunk(callId, named?.callId === callId ? named.approvalId : undefined))
+          if (named?.callId === callId) return
+        }
+        if (event.type === APPROVAL_REQUEST_EVENT) {
+          waiting = (event.data as ApprovalRequestData).callId
+          continue
+        }
         if (event.type === 'user/message') userSeq = event.seq
         if (event.type === UI_MESSAGE_ID_EVENT) {
           const named = event.data as UiMessageIdData

@@ -25,6 +25,17 @@ export interface UiMessageIds {
 export const APPROVAL_REQUEST_EVENT = 'ai-sdk/approval-request'
 /** Ignorable: the user's answer to an approval request. */
 export const APPROVAL_RESPONSE_EVENT = 'ai-sdk/approval-response'
+/**
+ * Ignorable: the id the SDK gave an approval request (`tool-approval-request`'s `approvalId`),
+ * logged by `AiSdkSession.streamTransform` before the client sees it.
+ */
+export const APPROVAL_ID_EVENT = 'ai-sdk/approval-id'
+
+/** `data` of {@link APPROVAL_ID_EVENT}. */
+export interface ApprovalIdData {
+  readonly callId: string
+  readonly approvalId: string
+}
 
 /** `data` of {@link APPROVAL_REQUEST_EVENT}. */
 export interface ApprovalRequestData {
@@ -43,12 +54,18 @@ export interface ApprovalResponseData {
 /** What the log holds about one call's approval. */
 export interface ApprovalState {
   readonly name: string
+  /** The SDK's id of the request, when logged ({@link APPROVAL_ID_EVENT}). */
+  approvalId?: string
   response?: ApprovalResponseData
 }
 
-/** The approval id a request is shown with before it is answered (the UI answers by call id). */
-function requestApprovalId(callId: string): string {
-  return `approval-${callId}`
+/**
+ * The approval id a request is shown with before it is answered: the SDK's, when logged; else
+ * (a request made without the session's stream transform, e.g. by `generateText`) one derived
+ * from the call id (the session matches answers by call id).
+ */
+export function requestApprovalId(callId: string, approvalId: string | undefined): string {
+  return approvalId ?? `approval-${callId}`
 }
 
 /** What the log says beside the surface, for {@link toUIMessages}. */
@@ -218,7 +235,7 @@ function setApproval(part: ToolPart, callId: string, approval: ApprovalState): v
   const { response } = approval
   if (response === undefined) {
     fields['state'] = 'approval-requested'
-    fields['approval'] = { id: requestApprovalId(callId) }
+    fields['approval'] = { id: requestApprovalId(callId, approval.approvalId) }
     return
   }
   fields['state'] = response.approved ? 'approval-responded' : 'output-denied'
