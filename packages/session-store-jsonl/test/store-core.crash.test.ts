@@ -11,6 +11,7 @@ import { SessionStoreError } from '@agent-ledger/session-store'
 import { tornTailBytes } from './support/crash-harness.ts'
 import { recordCrashSection } from './support/crash-summary.ts'
 import { createFaultFs } from './support/fault-fs.ts'
+import { roundTripHugeToolOutput } from './support/huge-output.ts'
 import {
   closedSessionInputs,
   coreTestStore,
@@ -34,6 +35,9 @@ afterEach(() => {
 })
 
 describe('store core, long runs', () => {
+  it('W9 (full): a 100 MB tool output round-trips byte-identical (sha256), read back in chunks', () =>
+    roundTripHugeToolOutput(temp.path, 100 * 1024 * 1024))
+
   it('W10: 10^5 appends without awaiting against a 50 ms write delay stay within maxBufferedBytes; close() flushes all', async () => {
     const fs = createFaultFs()
     fs.writeDelayMs = 50

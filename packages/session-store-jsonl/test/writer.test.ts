@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { existsSync, linkSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
@@ -13,7 +12,8 @@ import { LOG_FILE_NAME } from '../src/format.ts'
 import type { JsonlStore } from '../src/index.ts'
 import { spawnTsChild } from './support/children.ts'
 import { createFaultFs } from './support/fault-fs.ts'
-import { collect, coreTestStore, makeTempDir, turnInputs } from './support/sessions.ts'
+import { roundTripHugeToolOutput } from './support/huge-output.ts'
+import { collect, coreTestStore, makeTempDir } from './support/sessions.ts'
 
 let temp: { path: string; cleanup: () => void }
 let store: JsonlStore
@@ -142,33 +142,8 @@ describe('session writer', () => {
   })
 
   it(
-    'W9: a 100 MB tool output round-trips byte-identical (sha256), read back in chunks',
-    async () => {
-      const size = 100 * 1024 * 1024
-      ;({ store } = coreTestStore(temp.path, {
-        limits: { maxEventBytes: 128 * 1024 * 1024, maxLineLength: 128 * 1024 * 1024 },
-        jsonl: { limits: { maxLineBytes: 128 * 1024 * 1024 } },
-        redaction: null,
-      }))
-      let block = ''
-      for (let index = 0; block.length < 4096; index += 1) block += `line ${index} of a long tool output\n`
-      const output = block.repeat(Math.ceil(size / block.length)).slice(0, size)
-      const digest = createHash('sha256').update(output).digest('hex')
-      const writer = await store.create({ id: 'huge' })
-      const [start, user, assistant, call] = turnInputs(1)
-      for (const input of [start!, user!, assistant!, call!]) writer.append(input)
-      // A single event may exceed maxBufferedBytes only when the buffer is empty: flush first.
-      await writer.flush()
-      writer.append({
-        type: 'tool/result',
-        data: { message: { role: 'tool', tool_call_id: 'call_1', content: output } },
-      })
-      await writer.close()
-      expect(statSync(logPath('huge')).size).toBeGreaterThan(size)
-      const events = await collect(store.readEvents('huge', { fromSeq: 4 }))
-      const content = (events[0]!.data as { message: { content: string } }).message.content
-      expect(createHash('sha256').update(content).digest('hex')).toBe(digest)
-    },
+    'W9: a 24 MB tool output round-trips byte-identical (sha256), read back in chunks (100 MB: the crash tier)',
+    () => roundTripHugeToolOutput(temp.path, 24 * 1024 * 1024),
     testTime(120_000),
   )
 
