@@ -13,9 +13,22 @@ import { expect } from 'vitest'
 
 import { LOG_FILE_NAME } from '../../src/format.ts'
 import { spawnTsChild } from './children.ts'
-import { collect, coreTestStore } from './sessions.ts'
+import { collect, coreTestStore, makeTempDir } from './sessions.ts'
 
-export async function raceReadersWithWriter(
+export async function raceReadersWithWriter(options: {
+  count: number
+  chunkSize: number
+  opens: number
+}): Promise<void> {
+  const temp = makeTempDir()
+  try {
+    await race(temp.path, options)
+  } finally {
+    temp.cleanup()
+  }
+}
+
+async function race(
   root: string,
   { count, chunkSize, opens }: { count: number; chunkSize: number; opens: number },
 ): Promise<void> {
