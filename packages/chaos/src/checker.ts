@@ -3,6 +3,8 @@
  * the sessions hold after a run, and counts the defects exactly-once promises rule out. Pure:
  * journals, events and acknowledgements come in as data.
  */
+import { RepairCode } from '@agent-ledger/loop-repair'
+
 import { anthropicPairingDefect, openAiPairingDefect } from './pairing.ts'
 import type { WireMessage } from './pairing.ts'
 
@@ -90,11 +92,11 @@ export function checkRun(journal: readonly JournalEntry[], sessions: readonly Ch
   let forgottenActions = 0
   for (const callId of finished) {
     const codes = answers.get(callId) ?? []
-    if (!codes.some((code) => code === '' || code === 'TOOL_OUTCOME_UNKNOWN')) forgottenActions += 1
+    if (!codes.some((code) => code === '' || code === RepairCode.TOOL_OUTCOME_UNKNOWN)) forgottenActions += 1
   }
   let dishonestRepairs = 0
   for (const [callId, codes] of answers)
-    if (codes.includes('TOOL_NOT_STARTED') && starts.has(callId)) dishonestRepairs += 1
+    if (codes.includes(RepairCode.TOOL_NOT_STARTED) && starts.has(callId)) dishonestRepairs += 1
   return {
     duplicatedExecutions,
     forgottenActions,
