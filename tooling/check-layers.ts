@@ -61,6 +61,8 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
     'session-store-postgres',
     'cli',
   ],
+  // The chaos kit: the checker and journals only so far (repair codes; no store or adapter yet).
+  chaos: ['loop-repair'],
   demo: [
     'session-events',
     'session-projection',
