@@ -277,14 +277,20 @@ export function createClaudeSessionStore(
           ...(event.replaces === undefined
             ? {}
             : {
-                surfaceOp: { op: 'replace', startSeq: seqOf(event.replaces[0]), endSeq: seqOf(event.replaces[1]) },
+                surfaceOp: {
+                  op: 'replace',
+                  startSeq: seqOf(event.replaces[0]),
+                  endSeq: seqOf(event.replaces[1]),
+                },
               }),
           ...(event.ignorable === true ? { ignorable: true } : {}),
         } as unknown as EventInput)
         keys.push(event.key)
         seqs.push(logged.seq)
       } catch (error) {
-        return stop(`the log refused a mapped ${event.type} event: ${error instanceof Error ? error.message : String(error)}`)
+        return stop(
+          `the log refused a mapped ${event.type} event: ${error instanceof Error ? error.message : String(error)}`,
+        )
       }
     }
     return mapping.stopped === undefined ? { keys, seqs, stopped: false } : stop(mapping.stopped)

@@ -37,7 +37,7 @@ export interface MappingStopped {
 }
 
 /** The entry a source-record event holds, when this store wrote it. */
-export function mirroredEntry(event: LoggedEvent): SessionStoreEntry | undefined {
+function mirroredEntry(event: LoggedEvent): SessionStoreEntry | undefined {
   if (event.type !== SOURCE_RECORD_EVENT_TYPE) return undefined
   const data = event.data as Partial<SourceRecord> | null
   if (data?.format !== MIRROR_FORMAT || data.disposition !== MIRROR_DISPOSITION) return undefined

@@ -9,7 +9,7 @@ import { importSource, SOURCE_RECORD_EVENT_TYPE } from '@agent-ledger/import'
 import type { SurfaceOp } from '@agent-ledger/session-events'
 
 /** A mapped event whose citations are indexes into the mapped list (not seqs of any one session). */
-export interface MappedEvent {
+interface MappedEvent {
   readonly type: string
   readonly data: unknown
   /** Indexes (into the mapped list) of the earlier events it answers (a tool result's call). */

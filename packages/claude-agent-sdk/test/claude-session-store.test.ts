@@ -6,11 +6,7 @@
 import type { SessionStore as SdkSessionStore } from '@anthropic-ai/claude-agent-sdk'
 import { describe, expect, expectTypeOf, it } from 'vitest'
 
-import {
-  ClaudeStoreError,
-  createClaudeSessionStore,
-  ledgerSessionId,
-} from '../src/index.ts'
+import { ClaudeStoreError, createClaudeSessionStore, ledgerSessionId } from '../src/index.ts'
 import { storeKinds, crossProcessStoreKinds } from './stores.ts'
 import { openStoreAt } from './store-target.ts'
 import { titleEntry, userEntry } from './support.ts'
@@ -147,7 +143,9 @@ describe.each(storeKinds)('the Claude SessionStore over the %s store', (_name, k
     expect(await claude.listSubkeys(main)).toStrictEqual([])
     expect((await claude.listSessions(projectKey)).map((s) => s.sessionId)).toStrictEqual(['kept'])
     expect(await claude.load(kept)).toStrictEqual([userEntry('kept', 1)])
-    await expect(opened.store.verify(claude.sessionIdFor(main))).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' })
+    await expect(opened.store.verify(claude.sessionIdFor(main))).rejects.toMatchObject({
+      code: 'SESSION_NOT_FOUND',
+    })
     // A deleted uuid is not a duplicate any more: the new transcript takes it.
     await claude.append(main, [userEntry('gone', 1), userEntry('gone', 3)])
     expect(await claude.load(main)).toStrictEqual([userEntry('gone', 1), userEntry('gone', 3)])
