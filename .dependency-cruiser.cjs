@@ -15,7 +15,9 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '(^|/)(node_modules|dist|coverage)/' },
+    // .readme-examples/ and tooling/.test-output/ hold scratch files the gate's README-example
+    // and tooling steps write while this one runs (tooling/gate.ts runs steps side by side).
+    exclude: { path: '(^|/)(node_modules|dist|coverage|\\.readme-examples|\\.test-output)/' },
     tsPreCompilationDeps: true,
     combinedDependencies: false,
   },

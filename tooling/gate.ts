@@ -1,8 +1,11 @@
 /**
  * The gate (`pnpm test`, which is `pnpm run check`) and the crash run (`pnpm test:crash`):
- * runs each step in order as a child process, streaming its output as it comes, times it,
- * and goes on after a failing step (no step needs an earlier one to have passed: see
- * {@link GATE_STEPS}). Before the first step it deletes every test report a step declares,
+ * runs each step as a child process, streaming its output as it comes, times it, and goes on
+ * after a failing step (no step needs an earlier one to have passed: see {@link GATE_STEPS}).
+ * Steps start in list order; with more than one slot (the gate has two, one per core of the CI
+ * machine) a step starts beside the running ones once enough slots are free and the steps it
+ * names in `after` have ended, and each line it prints is prefixed with `[its name]`. Before
+ * the first step it deletes every test report a step declares,
  * so a report left by an earlier run never counts. At the end it prints the per-report
  * counts, a table of the steps (wall time, ok/FAILED, tests), the slowest five steps and
  * turbo tasks, the tail of each failing step's output that no failing test explains, the
@@ -34,6 +37,16 @@ export interface GateStep {
   readonly reports?: readonly string[]
   /** Times of the step's own tasks (turbo's per-task times), read once it ends. */
   readonly tasks?: (root: string, startedAt: number) => readonly TaskTime[]
+  /**
+   * How many of the run's slots the step takes while it runs (default 1; at most the run's).
+   * A step that runs things in parallel itself (turbo) takes them all.
+   */
+  readonly slots?: number
+  /**
+   * Names of earlier steps that must have ended (passed or not) before this one starts: the
+   * ones that read or write what this one writes.
+   */
+  readonly after?: readonly string[]
 }
 
 /** A named duration, in milliseconds. */
@@ -49,6 +62,11 @@ export interface GateOptions {
   readonly stdout?: NodeJS.WritableStream
   readonly stderr?: NodeJS.WritableStream
   readonly env?: NodeJS.ProcessEnv
+  /**
+   * How many slots the run has (default 1: one step at a time, its output unprefixed). With
+   * more, steps run side by side (see {@link GateStep.slots} and {@link GateStep.after}).
+   */
+  readonly slots?: number
 }
 
 /** Lines of a failing step's output kept for the closing report. */
@@ -177,13 +195,37 @@ interface StepResult {
   readonly tasks: readonly TaskTime[]
 }
 
+/**
+ * Writes a step's output through, whole lines only and each behind `prefix` when there is one
+ * (steps running side by side), so lines of two steps never mix.
+ */
+function lineWriter(
+  target: NodeJS.WritableStream,
+  prefix: string,
+): { write(chunk: Buffer): void; end(): void } {
+  if (prefix === '') return { write: (chunk) => void target.write(chunk), end: () => undefined }
+  let partial = ''
+  return {
+    write(chunk) {
+      const lines = (partial + chunk.toString('utf8')).split('\n')
+      partial = lines.pop() ?? ''
+      if (lines.length > 0) target.write(lines.map((line) => `${prefix}${line}\n`).join(''))
+    },
+    end() {
+      if (partial !== '') target.write(`${prefix}${partial}\n`)
+      partial = ''
+    },
+  }
+}
+
 /** Runs one step, streaming its output and keeping its last {@link TAIL_LINES} lines. */
 function runStep(
   options: GateOptions,
   step: GateStep,
+  prefix: string,
 ): Promise<{ exit: string; ok: boolean; tail: string[] }> {
-  const stdout = options.stdout ?? process.stdout
-  const stderr = options.stderr ?? process.stderr
+  const stdout = lineWriter(options.stdout ?? process.stdout, prefix)
+  const stderr = lineWriter(options.stderr ?? process.stderr, prefix)
   let tail: string[] = []
   let partial = ''
   const keep = (chunk: Buffer): void => {
@@ -211,6 +253,8 @@ function runStep(
       spawnError = error
     })
     child.on('close', (code, signal) => {
+      stdout.end()
+      stderr.end()
       const lines = partial === '' ? tail : [...tail, partial].slice(-TAIL_LINES)
       if (spawnError !== undefined) {
         resolve({ exit: `could not start: ${spawnError.message}`, ok: false, tail: lines })
@@ -224,7 +268,7 @@ function runStep(
 }
 
 /** The closing report, the closing line last. */
-function report(results: readonly StepResult[]): { lines: string[]; failed: boolean } {
+function report(results: readonly StepResult[], wallMs: number): { lines: string[]; failed: boolean } {
   const lines: string[] = ['', '== gate: test reports']
   let passed = 0
   let failed = 0
@@ -251,6 +295,9 @@ function report(results: readonly StepResult[]): { lines: string[]; failed: bool
       `  ${result.step.name.padEnd(width)}  ${duration(result.ms).padStart(12)}  ${verdict.padEnd(6)}  ${tests}`.trimEnd(),
     )
   }
+  lines.push(
+    `  wall time: ${duration(wallMs)} (the steps' own times add up to ${duration(results.reduce((total, result) => total + result.ms, 0))})`,
+  )
   const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 5)
   lines.push(
     `  slowest steps: ${slowest.map((result) => `${result.step.name} ${duration(result.ms)}`).join(', ')}`,
@@ -278,39 +325,80 @@ function report(results: readonly StepResult[]): { lines: string[]; failed: bool
   return { lines: [...lines, closing], failed: stepFailed || failed > 0 || passed + failed === 0 }
 }
 
+/** Checks the step list: unique names, `after` naming earlier steps only. */
+function validate(steps: readonly GateStep[]): void {
+  const seen = new Set<string>()
+  for (const step of steps) {
+    for (const name of step.after ?? []) {
+      if (!seen.has(name)) {
+        throw new Error(`gate step "${step.name}" runs after "${name}", which is not an earlier step`)
+      }
+    }
+    if (seen.has(step.name)) throw new Error(`two gate steps are named "${step.name}"`)
+    seen.add(step.name)
+  }
+}
+
 /**
- * Runs the steps in order (each one whatever the earlier ones did), then prints the closing
- * report. Resolves to the exit code: 1 when a step failed, a test step ran no test, a test
- * failed, or no test ran at all; else 0.
+ * Runs the steps (each one whatever the earlier ones did), then prints the closing report.
+ * Steps start in list order, each once the steps it runs `after` have ended and its slots are
+ * free (with one slot: one after the other). Resolves to the exit code: 1 when a step failed,
+ * a test step ran no test, a test failed, or no test ran at all; else 0.
  */
 export async function runGate(options: GateOptions): Promise<number> {
   const stdout = options.stdout ?? process.stdout
+  const slots = Math.max(1, options.slots ?? 1)
+  validate(options.steps)
   for (const step of options.steps) {
     for (const pattern of step.reports ?? []) {
       for (const file of expandReports(options.root, pattern)) rmSync(join(options.root, file))
     }
   }
-  const results: StepResult[] = []
-  for (const step of options.steps) {
+  const runStart = performance.now()
+  const results: StepResult[] = new Array<StepResult>(options.steps.length)
+  const ended = new Set<string>()
+  const running = new Map<number, Promise<number>>()
+  let free = slots
+  const start = (index: number): Promise<number> => {
+    const step = options.steps[index]!
+    const prefix = slots > 1 ? `[${step.name}] ` : ''
     stdout.write(`\n== gate: ${step.name}: ${step.command.join(' ')}\n`)
     const startedAt = Date.now()
-    const start = performance.now()
-    const { exit, ok, tail } = await runStep(options, step)
-    const ms = performance.now() - start
-    const reports = (step.reports ?? []).flatMap((pattern) =>
-      expandReports(options.root, pattern).map((file) => readReport(options.root, file)),
-    )
-    const noTests =
-      step.reports !== undefined && reports.every((counts) => counts.passed + counts.failed === 0)
-    let tasks: readonly TaskTime[] = []
-    try {
-      tasks = step.tasks?.(options.root, startedAt) ?? []
-    } catch {
-      // Task times are a courtesy; a step's verdict never depends on them.
-    }
-    results.push({ step, ms, exit, ok, reports, noTests, tail, tasks })
+    const begin = performance.now()
+    return runStep(options, step, prefix).then(({ exit, ok, tail }) => {
+      const ms = performance.now() - begin
+      const reports = (step.reports ?? []).flatMap((pattern) =>
+        expandReports(options.root, pattern).map((file) => readReport(options.root, file)),
+      )
+      const noTests =
+        step.reports !== undefined && reports.every((counts) => counts.passed + counts.failed === 0)
+      let tasks: readonly TaskTime[] = []
+      try {
+        tasks = step.tasks?.(options.root, startedAt) ?? []
+      } catch {
+        // Task times are a courtesy; a step's verdict never depends on them.
+      }
+      results[index] = { step, ms, exit, ok, reports, noTests, tail, tasks }
+      if (slots > 1)
+        stdout.write(`== gate: ${step.name}: ${ok ? 'ended' : `FAILED (${exit})`} after ${duration(ms)}\n`)
+      return index
+    })
   }
-  const { lines, failed } = report(results)
+  for (let index = 0; index < options.steps.length; index += 1) {
+    const step = options.steps[index]!
+    const need = Math.min(slots, Math.max(1, step.slots ?? 1))
+    const ready = (): boolean => free >= need && (step.after ?? []).every((name) => ended.has(name))
+    while (!ready()) {
+      const done = await Promise.race(running.values())
+      running.delete(done)
+      ended.add(options.steps[done]!.name)
+      free += Math.min(slots, Math.max(1, options.steps[done]!.slots ?? 1))
+    }
+    free -= need
+    running.set(index, start(index))
+  }
+  await Promise.all(running.values())
+  const { lines, failed } = report(results, performance.now() - runStart)
   stdout.write(`${lines.join('\n')}\n`)
   return failed ? 1 : 0
 }
@@ -354,15 +442,27 @@ const PACKAGE_REPORTS = (name: string): string[] => [`packages/*/${name}`, `apps
  * (tooling/prepack.ts) builds any `dist/` the turbo step left missing or stale; the
  * frameworks:next suites run from the sources on their own Node. So after a failing step the
  * run goes on and the closing report covers everything.
+ *
+ * They run two at a time ({@link GATE_SLOTS}); `after` keeps apart the steps that share
+ * files: the README examples (`.readme-examples/` beside each README) and the tooling tests
+ * (scratch files in `tooling/.test-output/`, and README examples of their own in
+ * `packages/session-store-jsonl/.readme-examples/`, which they remove) write where the source
+ * scanners read, and where each other write; the outside-consumer test packs the packages,
+ * whose `prepack` would build a `dist/` beside a turbo build writing it.
  */
 const GATE_STEPS: readonly GateStep[] = [
+  { name: 'readme-examples', command: ['tsx', 'tooling/readme-examples.ts'] },
   { name: 'prettier', command: ['prettier', '--check', '.', '--cache', '--cache-strategy', 'content'] },
   { name: 'layers', command: ['tsx', 'tooling/check-layers.ts'] },
   { name: 'cycles', command: ['pnpm', 'run', 'cycles'] },
   { name: 'knip', command: ['pnpm', 'run', 'knip'] },
   { name: 'links', command: ['tsx', 'tooling/check-links.ts'] },
-  { name: 'readme-examples', command: ['tsx', 'tooling/readme-examples.ts'] },
-  { name: 'test:tooling', command: ['pnpm', 'test:tooling'], reports: ['tooling-test-results.json'] },
+  {
+    name: 'test:tooling',
+    command: ['pnpm', 'test:tooling'],
+    reports: ['tooling-test-results.json'],
+    after: ['readme-examples', 'layers', 'cycles', 'knip', 'links'],
+  },
   {
     name: 'turbo',
     // --continue=dependencies-successful: a failing task stops only what needs it, so every
@@ -381,14 +481,19 @@ const GATE_STEPS: readonly GateStep[] = [
     ],
     reports: [...PACKAGE_REPORTS('test-results.json'), ...PACKAGE_REPORTS('e2e-results.json')],
     tasks: turboTaskTimes,
+    // It runs two tasks at once itself.
+    slots: 2,
   },
-  { name: 'outside-consumer', command: ['tsx', 'tooling/outside-consumer.ts'] },
+  { name: 'outside-consumer', command: ['tsx', 'tooling/outside-consumer.ts'], after: ['turbo'] },
   {
     name: 'frameworks-next',
     command: ['tsx', 'tooling/frameworks-next.ts'],
     reports: ['packages/*/test-output/next-results.json'],
   },
 ]
+
+/** Steps of the gate that run at once: one per core of the 2-core CI machine. */
+const GATE_SLOTS = 2
 
 /** The crash run's one step (`pnpm test:crash`). */
 const CRASH_STEPS: readonly GateStep[] = [
@@ -401,6 +506,10 @@ const CRASH_STEPS: readonly GateStep[] = [
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
   const root = join(fileURLToPath(new URL('.', import.meta.url)), '..')
-  const steps = process.argv.includes('--crash') ? CRASH_STEPS : GATE_STEPS
-  process.exitCode = await runGate({ root, steps })
+  const crash = process.argv.includes('--crash')
+  process.exitCode = await runGate({
+    root,
+    steps: crash ? CRASH_STEPS : GATE_STEPS,
+    slots: crash ? 1 : GATE_SLOTS,
+  })
 }

@@ -25,7 +25,11 @@ function freshRoot(name: string): string {
 }
 
 /** Runs the gate over `steps` in `root`, collecting everything it prints. */
-async function gate(root: string, steps: readonly GateStep[]): Promise<{ code: number; output: string }> {
+async function gate(
+  root: string,
+  steps: readonly GateStep[],
+  slots?: number,
+): Promise<{ code: number; output: string }> {
   let output = ''
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -35,7 +39,14 @@ async function gate(root: string, steps: readonly GateStep[]): Promise<{ code: n
   })
   // The child vitest must not think it runs inside this test run.
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('VITEST')))
-  const code = await runGate({ root, steps, stdout: sink, stderr: sink, env })
+  const code = await runGate({
+    root,
+    steps,
+    stdout: sink,
+    stderr: sink,
+    env,
+    ...(slots === undefined ? {} : { slots }),
+  })
   return { code, output }
 }
 
@@ -170,5 +181,56 @@ describe('the gate runner', () => {
     expect(code).toBe(1)
     expect(output).toMatch(/== gate: ghost failed \(could not start: .*ENOENT/)
     expect(lastLine(output)).toBe('1 passed, 0 failed')
+  })
+
+  it('with two slots runs steps side by side, each line behind its name; `after` and a two-slot step wait', async () => {
+    const root = freshRoot('slots')
+    writeFileSync(join(root, 'fresh.json'), handReport(2))
+    // Each of `a` and `b` marks that it runs, then waits for the other's mark: the run ends
+    // only when both run at once. A sleep between polls keeps the CPU free.
+    const meet = (mine: string, theirs: string): string =>
+      [
+        "const fs = require('node:fs')",
+        `fs.writeFileSync('${mine}.running', '')`,
+        `while (!fs.existsSync('${theirs}.running')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20)`,
+        `console.log('${mine} met ${theirs}'); process.stdout.write('no newline at the end')`,
+        `fs.rmSync('${mine}.running')`,
+      ].join('\n')
+    // `late` and `wide` each print whether a mark of another step is still there.
+    const look = (name: string): string =>
+      [
+        "const fs = require('node:fs')",
+        `console.log('${name} saw ' + JSON.stringify(fs.readdirSync('.').filter((file) => file.endsWith('.running'))))`,
+      ].join('\n')
+    const copy = `require('node:fs').copyFileSync('fresh.json', 'test-results.json')`
+    const { code, output } = await gate(
+      root,
+      [
+        { name: 'a', command: node(meet('a', 'b')) },
+        { name: 'b', command: node(meet('b', 'a')) },
+        { name: 'late', command: node(look('late')), after: ['a', 'b'] },
+        { name: 'wide', command: node(`${look('wide')}\n${copy}`), slots: 2, reports: ['test-results.json'] },
+      ],
+      2,
+    )
+    expect(code).toBe(0)
+    expect(output).toContain('[a] a met b\n')
+    expect(output).toContain('[b] b met a\n')
+    // A last line without its newline still comes out whole, behind its name.
+    expect(output).toContain('[a] no newline at the end\n')
+    expect(output).toContain('[late] late saw []\n')
+    expect(output).toContain('[wide] wide saw []\n')
+    expect(output).toMatch(/wall time: \S+ s \(the steps' own times add up to \S+ s\)/)
+    expect(lastLine(output)).toBe('2 passed, 0 failed')
+  })
+
+  it('refuses a step that runs after a step that is not before it', async () => {
+    const root = freshRoot('after-unknown')
+    await expect(
+      gate(root, [
+        { name: 'first', command: node(''), after: ['second'] },
+        { name: 'second', command: node('') },
+      ]),
+    ).rejects.toThrow('gate step "first" runs after "second", which is not an earlier step')
   })
 })
