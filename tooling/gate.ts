@@ -2,15 +2,15 @@
  * The gate (`pnpm test`, which is `pnpm run check`) and the crash run (`pnpm test:crash`):
  * runs each step as a child process, streaming its output as it comes, times it, and goes on
  * after a failing step (no step needs an earlier one to have passed: see {@link GATE_STEPS}).
- * Steps start in list order; with more than one slot (the gate has two, one per core of the CI
- * machine) a step starts beside the running ones once enough slots are free and the steps it
- * names in `after` have ended, and each line it prints is prefixed with `[its name]`. Before
- * the first step it deletes every test report a step declares,
- * so a report left by an earlier run never counts. At the end it prints the per-report
- * counts, a table of the steps (wall time, ok/FAILED, tests), the slowest five steps and
- * turbo tasks, the tail of each failing step's output that no failing test explains, the
- * failing tests (file and name, read from the vitest JSON reports), and last, alone, the
- * closing line: `N passed, N failed` (`, N skipped` when any).
+ * Steps start in list order; with more than one slot (the gate has two, one per core of the
+ * CI machine) a step starts beside the running ones once enough slots are free and the steps
+ * it names in `after` have ended, and each line it prints is prefixed with `[its name]`.
+ * Before the first step it deletes every test report a step declares, so a report left by an
+ * earlier run never counts. At the end it prints the per-report counts, a table of the steps
+ * (wall time, ok/FAILED, tests), the run's wall time and the CPU time its steps used (Linux),
+ * the slowest five steps and turbo tasks, the tail of each failing step's output that no
+ * failing test explains, the failing tests (file and name, read from the vitest JSON
+ * reports), and last, alone, the closing line: `N passed, N failed` (`, N skipped` when any).
  *
  * Exits 1 when a step failed, when a step that runs tests left no report or ran no test,
  * or when no test ran at all.
@@ -268,7 +268,11 @@ function runStep(
 }
 
 /** The closing report, the closing line last. */
-function report(results: readonly StepResult[], wallMs: number): { lines: string[]; failed: boolean } {
+function report(
+  results: readonly StepResult[],
+  wallMs: number,
+  cpuMs: number | undefined,
+): { lines: string[]; failed: boolean } {
   const lines: string[] = ['', '== gate: test reports']
   let passed = 0
   let failed = 0
@@ -296,7 +300,7 @@ function report(results: readonly StepResult[], wallMs: number): { lines: string
     )
   }
   lines.push(
-    `  wall time: ${duration(wallMs)} (the steps' own times add up to ${duration(results.reduce((total, result) => total + result.ms, 0))})`,
+    `  wall time: ${duration(wallMs)} (the steps' own times add up to ${duration(results.reduce((total, result) => total + result.ms, 0))}${cpuMs === undefined ? '' : `; CPU time of the steps: ${duration(cpuMs)}`})`,
   )
   const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 5)
   lines.push(
@@ -323,6 +327,23 @@ function report(results: readonly StepResult[], wallMs: number): { lines: string
   const closing = `${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`
   const stepFailed = results.some((result) => !result.ok || result.noTests)
   return { lines: [...lines, closing], failed: stepFailed || failed > 0 || passed + failed === 0 }
+}
+
+/**
+ * CPU time (user + system, ms) of this process's ended and waited-for children, from
+ * `/proc/self/stat` (Linux; undefined elsewhere). Unlike wall time it hardly changes with the
+ * machine's load, so two runs on a busy machine can be compared by it.
+ */
+function childrenCpuMs(): number | undefined {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8')
+    // Fields after the command name (which may hold spaces), from field 3 on: cutime and cstime
+    // are fields 16 and 17, in clock ticks (USER_HZ, 100 on Linux).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[13]) + Number(fields[14])) * 10
+  } catch {
+    return undefined
+  }
 }
 
 /** Checks the step list: unique names, `after` naming earlier steps only. */
@@ -355,6 +376,7 @@ export async function runGate(options: GateOptions): Promise<number> {
     }
   }
   const runStart = performance.now()
+  const cpuStart = childrenCpuMs()
   const results: StepResult[] = new Array<StepResult>(options.steps.length)
   const ended = new Set<string>()
   const running = new Map<number, Promise<number>>()
@@ -398,7 +420,9 @@ export async function runGate(options: GateOptions): Promise<number> {
     running.set(index, start(index))
   }
   await Promise.all(running.values())
-  const { lines, failed } = report(results, performance.now() - runStart)
+  const cpuEnd = childrenCpuMs()
+  const cpuMs = cpuStart === undefined || cpuEnd === undefined ? undefined : cpuEnd - cpuStart
+  const { lines, failed } = report(results, performance.now() - runStart, cpuMs)
   stdout.write(`${lines.join('\n')}\n`)
   return failed ? 1 : 0
 }

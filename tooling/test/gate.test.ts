@@ -220,7 +220,10 @@ describe('the gate runner', () => {
     expect(output).toContain('[a] no newline at the end\n')
     expect(output).toContain('[late] late saw []\n')
     expect(output).toContain('[wide] wide saw []\n')
-    expect(output).toMatch(/wall time: \S+ s \(the steps' own times add up to \S+ s\)/)
+    // The run's wall time, the sum of the steps' own, and (Linux) the CPU time the steps used.
+    expect(output).toMatch(
+      /wall time: \S+ s \(the steps' own times add up to \S+ s; CPU time of the steps: \S+ s\)/,
+    )
     expect(lastLine(output)).toBe('2 passed, 0 failed')
   })
 
