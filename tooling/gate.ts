@@ -467,26 +467,22 @@ const PACKAGE_REPORTS = (name: string): string[] => [`packages/*/${name}`, `apps
  * frameworks:next suites run from the sources on their own Node. So after a failing step the
  * run goes on and the closing report covers everything.
  *
- * They run two at a time ({@link GATE_SLOTS}); `after` keeps apart the steps that share
- * files: the README examples (`.readme-examples/` beside each README) and the tooling tests
- * (scratch files in `tooling/.test-output/`, and README examples of their own in
- * `packages/session-store-jsonl/.readme-examples/`, which they remove) write where the source
- * scanners read, and where each other write; the outside-consumer test packs the packages,
- * whose `prepack` would build a `dist/` beside a turbo build writing it.
+ * They run two at a time ({@link GATE_SLOTS}), the longest first. The checks before turbo
+ * share no files: the README examples write `.readme-examples/<run>/` beside each README and
+ * the tooling tests scratch files in `tooling/.test-output/` (and README examples of their own
+ * in a `.readme-examples/<run>/` of their own), all gitignored, which prettier, knip and links
+ * skip, the layer check never reads (only `src/`) and the dependency cruiser excludes. The
+ * outside-consumer test runs `after` turbo: it packs the packages, whose `prepack` would build
+ * a `dist/` beside a turbo build writing it.
  */
 const GATE_STEPS: readonly GateStep[] = [
   { name: 'readme-examples', command: ['tsx', 'tooling/readme-examples.ts'] },
   { name: 'prettier', command: ['prettier', '--check', '.', '--cache', '--cache-strategy', 'content'] },
+  { name: 'test:tooling', command: ['pnpm', 'test:tooling'], reports: ['tooling-test-results.json'] },
   { name: 'layers', command: ['tsx', 'tooling/check-layers.ts'] },
   { name: 'cycles', command: ['pnpm', 'run', 'cycles'] },
   { name: 'knip', command: ['pnpm', 'run', 'knip'] },
   { name: 'links', command: ['tsx', 'tooling/check-links.ts'] },
-  {
-    name: 'test:tooling',
-    command: ['pnpm', 'test:tooling'],
-    reports: ['tooling-test-results.json'],
-    after: ['readme-examples', 'layers', 'cycles', 'knip', 'links'],
-  },
   {
     name: 'turbo',
     // --continue=dependencies-successful: a failing task stops only what needs it, so every

@@ -12,9 +12,11 @@
  * A fragment is only parsed (syntax errors fail the check); it is neither type-checked nor
  * run, because it uses names the surrounding prose defines.
  *
- * Each example is written to `.readme-examples/` beside its README (gitignored, removed
- * afterwards) so that its imports resolve through that package's dependencies; the root
- * README's examples resolve from `apps/demo`, which depends on every package.
+ * Each example is written to `.readme-examples/<run>/` beside its README (gitignored, removed
+ * afterwards; `<run>` is this run's own, so two runs at once, such as the gate's and the
+ * tooling tests' own, never remove each other's files) so that its imports resolve through
+ * that package's dependencies; the root README's examples resolve from `apps/demo`, which
+ * depends on every package.
  *
  * Then the root README's ```` ```sh walk ```` blocks are run in a scratch clone of HEAD, which
  * must stay clean (`tooling/readme-walk.ts`).
@@ -22,7 +24,17 @@
  * Usage: `tsx tooling/readme-examples.ts` (exit 1 on any failure; part of `pnpm test`).
  */
 import { execFile } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -212,6 +224,7 @@ export async function checkReadmes(
   const placed: Placed[] = []
   let fragments = 0
   const directories = new Set<string>()
+  const run = `run-${process.pid}-${randomBytes(4).toString('hex')}`
   try {
     for (const input of inputs) {
       let blocks: ReadmeBlock[]
@@ -227,7 +240,7 @@ export async function checkReadmes(
           problems.push(...parseFragment(input, block))
           continue
         }
-        const directory = join(input.resolveFrom, EXAMPLES_DIRECTORY)
+        const directory = join(input.resolveFrom, EXAMPLES_DIRECTORY, run)
         directories.add(directory)
         mkdirSync(directory, { recursive: true })
         const name = `${basename(input.readme, '.md').toLowerCase()}-${basename(dirname(input.readme))}-line${block.line}.ts`
@@ -242,7 +255,14 @@ export async function checkReadmes(
       for (const entry of placed) problems.push(...(await runOne(entry)))
     }
   } finally {
-    for (const directory of directories) rmSync(directory, { recursive: true, force: true })
+    for (const directory of directories) {
+      rmSync(directory, { recursive: true, force: true })
+      try {
+        rmdirSync(dirname(directory))
+      } catch {
+        // Another run's examples are still there (or it is gone already): theirs to remove.
+      }
+    }
   }
   return { problems, ran: placed.length, fragments }
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -82,5 +82,31 @@ describe('README examples', () => {
     expect(fragments).toBe(2)
     expect(problems.length).toBeGreaterThan(0)
     for (const problem of problems) expect(problem).toMatch(/fragment\.md:6: fragment does not parse/)
+  })
+
+  it('two runs at once beside the same README directory each keep their own examples, and leave none behind', async () => {
+    // The gate runs its README examples beside the tooling tests, whose examples resolve from
+    // the same package: one run removing the other's files would fail the other's examples.
+    const slow = (name: string): { readme: string; resolveFrom: string } =>
+      readme(
+        `${name}.md`,
+        [
+          '```ts',
+          "import { createJsonlStore } from '@agent-ledger/session-store-jsonl'",
+          '',
+          'await new Promise((resolve) => setTimeout(resolve, 500))',
+          "console.log(typeof createJsonlStore === 'function')",
+          '```',
+          '',
+        ].join('\n'),
+      )
+    const [first, second] = await Promise.all([
+      checkReadmes([slow('first'), slow('first-again')]),
+      checkReadmes([slow('second')]),
+    ])
+    expect(first).toMatchObject({ problems: [], ran: 2 })
+    expect(second).toMatchObject({ problems: [], ran: 1 })
+    const directory = join(root, 'packages', 'session-store-jsonl', '.readme-examples')
+    expect(existsSync(directory) ? readdirSync(directory) : []).toEqual([])
   })
 })
