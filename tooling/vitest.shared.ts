@@ -19,6 +19,18 @@ export const sourceConditions = ['@agent-ledger/source', ...defaultServerConditi
 export const testWorkers = Math.max(2, availableParallelism())
 
 /**
+ * For a package that opts in (`isolate: isolateFiles` in its vitest config): whether each test
+ * file gets a fresh worker process. Vitest's default (true) loads the package's sources and
+ * their dependencies again for every file: in the gate's run of 2026-12-02 vitest's closing line
+ * put "import" at 40 s of session-store-jsonl's 235 s and at 57 s of the CLI's 109 s of tests
+ * (two workers). With `false` the files of one worker share one
+ * module graph, loaded once. A package opts in once its files are known to leave nothing
+ * behind in the process (no module-level state they change, no `vi.mock`, process.env,
+ * umask or cwd put back, every timer and child ended) and its whole suite passed so.
+ */
+export const isolateFiles = false
+
+/**
  * The one vitest config every package re-exports.
  *
  * The default run (`pnpm test`) takes `test/**\/*.test.ts` and the type tests; the long
