@@ -1,1 +1,6 @@
-export { default } from '../../tooling/vitest.shared.ts'
+import { mergeConfig } from 'vitest/config'
+
+import shared, { isolateFiles } from '../../tooling/vitest.shared.ts'
+
+/** The shared config; its files share one module graph per worker (see `isolateFiles`). */
+export default mergeConfig(shared, { test: { isolate: isolateFiles } })
