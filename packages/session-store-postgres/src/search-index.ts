@@ -122,10 +122,17 @@ INSERT INTO ledger_search_blocks (session_id, first_seq, last_seq, signature)
 SELECT $1, f, l, s FROM unnest($2::bigint[], $3::bigint[], $4::bytea[]) AS t(f, l, s)`
 const ADVANCE_SQL = 'UPDATE ledger_search_progress SET next_seq = $2, open_seq = $3 WHERE session_id = $1'
 
-/** One catch-up transaction: at most {@link CHUNK_LINES} lines. Returns whether a tail is left. */
-async function catchUpChunk(client: PoolClient, id: string): Promise<boolean> {
+/**
+ * One catch-up transaction: at most {@link CHUNK_LINES} lines. `whole`: the last block too,
+ * open when short of a full block (on release); otherwise full blocks only, so a writer's
+ * background catch-ups read each line once. Returns whether lines are left to index.
+ */
+async function catchUpChunk(client: PoolClient, id: string, whole: boolean): Promise<boolean> {
   await client.query('BEGIN')
   try {
+    // Derivable data: a commit lost in a crash only leaves its lines in the tail, and the
+    // blocks and progress are in one transaction either way. No wait for the WAL flush.
+    await client.query('SET LOCAL synchronous_commit = off')
     // The session row first (as delete locks it): a delete waits for this transaction, or
     // this one finds the session gone and writes nothing.
     const head = (await client.query<{ next_seq: string }>(LOCK_SESSION_SQL, [id])).rows[0]
@@ -146,7 +153,12 @@ async function catchUpChunk(client: PoolClient, id: string): Promise<boolean> {
     const start = openSeq ?? covered
     const end = Math.min(headSeq, covered + CHUNK_LINES)
     const lines = (await client.query<{ seq: string; line: string }>(LINES_SQL, [id, start, end])).rows
-    const blocks = buildBlocks(lines.map((line) => ({ seq: Number(line.seq), line: line.line })))
+    const built = buildBlocks(lines.map((line) => ({ seq: Number(line.seq), line: line.line })))
+    const blocks = whole ? built : built.filter((block) => block.chars >= BLOCK_CHARS)
+    if (blocks.length === 0) {
+      await client.query('ROLLBACK')
+      return false
+    }
     if (openSeq !== null) await client.query(DROP_OPEN_SQL, [id, openSeq])
     if (blocks.length > 0) {
       await client.query(INSERT_BLOCKS_SQL, [
@@ -156,9 +168,10 @@ async function catchUpChunk(client: PoolClient, id: string): Promise<boolean> {
         blocks.map((block) => Buffer.from(block.signature)),
       ])
     }
-    const last = blocks.at(-1)
-    const open = last !== undefined && last.chars < BLOCK_CHARS ? last.firstSeq : null
-    await client.query(ADVANCE_SQL, [id, end, open])
+    const last = blocks.at(-1)!
+    const open = last.chars < BLOCK_CHARS ? last.firstSeq : null
+    const next = whole ? end : last.lastSeq + 1
+    await client.query(ADVANCE_SQL, [id, next, open])
     await client.query('COMMIT')
     return end < headSeq
   } catch (error) {
@@ -173,15 +186,16 @@ async function catchUpChunk(client: PoolClient, id: string): Promise<boolean> {
  *
  * @param db - The backend's pool.
  * @param id - The session.
+ * @param whole - Also the last, short block (else full blocks only).
  */
-export async function catchUp(db: Db, id: string): Promise<void> {
+export async function catchUp(db: Db, id: string, whole: boolean): Promise<void> {
   const context = db.context(`index session ${id} for search`, id)
   for (;;) {
     const client = await db.connect(context)
     let broken: Error | undefined
     let more: boolean
     try {
-      more = await catchUpChunk(client, id)
+      more = await catchUpChunk(client, id, whole)
     } catch (error) {
       broken = error instanceof Error ? error : new Error(String(error))
       throw error
@@ -228,7 +242,7 @@ export class SearchIndexer {
       this.again.add(id)
       return
     }
-    const run = catchUp(this.db, id)
+    const run = catchUp(this.db, id, false)
       .catch(() => undefined)
       .finally(() => {
         this.running.delete(id)
@@ -243,7 +257,7 @@ export class SearchIndexer {
     this.again.delete(id)
     await this.running.get(id)
     if (this.closed) return
-    await catchUp(this.db, id).catch(() => undefined)
+    await catchUp(this.db, id, true).catch(() => undefined)
   }
 
   /** Stops scheduling and waits for the running catch-ups (before the pool ends). */

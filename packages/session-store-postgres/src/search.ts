@@ -20,7 +20,7 @@ import { requiredBits } from './search-index.ts'
 
 /** The largest bigint: the end of a tail range, and the position past every line of a session. */
 const END_SEQ = '9223372036854775807'
-/** Ranges per round: the first round reads few (a common word fills a batch from one block). */
+/** Ranges per round: the first round reads few (a common word fills a batch from one block); rounds that find nothing read more. */
 const FIRST_RANGES = 4
 const MOST_RANGES = 256
 /** A tail this long makes the search start a catch-up of its session (in the background). */
@@ -154,6 +154,9 @@ export async function searchCandidates(
     }
     if (candidates.length >= query.limit) return { candidates, done: false }
     if (ranges.length < most) return { candidates, done: true }
+    // Fewer is fine: the core asks again from the last one, and a page it fills early (a
+    // search's limit) then never reads the ranges after it.
+    if (candidates.length > 0) return { candidates, done: false }
     const last = ranges.at(-1)!
     from = { sessionId: last.sid, seq: last.hi === END_SEQ ? END_SEQ : String(BigInt(last.hi) + 1n) }
     most = Math.min(most * 4, MOST_RANGES)
