@@ -7,7 +7,7 @@
  *
  * - Ours: `createSessionStore({ backend }).search(RARE_WORD, { limit: 20 })`: the `search`
  *   capability's two statements (the blocks whose signature may hold the word and every
- *   tail, then those ranges' lines with an ILIKE), then the core's checks and matcher.
+ *   tail, then those ranges' lines with a LIKE per word), then the core's checks and matcher.
  * - Floor: the same two statements on a bare client, one round: the ratio is what the core,
  *   the driver and the capability's rounds add.
  * - Target: p50 <= 200 ms (the issue's, over 1 GB).

@@ -15,7 +15,8 @@
  * Folding: ASCII letters lowercased, U+212A KELVIN SIGN to `k` and U+017F LONG S to `s` (the
  * two characters the core's `/iu` matcher folds to ASCII); a trigram with a character
  * outside ASCII after folding is not recorded (a fragment is ASCII). The candidate query
- * checks lines with the same folding (`translate(line, U&'\212A\017F', 'ks') COLLATE "C" ILIKE`).
+ * checks lines with the same folding (`lower(line COLLATE "C") LIKE`, and the two characters
+ * translated in a line that holds one).
  */
 import type { PoolClient } from 'pg'
 

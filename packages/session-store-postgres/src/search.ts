@@ -5,9 +5,10 @@
  * 1. the ranges to read, in one snapshot: the blocks of `ledger_search_blocks` whose
  *    signature has every bit the fragments' trigrams need (`search-index.ts`), and each
  *    session's tail past `ledger_search_progress.next_seq` (lines no block covers yet);
- * 2. the lines of those ranges that hold every fragment (`translate(line, U&'\212A\017F', 'ks')
- *    COLLATE "C" ILIKE '%fragment%'`: ASCII case folding plus the two characters the core's
- *    `/iu` matcher folds to ASCII).
+ * 2. the lines of those ranges that hold every fragment (`lower(line COLLATE "C") LIKE
+ *    '%fragment%'`: ASCII case folding, whatever the database's collation; a line holding
+ *    U+212A or U+017F, the two characters the core's `/iu` matcher folds to ASCII, is also
+ *    tried with them translated to `k` and `s`).
  *
  * Lines are immutable and a block covers only committed lines, so reading the ranges' lines
  * in a later statement misses nothing. The core runs the exact matcher over what comes back.
@@ -26,7 +27,7 @@ const MOST_RANGES = 256
 /** A tail this long makes the search start a catch-up of its session (in the background). */
 export const LONG_TAIL_LINES = 500
 
-/** `%`, `_` and `\` literal in an ILIKE pattern (the default escape is `\`). */
+/** `%`, `_` and `\` literal in a LIKE pattern (the default escape is `\`). */
 function likePattern(fragment: string): string {
   return `%${fragment.replace(/[\\%_]/gu, '\\$&')}%`
 }
@@ -85,7 +86,9 @@ SELECT r.sid AS session_id, e.seq::text AS seq, e.line
   CROSS JOIN LATERAL (
     SELECT seq, line FROM ledger_events
      WHERE session_id = r.sid AND seq >= r.lo AND seq <= r.hi
-       AND translate(line, U&'\\212A\\017F', 'ks') COLLATE "C" ILIKE ALL ($5::text[])) e
+       AND (lower(line COLLATE "C") LIKE ALL ($5::text[])
+            OR ((strpos(line, U&'\\212A') > 0 OR strpos(line, U&'\\017F') > 0)
+                AND lower(translate(line, U&'\\212A\\017F', 'ks') COLLATE "C") LIKE ALL ($5::text[])))) e
  ORDER BY r.o, e.seq
  LIMIT $4`
 

@@ -8,6 +8,7 @@
  */
 import { createSessionStore } from '@agent-ledger/session-store'
 import type { SessionStore } from '@agent-ledger/session-store'
+import pg from 'pg'
 import { expect, it } from 'vitest'
 
 import { openPostgresBackend } from '../src/index.ts'
@@ -133,6 +134,61 @@ describeOnServer('PostgreSQL search index', () => {
       )
       expect(left?.n).toBe('0')
     } finally {
+      await store.close()
+    }
+  })
+
+  it('a catch-up whose server process is killed mid-transaction writes nothing: the release still succeeds and search reads the lines from the tail', async () => {
+    const backend = await openPostgresBackend({ connectionString: url })
+    const store = createSessionStore({ backend, clock })
+    const holder = new pg.Client({ connectionString: url })
+    await holder.connect()
+    try {
+      const writer = await store.create({ id: 'killed' })
+      for (let index = 0; index < 200; index++) {
+        const content = index === 199 ? 'the Timbuktu step' : `routine ${index} ${'lorem ipsum '.repeat(30)}`
+        writer.append({ type: 'user/message', data: { message: { role: 'user', content } } })
+        if (index % 50 === 49) await writer.flush()
+      }
+      await writer.flush()
+      // Hold the progress row: the release's catch-up waits on it, and is killed there.
+      await holder.query(
+        "INSERT INTO ledger_search_progress (session_id, next_seq) VALUES ('killed', 0) ON CONFLICT DO NOTHING",
+      )
+      await holder.query('BEGIN')
+      await holder.query("SELECT 1 FROM ledger_search_progress WHERE session_id = 'killed' FOR UPDATE")
+      let closed = false
+      const closing = writer.close().then(() => {
+        closed = true
+      })
+      // Every catch-up waiting on the row is killed (a background one may be waiting too).
+      let killed = 0
+      for (let attempt = 0; attempt < 400 && !closed; attempt++) {
+        const rows = await sqlOnce<{ ok: boolean }>(
+          url,
+          "SELECT pg_terminate_backend(pid, 10000) AS ok FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%ledger_search_progress%FOR UPDATE%'",
+        )
+        killed += rows.filter((row) => row.ok).length
+        await new Promise((resolve) => setTimeout(resolve, 25))
+      }
+      await closing
+      expect(killed).toBeGreaterThan(0)
+      await holder.query('ROLLBACK')
+      const [progress] = await sqlOnce<{ next_seq: string }>(
+        url,
+        "SELECT next_seq::text FROM ledger_search_progress WHERE session_id = 'killed'",
+      )
+      expect(Number(progress?.next_seq)).toBeLessThan(200) // the last lines are the tail
+      expect(keys(await store.search('timbuktu'))).toEqual(['killed:199:text'])
+      await (await store.openWriter('killed')).close()
+      const [after] = await sqlOnce<{ next_seq: string }>(
+        url,
+        "SELECT next_seq::text FROM ledger_search_progress WHERE session_id = 'killed'",
+      )
+      expect(after?.next_seq).toBe('200')
+      expect(keys(await store.search('timbuktu'))).toEqual(['killed:199:text'])
+    } finally {
+      await holder.end()
       await store.close()
     }
   })
