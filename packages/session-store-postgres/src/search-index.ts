@@ -189,7 +189,7 @@ async function catchUpChunk(client: PoolClient, id: string, whole: boolean): Pro
  * @param id - The session.
  * @param whole - Also the last, short block (else full blocks only).
  */
-export async function catchUp(db: Db, id: string, whole: boolean): Promise<void> {
+async function catchUp(db: Db, id: string, whole: boolean): Promise<void> {
   const context = db.context(`index session ${id} for search`, id)
   for (;;) {
     const client = await db.connect(context)

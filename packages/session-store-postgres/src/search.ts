@@ -25,7 +25,7 @@ const END_SEQ = '9223372036854775807'
 const FIRST_RANGES = 4
 const MOST_RANGES = 256
 /** A tail this long makes the search start a catch-up of its session (in the background). */
-export const LONG_TAIL_LINES = 500
+const LONG_TAIL_LINES = 500
 
 /** `%`, `_` and `\` literal in a LIKE pattern (the default escape is `\`). */
 function likePattern(fragment: string): string {
