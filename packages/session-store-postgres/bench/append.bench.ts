@@ -20,6 +20,14 @@
  *   connection). Measured with migration 2's trigram and order indexes on `ledger_events`:
  *   3.9x (2.34 ms against 0.60 ms); migration 3 took them off the append.
  *
+ * Measured causes of the misses (one run, load average 28 to 36 on 2 cores, 2026-12-02):
+ * `backend.append` at batch 100 is 0.91 of the bare INSERT. It was 0.27 with migration 2's
+ * indexes on `ledger_events` (3.9x the bare server CPU per flush; now 1.46x, the search
+ * catch-ups included), so the server side meets its target. Through `createSessionStore`
+ * at batch 100 the ratio is 0.57: the client CPU per flush printed above, 8.25 ms against
+ * the floor's 2.28 ms, is the core writer's per-event work (validation, redaction,
+ * encoding, the fold), not the PostgreSQL backend.
+ *
  * Rounds alternate floor and ours; medians. 8 writers: `concurrent.bench.ts`; cold open at
  * 1M events and bytes per row: `cold-open.bench.ts`. Uses AGENT_LEDGER_PG_URL, else a
  * throwaway cluster (tooling/pg/cluster.ts); without PostgreSQL binaries it prints why and

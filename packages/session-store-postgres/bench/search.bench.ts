@@ -55,7 +55,11 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
       ).rows[0]
       const lineBytes = Number(sizes?.lines)
       const indexBytes = Number(sizes?.index)
-      const ranges = rangesStatement({ fragments: [RARE_WORD], sessionIds: null }, { sessionId: '', seq: '0' }, 1e6)
+      const ranges = rangesStatement(
+        { fragments: [RARE_WORD], sessionIds: null },
+        { sessionId: '', seq: '0' },
+        1e6,
+      )
       const ours: number[] = []
       const floor: number[] = []
       let hits = 0
@@ -67,7 +71,9 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
       }
       const runFloor = async (): Promise<void> => {
         const started = performance.now()
-        const found = (await client.query<{ sid: string; lo: string; hi: string }>(ranges.text, ranges.values)).rows
+        const found = (
+          await client.query<{ sid: string; lo: string; hi: string }>(ranges.text, ranges.values)
+        ).rows
         rows = (
           await client.query(LINES_SQL, [
             found.map((range) => range.sid),
@@ -94,7 +100,9 @@ export async function run(options: { scale?: 'default' | 'large' } = {}): Promis
       }
       const expected = Math.min(corpus.planted, 20)
       if (hits !== expected || rows !== corpus.planted) {
-        throw new Error(`search bench: expected ${expected} hits and ${corpus.planted} rows, found ${hits} and ${rows}`)
+        throw new Error(
+          `search bench: expected ${expected} hits and ${corpus.planted} rows, found ${hits} and ${rows}`,
+        )
       }
       const mb = (lineBytes / 1024 / 1024).toFixed(0)
       const p50 = median(ours)
