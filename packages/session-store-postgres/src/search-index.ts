@@ -9,8 +9,8 @@
  * Catch-up ({@link catchUp}) reads the tail from `ledger_events` and writes its blocks, in
  * transactions of at most {@link CHUNK_LINES} lines (the last block of a session stays
  * open, under a full block, and is rewritten when it grows). The backend runs it in the
- * background when a writer of this process has appended a block's worth, awaits it when a
- * lease is released, and starts it when a search meets a long tail ({@link SearchIndexer}).
+ * background when a writer of this process has appended a block's worth, awaits it (up to
+ * one transaction's worth) when a lease is released, and starts it when a search meets a long tail ({@link SearchIndexer}).
  *
  * Folding: ASCII letters lowercased, U+212A KELVIN SIGN to `k` and U+017F LONG S to `s` (the
  * two characters the core's `/iu` matcher folds to ASCII); a trigram with a character
@@ -187,24 +187,31 @@ async function catchUpChunk(client: PoolClient, id: string, whole: boolean): Pro
  *
  * @param db - The backend's pool.
  * @param id - The session.
- * @param whole - Also the last, short block (else full blocks only).
+ * @param plan - `whole`: the short last block too (else full blocks only); `chunks`: most
+ *   transactions to run (default: until done).
+ * @returns Whether lines are left to index.
  */
-async function catchUp(db: Db, id: string, whole: boolean): Promise<void> {
+async function catchUp(
+  db: Db,
+  id: string,
+  plan: { readonly whole: boolean; readonly chunks?: number },
+): Promise<boolean> {
   const context = db.context(`index session ${id} for search`, id)
-  for (;;) {
+  for (let chunk = 0; chunk < (plan.chunks ?? Number.POSITIVE_INFINITY); chunk++) {
     const client = await db.connect(context)
     let broken: Error | undefined
     let more: boolean
     try {
-      more = await catchUpChunk(client, id, whole)
+      more = await catchUpChunk(client, id, plan.whole)
     } catch (error) {
       broken = error instanceof Error ? error : new Error(String(error))
       throw error
     } finally {
       client.release(broken)
     }
-    if (!more) return
+    if (!more) return false
   }
+  return true
 }
 
 /**
@@ -243,8 +250,11 @@ export class SearchIndexer {
       this.again.add(id)
       return
     }
-    const run = catchUp(this.db, id, false)
-      .catch(() => undefined)
+    const run = catchUp(this.db, id, { whole: false })
+      .then(
+        () => undefined,
+        () => undefined,
+      )
       .finally(() => {
         this.running.delete(id)
         if (this.again.delete(id)) this.start(id)
@@ -252,13 +262,17 @@ export class SearchIndexer {
     this.running.set(id, run)
   }
 
-  /** Catches `id` up now (after the running catch-up, if any); never throws. */
+  /**
+   * Catches `id` up now (after the running catch-up, if any), short last block included;
+   * never throws. At most one transaction's worth ({@link CHUNK_LINES} lines) is awaited: a
+   * longer tail (a large session written before migration 3) goes on in the background.
+   */
   async settle(id: string): Promise<void> {
     this.pending.delete(id)
     this.again.delete(id)
     await this.running.get(id)
     if (this.closed) return
-    await catchUp(this.db, id, true).catch(() => undefined)
+    if (await catchUp(this.db, id, { whole: true, chunks: 1 }).catch(() => false)) this.start(id)
   }
 
   /** Stops scheduling and waits for the running catch-ups (before the pool ends). */
