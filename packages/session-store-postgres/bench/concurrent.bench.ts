@@ -14,6 +14,14 @@
  *   commit: target ours / floor >= 0.8;
  * - p99 flush latency with 8 writers, ours vs the bare streams' in the same rounds (target
  *   ours / floor <= 1.5; lower is better).
+ *
+ * Measured cause of the misses (one run, load average 28 to 36 on 2 cores, 2026-12-02): the
+ * writers' client CPU per flush (printed), 0.88 ms against the bare streams' 0.33 ms, which
+ * is the core writer's work per event. On a machine this busy the writers' process gets a
+ * fraction of a core, so its CPU sets the throughput. The server side no longer does: with
+ * migration 2's indexes on `ledger_events` the server spent 3.9x the bare insert's CPU per
+ * flush, and migration 3 moved the search index off the append (`append.bench.ts`, server
+ * CPU row).
  */
 import type pg from 'pg'
 

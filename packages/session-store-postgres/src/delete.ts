@@ -5,7 +5,8 @@
  * then deletes the session row **first** (an append waiting on that row then matches nothing
  * after the COMMIT: `SESSION_NOT_FOUND`, nothing written), its lines (a later statement of the
  * same transaction sees every line committed before the row was locked: no orphan), its
- * follower rows; its checkpoint goes with the row (`ON DELETE CASCADE`). A crash, a killed
+ * follower rows, its search blocks and progress (a catch-up locks the session row first, so
+ * none is mid-write); its checkpoint goes with the row (`ON DELETE CASCADE`). A crash, a killed
  * server process or an error before COMMIT rolls all of it back: the session stays whole.
  */
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
@@ -29,6 +30,8 @@ const DELETE_STATEMENTS = [
   'DELETE FROM ledger_sessions WHERE session_id = $1',
   'DELETE FROM ledger_events WHERE session_id = $1',
   'DELETE FROM ledger_followers WHERE session_id = $1',
+  'DELETE FROM ledger_search_blocks WHERE session_id = $1',
+  'DELETE FROM ledger_search_progress WHERE session_id = $1',
 ] as const
 
 /**

@@ -30,6 +30,7 @@ import { appendBatch } from './append.ts'
 import { forkSession, readCheckpoint, writeCheckpoint } from './capabilities.ts'
 import { deleteSession } from './delete.ts'
 import { searchCandidates } from './search.ts'
+import { SearchIndexer } from './search-index.ts'
 import { createStreamed } from './create-stream.ts'
 import { Db } from './db.ts'
 import type { DbSettings, HeadRow } from './db.ts'
@@ -116,6 +117,8 @@ export class PostgresBackend implements SessionBackend {
   readonly target: ConnectionTarget
   private readonly db: Db
   private readonly listener: AppendListener
+  /** Catch-ups of the search index, after the appends' commits (`search-index.ts`). */
+  private readonly indexer: SearchIndexer
   private closed = false
   /** Sessions with an append whose outcome this instance could not settle: their head is read under the row lock. */
   private readonly unsettled = new Set<string>()
@@ -155,6 +158,7 @@ export class PostgresBackend implements SessionBackend {
     // process: the pool discards it and the next call opens a fresh one.
     pool.on('error', () => undefined)
     this.db = new Db({ pool, target: this.target, settings })
+    this.indexer = new SearchIndexer(this.db)
     this.listener = new AppendListener({ ...clientConfig, statement_timeout: false })
     this.capabilities = {
       follow: { waitForAppend: (id, waitOptions) => this.waitForAppend(id, waitOptions) },
@@ -173,7 +177,7 @@ export class PostgresBackend implements SessionBackend {
       search: {
         candidates: async (query) => {
           this.checkOpen('search sessions', query.signal)
-          return await searchCandidates(this.db, query)
+          return await searchCandidates(this.db, query, (id) => this.indexer.start(id))
         },
       },
     }
@@ -230,7 +234,11 @@ export class PostgresBackend implements SessionBackend {
   async create(request: CreateRequest): Promise<void> {
     const action = `create session ${request.id}`
     this.checkOpen(action, request.signal, request.id)
-    if (!Array.isArray(request.lines)) return createStreamed(this.db, request)
+    if (!Array.isArray(request.lines)) {
+      await createStreamed(this.db, request)
+      this.indexer.start(request.id) // an import: index it now, in the background
+      return
+    }
     const lines = request.lines as readonly string[]
     const values = [
       request.id,
@@ -346,6 +354,9 @@ export class PostgresBackend implements SessionBackend {
       lease.epoch,
       lease.owner,
     ])
+    // A released session is fully indexed when this returns (unless the catch-up failed:
+    // then its tail stays where every search reads it).
+    await this.indexer.settle(lease.sessionId)
   }
 
   // ---------------------------------------------------------------- append
@@ -362,6 +373,9 @@ export class PostgresBackend implements SessionBackend {
       })
     }
     await appendBatch(this.db, { lease, batch, unsettled: this.unsettled })
+    let chars = 0
+    for (const line of batch.lines) chars += line.length + 1
+    this.indexer.appended(id, chars)
   }
 
   // ---------------------------------------------------------------- reads
@@ -576,6 +590,7 @@ export class PostgresBackend implements SessionBackend {
       request.child.id,
     )
     await forkSession(this.db, request)
+    this.indexer.start(request.child.id) // the copied prefix, in the background
   }
 
   private async getCheckpoint(id: string, options?: SignalOptions): Promise<CheckpointRecord | null> {
@@ -595,6 +610,7 @@ export class PostgresBackend implements SessionBackend {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
+    await this.indexer.close()
     await this.listener.close()
     if (this.announced.size > 0) {
       // Best effort: a follower that cannot say goodbye expires after FOLLOWER_TTL_SECONDS.

@@ -1,45 +1,102 @@
 /**
- * The `search` capability: candidate event lines for `store.search`, narrowed in the
- * database by `line ILIKE '%fragment%'` per fragment (the `ledger_events_search` trigram
- * index of migration 2 serves these; without pg_trgm the same query scans), in
- * `(session_id COLLATE "C", seq)` order from the requested position. The core runs the
- * exact matcher over what comes back.
+ * The `search` capability: candidate event lines for `store.search`, in `(session id in
+ * code-unit order, seq)` order from the requested position. Two statements per round:
+ *
+ * 1. the ranges to read, in one snapshot: the blocks of `ledger_search_blocks` whose
+ *    signature has every bit the fragments' trigrams need (`search-index.ts`), and each
+ *    session's tail past `ledger_search_progress.next_seq` (lines no block covers yet);
+ * 2. the lines of those ranges that hold every fragment (`lower(line COLLATE "C") LIKE
+ *    '%fragment%'`: ASCII case folding, whatever the database's collation; a line holding
+ *    U+212A or U+017F, the two characters the core's `/iu` matcher folds to ASCII, is also
+ *    tried with them translated to `k` and `s`).
+ *
+ * Lines are immutable and a block covers only committed lines, so reading the ranges' lines
+ * in a later statement misses nothing. The core runs the exact matcher over what comes back.
  */
 import type { SearchCandidate, SearchCandidateQuery } from '@agent-ledger/session-store'
+import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 
 import type { Db } from './db.ts'
+import { requiredBits } from './search-index.ts'
 
-/** `%`, `_` and `\` literal in an ILIKE pattern (the default escape is `\`). */
+/** The largest bigint: the end of a tail range, and the position past every line of a session. */
+const END_SEQ = '9223372036854775807'
+/** Ranges per round: the first round reads few (a common word fills a batch from one block); rounds that find nothing read more. */
+const FIRST_RANGES = 4
+const MOST_RANGES = 256
+/** A tail this long makes the search start a catch-up of its session (in the background). */
+const LONG_TAIL_LINES = 500
+
+/** `%`, `_` and `\` literal in a LIKE pattern (the default escape is `\`). */
 function likePattern(fragment: string): string {
   return `%${fragment.replace(/[\\%_]/gu, '\\$&')}%`
 }
 
+/** A position: the first (session id, seq) still to read. */
+interface Position {
+  readonly sessionId: string
+  readonly seq: string
+}
+
 /**
- * The statement of one batch: text and values.
+ * The ranges statement (text and values).
  *
- * @param query - Fragments, start position, sessions, batch size.
+ * @param query - Fragments and sessions.
+ * @param from - The position.
+ * @param limit - Most ranges.
  * @returns The SQL and its parameters.
  */
-export function candidateStatement(query: SearchCandidateQuery): { text: string; values: unknown[] } {
-  const values: unknown[] = [query.limit]
-  const where: string[] = []
-  const param = (value: unknown): string => {
-    values.push(value)
-    return `$${values.length}`
+export function rangesStatement(
+  query: Pick<SearchCandidateQuery, 'fragments' | 'sessionIds'>,
+  from: Position,
+  limit: number,
+): { text: string; values: unknown[] } {
+  const values: unknown[] = [limit, from.sessionId, from.seq]
+  const blocks = ['(b.session_id, b.first_seq) >= ($2, 0)', '(b.session_id > $2 OR b.last_seq >= $3::bigint)']
+  const tails = [
+    's.next_seq > coalesce(p.next_seq, 0)',
+    's.session_id COLLATE "C" >= $2',
+    '(s.session_id COLLATE "C" > $2 OR s.next_seq > $3::bigint)',
+  ]
+  if (query.sessionIds !== null) {
+    values.push(query.sessionIds)
+    blocks.push(`b.session_id = ANY($${values.length}::text[])`)
+    tails.push(`s.session_id = ANY($${values.length}::text[])`)
   }
-  if (query.from !== null) {
-    const id = param(query.from.sessionId)
-    // A row comparison on the order index's columns: an index range, not a filter.
-    where.push(`(session_id COLLATE "C", seq) >= (${id}::text COLLATE "C", ${param(query.from.seq)}::bigint)`)
-  }
-  if (query.sessionIds !== null) where.push(`session_id = ANY(${param(query.sessionIds)}::text[])`)
-  // One ILIKE per fragment: each is an index condition the trigram index answers.
-  for (const fragment of query.fragments) where.push(`line ILIKE ${param(likePattern(fragment))}`)
-  const text = `SELECT session_id, seq, line FROM ledger_events
-${where.length === 0 ? '' : `WHERE ${where.join('\n  AND ')}`}
-ORDER BY session_id COLLATE "C", seq
+  // Bit numbers are integers computed here, never input text.
+  for (const bit of requiredBits(query.fragments)) blocks.push(`get_bit(b.signature, ${bit}) = 1`)
+  const text = `SELECT sid, lo::text AS lo, hi::text AS hi, head::text AS head FROM (
+  SELECT b.session_id AS sid, b.first_seq AS lo, b.last_seq AS hi, NULL::bigint AS head
+    FROM ledger_search_blocks b
+   WHERE ${blocks.join('\n     AND ')}
+  UNION ALL
+  SELECT s.session_id COLLATE "C", coalesce(p.next_seq, 0), ${END_SEQ}, s.next_seq
+    FROM ledger_sessions s LEFT JOIN ledger_search_progress p ON p.session_id = s.session_id COLLATE "C"
+   WHERE ${tails.join('\n     AND ')}
+) r
+ORDER BY r.sid, r.lo
 LIMIT $1`
   return { text, values }
+}
+
+/** The lines statement: `$1` session ids, `$2` first seqs, `$3` last seqs, `$4` limit, `$5` patterns. */
+export const LINES_SQL = `
+SELECT r.sid AS session_id, e.seq::text AS seq, e.line
+  FROM unnest($1::text[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS r(sid, lo, hi, o)
+  CROSS JOIN LATERAL (
+    SELECT seq, line FROM ledger_events
+     WHERE session_id = r.sid AND seq >= r.lo AND seq <= r.hi
+       AND (lower(line COLLATE "C") LIKE ALL ($5::text[])
+            OR ((strpos(line, U&'\\212A') > 0 OR strpos(line, U&'\\017F') > 0)
+                AND lower(translate(line, U&'\\212A\\017F', 'ks') COLLATE "C") LIKE ALL ($5::text[])))) e
+ ORDER BY r.o, e.seq
+ LIMIT $4`
+
+interface RangeRow {
+  sid: string
+  lo: string
+  hi: string
+  head: string | null
 }
 
 /**
@@ -47,23 +104,64 @@ LIMIT $1`
  *
  * @param db - The backend's pool.
  * @param query - Fragments, start position, sessions, batch size.
+ * @param onLongTail - Called with a session whose tail has {@link LONG_TAIL_LINES} or more lines.
  * @returns The lines, and `done` when no more follow.
  */
 export async function searchCandidates(
   db: Db,
   query: SearchCandidateQuery,
+  onLongTail: (sessionId: string) => void,
 ): Promise<{ readonly candidates: readonly SearchCandidate[]; readonly done: boolean }> {
-  const { text, values } = candidateStatement(query)
-  const result = await db.query<{ session_id: string; seq: string; line: string }>(
-    db.context('search sessions'),
-    text,
-    values,
-  )
-  return {
-    candidates: result.rows.map((row) => ({
-      sessionId: row.session_id,
-      stored: { seq: Number(row.seq), line: row.line, location: { file: 'ledger_events' } },
-    })),
-    done: result.rows.length < query.limit,
+  const context = db.context('search sessions')
+  const patterns = query.fragments.map(likePattern)
+  const candidates: SearchCandidate[] = []
+  let from: Position =
+    query.from === null
+      ? { sessionId: '', seq: '0' }
+      : { sessionId: query.from.sessionId, seq: String(query.from.seq) }
+  let most = FIRST_RANGES
+  for (;;) {
+    if (query.signal?.aborted === true) {
+      throw new SessionStoreError({
+        code: SessionStoreErrorCode.ABORTED,
+        message: 'search sessions: aborted between batches of candidates',
+        cause: query.signal.reason,
+      })
+    }
+    const { text, values } = rangesStatement(query, from, most)
+    const ranges = (await db.query<RangeRow>(context, text, values)).rows
+    for (const range of ranges) {
+      if (range.head !== null && Number(range.head) - Number(range.lo) >= LONG_TAIL_LINES)
+        onLongTail(range.sid)
+    }
+    if (ranges.length > 0) {
+      // The first range may start before the position (a block or tail of its session).
+      const firsts = ranges.map((range) =>
+        range.sid === from.sessionId && BigInt(range.lo) < BigInt(from.seq) ? from.seq : range.lo,
+      )
+      const rows = (
+        await db.query<{ session_id: string; seq: string; line: string }>(context, LINES_SQL, [
+          ranges.map((range) => range.sid),
+          firsts,
+          ranges.map((range) => range.hi),
+          query.limit - candidates.length,
+          patterns,
+        ])
+      ).rows
+      for (const row of rows) {
+        candidates.push({
+          sessionId: row.session_id,
+          stored: { seq: Number(row.seq), line: row.line, location: { file: 'ledger_events' } },
+        })
+      }
+    }
+    if (candidates.length >= query.limit) return { candidates, done: false }
+    if (ranges.length < most) return { candidates, done: true }
+    // Fewer is fine: the core asks again from the last one, and a page it fills early (a
+    // search's limit) then never reads the ranges after it.
+    if (candidates.length > 0) return { candidates, done: false }
+    const last = ranges.at(-1)!
+    from = { sessionId: last.sid, seq: last.hi === END_SEQ ? END_SEQ : String(BigInt(last.hi) + 1n) }
+    most = Math.min(most * 4, MOST_RANGES)
   }
 }

@@ -457,8 +457,9 @@ export interface DeleteCapability {
 export interface SearchCandidateQuery extends SignalOptions {
   /**
    * Lowercase printable-ASCII fragments: a candidate line contains every one of them as
-   * written in its text, compared ASCII case-insensitively (`ILIKE '%fragment%'`). Empty:
-   * every event line is a candidate.
+   * written in its text, compared ASCII case-insensitively (`ILIKE '%fragment%'`), where
+   * U+212A KELVIN SIGN also counts as `k` and U+017F LONG S as `s` (the core's `/iu`
+   * matcher folds them so). Empty: every event line is a candidate.
    */
   readonly fragments: readonly string[]
   /** The first (session id, seq) to return, inclusive; null: from the start. */

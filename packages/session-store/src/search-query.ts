@@ -48,7 +48,10 @@ export interface QueryMatcher {
   readonly query: ParsedQuery
   /** The earliest match of any term when every term and phrase matches `text`; null otherwise. */
   match(text: string): Span | null
-  /** Whether a raw event line may match (every fragment present, ASCII case-insensitively). */
+  /**
+   * Whether a raw event line may match: every fragment present, case-insensitively as the
+   * matcher compares (ASCII case, and U+212A and U+017F, which fold to `k` and `s`).
+   */
   lineMayMatch(line: string): boolean
 }
 
@@ -107,7 +110,8 @@ export function compileQuery(query: ParsedQuery): QueryMatcher {
     ...query.terms.map((term) => escapeRegExp(term)),
     ...query.phrases.map((words) => words.map((word) => escapeRegExp(word)).join('\\s+')),
   ].map((source) => new RegExp(source, 'iu'))
-  const fragments = query.fragments.map((fragment) => new RegExp(escapeRegExp(fragment), 'i'))
+  // `u` as the matcher: `/k/iu` also finds U+212A KELVIN SIGN and `/s/iu` U+017F LONG S.
+  const fragments = query.fragments.map((fragment) => new RegExp(escapeRegExp(fragment), 'iu'))
   return {
     query,
     match(text) {

@@ -74,6 +74,14 @@ describe('search query language', () => {
     expect(matcher.lineMayMatch('{"A":"BIG TABLE b.c zZ"}')).toBe(true)
     expect(matcher.lineMayMatch('{"a":"big"}')).toBe(false)
   })
+
+  it('the line prefilter folds U+212A KELVIN SIGN and U+017F LONG S as the matcher does (no line it drops could match)', () => {
+    const matcher = compileQuery(parseQuery('kelvin status'))
+    const text = '\u212Aelvin \u017Ftatus'
+    expect(matcher.match(text)).not.toBeNull()
+    expect(matcher.lineMayMatch(JSON.stringify({ text }))).toBe(true)
+    expect(matcher.lineMayMatch(JSON.stringify({ text: '\u212Aelvin only' }))).toBe(false)
+  })
 })
 
 describe('search snippets and cursors', () => {
