@@ -55,7 +55,7 @@ export interface LedgerClaudeSessionStore extends Required<
 interface OpenKey {
   readonly writer: SessionWriter
   /** The transcript so far (what `load` returns): the mapping is derived from it. */
-  entries: readonly SessionStoreEntry[]
+  entries: SessionStoreEntry[]
   /** `uuid`s of the stored entries: an entry seen again is not appended twice. */
   readonly seen: Set<string>
   /** The mapping of the transcript, kept between batches (each batch maps its own entries). */
@@ -326,7 +326,7 @@ export function createClaudeSessionStore(
             ignorable: true,
           } as unknown as EventInput)
         })
-        const transcript = [...state.entries, ...added]
+        const transcript = (): readonly SessionStoreEntry[] => [...state.entries, ...added]
         const step =
           state.stopped || state.pendingStop !== undefined
             ? undefined
@@ -344,7 +344,7 @@ export function createClaudeSessionStore(
           } as unknown as EventInput)
         }
         await state.writer.flush()
-        state.entries = transcript
+        state.entries.push(...added)
         for (const entry of added) {
           const uuid = entryUuid(entry)
           if (uuid !== undefined) state.seen.add(uuid)

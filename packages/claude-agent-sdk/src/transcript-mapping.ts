@@ -95,11 +95,11 @@ export class TranscriptMapper {
    * Maps a batch.
    *
    * @param added - The batch's new entries.
-   * @param transcript - The whole transcript, the batch included (for a mapping afresh).
+   * @param transcript - The whole transcript, the batch included (called for a mapping afresh only).
    */
   async extend(
     added: readonly SessionStoreEntry[],
-    transcript: readonly SessionStoreEntry[],
+    transcript: () => readonly SessionStoreEntry[],
   ): Promise<MappingStep> {
     const backlog = this.#backlog
     this.#backlog = []
@@ -116,7 +116,7 @@ export class TranscriptMapper {
     if (step === undefined) {
       // First batch, or the live import gave up: map the whole transcript, keep what extends.
       const before = this.#keys.slice(0, this.#keys.length - backlog.length)
-      const mapped = await this.#remap(transcript)
+      const mapped = await this.#remap(transcript())
       const diverged = before.findIndex((key, index) => mapped.events[index]?.key !== key)
       if (diverged !== -1) {
         return {

@@ -278,7 +278,7 @@ describe.each(storeKinds)('the SessionStore contract over the %s store', (_name,
     }))
 
   it('"Adapters never re-read previously appended entries": appends read nothing back; summaries read one event per session where the listing counts events', () =>
-    withClaude(kind, async (claude, opened) => {
+    withClaude(kind, async (_claude, opened) => {
       const reads: { id: string; fromSeq: number | undefined }[] = []
       const spied = new Proxy(opened.store, {
         get(target, property, receiver) {
@@ -402,9 +402,11 @@ describe.each(storeKinds)('the SessionStore contract over the %s store', (_name,
           ClaudeStoreError.is(error) && error.code === 'INVALID_KEY' && error.details['field'] === 'subpath',
       )
       await expect(claude.load({ ...key, subpath: '' })).rejects.toMatchObject({ code: 'INVALID_KEY' })
-      await claude.append({ ...key, subpath: undefined }, [userEntry('e', 1)])
+      await claude.append({ ...key, subpath: undefined } as unknown as SessionKey, [userEntry('e', 1)])
       expect(await claude.load(key)).toStrictEqual([userEntry('e', 1)])
-      expect(claude.sessionIdFor({ ...key, subpath: undefined })).toBe(claude.sessionIdFor(key))
+      expect(claude.sessionIdFor({ ...key, subpath: undefined } as unknown as SessionKey)).toBe(
+        claude.sessionIdFor(key),
+      )
     }))
 
   it('SessionKey.subpath: "Opaque to the adapter — just use it as a storage key suffix"', () =>
