@@ -1,7 +1,8 @@
 /**
  * A TypeScript child process for the framework adapters' crash tests, run as ONE node
  * process (tsx's loader, the source condition) so that SIGKILL hits the process holding the
- * files or the lease. Shared by `@agent-ledger/ai-sdk` and `@agent-ledger/openai-agents`.
+ * files or the lease. Shared by `@agent-ledger/ai-sdk`, `@agent-ledger/openai-agents` and
+ * `@agent-ledger/claude-agent-sdk`.
  */
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'

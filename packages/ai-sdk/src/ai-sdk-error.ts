@@ -10,6 +10,12 @@ export const AiSdkErrorCode = {
   TURN_STATE: 'TURN_STATE',
   /** The session is closed. */
   SESSION_CLOSED: 'SESSION_CLOSED',
+  /**
+   * `followReply`: the turn is open but no writer holds a live lease on the session (its server
+   * died mid-turn and nothing reopened it): the reply will not go on until the session is
+   * reopened (which repairs the turn). Ends the followed stream as its `error` chunk.
+   */
+  REPLY_INTERRUPTED: 'REPLY_INTERRUPTED',
 } as const
 export type AiSdkErrorCode = (typeof AiSdkErrorCode)[keyof typeof AiSdkErrorCode]
 

@@ -3,6 +3,7 @@ import type { SessionStore } from '@agent-ledger/session-store'
 import { createUIMessageStreamResponse } from 'ai'
 import type { UIMessageChunk } from 'ai'
 
+import { AiSdkAdapterError, AiSdkErrorCode } from './ai-sdk-error.ts'
 import { PROVIDER_TOOL_EVENT } from './record-model.ts'
 import type { ProviderToolData } from './record-model.ts'
 import {
@@ -17,7 +18,16 @@ import type { ApprovalIdData, ApprovalRequestData, UiMessageIdData } from './ui-
 export interface FollowReplyOptions {
   /** Ends the stream (the client went away). */
   readonly signal?: AbortSignal
+  /**
+   * How long the follow waits for the next event before it asks the backend whether a writer
+   * still holds a live lease on the session (`backend.head(id).owner`), in milliseconds.
+   * Default 1,000.
+   */
+  readonly leaseCheckMs?: number
 }
+
+/** The default of {@link FollowReplyOptions.leaseCheckMs}. */
+const LEASE_CHECK_MS = 1000
 
 interface Message {
   readonly content?: string | null
@@ -113,9 +123,17 @@ function chunksOf(event: LoggedEvent, state: { step: boolean }): UIMessageChunk[
  * deltas). Returns a 204 response when no turn is open or the session does not exist
  * (nothing to resume).
  *
+ * A turn whose writer died (no live lease on the session: the core's notion, so on
+ * PostgreSQL once the dead writer's lease expires, and a writer idle past its lease counts
+ * as gone) and that nothing reopened never ends in the log: when the follow has waited
+ * `leaseCheckMs` for an event, the log holds nothing more and no writer holds a live lease,
+ * the stream ends with an `error` chunk (`REPLY_INTERRUPTED`, an `AiSdkAdapterError`
+ * message) after what was logged. The session's next open repairs the turn.
+ *
  * @param store - The store the session is written to (by this or another process).
  * @param id - The session (the chat id).
- * @param options - `signal`: the request's, so a client that goes away stops the follow.
+ * @param options - `signal`: the request's, so a client that goes away stops the follow;
+ *   `leaseCheckMs`: how long to wait for an event before checking the lease.
  * @returns A `text/event-stream` response of UI message chunks, or 204.
  */
 export async function followReply(
@@ -152,15 +170,58 @@ export async function followReply(
     approvalId: requestApprovalId(callId, approvalId),
     toolCallId: callId,
   })
+  const checkMs = options.leaseCheckMs ?? LEASE_CHECK_MS
+  let lastSeq = turnStart - 1
+  /** The next event, asked for once and kept while lease checks run beside it. */
+  let pending: Promise<IteratorResult<LoggedEvent>> | undefined
+  /**
+   * The next event, or `interrupted` once no writer holds a live lease and the log holds
+   * nothing past what was followed (the writer died with the turn open: it will not go on).
+   */
+  const nextEvent = async (): Promise<IteratorResult<LoggedEvent> | 'interrupted'> => {
+    pending ??= events.next()
+    for (;;) {
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const waited = await Promise.race([
+        pending,
+        new Promise<'check'>((resolve) => (timer = setTimeout(() => resolve('check'), checkMs))),
+      ])
+      clearTimeout(timer)
+      if (waited !== 'check') {
+        pending = undefined
+        return waited
+      }
+      if (options.signal?.aborted === true) continue
+      const head = await store.backend.head(
+        id,
+        options.signal === undefined ? {} : { signal: options.signal },
+      )
+      if (head.owner === null && head.nextSeq <= lastSeq + 1) return 'interrupted'
+    }
+  }
   const stream = new ReadableStream<UIMessageChunk>({
     async pull(controller) {
       for (;;) {
-        const next = await events.next()
+        const next = await nextEvent()
+        if (next === 'interrupted') {
+          const error = new AiSdkAdapterError({
+            code: AiSdkErrorCode.REPLY_INTERRUPTED,
+            message: `Following the reply of session ${JSON.stringify(id)}: expected the turn opened at seq ${turnStart} to go on or end, found it open at seq ${lastSeq} with no writer holding a live lease (the server died mid-turn; reopening the session repairs the turn)`,
+            details: { sessionId: id, turnStartSeq: turnStart, lastSeq },
+          })
+          if (!started) controller.enqueue({ type: 'start' })
+          if (state.step) controller.enqueue({ type: 'finish-step' })
+          controller.enqueue({ type: 'error', errorText: error.message })
+          controller.close()
+          await events.return?.()
+          return
+        }
         if (next.done === true) {
           controller.close()
           return
         }
         const event = next.value
+        lastSeq = event.seq
         if (waiting !== undefined) {
           const named = event.type === APPROVAL_ID_EVENT ? (event.data as ApprovalIdData) : undefined
           const callId = waiting

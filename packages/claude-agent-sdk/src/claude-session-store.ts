@@ -23,13 +23,14 @@ import {
   MIRROR_FORMAT,
   readEntries,
   readMirror,
+  REPAIRED_EVENT_TYPE,
   SUMMARY_EVENT_TYPE,
 } from './mirror-events.ts'
-import type { MappingStopped, SummaryRecord } from './mirror-events.ts'
+import type { MappingStopped, Repaired, SummaryRecord } from './mirror-events.ts'
 import { checkKey, KEY_METADATA_FIELD, ledgerSessionId, recordedKey, sameKey } from './session-key.ts'
 import type { RecordedKey } from './session-key.ts'
-import { mapTranscript } from './transcript-mapping.ts'
-import type { TranscriptMapping } from './transcript-mapping.ts'
+import { TranscriptMapper } from './transcript-mapping.ts'
+import type { MappingStep } from './transcript-mapping.ts'
 
 /**
  * Options of {@link createClaudeSessionStore}: the core's writer options, given to every
@@ -54,12 +55,12 @@ export interface LedgerClaudeSessionStore extends Required<
 interface OpenKey {
   readonly writer: SessionWriter
   /** The transcript so far (what `load` returns): the mapping is derived from it. */
-  entries: readonly SessionStoreEntry[]
+  entries: SessionStoreEntry[]
   /** `uuid`s of the stored entries: an entry seen again is not appended twice. */
   readonly seen: Set<string>
-  /** Canonical keys of the model-visible events written so far (a new mapping must extend them). */
-  mappedKeys: readonly string[]
-  /** Their seqs in the session (what later mapped events cite). */
+  /** The mapping of the transcript, kept between batches (each batch maps its own entries). */
+  readonly mapper: TranscriptMapper
+  /** Seqs of the model-visible events written so far, in order (what later mapped events cite). */
   mappedSeqs: readonly number[]
   /** The mapping stopped (a branch switch, a refused event): entries are mirrored verbatim only. */
   stopped: boolean
@@ -189,7 +190,7 @@ export function createClaudeSessionStore(
       writer,
       entries: [],
       seen: new Set(),
-      mappedKeys: [],
+      mapper: new TranscriptMapper(key.sessionId),
       mappedSeqs: [],
       stopped: false,
       pendingStop: undefined,
@@ -197,6 +198,16 @@ export function createClaudeSessionStore(
     }
     if (!created) {
       try {
+        const repairs = writer.recovery.repairs
+        if (repairs.length > 0) {
+          // The core closed what a stopped writer left open: its events are not the mapping's.
+          writer.append({
+            type: REPAIRED_EVENT_TYPE,
+            data: { seqs: repairs.map((repair) => repair.resultSeq) } satisfies Repaired,
+            ignorable: true,
+          } as unknown as EventInput)
+          await writer.flush()
+        }
         await restore(state, key, await readMirror(store.readEvents(id)))
       } catch (error) {
         await writer.close().catch(() => undefined)
@@ -222,15 +233,10 @@ export function createClaudeSessionStore(
     if (contents.summary !== undefined && key.subpath === undefined) {
       state.summary = { sessionId: key.sessionId, mtime: 0, data: contents.summary }
     }
-    if (state.stopped || contents.mappedSeqs.length === 0) return
-    // The mapping is deterministic: re-derived from the same entries, its first events are the ones logged.
-    const mapping = await mapTranscript(contents.entries, key.sessionId)
-    if (mapping.events.length < contents.mappedSeqs.length) {
-      state.pendingStop = `the log holds ${contents.mappedSeqs.length} mapped events, the mapping of its entries gives ${mapping.events.length}`
-      return
-    }
+    if (state.stopped) return
     state.mappedSeqs = contents.mappedSeqs
-    state.mappedKeys = mapping.events.slice(0, contents.mappedSeqs.length).map((event) => event.key)
+    // The mapping is deterministic: mapped again from the same entries, its first events are the ones logged.
+    state.pendingStop = await state.mapper.restore(contents.entries, contents.mappedSeqs.length)
   }
 
   /** Forgets a key's writer after a failed write (its buffer is dropped: the SDK retries the batch). */
@@ -240,34 +246,26 @@ export function createClaudeSessionStore(
   }
 
   /**
-   * Buffers the model-visible events a batch adds: the new mapping's events past those already
-   * written, when it extends them. Never throws: a mapping the log cannot take stops the
-   * mapping (one marker), the verbatim entries go on.
+   * Buffers the model-visible events a batch adds (its mapping step). Never throws: a mapping
+   * the log cannot take stops the mapping (one marker), the verbatim entries go on.
    */
   const bufferMapped = (
     state: OpenKey,
-    mapping: TranscriptMapping | undefined,
+    step: MappingStep | undefined,
     line: number,
-  ): { keys: string[]; seqs: number[]; stopped: boolean } => {
-    const keys = [...state.mappedKeys]
+  ): { seqs: number[]; stopped: boolean } => {
     const seqs = [...state.mappedSeqs]
-    const stop = (reason: string): { keys: string[]; seqs: number[]; stopped: boolean } => {
+    const stop = (reason: string): { seqs: number[]; stopped: boolean } => {
       state.writer.append({
         type: MAPPING_STOPPED_EVENT_TYPE,
         data: { line, reason } satisfies MappingStopped,
         ignorable: true,
       } as unknown as EventInput)
-      return { keys, seqs, stopped: true }
+      return { seqs, stopped: true }
     }
     if (state.pendingStop !== undefined) return stop(state.pendingStop)
-    if (mapping === undefined) return { keys, seqs, stopped: state.stopped }
-    const diverged = state.mappedKeys.findIndex((key, index) => mapping.events[index]?.key !== key)
-    if (diverged !== -1) {
-      return stop(
-        `the mapping of the transcript no longer starts with the ${state.mappedKeys.length} events already mapped (from mapped event ${diverged}: a branch switch)`,
-      )
-    }
-    for (const event of mapping.events.slice(state.mappedKeys.length)) {
+    if (step === undefined) return { seqs, stopped: state.stopped }
+    for (const event of step.events) {
       const seqOf = (index: number): number => seqs[index]!
       try {
         const logged = state.writer.append({
@@ -285,7 +283,6 @@ export function createClaudeSessionStore(
               }),
           ...(event.ignorable === true ? { ignorable: true } : {}),
         } as unknown as EventInput)
-        keys.push(event.key)
         seqs.push(logged.seq)
       } catch (error) {
         return stop(
@@ -293,7 +290,7 @@ export function createClaudeSessionStore(
         )
       }
     }
-    return mapping.stopped === undefined ? { keys, seqs, stopped: false } : stop(mapping.stopped)
+    return step.stopped === undefined ? { seqs, stopped: false } : stop(step.stopped)
   }
 
   // Async so that a refused input is a rejected promise (what the SDK catches), never a throw.
@@ -329,9 +326,12 @@ export function createClaudeSessionStore(
             ignorable: true,
           } as unknown as EventInput)
         })
-        const transcript = [...state.entries, ...added]
-        const mapping = state.stopped ? undefined : await mapTranscript(transcript, recorded.sessionId)
-        const mapped = bufferMapped(state, mapping, first)
+        const transcript = (): readonly SessionStoreEntry[] => [...state.entries, ...added]
+        const step =
+          state.stopped || state.pendingStop !== undefined
+            ? undefined
+            : await state.mapper.extend(added, transcript)
+        const mapped = bufferMapped(state, step, first)
         const summary =
           recorded.subpath === undefined
             ? foldSessionSummary(state.summary, recorded, added, { mtime: 0 })
@@ -344,12 +344,11 @@ export function createClaudeSessionStore(
           } as unknown as EventInput)
         }
         await state.writer.flush()
-        state.entries = transcript
+        state.entries.push(...added)
         for (const entry of added) {
           const uuid = entryUuid(entry)
           if (uuid !== undefined) state.seen.add(uuid)
         }
-        state.mappedKeys = mapped.keys
         state.mappedSeqs = mapped.seqs
         state.stopped = mapped.stopped
         state.pendingStop = undefined

@@ -14,8 +14,9 @@ export {
   MAPPING_STOPPED_EVENT_TYPE,
   MIRROR_DISPOSITION,
   MIRROR_FORMAT,
+  REPAIRED_EVENT_TYPE,
   SUMMARY_EVENT_TYPE,
 } from './mirror-events.ts'
-export type { MappingStopped, SummaryRecord } from './mirror-events.ts'
+export type { MappingStopped, Repaired, SummaryRecord } from './mirror-events.ts'
 export { KEY_METADATA_FIELD, ledgerSessionId, SESSION_ID_PREFIX } from './session-key.ts'
 export type { RecordedKey } from './session-key.ts'

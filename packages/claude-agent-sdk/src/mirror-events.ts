@@ -36,6 +36,19 @@ export interface MappingStopped {
   readonly reason: string
 }
 
+/**
+ * The log-only event written when opening a key's writer repaired its log (the core closes a
+ * turn, or answers a call, left open by a writer that stopped): the repair events are the
+ * log's, not the mapping's, and the mapping goes on after them.
+ */
+export const REPAIRED_EVENT_TYPE = 'claude-agent-sdk/repaired'
+
+/** Data of a {@link REPAIRED_EVENT_TYPE} event. */
+export interface Repaired {
+  /** Seqs of the core's repair events. */
+  readonly seqs: readonly number[]
+}
+
 /** The entry a source-record event holds, when this store wrote it. */
 function mirroredEntry(event: LoggedEvent): SessionStoreEntry | undefined {
   if (event.type !== SOURCE_RECORD_EVENT_TYPE) return undefined
@@ -64,16 +77,19 @@ export async function readMirror(events: AsyncIterable<LoggedEvent>): Promise<Mi
     stopped: false,
     summary: undefined,
   }
+  const repaired = new Set<number>()
   for await (const event of events) {
     const entry = mirroredEntry(event)
     if (entry !== undefined) contents.entries.push(entry)
     else if (event.type === SUMMARY_EVENT_TYPE) contents.summary = (event.data as SummaryRecord).data
     else if (event.type === MAPPING_STOPPED_EVENT_TYPE) contents.stopped = true
-    else if (event.type !== SOURCE_RECORD_EVENT_TYPE && !event.type.startsWith(OWN_EVENT_PREFIX)) {
+    else if (event.type === REPAIRED_EVENT_TYPE) {
+      for (const seq of (event.data as Repaired).seqs) repaired.add(seq)
+    } else if (event.type !== SOURCE_RECORD_EVENT_TYPE && !event.type.startsWith(OWN_EVENT_PREFIX)) {
       contents.mappedSeqs.push(event.seq)
     }
   }
-  return contents
+  return { ...contents, mappedSeqs: contents.mappedSeqs.filter((seq) => !repaired.has(seq)) }
 }
 
 /** Only the entries of a mirrored session (what `load` returns), without the rest. */

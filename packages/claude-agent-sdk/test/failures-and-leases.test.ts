@@ -8,7 +8,8 @@ import type { AppendBatch, SessionBackend, WriterLease } from '@agent-ledger/ses
 import { expect, it } from 'vitest'
 
 import { createClaudeSessionStore } from '../src/index.ts'
-import { userEntry } from './support.ts'
+import { waitUntil } from '../../../tooling/test-time.ts'
+import { titleEntry, userEntry } from './support.ts'
 
 const clock = (): string => new Date().toISOString()
 
@@ -39,21 +40,64 @@ function failingBackend(): { backend: SessionBackend; failing: { on: boolean } }
   return { backend, failing }
 }
 
-it('a failing backend rejects the append with its code; the retry stores the batch once', async () => {
+it('"Rejection is retried (3 attempts total) with short backoff": a failing backend rejects with its code, the attempt that succeeds stores the batch once', async () => {
   const { backend, failing } = failingBackend()
   const store = createSessionStore({ backend, clock, owner: 'w' })
   const claude = createClaudeSessionStore(store)
   const key = { projectKey: 'p', sessionId: 'fail' }
   await claude.append(key, [userEntry('fail', 1)])
   failing.on = true
-  const batch = [userEntry('fail', 2), userEntry('fail', 3)]
+  const batch = [userEntry('fail', 2), titleEntry('fail', 'no uuid'), userEntry('fail', 3)]
+  // The SDK's first two attempts fail (a rejected promise, never a throw); what was acknowledged is intact.
   await expect(claude.append(key, batch)).rejects.toMatchObject({ code: 'DISK_FULL' })
-  // The SDK swallows the rejection and goes on; what was acknowledged is intact.
+  await expect(claude.append(key, batch)).rejects.toMatchObject({ code: 'DISK_FULL' })
   failing.on = false
   expect(await claude.load(key)).toStrictEqual([userEntry('fail', 1)])
-  // Its retry of the same batch lands once.
+  // The third lands once, the entry without a uuid too (the failed attempts left nothing buffered).
   await claude.append(key, batch)
   expect(await claude.load(key)).toStrictEqual([userEntry('fail', 1), ...batch])
+  // "After the final failure the batch is dropped": a batch that never lands leaves the next one whole.
+  failing.on = true
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    await expect(claude.append(key, [userEntry('fail', 4)])).rejects.toMatchObject({ code: 'DISK_FULL' })
+  }
+  failing.on = false
+  await claude.append(key, [userEntry('fail', 5)])
+  expect(await claude.load(key)).toStrictEqual([userEntry('fail', 1), ...batch, userEntry('fail', 5)])
+  expect((await store.verify(claude.sessionIdFor(key))).status).toBe('ok')
+  await claude.close()
+  await store.close()
+})
+
+it('"timeouts (60s) are not retried since the in-flight call may still land": a late batch lands, before the batches called after it', async () => {
+  const inner = createMemoryBackend()
+  let release: (() => void) | undefined
+  const held = { on: false }
+  const backend = new Proxy(inner, {
+    get(target, property, receiver) {
+      if (property === 'append') {
+        return async (lease: WriterLease, batch: AppendBatch) => {
+          if (held.on) await new Promise<void>((resolve) => (release = resolve))
+          return target.append(lease, batch)
+        }
+      }
+      const value: unknown = Reflect.get(target, property, receiver)
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
+    },
+  })
+  const store = createSessionStore({ backend, clock, owner: 'w' })
+  const claude = createClaudeSessionStore(store)
+  const key = { projectKey: 'p', sessionId: 'late' }
+  await claude.append(key, [userEntry('late', 1)])
+  held.on = true
+  // The SDK gives up waiting on this call (its timeout) and goes on with the next batch.
+  const late = claude.append(key, [userEntry('late', 2)])
+  const next = claude.append(key, [userEntry('late', 3)])
+  await waitUntil('the late batch at the backend', () => release !== undefined)
+  held.on = false
+  release!()
+  await Promise.all([late, next])
+  expect(await claude.load(key)).toStrictEqual([1, 2, 3].map((n) => userEntry('late', n)))
   await claude.close()
   await store.close()
 })

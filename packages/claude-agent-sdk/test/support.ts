@@ -25,3 +25,17 @@ export function userEntry(sessionId: string, n: number): SessionStoreEntry {
 export function titleEntry(sessionId: string, title: string): SessionStoreEntry {
   return { type: 'custom-title', customTitle: title, sessionId }
 }
+
+/** Entries per batch of the SIGKILL child (test/fixtures/append-child.ts). */
+export const BATCH_SIZE = 4
+
+/** A big transcript entry (about 16 KiB), number `n` of a chain: what the SIGKILL child appends. */
+export function bigEntry(n: number): SessionStoreEntry {
+  return {
+    type: n % 2 === 0 ? 'user' : 'assistant',
+    uuid: `00000000-0000-4000-9000-${String(n).padStart(12, '0')}`,
+    parentUuid: n === 0 ? null : `00000000-0000-4000-9000-${String(n - 1).padStart(12, '0')}`,
+    sessionId: 'killed',
+    message: { role: n % 2 === 0 ? 'user' : 'assistant', content: `${n} `.repeat(4_096).slice(0, 16_384) },
+  }
+}

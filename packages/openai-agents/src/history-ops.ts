@@ -6,6 +6,10 @@
 import { createHash } from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
 
+import { toJsonItem } from './item-mapping.ts'
+import { AgentsAdapterError, AgentsAdapterErrorCode } from './openai-agents-error.ts'
+import type { HistoryTransactionArgs, ItemRecord } from './session-options.ts'
+
 /** Type of the log-only event that records an applied history transaction's operation id. */
 export const OPERATION_EVENT_TYPE = 'openai-agents/operation'
 
@@ -40,4 +44,32 @@ export function endsWith(actual: readonly unknown[], expected: readonly unknown[
   if (expected.length > actual.length) return false
   const start = actual.length - expected.length
   return expected.every((item, index) => isDeepStrictEqual(item, actual[start + index]))
+}
+
+/** The transaction's operation id and its items as plain JSON, or `INVALID_TRANSACTION`. */
+export function checkTransaction(args: HistoryTransactionArgs): {
+  operationId: string
+  transaction: ItemRecord
+} {
+  const invalid = (field: string, expected: string, found: unknown): AgentsAdapterError =>
+    new AgentsAdapterError({
+      code: AgentsAdapterErrorCode.INVALID_TRANSACTION,
+      message: `History transaction ${field}: expected ${expected}, found ${JSON.stringify(found) ?? typeof found}`,
+      details: { field },
+    })
+  const { operationId, transaction } = (args ?? {}) as Partial<HistoryTransactionArgs>
+  if (typeof operationId !== 'string' || operationId.trim() === '')
+    throw invalid('operationId', 'a non-empty string', operationId)
+  const type = (transaction as { type?: unknown } | undefined)?.type
+  if (type !== 'append_items' && type !== 'replace_suffix')
+    throw invalid('transaction.type', "'append_items' or 'replace_suffix'", type)
+  const plain = toJsonItem(transaction as unknown as ItemRecord)
+  for (const field of type === 'append_items' ? ['items'] : ['expectedSuffix', 'replacement']) {
+    if (
+      !Array.isArray(plain[field]) ||
+      !(plain[field] as unknown[]).every((item) => typeof item === 'object' && item !== null)
+    )
+      throw invalid(`transaction.${field}`, 'an array of item objects', plain[field])
+  }
+  return { operationId, transaction: plain }
 }

@@ -6,14 +6,16 @@
  * an honest repair result in the next model request. Takes the core's `SessionStore` over any backend (`createJsonlStore`, PostgreSQL, memory).
  */
 export { itemToWire, wireToItems } from './item-mapping.ts'
-export { AgentLedgerSession, ITEMS_EVENT_TYPE, openAgentsSession } from './ledger-session.ts'
+export { AgentLedgerSession } from './ledger-session.ts'
+export { openAgentsSession } from './open-session.ts'
+export { ITEMS_EVENT_TYPE } from './session-options.ts'
 export type {
   Compactor,
   HistoryRewriteArgs,
   HistoryTransactionArgs,
   OpenAgentsSessionOptions,
   RecordedItems,
-} from './ledger-session.ts'
+} from './session-options.ts'
 export { OPERATION_EVENT_TYPE } from './history-ops.ts'
 export type { RecordedOperation } from './history-ops.ts'
 export { AgentsAdapterError, AgentsAdapterErrorCode } from './openai-agents-error.ts'
