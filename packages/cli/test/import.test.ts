@@ -34,6 +34,25 @@ beforeEach(() => {
 })
 afterEach(() => cleanup())
 
+describe('agent-ledger import (the corpus of real recordings, packages/import/test/fixtures/corpus)', () => {
+  it('imports every file with the default options, none refused; every session verifies', async () => {
+    const corpus = join(synthetic, 'corpus')
+    const sources = ['pi', 'openhands'].flatMap((dir) => readdirSync(join(corpus, dir)))
+    const store = join(root, 'store')
+    const result = await cli(['import', corpus, '--root', store, '--json', '--no-progress'])
+    expect(result.code).toBe(0)
+    const report = JSON.parse(result.stdout) as ImportJson
+    expect(report.failures).toEqual([])
+    expect(report.sources).toHaveLength(sources.length)
+    const ids = report.sources.flatMap((source) => source.sessions.map((session) => session.id))
+    expect(readdirSync(store).sort()).toEqual([...ids].sort())
+    for (const id of ids) {
+      const verify = await cli(['verify', join(store, id), '--json'])
+      expect(JSON.parse(verify.stdout)).toMatchObject({ status: 'ok' })
+    }
+  })
+})
+
 describe.skipIf(!sharedAvailable)('agent-ledger import (shared recordings)', () => {
   it('imports every recording of a directory; the sessions verify; importing again changes nothing', async () => {
     const store = join(root, 'store')

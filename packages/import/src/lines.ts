@@ -63,25 +63,28 @@ export interface LineContext {
   readonly positions?: LinePositions | undefined
 }
 
-/** The source text of each parsed record that does not serialize back to it (see {@link sourceText}). */
+/** The source text of each parsed record (see {@link sourceText}). */
 const sourceTexts = new WeakMap<object, string>()
 
 /**
- * Notes `text` as the source text of `record` (parsed from it) when `JSON.stringify(record)`
- * would not give those bytes back: a number written `19.0` (Codex), `", "` and `": "`
- * separators or `\u00e9` escapes (Python's `json.dumps`). The verbatim copy of such a record
- * keeps the text instead of the record (see `SessionBuilder.record`).
+ * Notes `text` as the source text of `record` (parsed from it). Nothing is compared here: a
+ * record is parsed on every pass over the source (and every fork's re-read), but only the
+ * records that get a verbatim copy need to know whether they serialize back to their line.
  */
 export function keepSourceText(record: Record<string, unknown>, text: string): void {
-  if (JSON.stringify(record) !== text) sourceTexts.set(record, text)
+  sourceTexts.set(record, text)
 }
 
 /**
- * The source text of a record parsed from a line, when serializing the record again would
- * not give it (a record whose line is `JSON.stringify`'s form has none: the record is its text).
+ * The source text of a record parsed from a line, when `JSON.stringify(record)` would not give
+ * those bytes back: a number written `19.0` (Codex), `", "` and `": "` separators or `\u00e9`
+ * escapes (Python's `json.dumps`). A record whose line is `JSON.stringify`'s form has none:
+ * the record is its text. The verbatim copy of such a record keeps the text instead of the
+ * record (see `SessionBuilder.record`).
  */
 export function sourceText(record: object): string | undefined {
-  return sourceTexts.get(record)
+  const text = sourceTexts.get(record)
+  return text === undefined || JSON.stringify(record) === text ? undefined : text
 }
 
 function describeValue(value: unknown): string {

@@ -27,6 +27,8 @@ import type { LogAdapter } from '../log-adapter.ts'
 import { scanHead, tornTailInfo } from './line-scan.ts'
 import type { SeekPoint } from './seek-point.ts'
 import type { OpenedLog } from './open-log.ts'
+import { reusePublished } from './published-head.ts'
+import type { PublishedHead, RecoveredHead } from './published-head.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
 
 /** What the lease functions need from the backend. */
@@ -101,7 +103,11 @@ export async function takeLock(
   }
 }
 
-/** Scans the log under the new lease and repairs a torn tail (quarantined, truncated, durable). */
+/**
+ * Scans the log under the new lease and repairs a torn tail (quarantined, truncated, durable).
+ * The first lease after this instance's create reuses the head it published instead, while the
+ * log is still what the create left (`published-head.ts`).
+ */
 export async function recoverLog(
   context: LeaseContext,
   id: string,
@@ -109,6 +115,8 @@ export async function recoverLog(
     readonly opened: OpenedLog
     readonly lock: WriterLock
     readonly record: LeaseRecord
+    /** The head this instance published, when no lease was ever granted on the session. */
+    readonly published?: PublishedHead | undefined
   },
 ): Promise<{ held: Held; repaired: AcquireRepair[] }> {
   const { opened, lock, record } = state
@@ -132,7 +140,8 @@ export async function recoverLog(
     })
   }
   const adapter = await logAdapter(id, opened.log.encoding, context.limits)
-  const scanned = await scanHead(adapter, handle)
+  const scanned: RecoveredHead =
+    (await reusePublished(handle, stats, state.published)) ?? (await scanHead(adapter, handle))
   const { outcome } = scanned
   let failed: SessionStoreError | null = null
   if (outcome.damage !== null) {

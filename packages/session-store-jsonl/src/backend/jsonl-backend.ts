@@ -64,6 +64,8 @@ import { openOwnLease, readLease, writeLease } from './lease-file.ts'
 import type { LeaseRecord } from './lease-file.ts'
 import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
+import { counted, lineBytes, rememberPublished, writtenHead } from './published-head.ts'
+import type { PublishedHead, Written } from './published-head.ts'
 import { listSessions } from './list.ts'
 import { checkGenerations, openLog } from './open-log.ts'
 import { JSONL_DAMAGE_CODES, portError, seqOption, throwIfAborted, toPortError } from './port-errors.ts'
@@ -140,6 +142,8 @@ class JsonlBackendImpl implements JsonlBackend {
   /** Per held lease: where its recent batches start (the seek points of its checkpoints). */
   readonly #seeks = new Map<string, SeekTrack>()
   readonly #heads = new Map<string, CachedHead>()
+  /** Heads of plain logs this instance published, for the first lease after the create. */
+  readonly #published = new Map<string, PublishedHead>()
   readonly #lastBatch = new Map<string, { batchId: string; nextSeq: number; epoch: number }>()
   readonly #leaseContext: LeaseContext
   readonly #older: OlderReadContext
@@ -221,6 +225,7 @@ class JsonlBackendImpl implements JsonlBackend {
         assertOpen: () => this.#open(),
         forget: (id) => {
           this.#heads.delete(id)
+          this.#published.delete(id)
           this.#lastBatch.delete(id)
         },
       }),
@@ -259,15 +264,15 @@ class JsonlBackendImpl implements JsonlBackend {
     // publish protocol's: fsynced, read back, then linked), so no reader sees it before the link.
     const seed = seedBatches(request, `Creating session ${id}`)
     const array = Array.isArray(request.lines) ? (request.lines as readonly string[]) : null
+    const written: Written = { lines: 0, last: null }
     const content =
       array === null
-        ? () => adapter.stream(headerBytes, lineBytes(seed))
-        : () =>
-            once(adapter.start(headerBytes, Buffer.from(array.map((line) => `${line}\n`).join(''), 'utf8')))
+        ? () => adapter.stream(headerBytes, lineBytes(seed, written))
+        : () => once(adapter.start(headerBytes, counted(array, written)))
     await checkRoot(this.#fs, this.root, true)
     const { directory, made } = await ensureSessionDirectory(this.#fs, this.root, id)
     try {
-      await this.#createIn(request, { id, action, adapter, directory, content, seed, array })
+      await this.#createIn(request, { id, action, adapter, directory, content, seed, array, written })
     } catch (error) {
       // A failed create leaves no folder it made (an empty one would list as SESSION_NOT_FOUND).
       if (made) await removeMadeDirectory(this.#fs, this.root, directory)
@@ -285,9 +290,10 @@ class JsonlBackendImpl implements JsonlBackend {
       readonly content: Parameters<typeof publishFile>[0]['content']
       readonly seed: ReturnType<typeof seedBatches>
       readonly array: readonly string[] | null
+      readonly written: Written
     },
   ): Promise<void> {
-    const { id, action, adapter, directory, content, seed, array } = made
+    const { id, action, adapter, directory, content, seed, array, written } = made
     await this.#assertNoLog(id, directory)
     let lock: WriterLock
     try {
@@ -305,16 +311,22 @@ class JsonlBackendImpl implements JsonlBackend {
     try {
       await this.#assertNoLog(id, directory)
       await removeStaleTemps(this.#fs, directory)
-      await publishFile({
+      const published = await publishFile({
         fs: this.#fs,
         directory,
         target: adapter.log.name,
         kind: 'create',
         operation: 'create',
         content,
-        // Read back from disk and checked before the link: the header, every seed line, nothing torn.
+        // Read back from disk before the link: publishFile compares the sha256 of the bytes read
+        // with that of the bytes written. A plain log is not parsed again (its lines are the
+        // core's, checked as it encoded them; the count of newlines written says no line held
+        // one); a `.zstd` log is scanned (its frames decoded, every line checked).
         verify: async (staged) => {
-          const scanned = await scanHead(adapter, staged)
+          const scanned =
+            adapter.encoding === 'plain'
+              ? writtenHead(request.headerLine, written)
+              : await scanHead(adapter, staged)
           throwIfAborted(request.signal, `Creating session ${id}`, id)
           const { outcome } = scanned
           const count = array === null ? seed.count : array.length
@@ -338,6 +350,15 @@ class JsonlBackendImpl implements JsonlBackend {
         display: id,
         lock,
       })
+      if (adapter.encoding === 'plain' && published.outcome === 'published') {
+        await rememberPublished(this.#published, this.#fs, {
+          id,
+          path: published.path,
+          log: adapter.log.name,
+          nextSeq: written.lines,
+          lastLine: written.last,
+        })
+      }
     } catch (error) {
       // The caller's stream failed: its own error, unchanged (nothing was linked).
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- the caller's own error, unchanged (the port's contract)
@@ -419,7 +440,14 @@ class JsonlBackendImpl implements JsonlBackend {
       await writeLease(this.#fs, { directory, id: checked, randomHex: this.#randomHex }, record)
       await removeStaleTemps(this.#fs, directory)
       opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked, 'write')
-      const held = await recoverLog(this.#leaseContext, checked, { opened, lock, record })
+      const published = this.#published.get(checked)
+      this.#published.delete(checked)
+      const held = await recoverLog(this.#leaseContext, checked, {
+        opened,
+        lock,
+        record,
+        published: prior === null ? published : undefined,
+      })
       recovered = held.held
       this.#held.set(heldKey(checked, record.epoch), held.held)
       this.#seeks.set(heldKey(checked, record.epoch), seekTrack(held.held))
@@ -665,13 +693,6 @@ class JsonlBackendImpl implements JsonlBackend {
       await held.leaseFile?.handle.close().catch(() => undefined)
     }
   }
-}
-
-/** A streamed seed's batches as the plain bytes of their lines, one chunk per batch. */
-async function* lineBytes(
-  batches: AsyncIterable<readonly string[]>,
-): AsyncGenerator<Buffer, void, undefined> {
-  for await (const batch of batches) yield Buffer.from(`${batch.join('\n')}\n`, 'utf8')
 }
 
 /** The number of `\n` in `text` (`indexOf` scans: no per-character loop in JS). */
