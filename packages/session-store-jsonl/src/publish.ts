@@ -10,7 +10,8 @@
  *   4. VERIFY: read the staged bytes back through the temp's own handle, hand them to the
  *      caller's validator (the store's scanner), and check they hash to what was written.
  *   5. check the source is unchanged since it was read (stat identity: ino, size, mtime).
- *   6. link(temp, target): never rename, which would replace an existing target.
+ *   6. link(temp, target): never rename, which would replace an existing target (except
+ *      with `replace`, for a reseal under the writer lock: rename over the target, then 7).
  *      EEXIST: another process published first. Accepted only when the existing file
  *      begins with exactly the bytes we staged (compared streaming); otherwise
  *      MIGRATION_CONFLICT. Either way our temp is removed.
@@ -94,7 +95,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
   const targetPath = join(directory, target)
   const chunkBytes = request.chunkBytes ?? DEFAULT_CHUNK_BYTES
   const randomHex = request.randomHex ?? defaultRandomHex
-  const at = async (point: PublishPoint): Promise<void> => {
+  const at = async (point: PublishPoint | 'renamed'): Promise<void> => {
     await request.hooks?.at(point)
   }
 
@@ -240,6 +241,8 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     throw error
   }
 
+  if (request.replace === true) return await renameOver()
+
   // 6. link(): never replaces an existing target.
   try {
     await fs.link(tempPath, targetPath)
@@ -274,6 +277,38 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     // leave the temp's handle for the garbage collector (DEP0137).
     await closeHandle()
     throw error
+  }
+
+  /** `replace`: 6. rename over the target, 7. fsync the directory (no temp name is left). */
+  async function renameOver(): Promise<PublishResult> {
+    try {
+      await fs.rename(tempPath, targetPath)
+      tempPresent = false
+    } catch (error) {
+      await removeTemp()
+      throw failed('rename', error, { file, code })
+    }
+    try {
+      await at('renamed')
+      try {
+        await fs.fsyncDirectory(directory)
+      } catch (error) {
+        throw failed('fsync-dir', error, { file, code, details: { published: true, poisoned: true } })
+      }
+      await at('dir-synced')
+    } finally {
+      await closeHandle()
+    }
+    return {
+      outcome: 'published',
+      file: target,
+      path: targetPath,
+      size,
+      sha256,
+      ino: tempIno,
+      handle: null,
+      tempFile: tempName,
+    }
   }
 
   async function afterLink(): Promise<PublishResult> {
