@@ -70,11 +70,6 @@ export interface PublishRequest {
   readonly display?: string
   /** Keep the temp's read-write handle open and return it (it is the published inode): appends continue through it. */
   readonly keepHandle?: boolean
-  /**
-   * Open the temp file `O_APPEND` (a session's log handle: should two writers ever coexist,
-   * both lines land and the next open reports `SEQ_CONFLICT` instead of an overwrite).
-   */
-  readonly appendOnly?: boolean
   /** Write batch and read-back chunk size; default 1 MiB. */
   readonly chunkBytes?: number
   /**

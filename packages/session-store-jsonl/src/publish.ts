@@ -112,11 +112,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     try {
       handle = await fs.open(
         join(directory, tempName),
-        constants.O_RDWR |
-          constants.O_CREAT |
-          constants.O_EXCL |
-          constants.O_NOFOLLOW |
-          (request.appendOnly === true ? constants.O_APPEND : 0),
+        constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
         0o600,
       )
     } catch (error) {
