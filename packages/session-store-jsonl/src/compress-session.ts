@@ -42,6 +42,7 @@ import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { V4_FORMAT } from './log-format.ts'
 import type { ScanOutcome } from './log-scanner.ts'
 import { publishFile, removeStaleTemps } from './publish.ts'
+import type { PublishRequest } from './publish.ts'
 import { quarantineTail } from './quarantine.ts'
 import { readFileChunks, refineRepeatedSeq, scanLog } from './read-log.ts'
 import { acquireWriterLock } from './writer-lock.ts'
@@ -277,16 +278,7 @@ async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult>
       verify: async (bytes) => {
         staged = await verifyStaged(run, bytes, expected)
       },
-      source: {
-        path: join(directory, log.name),
-        ino: identity.ino,
-        size: identity.size,
-        mtimeMs: identity.mtimeMs,
-      },
-      lock: run.lock,
-      randomHex: context.randomHex,
-      display: id,
-      ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
+      ...publishGuards(run, log, identity),
     })
     run.progress({ phase: 'publish', bytesRead: published.size, bytesTotal: published.size }, true)
     // The same lines, so the same last update: the compressed log keeps the plain one's
@@ -325,7 +317,7 @@ async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult>
 }
 
 async function reseal(run: Run, log: SessionLog): Promise<CompressResult> {
-  const { context, options } = run
+  const { context } = run
   const { fs, directory, id, limits } = context
   const handle = await openLogForRepair(run, log)
   try {
@@ -422,17 +414,8 @@ async function reseal(run: Run, log: SessionLog): Promise<CompressResult> {
           },
         )
       },
-      source: {
-        path: join(directory, log.name),
-        ino: identity.ino,
-        size: identity.size,
-        mtimeMs: identity.mtimeMs,
-      },
-      lock: run.lock,
-      randomHex: context.randomHex,
-      display: id,
       chunkBytes,
-      ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
+      ...publishGuards(run, log, identity),
     })
     run.progress({ phase: 'publish', bytesRead: published.size, bytesTotal: published.size }, true)
     return {
@@ -444,6 +427,27 @@ async function reseal(run: Run, log: SessionLog): Promise<CompressResult> {
     }
   } finally {
     await handle.close().catch(() => undefined)
+  }
+}
+
+/** What both publishes of a compress check and name: the source's identity, the lock, temp names, hooks. */
+function publishGuards(
+  run: Run,
+  log: SessionLog,
+  identity: { readonly ino: number; readonly size: number; readonly mtimeMs: number },
+): Pick<PublishRequest, 'source' | 'lock' | 'randomHex' | 'display' | 'hooks'> {
+  const { context, options } = run
+  return {
+    source: {
+      path: join(context.directory, log.name),
+      ino: identity.ino,
+      size: identity.size,
+      mtimeMs: identity.mtimeMs,
+    },
+    lock: run.lock,
+    randomHex: context.randomHex,
+    display: context.id,
+    ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
   }
 }
 

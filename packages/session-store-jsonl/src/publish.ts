@@ -295,6 +295,10 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     } finally {
       await closeHandle()
     }
+    return published(null)
+  }
+
+  function published(kept: FileHandleOps | null): PublishResult {
     return {
       outcome: 'published',
       file: target,
@@ -302,7 +306,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       size,
       sha256,
       ino: tempIno,
-      handle: null,
+      handle: kept,
       tempFile: tempName,
     }
   }
@@ -345,16 +349,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     }
     await at('temp-unlinked')
     if (request.keepHandle !== true) await closeHandle()
-    return {
-      outcome: 'published',
-      file: target,
-      path: targetPath,
-      size,
-      sha256,
-      ino: tempIno,
-      handle: request.keepHandle === true ? temp : null,
-      tempFile: tempName,
-    }
+    return published(request.keepHandle === true ? temp : null)
   }
 }
 
