@@ -20,7 +20,8 @@
  * of large frames). A reseal copies the sealed prefix (header frame + frames of >= 2 MiB)
  * byte for byte and re-encodes the rest into 4 MiB frames at level 6, into a temp file that
  * is verified like a compress (same header, seqs, events and plain SHA-256; the prefix bytes
- * identical), then RENAMED over `session.v4.jsonl.zstd`. This is the one rename the store
+ * identical), then RENAMED over `session.v4.jsonl.zstd` (`publishFile` with `replace`: the same
+ * temp file, fsync, read-back, source and lock checks as a link publish; `COMPRESS_FAILED` at a step). This is the one rename the store
  * does: the name keeps one version (one name per version, so a new name is not an option),
  * the writer lock excludes any writer, and the content is verified identical before the
  * rename, so either file at the name (old or new, rename is atomic) holds the same events.
@@ -38,10 +39,10 @@ import { errnoOf, toStoreError } from './fs-errors.ts'
 import type { FileHandleOps } from './fs-ops.ts'
 import { listGenerations } from './generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
-import { TEMP_PREFIX } from './layout.ts'
 import { V4_FORMAT } from './log-format.ts'
 import type { ScanOutcome } from './log-scanner.ts'
 import { publishFile, removeStaleTemps } from './publish.ts'
+import type { PublishRequest } from './publish.ts'
 import { quarantineTail } from './quarantine.ts'
 import { readFileChunks, refineRepeatedSeq, scanLog } from './read-log.ts'
 import { acquireWriterLock } from './writer-lock.ts'
@@ -277,16 +278,7 @@ async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult>
       verify: async (bytes) => {
         staged = await verifyStaged(run, bytes, expected)
       },
-      source: {
-        path: join(directory, log.name),
-        ino: identity.ino,
-        size: identity.size,
-        mtimeMs: identity.mtimeMs,
-      },
-      lock: run.lock,
-      randomHex: context.randomHex,
-      display: id,
-      ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
+      ...publishGuards(run, log, identity),
     })
     run.progress({ phase: 'publish', bytesRead: published.size, bytesTotal: published.size }, true)
     // The same lines, so the same last update: the compressed log keeps the plain one's
@@ -325,7 +317,7 @@ async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult>
 }
 
 async function reseal(run: Run, log: SessionLog): Promise<CompressResult> {
-  const { context, options } = run
+  const { context } = run
   const { fs, directory, id, limits } = context
   const handle = await openLogForRepair(run, log)
   try {
@@ -385,140 +377,103 @@ async function reseal(run: Run, log: SessionLog): Promise<CompressResult> {
     for await (const chunk of zstdPlainSource(handle, { codec: run.codec, limits, end: goodEnd }))
       wholeHash.update(chunk)
     const expectedSha = wholeHash.digest('hex')
-    const tail = zstdPlainSource(handle, {
-      codec: run.codec,
-      limits,
-      start: sealed.compressedEnd,
-      end: goodEnd,
-    })
-    const tempName = `${TEMP_PREFIX}reseal-${context.randomHex(8)}`
-    const tempPath = join(directory, tempName)
-    let temp: FileHandleOps | undefined
-    let renamed = false
-    try {
-      try {
-        temp = await fs.open(
-          tempPath,
-          constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-          0o600,
-        )
-        if (((await temp.stat()).mode & 0o777) !== 0o600) await temp.chmod(0o600)
-      } catch (error) {
-        throw toStoreError(error, {
-          op: 'create',
-          file: `${id}/${tempName}`,
-          which: 'temp',
-          fallback: JsonlErrorCode.WRITE_FAILED,
-        })
-      }
-      let position = 0
-      try {
-        for await (const chunk of readFileChunks(handle, {
-          chunkBytes: limits.readChunkBytes,
-          end: sealed.compressedEnd,
-        })) {
-          await temp.write(chunk, position)
-          position += chunk.length
-        }
-        for await (const frame of sealedFrames(run, {
-          plain: tail,
+    const chunkBytes = limits.readChunkBytes
+    let staged: ZstdScanOutcome | undefined
+    // The sealed prefix copied byte for byte, the small-frame tail re-encoded; renamed over the log.
+    const published = await publishFile({
+      fs,
+      directory,
+      target: log.name,
+      kind: 'reseal',
+      operation: 'compress',
+      replace: true,
+      content: async function* () {
+        yield* readFileChunks(handle, { chunkBytes, end: sealed.compressedEnd })
+        yield* sealedFrames(run, {
+          plain: zstdPlainSource(handle, {
+            codec: run.codec,
+            limits,
+            start: sealed.compressedEnd,
+            end: goodEnd,
+          }),
           headerFirst: false,
           total: plainBytes - sealed.plainEnd,
-        })) {
-          await temp.write(frame, position)
-          position += frame.length
-        }
-        await temp.sync()
-      } catch (error) {
-        throw toStoreError(error, {
-          op: 'write',
-          file: `${id}/${tempName}`,
-          fallback: JsonlErrorCode.WRITE_FAILED,
         })
-      }
-      await options.hooks?.at('temp-synced')
-      // Verify: the staged file reads back with the same events and plain bytes, and keeps the sealed prefix byte for byte.
-      const staged = await verifyStaged(
-        run,
-        readFileChunks(temp, { chunkBytes: limits.readChunkBytes, end: position }),
-        {
-          file: log.file,
-          header,
-          lastSeq: outcome.lastSeq,
-          events: outcome.stats.events,
-          plainBytes,
-          plainSha256: () => expectedSha,
-        },
-      )
-      await assertSamePrefix(handle, temp, {
-        end: sealed.compressedEnd,
-        chunkBytes: limits.readChunkBytes,
-        file: log.file,
-      })
-      await options.hooks?.at('verified')
-      const now = await fs.lstat(join(directory, log.name))
-      if (now.ino !== identity.ino || now.size !== identity.size || now.mtimeMs !== identity.mtimeMs) {
-        throw new JsonlStoreError({
-          code: JsonlErrorCode.WRITE_FAILED,
-          message: `Cannot reseal ${log.file}: it changed while it was being resealed (expected inode ${identity.ino} of ${identity.size} bytes, found inode ${now.ino} of ${now.size}); nothing was replaced.`,
-          file: log.file,
-          details: { op: 'check-source', cause: 'SOURCE_CHANGED' },
-        })
-      }
-      await run.lock.assertHeld()
-      try {
-        await fs.rename(tempPath, join(directory, log.name))
-        renamed = true
-        await options.hooks?.at('renamed')
-        await fs.fsyncDirectory(directory)
-      } catch (error) {
-        throw toStoreError(error, {
-          op: 'rename the resealed',
-          file: log.file,
-          fallback: JsonlErrorCode.WRITE_FAILED,
-        })
-      }
-      run.progress({ phase: 'publish', bytesRead: position, bytesTotal: position }, true)
-      return {
-        ...base,
-        outcome: 'resealed',
-        compressedBytes: position,
-        ratio: plainBytes / position,
-        frames: staged.zstd.frames,
-      }
-    } finally {
-      await temp?.close().catch(() => undefined)
-      if (!renamed) await fs.unlink(tempPath).catch(() => undefined)
+      },
+      verify: async (bytes) => {
+        staged = await verifyStaged(
+          run,
+          samePrefix(bytes, handle, { end: sealed.compressedEnd, file: log.file }),
+          {
+            file: log.file,
+            header,
+            lastSeq: outcome.lastSeq,
+            events: outcome.stats.events,
+            plainBytes,
+            plainSha256: () => expectedSha,
+          },
+        )
+      },
+      chunkBytes,
+      ...publishGuards(run, log, identity),
+    })
+    run.progress({ phase: 'publish', bytesRead: published.size, bytesTotal: published.size }, true)
+    return {
+      ...base,
+      outcome: 'resealed',
+      compressedBytes: published.size,
+      ratio: plainBytes / published.size,
+      frames: staged?.zstd.frames ?? 0,
     }
   } finally {
     await handle.close().catch(() => undefined)
   }
 }
 
-async function assertSamePrefix(
+/** What both publishes of a compress check and name: the source's identity, the lock, temp names, hooks. */
+function publishGuards(
+  run: Run,
+  log: SessionLog,
+  identity: { readonly ino: number; readonly size: number; readonly mtimeMs: number },
+): Pick<PublishRequest, 'source' | 'lock' | 'randomHex' | 'display' | 'hooks'> {
+  const { context, options } = run
+  return {
+    source: {
+      path: join(context.directory, log.name),
+      ino: identity.ino,
+      size: identity.size,
+      mtimeMs: identity.mtimeMs,
+    },
+    lock: run.lock,
+    randomHex: context.randomHex,
+    display: context.id,
+    ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
+  }
+}
+
+/** The staged bytes, passed through after checking that the first `end` equal the original log's (its sealed frames). */
+async function* samePrefix(
+  staged: AsyncIterable<Buffer>,
   original: FileHandleOps,
-  staged: FileHandleOps,
-  request: { readonly end: number; readonly chunkBytes: number; readonly file: string },
-): Promise<void> {
-  const left = Buffer.allocUnsafe(request.chunkBytes)
-  const right = Buffer.allocUnsafe(request.chunkBytes)
-  for (let position = 0; position < request.end;) {
-    const want = Math.min(request.chunkBytes, request.end - position)
-    const leftCount = await original.read(left, 0, want, position)
-    const rightCount = await staged.read(right, 0, want, position)
-    if (
-      leftCount === 0 ||
-      leftCount !== rightCount ||
-      !left.subarray(0, leftCount).equals(right.subarray(0, rightCount))
-    ) {
-      throw new JsonlStoreError({
-        code: JsonlErrorCode.WRITE_FAILED,
-        message: `The resealed copy of ${request.file} does not keep its sealed frames byte for byte (from offset ${position}); nothing was replaced.`,
-        file: request.file,
-        details: { op: 'verify', cause: 'SEALED_PREFIX_DIFFERS', offset: position },
-      })
+  request: { readonly end: number; readonly file: string },
+): AsyncGenerator<Buffer, void, undefined> {
+  let position = 0
+  for await (const chunk of staged) {
+    const want = Math.min(chunk.length, request.end - position)
+    if (want > 0) {
+      const expected = Buffer.allocUnsafe(want)
+      const count = await original.read(expected, 0, want, position)
+      if (count !== want || !expected.equals(chunk.subarray(0, want))) {
+        throw new JsonlStoreError({
+          code: JsonlErrorCode.COMPRESS_FAILED,
+          message: `The resealed copy of ${request.file} does not keep its sealed frames byte for byte (from offset ${position}); nothing was replaced.`,
+          file: request.file,
+          details: { step: 'verify', cause: 'SEALED_PREFIX_DIFFERS', offset: position },
+        })
+      }
     }
-    position += leftCount
+    position += chunk.length
+    yield chunk
   }
 }
 const PROGRESS_EVERY_BYTES = 8 * 1024 * 1024

@@ -72,7 +72,6 @@ export {
   scanZstdLog,
   scanZstdLogChunks,
   SEALED_FRAME_MIN_BYTES,
-  zstdPlainRange,
   zstdPlainSource,
   zstdStoreError,
 } from './zstd-log-reader.ts'

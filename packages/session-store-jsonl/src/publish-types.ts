@@ -21,7 +21,8 @@ export type PublishPoint = (typeof PUBLISH_POINTS)[number]
 
 /** Test seam: called at each named point; a crash test SIGKILLs its process there. */
 export interface PublishHooks {
-  at(point: PublishPoint): Promise<void> | void
+  /** `renamed`: a `replace` publish renamed the temp file over the target (instead of `linked`). */
+  at(point: PublishPoint | 'renamed'): Promise<void> | void
 }
 
 /** What the source looked like when it was read; checked again just before the link. */
@@ -69,13 +70,13 @@ export interface PublishRequest {
   readonly display?: string
   /** Keep the temp's read-write handle open and return it (it is the published inode): appends continue through it. */
   readonly keepHandle?: boolean
-  /**
-   * Open the temp file `O_APPEND` (a session's log handle: should two writers ever coexist,
-   * both lines land and the next open reports `SEQ_CONFLICT` instead of an overwrite).
-   */
-  readonly appendOnly?: boolean
   /** Write batch and read-back chunk size; default 1 MiB. */
   readonly chunkBytes?: number
+  /**
+   * Rename the verified temp file over `target` instead of linking it (a compress's reseal:
+   * the target's content is replaced by the same events, under the writer lock).
+   */
+  readonly replace?: boolean
   /** A held writer lock, checked (`assertHeld`) just before the link. */
   readonly lock?: { assertHeld(): Promise<void> }
 }

@@ -10,7 +10,8 @@
  *   4. VERIFY: read the staged bytes back through the temp's own handle, hand them to the
  *      caller's validator (the store's scanner), and check they hash to what was written.
  *   5. check the source is unchanged since it was read (stat identity: ino, size, mtime).
- *   6. link(temp, target): never rename, which would replace an existing target.
+ *   6. link(temp, target): never rename, which would replace an existing target (except
+ *      with `replace`, for a reseal under the writer lock: rename over the target, then 7).
  *      EEXIST: another process published first. Accepted only when the existing file
  *      begins with exactly the bytes we staged (compared streaming); otherwise
  *      MIGRATION_CONFLICT. Either way our temp is removed.
@@ -94,7 +95,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
   const targetPath = join(directory, target)
   const chunkBytes = request.chunkBytes ?? DEFAULT_CHUNK_BYTES
   const randomHex = request.randomHex ?? defaultRandomHex
-  const at = async (point: PublishPoint): Promise<void> => {
+  const at = async (point: PublishPoint | 'renamed'): Promise<void> => {
     await request.hooks?.at(point)
   }
 
@@ -111,11 +112,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     try {
       handle = await fs.open(
         join(directory, tempName),
-        constants.O_RDWR |
-          constants.O_CREAT |
-          constants.O_EXCL |
-          constants.O_NOFOLLOW |
-          (request.appendOnly === true ? constants.O_APPEND : 0),
+        constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
         0o600,
       )
     } catch (error) {
@@ -240,6 +237,8 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     throw error
   }
 
+  if (request.replace === true) return await renameOver()
+
   // 6. link(): never replaces an existing target.
   try {
     await fs.link(tempPath, targetPath)
@@ -274,6 +273,42 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     // leave the temp's handle for the garbage collector (DEP0137).
     await closeHandle()
     throw error
+  }
+
+  /** `replace`: 6. rename over the target, 7. fsync the directory (no temp name is left). */
+  async function renameOver(): Promise<PublishResult> {
+    try {
+      await fs.rename(tempPath, targetPath)
+      tempPresent = false
+    } catch (error) {
+      await removeTemp()
+      throw failed('rename', error, { file, code })
+    }
+    try {
+      await at('renamed')
+      try {
+        await fs.fsyncDirectory(directory)
+      } catch (error) {
+        throw failed('fsync-dir', error, { file, code, details: { published: true, poisoned: true } })
+      }
+      await at('dir-synced')
+    } finally {
+      await closeHandle()
+    }
+    return published(null)
+  }
+
+  function published(kept: FileHandleOps | null): PublishResult {
+    return {
+      outcome: 'published',
+      file: target,
+      path: targetPath,
+      size,
+      sha256,
+      ino: tempIno,
+      handle: kept,
+      tempFile: tempName,
+    }
   }
 
   async function afterLink(): Promise<PublishResult> {
@@ -314,16 +349,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     }
     await at('temp-unlinked')
     if (request.keepHandle !== true) await closeHandle()
-    return {
-      outcome: 'published',
-      file: target,
-      path: targetPath,
-      size,
-      sha256,
-      ino: tempIno,
-      handle: request.keepHandle === true ? temp : null,
-      tempFile: tempName,
-    }
+    return published(request.keepHandle === true ? temp : null)
   }
 }
 

@@ -16,7 +16,13 @@ import type { Projection } from '@agent-ledger/session-projection'
 import { errnoOf, notRegularFile, toStoreError } from './fs-errors.ts'
 import { fileKind } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
-import { generationPath, listGenerations, peekHeaderVersion, pickCurrentGeneration } from './generations.ts'
+import {
+  assertGenerationVersion,
+  generationPath,
+  listGenerations,
+  peekHeaderVersion,
+  pickCurrentGeneration,
+} from './generations.ts'
 import type { CurrentGeneration, GenerationFile } from './generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { LOG_FILE_NAME } from './layout.ts'
@@ -104,15 +110,14 @@ function versionTooNew(file: string, found: number): JsonlStoreError {
  * format's own reader, which reports it precisely.
  *
  * @param context - File system, registry and limits.
- * @param request - The session directory and id; `peek: false` skips reading line 1 (the
- *   caller reads the header anyway: only the name's version is checked here).
+ * @param request - The session directory and id.
  * @returns The current generation and the rest of the listing.
  * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND` (no generation), `MIXED_ENCODINGS`,
  *   `VERSION_TOO_NEW`, `GENERATION_VERSION_MISMATCH`, `ACCESS_DENIED` / `READ_FAILED` from the listing.
  */
 export async function resolveCurrentGeneration(
   context: GenerationStoreContext,
-  request: { readonly directory: string; readonly id: string; readonly peek?: boolean },
+  request: { readonly directory: string; readonly id: string },
 ): Promise<CurrentGeneration> {
   const { directory, id } = request
   const picked = pickCurrentGeneration(await listGenerations(context.fs, directory), id)
@@ -126,7 +131,7 @@ export async function resolveCurrentGeneration(
   const { current } = picked
   const file = generationDisplay(id, current)
   let headerVersion: number | null = null
-  if (current.encoding === 'plain' && request.peek !== false) {
+  if (current.encoding === 'plain') {
     const peek = await peekHeaderVersion(context.fs, generationPath(directory, current), {
       maxLineBytes: Math.min(context.limits.maxLineBytes, 1024 * 1024),
       display: file,
@@ -138,16 +143,7 @@ export async function resolveCurrentGeneration(
   if (headerVersion !== null && headerVersion > SESSION_FORMAT_VERSION)
     throw versionTooNew(file, headerVersion)
   if (current.version > SESSION_FORMAT_VERSION) throw versionTooNew(file, headerVersion ?? current.version)
-  if (headerVersion !== null && headerVersion !== current.version) {
-    throw new JsonlStoreError({
-      code: JsonlErrorCode.GENERATION_VERSION_MISMATCH,
-      message: `The header of ${file} has the wrong format version: expected ${current.version} (from the file name), found ${headerVersion}.`,
-      file,
-      line: 1,
-      offset: 0,
-      details: { nameVersion: current.version, headerVersion },
-    })
-  }
+  if (headerVersion !== null) assertGenerationVersion(current, headerVersion, id)
   return picked
 }
 

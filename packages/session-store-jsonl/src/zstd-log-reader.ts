@@ -620,30 +620,3 @@ export async function* zstdPlainSource(
     if (frames.corruption !== undefined) return
   }
 }
-
-/**
- * The plain bytes `[start, end)` of a `.zstd` log's content (e.g. its good lines after the
- * header, for a salvage), decoded frame by frame.
- *
- * @param handle - The open log.
- * @param options - Codec, limits and the plain byte range.
- * @returns The bytes, in chunks.
- */
-export async function* zstdPlainRange(
-  handle: FileHandleOps,
-  options: {
-    readonly codec: ZstdCodec
-    readonly limits: ZstdReadLimits
-    readonly start: number
-    readonly end: number
-  },
-): AsyncGenerator<Buffer, void, undefined> {
-  let position = 0
-  for await (const chunk of zstdPlainSource(handle, { codec: options.codec, limits: options.limits })) {
-    const from = position
-    position += chunk.length
-    if (position <= options.start) continue
-    if (from >= options.end) return
-    yield chunk.subarray(Math.max(0, options.start - from), Math.min(chunk.length, options.end - from))
-  }
-}

@@ -113,6 +113,30 @@ describe('publishFile', () => {
     expect(fs.renames).toBe(0)
   })
 
+  it('with replace, renames the verified temp over an existing target (the reseal) and leaves no temp', async () => {
+    const dir = directory()
+    const fs = counting()
+    writeFileSync(join(dir, 'session.v4.jsonl'), 'old content\n', { mode: 0o600 })
+    const points: string[] = []
+    const result = await publishFile(
+      request(dir, { fs, replace: true, hooks: { at: (point) => void points.push(point) } }),
+    )
+    const stats = statSync(join(dir, 'session.v4.jsonl'))
+    expect(readFileSync(join(dir, 'session.v4.jsonl'))).toEqual(CONTENT)
+    expect(result).toMatchObject({ outcome: 'published', size: CONTENT.length, sha256: sha(CONTENT) })
+    expect([stats.ino, stats.nlink, stats.mode & 0o777]).toEqual([result.ino, 1, 0o600])
+    expect(fs.renames).toBe(1)
+    expect(temps(dir)).toEqual([])
+    expect(points).toEqual([
+      'temp-created',
+      'temp-written',
+      'temp-synced',
+      'verified',
+      'renamed',
+      'dir-synced',
+    ])
+  })
+
   it('S1: gives the file mode 0600 whatever the umask', async () => {
     for (const umask of [0o000, 0o022, 0o277]) {
       const previous = process.umask(umask)

@@ -5,7 +5,6 @@
  * `MIXED_ENCODINGS`...): the callers turn them into port errors (`toPortError`), which keeps
  * each code. Read-only, except that a write check narrows a session directory's mode.
  */
-import type { Stats } from 'node:fs'
 import { constants } from 'node:fs'
 import { join } from 'node:path'
 
@@ -16,7 +15,6 @@ import { fileKind } from '../fs-ops.ts'
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import type { GenerationFile } from '../generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
-import { LOG_FILE_NAME } from '../layout.ts'
 import type { StoreLimits } from '../limits.ts'
 import { logAdapter } from '../log-adapter.ts'
 import type { LogAdapter } from '../log-adapter.ts'
@@ -28,6 +26,7 @@ import type { GenerationStoreContext } from '../store-generations.ts'
 import type { StoreLogger } from '../store-logger.ts'
 import { locateSessionLog } from '../zstd-session.ts'
 import type { SessionLog } from '../zstd-session.ts'
+import { sessionDirectory } from './session-dirs.ts'
 
 /** What finding a session's log needs. */
 export interface AccessContext {
@@ -74,93 +73,30 @@ export function isRefusal(error: JsonlStoreError): boolean {
 }
 
 /**
- * Checks the store root: an existing directory owned by this user and writable only by it
- * (RELIABILITY S1).
- *
- * @param ctx - File system and root.
- * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND` (no root), `UNSAFE_ROOT`, `READ_FAILED`.
- */
-async function checkStoreRoot(ctx: Pick<AccessContext, 'fs' | 'root'>): Promise<void> {
-  let stats: Stats
-  try {
-    stats = await ctx.fs.stat(ctx.root)
-  } catch (error) {
-    if (errnoOf(error) === 'ENOENT') {
-      throw new JsonlStoreError({
-        code: JsonlErrorCode.SESSION_NOT_FOUND,
-        message: `The store root ${ctx.root} does not exist: expected a directory of sessions.`,
-        file: '',
-        details: { root: ctx.root },
-        cause: error,
-      })
-    }
-    throw toStoreError(error, { op: 'stat', file: ctx.root, fallback: JsonlErrorCode.READ_FAILED })
-  }
-  const uid = typeof process.getuid === 'function' ? process.getuid() : undefined
-  const mode = stats.mode & 0o777
-  if (!stats.isDirectory() || (mode & 0o022) !== 0 || (uid !== undefined && stats.uid !== uid)) {
-    throw new JsonlStoreError({
-      code: JsonlErrorCode.UNSAFE_ROOT,
-      message: `The store root ${ctx.root} is unsafe: expected a directory owned by uid ${String(uid)} and writable only by it, found ${stats.isDirectory() ? 'a directory' : 'not a directory'} with mode ${mode.toString(8)} owned by uid ${stats.uid}.`,
-      file: '',
-      details: {
-        mode: mode.toString(8),
-        owner: stats.uid,
-        expectedOwner: uid ?? null,
-        directory: stats.isDirectory(),
-      },
-    })
-  }
-}
-
-/** `SESSION_NOT_FOUND` for a session without a directory or log. */
-function notFound(id: string, cause: unknown): JsonlStoreError {
-  return new JsonlStoreError({
-    code: JsonlErrorCode.SESSION_NOT_FOUND,
-    message: `Session ${id} was not found: expected ${id}/${LOG_FILE_NAME} under the store root.`,
-    file: `${id}/${LOG_FILE_NAME}`,
-    cause,
-  })
-}
-
-/**
- * The directory of an existing session: a real directory, never a symlink. A `write` check
+ * The directory of an existing session, checked as every backend operation checks it (the
+ * root safe, a real directory, never a symlink: `sessionDirectory`). A `write` check
  * narrows a mode open to group or others to the owner's bits (a warning says so).
  *
  * @param ctx - File system, root, logger.
  * @param id - The session id (checked by the caller).
  * @param options - `write`: the caller is about to write into it.
  * @returns Its absolute path.
- * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND`, `SYMLINK_REFUSED`, `READ_FAILED`.
+ * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, `UNSAFE_ROOT`, `SYMLINK_REFUSED`, `BACKEND_FAILED`.
  */
 export async function checkSessionDirectory(
   ctx: AccessContext,
   id: string,
   options: { readonly write: boolean },
 ): Promise<string> {
-  const directory = join(ctx.root, id)
-  let stats: Stats
-  try {
-    stats = await ctx.fs.lstat(directory)
-  } catch (error) {
-    if (errnoOf(error) === 'ENOENT') throw notFound(id, error)
-    throw toStoreError(error, { op: 'stat', file: id, fallback: JsonlErrorCode.READ_FAILED })
-  }
-  if (stats.isSymbolicLink()) {
-    throw new JsonlStoreError({
-      code: JsonlErrorCode.SYMLINK_REFUSED,
-      message: `The directory of session ${id} is a symbolic link: expected a real directory (never followed).`,
-      file: id,
-      details: { which: 'session-directory' },
-    })
-  }
-  if (!stats.isDirectory()) throw notFound(id, undefined)
+  const directory = await sessionDirectory(ctx.fs, ctx.root, id)
+  if (!options.write) return directory
+  const mode = (await ctx.fs.lstat(directory)).mode
   // Only ever narrow an existing mode (drop group/other bits): a deliberately read-only 0500 stays so.
-  if (options.write && (stats.mode & 0o077) !== 0) {
-    const narrowed = stats.mode & 0o700
+  if ((mode & 0o077) !== 0) {
+    const narrowed = mode & 0o700
     ctx.logger.warn(
-      `Session directory ${id} had mode ${(stats.mode & 0o777).toString(8)}; set to ${narrowed.toString(8)}.`,
-      { id, mode: (stats.mode & 0o777).toString(8) },
+      `Session directory ${id} had mode ${(mode & 0o777).toString(8)}; set to ${narrowed.toString(8)}.`,
+      { id, mode: (mode & 0o777).toString(8) },
     )
     await ctx.fs.chmod(directory, narrowed)
   }
@@ -180,7 +116,6 @@ export async function olderGeneration(
   ctx: AccessContext,
   id: string,
 ): Promise<{ readonly directory: string; readonly source: GenerationFile } | null> {
-  await checkStoreRoot(ctx)
   const directory = await checkSessionDirectory(ctx, id, { write: false })
   const picked = await resolveCurrentGeneration(generationContext(ctx), { directory, id })
   return isOlderGeneration(picked.current) ? { directory, source: picked.current } : null
@@ -219,7 +154,6 @@ export async function locateV4Log(
  * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND`, `SYMLINK_REFUSED`, `MIXED_ENCODINGS`, `READ_FAILED`...
  */
 export async function openCurrentLog(ctx: AccessContext, id: string): Promise<OpenedCurrentLog> {
-  await checkStoreRoot(ctx)
   const { directory, log } = await locateV4Log(ctx, id)
   const adapter = await logAdapter(id, log.encoding, ctx.limits)
   const file = log.file
@@ -227,7 +161,14 @@ export async function openCurrentLog(ctx: AccessContext, id: string): Promise<Op
   try {
     handle = await ctx.fs.open(join(directory, log.name), constants.O_RDONLY | constants.O_NOFOLLOW)
   } catch (error) {
-    if (errnoOf(error) === 'ENOENT') throw notFound(id, error)
+    if (errnoOf(error) === 'ENOENT') {
+      throw new JsonlStoreError({
+        code: JsonlErrorCode.SESSION_NOT_FOUND,
+        message: `Session ${id} was not found: expected ${file} under the store root.`,
+        file,
+        cause: error,
+      })
+    }
     throw toStoreError(error, { op: 'open', file, which: 'log', fallback: JsonlErrorCode.READ_FAILED })
   }
   try {

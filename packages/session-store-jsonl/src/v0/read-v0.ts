@@ -66,8 +66,6 @@ export interface V0ReaderOptions {
   readonly registry: EventRegistry
   /** Receives every good line, in order, header first. */
   readonly onRecord: (record: V0Record) => void
-  /** Lines starting at or after this offset are not read (pass 2 reads only the good prefix). */
-  readonly endOffset?: number
 }
 
 type V0LineDecode =
@@ -146,10 +144,6 @@ class V0LogReader implements LineSink {
   /** @inheritDoc */
   line(bytes: Buffer, offset: number): boolean {
     if (this.#done) return true
-    if (this.#options.endOffset !== undefined && offset >= this.#options.endOffset) {
-      this.#done = true
-      return true
-    }
     const number = this.#lineNumber + 1
     this.#lineNumber = number
     const decoded = decodeV0Line(bytes, this.#options.limits)
@@ -172,10 +166,6 @@ class V0LogReader implements LineSink {
   /** @inheritDoc */
   oversizeLine(offset: number, length: number): boolean {
     if (this.#done) return true
-    if (this.#options.endOffset !== undefined && offset >= this.#options.endOffset) {
-      this.#done = true
-      return true
-    }
     const number = this.#lineNumber + 1
     this.#lineNumber = number
     if (this.#suspect !== null) return this.#fail(this.#corrupt(this.#suspect))
@@ -201,7 +191,7 @@ class V0LogReader implements LineSink {
    * @returns What the scan found.
    */
   finish(tail: UnterminatedTail | null, bytesRead: number): V0ScanOutcome {
-    // Stopped (damage, or endOffset reached): the tail is not this scan's to classify.
+    // Stopped (damage): the tail is not this scan's to classify.
     const tornTail =
       this.#damage === null && !this.#done
         ? classifyTornTail({ suspect: this.#suspect, tail, bytesRead, nextLine: this.#lineNumber + 1 })
@@ -401,7 +391,7 @@ class V0LogReader implements LineSink {
  * empty), and returns the outcome. Memory: one chunk plus the longest line.
  *
  * @param source - The log's bytes.
- * @param options - File name, limits, registry, optional end offset (no `onRecord`: records are yielded).
+ * @param options - File name, limits, registry (no `onRecord`: records are yielded).
  * @returns A generator of record batches whose return value is the {@link V0ScanOutcome}.
  */
 export async function* readV0Chunks(
