@@ -30,6 +30,8 @@ export interface CheckedSession {
   readonly ackedSeq: number
   /** The next request's history (the log's wire messages), as the adapter derives it. */
   readonly nextRequest: readonly WireMessage[]
+  /** Why the session could not be opened to build its next request (a bricked session), if so. */
+  readonly openError?: string | undefined
 }
 
 /** The counts of one run; every one of the first five is 0 for an exactly-once store. */
@@ -42,7 +44,7 @@ export interface ChaosCounts {
   readonly dishonestRepairs: number
   /** Acknowledged events missing from a session (acked seq beyond its last event). */
   readonly ackedEventsLost: number
-  /** Sessions whose next request breaks the OpenAI or the Anthropic pairing rule. */
+  /** Sessions whose next request breaks the OpenAI or the Anthropic pairing rule, or cannot be built (the open fails). */
   readonly providerInvalidRequests: number
   /** Calls journaled started in all. */
   readonly toolCallsStarted: number
@@ -82,6 +84,7 @@ export function checkRun(journal: readonly JournalEntry[], sessions: readonly Ch
     const lastSeq = session.events.reduce((max, event) => Math.max(max, event.seq), -1)
     ackedEventsLost += Math.max(0, session.ackedSeq - lastSeq)
     if (
+      session.openError !== undefined ||
       openAiPairingDefect(session.nextRequest) !== null ||
       anthropicPairingDefect(session.nextRequest) !== null
     )

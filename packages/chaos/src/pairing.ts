@@ -9,8 +9,9 @@
 /** One message of the log's wire shape (the fields the pairing rule reads). */
 export interface WireMessage {
   readonly role: string
-  readonly tool_calls?: readonly { readonly id: string }[]
-  readonly tool_call_id?: string
+  readonly tool_calls?: readonly { readonly id: string }[] | undefined
+  readonly tool_call_id?: string | undefined
+  readonly content?: unknown
 }
 
 /** Why a history is not a valid next request, or null when it is. */

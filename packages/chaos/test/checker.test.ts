@@ -125,6 +125,14 @@ describe('checkRun', () => {
     ]
     expect(checkRun([], sessions).providerInvalidRequests).toBe(2)
   })
+
+  it('counts a session that cannot be opened to build its next request (bricked) as provider-invalid', () => {
+    const sessions = [
+      session([], { nextRequest: paired('a') }),
+      session([], { nextRequest: [], openError: 'SEQ_GAP at seq 5' }),
+    ]
+    expect(checkRun([], sessions).providerInvalidRequests).toBe(1)
+  })
 })
 
 describe('pairing validators', () => {
