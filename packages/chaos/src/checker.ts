@@ -3,10 +3,13 @@
  * the sessions hold after a run, and counts the defects exactly-once promises rule out. Pure:
  * journals, events and acknowledgements come in as data.
  */
-import { RepairCode } from '@agent-ledger/loop-repair'
-
-import { anthropicPairingDefect, openAiPairingDefect } from './pairing.ts'
-import type { WireMessage } from './pairing.ts'
+import {
+  RepairCode,
+  toAnthropic,
+  validateAnthropicRequest,
+  validateProviderMessages,
+} from '@agent-ledger/loop-repair'
+import type { WireMessage } from '@agent-ledger/session-events'
 
 /** One line of a tool's journal: the tool began (`started`) or completed (`finished`) its side effect. */
 export interface JournalEntry {
@@ -85,8 +88,8 @@ export function checkRun(journal: readonly JournalEntry[], sessions: readonly Ch
     ackedEventsLost += Math.max(0, session.ackedSeq - lastSeq)
     if (
       session.openError !== undefined ||
-      openAiPairingDefect(session.nextRequest) !== null ||
-      anthropicPairingDefect(session.nextRequest) !== null
+      validateProviderMessages(session.nextRequest).length > 0 ||
+      validateAnthropicRequest(toAnthropic(session.nextRequest).request).length > 0
     )
       providerInvalidRequests += 1
   }

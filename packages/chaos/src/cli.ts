@@ -7,6 +7,7 @@
  * PostgreSQL: `AGENT_LEDGER_PG_URL`, else a throwaway server from tooling/pg (loopback, its own
  * temporary directory), stopped by its pid at the end; without server binaries its rows say why.
  */
+import { randomUUID } from 'node:crypto'
 import { parseArgs } from 'node:util'
 
 import { pgUnavailableReason, startCluster } from '../../../tooling/pg/cluster.ts'
@@ -88,7 +89,9 @@ try {
       }
     }
     const started = performance.now()
-    const result = await runChaos({ subject, runs, seed, workers, sessionsPerWorker, pgUrl })
+    // Session ids unique to this subject and invocation on a shared server; the plans stay the seed's.
+    const namespace = subject.kind === 'ledger' ? `${subject.adapter}-${randomUUID().slice(0, 8)}-` : ''
+    const result = await runChaos({ subject, runs, seed, workers, sessionsPerWorker, pgUrl, namespace })
     rows.push(row(subject, result))
     console.error(
       `${label(subject).join(' / ')}: ${result.sessions} runs in ${((performance.now() - started) / 1000).toFixed(0)} s; faults ${JSON.stringify(result.faults)}; unfinished ${result.unfinished}; unfenced ${result.unfenced}${result.badRounds.length > 0 ? `; nonzero rounds ${result.badRounds.map((bad) => bad.round).join(',')} (seed ${seed})` : ''}${result.errors.length > 0 ? `; errors: ${result.errors.slice(0, 3).join(' | ')}` : ''}`,

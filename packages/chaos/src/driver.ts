@@ -14,6 +14,7 @@ import { createSessionStore } from '@agent-ledger/session-store'
 import type { SessionStore } from '@agent-ledger/session-store'
 import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { openPostgresBackend } from '@agent-ledger/session-store-postgres'
+import type { WireMessage } from '@agent-ledger/session-events'
 import type { ModelMessage } from 'ai'
 
 import { spawnTsChild } from '../../../tooling/adapters/child.ts'
@@ -21,7 +22,6 @@ import type { TsChild } from '../../../tooling/adapters/child.ts'
 import { checkRun } from './checker.ts'
 import type { ChaosCounts, CheckedSession, LoggedEvent } from './checker.ts'
 import { readJournals } from './journal.ts'
-import type { WireMessage } from './pairing.ts'
 import { hashSeed, pickFault, Random } from './plan.ts'
 import type { FaultKind, Subject } from './plan.ts'
 import type { WorkerConfig } from './worker.ts'
@@ -42,6 +42,8 @@ export interface ChaosOptions {
   readonly leaseMs?: number
   /** The PostgreSQL server's URL, for `store: 'postgres'`. */
   readonly pgUrl?: string
+  /** A prefix of every session id (a PostgreSQL server shared between runs); the plans do not change. */
+  readonly namespace?: string
   /** Keep each round's directory (journals, effects, JSONL store) and print its path. */
   readonly keep?: boolean
 }
@@ -340,7 +342,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       for (const dir of [journalDir, effectsDir, storeDir]) mkdirSync(dir)
       const target = subject.kind === 'ledger' && subject.store === 'postgres' ? options.pgUrl! : storeDir
       const count = Math.min(perRound, options.runs - sessionsRun)
-      const ids = Array.from({ length: count }, (_, index) => `chaos-${runId}-r${round}-s${index}`)
+      const ids = Array.from(
+        { length: count },
+        (_, index) => `${options.namespace ?? ''}chaos-${runId}-r${round}-s${index}`,
+      )
       sessionsRun += count
       const log: RoundLog = {
         acked: new Map(),
@@ -392,6 +397,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           )
       }
       const roundCounts = checkRun(readJournals(journalDir), sessions)
+      for (const checked of sessions)
+        if (checked.openError !== undefined)
+          log.errors.push(`CHECK ${checked.id} ${checked.openError.slice(0, 300)}`)
       if (
         roundCounts.duplicatedExecutions +
           roundCounts.forgottenActions +

@@ -97,7 +97,8 @@ export function hashSeed(text: string): number {
  * @returns The steps.
  */
 export function sessionPlan(seed: number, session: string): PlanStep[] {
-  const random = new Random(hashSeed(`${seed}:${session}`))
+  // A namespace before `chaos-` (a shared PostgreSQL server's run) does not change the plan.
+  const random = new Random(hashSeed(`${seed}:${session.slice(Math.max(0, session.indexOf('chaos-')))}`))
   const steps: PlanStep[] = []
   const count = random.int(2, 5)
   for (let step = 0; step < count; step++) {

@@ -190,28 +190,30 @@ function holderGone(holder: unknown): boolean {
  * Opens a session through an adapter: a lease whose holder is gone is taken over, a live one
  * is waited out until it expires (a stopped worker's), unless the driver said take over.
  */
-async function openLeased<T>(session: string, open: (takeover: boolean) => Promise<T>): Promise<T> {
+async function openLeased<T>(open: (takeover: boolean) => Promise<T>): Promise<{ opened: T; ms: number }> {
+  const timed = async (takeover: boolean): Promise<{ opened: T; ms: number }> => {
+    const started = performance.now()
+    const opened = await open(takeover)
+    return { opened, ms: performance.now() - started }
+  }
   for (let attempt = 0; ; attempt++) {
     try {
-      return await open(config.takeover)
+      return await timed(config.takeover)
     } catch (error) {
       if (!SessionStoreError.is(error, 'SESSION_LOCKED') || attempt > 100) throw error
       const { holder, expiresAt } = error.details as { holder: unknown; expiresAt: string }
-      if (holderGone(holder)) return await open(true)
+      if (holderGone(holder)) return await timed(true)
       await sleep(Math.min(2000, Math.max(10, Date.parse(expiresAt) - Date.now() + 10)))
-      void session
     }
   }
 }
 
-/** Times the open when the session is a resume, and reports it. */
+/** Opens a session and reports it; a resume's open time (the successful attempt, not a wait for a lease) too. */
 async function timedOpen<T extends { writer: { durableSeq: number } }>(
   session: string,
   open: (takeover: boolean) => Promise<T>,
 ): Promise<T> {
-  const started = performance.now()
-  const opened = await openLeased(session, open)
-  const ms = performance.now() - started
+  const { opened, ms } = await openLeased(open)
   say(`OPENED ${session}`)
   if (config.touched.includes(session))
     say(`RESUME ${session} ${ms.toFixed(3)} ${opened.writer.durableSeq + 1}`)
