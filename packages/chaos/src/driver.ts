@@ -277,7 +277,7 @@ async function ledgerSession(
       subject.adapter === 'ai-sdk'
         ? await openAiSdkSession(store, id, { create: false, takeover: true })
         : await openAgentsSession(store, id, { takeover: true, create: false })
-    const nextRequest = session.writer.deriveMessages() as readonly WireMessage[]
+    const nextRequest = session.writer.deriveMessages()
     await session.close()
     return { id, events, ackedSeq: acked, nextRequest }
   } catch (error) {
