@@ -131,9 +131,9 @@ const faultyFs = (nodeFsOps: FsOps): FsOps => ({
   open: async (path, flags, mode) => {
     const handle = await nodeFsOps.open(path, flags, mode)
     if (!path.endsWith('.jsonl')) return handle
+    // nodeFsOps' handles are plain objects of closures: spreading one keeps every operation.
     return {
-      path: handle.path,
-      read: (...args) => handle.read(...args),
+      ...handle,
       write: async (buffer, position) => {
         if (!flushArmed || buffer.length < 2) return handle.write(buffer, position)
         flushArmed = false
@@ -147,12 +147,6 @@ const faultyFs = (nodeFsOps: FsOps): FsOps => ({
         await handle.write(buffer.subarray(0, half), position)
         return atFault('flush', path)
       },
-      datasync: () => handle.datasync(),
-      sync: () => handle.sync(),
-      truncate: (length) => handle.truncate(length),
-      stat: () => handle.stat(),
-      chmod: (fileMode) => handle.chmod(fileMode),
-      close: () => handle.close(),
     }
   },
 })
