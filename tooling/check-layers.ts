@@ -61,8 +61,17 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
     'session-store-postgres',
     'cli',
   ],
-  // The chaos kit: the checker and journals only so far (repair codes; no store or adapter yet).
-  chaos: ['loop-repair'],
+  // The chaos kit: workers run both adapters over the JSONL and PostgreSQL stores; the checker
+  // reads repair codes.
+  chaos: [
+    'loop-repair',
+    'session-events',
+    'session-store',
+    'session-store-jsonl',
+    'session-store-postgres',
+    'ai-sdk',
+    'openai-agents',
+  ],
   demo: [
     'session-events',
     'session-projection',

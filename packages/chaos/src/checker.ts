@@ -3,10 +3,13 @@
  * the sessions hold after a run, and counts the defects exactly-once promises rule out. Pure:
  * journals, events and acknowledgements come in as data.
  */
-import { RepairCode } from '@agent-ledger/loop-repair'
-
-import { anthropicPairingDefect, openAiPairingDefect } from './pairing.ts'
-import type { WireMessage } from './pairing.ts'
+import {
+  RepairCode,
+  toAnthropic,
+  validateAnthropicRequest,
+  validateProviderMessages,
+} from '@agent-ledger/loop-repair'
+import type { WireMessage } from '@agent-ledger/session-events'
 
 /** One line of a tool's journal: the tool began (`started`) or completed (`finished`) its side effect. */
 export interface JournalEntry {
@@ -30,6 +33,8 @@ export interface CheckedSession {
   readonly ackedSeq: number
   /** The next request's history (the log's wire messages), as the adapter derives it. */
   readonly nextRequest: readonly WireMessage[]
+  /** Why the session could not be opened to build its next request (a bricked session), if so. */
+  readonly openError?: string | undefined
 }
 
 /** The counts of one run; every one of the first five is 0 for an exactly-once store. */
@@ -42,7 +47,7 @@ export interface ChaosCounts {
   readonly dishonestRepairs: number
   /** Acknowledged events missing from a session (acked seq beyond its last event). */
   readonly ackedEventsLost: number
-  /** Sessions whose next request breaks the OpenAI or the Anthropic pairing rule. */
+  /** Sessions whose next request breaks the OpenAI or the Anthropic pairing rule, or cannot be built (the open fails). */
   readonly providerInvalidRequests: number
   /** Calls journaled started in all. */
   readonly toolCallsStarted: number
@@ -82,8 +87,9 @@ export function checkRun(journal: readonly JournalEntry[], sessions: readonly Ch
     const lastSeq = session.events.reduce((max, event) => Math.max(max, event.seq), -1)
     ackedEventsLost += Math.max(0, session.ackedSeq - lastSeq)
     if (
-      openAiPairingDefect(session.nextRequest) !== null ||
-      anthropicPairingDefect(session.nextRequest) !== null
+      session.openError !== undefined ||
+      validateProviderMessages(session.nextRequest).length > 0 ||
+      validateAnthropicRequest(toAnthropic(session.nextRequest).request).length > 0
     )
       providerInvalidRequests += 1
   }

@@ -1,12 +1,13 @@
 /**
  * @packageDocumentation
- * The exactly-once chaos kit of agent-ledger: the tools' own journals and the checker that
- * compares them with the sessions after a faulted run. The checker and the pairing validators
- * are pure; the journal writes and fsyncs files.
+ * The exactly-once chaos kit of agent-ledger: worker processes that run tool-heavy sessions
+ * through the adapters, a driver that faults them at seeded points, the tools' own journals,
+ * and the checker that compares the journals with the sessions (pure).
  */
 export { checkRun, percentile } from './checker.ts'
 export type { ChaosCounts, CheckedSession, JournalEntry, LoggedEvent } from './checker.ts'
 export { openJournal, readJournals } from './journal.ts'
 export type { Journal } from './journal.ts'
-export { anthropicPairingDefect, openAiPairingDefect } from './pairing.ts'
-export type { PairingDefect, WireMessage } from './pairing.ts'
+export { runChaos } from './driver.ts'
+export type { ChaosOptions, ChaosResult } from './driver.ts'
+export type { Adapter, Baseline, Fault, FaultKind, FaultPoint, Subject } from './plan.ts'

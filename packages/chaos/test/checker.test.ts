@@ -6,15 +6,10 @@ import { join } from 'node:path'
 
 import { describe, expect, it, onTestFinished } from 'vitest'
 
-import {
-  anthropicPairingDefect,
-  checkRun,
-  openAiPairingDefect,
-  openJournal,
-  percentile,
-  readJournals,
-} from '../src/index.ts'
-import type { CheckedSession, JournalEntry, LoggedEvent, WireMessage } from '../src/index.ts'
+import type { WireMessage } from '@agent-ledger/session-events'
+
+import { checkRun, openJournal, percentile, readJournals } from '../src/index.ts'
+import type { CheckedSession, JournalEntry, LoggedEvent } from '../src/index.ts'
 
 const started = (callId: string, worker = 'w1'): JournalEntry => ({ callId, phase: 'started', worker })
 const finished = (callId: string, worker = 'w1'): JournalEntry => ({ callId, phase: 'finished', worker })
@@ -32,11 +27,14 @@ const result = (seq: number, callId: string, code?: string): LoggedEvent => ({
     ...(code === undefined ? {} : { code }),
   },
 })
-const paired = (callId: string): WireMessage[] => [
-  { role: 'user' },
-  { role: 'assistant', tool_calls: [{ id: callId }] },
-  { role: 'tool', tool_call_id: callId },
-]
+const user: WireMessage = { role: 'user', content: 'go' }
+const asks = (callId: string): WireMessage => ({
+  role: 'assistant',
+  content: null,
+  tool_calls: [{ id: callId, type: 'function', function: { name: 'run', arguments: '{}' } }],
+})
+const answers = (callId: string): WireMessage => ({ role: 'tool', tool_call_id: callId, content: 'ok' })
+const paired = (callId: string): WireMessage[] => [user, asks(callId), answers(callId)]
 const session = (events: LoggedEvent[], extra: Partial<CheckedSession> = {}): CheckedSession => ({
   id: 's',
   events,
@@ -119,57 +117,19 @@ describe('checkRun', () => {
 
   it('counts sessions whose next request breaks the pairing rule', () => {
     const sessions = [
-      session([], { nextRequest: [{ role: 'user' }, { role: 'assistant', tool_calls: [{ id: 'a' }] }] }),
+      session([], { nextRequest: [user, asks('a')] }),
       session([], { nextRequest: paired('b') }),
-      session([], { nextRequest: [...paired('c'), { role: 'tool', tool_call_id: 'c' }] }),
+      session([], { nextRequest: [...paired('c'), answers('c')] }),
     ]
     expect(checkRun([], sessions).providerInvalidRequests).toBe(2)
   })
-})
 
-describe('pairing validators', () => {
-  const twoCalls: WireMessage[] = [
-    { role: 'user' },
-    { role: 'assistant', tool_calls: [{ id: 'a' }, { id: 'b' }] },
-  ]
-
-  it('accept every call answered once, in order, in both shapes', () => {
-    const history = [
-      ...twoCalls,
-      { role: 'tool', tool_call_id: 'a' },
-      { role: 'tool', tool_call_id: 'b' },
-      { role: 'user' },
+  it('counts a session that cannot be opened to build its next request (bricked) as provider-invalid', () => {
+    const sessions = [
+      session([], { nextRequest: paired('a') }),
+      session([], { nextRequest: [], openError: 'SEQ_GAP at seq 5' }),
     ]
-    expect(openAiPairingDefect(history)).toBeNull()
-    expect(anthropicPairingDefect(history)).toBeNull()
-  })
-
-  it('refuse an unanswered call, answers out of order, a duplicate answer and an orphan answer', () => {
-    const bad: WireMessage[][] = [
-      twoCalls,
-      [...twoCalls, { role: 'tool', tool_call_id: 'b' }, { role: 'tool', tool_call_id: 'a' }],
-      [
-        ...twoCalls,
-        { role: 'tool', tool_call_id: 'a' },
-        { role: 'tool', tool_call_id: 'b' },
-        { role: 'tool', tool_call_id: 'b' },
-      ],
-      [{ role: 'user' }, { role: 'tool', tool_call_id: 'z' }],
-    ]
-    for (const history of bad) {
-      expect(openAiPairingDefect(history)).not.toBeNull()
-      expect(anthropicPairingDefect(history)).not.toBeNull()
-    }
-    // A user message between two answers: OpenAI refuses it; the Anthropic conversion merges
-    // consecutive user-side messages into one user turn, so there it pairs.
-    const split: WireMessage[] = [
-      ...twoCalls,
-      { role: 'tool', tool_call_id: 'a' },
-      { role: 'user' },
-      { role: 'tool', tool_call_id: 'b' },
-    ]
-    expect(openAiPairingDefect(split)).not.toBeNull()
-    expect(anthropicPairingDefect(split)).toBeNull()
+    expect(checkRun([], sessions).providerInvalidRequests).toBe(1)
   })
 })
 

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 
-import { toAnthropic } from '../src/commands/export-provider.ts'
+import { toAnthropic } from '@agent-ledger/loop-repair'
 import { cli, makeRoot } from './support/sessions.ts'
 
 const synthetic = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'import', 'test', 'fixtures')

@@ -1,7 +1,8 @@
 import { writeFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 
-import { planRepairFromState } from '@agent-ledger/loop-repair'
+import { planRepairFromState, toAnthropic } from '@agent-ledger/loop-repair'
+import type { ProviderExportLoss } from '@agent-ledger/loop-repair'
 import type { WireMessage } from '@agent-ledger/session-events'
 
 import { ExitCode } from '../cli-error.ts'
@@ -10,111 +11,6 @@ import type { CommandContext } from '../context.ts'
 import { displayPath, ioError } from '../session-path.ts'
 import type { SessionTarget } from '../open-store.ts'
 import { readSessionView } from './messages.ts'
-
-/** An Anthropic Messages API content block (the kinds an export produces). */
-type AnthropicBlock =
-  | { type: 'text'; text: string }
-  | {
-      type: 'image'
-      source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string }
-    }
-  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
-  | { type: 'tool_result'; tool_use_id: string; content: string }
-
-/** An Anthropic Messages API request body, without model and limits. */
-export interface AnthropicRequest {
-  system?: string
-  messages: { role: 'user' | 'assistant'; content: AnthropicBlock[] }[]
-}
-
-/** What the conversion could not carry over, counted. */
-export interface ProviderExportLoss {
-  reasoning: number
-  systemMoved: number
-  unparsableArguments: number
-  insertedFirstUser: number
-}
-
-function userBlocks(content: Extract<WireMessage, { role: 'user' }>['content']): AnthropicBlock[] {
-  if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }]
-  return content.map((part): AnthropicBlock => {
-    if (part.type === 'text') return { type: 'text', text: part.text }
-    const match = /^data:([^;,]+);base64,(.*)$/s.exec(part.image_url.url)
-    return match === null
-      ? { type: 'image', source: { type: 'url', url: part.image_url.url } }
-      : { type: 'image', source: { type: 'base64', media_type: match[1]!, data: match[2]! } }
-  })
-}
-
-/**
- * The Messages API shape of a projected message list: system messages joined into `system`,
- * `tool_use` blocks for calls, `tool_result` blocks (in a user turn) for results, consecutive
- * messages of one role merged so roles alternate, a first user turn inserted when the
- * conversation starts with the assistant. `reasoning_content` is dropped (Anthropic thinking
- * blocks need the provider's signatures).
- *
- * @param messages - The projection (after compaction and repair).
- * @returns The request body and what was lost.
- */
-export function toAnthropic(messages: readonly WireMessage[]): {
-  request: AnthropicRequest
-  loss: ProviderExportLoss
-} {
-  const loss: ProviderExportLoss = {
-    reasoning: 0,
-    systemMoved: 0,
-    unparsableArguments: 0,
-    insertedFirstUser: 0,
-  }
-  const system: string[] = []
-  const out: AnthropicRequest['messages'] = []
-  const push = (role: 'user' | 'assistant', blocks: AnthropicBlock[]): void => {
-    if (blocks.length === 0) return
-    const last = out.at(-1)
-    if (last?.role === role) last.content.push(...blocks)
-    else out.push({ role, content: blocks })
-  }
-  for (const message of messages) {
-    if (message.role === 'system') {
-      if (out.length > 0) loss.systemMoved += 1
-      system.push(message.content)
-    } else if (message.role === 'user') {
-      push('user', userBlocks(message.content))
-    } else if (message.role === 'tool') {
-      push('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id, content: message.content }])
-    } else {
-      if (message.reasoning_content !== undefined) loss.reasoning += 1
-      const blocks: AnthropicBlock[] = []
-      if (message.content !== null && message.content.trim() !== '')
-        blocks.push({ type: 'text', text: message.content })
-      for (const call of message.tool_calls ?? []) {
-        let input: Record<string, unknown>
-        try {
-          const parsed: unknown = JSON.parse(call.function.arguments)
-          input =
-            typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
-              ? (parsed as Record<string, unknown>)
-              : { value: parsed }
-        } catch {
-          loss.unparsableArguments += 1
-          input = { arguments: call.function.arguments }
-        }
-        blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input })
-      }
-      push('assistant', blocks)
-    }
-  }
-  if (out[0]?.role === 'assistant') {
-    loss.insertedFirstUser += 1
-    out.unshift({
-      role: 'user',
-      content: [{ type: 'text', text: '(the conversation starts with the assistant)' }],
-    })
-  }
-  const request: AnthropicRequest = { messages: out }
-  if (system.length > 0) request.system = system.join('\n\n')
-  return { request, loss }
-}
 
 /**
  * The OpenAI chat shape: the projection as sent, `reasoning_content` dropped (OpenAI refuses
