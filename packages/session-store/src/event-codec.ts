@@ -12,7 +12,6 @@ import type { SessionCipher, SessionKeyState } from './encryption.ts'
 import { canonicalEvent, checksumJson, decodeLine } from './line-codec.ts'
 import type { EncodedLine } from './line-codec.ts'
 import type { StoredLine } from './port.ts'
-import { redactInPlace } from './redaction.ts'
 import type { RedactionPolicy } from './redaction.ts'
 import { snapshotInput } from './snapshot.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
@@ -131,8 +130,12 @@ export function encodeEvent(
   const fields = input as Record<string, unknown>
   // The store's limits carry the two the JSON checks need (maxDepth, maxEntries).
   const jsonLimits = context.limits
+  const redaction = context.redaction ?? null
   // The one read of the caller's input: every field and every getter below it, once. The
-  // canonical event is our own new object: its members are copied into it in place.
+  // canonical event is our own new object: its members are copied into it in place. The
+  // same walk redacts the strings of `data` as it copies them (our copy holds the redacted
+  // text, the caller's object is never written) and freezes a plain copy: it becomes the
+  // event the projection keeps, so `apply` finds it frozen already.
   let snapshot: ReturnType<typeof snapshotInput>
   try {
     snapshot = snapshotInput(
@@ -146,7 +149,7 @@ export function encodeEvent(
         ignorable: fields['ignorable'],
       }),
       jsonLimits,
-      true,
+      { ownRoot: true, redaction, freeze: true },
     )
   } catch (error) {
     // A getter that throws, a Proxy whose trap throws: the caller's error is the cause.
@@ -170,23 +173,16 @@ export function encodeEvent(
       throw eventError(error, { sessionId: context.sessionId, seq, what })
     }
   }
-  // Plain data from here on (our own copy): redaction may rewrite it in place.
-  const redaction = context.redaction
-  if (redaction !== undefined && redaction !== null && typeof candidate === 'object' && candidate !== null) {
-    const record = candidate as Record<string, unknown>
-    try {
-      // The snapshot is our own copy: redact it in place (a string `data` is replaced).
-      record['data'] = redactInPlace(record['data'], redaction, snapshot.plain)
-    } catch (error) {
-      throw new SessionStoreError({
-        code: SessionStoreErrorCode.REDACTION_FAILED,
-        sessionId: context.sessionId,
-        seq,
-        message: `Cannot accept ${what} seq ${seq} for session ${context.sessionId}: expected the redaction hook (policy ${redaction.policyVersion}) to return a string for every string, found ${messageOf(error)}; nothing was buffered.`,
-        details: { policyVersion: redaction.policyVersion },
-        cause: error,
-      })
-    }
+  if (redaction !== null && snapshot.redactionError !== undefined) {
+    const error = snapshot.redactionError
+    throw new SessionStoreError({
+      code: SessionStoreErrorCode.REDACTION_FAILED,
+      sessionId: context.sessionId,
+      seq,
+      message: `Cannot accept ${what} seq ${seq} for session ${context.sessionId}: expected the redaction hook (policy ${redaction.policyVersion}) to return a string for every string, found ${messageOf(error)}; nothing was buffered.`,
+      details: { policyVersion: redaction.policyVersion },
+      cause: error,
+    })
   }
   try {
     json = JSON.stringify(candidate)
