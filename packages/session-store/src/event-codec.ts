@@ -10,7 +10,7 @@ import type { Crc32c } from './crc32c.ts'
 import { openEventValue, sealEventJson } from './encryption.ts'
 import type { SessionCipher, SessionKeyState } from './encryption.ts'
 import { canonicalEvent, checksumJson, decodeLine } from './line-codec.ts'
-import type { EncodedLine } from './line-codec.ts'
+import type { EncodedLine, LineBytes } from './line-codec.ts'
 import type { StoredLine } from './port.ts'
 import type { RedactionPolicy } from './redaction.ts'
 import { snapshotInput } from './snapshot.ts'
@@ -53,6 +53,11 @@ export interface EncodeContext {
   readonly redaction?: RedactionPolicy | null | undefined
   /** The session's cipher when it is encrypted: the line's event part is sealed (FORMAT.md section 17). */
   readonly cipher?: SessionCipher | null | undefined
+  /**
+   * A writer's buffered line bytes: the line is encoded into them (not committed: the writer
+   * commits it once the event is buffered). Absent: encoded on its own.
+   */
+  readonly lineBytes?: LineBytes | undefined
 }
 
 /** An event ready to buffer: the validated event and its exact line. */
@@ -218,12 +223,14 @@ export function encodeEvent(
     throw eventError(error, { sessionId: context.sessionId, seq, what })
   }
   const cipher = context.cipher
-  const encoded = checksumJson(
+  const text =
     cipher === undefined || cipher === null
       ? json
-      : sealEventJson(json, event, { sessionId: context.sessionId, cipher }),
-    context.crc32c,
-  )
+      : sealEventJson(json, event, { sessionId: context.sessionId, cipher })
+  const encoded =
+    context.lineBytes === undefined
+      ? checksumJson(text, context.crc32c)
+      : context.lineBytes.encode(text, context.crc32c, context.limits.maxEventBytes)
   if (encoded.byteLength > context.limits.maxEventBytes) {
     throw new SessionStoreError({
       code: SessionStoreErrorCode.EVENT_TOO_LARGE,
