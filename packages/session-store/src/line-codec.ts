@@ -93,8 +93,13 @@ export function checksumJson(json: string, crc32c: Crc32c): EncodedLine {
 const SUFFIX_HEAD_BYTES: readonly number[] = Array.from(SUFFIX_HEAD, (char) => char.charCodeAt(0))
 const HEX_CODES: readonly number[] = Array.from('0123456789abcdef', (char) => char.charCodeAt(0))
 
-/** Smallest buffer {@link LineBytes} keeps; past {@link MAX_SCRATCH_BYTES} it shrinks back once flushed. */
+/** The first buffer of a {@link LineBytes}. */
 const MIN_LINE_BYTES = 64 * 1024
+/**
+ * Largest buffer a {@link LineBytes} keeps once its lines are flushed: batches of a few MB
+ * (tool outputs) reuse it instead of growing a new one (zero-filled, copied) every flush.
+ */
+const MAX_KEPT_LINE_BYTES = 8 * 1024 * 1024
 
 /**
  * The UTF-8 bytes of a writer's buffered lines, each ended by `\n`, in one growing buffer:
@@ -178,9 +183,9 @@ export class LineBytes {
   drop(end: number): void {
     const cut = end - this.#base
     const rest = this.#end - cut
-    if (this.#buffer.length > MAX_SCRATCH_BYTES && rest < MAX_SCRATCH_BYTES / 2) {
-      // A large batch made the buffer large: back to a small one.
-      const smaller = new Uint8Array(Math.max(MIN_LINE_BYTES, 2 * rest))
+    if (this.#buffer.length > MAX_KEPT_LINE_BYTES && rest < MAX_KEPT_LINE_BYTES / 2) {
+      // A giant batch made the buffer giant: back to one a usual batch fits in.
+      const smaller = new Uint8Array(Math.max(MAX_KEPT_LINE_BYTES / 4, 2 * rest))
       smaller.set(this.#buffer.subarray(cut, this.#end))
       this.#buffer = smaller
     } else if (rest > 0) {

@@ -20,7 +20,7 @@ import type { CheckpointSchedule } from './checkpoint-writer.ts'
 import type { Crc32c } from './crc32c.ts'
 import type { SessionCipher } from './encryption.ts'
 import { encodeEvent, eventError } from './event-codec.ts'
-import type { StoreLimits } from './event-codec.ts'
+import type { EncodeContext, StoreLimits } from './event-codec.ts'
 import { LineBytes } from './line-codec.ts'
 import type { AcquireRepair, SessionBackend, WriterLease } from './port.ts'
 import type { RedactionPolicy } from './redaction.ts'
@@ -173,6 +173,7 @@ export class SessionWriterImpl implements SessionWriter {
   #buffered: Buffered[] = []
   /** The buffered lines' bytes, each line encoded once (for its checksum and for a byte backend). */
   readonly #lineBytes = new LineBytes()
+  #eventContext: EncodeContext | null = null
   #bufferedBytes = 0
   #durableSeq: number
   #durableCrc: string | null
@@ -303,22 +304,7 @@ export class SessionWriterImpl implements SessionWriter {
         cause: error,
       })
     }
-    const prepared = encodeEvent(
-      input,
-      { seq, time },
-      {
-        sessionId: this.id,
-        registry: init.registry,
-        limits: init.limits,
-        crc32c: init.crc32c,
-        redaction: init.redaction,
-        cipher: init.cipher,
-        // The history rules are checked once, by apply() below (it plans before it changes anything).
-        projection: undefined,
-        role,
-        lineBytes: this.#lineBytes,
-      },
-    )
+    const prepared = encodeEvent(input, { seq, time }, this.#encodeContext(role))
     if (
       this.#buffered.length > 0 &&
       this.#bufferedBytes + prepared.byteLength > init.limits.maxBufferedBytes
@@ -350,6 +336,26 @@ export class SessionWriterImpl implements SessionWriter {
     })
     this.#bufferedBytes += prepared.byteLength
     return prepared.event
+  }
+
+  /** What encoding an event needs, built once for the usual role (`event`): nothing per append. */
+  #encodeContext(role: string): EncodeContext {
+    if (role === 'event' && this.#eventContext !== null) return this.#eventContext
+    const init = this.#init
+    const context: EncodeContext = {
+      sessionId: this.id,
+      registry: init.registry,
+      limits: init.limits,
+      crc32c: init.crc32c,
+      redaction: init.redaction,
+      cipher: init.cipher,
+      // The history rules are checked once, by apply() (it plans before it changes anything).
+      projection: undefined,
+      role,
+      lineBytes: this.#lineBytes,
+    }
+    if (role === 'event') this.#eventContext = context
+    return context
   }
 
   flush(): Promise<{ readonly durableSeq: number }> {
