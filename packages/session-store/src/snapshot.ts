@@ -106,7 +106,7 @@ export function snapshotInput(
   if (typeof value !== 'object' || value === null) return { copy: value, plain: isPlainLeaf(value) }
   if (!Array.isArray(value) && !isPlainObject(value)) return { copy: value, plain: false }
   const root: object = options.ownRoot === true ? value : Array.isArray(value) ? [] : {}
-  const walk = new SnapshotWalk(value, root, limits, options.redaction ?? null)
+  const walk = new SnapshotWalk(value, root, { limits, policy: options.redaction ?? null })
   // The copied objects are the work queue, in the order met: no recursion, no stack entries.
   for (let cursor = 0; cursor < walk.originals.length; cursor += 1) {
     const original = walk.originals[cursor] as Record<string | number, unknown>
@@ -154,7 +154,12 @@ class SnapshotWalk {
   redactionFailed = false
   redactionError: unknown = undefined
 
-  constructor(value: object, root: object, limits: SnapshotLimits, policy: RedactionPolicy | null) {
+  constructor(
+    value: object,
+    root: object,
+    settings: { readonly limits: SnapshotLimits; readonly policy: RedactionPolicy | null },
+  ) {
+    const { limits, policy } = settings
     this.originals = [value]
     this.copies = [root]
     this.depths = [1]

@@ -7,7 +7,7 @@
  * of the whole batch to allocate, collect and encode again (the append bench's `CPU per
  * event` line shows what a flush costs). The caller checks the newline count either way.
  */
-export function batchBytes(lines: readonly string[], encoded?: Uint8Array | undefined): Buffer {
+export function batchBytes(lines: readonly string[], encoded?: Uint8Array): Buffer {
   if (encoded instanceof Uint8Array && encoded.length > 0 && encoded[encoded.length - 1] === 0x0a) {
     return Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength)
   }
