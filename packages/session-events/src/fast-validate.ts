@@ -54,6 +54,17 @@ export interface FastEnvelope {
   readonly ignorable?: boolean | undefined
 }
 
+/** The last time string {@link isIsoTime} accepted (a writer's clock repeats within a millisecond). */
+let lastIsoTime: string | null = null
+
+/** True when `time` has the envelope's ISO-8601 shape (the last accepted one is not matched again). */
+function isIsoTime(time: string): boolean {
+  if (time === lastIsoTime) return true
+  if (!ISO_TIME.test(time)) return false
+  lastIsoTime = time
+  return true
+}
+
 /**
  * The envelope of `value` when `envelopeSchema` certainly accepts it, else `undefined`.
  * Each field is read once; the result holds what was read and checked (as zod's output does).
@@ -63,7 +74,7 @@ export function fastEnvelope(value: unknown): FastEnvelope | undefined {
   if (!isPlainObject(value) || !('data' in value)) return undefined
   const { seq, time, type, data, surfaceOp, sourceEventSeqs, ignorable } = value
   if (!isCount(seq)) return undefined
-  if (typeof time !== 'string' || !ISO_TIME.test(time)) return undefined
+  if (typeof time !== 'string' || !isIsoTime(time)) return undefined
   if (typeof type !== 'string' || type.length === 0 || type.length > 200) return undefined
   if (surfaceOp !== undefined && surfaceOp !== 'append') {
     if (!isPlainObject(surfaceOp)) return undefined

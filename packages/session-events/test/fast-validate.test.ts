@@ -222,4 +222,15 @@ describe('the fast validation path agrees with the zod schemas', () => {
     const event = { seq: 3, time, type: 'turn/start', data: { turn: 1 } }
     expect(parseEvent(event)).toBe(event)
   })
+
+  it('checks every time, whatever time it accepted just before (the last accepted one is remembered)', () => {
+    const envelope = (at: unknown): unknown =>
+      fastEnvelope({ seq: 0, time: at, type: 'turn/start', data: {} })
+    for (const bad of ['', '2026-01-01', `${time} `, 'yesterday']) {
+      expect(envelope(time)).toBeDefined()
+      expect(envelope(bad)).toBeUndefined()
+      expect(envelope(time)).toBeDefined()
+      expect(envelope(bad)).toBeUndefined()
+    }
+  })
 })

@@ -18,9 +18,23 @@
  * large stringify result as a rope that any writer must flatten to get bytes: the CRC needs
  * them, a file write too), the default redaction pass over every string, and the projection
  * fold (`apply`, with its deep freeze). The writer's own work beyond these is the input
- * snapshot (one read of the caller's data), the schema checks and the buffering.
+ * snapshot (one read of the caller's data, which also redacts and freezes it), the schema
+ * checks, the line's checksum and the buffering.
  *
- * Run alone with `pnpm bench --only writer-cpu`.
+ * Why the targets can stay missed (measured 2026-12-02, `node --cpu-prof` of the writer on
+ * these events, and the context rows): on realistic events the writer is near the target,
+ * and what it adds to the floor is, in order, the UTF-8 encoding of the line (V8's stringify
+ * result is a rope: flattening and encoding it, the `JSON.stringify + UTF-8 encode` row), the
+ * default redaction's trigger scan over every string (one regex pass, the `default
+ * redaction pass` row; split scans, `indexOf` anchors and a character loop were each measured
+ * slower), the projection fold and the close's checkpoint. On small chat events the floor is
+ * ~2 us and the writer's fixed costs per event dominate: the UTF-8 encoding and CRC calls of a
+ * ~200-byte line (the encode alone is ~0.6x the floor, the `JSON.stringify + UTF-8 encode`
+ * row), the fold (`projection apply` row), the input copy with its freeze, the schema checks
+ * and the garbage they make.
+ *
+ * Run alone with `pnpm bench --only writer-cpu.bench` (a bare `writer-cpu` also matches every
+ * module of a checkout whose path holds it).
  */
 
 import { crc32c } from '@node-rs/crc32'

@@ -10,9 +10,8 @@ import type { Crc32c } from './crc32c.ts'
 import { openEventValue, sealEventJson } from './encryption.ts'
 import type { SessionCipher, SessionKeyState } from './encryption.ts'
 import { canonicalEvent, checksumJson, decodeLine } from './line-codec.ts'
-import type { EncodedLine } from './line-codec.ts'
+import type { EncodedLine, LineBytes } from './line-codec.ts'
 import type { StoredLine } from './port.ts'
-import { redactInPlace } from './redaction.ts'
 import type { RedactionPolicy } from './redaction.ts'
 import { snapshotInput } from './snapshot.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
@@ -54,6 +53,11 @@ export interface EncodeContext {
   readonly redaction?: RedactionPolicy | null | undefined
   /** The session's cipher when it is encrypted: the line's event part is sealed (FORMAT.md section 17). */
   readonly cipher?: SessionCipher | null | undefined
+  /**
+   * A writer's buffered line bytes: the line is encoded into them (not committed: the writer
+   * commits it once the event is buffered). Absent: encoded on its own.
+   */
+  readonly lineBytes?: LineBytes | undefined
 }
 
 /** An event ready to buffer: the validated event and its exact line. */
@@ -131,8 +135,12 @@ export function encodeEvent(
   const fields = input as Record<string, unknown>
   // The store's limits carry the two the JSON checks need (maxDepth, maxEntries).
   const jsonLimits = context.limits
+  const redaction = context.redaction ?? null
   // The one read of the caller's input: every field and every getter below it, once. The
-  // canonical event is our own new object: its members are copied into it in place.
+  // canonical event is our own new object: its members are copied into it in place. The
+  // same walk redacts the strings of `data` as it copies them (our copy holds the redacted
+  // text, the caller's object is never written) and freezes a plain copy: it becomes the
+  // event the projection keeps, so `apply` finds it frozen already.
   let snapshot: ReturnType<typeof snapshotInput>
   try {
     snapshot = snapshotInput(
@@ -146,7 +154,7 @@ export function encodeEvent(
         ignorable: fields['ignorable'],
       }),
       jsonLimits,
-      true,
+      { ownRoot: true, redaction, freeze: true },
     )
   } catch (error) {
     // A getter that throws, a Proxy whose trap throws: the caller's error is the cause.
@@ -170,23 +178,16 @@ export function encodeEvent(
       throw eventError(error, { sessionId: context.sessionId, seq, what })
     }
   }
-  // Plain data from here on (our own copy): redaction may rewrite it in place.
-  const redaction = context.redaction
-  if (redaction !== undefined && redaction !== null && typeof candidate === 'object' && candidate !== null) {
-    const record = candidate as Record<string, unknown>
-    try {
-      // The snapshot is our own copy: redact it in place (a string `data` is replaced).
-      record['data'] = redactInPlace(record['data'], redaction, snapshot.plain)
-    } catch (error) {
-      throw new SessionStoreError({
-        code: SessionStoreErrorCode.REDACTION_FAILED,
-        sessionId: context.sessionId,
-        seq,
-        message: `Cannot accept ${what} seq ${seq} for session ${context.sessionId}: expected the redaction hook (policy ${redaction.policyVersion}) to return a string for every string, found ${messageOf(error)}; nothing was buffered.`,
-        details: { policyVersion: redaction.policyVersion },
-        cause: error,
-      })
-    }
+  if (redaction !== null && snapshot.redactionError !== undefined) {
+    const error = snapshot.redactionError
+    throw new SessionStoreError({
+      code: SessionStoreErrorCode.REDACTION_FAILED,
+      sessionId: context.sessionId,
+      seq,
+      message: `Cannot accept ${what} seq ${seq} for session ${context.sessionId}: expected the redaction hook (policy ${redaction.policyVersion}) to return a string for every string, found ${messageOf(error)}; nothing was buffered.`,
+      details: { policyVersion: redaction.policyVersion },
+      cause: error,
+    })
   }
   try {
     json = JSON.stringify(candidate)
@@ -222,12 +223,14 @@ export function encodeEvent(
     throw eventError(error, { sessionId: context.sessionId, seq, what })
   }
   const cipher = context.cipher
-  const encoded = checksumJson(
+  const text =
     cipher === undefined || cipher === null
       ? json
-      : sealEventJson(json, event, { sessionId: context.sessionId, cipher }),
-    context.crc32c,
-  )
+      : sealEventJson(json, event, { sessionId: context.sessionId, cipher })
+  const encoded =
+    context.lineBytes === undefined
+      ? checksumJson(text, context.crc32c)
+      : context.lineBytes.encode(text, context.crc32c, context.limits.maxEventBytes)
   if (encoded.byteLength > context.limits.maxEventBytes) {
     throw new SessionStoreError({
       code: SessionStoreErrorCode.EVENT_TOO_LARGE,

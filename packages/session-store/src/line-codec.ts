@@ -63,6 +63,16 @@ function hex8(value: number): string {
   )
 }
 
+/** The line of a JSON text cut before its closing `}`: a short one flat, a long one as a rope. */
+function lineOf(json: string, crc: string): string {
+  const body = json.slice(0, -1)
+  // A short line as one flat string (`+` makes a rope of six objects, which outweighs the
+  // text of a small event a backend keeps); a long one as the rope (no copy of the text).
+  return json.length <= FLAT_LINE_LIMIT
+    ? [body, SUFFIX_HEAD, crc, '"}'].join('')
+    : body + SUFFIX_HEAD + crc + '"}'
+}
+
 /**
  * Turns the JSON text of an object without a `crc` member into its checksummed line.
  *
@@ -76,16 +86,123 @@ export function checksumJson(json: string, crc32c: Crc32c): EncodedLine {
   const bytes = scratchUtf8(json)
   const byteLength = bytes.length - 1
   const crc = hex8(crc32c(bytes.subarray(0, byteLength)))
-  const body = json.slice(0, -1)
-  return {
-    // A short line as one flat string (`+` makes a rope of six objects, which outweighs the
-    // text of a small event a backend keeps); a long one as the rope (no copy of the text).
-    line:
-      json.length <= FLAT_LINE_LIMIT
-        ? [body, SUFFIX_HEAD, crc, '"}'].join('')
-        : body + SUFFIX_HEAD + crc + '"}',
-    crc,
-    byteLength: byteLength + CRC_SUFFIX_LENGTH,
+  return { line: lineOf(json, crc), crc, byteLength: byteLength + CRC_SUFFIX_LENGTH }
+}
+
+/** The bytes of {@link SUFFIX_HEAD}, and of the hex digits by value. */
+const SUFFIX_HEAD_BYTES: readonly number[] = Array.from(SUFFIX_HEAD, (char) => char.charCodeAt(0))
+const HEX_CODES: readonly number[] = Array.from('0123456789abcdef', (char) => char.charCodeAt(0))
+
+/** The first buffer of a {@link LineBytes}. */
+const MIN_LINE_BYTES = 64 * 1024
+/**
+ * Largest buffer a {@link LineBytes} keeps once its lines are flushed: batches of a few MB
+ * (tool outputs) reuse it instead of growing a new one (zero-filled, copied) every flush.
+ */
+const MAX_KEPT_LINE_BYTES = 8 * 1024 * 1024
+
+/**
+ * The UTF-8 bytes of a writer's buffered lines, each ended by `\n`, in one growing buffer:
+ * a line is encoded once, into it, its checksum is taken over those bytes, and a backend
+ * that writes bytes writes them as they are (`AppendBatch.bytes`) instead of encoding the
+ * lines again. A line is {@link encode}d after the committed ones, then {@link commit}ted
+ * once every check passed (a refused event leaves nothing: the next line overwrites it).
+ * Offsets are logical (they keep counting across {@link drop}).
+ */
+export class LineBytes {
+  #buffer = new Uint8Array(MIN_LINE_BYTES)
+  /** Logical offset of `#buffer[0]`. */
+  #base = 0
+  /** Physical end of the committed lines, and of the line encoded last (not committed yet). */
+  #end = 0
+  #pending = 0
+
+  /**
+   * Encodes the line of `json` after the committed lines, not committing it.
+   *
+   * @param json - As for {@link checksumJson}.
+   * @param crc32c - The CRC-32C function (must not keep the bytes).
+   * @param maxBytes - A line certainly longer (more UTF-16 units than this) is encoded on its
+   *   own, outside the buffer (its caller refuses it), so a refused giant does not grow it.
+   * @returns The line, its checksum and byte length (without `\n`).
+   */
+  encode(json: string, crc32c: Crc32c, maxBytes: number): EncodedLine {
+    if (json.length - 1 + CRC_SUFFIX_LENGTH > maxBytes) {
+      this.#pending = this.#end
+      return checksumJson(json, crc32c)
+    }
+    const at = this.#end
+    // Room for an ASCII line first (most are); a longer encoding gets room for the rest.
+    let buffer = this.#room(at + json.length + CRC_SUFFIX_LENGTH, at)
+    const first = encoder.encodeInto(json, buffer.subarray(at))
+    let written = first.written
+    if (first.read < json.length) {
+      const rest = json.length - first.read
+      buffer = this.#room(at + written + 3 * rest + CRC_SUFFIX_LENGTH, at + written)
+      written += encoder.encodeInto(json.slice(first.read), buffer.subarray(at + written)).written
+    }
+    // The JSON's last byte is its `}`: the checksum covers the bytes before it.
+    const bodyEnd = at + written - 1
+    const value = crc32c(buffer.subarray(at, bodyEnd))
+    let cursor = bodyEnd
+    for (const code of SUFFIX_HEAD_BYTES) buffer[cursor++] = code
+    for (let shift = 28; shift >= 0; shift -= 4) buffer[cursor++] = HEX_CODES[(value >>> shift) & 0xf]!
+    buffer[cursor++] = 0x22
+    buffer[cursor++] = 0x7d
+    buffer[cursor++] = 0x0a
+    this.#pending = cursor
+    const crc = hex8(value)
+    return { line: lineOf(json, crc), crc, byteLength: written - 1 + CRC_SUFFIX_LENGTH }
+  }
+
+  /**
+   * Commits the line {@link encode}d last.
+   *
+   * @returns The logical end of the committed lines.
+   */
+  commit(): number {
+    this.#end = this.#pending
+    return this.#base + this.#end
+  }
+
+  /**
+   * The committed bytes up to a logical end.
+   *
+   * @param end - A logical end {@link commit} returned.
+   * @returns A view (valid until the next {@link drop}).
+   */
+  view(end: number): Uint8Array {
+    return this.#buffer.subarray(0, end - this.#base)
+  }
+
+  /**
+   * Forgets the bytes before a logical end (they are durable): the rest moves to the front.
+   *
+   * @param end - A logical end {@link commit} returned.
+   */
+  drop(end: number): void {
+    const cut = end - this.#base
+    const rest = this.#end - cut
+    if (this.#buffer.length > MAX_KEPT_LINE_BYTES && rest < MAX_KEPT_LINE_BYTES / 2) {
+      // A giant batch made the buffer giant: back to one a usual batch fits in.
+      const smaller = new Uint8Array(Math.max(MAX_KEPT_LINE_BYTES / 4, 2 * rest))
+      smaller.set(this.#buffer.subarray(cut, this.#end))
+      this.#buffer = smaller
+    } else if (rest > 0) {
+      this.#buffer.copyWithin(0, cut, this.#end)
+    }
+    this.#base = end
+    this.#end = rest
+    this.#pending = rest
+  }
+
+  /** The buffer with room for `size` bytes, keeping its first `keep` (a new one when it grows). */
+  #room(size: number, keep: number): Uint8Array {
+    if (size <= this.#buffer.length) return this.#buffer
+    const grown = new Uint8Array(Math.max(size, 2 * this.#buffer.length))
+    grown.set(this.#buffer.subarray(0, keep))
+    this.#buffer = grown
+    return grown
   }
 }
 

@@ -177,6 +177,13 @@ export interface AppendBatch extends SignalOptions {
   readonly expectedSeq: number
   /** Event lines with seqs `expectedSeq`, `expectedSeq + 1`, ...; at least one. */
   readonly lines: readonly string[]
+  /**
+   * The UTF-8 bytes of `lines`, each followed by `\n`, exactly, when the caller has them (the
+   * core's writer encodes each line once, for its checksum): a backend that stores bytes may
+   * write these instead of encoding the lines again. Valid until the append settles: the
+   * backend must not keep them. Absent: encode `lines`.
+   */
+  readonly bytes?: Uint8Array | undefined
   /** Checksum of the last line: the new head's `lastCrc`. */
   readonly lastCrc: string
   /**

@@ -1,8 +1,11 @@
 /**
  * Reading a caller's event input exactly once: a structural copy that calls every getter
  * (and every Proxy trap) one time, so what is validated, written and returned cannot
- * differ because an accessor answered differently the second time.
+ * differ because an accessor answered differently the second time. The same walk redacts
+ * the strings of the event's `data` as it copies them and freezes a plain copy, so the
+ * append pipeline visits the caller's data once (no second walk to redact, none to freeze).
  */
+import type { RedactionPolicy } from './redaction.ts'
 
 /** Bounds of {@link snapshotInput}: past them the copy stops and the validator reports the excess. */
 export interface SnapshotLimits {
@@ -24,6 +27,24 @@ function define(target: Record<string, unknown> | unknown[], key: string | numbe
   }
 }
 
+/** Options of {@link snapshotInput}. */
+export interface SnapshotOptions {
+  /**
+   * True when the value is a plain object the caller just built (the append pipeline's
+   * canonical event): its members are copied into it in place, the object itself is not
+   * copied again.
+   */
+  readonly ownRoot?: boolean | undefined
+  /**
+   * Applied to every string under the root's `data` member (and to `data` itself when it is
+   * a string) as it is copied; null or absent for none. A hook that throws or returns a
+   * non-string is not called again; its failure is {@link InputSnapshot.redactionError}.
+   */
+  readonly redaction?: RedactionPolicy | null | undefined
+  /** Freeze every copied object when the copy is plain (the event the projection keeps). */
+  readonly freeze?: boolean | undefined
+}
+
 /** What {@link snapshotInput} made: the copy, and whether it is certainly plain JSON data. */
 export interface InputSnapshot {
   readonly copy: unknown
@@ -35,6 +56,11 @@ export interface InputSnapshot {
    * member, in the same order. False answers nothing: the full checks decide.
    */
   readonly plain: boolean
+  /**
+   * What the redaction hook threw (or the `TypeError` for a non-string it returned), when it
+   * failed; the copy then holds unredacted strings and must not be used. Undefined otherwise.
+   */
+  readonly redactionError?: unknown
 }
 
 function isPlainLeaf(value: unknown): boolean {
@@ -62,39 +88,52 @@ const SCAN_LIMIT = 16
  * same copy, so a cycle stays a cycle (and is refused as one). Past `maxDepth` levels or
  * `maxEntries` values, the original is kept and the validator reports the excess. The same
  * walk says whether the copy is certainly plain JSON data ({@link InputSnapshot.plain}), so
- * the append pipeline can skip the checks and the parse-back that cannot fail on such data.
+ * the append pipeline can skip the checks and the parse-back that cannot fail on such data;
+ * with `redaction` it replaces each string under `data` by the hook's answer as it copies it
+ * (each copied object is visited once, so a shared subtree is redacted once), and with
+ * `freeze` it freezes every copied object of a plain copy.
  *
  * @param value - The caller's input.
  * @param limits - Depth and size bounds.
- * @param ownRoot - True when `value` is a plain object the caller just built (the append
- *   pipeline's canonical event): its members are copied into it in place, the object itself
- *   is not copied again.
- * @returns The copy and its plain flag.
+ * @param options - Own root, redaction and freezing ({@link SnapshotOptions}).
+ * @returns The copy, its plain flag and a redaction failure.
  */
-export function snapshotInput(value: unknown, limits: SnapshotLimits, ownRoot = false): InputSnapshot {
+export function snapshotInput(
+  value: unknown,
+  limits: SnapshotLimits,
+  options: SnapshotOptions = {},
+): InputSnapshot {
   if (typeof value !== 'object' || value === null) return { copy: value, plain: isPlainLeaf(value) }
   if (!Array.isArray(value) && !isPlainObject(value)) return { copy: value, plain: false }
-  const root: object = ownRoot ? value : Array.isArray(value) ? [] : {}
-  const walk = new SnapshotWalk(value, root, limits)
+  const root: object = options.ownRoot === true ? value : Array.isArray(value) ? [] : {}
+  const walk = new SnapshotWalk(value, root, { limits, policy: options.redaction ?? null })
   // The copied objects are the work queue, in the order met: no recursion, no stack entries.
   for (let cursor = 0; cursor < walk.originals.length; cursor += 1) {
     const original = walk.originals[cursor] as Record<string | number, unknown>
     const copy = walk.copies[cursor] as Record<string | number, unknown>
     const depth = walk.depths[cursor]!
+    // Strings are redacted under the root's `data` only (cursor 0 is the root).
+    const redacting = cursor > 0 && walk.redacting[cursor] === true
     if (Array.isArray(original)) {
       const length = original.length
       for (let index = 0; index < length; index += 1) {
-        define(copy, index, walk.child(original[index], depth))
+        define(copy, index, walk.child(original[index], depth, redacting))
       }
     } else {
       const keys = Object.keys(original)
       for (let index = 0; index < keys.length; index += 1) {
         const key = keys[index]!
-        define(copy, key, walk.child(original[key], depth))
+        define(copy, key, walk.child(original[key], depth, cursor === 0 ? key === 'data' : redacting))
       }
     }
   }
-  return { copy: root, plain: walk.plain && walk.entries <= limits.maxEntries }
+  const plain = walk.plain && walk.entries <= limits.maxEntries
+  if (plain && options.freeze === true) {
+    for (let index = 0; index < walk.copies.length; index += 1) Object.freeze(walk.copies[index])
+  }
+  return walk.redactionFailed
+    ? { copy: root, plain, redactionError: walk.redactionError }
+    : { copy: root, plain }
 }
 
 /** The state of one {@link snapshotInput} walk. */
@@ -103,25 +142,41 @@ class SnapshotWalk {
   readonly originals: object[]
   readonly copies: object[]
   readonly depths: number[]
+  /** Per copied object: whether its strings are redacted (it is under the root's `data`). */
+  readonly redacting: boolean[]
   readonly #maxDepth: number
   readonly #maxEntries: number
   /** Original -> copy, once more than {@link SCAN_LIMIT} objects were copied. */
   #table: Map<object, object> | null = null
+  readonly #policy: RedactionPolicy | null
   entries = 0
   plain: boolean
+  redactionFailed = false
+  redactionError: unknown = undefined
 
-  constructor(value: object, root: object, limits: SnapshotLimits) {
+  constructor(
+    value: object,
+    root: object,
+    settings: { readonly limits: SnapshotLimits; readonly policy: RedactionPolicy | null },
+  ) {
+    const { limits, policy } = settings
     this.originals = [value]
     this.copies = [root]
     this.depths = [1]
+    this.redacting = [false]
     this.#maxDepth = limits.maxDepth
     this.#maxEntries = limits.maxEntries
+    this.#policy = policy
     this.plain = limits.maxDepth >= 1
   }
 
-  /** What the copy of a member read at `depth` holds: the value, a new copy, or a repeat's copy. */
-  child(child: unknown, depth: number): unknown {
+  /**
+   * What the copy of a member read at `depth` holds: the value (a string redacted when
+   * `redacting`), a new copy, or a repeat's copy.
+   */
+  child(child: unknown, depth: number, redacting: boolean): unknown {
     this.entries += 1
+    if (typeof child === 'string') return redacting ? this.#redact(child) : child
     if (
       typeof child !== 'object' ||
       child === null ||
@@ -141,8 +196,26 @@ class SnapshotWalk {
     this.originals.push(child)
     this.copies.push(copy)
     this.depths.push(depth + 1)
+    this.redacting.push(redacting)
     this.#table?.set(child, copy)
     return copy
+  }
+
+  /** One string through the hook (as a method), which must return a string; a failure stops redacting. */
+  #redact(text: string): string {
+    const policy = this.#policy
+    if (policy === null || this.redactionFailed) return text
+    try {
+      const result: unknown = policy.redact(text)
+      if (typeof result === 'string') return result
+      throw new TypeError(
+        `the redaction hook returned ${result === null ? 'null' : typeof result}, expected a string`,
+      )
+    } catch (error) {
+      this.redactionFailed = true
+      this.redactionError = error
+      return text
+    }
   }
 
   #seen(child: object): object | undefined {

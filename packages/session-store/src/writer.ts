@@ -20,7 +20,8 @@ import type { CheckpointSchedule } from './checkpoint-writer.ts'
 import type { Crc32c } from './crc32c.ts'
 import type { SessionCipher } from './encryption.ts'
 import { encodeEvent, eventError } from './event-codec.ts'
-import type { StoreLimits } from './event-codec.ts'
+import type { EncodeContext, StoreLimits } from './event-codec.ts'
+import { LineBytes } from './line-codec.ts'
 import type { AcquireRepair, SessionBackend, WriterLease } from './port.ts'
 import type { RedactionPolicy } from './redaction.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
@@ -142,6 +143,8 @@ interface Buffered {
   readonly crc: string
   readonly bytes: number
   readonly turnEnd: boolean
+  /** Logical end of its bytes in the writer's {@link LineBytes}. */
+  readonly end: number
 }
 
 function batchShape(entries: readonly Buffered[]): { events: number; chars: number; turnEnd: boolean } {
@@ -168,6 +171,9 @@ export class SessionWriterImpl implements SessionWriter {
   #leaseRenewedAt: number
   #recovery: WriterRecovery
   #buffered: Buffered[] = []
+  /** The buffered lines' bytes, each line encoded once (for its checksum and for a byte backend). */
+  readonly #lineBytes = new LineBytes()
+  #eventContext: EncodeContext | null = null
   #bufferedBytes = 0
   #durableSeq: number
   #durableCrc: string | null
@@ -298,21 +304,7 @@ export class SessionWriterImpl implements SessionWriter {
         cause: error,
       })
     }
-    const prepared = encodeEvent(
-      input,
-      { seq, time },
-      {
-        sessionId: this.id,
-        registry: init.registry,
-        limits: init.limits,
-        crc32c: init.crc32c,
-        redaction: init.redaction,
-        cipher: init.cipher,
-        // The history rules are checked once, by apply() below (it plans before it changes anything).
-        projection: undefined,
-        role,
-      },
-    )
+    const prepared = encodeEvent(input, { seq, time }, this.#encodeContext(role))
     if (
       this.#buffered.length > 0 &&
       this.#bufferedBytes + prepared.byteLength > init.limits.maxBufferedBytes
@@ -340,9 +332,30 @@ export class SessionWriterImpl implements SessionWriter {
       crc: prepared.crc,
       bytes: prepared.byteLength,
       turnEnd: prepared.event.type === 'turn/end',
+      end: this.#lineBytes.commit(),
     })
     this.#bufferedBytes += prepared.byteLength
     return prepared.event
+  }
+
+  /** What encoding an event needs, built once for the usual role (`event`): nothing per append. */
+  #encodeContext(role: string): EncodeContext {
+    if (role === 'event' && this.#eventContext !== null) return this.#eventContext
+    const init = this.#init
+    const context: EncodeContext = {
+      sessionId: this.id,
+      registry: init.registry,
+      limits: init.limits,
+      crc32c: init.crc32c,
+      redaction: init.redaction,
+      cipher: init.cipher,
+      // The history rules are checked once, by apply() (it plans before it changes anything).
+      projection: undefined,
+      role,
+      lineBytes: this.#lineBytes,
+    }
+    if (role === 'event') this.#eventContext = context
+    return context
   }
 
   flush(): Promise<{ readonly durableSeq: number }> {
@@ -401,6 +414,7 @@ export class SessionWriterImpl implements SessionWriter {
   #markDurable(count: number): void {
     const written = this.#buffered.splice(0, count)
     for (const entry of written) this.#bufferedBytes -= entry.bytes
+    if (written.length > 0) this.#lineBytes.drop(written.at(-1)!.end)
     this.#durableSeq += count
     this.#durableCrc = written.at(-1)?.crc ?? this.#durableCrc
     this.#init.checkpoints.noteDurable(this.#durableSeq, batchShape(written))
@@ -464,6 +478,7 @@ export class SessionWriterImpl implements SessionWriter {
       await this.#init.backend.append(this.#lease, {
         expectedSeq: this.#durableSeq + 1,
         lines: batch.map((entry) => entry.line),
+        bytes: this.#lineBytes.view(batch.at(-1)!.end),
         lastCrc,
         batchId,
       })

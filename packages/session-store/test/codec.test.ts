@@ -1,9 +1,10 @@
+import { fc } from '@fast-check/vitest'
 import { describe, expect, it } from 'vitest'
 
 import { crc32c, lineCrc, verifyLineChecksum } from '../src/index.ts'
 import { encodeEvent, DEFAULT_LIMITS } from '../src/event-codec.ts'
 import { buildHeader, parseHeaderLine } from '../src/header.ts'
-import { checksumJson, decodeLine, utf8 } from '../src/line-codec.ts'
+import { checksumJson, decodeLine, LineBytes, utf8 } from '../src/line-codec.ts'
 import { coreEventRegistry } from '@agent-ledger/session-events'
 
 const bytes = utf8
@@ -126,6 +127,53 @@ describe('line codec: the exact bytes of FORMAT.md', () => {
       reason: 'checksum',
       seq: 0,
     })
+  })
+})
+
+describe("LineBytes: a writer's lines encoded once", () => {
+  it('holds exactly the UTF-8 of the committed lines, each with its \\n, across refusals, growth and drops', () => {
+    const text = fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.string({ unit: 'binary' }))
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(text, fc.nat(40), fc.boolean(), fc.boolean()), { minLength: 1, maxLength: 30 }),
+        (steps) => {
+          const lines = new LineBytes()
+          const kept: string[] = []
+          let dropped = 0
+          let end = 0
+          for (const [value, repeat, commit, drop] of steps) {
+            // Some lines long enough to grow the buffer past its first 64 KiB.
+            const json = JSON.stringify({ seq: kept.length, data: value.repeat(repeat === 40 ? 3000 : 1) })
+            const encoded = lines.encode(json, crc32c, 16 * 1024 * 1024)
+            const alone = checksumJson(json, crc32c)
+            expect(encoded).toEqual(alone)
+            if (!commit) continue // refused: the next line overwrites it
+            end = lines.commit()
+            kept.push(alone.line)
+            if (drop) {
+              lines.drop(end)
+              dropped = kept.length
+            }
+          }
+          const expected = kept
+            .slice(dropped)
+            .map((line) => `${line}\n`)
+            .join('')
+          expect(lines.view(end)).toEqual(utf8(expected))
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+
+  it('encodes a line certainly over the limit on its own, leaving the buffer as it was', () => {
+    const lines = new LineBytes()
+    const first = lines.encode('{"seq":0}', crc32c, 100)
+    const end = lines.commit()
+    const huge = JSON.stringify({ seq: 1, data: 'x'.repeat(200) })
+    expect(lines.encode(huge, crc32c, 100)).toEqual(checksumJson(huge, crc32c))
+    expect(lines.commit()).toBe(end)
+    expect(lines.view(end)).toEqual(utf8(`${first.line}\n`))
   })
 })
 

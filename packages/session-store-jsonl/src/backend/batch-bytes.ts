@@ -1,11 +1,16 @@
 /* The bytes of one appended batch, and the check that no line holds a newline of its own. */
 
 /**
- * The batch as the bytes of a JSONL file: each line encoded straight into one buffer, then
- * `\n`: no joined string of the whole batch to allocate, collect and encode again (the
- * append bench's `CPU per event` line shows what a flush costs).
+ * The batch as the bytes of a JSONL file: the caller's encoding of it when it offers one
+ * (`AppendBatch.bytes`: the core's writer encoded each line once, for its checksum; viewed,
+ * not copied), else each line encoded straight into one buffer, then `\n`: no joined string
+ * of the whole batch to allocate, collect and encode again (the append bench's `CPU per
+ * event` line shows what a flush costs). The caller checks the newline count either way.
  */
-export function batchBytes(lines: readonly string[]): Buffer {
+export function batchBytes(lines: readonly string[], encoded?: Uint8Array): Buffer {
+  if (encoded instanceof Uint8Array && encoded.length > 0 && encoded[encoded.length - 1] === 0x0a) {
+    return Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength)
+  }
   let length = lines.length
   for (const line of lines) length += Buffer.byteLength(line, 'utf8')
   const bytes = Buffer.allocUnsafe(length)

@@ -488,7 +488,7 @@ class JsonlBackendImpl implements JsonlBackend {
     const lines: readonly unknown[] = batch.lines
     const bytes =
       Array.isArray(lines) && lines.length > 0 && lines.every((line) => typeof line === 'string')
-        ? batchBytes(lines)
+        ? batchBytes(lines, batch.bytes)
         : null
     if (bytes === null || countNewlines(bytes) !== lines.length) {
       throw portError(SessionStoreErrorCode.INVALID_OPTION, {
