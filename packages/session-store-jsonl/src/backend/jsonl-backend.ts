@@ -65,6 +65,7 @@ import type { LeaseRecord } from './lease-file.ts'
 import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
 import { listSessions } from './list.ts'
+import { searchCapability } from './search-index.ts'
 import { checkGenerations, openLog } from './open-log.ts'
 import { JSONL_DAMAGE_CODES, portError, seqOption, throwIfAborted, toPortError } from './port-errors.ts'
 import { checkRoot, ensureSessionDirectory, removeMadeDirectory, sessionDirectory } from './session-dirs.ts'
@@ -213,6 +214,13 @@ class JsonlBackendImpl implements JsonlBackend {
         assertOpen: () => this.#open(),
       }),
       files: filesCapability({ ...this.#older, logger: processWarnings }, () => this.#open()),
+      search: searchCapability({
+        ...context,
+        randomHex: this.#randomHex,
+        assertOpen: () => this.#open(),
+        read: (id, readOptions) => this.read(id, readOptions),
+        readHeader: (id) => this.readHeader(id),
+      }),
       delete: deleteCapability({
         fs: this.#fs,
         root: this.root,

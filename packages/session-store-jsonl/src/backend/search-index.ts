@@ -1,0 +1,584 @@
+/**
+ * The JSONL backend's `capabilities.search`: a sidecar index per session (`search.index`,
+ * records and signatures from `@agent-ledger/session-store/search-index`) that narrows the
+ * lines a search reads. Only the file work is here:
+ *
+ * - a search reads the index in chunks, checks every record, the binding (log name, header
+ *   line length and CRC) and that the last indexed line is still where the index says (seq,
+ *   crc, its own checksum); reads only the blocks whose signature holds the query's
+ *   trigrams, and in them only the lines holding every fragment;
+ * - what the index does not cover yet is caught up in the same pass (the store's scanner,
+ *   every check; each closed block appended with one `O_APPEND` write, never fsynced: the
+ *   index is derived from the log) once at least {@link TAIL_MIN_BYTES} are new, else read
+ *   raw and, only when a line may match, scanned with every check;
+ * - a stale index (a rolled-back or replaced log) is replaced by a header-only one and
+ *   rebuilt; a torn or corrupt record ends the chain there and the file is replaced by its
+ *   valid prefix (temp file and rename); so an index costs time, never a missed line.
+ *
+ * `.zstd` logs, older generations and encrypted sessions are not indexed: they are read
+ * through the backend's own `read` (an encrypted one yields one line, so the core reports it
+ * `unsearched`).
+ */
+import { constants } from 'node:fs'
+import { join } from 'node:path'
+
+import { crc32c as nativeCrc32c } from '@node-rs/crc32'
+
+import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
+import type {
+  ReadOptions,
+  SearchCandidate,
+  SearchCandidateQuery,
+  SearchCapability,
+  StoredHeader,
+  StoredLine,
+} from '@agent-ledger/session-store'
+import {
+  addTrigrams,
+  ASCII_LOWER,
+  chainStep,
+  decodeBlock,
+  decodeHeader,
+  encodeBlock,
+  encodeHeader,
+  fragmentBits,
+  RECORD_BYTES,
+  SIGNATURE_BYTES,
+  SIGNATURE_OFFSET,
+  signatureHas,
+} from '@agent-ledger/session-store/search-index'
+import type { ChainEnd, IndexBlock, IndexHeader } from '@agent-ledger/session-store/search-index'
+
+import type { FileHandleOps, FsOps } from '../fs-ops.ts'
+import type { StoreLimits } from '../limits.ts'
+import { logAdapter } from '../log-adapter.ts'
+import type { LogAdapter } from '../log-adapter.ts'
+import { assertSessionId } from '../session-id.ts'
+import { TEMP_PREFIX } from '../layout.ts'
+import { isOlderGeneration } from './older-read.ts'
+import { openLog } from './open-log.ts'
+import { JSONL_DAMAGE_CODES, throwIfAborted, toPortError } from './port-errors.ts'
+
+/** The sidecar's name in a session directory. */
+export const SEARCH_INDEX_FILE_NAME = 'search.index'
+/** Plain-log bytes per block the builder aims at. */
+const BLOCK_BYTES = 32 * 1024
+/** New bytes past the index's end from which a search catches up (below: read raw). */
+const TAIL_MIN_BYTES = 8 * 1024
+/** Records per read of the index. */
+const RECORDS_PER_READ = 128
+const crc32c = (bytes: Uint8Array): number => nativeCrc32c(bytes) >>> 0
+const NEWLINE = 0x0a
+
+/** What the capability needs of the backend. */
+export interface SearchIndexContext {
+  readonly fs: FsOps
+  readonly root: string
+  readonly limits: StoreLimits
+  readonly randomHex: (byteCount: number) => string
+  readonly assertOpen: () => void
+  /** The backend's own read (every generation and encoding, every check). */
+  readonly read: (id: string, options: ReadOptions) => AsyncIterable<StoredLine>
+  /** The backend's header read. */
+  readonly readHeader: (id: string) => Promise<StoredHeader>
+}
+
+/** A query as one session's pass uses it. */
+interface Wanted {
+  readonly needles: readonly Buffer[]
+  readonly bits: readonly number[]
+  readonly fromSeq: number
+  readonly limit: number
+  readonly signal: SearchCandidateQuery['signal']
+}
+
+/**
+ * The capability.
+ *
+ * @param context - File system, root, limits and the backend's reads.
+ * @returns `capabilities.search` of the JSONL backend.
+ */
+export function searchCapability(context: SearchIndexContext): SearchCapability {
+  return { candidates: (query) => candidates(context, query) }
+}
+
+async function candidates(
+  context: SearchIndexContext,
+  query: SearchCandidateQuery,
+): Promise<{ readonly candidates: readonly SearchCandidate[]; readonly done: boolean }> {
+  context.assertOpen()
+  const found: SearchCandidate[] = []
+  const needles = query.fragments.map((fragment) => Buffer.from(fragment, 'latin1'))
+  const bits = fragmentBits(query.fragments)
+  for (const id of await sessionIds(context, query)) {
+    throwIfAborted(query.signal, 'Searching sessions')
+    const fromSeq = id === query.from?.sessionId ? query.from.seq : 0
+    const wanted = { needles, bits, fromSeq, limit: query.limit - found.length, signal: query.signal }
+    try {
+      for (const stored of await sessionCandidates(context, id, wanted)) found.push({ sessionId: id, stored })
+    } catch (error) {
+      // As the core's scan: a session deleted since the listing, or damage, is skipped.
+      if (!isMissingOrDamage(error))
+        throw toPortError(error, { sessionId: id, action: `search session ${id}` })
+    }
+    if (found.length >= query.limit) return { candidates: found, done: false }
+  }
+  return { candidates: found, done: true }
+}
+
+function isMissingOrDamage(error: unknown): boolean {
+  if (!(error instanceof SessionStoreError)) return false
+  const code: string = error.code
+  return (
+    code === SessionStoreErrorCode.SESSION_NOT_FOUND ||
+    code === SessionStoreErrorCode.CORRUPT_LINE ||
+    code === SessionStoreErrorCode.LINE_TOO_LARGE ||
+    JSONL_DAMAGE_CODES.includes(code)
+  )
+}
+
+/** The session ids to search from `from` on, sorted (code-unit order). */
+async function sessionIds(context: SearchIndexContext, query: SearchCandidateQuery): Promise<string[]> {
+  const first = query.from?.sessionId
+  let names: readonly string[]
+  if (query.sessionIds !== null) names = query.sessionIds
+  else {
+    try {
+      names = await context.fs.readdir(context.root)
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'ENOENT') return []
+      throw toPortError(error, { action: `list the store root ${context.root}` })
+    }
+  }
+  return names.filter((name) => (first === undefined || name >= first) && isSessionId(name)).sort()
+}
+
+function isSessionId(name: string): boolean {
+  try {
+    assertSessionId(name)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** True when the line `bytes[from, to)` holds every needle, ASCII case-insensitively. */
+function holdsAll(
+  bytes: Buffer,
+  from: number,
+  to: number,
+  needles: readonly Buffer[],
+  scratch: Buffer,
+): boolean {
+  if (needles.length === 0) return true
+  const length = to - from
+  const lower = length <= scratch.length ? scratch.subarray(0, length) : Buffer.allocUnsafe(length)
+  for (let index = 0; index < length; index += 1) lower[index] = ASCII_LOWER[bytes[from + index]!]!
+  return needles.every((needle) => lower.indexOf(needle) !== -1)
+}
+
+/** The lines of one session that may match, from `fromSeq`, at most `limit`. */
+async function sessionCandidates(
+  context: SearchIndexContext,
+  id: string,
+  wanted: Wanted,
+): Promise<StoredLine[]> {
+  let opened
+  try {
+    opened = await openLog(context, id)
+  } catch (error) {
+    if (isOlderGeneration(error)) return readCandidates(context, id, wanted)
+    throw error
+  }
+  if (opened.log.encoding !== 'plain') {
+    await opened.handle.close().catch(() => undefined)
+    return readCandidates(context, id, wanted)
+  }
+  try {
+    const adapter = await logAdapter(id, 'plain', context.limits)
+    const index = new SessionIndex(context, {
+      id,
+      directory: opened.directory,
+      adapter,
+      handle: opened.handle,
+    })
+    return await index.candidates(wanted)
+  } finally {
+    await opened.handle.close().catch(() => undefined)
+  }
+}
+
+/** A session that is not indexed: the backend's read, every line filtered (an encrypted one: one line). */
+async function readCandidates(
+  context: SearchIndexContext,
+  id: string,
+  wanted: Wanted,
+): Promise<StoredLine[]> {
+  const header = await context.readHeader(id)
+  const encrypted = isEncrypted(header.line)
+  const found: StoredLine[] = []
+  const fragments = wanted.needles.map((needle) => needle.toString('latin1'))
+  for await (const stored of context.read(id, { fromSeq: wanted.fromSeq, signal: wanted.signal })) {
+    if (encrypted) return [stored]
+    const lower = stored.line.toLowerCase()
+    if (fragments.every((fragment) => lower.includes(fragment))) found.push(stored)
+    if (found.length >= wanted.limit) break
+  }
+  return found
+}
+
+function isEncrypted(headerLine: string): boolean {
+  try {
+    const header = JSON.parse(headerLine) as { encryption?: unknown }
+    return typeof header === 'object' && header !== null && header.encryption !== undefined
+  } catch {
+    return false // the core reports a header that is not JSON
+  }
+}
+
+interface OpenSession {
+  readonly id: string
+  readonly directory: string
+  readonly adapter: LogAdapter
+  readonly handle: FileHandleOps
+}
+
+/** The 8 hex digits of a line's `,"crc":"xxxxxxxx"}` suffix as a number, or null. */
+function lineCrcOf(bytes: Buffer, from: number, to: number): number | null {
+  if (to - from < 19 || bytes[to - 1] !== 0x7d || bytes[to - 2] !== 0x22) return null
+  const digits = bytes.toString('latin1', to - 10, to - 2)
+  return /^[0-9a-f]{8}$/.test(digits) ? Number.parseInt(digits, 16) : null
+}
+
+/** True when the line `bytes[from, to)` is event `seq` and carries a valid checksum equal to `crc`. */
+function isLine(bytes: Buffer, range: { from: number; to: number }, seq: number, crc: number): boolean {
+  const { from, to } = range
+  const prefix = `{"seq":${seq},`
+  if (bytes.toString('latin1', from, from + prefix.length) !== prefix) return false
+  const stored = lineCrcOf(bytes, from, to)
+  return stored === crc && crc32c(bytes.subarray(from, to - 18)) === crc
+}
+
+class SessionIndex {
+  readonly #context: SearchIndexContext
+  readonly #session: OpenSession
+  readonly #path: string
+  readonly #scratch = Buffer.allocUnsafe(BLOCK_BYTES * 2)
+
+  constructor(context: SearchIndexContext, session: OpenSession) {
+    this.#context = context
+    this.#session = session
+    this.#path = join(session.directory, SEARCH_INDEX_FILE_NAME)
+  }
+
+  async candidates(wanted: Wanted): Promise<StoredLine[]> {
+    const { handle } = this.#session
+    const size = (await handle.stat()).size
+    const headerLine = await this.#headerLine()
+    if (headerLine === null) return [] // no whole header: no event line either
+    if (isEncrypted(headerLine.toString('utf8'))) {
+      for await (const stored of this.#context.read(this.#session.id, { fromSeq: wanted.fromSeq }))
+        return [stored]
+      return []
+    }
+    const binding: IndexHeader = {
+      log: this.#session.adapter.log.name,
+      headerBytes: headerLine.length,
+      headerCrc: crc32c(headerLine),
+      blockBytes: BLOCK_BYTES,
+    }
+    const found: StoredLine[] = []
+    const chain = await this.#readChain(binding, wanted, size)
+    for (const block of chain.matching) {
+      if (found.length >= wanted.limit) return found
+      await this.#blockCandidates(block, wanted, found)
+    }
+    if (found.length >= wanted.limit) return found
+    if (size - chain.end.offset >= TAIL_MIN_BYTES || chain.rewrite) {
+      await this.#catchUp(chain, binding, wanted, found)
+      return found
+    }
+    return this.#tailCandidates(chain, wanted, found, size)
+  }
+
+  /** Line 1 with its `\n`, or null when the log has no whole one. */
+  async #headerLine(): Promise<Buffer | null> {
+    const { handle } = this.#session
+    let buffer = Buffer.allocUnsafe(4096)
+    for (;;) {
+      const count = await handle.read(buffer, 0, buffer.length, 0)
+      const end = buffer.subarray(0, count).indexOf(NEWLINE)
+      if (end !== -1) return buffer.subarray(0, end + 1)
+      if (count < buffer.length || buffer.length >= this.#context.limits.maxLineBytes) return null
+      buffer = Buffer.allocUnsafe(buffer.length * 4)
+    }
+  }
+
+  /**
+   * The index's valid chain: its end, its last block (checked against the log) and the
+   * blocks from `fromSeq` whose signature holds the query's bits; `rewrite` when the file
+   * must be replaced (missing, stale, torn or corrupt: `keep` records survive).
+   */
+  async #readChain(binding: IndexHeader, wanted: Wanted, size: number): Promise<Chain> {
+    const empty: ChainEnd = { nextSeq: 0, offset: binding.headerBytes }
+    const fresh = (): Chain => ({ end: empty, last: null, matching: [], rewrite: true, keep: 0 })
+    let handle: FileHandleOps
+    try {
+      handle = await this.#context.fs.open(this.#path, constants.O_RDONLY | constants.O_NOFOLLOW)
+    } catch {
+      return fresh()
+    }
+    try {
+      const length = (await handle.stat()).size
+      const buffer = Buffer.allocUnsafe(RECORD_BYTES * RECORDS_PER_READ)
+      let end = empty
+      let last: IndexBlock | null = null
+      let keep = 1
+      const matching: IndexBlock[] = []
+      let position = 0
+      let broken = false
+      while (position < length && !broken) {
+        const count = await handle.read(buffer, 0, Math.min(buffer.length, length - position), position)
+        if (count === 0) break
+        for (let at = 0; at + RECORD_BYTES <= count; at += RECORD_BYTES, position += RECORD_BYTES) {
+          if (position === 0) {
+            const header = decodeHeader(buffer, 0, crc32c)
+            if (header === null || !sameBinding(header, binding)) return fresh()
+            continue
+          }
+          const block = decodeBlock(buffer, at, crc32c)
+          const step = block === null ? 'gap' : chainStep(end, block)
+          if (step === 'gap') {
+            broken = true
+            break
+          }
+          keep += 1
+          if (step === 'duplicate') continue
+          end = { nextSeq: block!.lastSeq + 1, offset: block!.end }
+          last = block
+          if (block!.lastSeq >= wanted.fromSeq && signatureHas(buffer, at + SIGNATURE_OFFSET, wanted.bits))
+            matching.push(block!)
+        }
+        if (count < RECORD_BYTES) break
+      }
+      if (position === 0) return fresh()
+      if (last !== null && !(await this.#lastLineHolds(last, size))) return fresh()
+      return { end, last, matching, rewrite: broken || keep * RECORD_BYTES !== length, keep }
+    } finally {
+      await handle.close().catch(() => undefined)
+    }
+  }
+
+  /** True when the log still holds the block's last line where the block says. */
+  async #lastLineHolds(block: IndexBlock, size: number): Promise<boolean> {
+    if (size < block.end) return false
+    const bytes = Buffer.allocUnsafe(block.end - block.lastLine)
+    const count = await this.#session.handle.read(bytes, 0, bytes.length, block.lastLine)
+    if (count !== bytes.length || bytes[count - 1] !== NEWLINE) return false
+    return isLine(bytes, { from: 0, to: count - 1 }, block.lastSeq, block.lastCrc)
+  }
+
+  /** The lines of one indexed block holding every fragment, from `fromSeq`. */
+  async #blockCandidates(block: IndexBlock, wanted: Wanted, found: StoredLine[]): Promise<void> {
+    const bytes = Buffer.allocUnsafe(block.end - block.start)
+    const count = await this.#session.handle.read(bytes, 0, bytes.length, block.start)
+    if (count !== bytes.length) return
+    let seq = block.firstSeq
+    for (let from = 0; from < count && found.length < wanted.limit; seq += 1) {
+      const to = bytes.indexOf(NEWLINE, from)
+      if (to === -1) return
+      if (seq >= wanted.fromSeq && holdsAll(bytes, from, to, wanted.needles, this.#scratch)) {
+        found.push(this.#stored(seq, bytes.toString('utf8', from, to), block.start + from))
+      }
+      from = to + 1
+    }
+  }
+
+  #stored(seq: number, line: string, offset: number): StoredLine {
+    return { seq, line, location: { file: this.#session.adapter.log.file, line: seq + 2, offset } }
+  }
+
+  /** The lines after the index's end, below {@link TAIL_MIN_BYTES}: raw first, checked only when one may match. */
+  async #tailCandidates(
+    chain: Chain,
+    wanted: Wanted,
+    found: StoredLine[],
+    size: number,
+  ): Promise<StoredLine[]> {
+    const bytes = Buffer.allocUnsafe(size - chain.end.offset)
+    const count = await this.#session.handle.read(bytes, 0, bytes.length, chain.end.offset)
+    let may = false
+    for (let from = 0; from < count && !may;) {
+      const newline = bytes.indexOf(NEWLINE, from)
+      const to = newline === -1 ? count : newline
+      may = holdsAll(bytes, from, to, wanted.needles, this.#scratch)
+      from = to + 1
+    }
+    if (!may) return found
+    await this.#scan(chain, wanted, found, null)
+    return found
+  }
+
+  /** Scans from the chain's end with every check, collecting candidates and (with `build`) appending blocks. */
+  async #catchUp(chain: Chain, binding: IndexHeader, wanted: Wanted, found: StoredLine[]): Promise<void> {
+    const writer = await this.#openForAppend(chain, binding)
+    try {
+      await this.#scan(chain, wanted, found, writer)
+    } finally {
+      await writer?.close().catch(() => undefined)
+    }
+  }
+
+  async #scan(
+    chain: Chain,
+    wanted: Wanted,
+    found: StoredLine[],
+    writer: FileHandleOps | null,
+  ): Promise<void> {
+    const { adapter, handle, id } = this.#session
+    const maxDepth = this.#context.limits.maxDepth
+    const builder = new BlockBuilder(chain.end)
+    const pending: Uint8Array[] = []
+    const from =
+      chain.last === null
+        ? undefined
+        : { offset: chain.end.offset, plainOffset: chain.end.offset, lastSeq: chain.end.nextSeq - 1 }
+    const scan = adapter.scan(handle, {
+      ...(from === undefined ? {} : { from }),
+      onLine: (location, value, text) => {
+        if (location.line === 1) return false
+        const seq = location.line - 2
+        const bytes = location.bytes
+        if (
+          seq >= wanted.fromSeq &&
+          found.length < wanted.limit &&
+          holdsAll(bytes, 0, bytes.length, wanted.needles, this.#scratch)
+        ) {
+          found.push({
+            ...this.#stored(seq, text ?? bytes.toString('utf8'), location.offset),
+            ...(value === undefined ? {} : { checked: { value, maxDepth } }),
+          })
+        }
+        const closed = builder.add(seq, location.offset, bytes)
+        if (closed !== null) pending.push(closed)
+        // Without an index to build, stop once the page is full.
+        return writer === null && found.length >= wanted.limit
+      },
+    })
+    for (;;) {
+      throwIfAborted(wanted.signal, `Searching session ${id}`, id)
+      const step = await scan.next()
+      if (writer !== null && pending.length > 0) await writer.write(Buffer.concat(pending.splice(0)), 0)
+      if (step.done !== true) continue
+      const outcome = step.value
+      if (outcome.damage !== null)
+        throw toPortError(outcome.damage, { sessionId: id, action: `search session ${id}` })
+      const last = builder.close(TAIL_MIN_BYTES)
+      if (writer !== null && last !== null) await writer.write(Buffer.from(last), 0)
+      return
+    }
+  }
+
+  /** The index opened for appending; replaced first (temp and rename) when it must be rewritten. Null when it cannot be written. */
+  async #openForAppend(chain: Chain, binding: IndexHeader): Promise<FileHandleOps | null> {
+    const { fs, randomHex } = this.#context
+    try {
+      if (chain.rewrite) {
+        const temp = join(this.#session.directory, `${TEMP_PREFIX}search-${randomHex(8)}`)
+        const out = await fs.open(
+          temp,
+          constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+          0o600,
+        )
+        try {
+          await out.write(Buffer.from(encodeHeader(binding, crc32c)), 0)
+          if (chain.last !== null) await this.#copyPrefix(out, chain.keep)
+        } finally {
+          await out.close()
+        }
+        await fs.rename(temp, this.#path)
+      }
+      return await fs.open(this.#path, constants.O_WRONLY | constants.O_APPEND | constants.O_NOFOLLOW)
+    } catch {
+      return null // a read-only store is searched all the same, by the scan
+    }
+  }
+
+  /** Copies the first `keep` records after the header into `out`, in chunks. */
+  async #copyPrefix(out: FileHandleOps, keep: number): Promise<void> {
+    const source = await this.#context.fs.open(this.#path, constants.O_RDONLY | constants.O_NOFOLLOW)
+    try {
+      const buffer = Buffer.allocUnsafe(RECORD_BYTES * RECORDS_PER_READ)
+      for (let position = RECORD_BYTES; position < keep * RECORD_BYTES;) {
+        const count = await source.read(
+          buffer,
+          0,
+          Math.min(buffer.length, keep * RECORD_BYTES - position),
+          position,
+        )
+        if (count === 0) return
+        await out.write(buffer.subarray(0, count), position)
+        position += count
+      }
+    } finally {
+      await source.close().catch(() => undefined)
+    }
+  }
+}
+
+interface Chain {
+  readonly end: ChainEnd
+  readonly last: IndexBlock | null
+  readonly matching: readonly IndexBlock[]
+  readonly rewrite: boolean
+  /** Records (the header included) of the file that are valid and kept by a rewrite. */
+  readonly keep: number
+}
+
+function sameBinding(a: IndexHeader, b: IndexHeader): boolean {
+  return a.log === b.log && a.headerBytes === b.headerBytes && a.headerCrc === b.headerCrc
+}
+
+/** Gathers lines into blocks of about {@link BLOCK_BYTES}. */
+class BlockBuilder {
+  readonly #signature = new Uint8Array(SIGNATURE_BYTES)
+  #firstSeq: number
+  #start: number
+  #lastSeq = -1
+  #lastLine = 0
+  #end = 0
+  #lastCrc = 0
+
+  constructor(end: ChainEnd) {
+    this.#firstSeq = end.nextSeq
+    this.#start = end.offset
+  }
+
+  /** Adds one checked line; returns a closed block's record when the block is full. */
+  add(seq: number, offset: number, bytes: Buffer): Uint8Array | null {
+    addTrigrams(this.#signature, bytes, 0, bytes.length)
+    this.#lastSeq = seq
+    this.#lastLine = offset
+    this.#end = offset + bytes.length + 1
+    this.#lastCrc = lineCrcOf(bytes, 0, bytes.length) ?? 0
+    return this.#end - this.#start >= BLOCK_BYTES ? this.close(0) : null
+  }
+
+  /** Closes the open block when it holds at least `minBytes` (and a line); returns its record or null. */
+  close(minBytes: number): Uint8Array | null {
+    if (this.#lastSeq < this.#firstSeq || this.#end - this.#start < minBytes) return null
+    const block = {
+      firstSeq: this.#firstSeq,
+      lastSeq: this.#lastSeq,
+      start: this.#start,
+      lastLine: this.#lastLine,
+      end: this.#end,
+      lastCrc: this.#lastCrc,
+    }
+    const record = encodeBlock(block, this.#signature, crc32c)
+    this.#signature.fill(0)
+    this.#firstSeq = this.#lastSeq + 1
+    this.#start = this.#end
+    return record
+  }
+}
