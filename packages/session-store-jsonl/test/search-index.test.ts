@@ -19,7 +19,7 @@ import {
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { createSessionStore, ENCRYPTION_SCHEME } from '@agent-ledger/session-store'
 import type { SearchHit, SessionBackend, SessionEncryption, SessionStore } from '@agent-ledger/session-store'
@@ -55,11 +55,19 @@ interface Pair {
   close(): Promise<void>
 }
 
+/**
+ * The backend's clock: the real one, or an hour ahead, so every directory and log is old
+ * enough for a search to reuse what it learned of a session and to close an idle log's last block.
+ */
+let clockAhead = 0
+
 function stores(options: { encoding?: LogEncoding; encryption?: SessionEncryption } = {}): Pair {
   const root = mkdtempSync(join(tmpdir(), 'search-index-'))
   roots.push(root)
+  const ahead = clockAhead
   const backend = createJsonlBackend({
     root,
+    now: () => Date.now() + ahead,
     ...(options.encoding === undefined ? {} : { encoding: options.encoding }),
   })
   const core = {
@@ -151,7 +159,14 @@ function indexOf(pair: Pair, id: string): string {
   return join(pair.root, id, INDEX)
 }
 
-describe('JSONL search index', () => {
+describe.each([
+  ['the real clock', 0],
+  ['a clock an hour ahead (sessions known, idle logs closed)', 3_600_000],
+])('JSONL search index, %s', (_name, ahead) => {
+  beforeEach(() => {
+    clockAhead = ahead
+  })
+
   it('is built by a search and grows by appends only (same inode, old bytes unchanged); hits equal the scan', async () => {
     const pair = stores()
     try {

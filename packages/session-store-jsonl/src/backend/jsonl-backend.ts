@@ -217,6 +217,7 @@ class JsonlBackendImpl implements JsonlBackend {
       search: searchCapability({
         ...context,
         randomHex: this.#randomHex,
+        now: this.#now,
         assertOpen: () => this.#open(),
         read: (id, readOptions) => this.read(id, readOptions),
         readHeader: (id) => this.readHeader(id),

@@ -52,7 +52,6 @@ import type { ChainEnd, IndexBlock, IndexHeader } from '@agent-ledger/session-st
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import type { StoreLimits } from '../limits.ts'
 import { logAdapter } from '../log-adapter.ts'
-import type { LogAdapter } from '../log-adapter.ts'
 import { assertSessionId } from '../session-id.ts'
 import { TEMP_PREFIX } from '../layout.ts'
 import { isOlderGeneration } from './older-read.ts'
@@ -69,6 +68,10 @@ const TAIL_MIN_BYTES = 8 * 1024
 const RECORDS_PER_READ = 128
 const crc32c = (bytes: Uint8Array): number => nativeCrc32c(bytes) >>> 0
 const NEWLINE = 0x0a
+/** Lowercased line bytes (one line at a time: `holdsAll` is synchronous). */
+const SCRATCH = Buffer.allocUnsafe(BLOCK_BYTES * 2)
+/** Sessions read at once by one call. */
+const SESSIONS_AHEAD = 8
 
 /** What the capability needs of the backend. */
 export interface SearchIndexContext {
@@ -81,6 +84,10 @@ export interface SearchIndexContext {
   readonly read: (id: string, options: ReadOptions) => AsyncIterable<StoredLine>
   /** The backend's header read. */
   readonly readHeader: (id: string) => Promise<StoredHeader>
+  /** The backend's clock (ms since the epoch): how old a directory or log is. */
+  readonly now: () => number
+  /** What searches learned of each session (see {@link Known}); one map per backend. */
+  readonly known: Map<string, Known>
 }
 
 /** A query as one session's pass uses it. */
@@ -98,8 +105,9 @@ interface Wanted {
  * @param context - File system, root, limits and the backend's reads.
  * @returns `capabilities.search` of the JSONL backend.
  */
-export function searchCapability(context: SearchIndexContext): SearchCapability {
-  return { candidates: (query) => candidates(context, query) }
+export function searchCapability(context: Omit<SearchIndexContext, 'known'>): SearchCapability {
+  const full = { ...context, known: new Map<string, Known>() }
+  return { candidates: (query) => candidates(full, query) }
 }
 
 async function candidates(
@@ -110,18 +118,36 @@ async function candidates(
   const found: SearchCandidate[] = []
   const needles = query.fragments.map((fragment) => Buffer.from(fragment, 'latin1'))
   const bits = fragmentBits(query.fragments)
-  for (const id of await sessionIds(context, query)) {
-    throwIfAborted(query.signal, 'Searching sessions')
+  const ids = await sessionIds(context, query)
+  // Sessions are read SESSIONS_AHEAD at a time (each is a few small reads: the waits overlap),
+  // their candidates taken in id order; a session read ahead of a full page is wasted work.
+  const ahead: Promise<StoredLine[] | Error>[] = []
+  const start = (id: string): Promise<StoredLine[] | Error> => {
     const fromSeq = id === query.from?.sessionId ? query.from.seq : 0
-    const wanted = { needles, bits, fromSeq, limit: query.limit - found.length, signal: query.signal }
-    try {
-      for (const stored of await sessionCandidates(context, id, wanted)) found.push({ sessionId: id, stored })
-    } catch (error) {
+    const wanted = { needles, bits, fromSeq, limit: query.limit, signal: query.signal }
+    return sessionCandidates(context, id, wanted).catch((error: unknown) =>
+      error instanceof Error ? error : new Error(String(error)),
+    )
+  }
+  for (let index = 0; index < ids.length; index += 1) {
+    while (ahead.length < SESSIONS_AHEAD && index + ahead.length < ids.length)
+      ahead.push(start(ids[index + ahead.length]!))
+    const id = ids[index]!
+    const result = await ahead.shift()!
+    throwIfAborted(query.signal, 'Searching sessions')
+    if (result instanceof Error) {
       // As the core's scan: a session deleted since the listing, or damage, is skipped.
-      if (!isMissingOrDamage(error))
-        throw toPortError(error, { sessionId: id, action: `search session ${id}` })
+      if (isMissingOrDamage(result)) continue
+      await Promise.all(ahead)
+      throw toPortError(result, { sessionId: id, action: `search session ${id}` })
     }
-    if (found.length >= query.limit) return { candidates: found, done: false }
+    for (const stored of result) {
+      found.push({ sessionId: id, stored })
+      if (found.length === query.limit) {
+        await Promise.all(ahead)
+        return { candidates: found, done: false }
+      }
+    }
   }
   return { candidates: found, done: true }
 }
@@ -177,34 +203,96 @@ function holdsAll(
   return needles.every((needle) => lower.indexOf(needle) !== -1)
 }
 
+/**
+ * What a search learned of a session, reused while its directory is unchanged (same inode,
+ * mtime and ctime: a log created, renamed or removed in it changes them), and kept only once
+ * the directory is older than {@link RACY_MS} (a change within the file system's timestamp
+ * tick would not show).
+ */
+interface Known {
+  readonly directoryKey: string
+  /** The index binding of its plain v4 log. */
+  readonly binding: IndexHeader
+  readonly encrypted: boolean
+  /** The log and index states at the last check of the chain's end against the log. */
+  checked: string | null
+}
+
+/** Timestamps younger than this are not trusted to show the next change. */
+const RACY_MS = 2000
+/** A log not written for this long gets its last block closed whatever its size. */
+const IDLE_MS = 60_000
+
+function statKey(stats: { ino: number; size: number; mtimeMs: number; ctimeMs: number }): string {
+  return `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`
+}
+
 /** The lines of one session that may match, from `fromSeq`, at most `limit`. */
 async function sessionCandidates(
   context: SearchIndexContext,
   id: string,
   wanted: Wanted,
 ): Promise<StoredLine[]> {
-  let opened
-  try {
-    opened = await openLog(context, id)
-  } catch (error) {
-    if (isOlderGeneration(error)) return readCandidates(context, id, wanted)
-    throw error
+  const directory = join(context.root, id)
+  const stats = await context.fs.lstat(directory).catch(() => null)
+  const directoryKey = stats?.isDirectory() === true ? statKey(stats) : null
+  let known = context.known.get(id)
+  let handle: FileHandleOps | null = null
+  if (known === undefined || known.directoryKey !== directoryKey) {
+    context.known.delete(id)
+    let opened
+    try {
+      opened = await openLog(context, id)
+    } catch (error) {
+      if (isOlderGeneration(error)) return readCandidates(context, id, wanted)
+      throw error
+    }
+    handle = opened.handle
+    const header =
+      opened.log.encoding === 'plain'
+        ? await headerLine(handle, context.limits.maxLineBytes).catch(() => null)
+        : null
+    if (header === null) {
+      // zstd, or no whole header line (the backend's read reports it as the scan sees it).
+      await handle.close().catch(() => undefined)
+      return readCandidates(context, id, wanted)
+    }
+    known = {
+      directoryKey: directoryKey ?? '',
+      binding: {
+        log: opened.log.name,
+        headerBytes: header.length,
+        headerCrc: crc32c(header),
+        blockBytes: BLOCK_BYTES,
+      },
+      encrypted: isEncrypted(header.toString('utf8')),
+      checked: null,
+    }
+    if (directoryKey !== null && context.now() - Math.max(stats!.mtimeMs, stats!.ctimeMs) > RACY_MS) {
+      context.known.set(id, known)
+    }
   }
-  if (opened.log.encoding !== 'plain') {
-    await opened.handle.close().catch(() => undefined)
+  if (known.encrypted) {
+    await handle?.close().catch(() => undefined)
     return readCandidates(context, id, wanted)
   }
+  const index = new SessionIndex(context, { id, directory, known, handle })
   try {
-    const adapter = await logAdapter(id, 'plain', context.limits)
-    const index = new SessionIndex(context, {
-      id,
-      directory: opened.directory,
-      adapter,
-      handle: opened.handle,
-    })
     return await index.candidates(wanted)
   } finally {
-    await opened.handle.close().catch(() => undefined)
+    await index.close()
+  }
+}
+
+/** Line 1 with its `\n`, or null when the log has no whole one within the line limit. */
+async function headerLine(handle: FileHandleOps, maxBytes: number): Promise<Buffer | null> {
+  let buffer = Buffer.allocUnsafe(2048)
+  for (;;) {
+    const count = await handle.read(buffer, 0, buffer.length, 0)
+    const end = buffer.subarray(0, count).indexOf(NEWLINE)
+    if (end !== -1) return buffer.subarray(0, end + 1)
+    if (count < buffer.length || buffer.length >= maxBytes) return null
+    buffer = Buffer.allocUnsafe(buffer.length * 4)
   }
 }
 
@@ -239,8 +327,9 @@ function isEncrypted(headerLine: string): boolean {
 interface OpenSession {
   readonly id: string
   readonly directory: string
-  readonly adapter: LogAdapter
-  readonly handle: FileHandleOps
+  readonly known: Known
+  /** The log, when the caller opened it; else opened on first need. */
+  readonly handle: FileHandleOps | null
 }
 
 /** The 8 hex digits of a line's `,"crc":"xxxxxxxx"}` suffix as a number, or null. */
@@ -263,75 +352,83 @@ class SessionIndex {
   readonly #context: SearchIndexContext
   readonly #session: OpenSession
   readonly #path: string
-  readonly #scratch = Buffer.allocUnsafe(BLOCK_BYTES * 2)
+  readonly #logPath: string
+  readonly #file: string
+  #handle: FileHandleOps | null
 
   constructor(context: SearchIndexContext, session: OpenSession) {
     this.#context = context
     this.#session = session
+    this.#handle = session.handle
     this.#path = join(session.directory, SEARCH_INDEX_FILE_NAME)
+    this.#logPath = join(session.directory, session.known.binding.log)
+    this.#file = `${session.id}/${session.known.binding.log}`
+  }
+
+  async close(): Promise<void> {
+    await this.#handle?.close().catch(() => undefined)
+    this.#handle = null
+  }
+
+  /** The log, opened on first need (no symlink, a regular file). */
+  async #log(): Promise<FileHandleOps> {
+    if (this.#handle !== null) return this.#handle
+    try {
+      this.#handle = await this.#context.fs.open(this.#logPath, constants.O_RDONLY | constants.O_NOFOLLOW)
+    } catch (error) {
+      throw toPortError(error, { sessionId: this.#session.id, action: `open ${this.#file}` })
+    }
+    return this.#handle
   }
 
   async candidates(wanted: Wanted): Promise<StoredLine[]> {
-    const { handle } = this.#session
-    const size = (await handle.stat()).size
-    const headerLine = await this.#headerLine()
-    if (headerLine === null) return [] // no whole header: no event line either
-    if (isEncrypted(headerLine.toString('utf8'))) {
-      for await (const stored of this.#context.read(this.#session.id, { fromSeq: wanted.fromSeq }))
-        return [stored]
-      return []
+    const { known } = this.#session
+    const { fs, now } = this.#context
+    let logStats
+    try {
+      logStats = await (this.#handle === null ? fs.lstat(this.#logPath) : this.#handle.stat())
+    } catch (error) {
+      throw toPortError(error, { sessionId: this.#session.id, action: `read ${this.#file}` })
     }
-    const binding: IndexHeader = {
-      log: this.#session.adapter.log.name,
-      headerBytes: headerLine.length,
-      headerCrc: crc32c(headerLine),
-      blockBytes: BLOCK_BYTES,
+    const size = logStats.size
+    let chain = await this.#readChain(known.binding, wanted)
+    const state = `${statKey(logStats)}/${chain.indexKey}`
+    if (chain.last !== null && known.checked !== state) {
+      if (!(await this.#lastLineHolds(chain.last, size))) chain = freshChain(known.binding)
+      else if (now() - Math.max(logStats.mtimeMs, chain.indexTime) > RACY_MS) known.checked = state
     }
     const found: StoredLine[] = []
-    const chain = await this.#readChain(binding, wanted, size)
     for (const block of chain.matching) {
       if (found.length >= wanted.limit) return found
       await this.#blockCandidates(block, wanted, found)
     }
-    if (found.length >= wanted.limit) return found
-    if (size - chain.end.offset >= TAIL_MIN_BYTES || chain.rewrite) {
-      await this.#catchUp(chain, binding, wanted, found)
+    const tail = size - chain.end.offset
+    if (found.length >= wanted.limit || (tail <= 0 && !chain.rewrite)) return found
+    const idle = now() - logStats.mtimeMs > IDLE_MS
+    if (tail >= TAIL_MIN_BYTES || chain.rewrite || idle) {
+      await this.#catchUp(chain, wanted, found, idle ? 0 : TAIL_MIN_BYTES)
       return found
     }
     return this.#tailCandidates(chain, wanted, found, size)
   }
 
-  /** Line 1 with its `\n`, or null when the log has no whole one. */
-  async #headerLine(): Promise<Buffer | null> {
-    const { handle } = this.#session
-    let buffer = Buffer.allocUnsafe(4096)
-    for (;;) {
-      const count = await handle.read(buffer, 0, buffer.length, 0)
-      const end = buffer.subarray(0, count).indexOf(NEWLINE)
-      if (end !== -1) return buffer.subarray(0, end + 1)
-      if (count < buffer.length || buffer.length >= this.#context.limits.maxLineBytes) return null
-      buffer = Buffer.allocUnsafe(buffer.length * 4)
-    }
-  }
-
   /**
-   * The index's valid chain: its end, its last block (checked against the log) and the
-   * blocks from `fromSeq` whose signature holds the query's bits; `rewrite` when the file
-   * must be replaced (missing, stale, torn or corrupt: `keep` records survive).
+   * The index's valid chain: its end, its last block and the blocks from `fromSeq` whose
+   * signature holds the query's bits; `rewrite` when the file must be replaced (missing,
+   * bound to another log, torn or corrupt: the `keep` records before the damage survive).
    */
-  async #readChain(binding: IndexHeader, wanted: Wanted, size: number): Promise<Chain> {
-    const empty: ChainEnd = { nextSeq: 0, offset: binding.headerBytes }
-    const fresh = (): Chain => ({ end: empty, last: null, matching: [], rewrite: true, keep: 0 })
+  async #readChain(binding: IndexHeader, wanted: Wanted): Promise<Chain> {
     let handle: FileHandleOps
     try {
       handle = await this.#context.fs.open(this.#path, constants.O_RDONLY | constants.O_NOFOLLOW)
     } catch {
-      return fresh()
+      return freshChain(binding)
     }
     try {
-      const length = (await handle.stat()).size
-      const buffer = Buffer.allocUnsafe(RECORD_BYTES * RECORDS_PER_READ)
-      let end = empty
+      const stats = await handle.stat()
+      const length = stats.size
+      const buffer = Buffer.allocUnsafe(Math.min(length, RECORD_BYTES * RECORDS_PER_READ))
+      let end: ChainEnd = { nextSeq: 0, offset: binding.headerBytes }
       let last: IndexBlock | null = null
       let keep = 1
       const matching: IndexBlock[] = []
@@ -339,11 +436,11 @@ class SessionIndex {
       let broken = false
       while (position < length && !broken) {
         const count = await handle.read(buffer, 0, Math.min(buffer.length, length - position), position)
-        if (count === 0) break
+        if (count < RECORD_BYTES) break
         for (let at = 0; at + RECORD_BYTES <= count; at += RECORD_BYTES, position += RECORD_BYTES) {
           if (position === 0) {
             const header = decodeHeader(buffer, 0, crc32c)
-            if (header === null || !sameBinding(header, binding)) return fresh()
+            if (header === null || !sameBinding(header, binding)) return freshChain(binding)
             continue
           }
           const block = decodeBlock(buffer, at, crc32c)
@@ -359,11 +456,17 @@ class SessionIndex {
           if (block!.lastSeq >= wanted.fromSeq && signatureHas(buffer, at + SIGNATURE_OFFSET, wanted.bits))
             matching.push(block!)
         }
-        if (count < RECORD_BYTES) break
       }
-      if (position === 0) return fresh()
-      if (last !== null && !(await this.#lastLineHolds(last, size))) return fresh()
-      return { end, last, matching, rewrite: broken || keep * RECORD_BYTES !== length, keep }
+      if (position === 0) return freshChain(binding)
+      return {
+        end,
+        last,
+        matching,
+        rewrite: broken || keep * RECORD_BYTES !== length,
+        keep,
+        indexKey: statKey(stats),
+        indexTime: Math.max(stats.mtimeMs, stats.ctimeMs),
+      }
     } finally {
       await handle.close().catch(() => undefined)
     }
@@ -373,7 +476,7 @@ class SessionIndex {
   async #lastLineHolds(block: IndexBlock, size: number): Promise<boolean> {
     if (size < block.end) return false
     const bytes = Buffer.allocUnsafe(block.end - block.lastLine)
-    const count = await this.#session.handle.read(bytes, 0, bytes.length, block.lastLine)
+    const count = await (await this.#log()).read(bytes, 0, bytes.length, block.lastLine)
     if (count !== bytes.length || bytes[count - 1] !== NEWLINE) return false
     return isLine(bytes, { from: 0, to: count - 1 }, block.lastSeq, block.lastCrc)
   }
@@ -381,13 +484,13 @@ class SessionIndex {
   /** The lines of one indexed block holding every fragment, from `fromSeq`. */
   async #blockCandidates(block: IndexBlock, wanted: Wanted, found: StoredLine[]): Promise<void> {
     const bytes = Buffer.allocUnsafe(block.end - block.start)
-    const count = await this.#session.handle.read(bytes, 0, bytes.length, block.start)
+    const count = await (await this.#log()).read(bytes, 0, bytes.length, block.start)
     if (count !== bytes.length) return
     let seq = block.firstSeq
     for (let from = 0; from < count && found.length < wanted.limit; seq += 1) {
       const to = bytes.indexOf(NEWLINE, from)
       if (to === -1) return
-      if (seq >= wanted.fromSeq && holdsAll(bytes, from, to, wanted.needles, this.#scratch)) {
+      if (seq >= wanted.fromSeq && holdsAll(bytes, from, to, wanted.needles, SCRATCH)) {
         found.push(this.#stored(seq, bytes.toString('utf8', from, to), block.start + from))
       }
       from = to + 1
@@ -395,7 +498,7 @@ class SessionIndex {
   }
 
   #stored(seq: number, line: string, offset: number): StoredLine {
-    return { seq, line, location: { file: this.#session.adapter.log.file, line: seq + 2, offset } }
+    return { seq, line, location: { file: this.#file, line: seq + 2, offset } }
   }
 
   /** The lines after the index's end, below {@link TAIL_MIN_BYTES}: raw first, checked only when one may match. */
@@ -406,24 +509,24 @@ class SessionIndex {
     size: number,
   ): Promise<StoredLine[]> {
     const bytes = Buffer.allocUnsafe(size - chain.end.offset)
-    const count = await this.#session.handle.read(bytes, 0, bytes.length, chain.end.offset)
+    const count = await (await this.#log()).read(bytes, 0, bytes.length, chain.end.offset)
     let may = false
     for (let from = 0; from < count && !may;) {
       const newline = bytes.indexOf(NEWLINE, from)
       const to = newline === -1 ? count : newline
-      may = holdsAll(bytes, from, to, wanted.needles, this.#scratch)
+      may = holdsAll(bytes, from, to, wanted.needles, SCRATCH)
       from = to + 1
     }
     if (!may) return found
-    await this.#scan(chain, wanted, found, null)
+    await this.#scan(chain, wanted, found, { writer: null, lastBlockBytes: TAIL_MIN_BYTES })
     return found
   }
 
   /** Scans from the chain's end with every check, collecting candidates and (with `build`) appending blocks. */
-  async #catchUp(chain: Chain, binding: IndexHeader, wanted: Wanted, found: StoredLine[]): Promise<void> {
-    const writer = await this.#openForAppend(chain, binding)
+  async #catchUp(chain: Chain, wanted: Wanted, found: StoredLine[], lastBlockBytes: number): Promise<void> {
+    const writer = await this.#openForAppend(chain, this.#session.known.binding)
     try {
-      await this.#scan(chain, wanted, found, writer)
+      await this.#scan(chain, wanted, found, { writer, lastBlockBytes })
     } finally {
       await writer?.close().catch(() => undefined)
     }
@@ -433,9 +536,12 @@ class SessionIndex {
     chain: Chain,
     wanted: Wanted,
     found: StoredLine[],
-    writer: FileHandleOps | null,
+    build: { readonly writer: FileHandleOps | null; readonly lastBlockBytes: number },
   ): Promise<void> {
-    const { adapter, handle, id } = this.#session
+    const { id } = this.#session
+    const { writer } = build
+    const adapter = await logAdapter(id, 'plain', this.#context.limits)
+    const handle = await this.#log()
     const maxDepth = this.#context.limits.maxDepth
     const builder = new BlockBuilder(chain.end)
     const pending: Uint8Array[] = []
@@ -452,7 +558,7 @@ class SessionIndex {
         if (
           seq >= wanted.fromSeq &&
           found.length < wanted.limit &&
-          holdsAll(bytes, 0, bytes.length, wanted.needles, this.#scratch)
+          holdsAll(bytes, 0, bytes.length, wanted.needles, SCRATCH)
         ) {
           found.push({
             ...this.#stored(seq, text ?? bytes.toString('utf8'), location.offset),
@@ -473,7 +579,7 @@ class SessionIndex {
       const outcome = step.value
       if (outcome.damage !== null)
         throw toPortError(outcome.damage, { sessionId: id, action: `search session ${id}` })
-      const last = builder.close(TAIL_MIN_BYTES)
+      const last = builder.close(build.lastBlockBytes)
       if (writer !== null && last !== null) await writer.write(Buffer.from(last), 0)
       return
     }
@@ -533,6 +639,15 @@ interface Chain {
   readonly rewrite: boolean
   /** Records (the header included) of the file that are valid and kept by a rewrite. */
   readonly keep: number
+  /** The index file's state as read (`statKey`), and its newest timestamp. */
+  readonly indexKey: string
+  readonly indexTime: number
+}
+
+/** A chain with no block, to be written as a header-only index. */
+function freshChain(binding: IndexHeader): Chain {
+  const end = { nextSeq: 0, offset: binding.headerBytes }
+  return { end, last: null, matching: [], rewrite: true, keep: 0, indexKey: '', indexTime: 0 }
 }
 
 function sameBinding(a: IndexHeader, b: IndexHeader): boolean {
