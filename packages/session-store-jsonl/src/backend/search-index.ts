@@ -68,8 +68,6 @@ const TAIL_MIN_BYTES = 8 * 1024
 const RECORDS_PER_READ = 128
 const crc32c = (bytes: Uint8Array): number => nativeCrc32c(bytes) >>> 0
 const NEWLINE = 0x0a
-/** Lowercased line bytes (one line at a time: `holdsAll` is synchronous). */
-const SCRATCH = Buffer.allocUnsafe(BLOCK_BYTES * 2)
 /** Sessions read at once by one call. */
 const SESSIONS_AHEAD = 8
 
@@ -201,6 +199,50 @@ function holdsAll(
   const lower = length <= scratch.length ? scratch.subarray(0, length) : Buffer.allocUnsafe(length)
   for (let index = 0; index < length; index += 1) lower[index] = ASCII_LOWER[bytes[from + index]!]!
   return needles.every((needle) => lower.indexOf(needle) !== -1)
+}
+
+/** `bytes[0, count)` ASCII-lowercased into a shared buffer (valid until the next call). */
+function lowered(bytes: Buffer, count: number): Buffer {
+  if (scratch.length < count) scratch = Buffer.allocUnsafe(count)
+  const lower = scratch.subarray(0, count)
+  for (let index = 0; index < count; index += 1) lower[index] = ASCII_LOWER[bytes[index]!]!
+  return lower
+}
+
+let scratch = Buffer.allocUnsafe(BLOCK_BYTES * 2)
+
+/**
+ * The lines of `bytes[0, count)` (split at `\n`; the last may be unterminated) that hold
+ * every needle, as [line index, start, end]: the first needle is found in the whole buffer
+ * at once, the others only in the lines it is in.
+ */
+function* matchingLines(
+  bytes: Buffer,
+  count: number,
+  needles: readonly Buffer[],
+): Generator<readonly [number, number, number]> {
+  const lower = lowered(bytes, count)
+  const first = needles[0]
+  let line = 0
+  let lineStart = 0
+  while (lineStart < count) {
+    const hit = first === undefined ? lineStart : lower.indexOf(first, lineStart)
+    if (hit === -1) return
+    for (let newline = lower.indexOf(NEWLINE, lineStart); newline !== -1 && newline < hit;) {
+      line += 1
+      lineStart = newline + 1
+      newline = lower.indexOf(NEWLINE, lineStart)
+    }
+    const newline = lower.indexOf(NEWLINE, hit)
+    const end = newline === -1 ? count : newline
+    const holds = needles.every((needle) => {
+      const at = lower.indexOf(needle, lineStart)
+      return at !== -1 && at + needle.length <= end
+    })
+    if (holds) yield [line, lineStart, end]
+    line += 1
+    lineStart = end + 1
+  }
 }
 
 /**
@@ -486,14 +528,11 @@ class SessionIndex {
     const bytes = Buffer.allocUnsafe(block.end - block.start)
     const count = await (await this.#log()).read(bytes, 0, bytes.length, block.start)
     if (count !== bytes.length) return
-    let seq = block.firstSeq
-    for (let from = 0; from < count && found.length < wanted.limit; seq += 1) {
-      const to = bytes.indexOf(NEWLINE, from)
-      if (to === -1) return
-      if (seq >= wanted.fromSeq && holdsAll(bytes, from, to, wanted.needles, SCRATCH)) {
-        found.push(this.#stored(seq, bytes.toString('utf8', from, to), block.start + from))
-      }
-      from = to + 1
+    for (const [line, from, to] of matchingLines(bytes, count, wanted.needles)) {
+      const seq = block.firstSeq + line
+      if (seq < wanted.fromSeq) continue
+      found.push(this.#stored(seq, bytes.toString('utf8', from, to), block.start + from))
+      if (found.length >= wanted.limit) return
     }
   }
 
@@ -510,13 +549,7 @@ class SessionIndex {
   ): Promise<StoredLine[]> {
     const bytes = Buffer.allocUnsafe(size - chain.end.offset)
     const count = await (await this.#log()).read(bytes, 0, bytes.length, chain.end.offset)
-    let may = false
-    for (let from = 0; from < count && !may;) {
-      const newline = bytes.indexOf(NEWLINE, from)
-      const to = newline === -1 ? count : newline
-      may = holdsAll(bytes, from, to, wanted.needles, SCRATCH)
-      from = to + 1
-    }
+    const may = !matchingLines(bytes, count, wanted.needles).next().done
     if (!may) return found
     await this.#scan(chain, wanted, found, { writer: null, lastBlockBytes: TAIL_MIN_BYTES })
     return found
@@ -558,7 +591,7 @@ class SessionIndex {
         if (
           seq >= wanted.fromSeq &&
           found.length < wanted.limit &&
-          holdsAll(bytes, 0, bytes.length, wanted.needles, SCRATCH)
+          holdsAll(bytes, 0, bytes.length, wanted.needles, scratch)
         ) {
           found.push({
             ...this.#stored(seq, text ?? bytes.toString('utf8'), location.offset),
