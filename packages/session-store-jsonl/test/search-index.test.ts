@@ -129,6 +129,13 @@ async function write(
   await writer.close()
 }
 
+/** How many of events `from..from + count - 1` {@link write} plants the word in. */
+function planted(from: number, count: number): number {
+  let n = 0
+  for (let index = from; index < from + count; index += 1) if (index % 37 === 5) n += 1
+  return n
+}
+
 function keys(hits: readonly SearchHit[]): string[] {
   return hits.map((hit) => `${hit.sessionId}:${hit.seq}:${hit.field}:${hit.snippet}`)
 }
@@ -153,7 +160,7 @@ async function same(pair: Pair, query: string): Promise<string[]> {
   return viaIndex
 }
 
-const QUERIES = ['ZANZIBAR migration', '"zanzibar migration"', 'frame12', 'zz']
+const QUERIES = ['ZANZIBAR migration', '"zanzibar migration"', 'zz']
 
 function indexOf(pair: Pair, id: string): string {
   return join(pair.root, id, INDEX)
@@ -170,16 +177,16 @@ describe.each([
   it('is built by a search and grows by appends only (same inode, old bytes unchanged); hits equal the scan', async () => {
     const pair = stores()
     try {
-      await write(pair.indexed, 'a1', 0, 400)
-      await write(pair.indexed, 'b2', 0, 150, 'zanzibar')
+      await write(pair.indexed, 'a1', 0, 300)
+      await write(pair.indexed, 'b2', 0, 100, 'zanzibar')
       for (const query of QUERIES) await same(pair, query)
-      expect((await same(pair, 'zanzibar')).length).toBe(11 + 4)
+      expect((await same(pair, 'zanzibar')).length).toBe(planted(0, 300) + planted(0, 100))
       const first = statSync(indexOf(pair, 'a1'))
       const firstBytes = readFileSync(indexOf(pair, 'a1'))
       // A header and about one block per 32 KB of the ~300 KB log.
       expect(first.size % RECORD_BYTES).toBe(0)
       expect(first.size / RECORD_BYTES).toBeGreaterThan(5)
-      await write(pair.indexed, 'a1', 400, 300)
+      await write(pair.indexed, 'a1', 300, 150)
       for (const query of QUERIES) await same(pair, query)
       const second = statSync(indexOf(pair, 'a1'))
       expect(second.ino).toBe(first.ino)
@@ -193,12 +200,12 @@ describe.each([
   it('after a crash mid-append (the sidecar truncated inside a record) the chain ends there, is repaired and results equal the scan', async () => {
     const pair = stores()
     try {
-      await write(pair.indexed, 'a1', 0, 500)
+      await write(pair.indexed, 'a1', 0, 300)
       await same(pair, 'zanzibar')
       const path = indexOf(pair, 'a1')
       const size = statSync(path).size
       truncateSync(path, size - RECORD_BYTES - 100)
-      await write(pair.indexed, 'a1', 500, 100)
+      await write(pair.indexed, 'a1', 300, 50)
       for (const query of QUERIES) await same(pair, query)
       const repaired = statSync(path).size
       expect(repaired % RECORD_BYTES).toBe(0)
@@ -211,7 +218,7 @@ describe.each([
   it('a corrupt record (its signature zeroed: trusted, it would hide every hit) is detected; results equal the scan', async () => {
     const pair = stores()
     try {
-      await write(pair.indexed, 'a1', 0, 500)
+      await write(pair.indexed, 'a1', 0, 300)
       await same(pair, 'zanzibar')
       const path = indexOf(pair, 'a1')
       const records = statSync(path).size / RECORD_BYTES
@@ -220,7 +227,7 @@ describe.each([
         writeSync(fd, Buffer.alloc(RECORD_BYTES - 80), 0, RECORD_BYTES - 80, record * RECORD_BYTES + 70)
       closeSync(fd)
       for (const query of QUERIES) await same(pair, query)
-      expect((await same(pair, 'zanzibar')).length).toBe(14)
+      expect((await same(pair, 'zanzibar')).length).toBe(planted(0, 300))
       // Replaced by a valid index again (the same blocks rebuilt).
       expect(statSync(path).size).toBe(records * RECORD_BYTES)
     } finally {
@@ -231,17 +238,17 @@ describe.each([
   it('a stale index (the log rolled back and regrown with other lines) is detected and rebuilt; results equal the scan', async () => {
     const pair = stores()
     try {
-      await write(pair.indexed, 'a1', 0, 500)
+      await write(pair.indexed, 'a1', 0, 300)
       await same(pair, 'zanzibar')
       const log = join(pair.root, 'a1', LOG)
       const text = readFileSync(log, 'utf8')
       // Keep the header and the first 300 events: a rollback to a durable line boundary.
       let cut = 0
-      for (let line = 0; line < 302; line += 1) cut = text.indexOf('\n', cut) + 1
+      for (let line = 0; line < 202; line += 1) cut = text.indexOf('\n', cut) + 1
       truncateSync(log, cut)
-      await write(pair.indexed, 'a1', 300, 300, 'kilimanjaro')
+      await write(pair.indexed, 'a1', 200, 200, 'kilimanjaro')
       for (const query of [...QUERIES, 'kilimanjaro']) await same(pair, query)
-      expect((await same(pair, 'kilimanjaro')).length).toBeGreaterThan(5)
+      expect((await same(pair, 'kilimanjaro')).length).toBe(planted(200, 200))
     } finally {
       await pair.close()
     }
@@ -262,7 +269,7 @@ describe.each([
       await write(pair.indexed, 'b2', 0, 200)
       await write(zstd.indexed, 'z1', 0, 300)
       for (const query of QUERIES) await same(zstd, query)
-      expect((await same(zstd, 'zanzibar')).length).toBe(8)
+      expect((await same(zstd, 'zanzibar')).length).toBe(planted(0, 300))
       // Without the key: each encrypted session is reported once, through the index as through the scan.
       const plainStore = createSessionStore({
         clock: CLOCK,
@@ -279,7 +286,7 @@ describe.each([
       // Deleted: gone from both.
       const before = await same(zstd, 'zanzibar')
       await write(zstd.indexed, 'p3', 0, 200)
-      expect((await same(zstd, 'zanzibar')).length).toBe(before.length + 6)
+      expect((await same(zstd, 'zanzibar')).length).toBe(before.length + planted(0, 200))
       await zstd.indexed.delete('p3')
       expect(await same(zstd, 'zanzibar')).toEqual(before)
     } finally {
@@ -293,10 +300,10 @@ describe.each([
     try {
       await write(pair.indexed, 'a1', 0, 200)
       await write(pair.indexed, 'b2', 0, 200)
-      expect((await same(pair, 'zanzibar')).length).toBe(12)
+      expect((await same(pair, 'zanzibar')).length).toBe(2 * planted(0, 200))
       expect(statSync(indexOf(pair, 'b2')).size).toBeGreaterThan(RECORD_BYTES)
       await pair.indexed.delete('b2')
-      expect((await same(pair, 'zanzibar')).length).toBe(6)
+      expect((await same(pair, 'zanzibar')).length).toBe(planted(0, 200))
       expect(() => statSync(indexOf(pair, 'b2'))).toThrow()
     } finally {
       await pair.close()
@@ -306,9 +313,9 @@ describe.each([
   it('a damaged log line: never a hit; the index finds hits after it in indexed blocks where the scan stops (the documented divergence)', async () => {
     const pair = stores()
     try {
-      await write(pair.indexed, 'a1', 0, 500)
+      await write(pair.indexed, 'a1', 0, 300)
       const before = await same(pair, 'zanzibar')
-      expect(before.length).toBe(14)
+      expect(before.length).toBe(planted(0, 300))
       // Damage one line that holds the word (the 2nd hit) and one filler line before the 5th hit.
       const log = join(pair.root, 'a1', LOG)
       const text = readFileSync(log, 'latin1')
@@ -316,7 +323,7 @@ describe.each([
       const fd = openSync(log, 'r+')
       writeSync(fd, 'Z', hitAt)
       const lines = text.split('\n')
-      const fillerLine = lines.findIndex((line, index) => index > 150 && !line.includes('zanzibar'))
+      const fillerLine = lines.findIndex((line, index) => index > 100 && !line.includes('zanzibar'))
       const fillerAt = lines.slice(0, fillerLine).join('\n').length + 20
       const probe = Buffer.alloc(1)
       readSync(fd, probe, 0, 1, fillerAt)
