@@ -335,6 +335,18 @@ describe.each([
       expect(viaScan).toEqual(before.slice(0, 1))
       // The index reads only candidate lines: the damaged one fails the core's checksum, the rest are found.
       expect(viaIndex).toEqual([before[0], ...before.slice(2)])
+      // Damage that is there when the index is built ends the chain before it: as the scan.
+      await write(pair.indexed, 'b2', 0, 300)
+      const b2 = join(pair.root, 'b2', LOG)
+      const damagedAt = readFileSync(b2, 'latin1').indexOf('zanzibar', 20_000)
+      const b2fd = openSync(b2, 'r+')
+      writeSync(b2fd, 'Z', damagedAt)
+      closeSync(b2fd)
+      const onlyB2 = (hits: string[]): string[] => hits.filter((hit) => hit.startsWith('b2:'))
+      const fresh = onlyB2(await allHits(pair.indexed, 'zanzibar'))
+      expect(fresh).toEqual(onlyB2(await allHits(pair.scanned, 'zanzibar')))
+      expect(fresh.length).toBeGreaterThan(0)
+      expect(fresh.length).toBeLessThan(planted(0, 300))
     } finally {
       await pair.close()
     }

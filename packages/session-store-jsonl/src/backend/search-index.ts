@@ -610,8 +610,9 @@ class SessionIndex {
       if (writer !== null && pending.length > 0) await writer.write(Buffer.concat(pending.splice(0)), 0)
       if (step.done !== true) continue
       const outcome = step.value
-      if (outcome.damage !== null)
-        throw toPortError(outcome.damage, { sessionId: id, action: `search session ${id}` })
+      // Damage ends the session's candidates as it ends the core's scan (the lines before it
+      // were yielded); the blocks before it stay, none is closed past it.
+      if (outcome.damage !== null) return
       const last = builder.close(build.lastBlockBytes)
       if (writer !== null && last !== null) await writer.write(Buffer.from(last), 0)
       return
