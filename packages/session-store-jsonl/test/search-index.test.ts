@@ -256,11 +256,12 @@ describe.each([
 
   it('zstd sessions, encrypted sessions (unsearched without the key) and deleted sessions: results equal the scan', async () => {
     const encryption: SessionEncryption = {
-      createDataKey: async (id) => ({
-        header: { scheme: ENCRYPTION_SCHEME, keyId: 'k1', dataKeyId: `d-${id}` },
-        cipher: toyCipher,
-      }),
-      openDataKey: async () => toyCipher,
+      createDataKey: (id) =>
+        Promise.resolve({
+          header: { scheme: ENCRYPTION_SCHEME, keyId: 'k1', dataKeyId: `d-${id}` },
+          cipher: toyCipher,
+        }),
+      openDataKey: () => Promise.resolve(toyCipher),
     }
     const pair = stores({ encryption })
     const zstd = stores({ encoding: 'zstd' })

@@ -72,18 +72,10 @@ export interface Wanted {
   readonly signal: SearchCandidateQuery['signal']
 }
 
-/** True when the line `bytes[from, to)` holds every needle, ASCII case-insensitively. */
-export function holdsAll(
-  bytes: Buffer,
-  from: number,
-  to: number,
-  needles: readonly Buffer[],
-  scratch: Buffer,
-): boolean {
+/** True when `line` holds every needle, ASCII case-insensitively. */
+function holdsAll(line: Buffer, needles: readonly Buffer[]): boolean {
   if (needles.length === 0) return true
-  const length = to - from
-  const lower = length <= scratch.length ? scratch.subarray(0, length) : Buffer.allocUnsafe(length)
-  for (let index = 0; index < length; index += 1) lower[index] = ASCII_LOWER[bytes[from + index]!]!
+  const lower = lowered(line, line.length)
   return needles.every((needle) => lower.indexOf(needle) !== -1)
 }
 
@@ -165,6 +157,8 @@ export class SessionIndex {
   readonly #logPath: string
   readonly #file: string
   #handle: FileHandleOps | null
+  /** The candidates of this pass, in seq order. */
+  readonly #found: StoredLine[] = []
 
   constructor(context: SearchIndexContext, session: OpenSession) {
     this.#context = context
@@ -207,19 +201,19 @@ export class SessionIndex {
       if (!(await this.#lastLineHolds(chain.last, size))) chain = freshChain(known.binding)
       else if (now() - Math.max(logStats.mtimeMs, chain.indexTime) > RACY_MS) known.checked = state
     }
-    const found: StoredLine[] = []
+    const found = this.#found
     for (const block of chain.matching) {
       if (found.length >= wanted.limit) return found
-      await this.#blockCandidates(block, wanted, found)
+      await this.#blockCandidates(block, wanted)
     }
     const tail = size - chain.end.offset
     if (found.length >= wanted.limit || (tail <= 0 && !chain.rewrite)) return found
     const idle = now() - logStats.mtimeMs > IDLE_MS
     if (tail >= TAIL_MIN_BYTES || chain.rewrite || idle) {
-      await this.#catchUp(chain, wanted, found, idle ? 0 : TAIL_MIN_BYTES)
+      await this.#catchUp(chain, wanted, idle ? 0 : TAIL_MIN_BYTES)
       return found
     }
-    return this.#tailCandidates(chain, wanted, found, size)
+    return this.#tailCandidates(chain, wanted, size)
   }
 
   /**
@@ -288,16 +282,12 @@ export class SessionIndex {
     const bytes = Buffer.allocUnsafe(block.end - block.lastLine)
     const count = await (await this.#log()).read(bytes, 0, bytes.length, block.lastLine)
     if (count !== bytes.length || bytes[count - 1] !== NEWLINE) return false
-    return isIndexedLine(
-      bytes,
-      { from: 0, to: count - 1 },
-      { seq: block.lastSeq, crc: block.lastCrc },
-      crc32c,
-    )
+    return isIndexedLine(bytes.subarray(0, count - 1), { seq: block.lastSeq, crc: block.lastCrc }, crc32c)
   }
 
   /** The lines of one indexed block holding every fragment, from `fromSeq`. */
-  async #blockCandidates(block: IndexBlock, wanted: Wanted, found: StoredLine[]): Promise<void> {
+  async #blockCandidates(block: IndexBlock, wanted: Wanted): Promise<void> {
+    const found = this.#found
     const bytes = Buffer.allocUnsafe(block.end - block.start)
     const count = await (await this.#log()).read(bytes, 0, bytes.length, block.start)
     if (count !== bytes.length) return
@@ -314,25 +304,21 @@ export class SessionIndex {
   }
 
   /** The lines after the index's end, below {@link TAIL_MIN_BYTES}: raw first, checked only when one may match. */
-  async #tailCandidates(
-    chain: Chain,
-    wanted: Wanted,
-    found: StoredLine[],
-    size: number,
-  ): Promise<StoredLine[]> {
+  async #tailCandidates(chain: Chain, wanted: Wanted, size: number): Promise<StoredLine[]> {
+    const found = this.#found
     const bytes = Buffer.allocUnsafe(size - chain.end.offset)
     const count = await (await this.#log()).read(bytes, 0, bytes.length, chain.end.offset)
     const may = !matchingLines(bytes, count, wanted.needles).next().done
     if (!may) return found
-    await this.#scan(chain, wanted, found, { writer: null, lastBlockBytes: TAIL_MIN_BYTES })
+    await this.#scan(chain, wanted, { writer: null, lastBlockBytes: TAIL_MIN_BYTES })
     return found
   }
 
   /** Scans from the chain's end with every check, collecting candidates and (with `build`) appending blocks. */
-  async #catchUp(chain: Chain, wanted: Wanted, found: StoredLine[], lastBlockBytes: number): Promise<void> {
+  async #catchUp(chain: Chain, wanted: Wanted, lastBlockBytes: number): Promise<void> {
     const writer = await this.#openForAppend(chain, this.#session.known.binding)
     try {
-      await this.#scan(chain, wanted, found, { writer, lastBlockBytes })
+      await this.#scan(chain, wanted, { writer, lastBlockBytes })
     } finally {
       await writer?.close().catch(() => undefined)
     }
@@ -341,9 +327,9 @@ export class SessionIndex {
   async #scan(
     chain: Chain,
     wanted: Wanted,
-    found: StoredLine[],
     build: { readonly writer: FileHandleOps | null; readonly lastBlockBytes: number },
   ): Promise<void> {
+    const found = this.#found
     const { id } = this.#session
     const { writer } = build
     const adapter = await logAdapter(id, 'plain', this.#context.limits)
@@ -361,11 +347,7 @@ export class SessionIndex {
         if (location.line === 1) return false
         const seq = location.line - 2
         const bytes = location.bytes
-        if (
-          seq >= wanted.fromSeq &&
-          found.length < wanted.limit &&
-          holdsAll(bytes, 0, bytes.length, wanted.needles, scratch)
-        ) {
+        if (seq >= wanted.fromSeq && found.length < wanted.limit && holdsAll(bytes, wanted.needles)) {
           found.push({
             ...this.#stored(seq, text ?? bytes.toString('utf8'), location.offset),
             ...(value === undefined ? {} : { checked: { value, maxDepth } }),

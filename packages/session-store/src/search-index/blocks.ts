@@ -40,28 +40,25 @@ export function lineCrcDigits(bytes: Uint8Array, from: number, to: number): numb
 }
 
 /**
- * True when `bytes[from, to)` is the line of event `seq` whose `crc` is `crc`, and that
- * checksum is right (CRC-32C of the bytes before the suffix).
+ * True when `line` is the line of event `seq` whose `crc` is `crc`, and that checksum is
+ * right (CRC-32C of the bytes before the suffix).
  *
- * @param bytes - Holds the line (without `\n`).
- * @param range - Its first byte and end (exclusive).
+ * @param line - The line's bytes, without `\n`.
  * @param expected - The seq and `crc` the index recorded.
  * @param crc32c - The CRC-32C function.
  */
 export function isIndexedLine(
-  bytes: Uint8Array,
-  range: { readonly from: number; readonly to: number },
+  line: Uint8Array,
   expected: { readonly seq: number; readonly crc: number },
   crc32c: Crc32c,
 ): boolean {
-  const { from, to } = range
   const prefix = `{"seq":${expected.seq},`
-  if (to - from < prefix.length) return false
+  if (line.length < prefix.length) return false
   for (let index = 0; index < prefix.length; index += 1) {
-    if (bytes[from + index] !== prefix.charCodeAt(index)) return false
+    if (line[index] !== prefix.charCodeAt(index)) return false
   }
-  if (lineCrcDigits(bytes, from, to) !== expected.crc) return false
-  return crc32c(bytes.subarray(from, to - SUFFIX_BYTES)) >>> 0 === expected.crc
+  if (lineCrcDigits(line, 0, line.length) !== expected.crc) return false
+  return crc32c(line.subarray(0, line.length - SUFFIX_BYTES)) >>> 0 === expected.crc
 }
 
 /**
@@ -107,7 +104,7 @@ export class BlockBuilder {
    * @returns The closed block's record when this line filled it, else null.
    */
   add(seq: number, offset: number, bytes: Uint8Array): Uint8Array | null {
-    addTrigrams(this.#signature, bytes, 0, bytes.length)
+    addTrigrams(this.#signature, bytes)
     this.#lastSeq = seq
     this.#lastLine = offset
     this.#end = offset + bytes.length + 1

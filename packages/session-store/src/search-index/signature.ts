@@ -22,19 +22,18 @@ export const ASCII_LOWER: Uint8Array = (() => {
 })()
 
 /**
- * Sets the bits of every trigram of `bytes[from, to)` in `signature` (the line's own
- * trigrams: none crosses its ends).
+ * Sets the bits of every trigram of one line in `signature` (the line's own trigrams:
+ * none crosses its ends).
  *
  * @param signature - A {@link SIGNATURE_BYTES}-byte bit set, updated in place.
- * @param bytes - The line's bytes (any view).
- * @param from - First byte of the line.
- * @param to - End of the line (exclusive).
+ * @param bytes - The line's bytes, without `\n` (any view).
  */
-export function addTrigrams(signature: Uint8Array, bytes: Uint8Array, from: number, to: number): void {
+export function addTrigrams(signature: Uint8Array, bytes: Uint8Array): void {
   const lower = ASCII_LOWER
-  if (to - from < 3) return
-  let window = (lower[bytes[from]!]! << 8) | lower[bytes[from + 1]!]!
-  for (let index = from + 2; index < to; index += 1) {
+  const to = bytes.length
+  if (to < 3) return
+  let window = (lower[bytes[0]!]! << 8) | lower[bytes[1]!]!
+  for (let index = 2; index < to; index += 1) {
     window = ((window << 8) | lower[bytes[index]!]!) & 0xffffff
     const bit = Math.imul(window, GOLDEN) >>> SHIFT
     signature[bit >>> 3]! |= 1 << (bit & 7)
@@ -55,7 +54,7 @@ export function fragmentBits(fragments: readonly string[]): readonly number[] {
     const bytes = new Uint8Array(fragment.length)
     for (let index = 0; index < fragment.length; index += 1) bytes[index] = fragment.charCodeAt(index) & 0xff
     scratch.fill(0)
-    addTrigrams(scratch, bytes, 0, bytes.length)
+    addTrigrams(scratch, bytes)
     for (let byte = 0; byte < scratch.length; byte += 1) {
       const value = scratch[byte]!
       if (value === 0) continue
