@@ -32,7 +32,7 @@ import { logAdapter } from '../log-adapter.ts'
 import { throwIfAborted, toPortError } from './port-errors.ts'
 
 /** The sidecar's name in a session directory. */
-export const SEARCH_INDEX_FILE_NAME = 'search.index'
+const SEARCH_INDEX_FILE_NAME = 'search.index'
 /** Plain-log bytes per block the builder aims at. */
 export const BLOCK_BYTES = 32 * 1024
 /** New bytes past the index's end from which a search catches up (below: read raw). */
@@ -46,8 +46,8 @@ export const RACY_MS = 2000
 /** A log not written for this long gets its last block closed whatever its size. */
 const IDLE_MS = 60_000
 
-export /** What the capability needs of the backend. */
-interface SearchIndexContext {
+/** What the capability needs of the backend. */
+export interface SearchIndexContext {
   readonly fs: FsOps
   readonly root: string
   readonly limits: StoreLimits
@@ -142,7 +142,7 @@ export function statKey(stats: { ino: number; size: number; mtimeMs: number; cti
   return `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`
 }
 
-export interface OpenSession {
+interface OpenSession {
   readonly id: string
   readonly directory: string
   readonly known: Known

@@ -28,7 +28,7 @@ function hexValue(byte: number): number {
  * @param to - Its end (exclusive).
  * @returns The number, or null when the line does not end with 8 lowercase hex digits, `"` and `}`.
  */
-export function lineCrcDigits(bytes: Uint8Array, from: number, to: number): number | null {
+function lineCrcDigits(bytes: Uint8Array, from: number, to: number): number | null {
   if (to - from <= SUFFIX_BYTES || bytes[to - 1] !== BRACE || bytes[to - 2] !== QUOTE) return null
   let value = 0
   for (let index = to - 10; index < to - 2; index += 1) {

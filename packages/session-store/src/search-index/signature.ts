@@ -8,7 +8,7 @@
  */
 
 /** Bits of one block signature (a power of two). */
-export const SIGNATURE_BITS = 8192
+const SIGNATURE_BITS = 8192
 /** Bytes of one block signature. */
 export const SIGNATURE_BYTES = SIGNATURE_BITS / 8
 const SHIFT = 32 - Math.log2(SIGNATURE_BITS)
