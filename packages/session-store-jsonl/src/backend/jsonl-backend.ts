@@ -67,6 +67,7 @@ import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
 import { counted, lineBytes, rememberPublished, writtenHead } from './published-head.ts'
 import type { PublishedHead, Written } from './published-head.ts'
 import { listSessions } from './list.ts'
+import { searchCapability } from './search-index.ts'
 import { checkGenerations, openLog } from './open-log.ts'
 import { JSONL_DAMAGE_CODES, portError, seqOption, throwIfAborted, toPortError } from './port-errors.ts'
 import { checkRoot, ensureSessionDirectory, removeMadeDirectory, sessionDirectory } from './session-dirs.ts'
@@ -217,6 +218,14 @@ class JsonlBackendImpl implements JsonlBackend {
         assertOpen: () => this.#open(),
       }),
       files: filesCapability({ ...this.#older, logger: processWarnings }, () => this.#open()),
+      search: searchCapability({
+        ...context,
+        randomHex: this.#randomHex,
+        now: this.#now,
+        assertOpen: () => this.#open(),
+        read: (id, readOptions) => this.read(id, readOptions),
+        readHeader: (id) => this.readHeader(id),
+      }),
       delete: deleteCapability({
         fs: this.#fs,
         root: this.root,
