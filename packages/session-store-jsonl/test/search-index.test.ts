@@ -197,6 +197,18 @@ describe.each([
     }
   })
 
+  it('a word written with U+212A KELVIN SIGN is found by its ASCII spelling, as the scan finds it', async () => {
+    const pair = stores()
+    try {
+      await write(pair.indexed, 'k1', 0, 300, '\u212Aelvinite')
+      await write(pair.indexed, 'k2', 0, 100, 'kelvinite')
+      expect((await same(pair, 'kelvinite')).length).toBe(planted(0, 300) + planted(0, 100))
+      expect((await same(pair, 'KELVINITE migration')).length).toBe(planted(0, 300) + planted(0, 100))
+    } finally {
+      await pair.close()
+    }
+  })
+
   it('after a crash mid-append (the sidecar truncated inside a record) the chain ends there, is repaired and results equal the scan', async () => {
     const pair = stores()
     try {

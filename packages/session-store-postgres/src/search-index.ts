@@ -12,73 +12,21 @@
  * background when a writer of this process has appended a block's worth, awaits it (up to
  * one transaction's worth) when a lease is released, and starts it when a search meets a long tail ({@link SearchIndexer}).
  *
- * Folding: ASCII letters lowercased, U+212A KELVIN SIGN to `k` and U+017F LONG S to `s` (the
- * two characters the core's `/iu` matcher folds to ASCII); a trigram with a character
- * outside ASCII after folding is not recorded (a fragment is ASCII). The candidate query
- * checks lines with the same folding (`lower(line COLLATE "C") LIKE`, and the two characters
- * translated in a line that holds one).
+ * The signatures are the core's (`@agent-ledger/session-store/search-index`, the same as the
+ * JSONL index): trigrams of the line's UTF-8 bytes, ASCII lowercased, U+212A KELVIN SIGN as `k`
+ * and U+017F LONG S as `s` (the two characters the core's `/iu` matcher folds to ASCII). The
+ * candidate query checks lines with the same folding (`lower(line COLLATE "C") LIKE`, and the
+ * two characters translated in a line that holds one).
  */
+import { addTrigrams, SIGNATURE_BYTES } from '@agent-ledger/session-store/search-index'
 import type { PoolClient } from 'pg'
 
 import type { Db } from './db.ts'
 
 /** A block closes when its lines (one `\n` each) reach this many UTF-16 code units. */
 export const BLOCK_CHARS = 32_768
-/** Bytes of a block's signature (8192 bits). */
-export const SIGNATURE_BYTES = 1024
-const SIGNATURE_BITS = SIGNATURE_BYTES * 8
 /** Lines read per catch-up transaction (bounds its memory and how long it holds its locks). */
 const CHUNK_LINES = 2000
-
-/** The (up to two) signature bits of trigram `gram` (three 7-bit codes). */
-function gramBits(gram: number): readonly [number, number] {
-  let x = Math.imul(gram, 0x9e3779b1)
-  x ^= x >>> 15
-  x = Math.imul(x, 0x85ebca77)
-  x ^= x >>> 13
-  return [x & (SIGNATURE_BITS - 1), (x >>> 13) & (SIGNATURE_BITS - 1)]
-}
-
-/** The folded code of one UTF-16 code unit: ASCII lowercased, K and ſ folded, anything else -1. */
-function folded(code: number): number {
-  if (code >= 0x41 && code <= 0x5a) return code + 0x20
-  if (code < 0x80) return code
-  if (code === 0x212a) return 0x6b
-  if (code === 0x17f) return 0x73
-  return -1
-}
-
-/** Sets the bits of every folded ASCII trigram of `text` in `signature`. */
-function addTrigrams(signature: Uint8Array, text: string): void {
-  let a = -1
-  let b = -1
-  for (let index = 0; index < text.length; index++) {
-    const c = folded(text.charCodeAt(index))
-    if (a >= 0 && b >= 0 && c >= 0) {
-      const [first, second] = gramBits((a << 14) | (b << 7) | c)
-      signature[first >>> 3]! |= 1 << (first & 7)
-      signature[second >>> 3]! |= 1 << (second & 7)
-    }
-    a = b
-    b = c
-  }
-}
-
-/**
- * The signature bits a block must have set to hold every fragment (sorted, unique);
- * fragments under three characters require none.
- *
- * @param fragments - Lowercase printable-ASCII fragments.
- * @returns Bit numbers, as `get_bit` counts them.
- */
-export function requiredBits(fragments: readonly string[]): number[] {
-  const probe = new Uint8Array(SIGNATURE_BYTES)
-  for (const fragment of fragments) addTrigrams(probe, fragment)
-  const bits: number[] = []
-  for (let bit = 0; bit < SIGNATURE_BITS; bit++)
-    if ((probe[bit >>> 3]! & (1 << (bit & 7))) !== 0) bits.push(bit)
-  return bits
-}
 
 /** One block as catch-up builds it. */
 export interface Block {
@@ -102,7 +50,7 @@ export function buildBlocks(lines: Iterable<{ readonly seq: number; readonly lin
       current = { firstSeq: seq, lastSeq: seq, chars: 0, signature: new Uint8Array(SIGNATURE_BYTES) }
       blocks.push(current)
     }
-    addTrigrams(current.signature, line)
+    addTrigrams(current.signature, Buffer.from(line, 'utf8'))
     current.lastSeq = seq
     current.chars += line.length + 1
   }

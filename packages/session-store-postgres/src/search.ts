@@ -15,9 +15,9 @@
  */
 import type { SearchCandidate, SearchCandidateQuery } from '@agent-ledger/session-store'
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
+import { fragmentBits } from '@agent-ledger/session-store/search-index'
 
 import type { Db } from './db.ts'
-import { requiredBits } from './search-index.ts'
 
 /** The largest bigint: the end of a tail range, and the position past every line of a session. */
 const END_SEQ = '9223372036854775807'
@@ -64,7 +64,7 @@ export function rangesStatement(
     tails.push(`s.session_id = ANY($${values.length}::text[])`)
   }
   // Bit numbers are integers computed here, never input text.
-  for (const bit of requiredBits(query.fragments)) blocks.push(`get_bit(b.signature, ${bit}) = 1`)
+  for (const bit of fragmentBits(query.fragments)) blocks.push(`get_bit(b.signature, ${bit}) = 1`)
   const text = `SELECT sid, lo::text AS lo, hi::text AS hi, head::text AS head FROM (
   SELECT b.session_id AS sid, b.first_seq AS lo, b.last_seq AS hi, NULL::bigint AS head
     FROM ledger_search_blocks b

@@ -8,11 +8,12 @@
  */
 import { createSessionStore } from '@agent-ledger/session-store'
 import type { SessionStore } from '@agent-ledger/session-store'
+import { fragmentBits as requiredBits, SIGNATURE_BYTES } from '@agent-ledger/session-store/search-index'
 import pg from 'pg'
 import { expect, it } from 'vitest'
 
 import { openPostgresBackend } from '../src/index.ts'
-import { BLOCK_CHARS, buildBlocks, requiredBits, SIGNATURE_BYTES } from '../src/search-index.ts'
+import { BLOCK_CHARS, buildBlocks } from '../src/search-index.ts'
 import { describeOnServer, sqlOnce, useDatabase } from './support/pg.ts'
 
 let tick = 0

@@ -58,6 +58,16 @@ describe('search index signatures and records', () => {
     expect(signatureHas(record!, SIGNATURE_OFFSET, fragmentBits(['kilimanjaro-qqxj']))).toBe(false)
   })
 
+  it('U+212A KELVIN SIGN and U+017F LONG S count as k and s, as the core matcher folds them (a miss would hide a hit the scan finds)', () => {
+    const [record] = build(['the \u212Aelvin scale', 'a \u017Ftatus line'])
+    for (const fragment of ['kelvin', 'status', 'the kel', 'a sta']) {
+      expect(signatureHas(record!, SIGNATURE_OFFSET, fragmentBits([fragment])), fragment).toBe(true)
+    }
+    expect(/kelvin/iu.test('\u212Aelvin') && /status/iu.test('\u017Ftatus')).toBe(true)
+    const [plain] = build(['the elvin scale', 'a tatus line'])
+    expect(signatureHas(plain!, SIGNATURE_OFFSET, fragmentBits(['kelvin']))).toBe(false)
+  })
+
   it('records round-trip; a flipped byte anywhere is refused; the chain tells next, duplicate and gap apart', () => {
     const header = { log: 'session.v4.jsonl', headerBytes: 321, headerCrc: 0xdeadbeef, blockBytes: 32768 }
     const encoded = encodeHeader(header, crc32c)

@@ -12,6 +12,7 @@ import { crc32c as nativeCrc32c } from '@node-rs/crc32'
 import type { ReadOptions, SearchCandidateQuery, StoredHeader, StoredLine } from '@agent-ledger/session-store'
 import {
   ASCII_LOWER,
+  holdsFoldedLetter,
   BlockBuilder,
   chainStep,
   decodeBlock,
@@ -72,9 +73,12 @@ export interface Wanted {
   readonly signal: SearchCandidateQuery['signal']
 }
 
-/** True when `line` holds every needle, ASCII case-insensitively. */
+/**
+ * True when `line` may hold every needle: each is in it ASCII case-insensitively, or it holds
+ * U+212A or U+017F (which the core's matcher folds to `k` and `s`; the core decides).
+ */
 function holdsAll(line: Buffer, needles: readonly Buffer[]): boolean {
-  if (needles.length === 0) return true
+  if (needles.length === 0 || holdsFoldedLetter(line)) return true
   const lower = lowered(line, line.length)
   return needles.every((needle) => lower.indexOf(needle) !== -1)
 }
@@ -99,6 +103,17 @@ function* matchingLines(
   count: number,
   needles: readonly Buffer[],
 ): Generator<readonly [number, number, number]> {
+  if (needles.length > 0 && holdsFoldedLetter(bytes.subarray(0, count))) {
+    // Rare: a line by line check, so a line with a folded letter is handed to the core.
+    let line = 0
+    for (let start = 0; start < count; line += 1) {
+      const newline = bytes.indexOf(NEWLINE, start)
+      const end = newline === -1 || newline > count ? count : newline
+      if (holdsAll(bytes.subarray(start, end), needles)) yield [line, start, end]
+      start = end + 1
+    }
+    return
+  }
   const lower = lowered(bytes, count)
   const first = needles[0]
   let line = 0

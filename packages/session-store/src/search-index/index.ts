@@ -6,7 +6,14 @@
  * reads and writes the file; what a record means is here, once. The JSONL backend uses it
  * behind `capabilities.search` (see docs/decisions/2026-12-02-search.md).
  */
-export { ASCII_LOWER, fragmentBits, signatureHas } from './signature.ts'
+export {
+  addTrigrams,
+  ASCII_LOWER,
+  fragmentBits,
+  holdsFoldedLetter,
+  SIGNATURE_BYTES,
+  signatureHas,
+} from './signature.ts'
 export { BlockBuilder, isIndexedLine, sameBinding } from './blocks.ts'
 export {
   chainStep,

@@ -23,7 +23,9 @@ export const ASCII_LOWER: Uint8Array = (() => {
 
 /**
  * Sets the bits of every trigram of one line in `signature` (the line's own trigrams:
- * none crosses its ends).
+ * none crosses its ends). Bytes are folded as the core's `/iu` matcher compares: ASCII
+ * lowercased, and U+212A KELVIN SIGN (`E2 84 AA`) and U+017F LONG S (`C5 BF`), the two
+ * non-ASCII characters that match an ASCII letter, count as `k` and `s`.
  *
  * @param signature - A {@link SIGNATURE_BYTES}-byte bit set, updated in place.
  * @param bytes - The line's bytes, without `\n` (any view).
@@ -31,13 +33,39 @@ export const ASCII_LOWER: Uint8Array = (() => {
 export function addTrigrams(signature: Uint8Array, bytes: Uint8Array): void {
   const lower = ASCII_LOWER
   const to = bytes.length
-  if (to < 3) return
-  let window = (lower[bytes[0]!]! << 8) | lower[bytes[1]!]!
-  for (let index = 2; index < to; index += 1) {
-    window = ((window << 8) | lower[bytes[index]!]!) & 0xffffff
+  let window = 0
+  let codes = 0
+  for (let index = 0; index < to; index += 1) {
+    let code = lower[bytes[index]!]!
+    if (code === 0xe2 && bytes[index + 1] === 0x84 && bytes[index + 2] === 0xaa) {
+      code = 0x6b
+      index += 2
+    } else if (code === 0xc5 && bytes[index + 1] === 0xbf) {
+      code = 0x73
+      index += 1
+    }
+    window = ((window << 8) | code) & 0xffffff
+    codes += 1
+    if (codes < 3) continue
     const bit = Math.imul(window, GOLDEN) >>> SHIFT
     signature[bit >>> 3]! |= 1 << (bit & 7)
   }
+}
+
+/**
+ * True when `bytes` holds U+212A or U+017F, which the core's matcher folds to `k` and `s`: a
+ * byte-wise ASCII comparison cannot rule such a line out.
+ *
+ * @param bytes - Bytes of one or more lines.
+ */
+export function holdsFoldedLetter(bytes: Uint8Array): boolean {
+  for (let index = bytes.indexOf(0xe2); index !== -1; index = bytes.indexOf(0xe2, index + 1)) {
+    if (bytes[index + 1] === 0x84 && bytes[index + 2] === 0xaa) return true
+  }
+  for (let index = bytes.indexOf(0xc5); index !== -1; index = bytes.indexOf(0xc5, index + 1)) {
+    if (bytes[index + 1] === 0xbf) return true
+  }
+  return false
 }
 
 /**
