@@ -36,7 +36,7 @@ import { LineSplitter } from './line-splitter.ts'
 import type { LineSink } from './line-splitter.ts'
 import { LogScanner } from './log-scanner.ts'
 import type { LineLocation, ScannerOptions, ScanOutcome, TornTail } from './log-scanner.ts'
-import { readFileChunks, refineRepeatedSeq } from './read-log.ts'
+import { readFileChunks } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
 import { ZstdFrameScanner } from './zstd/scan-frames.ts'
 import type { ZstdScannedFrame } from './zstd/scan-frames.ts'
@@ -545,8 +545,7 @@ export async function* scanZstdLogChunks(
 }
 
 /**
- * Scans a whole `.zstd` log (see {@link scanZstdLogChunks}) and refines a repeated seq into
- * `SEQ_DUPLICATE` or `SEQ_CONFLICT` as a plain scan does.
+ * Scans a whole `.zstd` log (see {@link scanZstdLogChunks}).
  *
  * @param handle - The open log.
  * @param options - Scanner options plus the codec.
@@ -558,20 +557,10 @@ export async function scanZstdLog(handle: FileHandleOps, options: ZstdScanOption
     ...(options.end === undefined ? {} : { end: options.end }),
   })
   const chunks = scanZstdLogChunks(source, options)
-  let outcome: ZstdScanOutcome
   for (;;) {
     const step = await chunks.next()
-    if (step.done === true) {
-      outcome = step.value
-      break
-    }
+    if (step.done === true) return step.value
   }
-  const refined = await refineRepeatedSeq(
-    outcome,
-    () => zstdPlainSource(handle, options),
-    options.limits.maxLineBytes,
-  )
-  return refined === outcome ? outcome : { ...refined, zstd: outcome.zstd }
 }
 
 /**
