@@ -224,6 +224,11 @@ export class LogScanner implements LineSink {
     return this.#lastSeq
   }
 
+  /** The first line whose seq repeats an earlier one (its plain offset and number), or null. */
+  get fencedAt(): { readonly offset: number; readonly line: number } | null {
+    return this.#fenced
+  }
+
   /** The header, once read. */
   get header(): SessionHeader | null {
     return this.#header
