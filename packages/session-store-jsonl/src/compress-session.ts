@@ -44,7 +44,7 @@ import type { ScanOutcome } from './log-scanner.ts'
 import { publishFile, removeStaleTemps } from './publish.ts'
 import type { PublishRequest } from './publish.ts'
 import { quarantineTail } from './quarantine.ts'
-import { readFileChunks, refineRepeatedSeq, scanLog } from './read-log.ts'
+import { readFileChunks, scanLog } from './read-log.ts'
 import { acquireWriterLock } from './writer-lock.ts'
 import { scanZstdLog, zstdPlainSource } from './zstd-log-reader.ts'
 import type { ZstdScanOutcome } from './zstd-log-reader.ts'
@@ -238,11 +238,6 @@ async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult>
           projection.apply(event)
         },
       })
-      outcome = await refineRepeatedSeq(
-        outcome,
-        () => readFileChunks(handle, { chunkBytes: limits.readChunkBytes }),
-        limits.maxLineBytes,
-      )
     } catch (error) {
       throw toStoreError(error, { op: 'read', file: log.file, fallback: JsonlErrorCode.READ_FAILED })
     }

@@ -10,7 +10,7 @@ import type { FileHandleOps } from './fs-ops.ts'
 import type { StoreLimits } from './limits.ts'
 import { V4_FORMAT } from './log-format.ts'
 import type { LineLocation, ScannerOptions, ScanOutcome } from './log-scanner.ts'
-import { readFileChunks, refineRepeatedSeq, scanLog, scanLogChunks } from './read-log.ts'
+import { readFileChunks, scanLog, scanLogChunks } from './read-log.ts'
 import { scanZstdLog, scanZstdLogChunks } from './zstd-log-reader.ts'
 import type { ZstdLogStats } from './zstd-log-reader.ts'
 import { encodeZstdLines, encodeZstdLogStart, encodeZstdStream } from './zstd-log-writer.ts'
@@ -63,8 +63,7 @@ export interface LogAdapter {
    */
   stream(headerLine: Buffer, body: AsyncIterable<Buffer>): AsyncGenerator<Buffer, void, undefined>
   /**
-   * Scans the whole log (or up to `stopBeforeLine`) with every check, in events mode; a
-   * repeated seq is told apart (`SEQ_DUPLICATE` or `SEQ_CONFLICT`) by re-reading.
+   * Scans the whole log (or up to `stopBeforeLine`) with every check, in events mode.
    */
   scanEvents(handle: FileHandleOps, options: EventScanOptions): Promise<EventScanOutcome>
   /**
@@ -154,11 +153,7 @@ export async function logAdapter(
       scan: (source, scan) =>
         scanLogChunks(chunks(source, scan.from?.offset), scannerOptions(log, limits, scan)),
       scanEvents: async (handle, options) =>
-        refineRepeatedSeq(
-          await scanLog(readFileChunks(handle, sized(options)), { ...options, limits }),
-          () => readFileChunks(handle, { chunkBytes: limits.readChunkBytes }),
-          limits.maxLineBytes,
-        ),
+        scanLog(readFileChunks(handle, sized(options)), { ...options, limits }),
     }
     return adapter
   }

@@ -17,17 +17,21 @@ export interface LineLocation {
 }
 
 /**
- * Bytes at the end of a log that were never acknowledged: the bytes after the last `\n`, or
- * trailing lines that fail the per-line checks and are followed by no valid line. `reason`
- * is `unterminated` for bytes after the last `\n` that start like a line (`{`, no NUL: a
- * write cut short), `tailGarbage` for everything else (failed lines, zeros, noise).
+ * Bytes at the end of a log that were never acknowledged: the bytes after the last `\n`,
+ * trailing lines that fail the per-line checks and are followed by no valid line, or
+ * everything from the first line whose seq repeats an earlier one. `reason` is
+ * `unterminated` for bytes after the last `\n` that start like a line (`{`, no NUL: a write
+ * cut short), `fenced-writer` for a repeated seq (a writer that lost its lease appended with
+ * a stale view of the end: its write, and every write after it, failed its size check and
+ * was never acknowledged; see docs/decisions/2026-12-02-repeated-seq-ends-the-prefix.md),
+ * `tailGarbage` for everything else (failed lines, zeros, noise).
  */
 export interface TornTail {
   /** Byte offset where the torn bytes start (the end of the last good line). */
   readonly offset: number
   /** How many bytes are torn (to the end of what was read). */
   readonly bytes: number
-  readonly reason: 'unterminated' | 'tailGarbage'
+  readonly reason: 'unterminated' | 'tailGarbage' | 'fenced-writer'
   /** 1-based line number of the first torn line. */
   readonly line: number
 }
@@ -59,8 +63,6 @@ export interface ScanOutcome {
   readonly tornTail: TornTail | null
   /** Damage in the middle of the log (or a refused header): the events before it were delivered. */
   readonly damage: JsonlStoreError | null
-  /** For a repeated seq: the seq and the bytes of the repeating line, to tell a duplicate from a conflict. */
-  readonly repeatedLine: { readonly seq: number; readonly bytes: Buffer } | null
   readonly stats: ScanStats
 }
 
@@ -94,8 +96,9 @@ export interface ScannerOptions {
    * Lines mode, for the backend port's reader (`src/backend`): only the per-line checks and
    * the torn-tail rule run. Every good line is handed here (the header as line 1, also one
    * this library would refuse, such as a newer version) and each event line counts as the
-   * next position (`lastSeq` is then the last position); no `seq`, type or projection check
-   * runs (the session core makes those) and `onEvent`/`onHeader` are not called. Returns
+   * next position (`lastSeq` is then the last position); only the repeated-seq rule runs on
+   * `seq` (a line whose seq is below its position ends the prefix: see {@link TornTail});
+   * no other `seq`, type or projection check runs (the session core makes those) and `onEvent`/`onHeader` are not called. Returns
    * true to stop the scan. An event line comes with its parsed object (`crc` removed) and its
    * text, so the core need not decode or parse it again.
    */
@@ -176,7 +179,9 @@ export function classifyTornTail(scan: {
  * after it is a torn tail. If a later line passes (or a valid event line is glued onto the
  * failed one), the failed line is damage in the middle: `CORRUPT_LINE`. A line that passes
  * the checksum but breaks `seq`, type or projection rules is always damage: it was written
- * whole, so it is not a crash artefact. A terminated line longer than `maxLineBytes` is
+ * whole, so it is not a crash artefact, except a seq below the expected one: that line and
+ * everything after it is a `fenced-writer` tail (never acknowledged; see {@link TornTail}).
+ * A terminated line longer than `maxLineBytes` is
  * always `LINE_TOO_LARGE` (it may be a valid line from a writer with a larger limit).
  *
  * Memory: keeps no line after its callback returns.
@@ -190,7 +195,8 @@ export class LogScanner implements LineSink {
   #headerEnd = 0
   #suspect: Suspect | null = null
   #damage: JsonlStoreError | null = null
-  #repeated: { seq: number; bytes: Buffer } | null = null
+  /** The first line whose seq repeats an earlier one: it and every later byte are a tail. */
+  #fenced: { readonly offset: number; readonly line: number } | null = null
   /** Lines mode: a header line passed the per-line checks (it may still be one the core refuses). */
   #rawHeader = false
   #done = false
@@ -218,6 +224,11 @@ export class LogScanner implements LineSink {
     return this.#lastSeq
   }
 
+  /** The first line whose seq repeats an earlier one (its plain offset and number), or null. */
+  get fencedAt(): { readonly offset: number; readonly line: number } | null {
+    return this.#fenced
+  }
+
   /** The header, once read. */
   get header(): SessionHeader | null {
     return this.#header
@@ -231,6 +242,8 @@ export class LogScanner implements LineSink {
   /** @inheritDoc */
   line(bytes: Buffer, offset: number): boolean {
     if (this.#done) return true
+    // After a repeated seq every line is part of the tail: read on only to count its bytes.
+    if (this.#fenced !== null) return false
     const number = this.#lineNumber + 1
     if (this.#options.stopBeforeLine !== undefined && number >= this.#options.stopBeforeLine) {
       this.#done = true
@@ -251,6 +264,7 @@ export class LogScanner implements LineSink {
   /** @inheritDoc */
   oversizeLine(offset: number, length: number): boolean {
     if (this.#done) return true
+    if (this.#fenced !== null) return false
     const number = this.#lineNumber + 1
     if (this.#options.stopBeforeLine !== undefined && number >= this.#options.stopBeforeLine) {
       this.#done = true
@@ -279,10 +293,18 @@ export class LogScanner implements LineSink {
    * @returns What the scan found.
    */
   finish(tail: UnterminatedTail | null, bytesRead: number): ScanOutcome {
+    const fenced = this.#fenced
     const tornTail =
-      this.#damage === null && !this.#done
-        ? classifyTornTail({ suspect: this.#suspect, tail, bytesRead, nextLine: this.#lineNumber + 1 })
-        : null
+      this.#damage !== null || this.#done
+        ? null
+        : fenced !== null
+          ? {
+              offset: fenced.offset,
+              bytes: bytesRead - fenced.offset,
+              reason: 'fenced-writer' as const,
+              line: fenced.line,
+            }
+          : classifyTornTail({ suspect: this.#suspect, tail, bytesRead, nextLine: this.#lineNumber + 1 })
     return {
       header: this.#header,
       headerMissing: this.#header === null && !this.#rawHeader && this.#damage === null,
@@ -292,7 +314,6 @@ export class LogScanner implements LineSink {
       bytesRead,
       tornTail,
       damage: this.#damage,
-      repeatedLine: this.#repeated,
       stats: { ...this.#stats },
     }
   }
@@ -422,6 +443,7 @@ export class LogScanner implements LineSink {
     decoded: { readonly value: Record<string, unknown>; readonly text?: string | undefined },
     onLine: (location: LineLocation, value?: Record<string, unknown>, text?: string) => boolean,
   ): boolean {
+    if (this.#repeatsSeq(location, decoded.value['seq'])) return false
     this.#lastSeq += 1
     this.#goodEnd = location.offset + location.bytes.length + 1
     this.#stats.goodLines += 1
@@ -431,6 +453,17 @@ export class LogScanner implements LineSink {
       return true
     }
     return false
+  }
+
+  /**
+   * The repeated-seq rule, in both modes: a whole line whose seq is below the next one was
+   * appended by a writer with a stale view of the end (fenced off its lease), so neither it
+   * nor any later line was acknowledged. It starts the tail; the lines after it are skipped.
+   */
+  #repeatsSeq(location: LineLocation, seq: unknown): boolean {
+    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0 || seq > this.#lastSeq) return false
+    this.#fenced = { offset: location.offset, line: location.line }
+    return true
   }
 
   #eventLine(location: LineLocation): boolean {
@@ -452,16 +485,13 @@ export class LogScanner implements LineSink {
         }),
       )
     }
+    if (this.#repeatsSeq(location, seq)) return false
     const expected = this.#lastSeq + 1
     if (seq !== expected) {
-      if (seq < expected) this.#repeated = { seq, bytes: Buffer.from(location.bytes) }
-      const gap = seq > expected
       return this.#fail(
         new JsonlStoreError({
-          code: gap ? JsonlErrorCode.SEQ_GAP : JsonlErrorCode.SEQ_CONFLICT,
-          message: gap
-            ? `Line ${location.line} of ${file} skips events: expected "seq" to be ${expected}, found ${seq}.`
-            : `Line ${location.line} of ${file} repeats an earlier seq: expected "seq" to be ${expected}, found ${seq}.`,
+          code: JsonlErrorCode.SEQ_GAP,
+          message: `Line ${location.line} of ${file} skips events: expected "seq" to be ${expected}, found ${seq}.`,
           ...where,
           seq,
           details: { expected, found: seq },

@@ -36,7 +36,7 @@ import { LineSplitter } from './line-splitter.ts'
 import type { LineSink } from './line-splitter.ts'
 import { LogScanner } from './log-scanner.ts'
 import type { LineLocation, ScannerOptions, ScanOutcome, TornTail } from './log-scanner.ts'
-import { readFileChunks, refineRepeatedSeq } from './read-log.ts'
+import { readFileChunks } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
 import { ZstdFrameScanner } from './zstd/scan-frames.ts'
 import type { ZstdScannedFrame } from './zstd/scan-frames.ts'
@@ -372,6 +372,8 @@ export async function* scanZstdLogChunks(
   let suspect = null as Suspect | null
   let damage = null as JsonlStoreError | null
   let stopped = false
+  // The frame whose first line repeats an earlier seq: it and every later byte are the tail.
+  let fencedFrame = null as { readonly offset: number; readonly line: number } | null
 
   const feed = (frame: ZstdScannedFrame, verdict: Extract<FrameVerdict, { kind: 'good' }>): void => {
     const splitter = new LineSplitter({ maxLineBytes: limits.maxLineBytes, startOffset: plainOffset })
@@ -396,6 +398,7 @@ export async function* scanZstdLogChunks(
   /** One complete frame from the structural scanner; returns true to stop. */
   const onFrame = (frame: ZstdScannedFrame): boolean => {
     const { info } = frame
+    if (fencedFrame !== null) return false
     if (info.kind === 'skippable') {
       if (suspect === null) {
         skippable += 1
@@ -440,6 +443,24 @@ export async function* scanZstdLogChunks(
     }
     frameFirst = { line: linesSeen + 1, crc: null }
     feed(frame, verdict)
+    const fenced = scanner.fencedAt
+    if (fenced !== null) {
+      // A fenced writer's batch is whole frames of its own; a repeat inside a frame is not one.
+      if (fenced.offset === plainOffset) {
+        fencedFrame = { offset: info.offset, line: fenced.line }
+        return false
+      }
+      damage = new JsonlStoreError({
+        code: JsonlErrorCode.SEQ_CONFLICT,
+        message: `Line ${fenced.line} of ${file} repeats an earlier seq inside frame ${info.index} (compressed offset ${info.offset}): expected a repeated seq only at the start of a frame (a fenced writer's batch), found it after other lines of the frame.`,
+        file,
+        line: fenced.line,
+        offset: fenced.offset,
+        lastGoodSeq: scanner.lastSeq,
+        details: { frameIndex: info.index, compressedOffset: info.offset },
+      })
+      return true
+    }
     if (scanner.done) {
       // Damage found by the line pipeline, or a requested stop (header-only reads).
       const outcome = scanner.finish(null, plainOffset + verdict.plainBytes)
@@ -480,7 +501,7 @@ export async function* scanZstdLogChunks(
         break
       }
     }
-    if (!finished && frames.corruption !== undefined) {
+    if (!finished && fencedFrame === null && frames.corruption !== undefined) {
       damage =
         suspect === null
           ? zstdStoreError(frames.corruption, { file, lastGoodSeq: scanner.lastSeq })
@@ -497,7 +518,14 @@ export async function* scanZstdLogChunks(
   let tornTail: TornTail | null = null
   if (!finished) {
     const summary = frames.end()
-    if (summary.tail.kind === 'corrupt') {
+    if (fencedFrame !== null) {
+      tornTail = {
+        offset: fencedFrame.offset,
+        bytes: bytesRead - fencedFrame.offset,
+        reason: 'fenced-writer',
+        line: fencedFrame.line,
+      }
+    } else if (summary.tail.kind === 'corrupt') {
       damage =
         suspect === null
           ? zstdStoreError(summary.tail.error, { file, lastGoodSeq: scanner.lastSeq })
@@ -545,8 +573,7 @@ export async function* scanZstdLogChunks(
 }
 
 /**
- * Scans a whole `.zstd` log (see {@link scanZstdLogChunks}) and refines a repeated seq into
- * `SEQ_DUPLICATE` or `SEQ_CONFLICT` as a plain scan does.
+ * Scans a whole `.zstd` log (see {@link scanZstdLogChunks}).
  *
  * @param handle - The open log.
  * @param options - Scanner options plus the codec.
@@ -558,20 +585,10 @@ export async function scanZstdLog(handle: FileHandleOps, options: ZstdScanOption
     ...(options.end === undefined ? {} : { end: options.end }),
   })
   const chunks = scanZstdLogChunks(source, options)
-  let outcome: ZstdScanOutcome
   for (;;) {
     const step = await chunks.next()
-    if (step.done === true) {
-      outcome = step.value
-      break
-    }
+    if (step.done === true) return step.value
   }
-  const refined = await refineRepeatedSeq(
-    outcome,
-    () => zstdPlainSource(handle, options),
-    options.limits.maxLineBytes,
-  )
-  return refined === outcome ? outcome : { ...refined, zstd: outcome.zstd }
 }
 
 /**

@@ -19,7 +19,6 @@ import {
 } from '../src/format.ts'
 import type { JsonlStore } from '../src/index.ts'
 import type { ScanOutcome } from '../src/format.ts'
-import { refineRepeatedSeq } from '../src/read-log.ts'
 import { recordCrashSection } from './support/crash-summary.ts'
 import {
   closedSessionInputs,
@@ -35,7 +34,7 @@ import {
 
 const limits = { maxLineBytes: 64 * 1024 * 1024, maxDepth: 256 }
 
-/** Scans in-memory bytes exactly as the store scans a file (chunks, projection, duplicate refinement). */
+/** Scans in-memory bytes exactly as the store scans a file (chunks, projection). */
 async function scanBytes(
   content: Buffer,
   options: { chunkSizes?: readonly number[]; maxLineBytes?: number } = {},
@@ -66,7 +65,7 @@ async function scanBytes(
       events.push(event)
     },
   })
-  return { outcome: await refineRepeatedSeq(outcome, chunks, scanLimits.maxLineBytes), events }
+  return { outcome, events }
 }
 
 function line(seq: number, extra: Record<string, unknown> = {}): Buffer {
@@ -323,31 +322,46 @@ describe('reader (scanner through the store)', () => {
     expect(outcome.damage!.details).toMatchObject({ expected: 7, found: 8 })
   })
 
-  it('I5: (a) a byte-for-byte repeated line is SEQ_DUPLICATE, (b) a different event with the same seq is SEQ_CONFLICT', async () => {
+  it('I5: a repeated seq (a byte-for-byte repeat or another event) ends the prefix: a fenced-writer tail to the end, never damage', async () => {
     const seven = fixture.subarray(starts[8], starts[9])
     const duplicated = Buffer.concat([fixture.subarray(0, starts[9]), seven, fixture.subarray(starts[9])])
-    const first = await scanBytes(duplicated)
-    expect(first.outcome.damage).toMatchObject({ code: 'SEQ_DUPLICATE', seq: 7, line: 10, lastGoodSeq: 7 })
-    expect(first.outcome.damage!.details).toMatchObject({ identical: true, offsets: [starts[8], starts[9]] })
     const other = line(7, { time: '2026-01-01T09:00:00.000Z' })
     const conflicting = Buffer.concat([fixture.subarray(0, starts[9]), other, fixture.subarray(starts[9])])
-    const second = await scanBytes(conflicting)
-    expect(second.outcome.damage).toMatchObject({ code: 'SEQ_CONFLICT', seq: 7, line: 10 })
-    expect(second.outcome.damage!.details).toMatchObject({ identical: false, hint: 'two writers' })
-    // Through the store: read-only with the prefix, writes refused.
-    placeSession(temp.path, 'i5', conflicting)
-    const read = await store.openReader('i5', { allowDamaged: true })
-    expect(read.error?.code).toBe('SEQ_CONFLICT')
-    expect(read.error!.details).toMatchObject({
-      identical: false,
-      hint: 'two writers',
-      offsets: [starts[8], starts[9]],
+    for (const content of [duplicated, conflicting]) {
+      // Every line from the repeat on is the tail, the good-looking seqs 8.. after it included.
+      const { outcome, events } = await scanBytes(content, { chunkSizes: [97] })
+      expect(outcome.damage).toBeNull()
+      expect(outcome.lastSeq).toBe(7)
+      expect(outcome.goodEndOffset).toBe(starts[9])
+      expect(outcome.tornTail).toEqual({
+        offset: starts[9],
+        bytes: content.length - starts[9]!,
+        reason: 'fenced-writer',
+        line: 10,
+      })
+      expect(events.map((event) => event.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7])
+    }
+    // Through the store: the reader gets the prefix and the tail, without an error; the writer
+    // quarantines the tail byte for byte and appends after the prefix.
+    const path = placeSession(temp.path, 'i5', conflicting)
+    const before = fileIdentity(path)
+    const read = await store.openReader('i5')
+    expect(fileIdentity(path)).toEqual(before)
+    expect(read.error).toBeNull()
+    expect(read.lastSeq).toBe(7)
+    expect(read.tornTail).toEqual({
+      reason: 'fenced-writer',
+      bytes: conflicting.length - starts[9]!,
+      location: { file: `i5/${LOG_FILE_NAME}`, line: 10, offset: starts[9] },
     })
-    placeSession(temp.path, 'i5-dup', duplicated)
-    const repeated = await store.openReader('i5-dup', { allowDamaged: true })
-    expect(repeated.error).toMatchObject({ code: 'SEQ_DUPLICATE', seq: 7, lastGoodSeq: 7 })
-    expect(repeated.error!.details).toMatchObject({ identical: true, offsets: [starts[8], starts[9]] })
-    expect((await caught(store.openWriter('i5'))).code).toBe('SEQ_CONFLICT')
+    const writer = await store.openWriter('i5')
+    const repair = writer.recovery.backendRepairs.find((entry) => entry.kind === 'torn-tail')
+    expect(repair).toMatchObject({ droppedBytes: conflicting.length - starts[9]! })
+    expect(
+      readFileSync(join(temp.path, repair!.quarantinedTo!)).equals(conflicting.subarray(starts[9])),
+    ).toBe(true)
+    expect(writer.durableSeq).toBe(7)
+    await writer.close()
   })
 
   it('I6: a malformed seq with a valid checksum is INVALID_EVENT on field seq', async () => {

@@ -124,6 +124,41 @@ describe('zstd log reader', () => {
     expect(check.plain?.equals(plain)).toBe(true)
   })
 
+  it('a frame whose first line repeats a seq starts a fenced-writer tail to the end; a repeat inside a frame is SEQ_CONFLICT', async () => {
+    const { bytes, frameStarts } = framedLike(5)
+    const events = plainLines.slice(1)
+    // A stale batch (the frames a fenced writer appends) repeating seqs 10 and 11, then a good-looking frame.
+    const stale = Buffer.concat([
+      encodeZstdLines(codec, Buffer.concat(events.slice(10, 12))),
+      encodeZstdLines(codec, Buffer.concat(events.slice(12, 14))),
+    ])
+    const fenced = await scanBytes(Buffer.concat([bytes, stale]))
+    expect(fenced.outcome.damage).toBeNull()
+    expect(fenced.outcome.lastSeq).toBe(events.length - 1)
+    expect(fenced.outcome.goodEndOffset).toBe(bytes.length)
+    expect(fenced.outcome.tornTail).toEqual({
+      offset: bytes.length,
+      bytes: stale.length,
+      reason: 'fenced-writer',
+      line: plainLines.length + 1,
+    })
+    expect(fenced.events).toEqual(await plainEvents(plain))
+    // The last frame's lines followed by a repeat of seq 10 in the same frame: no writer's batch.
+    const last = frameStarts[frameStarts.length - 1]!
+    const lastLines = events.slice(Math.ceil(events.length / 5) * 4)
+    const mixed = Buffer.concat([
+      bytes.subarray(0, last),
+      encodeZstdLines(codec, Buffer.concat([...lastLines, events[10]!])),
+    ])
+    const damaged = await scanBytes(mixed)
+    expect(damaged.outcome.damage).toMatchObject({
+      code: 'SEQ_CONFLICT',
+      line: plainLines.length + 1,
+      details: { frameIndex: 5, compressedOffset: last },
+    })
+    expect(damaged.outcome.tornTail).toBeNull()
+  })
+
   it('reads a plain v4 file compressed by the zstd CLI, in one frame and in several frames', async () => {
     const expected = await plainEvents(plain)
     const oneFrame = cliCompress(plain, ['-3'], true)

@@ -227,9 +227,13 @@ export interface StoredHeader {
   readonly location?: LineLocation | undefined
 }
 
-/** Bytes at the end of a log that were never acknowledged (a crash mid-write), seen by a read. */
+/**
+ * Bytes at the end of a log that were never acknowledged, seen by a read: a crash mid-write
+ * (`unterminated`, `tailGarbage`), or a batch a fenced writer appended with a stale view of the
+ * end (`fenced-writer`: its first line repeats an earlier seq; no later line was acknowledged).
+ */
 export interface TornTailInfo {
-  readonly reason: 'unterminated' | 'tailGarbage' | (string & {})
+  readonly reason: 'unterminated' | 'tailGarbage' | 'fenced-writer' | (string & {})
   readonly bytes: number
   readonly location?: LineLocation | undefined
 }
