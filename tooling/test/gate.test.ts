@@ -187,13 +187,19 @@ describe('the gate runner', () => {
     const root = freshRoot('slots')
     writeFileSync(join(root, 'fresh.json'), handReport(2))
     // Each of `a` and `b` marks that it runs, then waits for the other's mark: the run ends
-    // only when both run at once. A sleep between polls keeps the CPU free.
+    // only when both run at once. Each removes its mark only once the other has said it saw
+    // it (`.met`): removing it earlier could leave the other waiting for a mark already gone.
+    // A sleep between polls keeps the CPU free.
+    const waitFor = (file: string): string =>
+      `while (!fs.existsSync('${file}')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20)`
     const meet = (mine: string, theirs: string): string =>
       [
         "const fs = require('node:fs')",
         `fs.writeFileSync('${mine}.running', '')`,
-        `while (!fs.existsSync('${theirs}.running')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20)`,
+        waitFor(`${theirs}.running`),
+        `fs.writeFileSync('${mine}.met', '')`,
         `console.log('${mine} met ${theirs}'); process.stdout.write('no newline at the end')`,
+        waitFor(`${theirs}.met`),
         `fs.rmSync('${mine}.running')`,
       ].join('\n')
     // `late` and `wide` each print whether a mark of another step is still there.
