@@ -28,22 +28,24 @@ describe.skipIf(adminUrl === null)(pgTitle('agent-ledger db migrate'), () => {
   it('applies the schema once, then reports it current; --json gives the versions; the store URL can come from AGENT_LEDGER_STORE', async () => {
     const first = await cli(['db', 'migrate', '--store', url])
     expect(first).toMatchObject({ code: 0, stderr: '' })
-    expect(first.stdout).toMatch(/applied migrations 1, 2; schema at version 2\n$/)
+    expect(first.stdout).toMatch(/applied migrations 1, 2, 3; schema at version 3\n$/)
     expect(await tables(url)).toEqual([
       'ledger_checkpoints',
       'ledger_events',
       'ledger_followers',
       'ledger_schema_migrations',
+      'ledger_search_blocks',
+      'ledger_search_progress',
       'ledger_sessions',
     ])
     const again = await cli(['db', 'migrate', '--store', url, '--json'])
     expect(again.code).toBe(0)
-    expect(JSON.parse(again.stdout)).toMatchObject({ applied: [], version: 2 })
+    expect(JSON.parse(again.stdout)).toMatchObject({ applied: [], version: 3 })
     process.env.AGENT_LEDGER_STORE = url
     try {
       const viaEnv = await cli(['db', 'migrate'])
       expect(viaEnv.code).toBe(0)
-      expect(viaEnv.stdout).toContain('schema already at version 2')
+      expect(viaEnv.stdout).toContain('schema already at version 3')
     } finally {
       delete process.env.AGENT_LEDGER_STORE
     }
