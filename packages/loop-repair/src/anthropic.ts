@@ -39,6 +39,11 @@ function userBlocks(content: Extract<WireMessage, { role: 'user' }>['content']):
   })
 }
 
+/** A loss record with nothing lost yet (each export counts into its own). */
+export function noProviderExportLoss(): ProviderExportLoss {
+  return { reasoning: 0, systemMoved: 0, unparsableArguments: 0, insertedFirstUser: 0 }
+}
+
 /**
  * The Messages API shape of a projected message list: system messages joined into `system`,
  * `tool_use` blocks for calls, `tool_result` blocks (in a user turn) for results, consecutive
@@ -53,12 +58,7 @@ export function toAnthropic(messages: readonly WireMessage[]): {
   request: AnthropicRequest
   loss: ProviderExportLoss
 } {
-  const loss: ProviderExportLoss = {
-    reasoning: 0,
-    systemMoved: 0,
-    unparsableArguments: 0,
-    insertedFirstUser: 0,
-  }
+  const loss = noProviderExportLoss()
   const system: string[] = []
   const out: AnthropicRequest['messages'] = []
   const push = (role: 'user' | 'assistant', blocks: AnthropicBlock[]): void => {

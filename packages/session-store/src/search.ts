@@ -75,7 +75,14 @@ function isAfter(position: SearchPosition | null, hit: SearchPosition): boolean 
   return hit.seq !== position.seq ? hit.seq > position.seq : hit.field > position.field
 }
 
-function isMissingOrDamage(error: unknown, damageCodes: readonly string[]): boolean {
+/**
+ * True for an error that ends one session's part of a search (the session is skipped): the
+ * session is gone, or its log is damaged (a line code, or one of the backend's `damageCodes`).
+ *
+ * @param error - What reading the session threw.
+ * @param damageCodes - The backend's own damage codes.
+ */
+export function isMissingOrDamage(error: unknown, damageCodes: readonly string[]): boolean {
   if (!(error instanceof SessionStoreError)) return false
   const code: string = error.code
   return (

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 
-import { planRepairFromState, toAnthropic } from '@agent-ledger/loop-repair'
+import { noProviderExportLoss, planRepairFromState, toAnthropic } from '@agent-ledger/loop-repair'
 import type { ProviderExportLoss } from '@agent-ledger/loop-repair'
 import type { WireMessage } from '@agent-ledger/session-events'
 
@@ -20,12 +20,7 @@ function toOpenAi(messages: readonly WireMessage[]): {
   messages: WireMessage[]
   loss: ProviderExportLoss
 } {
-  const loss: ProviderExportLoss = {
-    reasoning: 0,
-    systemMoved: 0,
-    unparsableArguments: 0,
-    insertedFirstUser: 0,
-  }
+  const loss = noProviderExportLoss()
   const out = messages.map((message) => {
     if (message.role !== 'assistant' || message.reasoning_content === undefined) return message
     loss.reasoning += 1

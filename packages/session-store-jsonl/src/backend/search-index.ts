@@ -21,14 +21,13 @@
  */
 import { join } from 'node:path'
 
-import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type {
   SearchCandidate,
   SearchCandidateQuery,
   SearchCapability,
   StoredLine,
 } from '@agent-ledger/session-store'
-import { fragmentBits } from '@agent-ledger/session-store/search-index'
+import { fragmentBits, isMissingOrDamage } from '@agent-ledger/session-store/search-index'
 
 import type { FileHandleOps } from '../fs-ops.ts'
 import { assertSessionId } from '../session-id.ts'
@@ -79,7 +78,7 @@ async function candidates(
     throwIfAborted(query.signal, 'Searching sessions')
     if (result instanceof Error) {
       // As the core's scan: a session deleted since the listing, or damage, is skipped.
-      if (isMissingOrDamage(result)) continue
+      if (isMissingOrDamage(result, JSONL_DAMAGE_CODES)) continue
       await Promise.all(ahead)
       throw toPortError(result, { sessionId: id, action: `search session ${id}` })
     }
@@ -92,17 +91,6 @@ async function candidates(
     }
   }
   return { candidates: found, done: true }
-}
-
-function isMissingOrDamage(error: unknown): boolean {
-  if (!(error instanceof SessionStoreError)) return false
-  const code: string = error.code
-  return (
-    code === SessionStoreErrorCode.SESSION_NOT_FOUND ||
-    code === SessionStoreErrorCode.CORRUPT_LINE ||
-    code === SessionStoreErrorCode.LINE_TOO_LARGE ||
-    JSONL_DAMAGE_CODES.includes(code)
-  )
 }
 
 /** The session ids to search from `from` on, sorted (code-unit order). */

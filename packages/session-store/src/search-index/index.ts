@@ -14,6 +14,7 @@ export {
   SIGNATURE_BYTES,
   signatureHas,
 } from './signature.ts'
+export { isMissingOrDamage } from '../search.ts'
 export { BlockBuilder, isIndexedLine, sameBinding } from './blocks.ts'
 export {
   chainStep,
