@@ -82,14 +82,21 @@ function isPlainLeaf(value: unknown): boolean {
 const SCAN_LIMIT = 16
 
 /**
- * Copies plain arrays and plain objects (own enumerable string keys, each read once),
- * iteratively. Everything else (primitives, class instances, functions, BigInt) is kept as
- * is, for the JSON validator to refuse with its precise code. A repeated object maps to the
- * same copy, so a cycle stays a cycle (and is refused as one). Past `maxDepth` levels or
- * `maxEntries` values, the original is kept and the validator reports the excess. The same
- * walk says whether the copy is certainly plain JSON data ({@link InputSnapshot.plain}), so
- * the append pipeline can skip the checks and the parse-back that cannot fail on such data;
- * with `redaction` it replaces each string under `data` by the hook's answer as it copies it
+ * Objects up to this level are filled as they are met (a bounded recursion, the fast path
+ * for usual events); deeper ones are queued and filled by a loop, so a deep input (any
+ * `maxDepth`) never grows the call stack past this many frames.
+ */
+const RECURSE_DEPTH = 32
+
+/**
+ * Copies plain arrays and plain objects (own enumerable string keys, each read once).
+ * Everything else (primitives, class instances, functions, BigInt) is kept as is, for the
+ * JSON validator to refuse with its precise code. A repeated object maps to the same copy,
+ * so a cycle stays a cycle (and is refused as one). Past `maxDepth` levels or `maxEntries`
+ * values, the original is kept and the validator reports the excess. The same walk says
+ * whether the copy is certainly plain JSON data ({@link InputSnapshot.plain}), so the append
+ * pipeline can skip the checks and the parse-back that cannot fail on such data; with
+ * `redaction` it replaces each string under `data` by the hook's answer as it copies it
  * (each copied object is visited once, so a shared subtree is redacted once), and with
  * `freeze` it freezes every copied object of a plain copy.
  *
@@ -107,29 +114,21 @@ export function snapshotInput(
   if (!Array.isArray(value) && !isPlainObject(value)) return { copy: value, plain: false }
   const root: object = options.ownRoot === true ? value : Array.isArray(value) ? [] : {}
   const walk = new SnapshotWalk(value, root, { limits, policy: options.redaction ?? null })
-  // The copied objects are the work queue, in the order met: no recursion, no stack entries.
-  for (let cursor = 0; cursor < walk.originals.length; cursor += 1) {
-    const original = walk.originals[cursor] as Record<string | number, unknown>
-    const copy = walk.copies[cursor] as Record<string | number, unknown>
-    const depth = walk.depths[cursor]!
-    // Strings are redacted under the root's `data` only (cursor 0 is the root).
-    const redacting = cursor > 0 && walk.redacting[cursor] === true
-    if (Array.isArray(original)) {
-      const length = original.length
-      for (let index = 0; index < length; index += 1) {
-        define(copy, index, walk.child(original[index], depth, redacting))
-      }
-    } else {
-      const keys = Object.keys(original)
-      for (let index = 0; index < keys.length; index += 1) {
-        const key = keys[index]!
-        define(copy, key, walk.child(original[key], depth, cursor === 0 ? key === 'data' : redacting))
-      }
-    }
+  walk.fillRoot(value, root)
+  // Objects met deeper than RECURSE_DEPTH, in the order met: no recursion past that level.
+  const queue = walk.queue
+  for (let cursor = 0; cursor < queue.length; cursor += 4) {
+    walk.fill(
+      queue[cursor] as object,
+      queue[cursor + 1] as object,
+      queue[cursor + 2] as number,
+      queue[cursor + 3] as boolean,
+    )
   }
   const plain = walk.plain && walk.entries <= limits.maxEntries
   if (plain && options.freeze === true) {
-    for (let index = 0; index < walk.copies.length; index += 1) Object.freeze(walk.copies[index])
+    const copies = walk.copies
+    for (let index = 0; index < copies.length; index += 1) Object.freeze(copies[index])
   }
   return walk.redactionFailed
     ? { copy: root, plain, redactionError: walk.redactionError }
@@ -138,12 +137,11 @@ export function snapshotInput(
 
 /** The state of one {@link snapshotInput} walk. */
 class SnapshotWalk {
-  /** Every object met that is copied, its copy, and its level (the value is level 1). */
+  /** Every object met that is copied, and its copy (the value and its root first). */
   readonly originals: object[]
   readonly copies: object[]
-  readonly depths: number[]
-  /** Per copied object: whether its strings are redacted (it is under the root's `data`). */
-  readonly redacting: boolean[]
+  /** Objects met past {@link RECURSE_DEPTH}, to fill: original, copy, level, redacting (flat). */
+  readonly queue: unknown[] = []
   readonly #maxDepth: number
   readonly #maxEntries: number
   /** Original -> copy, once more than {@link SCAN_LIMIT} objects were copied. */
@@ -162,17 +160,51 @@ class SnapshotWalk {
     const { limits, policy } = settings
     this.originals = [value]
     this.copies = [root]
-    this.depths = [1]
-    this.redacting = [false]
     this.#maxDepth = limits.maxDepth
     this.#maxEntries = limits.maxEntries
     this.#policy = policy
     this.plain = limits.maxDepth >= 1
   }
 
+  /** Fills the root (level 1): strings are redacted under its `data` member only. */
+  fillRoot(original: object, copy: object): void {
+    if (Array.isArray(original)) {
+      this.fill(original, copy, 1, false)
+      return
+    }
+    const source = original as Record<string, unknown>
+    const target = copy as Record<string, unknown>
+    const keys = Object.keys(source)
+    for (let index = 0; index < keys.length; index += 1) {
+      const key = keys[index]!
+      define(target, key, this.child(source[key], 1, key === 'data'))
+    }
+  }
+
+  /** Copies the members of `original` (at level `depth`) into `copy`. */
+  fill(original: object, copy: object, depth: number, redacting: boolean): void {
+    if (Array.isArray(original)) {
+      const target = copy as unknown[]
+      const length = original.length
+      for (let index = 0; index < length; index += 1) {
+        // An index is never `__proto__`: set directly.
+        target[index] = this.child((original as unknown[])[index], depth, redacting)
+      }
+      return
+    }
+    const source = original as Record<string, unknown>
+    const target = copy as Record<string, unknown>
+    const keys = Object.keys(source)
+    for (let index = 0; index < keys.length; index += 1) {
+      const key = keys[index]!
+      define(target, key, this.child(source[key], depth, redacting))
+    }
+  }
+
   /**
    * What the copy of a member read at `depth` holds: the value (a string redacted when
-   * `redacting`), a new copy, or a repeat's copy.
+   * `redacting`), a new copy (filled now, or queued past {@link RECURSE_DEPTH}), or a
+   * repeat's copy.
    */
   child(child: unknown, depth: number, redacting: boolean): unknown {
     this.entries += 1
@@ -195,9 +227,9 @@ class SnapshotWalk {
     const copy: object = Array.isArray(child) ? [] : {}
     this.originals.push(child)
     this.copies.push(copy)
-    this.depths.push(depth + 1)
-    this.redacting.push(redacting)
     this.#table?.set(child, copy)
+    if (depth < RECURSE_DEPTH) this.fill(child, copy, depth + 1, redacting)
+    else this.queue.push(child, copy, depth + 1, redacting)
     return copy
   }
 

@@ -53,6 +53,44 @@ describe('snapshotInput: the input is read once', () => {
   })
 })
 
+describe('snapshotInput: nesting past the recursion bound', () => {
+  /** `levels` objects nested in `{ next }`, innermost `{ leaf }`. */
+  const nested = (levels: number): Record<string, unknown> => {
+    let value: Record<string, unknown> = { leaf: 'secret sk-ant-0123456789abcdef' }
+    for (let level = 1; level < levels; level += 1) value = { next: value, level }
+    return value
+  }
+  const redaction = { policyVersion: 'test', redact: (text: string): string => text.replace(/sk-ant-\w+/, 'X') }
+
+  it('copies, redacts and freezes every level of a deep input, and stays plain within maxDepth', () => {
+    const input = { seq: 0, data: nested(200) }
+    const { copy, plain } = snapshotInput(input, { maxDepth: 256, maxEntries: 10_000 }, { redaction, freeze: true })
+    expect(plain).toBe(true)
+    let original = input.data
+    let copied = (copy as { data: Record<string, unknown> }).data
+    let levels = 0
+    while (original['next'] !== undefined) {
+      expect(copied).not.toBe(original)
+      expect(Object.isFrozen(copied)).toBe(true)
+      expect(copied['level']).toBe(original['level'])
+      original = original['next'] as Record<string, unknown>
+      copied = copied['next'] as Record<string, unknown>
+      levels += 1
+    }
+    expect(levels).toBe(199)
+    expect(copied['leaf']).toBe('secret X')
+    expect(original['leaf']).toBe('secret sk-ant-0123456789abcdef')
+  })
+
+  it('refuses data deeper than maxDepth without growing the call stack (maxDepth 30,000)', () => {
+    const input = { seq: 0, data: nested(40_000) }
+    const { plain } = snapshotInput(input, { maxDepth: 30_000, maxEntries: 100_000 })
+    expect(plain).toBe(false)
+    const within = snapshotInput({ seq: 0, data: nested(20_000) }, { maxDepth: 30_000, maxEntries: 100_000 })
+    expect(within.plain).toBe(true)
+  })
+})
+
 describe('snapshotInput: the plain flag (the append fast path)', () => {
   /** Key order and values, as the line holds them: what the fast path may skip reproducing. */
   const sameAsParsedBack = (copy: unknown): boolean => {
