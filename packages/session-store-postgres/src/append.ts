@@ -11,8 +11,11 @@ interface AppendCall {
   readonly action: string
   readonly lease: WriterLease
   readonly batch: AppendBatch
-  /** The batch's lines joined by `\n` (the statement's one text parameter). */
-  readonly text: string
+  /**
+   * The batch's lines joined by `\n` (the statement's one text parameter): the writer's
+   * UTF-8 bytes of them when it offered them (sent as they are), else the joined string.
+   */
+  readonly text: string | Buffer
   /** Sessions whose outcome could not be settled (shared with `head()`). */
   readonly unsettled: Set<string>
 }
@@ -32,7 +35,7 @@ export async function appendBatch(
   const last = batch.expectedSeq + batch.lines.length - 1
   const call: AppendCall = {
     ...request,
-    text: joinedLines(lease.sessionId, batch.lines),
+    text: batchText(lease.sessionId, batch),
     db,
     action: `append seqs ${batch.expectedSeq}..${last} to session ${lease.sessionId}`,
   }
@@ -51,21 +54,41 @@ export async function appendBatch(
 
 /**
  * The batch as the statement's one text parameter: its lines joined by `\n`, split again by
- * the server. A line holding a `\n` would become two rows: refused, nothing sent.
+ * the server. When the caller offers the batch's UTF-8 bytes (`AppendBatch.bytes`: every
+ * line followed by `\n`; the core's writer encoded each line once, for its checksum), they
+ * are sent as they are without the last `\n` (a `Buffer` parameter travels in binary
+ * format, which for `text` is its UTF-8 bytes, verified by the server as any text), copied
+ * because they are only valid until the append settles: no joined string to build and
+ * encode again per flush. Either way a line holding a `\n` would become two rows: refused,
+ * nothing sent.
  */
+function batchText(id: string, batch: AppendBatch): string | Buffer {
+  const { lines, bytes } = batch
+  if (bytes instanceof Uint8Array && bytes.length > 0 && bytes[bytes.length - 1] === 0x0a) {
+    const text = Buffer.from(bytes.subarray(0, bytes.length - 1))
+    let newlines = 0
+    for (let at = text.indexOf(0x0a); at !== -1; at = text.indexOf(0x0a, at + 1)) newlines += 1
+    if (newlines !== lines.length - 1) throw newlineInLine(id, lines.length, newlines)
+    return text
+  }
+  return joinedLines(id, lines)
+}
+
 function joinedLines(id: string, lines: readonly string[]): string {
   const text = lines.join('\n')
   let newlines = 0
   for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) newlines += 1
-  if (newlines !== lines.length - 1) {
-    throw new SessionStoreError({
-      code: SessionStoreErrorCode.INVALID_OPTION,
-      message: `append to session ${id}: expected ${lines.length} lines without a newline, found ${newlines - lines.length + 1} newline(s) inside them; nothing was written`,
-      sessionId: id,
-      details: { option: 'lines' },
-    })
-  }
+  if (newlines !== lines.length - 1) throw newlineInLine(id, lines.length, newlines)
   return text
+}
+
+function newlineInLine(id: string, lines: number, newlines: number): SessionStoreError {
+  return new SessionStoreError({
+    code: SessionStoreErrorCode.INVALID_OPTION,
+    message: `append to session ${id}: expected ${lines} lines without a newline, found ${newlines - lines + 1} newline(s) inside them; nothing was written`,
+    sessionId: id,
+    details: { option: 'lines' },
+  })
 }
 
 /**

@@ -146,6 +146,30 @@ describeOnServer('PostgreSQL backend', () => {
     expect(await backend.head(id)).toMatchObject({ nextSeq: 7, lastBatchId: 'w:1:1' })
   })
 
+  it("a batch offered as the writer's UTF-8 bytes stores exactly its lines (non-ASCII text included); a line holding a newline is refused, nothing sent", async () => {
+    const id = sessionId()
+    await backend.create(createRequest(id))
+    const lease = await openWriter(id)
+    const lines = [eventLine(0, 'héllo ✓ 𝄞 "quoted" \\ back'), eventLine(1, 'plain'), eventLine(2, '日本語')]
+    const bytes = new TextEncoder().encode(lines.map((line) => `${line}\n`).join(''))
+    await backend.append(lease, { expectedSeq: 0, lines, bytes, lastCrc: crcOf(lines[2]!), batchId: 'w:1:1' })
+    // The bytes are the caller's buffer, valid only until the append settles: overwrite them.
+    bytes.fill(0x41)
+    const rows = await storedRows(url, id)
+    expect(rows.map((row) => row.line)).toEqual(lines)
+    expect((await collect(backend.read(id, { fromSeq: 0 }))).map((line) => line.line)).toEqual(lines)
+    expect(await backend.head(id)).toMatchObject({ nextSeq: 3, lastCrc: crcOf(lines[2]!), lastBatchId: 'w:1:1' })
+    // Bytes whose newlines do not match the lines (a line holding one) are refused before anything is sent.
+    const next = eventLines(3, 2) as [string, string]
+    const broken = new TextEncoder().encode(`${next[0].slice(0, 10)}\n${next[0].slice(10)}\n${next[1]}\n`)
+    expect(
+      await codeOf(
+        backend.append(lease, { expectedSeq: 3, lines: next, bytes: broken, lastCrc: crcOf(next[1]), batchId: 'w:1:2' }),
+      ),
+    ).toBe(SessionStoreErrorCode.INVALID_OPTION)
+    expect((await storedRows(url, id)).length).toBe(3)
+  })
+
   it('a line without the checksum suffix is refused by the table check: nothing of the batch is written', async () => {
     const id = sessionId()
     await backend.create(createRequest(id))

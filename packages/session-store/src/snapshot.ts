@@ -118,12 +118,8 @@ export function snapshotInput(
   // Objects met deeper than RECURSE_DEPTH, in the order met: no recursion past that level.
   const queue = walk.queue
   for (let cursor = 0; cursor < queue.length; cursor += 4) {
-    walk.fill(
-      queue[cursor] as object,
-      queue[cursor + 1] as object,
-      queue[cursor + 2] as number,
-      queue[cursor + 3] as boolean,
-    )
+    walk.redacting = queue[cursor + 3] as boolean
+    walk.fill(queue[cursor] as object, queue[cursor + 1] as object, queue[cursor + 2] as number)
   }
   const plain = walk.plain && walk.entries <= limits.maxEntries
   if (plain && options.freeze === true) {
@@ -148,6 +144,11 @@ class SnapshotWalk {
   #table: Map<object, object> | null = null
   readonly #policy: RedactionPolicy | null
   entries = 0
+  /**
+   * Whether the strings met now are redacted: under the root's `data` member (every object
+   * below one root member shares its answer; set per root member and per queued object).
+   */
+  redacting = false
   plain: boolean
   redactionFailed = false
   redactionError: unknown = undefined
@@ -169,7 +170,8 @@ class SnapshotWalk {
   /** Fills the root (level 1): strings are redacted under its `data` member only. */
   fillRoot(original: object, copy: object): void {
     if (Array.isArray(original)) {
-      this.fill(original, copy, 1, false)
+      this.redacting = false
+      this.fill(original, copy, 1)
       return
     }
     const source = original as Record<string, unknown>
@@ -177,18 +179,19 @@ class SnapshotWalk {
     const keys = Object.keys(source)
     for (let index = 0; index < keys.length; index += 1) {
       const key = keys[index]!
-      define(target, key, this.child(source[key], 1, key === 'data'))
+      this.redacting = key === 'data'
+      define(target, key, this.child(source[key], 1))
     }
   }
 
   /** Copies the members of `original` (at level `depth`) into `copy`. */
-  fill(original: object, copy: object, depth: number, redacting: boolean): void {
+  fill(original: object, copy: object, depth: number): void {
     if (Array.isArray(original)) {
       const target = copy as unknown[]
       const length = original.length
       for (let index = 0; index < length; index += 1) {
         // An index is never `__proto__`: set directly.
-        target[index] = this.child((original as unknown[])[index], depth, redacting)
+        target[index] = this.child((original as unknown[])[index], depth)
       }
       return
     }
@@ -197,18 +200,18 @@ class SnapshotWalk {
     const keys = Object.keys(source)
     for (let index = 0; index < keys.length; index += 1) {
       const key = keys[index]!
-      define(target, key, this.child(source[key], depth, redacting))
+      define(target, key, this.child(source[key], depth))
     }
   }
 
   /**
    * What the copy of a member read at `depth` holds: the value (a string redacted when
-   * `redacting`), a new copy (filled now, or queued past {@link RECURSE_DEPTH}), or a
+   * {@link redacting}), a new copy (filled now, or queued past {@link RECURSE_DEPTH}), or a
    * repeat's copy.
    */
-  child(child: unknown, depth: number, redacting: boolean): unknown {
+  child(child: unknown, depth: number): unknown {
     this.entries += 1
-    if (typeof child === 'string') return redacting ? this.#redact(child) : child
+    if (typeof child === 'string') return this.redacting ? this.#redact(child) : child
     if (
       typeof child !== 'object' ||
       child === null ||
@@ -228,8 +231,8 @@ class SnapshotWalk {
     this.originals.push(child)
     this.copies.push(copy)
     this.#table?.set(child, copy)
-    if (depth < RECURSE_DEPTH) this.fill(child, copy, depth + 1, redacting)
-    else this.queue.push(child, copy, depth + 1, redacting)
+    if (depth < RECURSE_DEPTH) this.fill(child, copy, depth + 1)
+    else this.queue.push(child, copy, depth + 1, this.redacting)
     return copy
   }
 
