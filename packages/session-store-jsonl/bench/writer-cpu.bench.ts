@@ -22,16 +22,21 @@
  * checks, the line's checksum and the buffering.
  *
  * Why the targets can stay missed (measured 2026-12-02, `node --cpu-prof` of the writer on
- * these events, and the context rows): on realistic events the writer is near the target,
- * and what it adds to the floor is, in order, the UTF-8 encoding of the line (V8's stringify
- * result is a rope: flattening and encoding it, the `JSON.stringify + UTF-8 encode` row), the
- * default redaction's trigger scan over every string (one regex pass, the `default
- * redaction pass` row; split scans, `indexOf` anchors and a character loop were each measured
- * slower), the projection fold and the close's checkpoint. On small chat events the floor is
- * ~2 us and the writer's fixed costs per event dominate: the UTF-8 encoding and CRC calls of a
- * ~200-byte line (the encode alone is ~0.6x the floor, the `JSON.stringify + UTF-8 encode`
- * row), the fold (`projection apply` row), the input copy with its freeze, the schema checks
- * and the garbage they make.
+ * these events, the context rows, and in-process A/B runs; docs/decisions
+ * 2026-12-02-writer-line-bytes.md, its amendment): on realistic events the writer meets the
+ * target, and what it adds to the floor is, in order, the UTF-8 encoding of the line (V8's
+ * stringify result is a rope: flattening and encoding it, the `JSON.stringify + UTF-8
+ * encode` row), the default redaction's trigger scan over every string (one regex pass, the
+ * `default redaction pass` row; split scans, `indexOf` anchors and a character loop were
+ * each measured slower), the projection fold and the close's checkpoint. On small chat
+ * events the floor is ~2 us and the writer's fixed costs per event dominate: the garbage
+ * collector (each event, its copy and its line stay reachable from the projection and the
+ * memory backend for the session's life; the floor keeps nothing), the input copy with its
+ * freeze, the UTF-8 encoding and CRC call of a ~200-byte line (the native CRC's call
+ * overhead is most of it), the fold (`projection apply` row), the flush and the schema
+ * checks. A line's text is no longer copied flat per event (it was the largest step of the
+ * encoding), and a single-pass encoder that writes the JSON while it copies was measured
+ * slower than the copy plus the native stringify.
  *
  * Run alone with `pnpm bench --only writer-cpu.bench` (a bare `writer-cpu` also matches every
  * module of a checkout whose path holds it).
