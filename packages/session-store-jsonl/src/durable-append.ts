@@ -1,7 +1,7 @@
 /*
  * The durable write of one flush, shared by the store's `SessionWriter` and the backend
  * port's `append` (`src/backend`): one `write`, a rollback (truncate + fdatasync) on a failed
- * write, then one `fdatasync` together with the W5 checks (same inode at the path, one link,
+ * write while the lease is still ours and nobody wrote past the batch, then one `fdatasync` together with the W5 checks (same inode at the path, one link,
  * the file ends where the batch ends) and the lock check, all before anything may be
  * acknowledged.
  */
@@ -33,13 +33,14 @@ export interface DurableAppendRequest {
 
 /**
  * Writes one batch durably. A failed write is rolled back to `offset` (retryable: nothing
- * was acknowledged); a failed rollback, a failed fdatasync, a replaced file, a concurrent
+ * was acknowledged) when the lease is still ours and the log ends within the batch; a lost
+ * lease or another writer's bytes (no rollback), a failed rollback, a failed fdatasync, a replaced file, a concurrent
  * appender or a lost lock go through `poison`.
  *
  * @param request - The log, the batch and the checks.
  * @returns The new durable size.
  * @throws {@link JsonlStoreError} `DISK_FULL` / `WRITE_FAILED` (rolled back), or a poisoned failure
- *   (`FSYNC_FAILED`, `FILE_REPLACED`, `CONCURRENT_WRITE`, `LOCK_LOST`, a failed rollback).
+ *   (not rolled back: `LOCK_LOST`, `CONCURRENT_WRITE`; `FSYNC_FAILED`, `FILE_REPLACED`, `CONCURRENT_WRITE`, `LOCK_LOST`, a failed rollback).
  */
 export async function appendDurably(request: DurableAppendRequest): Promise<number> {
   const { handle, file, offset, bytes, count, lastSeq } = request
@@ -47,6 +48,7 @@ export async function appendDurably(request: DurableAppendRequest): Promise<numb
     await handle.write(bytes, offset)
   } catch (error) {
     const failure = toStoreError(error, { op: 'write', file, fallback: JsonlErrorCode.WRITE_FAILED })
+    await assertRollbackIsOurs(request, failure)
     try {
       await handle.truncate(offset)
       await handle.datasync()
@@ -107,6 +109,51 @@ export async function appendDurably(request: DurableAppendRequest): Promise<numb
     )
   }
   return offset + bytes.length
+}
+
+/**
+ * W14: before a failed write is rolled back to `offset`, the lease must still be ours and the
+ * log must end within this batch. A writer stopped between its checks and its `write()` can
+ * resume after another owner took the session over and appended: its `O_APPEND` write (or
+ * what of it landed) is after that owner's events, and a truncate to `offset` would cut them,
+ * acknowledged. Then nothing is truncated: the writer is poisoned, and its bytes, if any, are a
+ * torn or repeated-seq tail the next write open quarantines.
+ */
+async function assertRollbackIsOurs(request: DurableAppendRequest, failure: JsonlStoreError): Promise<void> {
+  const { handle, file, offset, bytes, lastSeq } = request
+  const [held, stats] = await Promise.allSettled([request.lock.assertHeld(), handle.stat()])
+  const notRolledBack = `${failure.message} ${file} was not rolled back to ${offset} bytes`
+  if (held.status === 'rejected') {
+    const lost = JsonlStoreError.is(held.reason)
+      ? held.reason
+      : toStoreError(held.reason, { op: 'check the lock of', file, fallback: JsonlErrorCode.LOCK_LOST })
+    throw request.poison(
+      new JsonlStoreError({
+        code: lost.code,
+        message: `${notRolledBack}: the lease is no longer this writer's (${lost.message}), so the bytes past ${offset} may be another owner's; the batch up to seq ${lastSeq} is not acknowledged.`,
+        file,
+        offset,
+        details: { ...lost.details, writeFailure: failure.code, bytesAttempted: bytes.length },
+        cause: held.reason,
+      }),
+    )
+  }
+  if (stats.status === 'rejected') {
+    throw request.poison(
+      toStoreError(stats.reason, { op: 'stat', file, fallback: JsonlErrorCode.WRITE_FAILED }),
+    )
+  }
+  const size = stats.value.size
+  if (size >= offset && size <= offset + bytes.length) return
+  throw request.poison(
+    new JsonlStoreError({
+      code: JsonlErrorCode.CONCURRENT_WRITE,
+      message: `${notRolledBack}: expected it to end between byte ${offset} and ${offset + bytes.length}, found ${size} bytes (someone else wrote); the batch up to seq ${lastSeq} is not acknowledged.`,
+      file,
+      offset,
+      details: { expectedSize: offset, foundSize: size, lastSeq, writeFailure: failure.code },
+    }),
+  )
 }
 
 /**
