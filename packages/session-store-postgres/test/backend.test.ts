@@ -158,13 +158,23 @@ describeOnServer('PostgreSQL backend', () => {
     const rows = await storedRows(url, id)
     expect(rows.map((row) => row.line)).toEqual(lines)
     expect((await collect(backend.read(id, { fromSeq: 0 }))).map((line) => line.line)).toEqual(lines)
-    expect(await backend.head(id)).toMatchObject({ nextSeq: 3, lastCrc: crcOf(lines[2]!), lastBatchId: 'w:1:1' })
+    expect(await backend.head(id)).toMatchObject({
+      nextSeq: 3,
+      lastCrc: crcOf(lines[2]!),
+      lastBatchId: 'w:1:1',
+    })
     // Bytes whose newlines do not match the lines (a line holding one) are refused before anything is sent.
     const next = eventLines(3, 2) as [string, string]
     const broken = new TextEncoder().encode(`${next[0].slice(0, 10)}\n${next[0].slice(10)}\n${next[1]}\n`)
     expect(
       await codeOf(
-        backend.append(lease, { expectedSeq: 3, lines: next, bytes: broken, lastCrc: crcOf(next[1]), batchId: 'w:1:2' }),
+        backend.append(lease, {
+          expectedSeq: 3,
+          lines: next,
+          bytes: broken,
+          lastCrc: crcOf(next[1]),
+          batchId: 'w:1:2',
+        }),
       ),
     ).toBe(SessionStoreErrorCode.INVALID_OPTION)
     expect((await storedRows(url, id)).length).toBe(3)

@@ -60,11 +60,18 @@ describe('snapshotInput: nesting past the recursion bound', () => {
     for (let level = 1; level < levels; level += 1) value = { next: value, level }
     return value
   }
-  const redaction = { policyVersion: 'test', redact: (text: string): string => text.replace(/sk-ant-\w+/, 'X') }
+  const redaction = {
+    policyVersion: 'test',
+    redact: (text: string): string => text.replace(/sk-ant-\w+/, 'X'),
+  }
 
   it('copies, redacts and freezes every level of a deep input, and stays plain within maxDepth', () => {
     const input = { seq: 0, data: nested(200) }
-    const { copy, plain } = snapshotInput(input, { maxDepth: 256, maxEntries: 10_000 }, { redaction, freeze: true })
+    const { copy, plain } = snapshotInput(
+      input,
+      { maxDepth: 256, maxEntries: 10_000 },
+      { redaction, freeze: true },
+    )
     expect(plain).toBe(true)
     let original = input.data
     let copied = (copy as { data: Record<string, unknown> }).data
