@@ -114,7 +114,7 @@ export function snapshotInput(
   if (!Array.isArray(value) && !isPlainObject(value)) return { copy: value, plain: false }
   const root: object = options.ownRoot === true ? value : Array.isArray(value) ? [] : {}
   const walk = new SnapshotWalk(value, root, { limits, policy: options.redaction ?? null })
-  walk.fillRoot(value, root)
+  walk.fill(value, root, 1)
   // Objects met deeper than RECURSE_DEPTH, in the order met: no recursion past that level.
   const queue = walk.queue
   for (let cursor = 0; cursor < queue.length; cursor += 4) {
@@ -146,7 +146,8 @@ class SnapshotWalk {
   entries = 0
   /**
    * Whether the strings met now are redacted: under the root's `data` member (every object
-   * below one root member shares its answer; set per root member and per queued object).
+   * below one root member shares its answer; set per root member and per queued object;
+   * false for a root array).
    */
   redacting = false
   plain: boolean
@@ -167,23 +168,6 @@ class SnapshotWalk {
     this.plain = limits.maxDepth >= 1
   }
 
-  /** Fills the root (level 1): strings are redacted under its `data` member only. */
-  fillRoot(original: object, copy: object): void {
-    if (Array.isArray(original)) {
-      this.redacting = false
-      this.fill(original, copy, 1)
-      return
-    }
-    const source = original as Record<string, unknown>
-    const target = copy as Record<string, unknown>
-    const keys = Object.keys(source)
-    for (let index = 0; index < keys.length; index += 1) {
-      const key = keys[index]!
-      this.redacting = key === 'data'
-      define(target, key, this.child(source[key], 1))
-    }
-  }
-
   /** Copies the members of `original` (at level `depth`) into `copy`. */
   fill(original: object, copy: object, depth: number): void {
     if (Array.isArray(original)) {
@@ -200,6 +184,8 @@ class SnapshotWalk {
     const keys = Object.keys(source)
     for (let index = 0; index < keys.length; index += 1) {
       const key = keys[index]!
+      // Strings are redacted under the root's `data` member only (the root is level 1).
+      if (depth === 1) this.redacting = key === 'data'
       define(target, key, this.child(source[key], depth))
     }
   }
