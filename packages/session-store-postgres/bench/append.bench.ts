@@ -24,9 +24,13 @@
  * `backend.append` at batch 100 is 0.91 of the bare INSERT. It was 0.27 with migration 2's
  * indexes on `ledger_events` (3.9x the bare server CPU per flush; now 1.46x, the search
  * catch-ups included), so the server side meets its target. Through `createSessionStore`
- * at batch 100 the ratio is 0.57: the client CPU per flush printed above, 8.25 ms against
+ * at batch 100 the ratio was 0.57: the client CPU per flush printed above, 8.25 ms against
  * the floor's 2.28 ms, is the core writer's per-event work (validation, redaction,
- * encoding, the fold), not the PostgreSQL backend.
+ * encoding, the fold), not the PostgreSQL backend. Since the statement's text parameter is
+ * the writer's UTF-8 bytes (no joined string encoded again per flush): 5.93 ms against
+ * 2.29 ms, ratio 1.13 in that run (load 24 to 29), 0.52 in an earlier run of the same code
+ * (load 17 to 25): at this load the ratio swings between runs; the CPU per flush is the
+ * steadier figure.
  *
  * Rounds alternate floor and ours; medians. 8 writers: `concurrent.bench.ts`; cold open at
  * 1M events and bytes per row: `cold-open.bench.ts`. Uses AGENT_LEDGER_PG_URL, else a
