@@ -20,13 +20,24 @@
  *   connection). Measured with migration 2's trigram and order indexes on `ledger_events`:
  *   3.9x (2.34 ms against 0.60 ms); migration 3 took them off the append.
  *
- * Measured causes of the misses (one run, load average 28 to 36 on 2 cores, 2026-12-02):
- * `backend.append` at batch 100 is 0.91 of the bare INSERT. It was 0.27 with migration 2's
- * indexes on `ledger_events` (3.9x the bare server CPU per flush; now 1.46x, the search
- * catch-ups included), so the server side meets its target. Through `createSessionStore`
- * at batch 100 the ratio is 0.57: the client CPU per flush printed above, 8.25 ms against
- * the floor's 2.28 ms, is the core writer's per-event work (validation, redaction,
- * encoding, the fold), not the PostgreSQL backend.
+ * Before/after the append-path change of issue 23 (ADR 2026-12-02-postgres-append-path-cpu:
+ * the search catch-up waits for a pause in the appends or 2 MiB pending, checkpoint bodies
+ * are TOASTed with lz4), `nice -n 10 pnpm bench --only session-store-postgres/bench/append.bench`,
+ * main and this branch alternated, two rounds each, 2026-12-02 16:28-16:35 UTC, `uptime` load
+ * average 15 to 19 on 2 cores (overloaded: read the ratios, not the absolute figures):
+ *
+ *   through createSessionStore, batch 100   before 0.626, 0.707 (MISSED)   after 0.966, 0.820 (met)
+ *     client CPU per flush, ours / floor    before 7.51 / 2.31, 6.49 / 2.59 ms   after 5.33 / 3.89, 4.97 / 3.36 ms
+ *   through createSessionStore, batch 1     before 1.086, 0.966 (met)      after 0.932, 0.782 (met)
+ *   backend.append alone, batch 100         before 1.525, 0.973            after 1.205, 1.399
+ *   server CPU per flush, batch 10          before 1.33x, 1.46x            after 1.00x, 1.18x
+ *
+ * The catch-up's work moved to the close (release): printed, untimed, after each
+ * through-the-core figure (after: 106 and 126 ms, 22.5 and 32.6 ms of client CPU, for the
+ * 2000 events of batch 100). What is left between ours and the floor at batch 100 is the
+ * core writer's per-event CPU (validation, redaction, encoding, the fold), about 1.5 ms per
+ * flush of 100 in these runs. The floor's table gained `writer_epoch` in the same change (it
+ * stored narrower rows than `ledger_events`); the before rows had the old floor.
  *
  * Rounds alternate floor and ours; medians. 8 writers: `concurrent.bench.ts`; cold open at
  * 1M events and bytes per row: `cold-open.bench.ts`. Uses AGENT_LEDGER_PG_URL, else a
