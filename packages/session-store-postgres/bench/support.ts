@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto'
 
 import type { EventInput } from '@agent-ledger/session-events'
 import { createSessionStore } from '@agent-ledger/session-store'
+import type { SessionStoreOptions } from '@agent-ledger/session-store'
 import pg from 'pg'
 
 import { pgUnavailableReason, startCluster } from '../../../tooling/pg/cluster.ts'
@@ -159,11 +160,21 @@ export interface CoreSession {
  *
  * @param url - The server.
  * @param poolSize - The backend's pool size.
+ * @param checkpoint - The store's checkpoint options (default: the store's defaults).
  * @returns The session's writer, and a close that closes the store (and its backend).
  */
-export async function coreSession(url: string, poolSize: number): Promise<CoreSession> {
+export async function coreSession(
+  url: string,
+  poolSize: number,
+  checkpoint?: SessionStoreOptions['checkpoint'],
+): Promise<CoreSession> {
   const backend = await openPostgresBackend({ connectionString: url, poolSize })
-  const store = createSessionStore({ backend, clock: () => BENCH_TIME, owner: 'bench' })
+  const store = createSessionStore({
+    backend,
+    clock: () => BENCH_TIME,
+    owner: 'bench',
+    ...(checkpoint === undefined ? {} : { checkpoint }),
+  })
   const writer = await store.create({ id: `core-${randomBytes(5).toString('hex')}` })
   return {
     write: async (from, count) => {

@@ -50,9 +50,9 @@ const ignore = (): void => undefined
 /**
  * Sent once on each pooled connection when the server offers it: values large enough to be
  * TOASTed (a checkpoint body: about 840 KB at 4 000 events of the bench session) are
- * compressed with lz4 instead of the default pglz, which costs the server several times the
- * CPU (measured 22-97 ms against 4.5-15 ms for one body, beside the writers' appends on 2
- * cores), for a value about 20% larger (62 KB against 51 KB).
+ * compressed with lz4 instead of the default pglz, which costs the server about five times
+ * the time (`bench/append.bench.ts`, row `postgres checkpoint body insert`: 9.2 ms against
+ * 48.3 ms for one body), for a value about 20% larger (63.9 KB against 52.8 KB).
  */
 const LZ4_SQL = 'SET default_toast_compression = lz4'
 
