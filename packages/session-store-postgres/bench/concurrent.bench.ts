@@ -22,6 +22,16 @@
  * migration 2's indexes on `ledger_events` the server spent 3.9x the bare insert's CPU per
  * flush, and migration 3 moved the search index off the append (`append.bench.ts`, server
  * CPU row).
+ *
+ * Before/after the append-path change of issue 23 (ADR 2026-12-02-postgres-append-path-cpu),
+ * `nice -n 10 pnpm bench --only concurrent.bench`, main and this branch alternated, three
+ * rounds, 2026-12-02 16:35-16:49 UTC, load average 19 to 35: total 0.475, 0.536, 0.286 on main
+ * against 0.465, 0.619, 0.516 (all missed); speed-up ratio 0.554, 0.895, 0.587 against 0.704,
+ * 0.839, 0.563. Client CPU per flush of 10, ours / bare: main 1.03 / 0.40, 1.08 / 0.52,
+ * 1.02 / 0.38 ms; after 0.78 / 0.36, 1.20 / 0.52, 0.91 / 0.33 ms. The floor's table gained
+ * `writer_epoch` (the columns of `ledger_events`) in the same change. The search catch-up
+ * was a small part here (one per about 10 flushes of 10 events); what remains is the core
+ * writer's CPU per event, all 8 writers in this one process.
  */
 import type pg from 'pg'
 

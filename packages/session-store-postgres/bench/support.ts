@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto'
 
 import type { EventInput } from '@agent-ledger/session-events'
 import { createSessionStore } from '@agent-ledger/session-store'
+import type { SessionStoreOptions } from '@agent-ledger/session-store'
 import pg from 'pg'
 
 import { pgUnavailableReason, startCluster } from '../../../tooling/pg/cluster.ts'
@@ -93,13 +94,17 @@ export async function timed(run: () => Promise<void>): Promise<number> {
   return (performance.now() - start) / 1000
 }
 
-/** The floor's plain table: the same primary key and line column as `ledger_events`, nothing else. */
+/**
+ * The floor's plain table: the same columns and primary key as `ledger_events` (the row each
+ * append stores), no check constraint, no session row. Until issue 23's append work it had
+ * no `writer_epoch` column: a narrower row than ours.
+ */
 export const FLOOR_TABLE_SQL =
-  'CREATE TABLE IF NOT EXISTS bench_floor (session_id text NOT NULL, seq bigint NOT NULL, line text NOT NULL, PRIMARY KEY (session_id, seq))'
+  'CREATE TABLE IF NOT EXISTS bench_floor (session_id text NOT NULL, seq bigint NOT NULL, line text NOT NULL, writer_epoch bigint NOT NULL, PRIMARY KEY (session_id, seq))'
 
-/** The floor's insert: `$1` stream id, `$2` first seq, `$3` lines. */
+/** The floor's insert: `$1` stream id, `$2` first seq, `$3` lines (epoch 1, as a writer's first lease). */
 export const FLOOR_INSERT_SQL =
-  'INSERT INTO bench_floor (session_id, seq, line) SELECT $1, $2::bigint + o - 1, l FROM unnest($3::text[]) WITH ORDINALITY AS t(l, o)'
+  'INSERT INTO bench_floor (session_id, seq, line, writer_epoch) SELECT $1, $2::bigint + o - 1, l, 1 FROM unnest($3::text[]) WITH ORDINALITY AS t(l, o)'
 
 /** The events the through-the-core figures append: an assistant tool call, then its answer (~350 bytes each). */
 function benchInput(seq: number): EventInput {
@@ -155,11 +160,21 @@ export interface CoreSession {
  *
  * @param url - The server.
  * @param poolSize - The backend's pool size.
+ * @param checkpoint - The store's checkpoint options (default: the store's defaults).
  * @returns The session's writer, and a close that closes the store (and its backend).
  */
-export async function coreSession(url: string, poolSize: number): Promise<CoreSession> {
+export async function coreSession(
+  url: string,
+  poolSize: number,
+  checkpoint?: SessionStoreOptions['checkpoint'],
+): Promise<CoreSession> {
   const backend = await openPostgresBackend({ connectionString: url, poolSize })
-  const store = createSessionStore({ backend, clock: () => BENCH_TIME, owner: 'bench' })
+  const store = createSessionStore({
+    backend,
+    clock: () => BENCH_TIME,
+    owner: 'bench',
+    ...(checkpoint === undefined ? {} : { checkpoint }),
+  })
   const writer = await store.create({ id: `core-${randomBytes(5).toString('hex')}` })
   return {
     write: async (from, count) => {

@@ -32,7 +32,7 @@ import { deleteSession } from './delete.ts'
 import { searchCandidates } from './search.ts'
 import { SearchIndexer } from './search-index.ts'
 import { createStreamed } from './create-stream.ts'
-import { Db } from './db.ts'
+import { Db, LZ4_PROBE_SQL } from './db.ts'
 import type { DbSettings, HeadRow } from './db.ts'
 import { AppendListener } from './follow.ts'
 import { decodeListCursor, encodeListCursor } from './list-cursor.ts'
@@ -208,7 +208,9 @@ export class PostgresBackend implements SessionBackend {
     const context = this.db.context('migrate the schema')
     const client = await this.db.connect(context)
     try {
-      return await migrateWithClient(client, this.target)
+      const report = await migrateWithClient(client, this.target)
+      await this.probeLz4(client)
+      return report
     } catch (error) {
       throw toStoreError(error, context)
     } finally {
@@ -222,11 +224,18 @@ export class PostgresBackend implements SessionBackend {
     const client = await this.db.connect(context)
     try {
       await verifySchema(client, this.target)
+      await this.probeLz4(client)
     } catch (error) {
       throw toStoreError(error, context)
     } finally {
       client.release()
     }
+  }
+
+  /** Whether the server compresses large values with lz4 on this backend's connections (`db.ts`). */
+  private async probeLz4(client: pg.PoolClient): Promise<void> {
+    const row = (await client.query<{ lz4: boolean }>(LZ4_PROBE_SQL)).rows[0]
+    this.db.lz4 = row?.lz4 === true
   }
 
   // ---------------------------------------------------------------- create, lease

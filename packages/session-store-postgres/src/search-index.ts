@@ -9,8 +9,9 @@
  * Catch-up ({@link catchUp}) reads the tail from `ledger_events` and writes its blocks, in
  * transactions of at most {@link CHUNK_LINES} lines (the last block of a session stays
  * open, under a full block, and is rewritten when it grows). The backend runs it in the
- * background when a writer of this process has appended a block's worth, awaits it (up to
- * one transaction's worth) when a lease is released, and starts it when a search meets a long tail ({@link SearchIndexer}).
+ * background once a writer of this process has appended a block's worth and then pauses (or
+ * has many blocks pending), awaits it (up to one transaction's worth) when a lease is
+ * released, and starts it when a search meets a long tail ({@link SearchIndexer}).
  *
  * The signatures are the core's (`@agent-ledger/session-store/search-index`, the same as the
  * JSONL index): trigrams of the line's UTF-8 bytes, ASCII lowercased, U+212A KELVIN SIGN as `k`
@@ -162,38 +163,80 @@ async function catchUp(
   return true
 }
 
+/** How long a session's appends must pause before its background catch-up starts (ms). */
+export const IDLE_MS = 250
 /**
- * Schedules catch-ups for one backend instance: in the background once a block's worth was
- * appended here (or a search met a long tail), one at a time per session; awaited on release.
- * Failures are dropped: the lines stay in the tail, which every search reads.
+ * Characters pending after which a catch-up starts without waiting for a pause: a writer
+ * that never pauses is indexed in transactions of many blocks, and its tail stays bounded.
+ */
+export const BURST_CHARS = 64 * BLOCK_CHARS
+
+/**
+ * Schedules catch-ups for one backend instance, off the appends' path: once a block's worth
+ * was appended here, when the session's appends pause for {@link IDLE_MS} (an agent waiting
+ * for its model), or at once when {@link BURST_CHARS} are pending; also when a search meets a
+ * long tail. One at a time per session; awaited on release. On a 2-core machine a catch-up
+ * run between flushes takes its CPU (reading the lines back, their trigrams, ten statements)
+ * from the writer's next flush: measured at batch 100 it was about a third of the writer's
+ * client CPU per flush (`bench/append.bench.ts`). Failures are dropped: the lines stay in the
+ * tail, which every search reads.
  */
 export class SearchIndexer {
   private readonly db: Db
+  private readonly idleMs: number
   /** Characters appended by this instance since its last catch-up of the session began. */
   private readonly pending = new Map<string, number>()
+  /** The pause timer of a session with a block's worth pending (refreshed by each append). */
+  private readonly idle = new Map<string, NodeJS.Timeout>()
   private readonly running = new Map<string, Promise<void>>()
   /** Sessions to catch up again when their running catch-up ends. */
   private readonly again = new Set<string>()
   private closed = false
 
-  constructor(db: Db) {
+  /**
+   * @param db - The backend's pool.
+   * @param options - `idleMs`: the pause before a catch-up (default {@link IDLE_MS}; tests set it).
+   */
+  constructor(db: Db, options: { readonly idleMs?: number } = {}) {
     this.db = db
+    this.idleMs = options.idleMs ?? IDLE_MS
   }
 
   /** An append of `chars` characters to `id` committed. */
   appended(id: string, chars: number): void {
+    if (this.closed) return
     const pending = (this.pending.get(id) ?? 0) + chars
-    if (pending < BLOCK_CHARS) {
-      this.pending.set(id, pending)
+    if (pending >= BURST_CHARS) {
+      this.start(id)
       return
     }
-    this.start(id)
+    this.pending.set(id, pending)
+    if (pending < BLOCK_CHARS) return
+    const timer = this.idle.get(id)
+    if (timer !== undefined) {
+      timer.refresh()
+      return
+    }
+    const fresh = setTimeout(() => {
+      this.idle.delete(id)
+      this.start(id)
+    }, this.idleMs)
+    fresh.unref()
+    this.idle.set(id, fresh)
+  }
+
+  private stopTimer(id: string): void {
+    const timer = this.idle.get(id)
+    if (timer === undefined) return
+    clearTimeout(timer)
+    this.idle.delete(id)
   }
 
   /** Starts a background catch-up of `id` (or queues one after the running one). */
   start(id: string): void {
     if (this.closed) return
     this.pending.delete(id)
+    this.stopTimer(id)
     if (this.running.has(id)) {
       this.again.add(id)
       return
@@ -217,6 +260,7 @@ export class SearchIndexer {
    */
   async settle(id: string): Promise<void> {
     this.pending.delete(id)
+    this.stopTimer(id)
     this.again.delete(id)
     await this.running.get(id)
     if (this.closed) return
@@ -227,6 +271,8 @@ export class SearchIndexer {
   async close(): Promise<void> {
     this.closed = true
     this.again.clear()
+    for (const timer of this.idle.values()) clearTimeout(timer)
+    this.idle.clear()
     await Promise.all([...this.running.values()])
   }
 }

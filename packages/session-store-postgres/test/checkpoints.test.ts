@@ -133,6 +133,32 @@ describeOnServer('session core checkpoints on PostgreSQL', () => {
     },
   )
 
+  it('a checkpoint large enough to be TOASTed is stored lz4-compressed where the server offers lz4, and the open uses it', async () => {
+    const [offer] = await sqlOnce<{ lz4: boolean }>(
+      url,
+      "SELECT coalesce('lz4' = ANY(enumvals), false) AS lz4 FROM pg_settings WHERE name = 'default_toast_compression'",
+    )
+    const id = sessionId('lz4')
+    const writer = await eager.create({ id })
+    for (let n = 0; n < 4; n++) {
+      const content = `message ${n}: ${'the flush policy is applied in the writer. '.repeat(200)}`
+      writer.append({ type: 'user/message', data: { message: { role: 'user', content } } })
+    }
+    await writer.close()
+    const [stored] = await sqlOnce<{ method: string | null; bytes: number; size: number }>(
+      url,
+      'SELECT pg_column_compression(body) AS method, octet_length(body) AS bytes, pg_column_size(body) AS size FROM ledger_checkpoints WHERE session_id = $1',
+      [id],
+    )
+    expect(stored!.bytes).toBeGreaterThan(8192)
+    expect(stored!.size).toBeLessThan(stored!.bytes / 4)
+    expect(stored!.method).toBe(offer?.lz4 === true ? 'lz4' : 'pglz')
+    warnings.length = 0
+    expect((await eager.openReader(id)).checkpoint).toMatchObject({ used: true, seq: 3 })
+    await expectSameAsReplay(id)
+    expect(warnings).toEqual([])
+  })
+
   it('a writer SIGKILLed with its events committed and its checkpoint write in flight: the open uses the older checkpoint and equals a full replay', async () => {
     const id = sessionId('killed')
     const worker = startWorker([url, id, 'ckpt-worker', 'checkpoint', '-'])
