@@ -142,14 +142,18 @@ async function* indexCandidates(
   const capability = context.backend.capabilities.search
   if (capability === undefined) return
   let from = checked.after === null ? null : { sessionId: checked.after.sessionId, seq: checked.after.seq }
+  // The first batch is the page: a query whose candidates are hits (a rare word) stops
+  // reading sessions once it is full, where a batch of CANDIDATE_BATCH would read on past it.
+  let limit = Math.min(CANDIDATE_BATCH, checked.limit)
   for (;;) {
     const batch = await capability.candidates({
       fragments: checked.fragments,
       from,
       sessionIds: checked.sessionIds,
-      limit: CANDIDATE_BATCH,
+      limit,
       signal,
     })
+    limit = CANDIDATE_BATCH
     yield* batch.candidates
     const last = batch.candidates.at(-1)
     if (batch.done || last === undefined) return
