@@ -6,7 +6,10 @@
  * flipped in a record, the log rolled back and regrown, a log line damaged.
  */
 import {
+  copyFileSync,
+  mkdirSync,
   mkdtempSync,
+  readdirSync,
   openSync,
   readFileSync,
   readSync,
@@ -34,6 +37,7 @@ import type { LogEncoding } from '../src/zstd-log-writer.ts'
 const CLOCK = (): string => '2026-12-01T00:00:00.000Z'
 const INDEX = 'search.index'
 const LOG = 'session.v4.jsonl'
+const V0_FIXTURE = new URL('./fixtures/v0/normal-tool-calls.jsonl', import.meta.url)
 const roots: string[] = []
 
 afterEach(() => {
@@ -400,6 +404,49 @@ describe('JSONL search index, the chains kept in memory', () => {
       expect(await same(pair, 'zanzibar')).toEqual(hits)
       expect(opened.filter((name) => name === path).length).toBeGreaterThan(0)
       expect(statSync(path).size).toBe(size)
+    } finally {
+      await pair.close()
+    }
+  })
+
+  it("compress drops the plain log's sidecar in its publish; the next search returns the same hits and opens no index", async () => {
+    const opened: string[] = []
+    const fs: FsOps = {
+      ...nodeFsOps,
+      open: (path, flags, mode) => {
+        if (path.endsWith(INDEX)) opened.push(path)
+        return nodeFsOps.open(path, flags, mode)
+      },
+    }
+    const pair = stores({ fs })
+    try {
+      await write(pair.indexed, 'a1', 0, 300)
+      const before = await same(pair, 'zanzibar')
+      expect(before.length).toBe(planted(0, 300))
+      expect(statSync(indexOf(pair, 'a1')).size).toBeGreaterThan(RECORD_BYTES)
+      await pair.indexed.backend.capabilities.compress!.compress('a1')
+      expect(readdirSync(join(pair.root, 'a1'))).not.toContain(INDEX)
+      opened.length = 0
+      expect(await same(pair, 'zanzibar')).toEqual(before)
+      expect(opened).toEqual([])
+    } finally {
+      await pair.close()
+    }
+  })
+
+  it('migrate drops a sidecar left beside the older generation in its publish; hits equal the scan', async () => {
+    const pair = stores()
+    try {
+      const directory = join(pair.root, 'v0')
+      mkdirSync(directory, { mode: 0o700 })
+      copyFileSync(V0_FIXTURE, join(directory, 'session.jsonl'))
+      // A sidecar of another log (as a v4 log later removed would leave): its bytes must go.
+      await write(pair.indexed, 'a1', 0, 300)
+      await same(pair, 'zanzibar')
+      copyFileSync(indexOf(pair, 'a1'), join(directory, INDEX))
+      await pair.indexed.backend.capabilities.migrate!.migrate('v0')
+      expect(readdirSync(directory)).not.toContain(INDEX)
+      for (const query of [...QUERIES, 'the']) await same(pair, query)
     } finally {
       await pair.close()
     }

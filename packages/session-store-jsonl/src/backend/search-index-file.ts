@@ -28,14 +28,12 @@ import {
 import type { ChainEnd, IndexBlock, IndexHeader } from '@agent-ledger/session-store/search-index'
 
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
-import { TEMP_PREFIX } from '../layout.ts'
+import { SEARCH_INDEX_FILE_NAME, TEMP_PREFIX } from '../layout.ts'
 import type { StoreLimits } from '../limits.ts'
 import { logAdapter } from '../log-adapter.ts'
 import { throwIfAborted, toPortError } from './port-errors.ts'
 import type { CachedChain, ChainCache } from './search-index-cache.ts'
 
-/** The sidecar's name in a session directory. */
-const SEARCH_INDEX_FILE_NAME = 'search.index'
 /** Plain-log bytes per block the builder aims at. */
 export const BLOCK_BYTES = 32 * 1024
 /** New bytes past the index's end from which a search catches up (below: read raw). */
