@@ -305,11 +305,13 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<P
  *
  * @param key - What the cache is keyed by (corpus size, schema version...): a hex digest is the name.
  * @param build - Fills the running cluster; returns a JSON-serializable description.
+ * @param options - The settings of a cluster built now (part of the key: say them in it).
  * @returns The running cluster, the description and whether it was built now.
  */
 export async function cachedCluster<TInfo>(
   key: Readonly<Record<string, unknown>>,
   build: (cluster: PgCluster) => Promise<TInfo>,
+  options: StartClusterOptions = {},
 ): Promise<{ cluster: PgCluster; info: TInfo; built: boolean }> {
   const binDir = findPgBinDir()
   if (binDir === undefined) throw new Error(pgUnavailableReason())
@@ -332,7 +334,7 @@ export async function cachedCluster<TInfo>(
       account,
     })
     try {
-      await initCluster(fresh, {})
+      await initCluster(fresh, options)
       await fresh.start()
       const info = await build(fresh)
       await fresh.stop('fast')

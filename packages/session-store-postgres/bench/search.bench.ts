@@ -44,6 +44,13 @@ const ABSENT_WORD = 'qqxjqqvk'
 /** Sessions written at once, and events per flush, while the corpus is loaded. */
 const WRITING = { parallel: 4, flushEvery: 2000 }
 
+/**
+ * The cached cluster's settings: PostgreSQL's default `shared_buffers` (the test clusters'
+ * 32 MB is smaller than a 1 GB store's 39 MB of signatures, which every query then reads
+ * from the OS cache page by page).
+ */
+const SETTINGS = { shared_buffers: "'128MB'" }
+
 interface Corpus {
   readonly sessions: number
   readonly planted: number
@@ -98,8 +105,9 @@ async function withCorpus(
     return await withServer('search', async ({ url }) => body(url, await loadCorpus(url, bytes)))
   }
   const { cluster, info } = await cachedCluster(
-    { kind: 'postgres-search-corpus', bytes, corpus: 1, writer: 'core' },
+    { kind: 'postgres-search-corpus', bytes, corpus: 1, writer: 'core', settings: SETTINGS },
     async (fresh) => await loadCorpus(fresh.url(), bytes),
+    { settings: SETTINGS },
   )
   try {
     return await body(cluster.url(), info)

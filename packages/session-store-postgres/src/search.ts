@@ -27,7 +27,7 @@ const END_SEQ = '9223372036854775807'
  * on few blocks gets them all at once.
  */
 const MOST_RANGES = 4096
-/** Ranges of the first lines statement; each next one reads four times as many, up to {@link MOST_LINE_RANGES}. */
+/** Ranges of the first lines statement; the next ones are sized to the page's need, up to {@link MOST_LINE_RANGES}. */
 const FIRST_LINE_RANGES = 8
 const MOST_LINE_RANGES = 1024
 /** A tail this long makes the search start a catch-up of its session (in the background). */
@@ -139,10 +139,13 @@ export async function searchCandidates(
       if (range.head !== null && Number(range.head) - Number(range.lo) >= LONG_TAIL_LINES)
         onLongTail(range.sid)
     }
-    // The ranges' lines in growing slices: a page filled from the first few blocks reads no more.
+    // The ranges' lines in slices: the first of FIRST_LINE_RANGES, each next one sized by the
+    // candidates per range so far to what the page still needs (four times as many when none
+    // were found), so a page filled from the first blocks reads no more.
     let size = FIRST_LINE_RANGES
-    for (let next = 0; next < ranges.length; next += size, size = Math.min(size * 4, MOST_LINE_RANGES)) {
+    for (let next = 0; next < ranges.length;) {
       const slice = ranges.slice(next, next + size)
+      next += slice.length
       // The first range may start before the position (a block or tail of its session).
       const firsts = slice.map((range) =>
         range.sid === from.sessionId && BigInt(range.lo) < BigInt(from.seq) ? from.seq : range.lo,
@@ -164,6 +167,11 @@ export async function searchCandidates(
       }
       // Full: the core asks again from the last candidate if its page needs more.
       if (candidates.length >= query.limit) return { candidates, done: false }
+      const wanted =
+        rows.length === 0
+          ? size * 4
+          : Math.ceil(((query.limit - candidates.length) * slice.length * 1.25) / rows.length)
+      size = Math.min(MOST_LINE_RANGES, Math.max(FIRST_LINE_RANGES, wanted))
     }
     if (ranges.length < MOST_RANGES) return { candidates, done: true }
     const last = ranges.at(-1)!
