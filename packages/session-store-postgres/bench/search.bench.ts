@@ -15,15 +15,24 @@
  *   `ledger_search_blocks` and `ledger_search_progress`: heap, primary keys, TOAST) per byte
  *   of the lines; target <= 0.3 (the issue: log plus index <= 1.3x the log).
  *
- * One run (2026-12-02, load average 28 to 36 on 2 cores), `AGENT_LEDGER_SEARCH_MB=128`:
- * p50 307.5 ms, the bare two SELECTs 196.5 ms in the same run, so the 200 ms target was
- * MISSED at 128 MB. The floor alone was near the target, so the machine's load is most of
- * it. What grows with the store is the ranges statement, which tests every block signature
- * (about 32 per MB of lines), and the lines statement, which reads the whole block of each
- * block that passes (about 130 lines each here) to find one hit. 1 GB (`--large`) was not
- * run: writing its corpus through the core takes over an hour at that load. The index was
- * 0.039 bytes per line byte (target 0.3, met); with migration 2's trigram and order indexes
- * it was 1.55.
+ * The corpus is written through the core 4 sessions at once, a flush per 2,000 events, and
+ * kept between runs: without `AGENT_LEDGER_PG_URL`, on a cluster cached under `os.tmpdir()`
+ * (`cachedCluster`, keyed by the size and the settings), started on later runs in seconds;
+ * with it, written into a fresh database every run. A word in no session is the second
+ * query (every block signature tested, none passes).
+ *
+ * Runs (2026-12-02, 2 cores shared with five other engineers; `uptime` load average):
+ *
+ * - 128 MB before this change, load 28-36: p50 307.5 ms, floor 196.5 ms (MISSED).
+ * - 1 GB (`nice -n 10 pnpm bench --large --only session-store-postgres/bench/search.bench`),
+ *   corpus written once in 852 s at load 10-20 (2,100 sessions, 1,025 MB of lines):
+ *   before (a ranges statement per round of 4 to 256 ranges, headers read one by one),
+ *   load 14-18: rare word p50 715.9 ms, a word in no session 59.4 ms, floor 625.8 ms;
+ *   after (one ranges statement per batch, line slices sized to the page, 8 header reads at
+ *   once, `shared_buffers` 128 MB), load 34: rare word 235.9 ms (MISSED at that load),
+ *   a word in no session 102.2 ms (met), floor 767.9 ms. Index 0.038 bytes per line byte.
+ *   Each statement tests every signature (39 MB at 1 GB): see
+ *   docs/decisions/2026-12-02-search-at-1gb.md.
  *
  * Run alone with `pnpm bench --only session-store-postgres/bench/search.bench`.
  */
