@@ -30,7 +30,9 @@
  *   load 14-18: rare word p50 715.9 ms, a word in no session 59.4 ms, floor 625.8 ms;
  *   after (one ranges statement per batch, line slices sized to the page, 8 header reads at
  *   once, `shared_buffers` 128 MB), load 34: rare word 235.9 ms (MISSED at that load),
- *   a word in no session 102.2 ms (met), floor 767.9 ms. Index 0.038 bytes per line byte.
+ *   a word in no session 102.2 ms (met), floor 767.9 ms; rerun at 17:30 UTC, load 8: rare
+ *   word 132.5 ms (met), a word in no session 45.5 ms (met), floor 406.6 ms. Index 0.038
+ *   bytes per line byte.
  *   Each statement tests every signature (39 MB at 1 GB): see
  *   docs/decisions/2026-12-02-search-at-1gb.md.
  *
