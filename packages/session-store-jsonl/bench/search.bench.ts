@@ -37,7 +37,9 @@
  *   at a time), 16:50-17:00 UTC, load 19-34: rare word 130.2 ms (met), a word in no session
  *   267.2 ms (missed at that load), a fresh backend each query 5,335 ms, floor 4,622 ms (12x
  *   the quiet run's: the load), build 386.9 s, index 0.036 bytes per log byte (met), append
- *   with the index caught up 1.05x (met). docs/decisions/2026-12-02-search-at-1gb.md.
+ *   with the index caught up 1.05x (met); rerun 17:31-17:34 UTC, load 6-8: rare word 99.4 ms
+ *   (met), a word in no session 107.4 ms (met), a fresh backend each query 2,493 ms, floor
+ *   1,284 ms, build 92.2 s, append 0.82x (met). docs/decisions/2026-12-02-search-at-1gb.md.
  *
  * Run alone with `pnpm bench --only search.bench` (load average: say it with the figures).
  */
