@@ -63,12 +63,23 @@ function* sessionInputs(index: number): Generator<BenchEventInput> {
   }
 }
 
+/** How {@link writeCorpus} writes: sessions at once, events per flush. */
+export interface CorpusWriting {
+  /** Sessions written at once (default 1); the size is checked after each group. */
+  readonly parallel?: number
+  /** Events per flush (default {@link FLUSH_EVERY}). */
+  readonly flushEvery?: number
+}
+
 /**
  * Writes sessions through `store` until `sizeOf()` reaches `bytes`.
  *
  * @param store - The store to fill.
  * @param bytes - The corpus size wanted.
- * @param sizeOf - The bytes written so far (log files, or the lines' UTF-8 bytes).
+ * @param sizeOf - The bytes written so far (log files, or the lines' UTF-8 bytes), given the
+ *   ids of the sessions written since the last call.
+ * @param writing - Sessions at once and events per flush (the same lines either way: a
+ *   larger group can only add up to `parallel - 1` sessions past the size).
  * @returns How many sessions, and how many of them hold the rare word.
  */
 export async function writeCorpus<TInput>(
@@ -80,22 +91,32 @@ export async function writeCorpus<TInput>(
     }>
   },
   bytes: number,
-  sizeOf: () => Promise<number>,
+  sizeOf: (written: readonly string[]) => Promise<number>,
+  writing: CorpusWriting = {},
 ): Promise<{ sessions: number; planted: number }> {
-  let sessions = 0
-  while (sessions === 0 || (await sizeOf()) < bytes) {
-    const writer = await store.create({ id: corpusSessionId(sessions) })
+  const parallel = writing.parallel ?? 1
+  const flushEvery = writing.flushEvery ?? FLUSH_EVERY
+  const writeOne = async (index: number): Promise<string> => {
+    const id = corpusSessionId(index)
+    const writer = await store.create({ id })
     let pending = 0
-    for (const input of sessionInputs(sessions)) {
+    for (const input of sessionInputs(index)) {
       writer.append(input as unknown as TInput)
       pending += 1
-      if (pending === FLUSH_EVERY) {
+      if (pending === flushEvery) {
         await writer.flush()
         pending = 0
       }
     }
     await writer.close()
-    sessions += 1
+    return id
+  }
+  let sessions = 0
+  let written: string[] = []
+  while (sessions === 0 || (await sizeOf(written)) < bytes) {
+    const group = Array.from({ length: parallel }, (_, offset) => sessions + offset)
+    written = await Promise.all(group.map(writeOne))
+    sessions += parallel
   }
   return { sessions, planted: Math.ceil(sessions / 4) }
 }

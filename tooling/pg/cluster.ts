@@ -12,13 +12,16 @@
  * runs as root the server runs as the `postgres` user (PostgreSQL refuses to run as root).
  */
 import { execFile } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import {
   chownSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   realpathSync,
+  renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs'
@@ -287,6 +290,74 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<P
   const binDir = findPgBinDir()
   if (binDir === undefined) throw new Error(pgUnavailableReason())
   const cluster = await allocate(binDir, await serverAccount())
+  await initCluster(cluster, options)
+  await cluster.start()
+  return cluster
+}
+
+/**
+ * A cluster kept between runs under `os.tmpdir()/agent-ledger-pg-cache-<key>` (a benchmark's
+ * corpus that takes minutes to write): built once by `build` on a fresh cluster in a
+ * temporary sibling directory, stopped, marked complete (`complete.json` holds what `build`
+ * returned) and renamed into place; later calls start the server on the kept data directory
+ * (a free port). The caller stops it with `stop()` (never `destroy()`, which removes it).
+ * One run at a time: a server still running on the directory is an error, never stopped.
+ *
+ * @param key - What the cache is keyed by (corpus size, schema version...): a hex digest is the name.
+ * @param build - Fills the running cluster; returns a JSON-serializable description.
+ * @param options - The settings of a cluster built now (part of the key: say them in it).
+ * @returns The running cluster, the description and whether it was built now.
+ */
+export async function cachedCluster<TInfo>(
+  key: Readonly<Record<string, unknown>>,
+  build: (cluster: PgCluster) => Promise<TInfo>,
+  options: StartClusterOptions = {},
+): Promise<{ cluster: PgCluster; info: TInfo; built: boolean }> {
+  const binDir = findPgBinDir()
+  if (binDir === undefined) throw new Error(pgUnavailableReason())
+  const account = await serverAccount()
+  const digest = createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 16)
+  const dir = join(tmpdir(), `agent-ledger-pg-cache-${digest}`)
+  const marker = join(dir, 'complete.json')
+  let built = false
+  if (!existsSync(marker)) {
+    rmSync(dir, { recursive: true, force: true })
+    const building = `${dir}.building-${process.pid}`
+    rmSync(building, { recursive: true, force: true })
+    mkdirSync(building, { mode: 0o700 })
+    if (account !== undefined) chownSync(building, account.uid, account.gid)
+    const fresh = new PgCluster({
+      dir: building,
+      dataDir: join(building, 'data'),
+      port: await freePort(),
+      binDir,
+      account,
+    })
+    try {
+      await initCluster(fresh, options)
+      await fresh.start()
+      const info = await build(fresh)
+      await fresh.stop('fast')
+      writeFileSync(join(building, 'complete.json'), `${JSON.stringify({ key, info })}\n`)
+      renameSync(building, dir)
+      built = true
+    } catch (error) {
+      await fresh.stop('fast').catch(() => undefined)
+      rmSync(building, { recursive: true, force: true })
+      throw error
+    }
+  }
+  const { info } = JSON.parse(readFileSync(marker, 'utf8')) as { info: TInfo }
+  const cluster = new PgCluster({ dir, dataDir: join(dir, 'data'), port: await freePort(), binDir, account })
+  const running = cluster.postmasterPid()
+  if (running !== undefined && isAlive(running)) {
+    throw new Error(`the cached cluster ${dir} is in use by postmaster ${running}: one run at a time`)
+  }
+  await cluster.start()
+  return { cluster, info, built }
+}
+
+async function initCluster(cluster: PgCluster, options: StartClusterOptions): Promise<void> {
   await cluster.exec('initdb', [
     '-D',
     cluster.dataDir,
@@ -320,6 +391,4 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<P
       .map(([key, value]) => `${key} = ${value}\n`)
       .join(''),
   )
-  await cluster.start()
-  return cluster
 }

@@ -42,6 +42,7 @@ import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { V4_FORMAT } from './log-format.ts'
 import type { ScanOutcome } from './log-scanner.ts'
 import { publishFile, removeStaleTemps } from './publish.ts'
+import { dropSearchIndex } from './search-index-sidecar.ts'
 import type { PublishRequest } from './publish.ts'
 import { quarantineTail } from './quarantine.ts'
 import { readFileChunks, scanLog } from './read-log.ts'
@@ -283,6 +284,8 @@ async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult>
     // The conversion's last step; a crash before it leaves both names with the same content.
     try {
       await fs.unlink(join(directory, log.name))
+      // The plain log's search index goes with it (a zstd log is not indexed).
+      await dropSearchIndex(fs, directory)
       await fs.fsyncDirectory(directory)
     } catch (error) {
       throw toStoreError(error, {

@@ -12,6 +12,12 @@ export const LOG_FILE_PATTERN = /^session(\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$/
  */
 export const CORE_CHECKPOINT_FILE_NAME = 'core.checkpoint'
 
+/**
+ * File name of the search index beside a plain v4 log (`search.index`: trigram signatures of
+ * blocks of its lines, derived from the log, rebuilt when stale; see `backend/search-index.ts`).
+ */
+export const SEARCH_INDEX_FILE_NAME = 'search.index'
+
 /** Prefix of the store's temp files (`.tmp-<kind>-<16 hex>`); never a log name. */
 export const TEMP_PREFIX = '.tmp-'
 

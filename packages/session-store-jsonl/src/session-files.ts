@@ -8,11 +8,11 @@ import type { FsOps } from './fs-ops.ts'
 import { JsonlErrorCode } from './jsonl-store-error.ts'
 import { parseGenerationFileName } from './generations.ts'
 import type { GenerationEncoding } from './generations.ts'
-import { CORE_CHECKPOINT_FILE_NAME, TEMP_PREFIX } from './layout.ts'
+import { CORE_CHECKPOINT_FILE_NAME, SEARCH_INDEX_FILE_NAME, TEMP_PREFIX } from './layout.ts'
 import { WRITER_LOCK_FILE_NAME } from './writer-lock.ts'
 
 /** What one entry of a session directory is. */
-export type SessionFileKind = 'log' | 'quarantine' | 'lock' | 'temp' | 'checkpoint' | 'other'
+export type SessionFileKind = 'log' | 'quarantine' | 'lock' | 'temp' | 'checkpoint' | 'search-index' | 'other'
 
 /** One entry of a session directory, classified by the store (see {@link SessionStore.sessionFiles}). */
 export interface SessionFileEntry {
@@ -77,6 +77,7 @@ function classify(name: string): Pick<SessionFileEntry, 'kind' | 'version' | 'en
   if (name === WRITER_LOCK_FILE_NAME) return { kind: 'lock' }
   if (name.startsWith(TEMP_PREFIX)) return { kind: 'temp' }
   if (name === CORE_CHECKPOINT_FILE_NAME) return { kind: 'checkpoint' }
+  if (name === SEARCH_INDEX_FILE_NAME) return { kind: 'search-index' }
   return { kind: 'other' }
 }
 

@@ -215,16 +215,22 @@ describe('store.readHeader and store.sessionFiles', () => {
     ])
   })
 
-  it('classify quarantine, lock, temp and other entries and read the lock record', async () => {
+  it('classify quarantine, lock, temp, search index and other entries and read the lock record', async () => {
     const { store } = coreTestStore(temp.path)
     await writeCoreSession(store, 'p1', closedSessionInputs(2))
     appendFileSync(join(temp.path, 'p1', LOG_FILE_NAME), 'garbage')
     const writer = await store.openWriter('p1')
     writeFileSync(join(temp.path, 'p1', 'notes.txt'), 'x')
+    writeFileSync(join(temp.path, 'p1', 'search.index'), 'x')
     const files = await store.backend.capabilities.files.sessionFiles('p1')
     await writer.close()
     const kinds = Object.fromEntries(files.files.map((entry) => [entry.name, entry.kind]))
-    expect(kinds).toMatchObject({ 'session.v4.jsonl': 'log', 'writer.lock': 'lock', 'notes.txt': 'other' })
+    expect(kinds).toMatchObject({
+      'session.v4.jsonl': 'log',
+      'writer.lock': 'lock',
+      'notes.txt': 'other',
+      'search.index': 'search-index',
+    })
     expect(Object.entries(kinds).filter(([, kind]) => kind === 'quarantine')).toHaveLength(1)
     expect(files.lock?.pid).toBe(process.pid)
   })

@@ -6,7 +6,10 @@
  * flipped in a record, the log rolled back and regrown, a log line damaged.
  */
 import {
+  copyFileSync,
+  mkdirSync,
   mkdtempSync,
+  readdirSync,
   openSync,
   readFileSync,
   readSync,
@@ -26,11 +29,15 @@ import type { SearchHit, SessionBackend, SessionEncryption, SessionStore } from 
 import { RECORD_BYTES } from '@agent-ledger/session-store/search-index'
 
 import { createJsonlBackend } from '../src/index.ts'
+import { ChainCache } from '../src/backend/search-index-cache.ts'
+import { nodeFsOps } from '../src/fs-ops.ts'
+import type { FsOps } from '../src/fs-ops.ts'
 import type { LogEncoding } from '../src/zstd-log-writer.ts'
 
 const CLOCK = (): string => '2026-12-01T00:00:00.000Z'
 const INDEX = 'search.index'
 const LOG = 'session.v4.jsonl'
+const V0_FIXTURE = new URL('./fixtures/v0/normal-tool-calls.jsonl', import.meta.url)
 const roots: string[] = []
 
 afterEach(() => {
@@ -61,13 +68,14 @@ interface Pair {
  */
 let clockAhead = 0
 
-function stores(options: { encoding?: LogEncoding; encryption?: SessionEncryption } = {}): Pair {
+function stores(options: { encoding?: LogEncoding; encryption?: SessionEncryption; fs?: FsOps } = {}): Pair {
   const root = mkdtempSync(join(tmpdir(), 'search-index-'))
   roots.push(root)
   const ahead = clockAhead
   const backend = createJsonlBackend({
     root,
     now: () => Date.now() + ahead,
+    ...(options.fs === undefined ? {} : { fs: options.fs }),
     ...(options.encoding === undefined ? {} : { encoding: options.encoding }),
   })
   const core = {
@@ -363,6 +371,118 @@ describe.each([
     } finally {
       await pair.close()
     }
+  })
+})
+
+describe('JSONL search index, the chains kept in memory', () => {
+  beforeEach(() => {
+    clockAhead = 3_600_000
+  })
+
+  it('a search of unchanged sidecars opens none; a sidecar changed since (torn) is read again and repaired; hits equal the scan', async () => {
+    const opened: string[] = []
+    const fs: FsOps = {
+      ...nodeFsOps,
+      open: (path, flags, mode) => {
+        if (path.endsWith(INDEX)) opened.push(path)
+        return nodeFsOps.open(path, flags, mode)
+      },
+    }
+    const pair = stores({ fs })
+    try {
+      await write(pair.indexed, 'a1', 0, 300)
+      await write(pair.indexed, 'b2', 0, 200)
+      const hits = await same(pair, 'zanzibar') // builds both sidecars
+      await same(pair, 'zanzibar') // reads them, keeps their chains
+      opened.length = 0
+      expect(await same(pair, 'zanzibar')).toEqual(hits)
+      expect(await same(pair, 'kilimanjaro')).toEqual([])
+      expect(opened).toEqual([])
+      const path = indexOf(pair, 'a1')
+      const size = statSync(path).size
+      truncateSync(path, size - RECORD_BYTES - 100)
+      expect(await same(pair, 'zanzibar')).toEqual(hits)
+      expect(opened.filter((name) => name === path).length).toBeGreaterThan(0)
+      expect(statSync(path).size).toBe(size)
+    } finally {
+      await pair.close()
+    }
+  })
+
+  it("compress drops the plain log's sidecar in its publish; the next search returns the same hits and opens no index", async () => {
+    const opened: string[] = []
+    const fs: FsOps = {
+      ...nodeFsOps,
+      open: (path, flags, mode) => {
+        if (path.endsWith(INDEX)) opened.push(path)
+        return nodeFsOps.open(path, flags, mode)
+      },
+    }
+    const pair = stores({ fs })
+    try {
+      await write(pair.indexed, 'a1', 0, 300)
+      const before = await same(pair, 'zanzibar')
+      expect(before.length).toBe(planted(0, 300))
+      expect(statSync(indexOf(pair, 'a1')).size).toBeGreaterThan(RECORD_BYTES)
+      await pair.indexed.backend.capabilities.compress!.compress('a1')
+      expect(readdirSync(join(pair.root, 'a1'))).not.toContain(INDEX)
+      opened.length = 0
+      expect(await same(pair, 'zanzibar')).toEqual(before)
+      expect(opened).toEqual([])
+    } finally {
+      await pair.close()
+    }
+  })
+
+  it('migrate drops a sidecar left beside the older generation in its publish; hits equal the scan', async () => {
+    const pair = stores()
+    try {
+      const directory = join(pair.root, 'v0')
+      mkdirSync(directory, { mode: 0o700 })
+      copyFileSync(V0_FIXTURE, join(directory, 'session.jsonl'))
+      // A sidecar of another log (as a v4 log later removed would leave): its bytes must go.
+      await write(pair.indexed, 'a1', 0, 300)
+      await same(pair, 'zanzibar')
+      copyFileSync(indexOf(pair, 'a1'), join(directory, INDEX))
+      await pair.indexed.backend.capabilities.migrate!.migrate('v0')
+      expect(readdirSync(directory)).not.toContain(INDEX)
+      for (const query of [...QUERIES, 'the']) await same(pair, query)
+    } finally {
+      await pair.close()
+    }
+  })
+
+  it('stays within its byte budget, the least recently used chain evicted first; a chain over the budget is not kept', () => {
+    const chain = (blocks: number, key: string) => ({
+      indexKey: key,
+      indexTime: 0,
+      end: { nextSeq: blocks, offset: 100 },
+      blocks: Array.from({ length: blocks }, (_, index) => ({
+        firstSeq: index,
+        lastSeq: index,
+        start: 100 + index,
+        lastLine: 100 + index,
+        end: 101 + index,
+        lastCrc: 0,
+      })),
+      signatures: new Uint8Array(blocks * 1024),
+      keep: blocks + 1,
+    })
+    const cache = new ChainCache(10 * 1200)
+    cache.set('a', chain(4, 'ka'))
+    cache.set('b', chain(4, 'kb'))
+    expect(cache.get('a', 'ka')?.blocks.length).toBe(4) // a is now the most recently used
+    cache.set('c', chain(4, 'kc'))
+    expect(cache.get('b', 'kb')).toBeUndefined()
+    expect(cache.get('a', 'ka')).toBeDefined()
+    expect(cache.get('c', 'kc')).toBeDefined()
+    expect(cache.bytes).toBeLessThanOrEqual(10 * 1200)
+    // Another state of the sidecar: not served, and forgotten.
+    expect(cache.get('a', 'other')).toBeUndefined()
+    expect(cache.get('a', 'ka')).toBeUndefined()
+    cache.set('d', chain(11, 'kd'))
+    expect(cache.get('d', 'kd')).toBeUndefined()
+    expect(cache.get('c', 'kc')).toBeDefined()
   })
 })
 

@@ -21,9 +21,15 @@ import type { Db } from './db.ts'
 
 /** The largest bigint: the end of a tail range, and the position past every line of a session. */
 const END_SEQ = '9223372036854775807'
-/** Ranges per round: the first round reads few (a common word fills a batch from one block); rounds that find nothing read more. */
-const FIRST_RANGES = 4
-const MOST_RANGES = 256
+/**
+ * Ranges per ranges statement: every signature is tested by each statement (a scan of the
+ * block table), so one statement names the ranges of a whole batch; a query whose words are
+ * on few blocks gets them all at once.
+ */
+const MOST_RANGES = 4096
+/** Ranges of the first lines statement; the next ones are sized to the page's need, up to {@link MOST_LINE_RANGES}. */
+const FIRST_LINE_RANGES = 8
+const MOST_LINE_RANGES = 1024
 /** A tail this long makes the search start a catch-up of its session (in the background). */
 const LONG_TAIL_LINES = 500
 
@@ -119,7 +125,6 @@ export async function searchCandidates(
     query.from === null
       ? { sessionId: '', seq: '0' }
       : { sessionId: query.from.sessionId, seq: String(query.from.seq) }
-  let most = FIRST_RANGES
   for (;;) {
     if (query.signal?.aborted === true) {
       throw new SessionStoreError({
@@ -128,22 +133,28 @@ export async function searchCandidates(
         cause: query.signal.reason,
       })
     }
-    const { text, values } = rangesStatement(query, from, most)
+    const { text, values } = rangesStatement(query, from, MOST_RANGES)
     const ranges = (await db.query<RangeRow>(context, text, values)).rows
     for (const range of ranges) {
       if (range.head !== null && Number(range.head) - Number(range.lo) >= LONG_TAIL_LINES)
         onLongTail(range.sid)
     }
-    if (ranges.length > 0) {
+    // The ranges' lines in slices: the first of FIRST_LINE_RANGES, each next one sized by the
+    // candidates per range so far to what the page still needs (four times as many when none
+    // were found), so a page filled from the first blocks reads no more.
+    let size = FIRST_LINE_RANGES
+    for (let next = 0; next < ranges.length;) {
+      const slice = ranges.slice(next, next + size)
+      next += slice.length
       // The first range may start before the position (a block or tail of its session).
-      const firsts = ranges.map((range) =>
+      const firsts = slice.map((range) =>
         range.sid === from.sessionId && BigInt(range.lo) < BigInt(from.seq) ? from.seq : range.lo,
       )
       const rows = (
         await db.query<{ session_id: string; seq: string; line: string }>(context, LINES_SQL, [
-          ranges.map((range) => range.sid),
+          slice.map((range) => range.sid),
           firsts,
-          ranges.map((range) => range.hi),
+          slice.map((range) => range.hi),
           query.limit - candidates.length,
           patterns,
         ])
@@ -154,14 +165,16 @@ export async function searchCandidates(
           stored: { seq: Number(row.seq), line: row.line, location: { file: 'ledger_events' } },
         })
       }
+      // Full: the core asks again from the last candidate if its page needs more.
+      if (candidates.length >= query.limit) return { candidates, done: false }
+      const wanted =
+        rows.length === 0
+          ? size * 4
+          : Math.ceil(((query.limit - candidates.length) * slice.length * 1.25) / rows.length)
+      size = Math.min(MOST_LINE_RANGES, Math.max(FIRST_LINE_RANGES, wanted))
     }
-    if (candidates.length >= query.limit) return { candidates, done: false }
-    if (ranges.length < most) return { candidates, done: true }
-    // Fewer is fine: the core asks again from the last one, and a page it fills early (a
-    // search's limit) then never reads the ranges after it.
-    if (candidates.length > 0) return { candidates, done: false }
+    if (ranges.length < MOST_RANGES) return { candidates, done: true }
     const last = ranges.at(-1)!
     from = { sessionId: last.sid, seq: last.hi === END_SEQ ? END_SEQ : String(BigInt(last.hi) + 1n) }
-    most = Math.min(most * 4, MOST_RANGES)
   }
 }

@@ -136,20 +136,29 @@ async function* scanCandidates(
 /** The index's candidates, batch by batch. */
 async function* indexCandidates(
   context: CoreContext,
-  checked: Checked & { readonly fragments: readonly string[] },
+  checked: Checked & {
+    readonly fragments: readonly string[]
+    /** Told each batch's sessions before they are yielded. */
+    readonly onBatch: (sessionIds: ReadonlySet<string>) => void
+  },
   signal: SearchOptions['signal'],
 ): AsyncGenerator<SearchCandidate> {
   const capability = context.backend.capabilities.search
   if (capability === undefined) return
   let from = checked.after === null ? null : { sessionId: checked.after.sessionId, seq: checked.after.seq }
+  // The first batch is the page: a query whose candidates are hits (a rare word) stops
+  // reading sessions once it is full, where a batch of CANDIDATE_BATCH would read on past it.
+  let limit = Math.min(CANDIDATE_BATCH, checked.limit)
   for (;;) {
     const batch = await capability.candidates({
       fragments: checked.fragments,
       from,
       sessionIds: checked.sessionIds,
-      limit: CANDIDATE_BATCH,
+      limit,
       signal,
     })
+    limit = CANDIDATE_BATCH
+    checked.onBatch(new Set(batch.candidates.map((candidate) => candidate.sessionId)))
     yield* batch.candidates
     const last = batch.candidates.at(-1)
     if (batch.done || last === undefined) return
@@ -196,64 +205,90 @@ export async function searchSessions(
   const what = 'Searching sessions'
   throwIfAborted(signal, what, 'no hits were returned')
   if (checked.sessionIds !== null && checked.sessionIds.length === 0) return { hits: [], nextCursor: null }
+  const hits: SearchHit[] = []
+  const headers = sessionKeys(context, signal)
   // An index sees stored text only: a store that can open encrypted sessions scans them instead.
   const source =
     context.backend.capabilities.search === undefined || context.keys.encryption !== null
       ? scanCandidates(context, checked, signal)
-      : indexCandidates(context, { ...checked, fragments: matcher.query.fragments }, signal)
-  const hits: SearchHit[] = []
-  const keysOf = sessionKeys(context, signal)
+      : indexCandidates(
+          context,
+          { ...checked, fragments: matcher.query.fragments, onBatch: headers.prefetch },
+          signal,
+        )
   const unsearched: SearchUnsearched[] = []
   const page = (nextCursor: string | null): SearchPage =>
     unsearched.length === 0 ? { hits, nextCursor } : { hits, nextCursor, unsearched }
-  for await (const candidate of source) {
-    throwIfAborted(signal, what, 'no hits were returned')
-    const keys = await keysOf(candidate.sessionId)
-    if (keys === 'gone') continue
-    if (keys !== null && keys.cipher === null) {
-      if (!unsearched.some((entry) => entry.sessionId === candidate.sessionId)) {
-        unsearched.push({ sessionId: candidate.sessionId, code: 'KEY_UNAVAILABLE', keyId: keys.header.keyId })
+  try {
+    for await (const candidate of source) {
+      throwIfAborted(signal, what, 'no hits were returned')
+      const keys = await headers.keysOf(candidate.sessionId)
+      if (keys === 'gone') continue
+      if (keys !== null && keys.cipher === null) {
+        if (!unsearched.some((entry) => entry.sessionId === candidate.sessionId)) {
+          unsearched.push({
+            sessionId: candidate.sessionId,
+            code: 'KEY_UNAVAILABLE',
+            keyId: keys.header.keyId,
+          })
+        }
+        continue
       }
-      continue
-    }
-    // A sealed line's stored text is ciphertext: only a plain one can be ruled out unread.
-    if (keys === null && !matcher.lineMayMatch(candidate.stored.line)) continue
-    const event = decoded(context, candidate, keys)
-    if (event === null) continue
-    for (const { field, text } of searchableFields(event)) {
-      const position = { sessionId: candidate.sessionId, seq: event.seq, field: SEARCH_FIELDS.indexOf(field) }
-      if (!isAfter(checked.after, position)) continue
-      const span = matcher.match(text)
-      if (span === null) continue
-      hits.push({
-        sessionId: candidate.sessionId,
-        seq: event.seq,
-        eventType: event.type,
-        field,
-        ...snippetOf(text, span),
-        at: event.time,
-      })
-      if (hits.length === checked.limit) {
-        return page(encodeCursor(position))
+      // A sealed line's stored text is ciphertext: only a plain one can be ruled out unread.
+      if (keys === null && !matcher.lineMayMatch(candidate.stored.line)) continue
+      const event = decoded(context, candidate, keys)
+      if (event === null) continue
+      for (const { field, text } of searchableFields(event)) {
+        const position = {
+          sessionId: candidate.sessionId,
+          seq: event.seq,
+          field: SEARCH_FIELDS.indexOf(field),
+        }
+        if (!isAfter(checked.after, position)) continue
+        const span = matcher.match(text)
+        if (span === null) continue
+        hits.push({
+          sessionId: candidate.sessionId,
+          seq: event.seq,
+          eventType: event.type,
+          field,
+          ...snippetOf(text, span),
+          at: event.time,
+        })
+        if (hits.length === checked.limit) {
+          return page(encodeCursor(position))
+        }
       }
     }
+    return page(null)
+  } finally {
+    headers.stop()
   }
-  return page(null)
 }
+
+/** Header reads a batch's prefetch keeps in flight at once. */
+const HEADERS_AHEAD = 8
 
 /**
  * The key state of each session a search reads, its header read once per search: null for a
- * plain session, `gone` for one deleted since it was listed or indexed (or whose header is damaged).
+ * plain session, `gone` for one deleted since it was listed or indexed (or whose header is
+ * damaged). `prefetch` starts the header reads of a batch's sessions, {@link HEADERS_AHEAD}
+ * at a time, so a page of hits in many sessions waits for about one round trip per
+ * {@link HEADERS_AHEAD} sessions instead of one per session.
  */
 function sessionKeys(
   context: CoreContext,
   signal: SearchOptions['signal'],
-): (sessionId: string) => Promise<SessionKeyState | 'gone'> {
-  const known = new Map<string, SessionKeyState | 'gone'>()
-  return async (sessionId) => {
-    const cached = known.get(sessionId)
-    if (cached !== undefined) return cached
-    const state = await readHeader(context, sessionId, { signal, keyRequired: false }).then(
+): {
+  keysOf: (sessionId: string) => Promise<SessionKeyState | 'gone'>
+  prefetch: (sessionIds: ReadonlySet<string>) => void
+  /** Ends the prefetch (the search returned): no read starts after it. */
+  stop: () => void
+} {
+  const known = new Map<string, Promise<SessionKeyState | 'gone'>>()
+  let stopped = false
+  const read = (sessionId: string): Promise<SessionKeyState | 'gone'> =>
+    readHeader(context, sessionId, { signal, keyRequired: false }).then(
       ({ keys }) => keys,
       (error: unknown) => {
         // Deleted since, or a damaged header: as the scan does, not searchable, not fatal.
@@ -262,7 +297,29 @@ function sessionKeys(
         throw error
       },
     )
-    known.set(sessionId, state)
+  const keysOf = (sessionId: string): Promise<SessionKeyState | 'gone'> => {
+    let state = known.get(sessionId)
+    if (state === undefined) {
+      state = read(sessionId)
+      known.set(sessionId, state)
+    }
     return state
+  }
+  const prefetch = (sessionIds: ReadonlySet<string>): void => {
+    const waiting = [...sessionIds].filter((id) => !known.has(id))
+    const next = (): void => {
+      const id = stopped ? undefined : waiting.shift()
+      if (id === undefined || known.has(id)) return id === undefined ? undefined : next()
+      // A failure is reported when the search awaits this session; a page that ends first never does.
+      keysOf(id).then(next, next)
+    }
+    for (let lane = 0; lane < HEADERS_AHEAD; lane += 1) next()
+  }
+  return {
+    keysOf,
+    prefetch,
+    stop: () => {
+      stopped = true
+    },
   }
 }

@@ -152,7 +152,9 @@ async function runInspect(
                 ? 'temp file of an unfinished publish'
                 : entry.kind === 'checkpoint'
                   ? 'projection checkpoint'
-                  : 'other'
+                  : entry.kind === 'search-index'
+                    ? 'search index (derived from the log)'
+                    : 'other'
       lines.push(`  ${terminalSafe(entry.name).padEnd(32)} ${formatBytes(entry.bytes).padStart(9)}  ${what}`)
     }
     if (lock !== null) {

@@ -34,8 +34,8 @@ export interface JsonlFilesCapability {
   sessionDirectory(id: string): string
   /**
    * Lists a session's directory, each entry classified (log generations and encodings,
-   * quarantined torn tails, the writer lock, temp files, the core's `core.checkpoint`), the log
-   * a read opens marked `current`, with its size.
+   * quarantined torn tails, the writer lock, temp files, the core's `core.checkpoint`, the
+   * search index `search.index`), the log a read opens marked `current`, with its size.
    *
    * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, read errors (`details.jsonlCode`:
    *   `UNSAFE_ROOT`, `VERSION_TOO_NEW`, `MIXED_ENCODINGS`...).

@@ -21,19 +21,19 @@ import {
   isIndexedLine,
   RECORD_BYTES,
   sameBinding,
+  SIGNATURE_BYTES,
   SIGNATURE_OFFSET,
   signatureHas,
 } from '@agent-ledger/session-store/search-index'
 import type { ChainEnd, IndexBlock, IndexHeader } from '@agent-ledger/session-store/search-index'
 
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
-import { TEMP_PREFIX } from '../layout.ts'
+import { SEARCH_INDEX_FILE_NAME, TEMP_PREFIX } from '../layout.ts'
 import type { StoreLimits } from '../limits.ts'
 import { logAdapter } from '../log-adapter.ts'
 import { throwIfAborted, toPortError } from './port-errors.ts'
+import type { CachedChain, ChainCache } from './search-index-cache.ts'
 
-/** The sidecar's name in a session directory. */
-const SEARCH_INDEX_FILE_NAME = 'search.index'
 /** Plain-log bytes per block the builder aims at. */
 export const BLOCK_BYTES = 32 * 1024
 /** New bytes past the index's end from which a search catches up (below: read raw). */
@@ -62,6 +62,8 @@ export interface SearchIndexContext {
   readonly now: () => number
   /** What searches learned of each session (see {@link Known}); one map per backend. */
   readonly known: Map<string, Known>
+  /** The sidecars' chains as last read, while unchanged (`search-index-cache.ts`); one per backend. */
+  readonly chains: ChainCache
 }
 
 /** A query as one session's pass uses it. */
@@ -237,20 +239,26 @@ export class SessionIndex {
    * bound to another log, torn or corrupt: the `keep` records before the damage survive).
    */
   async #readChain(binding: IndexHeader, wanted: Wanted): Promise<Chain> {
+    const { fs, chains, now } = this.#context
+    const { id } = this.#session
+    const current = await fs.lstat(this.#path).catch(() => null)
+    const cached = current === null ? undefined : chains.get(id, statKey(current))
+    if (cached !== undefined) return chainOf(cached, wanted)
     let handle: FileHandleOps
     try {
-      handle = await this.#context.fs.open(this.#path, constants.O_RDONLY | constants.O_NOFOLLOW)
+      handle = await fs.open(this.#path, constants.O_RDONLY | constants.O_NOFOLLOW)
     } catch {
+      chains.delete(id)
       return freshChain(binding)
     }
     try {
       const stats = await handle.stat()
       const length = stats.size
       const buffer = Buffer.allocUnsafe(Math.min(length, RECORD_BYTES * RECORDS_PER_READ))
+      const signatures = new Uint8Array(Math.max(0, Math.floor(length / RECORD_BYTES) - 1) * SIGNATURE_BYTES)
+      const blocks: IndexBlock[] = []
       let end: ChainEnd = { nextSeq: 0, offset: binding.headerBytes }
-      let last: IndexBlock | null = null
       let keep = 1
-      const matching: IndexBlock[] = []
       let position = 0
       let broken = false
       while (position < length && !broken) {
@@ -271,21 +279,26 @@ export class SessionIndex {
           keep += 1
           if (step === 'duplicate') continue
           end = { nextSeq: block!.lastSeq + 1, offset: block!.end }
-          last = block
-          if (block!.lastSeq >= wanted.fromSeq && signatureHas(buffer, at + SIGNATURE_OFFSET, wanted.bits))
-            matching.push(block!)
+          signatures.set(
+            buffer.subarray(at + SIGNATURE_OFFSET, at + SIGNATURE_OFFSET + SIGNATURE_BYTES),
+            blocks.length * SIGNATURE_BYTES,
+          )
+          blocks.push(block!)
         }
       }
       if (position === 0) return freshChain(binding)
-      return {
-        end,
-        last,
-        matching,
-        rewrite: broken || keep * RECORD_BYTES !== length,
-        keep,
+      const read: CachedChain = {
         indexKey: statKey(stats),
         indexTime: Math.max(stats.mtimeMs, stats.ctimeMs),
+        end,
+        blocks,
+        signatures: signatures.subarray(0, blocks.length * SIGNATURE_BYTES),
+        keep,
       }
+      const rewrite = broken || keep * RECORD_BYTES !== length
+      if (!rewrite && now() - read.indexTime > RACY_MS) chains.set(id, read)
+      else chains.delete(id)
+      return { ...chainOf(read, wanted), rewrite }
     } finally {
       await handle.close().catch(() => undefined)
     }
@@ -446,6 +459,27 @@ interface Chain {
   /** The index file's state as read (`statKey`), and its newest timestamp. */
   readonly indexKey: string
   readonly indexTime: number
+}
+
+/** The chain a sidecar held, with the blocks from `fromSeq` whose signature holds the query's bits. */
+function chainOf(read: CachedChain, wanted: Wanted): Chain {
+  const matching: IndexBlock[] = []
+  read.blocks.forEach((block, index) => {
+    if (
+      block.lastSeq >= wanted.fromSeq &&
+      signatureHas(read.signatures, index * SIGNATURE_BYTES, wanted.bits)
+    )
+      matching.push(block)
+  })
+  return {
+    end: read.end,
+    last: read.blocks.at(-1) ?? null,
+    matching,
+    rewrite: false,
+    keep: read.keep,
+    indexKey: read.indexKey,
+    indexTime: read.indexTime,
+  }
 }
 
 /** A chain with no block, to be written as a header-only index. */

@@ -34,6 +34,7 @@ import { assertSessionId } from '../session-id.ts'
 import { isOlderGeneration } from './older-read.ts'
 import { openLog } from './open-log.ts'
 import { JSONL_DAMAGE_CODES, throwIfAborted, toPortError } from './port-errors.ts'
+import { ChainCache } from './search-index-cache.ts'
 import { BLOCK_BYTES, crc32c, NEWLINE, RACY_MS, SessionIndex, statKey } from './search-index-file.ts'
 import type { Known, SearchIndexContext, Wanted } from './search-index-file.ts'
 
@@ -46,8 +47,8 @@ const SESSIONS_AHEAD = 8
  * @param context - File system, root, limits and the backend's reads.
  * @returns `capabilities.search` of the JSONL backend.
  */
-export function searchCapability(context: Omit<SearchIndexContext, 'known'>): SearchCapability {
-  const full = { ...context, known: new Map<string, Known>() }
+export function searchCapability(context: Omit<SearchIndexContext, 'known' | 'chains'>): SearchCapability {
+  const full = { ...context, known: new Map<string, Known>(), chains: new ChainCache() }
   return { candidates: (query) => candidates(full, query) }
 }
 

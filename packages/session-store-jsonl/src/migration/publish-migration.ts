@@ -12,6 +12,7 @@ import type { GenerationFile } from '../generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { V4_FORMAT } from '../log-format.ts'
 import { publishFile } from '../publish.ts'
+import { dropSearchIndex } from '../search-index-sidecar.ts'
 import { scanLog } from '../read-log.ts'
 import type { ByteSource } from '../read-log.ts'
 import type { GenerationReader, SourceScan } from './generation-readers.ts'
@@ -204,6 +205,8 @@ export async function publishMigration(
     ...(options.lock === undefined ? {} : { lock: options.lock }),
     ...(options.keepHandle === undefined ? {} : { keepHandle: options.keepHandle }),
   })
+  // An index beside the directory's logs was built from another log than the one published.
+  if (published.outcome === 'published') await dropSearchIndex(settings.fs, settings.directory)
   progress.report(
     {
       phase: 'publish',
