@@ -9,8 +9,6 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 
-import { crc32c as nativeCrc32c } from '@node-rs/crc32'
-
 import { coreEventRegistry } from '@agent-ledger/session-events'
 import type { EventRegistry } from '@agent-ledger/session-events'
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
@@ -36,6 +34,7 @@ import type {
 
 import { nodeFsOps } from '../fs-ops.ts'
 import type { FsOps } from '../fs-ops.ts'
+import { nativeCrc32c } from '../line-codec.ts'
 import { resolveLimits } from '../limits.ts'
 import type { StoreLimits } from '../limits.ts'
 import { removeStaleTemps } from '../publish.ts'
@@ -129,7 +128,7 @@ class JsonlBackendImpl implements JsonlBackend {
   /** `.zstd` frame damage: recorded by a scan like `CORRUPT_LINE`, with its own code kept. */
   readonly damageCodes = JSONL_DAMAGE_CODES
   /** The native CRC-32C, offered to the core for every line it encodes and checks. */
-  readonly crc32c = (bytes: Uint8Array): number => nativeCrc32c(bytes) >>> 0
+  readonly crc32c = nativeCrc32c
   readonly root: string
   readonly encoding: LogEncoding
   readonly capabilities: JsonlCapabilities
