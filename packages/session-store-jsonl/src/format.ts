@@ -16,7 +16,6 @@ export {
   encodeEventLine,
   encodeJsonLine,
   findEmbeddedValidLine,
-  jsonDepth,
   verifyLineChecksum,
 } from './line-codec.ts'
 export type { DecodedLine, LineFailureReason, LineLimits } from './line-codec.ts'

@@ -8,8 +8,6 @@ import {
   encodeEventLine,
   encodeJsonLine,
   findEmbeddedValidLine,
-  jsonDepth,
-  valueDepth,
   verifyLineChecksum,
 } from '../src/line-codec.ts'
 
@@ -122,11 +120,8 @@ describe('line codec', () => {
     expect(verifyLineChecksum(Buffer.from('{}'))).toBe(false)
   })
 
-  it('I8/S9: counts nesting on bytes without recursion, outside strings only', () => {
-    expect(jsonDepth(Buffer.from('{"a":[1,{"b":[]}]}'), 10)).toBe(4)
-    expect(jsonDepth(Buffer.from('{"a":"[[[[{{{{\\"[[["}'), 10)).toBe(1)
-    const deep = Buffer.from(`{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`)
-    expect(jsonDepth(deep, 256)).toBe(257)
+  // The depth counters themselves are the core's (session-store test/codec.test.ts).
+  it('I8/S9: refuses a line nested past the limit, not one wide with brackets', () => {
     const line = body(encodeJsonLine(`{"a":${'['.repeat(300)}${']'.repeat(300)}}`))
     expect(decodeLine(line, limits)).toMatchObject({ ok: false, reason: 'too-deep', checksumValid: true })
     // Many brackets side by side are not deep.
@@ -135,8 +130,6 @@ describe('line codec', () => {
   })
 
   it('I8/S9: checks depth after parsing, on the parsed nodes, with the same verdict as the byte count', () => {
-    expect(valueDepth({ a: [1, { b: [] }] }, 10)).toBe(4)
-    expect(valueDepth('[[[[', 10)).toBe(0)
     // Exactly at the limit is accepted; one more level is refused, with the checksum judged.
     const atLimit = body(encodeJsonLine(`{"a":${'['.repeat(255)}${']'.repeat(255)}}`))
     expect(decodeLine(atLimit, limits).ok).toBe(true)

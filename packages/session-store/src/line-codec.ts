@@ -242,6 +242,46 @@ export function verifyLineChecksum(line: string, crc32c: Crc32c): boolean {
 }
 
 /**
+ * The CRC a well-formed suffix of a line's UTF-8 bytes carries, or -1 when the bytes do not
+ * end with one (8 lowercase hex digits between `,"crc":"` and `"}`).
+ *
+ * @param bytes - A line's bytes without `\n`.
+ * @returns The checksum as an unsigned 32-bit integer, or -1.
+ */
+export function suffixCrc(bytes: Uint8Array): number {
+  const length = bytes.length
+  if (length <= CRC_SUFFIX_LENGTH) return -1
+  const start = length - CRC_SUFFIX_LENGTH
+  for (let index = 0; index < SUFFIX_HEAD_BYTES.length; index += 1) {
+    if (bytes[start + index] !== SUFFIX_HEAD_BYTES[index]) return -1
+  }
+  if (bytes[length - 2] !== 0x22 || bytes[length - 1] !== 0x7d) return -1
+  let expected = 0
+  for (let index = start + SUFFIX_HEAD_BYTES.length; index < length - 2; index += 1) {
+    const byte = bytes[index]!
+    let digit: number
+    if (byte >= 0x30 && byte <= 0x39) digit = byte - 0x30
+    else if (byte >= 0x61 && byte <= 0x66) digit = byte - 0x57
+    else return -1
+    expected = expected * 16 + digit
+  }
+  return expected
+}
+
+/**
+ * {@link verifyLineChecksum} over the line's UTF-8 bytes, for a backend that read bytes: the
+ * checksum is taken over them as they are, without encoding the text again.
+ *
+ * @param bytes - A line's bytes without `\n`.
+ * @param crc32c - The CRC-32C function.
+ * @returns True when the suffix is well formed and matches the bytes before it.
+ */
+export function verifyLineBytes(bytes: Uint8Array, crc32c: Crc32c): boolean {
+  const expected = suffixCrc(bytes)
+  return expected !== -1 && crc32c(bytes.subarray(0, bytes.length - CRC_SUFFIX_LENGTH)) >>> 0 === expected
+}
+
+/**
  * Deepest nesting of `[`/`{` outside strings, counted without parsing; stops past `limit`.
  *
  * @param text - JSON text.
@@ -279,7 +319,7 @@ export function jsonDepth(text: string, limit: number): number {
  * @param limit - Depth past which counting stops.
  * @returns The depth (a scalar is 0), or `limit + 1` when deeper than `limit`.
  */
-function valueDepth(value: unknown, limit: number): number {
+export function valueDepth(value: unknown, limit: number): number {
   if (typeof value !== 'object' || value === null) return 0
   let deepest = 1
   const stack: { readonly node: object; readonly depth: number }[] = [{ node: value, depth: 1 }]
@@ -296,6 +336,27 @@ function valueDepth(value: unknown, limit: number): number {
     }
   }
   return deepest
+}
+
+/**
+ * True when the text has more than `limit` opening brackets at all, counted with the native
+ * `indexOf` (a cheap, exact pre-filter for the depth check: a line with fewer cannot nest deeper).
+ *
+ * @param text - JSON text.
+ * @param limit - The depth limit.
+ * @returns Whether the depth must be checked.
+ */
+export function mayNestDeeper(text: string, limit: number): boolean {
+  let count = 0
+  for (const bracket of ['{', '[']) {
+    let position = text.indexOf(bracket)
+    while (position !== -1) {
+      count += 1
+      if (count > limit) return true
+      position = text.indexOf(bracket, position + 1)
+    }
+  }
+  return false
 }
 
 /** Why a line failed the per-line checks, in the order they run. */
@@ -319,11 +380,18 @@ export interface LineLimits {
  * the call stack); a line that fails to parse is counted on characters, so the reason is the
  * one a count before parsing gives. On success the `crc` member is removed (own `__proto__` keys stay data).
  *
+ * A backend that read the line as bytes passes them too (`bytes`): the checksum is then taken
+ * over them, not over the text encoded again (the one decode of a JSONL line: its backend
+ * checks the length in bytes and strict UTF-8 first, then calls this).
+ *
  * @param line - A line without `\n`.
- * @param options - Limits and the CRC-32C function.
+ * @param options - Limits, the CRC-32C function and the line's UTF-8 bytes when the caller has them.
  * @returns The object, or the first failed check.
  */
-export function decodeLine(line: string, options: LineLimits & { readonly crc32c: Crc32c }): DecodedLine {
+export function decodeLine(
+  line: string,
+  options: LineLimits & { readonly crc32c: Crc32c; readonly bytes?: Uint8Array | undefined },
+): DecodedLine {
   if (line.length > options.maxLineLength) return { ok: false, reason: 'too-large', seq: undefined }
   const { maxDepth } = options
   let value: unknown
@@ -334,14 +402,17 @@ export function decodeLine(line: string, options: LineLimits & { readonly crc32c
     if (jsonDepth(line, maxDepth) > maxDepth) return { ok: false, reason: 'too-deep', seq: undefined }
     return { ok: false, reason: 'json', seq: undefined }
   }
-  // Nesting past maxDepth needs two characters per level: a shorter line cannot be too deep.
-  if (line.length > 2 * maxDepth && valueDepth(value, maxDepth) > maxDepth) {
+  // Nesting past maxDepth needs more than maxDepth opening brackets: a line with fewer cannot be too deep.
+  if (mayNestDeeper(line, maxDepth) && valueDepth(value, maxDepth) > maxDepth) {
     return { ok: false, reason: 'too-deep', seq: undefined }
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, reason: 'not-object', seq: undefined }
   }
-  if (!verifyLineChecksum(line, options.crc32c)) {
+  const bytes = options.bytes
+  if (
+    !(bytes === undefined ? verifyLineChecksum(line, options.crc32c) : verifyLineBytes(bytes, options.crc32c))
+  ) {
     const seq = (value as { seq?: unknown }).seq
     return { ok: false, reason: 'checksum', seq: typeof seq === 'number' ? seq : undefined }
   }

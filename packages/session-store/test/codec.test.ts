@@ -4,7 +4,16 @@ import { describe, expect, it } from 'vitest'
 import { crc32c, lineCrc, verifyLineChecksum } from '../src/index.ts'
 import { encodeEvent, DEFAULT_LIMITS } from '../src/event-codec.ts'
 import { buildHeader, parseHeaderLine } from '../src/header.ts'
-import { checksumJson, decodeLine, LineBytes, utf8 } from '../src/line-codec.ts'
+import {
+  checksumJson,
+  decodeLine,
+  jsonDepth,
+  LineBytes,
+  mayNestDeeper,
+  utf8,
+  valueDepth,
+  verifyLineBytes,
+} from '../src/line-codec.ts'
 import { coreEventRegistry } from '@agent-ledger/session-events'
 
 const bytes = utf8
@@ -127,6 +136,36 @@ describe('line codec: the exact bytes of FORMAT.md', () => {
       reason: 'checksum',
       seq: 0,
     })
+  })
+
+  // Moved from session-store-jsonl test/line-codec.test.ts (its byte-side copies went: one codec).
+  it('I8/S9: counts nesting without recursion, outside strings only', () => {
+    expect(jsonDepth('{"a":[1,{"b":[]}]}', 10)).toBe(4)
+    expect(jsonDepth('{"a":"[[[[{{{{\\"[[["}', 10)).toBe(1)
+    expect(jsonDepth(`{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`, 256)).toBe(257)
+    expect(valueDepth({ a: [1, { b: [] }] }, 10)).toBe(4)
+    expect(valueDepth('[[[[', 10)).toBe(0)
+    // The pre-filter counts brackets anywhere: fewer than the limit cannot nest deeper.
+    expect(mayNestDeeper('{"a":[[1]]}', 3)).toBe(false)
+    expect(mayNestDeeper('{"a":"[[[["}', 3)).toBe(true)
+  })
+
+  it('takes the checksum over the bytes a backend read, when it passes them', () => {
+    const line = checksumJson(JSON.stringify({ seq: 1, text: 'héllo' }), crc32c).line
+    const bytes = utf8(line)
+    const limits = { maxLineLength: 1000, maxDepth: 10, crc32c }
+    expect(verifyLineBytes(bytes, crc32c)).toBe(true)
+    expect(decodeLine(line, { ...limits, bytes })).toMatchObject({ ok: true, value: { seq: 1 } })
+    // The bytes are what is checked: a flipped byte fails even where the text is intact.
+    const flipped = Uint8Array.from(bytes)
+    flipped[10] = flipped[10]! ^ 0x01
+    expect(verifyLineBytes(flipped, crc32c)).toBe(false)
+    expect(decodeLine(line, { ...limits, bytes: flipped })).toMatchObject({ ok: false, reason: 'checksum' })
+    // A suffix with upper-case hex or without its brace is not a suffix.
+    expect(verifyLineBytes(utf8(FORMAT_WORKED), crc32c)).toBe(true)
+    expect(verifyLineBytes(utf8(FORMAT_WORKED.replace('79ea275d', '79EA275D')), crc32c)).toBe(false)
+    expect(verifyLineBytes(bytes.subarray(0, bytes.length - 1), crc32c)).toBe(false)
+    expect(verifyLineBytes(utf8('{}'), crc32c)).toBe(false)
   })
 })
 

@@ -1,7 +1,7 @@
 /**
  * `createJsonlBackend`: the JSONL store as the `@agent-ledger/session-store` backend port's
  * file implementation, built from the store's own parts: create is `publishFile` (temp,
- * fsync, read back and verify, `link()`, directory fsync); the lease is the writer lock plus
+ * fsync, read back and verify, `link()`, directory fsync; `create.ts`); the lease is the writer lock plus
  * a durable epoch (`lease-file.ts`); acquire repairs a torn tail with `quarantineTail`;
  * append is `appendDurably` (one write, one fdatasync, rollback); reads are the streaming
  * scanner in lines mode; plain or zstd is chosen once, by a `LogAdapter`.
@@ -9,11 +9,9 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 
-import { crc32c as nativeCrc32c } from '@node-rs/crc32'
-
 import { coreEventRegistry } from '@agent-ledger/session-events'
 import type { EventRegistry } from '@agent-ledger/session-events'
-import { seedBatches, SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
+import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type {
   AcquireOptions,
   AcquireResult,
@@ -36,20 +34,21 @@ import type {
 
 import { nodeFsOps } from '../fs-ops.ts'
 import type { FsOps } from '../fs-ops.ts'
-import { listGenerations } from '../generations.ts'
-import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
+import { nativeCrc32c } from '../line-codec.ts'
 import { resolveLimits } from '../limits.ts'
 import type { StoreLimits } from '../limits.ts'
-import { publishFile, removeStaleTemps } from '../publish.ts'
+import { removeStaleTemps } from '../publish.ts'
 import { assertSessionId } from '../session-id.ts'
-import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
-import type { LockOptions, WriterLock } from '../writer-lock.ts'
+import { WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
+import type { LockOptions } from '../writer-lock.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
 import { batchBytes, countNewlines } from './batch-bytes.ts'
 import { appendToHeld, assertFence, lockNonce, recoverLog, takeLock } from './held-lease.ts'
 import type { Held, LeaseContext } from './held-lease.ts'
 import { checkpointCapability, readSeekPoint, seekTrack, trackBatch } from './checkpoints.ts'
 import type { SeekTrack } from './checkpoints.ts'
+import { createSession } from './create.ts'
+import type { CreateContext } from './create.ts'
 import { deleteCapability } from './delete.ts'
 import type { JsonlDeleteCapability } from './delete.ts'
 import { filesCapability } from './files.ts'
@@ -64,13 +63,12 @@ import { openOwnLease, readLease, writeLease } from './lease-file.ts'
 import type { LeaseRecord } from './lease-file.ts'
 import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
-import { counted, lineBytes, rememberPublished, writtenHead } from './published-head.ts'
-import type { PublishedHead, Written } from './published-head.ts'
+import type { PublishedHead } from './published-head.ts'
 import { listSessions } from './list.ts'
 import { searchCapability } from './search-index.ts'
 import { checkGenerations, openLog } from './open-log.ts'
 import { JSONL_DAMAGE_CODES, portError, seqOption, throwIfAborted, toPortError } from './port-errors.ts'
-import { checkRoot, ensureSessionDirectory, removeMadeDirectory, sessionDirectory } from './session-dirs.ts'
+import { sessionDirectory } from './session-dirs.ts'
 
 /** Options of {@link createJsonlBackend}. */
 export interface JsonlBackendOptions {
@@ -130,7 +128,7 @@ class JsonlBackendImpl implements JsonlBackend {
   /** `.zstd` frame damage: recorded by a scan like `CORRUPT_LINE`, with its own code kept. */
   readonly damageCodes = JSONL_DAMAGE_CODES
   /** The native CRC-32C, offered to the core for every line it encodes and checks. */
-  readonly crc32c = (bytes: Uint8Array): number => nativeCrc32c(bytes) >>> 0
+  readonly crc32c = nativeCrc32c
   readonly root: string
   readonly encoding: LogEncoding
   readonly capabilities: JsonlCapabilities
@@ -147,6 +145,7 @@ class JsonlBackendImpl implements JsonlBackend {
   readonly #published = new Map<string, PublishedHead>()
   readonly #lastBatch = new Map<string, { batchId: string; nextSeq: number; epoch: number }>()
   readonly #leaseContext: LeaseContext
+  readonly #createContext: CreateContext
   readonly #older: OlderReadContext
   #closed = false
 
@@ -183,6 +182,13 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#lock = { ...options.lock, timeoutMs: 0, randomHex: this.#randomHex }
     this.#now = options.now ?? Date.now
     this.#leaseContext = { fs: this.#fs, limits: this.#limits, lock: this.#lock }
+    this.#createContext = {
+      ...this.#leaseContext,
+      root: this.root,
+      encoding,
+      randomHex: this.#randomHex,
+      published: this.#published,
+    }
     const context = { fs: this.#fs, root: this.root, limits: this.#limits }
     this.#older = { ...context, registry: options.registry ?? coreEventRegistry }
     this.capabilities = {
@@ -262,137 +268,7 @@ class JsonlBackendImpl implements JsonlBackend {
 
   async create(request: CreateRequest): Promise<void> {
     this.#open()
-    const id = this.#id(request.id)
-    throwIfAborted(request.signal, `Creating session ${id}`, id)
-    const action = `create session ${id}`
-    const adapter = await logAdapter(id, this.encoding, this.#limits).catch((error: unknown) => {
-      throw toPortError(error, { sessionId: id, action })
-    })
-    const headerBytes = Buffer.from(`${request.headerLine}\n`, 'utf8')
-    // An array seed is encoded whole; a streamed one batch by batch into the temp file (the
-    // publish protocol's: fsynced, read back, then linked), so no reader sees it before the link.
-    const seed = seedBatches(request, `Creating session ${id}`)
-    const array = Array.isArray(request.lines) ? (request.lines as readonly string[]) : null
-    const written: Written = { lines: 0, last: null }
-    const content =
-      array === null
-        ? () => adapter.stream(headerBytes, lineBytes(seed, written))
-        : () => once(adapter.start(headerBytes, counted(array, written)))
-    await checkRoot(this.#fs, this.root, true)
-    const { directory, made } = await ensureSessionDirectory(this.#fs, this.root, id)
-    try {
-      await this.#createIn(request, { id, action, adapter, directory, content, seed, array, written })
-    } catch (error) {
-      // A failed create leaves no folder it made (an empty one would list as SESSION_NOT_FOUND).
-      if (made) await removeMadeDirectory(this.#fs, this.root, directory)
-      throw error
-    }
-  }
-
-  async #createIn(
-    request: CreateRequest,
-    made: {
-      readonly id: string
-      readonly action: string
-      readonly adapter: Awaited<ReturnType<typeof logAdapter>>
-      readonly directory: string
-      readonly content: Parameters<typeof publishFile>[0]['content']
-      readonly seed: ReturnType<typeof seedBatches>
-      readonly array: readonly string[] | null
-      readonly written: Written
-    },
-  ): Promise<void> {
-    const { id, action, adapter, directory, content, seed, array, written } = made
-    await this.#assertNoLog(id, directory)
-    let lock: WriterLock
-    try {
-      lock = await acquireWriterLock(this.#fs, directory, this.#lock)
-    } catch (error) {
-      if (JsonlStoreError.is(error) && error.code === JsonlErrorCode.SESSION_LOCKED) {
-        throw portError(SessionStoreErrorCode.SESSION_EXISTS, {
-          sessionId: id,
-          message: `Cannot create session ${id}: expected no session with that id, found its directory locked by another writer (${error.message}).`,
-          cause: error,
-        })
-      }
-      throw toPortError(error, { sessionId: id, action })
-    }
-    try {
-      await this.#assertNoLog(id, directory)
-      await removeStaleTemps(this.#fs, directory)
-      const published = await publishFile({
-        fs: this.#fs,
-        directory,
-        target: adapter.log.name,
-        kind: 'create',
-        operation: 'create',
-        content,
-        // Read back from disk before the link: publishFile compares the sha256 of the bytes read
-        // with that of the bytes written. A plain log is not parsed again (its lines are the
-        // core's, checked as it encoded them; the count of newlines written says no line held
-        // one); a `.zstd` log is scanned (its frames decoded, every line checked).
-        verify: async (staged) => {
-          const scanned =
-            adapter.encoding === 'plain'
-              ? writtenHead(request.headerLine, written)
-              : await scanHead(adapter, staged)
-          throwIfAborted(request.signal, `Creating session ${id}`, id)
-          const { outcome } = scanned
-          const count = array === null ? seed.count : array.length
-          const lastCrc = seed.lastCrc()
-          if (
-            outcome.damage !== null ||
-            outcome.tornTail !== null ||
-            scanned.headerLine !== request.headerLine ||
-            scanned.nextSeq !== count ||
-            scanned.lastCrc !== lastCrc
-          ) {
-            throw portError(JsonlErrorCode.CREATE_FAILED, {
-              sessionId: id,
-              details: { jsonlCode: JsonlErrorCode.CREATE_FAILED, step: 'verify', published: false },
-              message: `Creating session ${id}: the staged ${adapter.log.name} does not read back as written: expected the header and ${count} lines ending with crc ${lastCrc ?? 'none'}, found ${scanned.nextSeq} lines ending with crc ${scanned.lastCrc ?? 'none'}${outcome.damage === null ? '' : ` and damage (${outcome.damage.message})`}; nothing was published.`,
-            })
-          }
-        },
-        ifExists: 'refuse',
-        randomHex: this.#randomHex,
-        display: id,
-        lock,
-      })
-      if (adapter.encoding === 'plain' && published.outcome === 'published') {
-        await rememberPublished(this.#published, this.#fs, {
-          id,
-          path: published.path,
-          log: adapter.log.name,
-          nextSeq: written.lines,
-          lastLine: written.last,
-        })
-      }
-    } catch (error) {
-      // The caller's stream failed: its own error, unchanged (nothing was linked).
-      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the caller's own error, unchanged (the port's contract)
-      if (seed.streamError !== undefined) throw seed.streamError
-      const cause = (error as { cause?: unknown }).cause
-      throw toPortError(JsonlStoreError.is(error) && SessionStoreError.is(cause) ? cause : error, {
-        sessionId: id,
-        action,
-      })
-    } finally {
-      await lock.release().catch(() => undefined)
-    }
-  }
-
-  /** A session has one log: no generation of any version or encoding may exist yet. */
-  async #assertNoLog(id: string, directory: string): Promise<void> {
-    const existing = await listGenerations(this.#fs, directory).catch((error: unknown) => {
-      throw toPortError(error, { sessionId: id, action: `create session ${id}` })
-    })
-    if (existing.length === 0) return
-    throw portError(SessionStoreErrorCode.SESSION_EXISTS, {
-      sessionId: id,
-      message: `Cannot create session ${id}: expected no session with that id, found ${id}/${existing[0]!.file}; it was left untouched.`,
-      details: { file: `${id}/${existing[0]!.file}` },
-    })
+    await createSession(this.#createContext, this.#id(request.id), request)
   }
 
   // ------------------------------------------------------------------ leases
@@ -702,12 +578,6 @@ class JsonlBackendImpl implements JsonlBackend {
       await held.leaseFile?.handle.close().catch(() => undefined)
     }
   }
-}
-
-/** The number of `\n` in `text` (`indexOf` scans: no per-character loop in JS). */
-/** One chunk as the async iterable `publishFile` reads its content from. */
-async function* once(chunk: Buffer): AsyncGenerator<Buffer, void, undefined> {
-  yield await Promise.resolve(chunk)
 }
 
 /**

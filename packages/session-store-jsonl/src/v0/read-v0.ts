@@ -2,8 +2,9 @@ import { isUtf8 } from 'node:buffer'
 
 import type { EventRegistry } from '@agent-ledger/session-events'
 
+import { jsonDepth, mayNestDeeper, valueDepth } from '@agent-ledger/session-store/line-codec'
+
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
-import { jsonDepth, mayBeDeeperThan, valueDepth } from '../line-codec.ts'
 import type { LineFailureReason, LineLimits } from '../line-codec.ts'
 import { LineSplitter } from '../line-splitter.ts'
 import type { LineSink, UnterminatedTail } from '../line-splitter.ts'
@@ -91,12 +92,12 @@ function decodeV0Line(line: Buffer, limits: LineLimits): V0LineDecode {
   try {
     value = JSON.parse(text)
   } catch {
-    if (mayBeDeeperThan(line, maxDepth) && jsonDepth(line, maxDepth) > maxDepth) {
+    if (mayNestDeeper(text, maxDepth) && jsonDepth(text, maxDepth) > maxDepth) {
       return { ok: false, reason: 'too-deep' }
     }
     return { ok: false, reason: 'json' }
   }
-  if (mayBeDeeperThan(line, maxDepth) && valueDepth(value, maxDepth) > maxDepth) {
+  if (mayNestDeeper(text, maxDepth) && valueDepth(value, maxDepth) > maxDepth) {
     return { ok: false, reason: 'too-deep' }
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value))

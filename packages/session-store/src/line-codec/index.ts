@@ -1,0 +1,21 @@
+/**
+ * @packageDocumentation
+ * The one v4 line codec, for backend and tool authors (`@agent-ledger/session-store/line-codec`):
+ * a line's checksum (CRC-32C suffix), its encoding from JSON text and its per-line checks
+ * (length, depth, JSON object, checksum). The core reads and writes every line through it; a
+ * file backend decodes the lines it reads through it too, once, and hands the core the
+ * checked object (`StoredLine.checked`). See docs/decisions/2026-12-02-one-line-codec.md.
+ */
+export {
+  canonicalEvent,
+  checksumJson,
+  decodeLine,
+  jsonDepth,
+  lineCrc,
+  mayNestDeeper,
+  suffixCrc,
+  valueDepth,
+  verifyLineBytes,
+  verifyLineChecksum,
+} from '../line-codec.ts'
+export type { DecodedLine, EncodedLine, LineLimits } from '../line-codec.ts'
