@@ -2,7 +2,12 @@
  * `pnpm chaos`: the full chaos run. Every agent-ledger adapter on every store, then the
  * frameworks' own storage, through the same seeded faults; prints one markdown table.
  *
- *   pnpm chaos [--runs 10000] [--seed 1] [--workers 4] [--per-worker 25] [--only jsonl|postgres|baselines]
+ *   pnpm chaos [--runs 10000 | --total N] [--seed 1] [--workers 4] [--per-worker 25]
+ *              [--only jsonl,postgres,disk-full,failover,baselines]
+ *
+ * `--runs` is per row; `--total` spreads N runs evenly over the rows run. The `disk-full` rows put
+ * the JSONL store on a small tmpfs (root only: without the mount the row says so), the
+ * `failover` rows run on a primary with a synchronous standby of their own.
  *
  * PostgreSQL: `AGENT_LEDGER_PG_URL`, else a throwaway server from tooling/pg (loopback, its own
  * temporary directory), stopped by its pid at the end; without server binaries its rows say why.
@@ -15,57 +20,129 @@ import type { PgCluster } from '../../../tooling/pg/cluster.ts'
 import { percentile } from './checker.ts'
 import { runChaos } from './driver.ts'
 import type { ChaosResult } from './driver.ts'
-import type { Subject } from './plan.ts'
+import type { Adapter, Subject } from './plan.ts'
 
 const { values } = parseArgs({
   options: {
     runs: { type: 'string', default: '10000' },
+    total: { type: 'string' },
     seed: { type: 'string', default: '1' },
     workers: { type: 'string', default: '4' },
     'per-worker': { type: 'string', default: '25' },
     only: { type: 'string' },
   },
 })
-const runs = Number(values.runs)
 const seed = Number(values.seed)
 const workers = Number(values.workers)
 const sessionsPerWorker = Number(values['per-worker'])
 
-const ledger: Subject[] = [
-  { kind: 'ledger', adapter: 'ai-sdk', store: 'jsonl' },
-  { kind: 'ledger', adapter: 'openai-agents', store: 'jsonl' },
-  { kind: 'ledger', adapter: 'ai-sdk', store: 'postgres' },
-  { kind: 'ledger', adapter: 'openai-agents', store: 'postgres' },
+/** One row of the table: a subject, and the store fault it runs under instead of the default mix. */
+interface Row {
+  readonly subject: Subject
+  readonly group: 'jsonl' | 'postgres' | 'disk-full' | 'failover' | 'baselines'
+}
+
+const jsonl = (adapter: Adapter): Subject => ({ kind: 'ledger', adapter, store: 'jsonl' })
+const postgres = (adapter: Adapter): Subject => ({ kind: 'ledger', adapter, store: 'postgres' })
+const all: Row[] = [
+  { subject: jsonl('ai-sdk'), group: 'jsonl' },
+  { subject: jsonl('openai-agents'), group: 'jsonl' },
+  { subject: postgres('ai-sdk'), group: 'postgres' },
+  { subject: postgres('openai-agents'), group: 'postgres' },
+  { subject: jsonl('ai-sdk'), group: 'disk-full' },
+  { subject: jsonl('openai-agents'), group: 'disk-full' },
+  { subject: postgres('ai-sdk'), group: 'failover' },
+  { subject: postgres('openai-agents'), group: 'failover' },
+  { subject: { kind: 'baseline', baseline: 'ai-sdk-recipe' }, group: 'baselines' },
+  { subject: { kind: 'baseline', baseline: 'agents-memory' }, group: 'baselines' },
+  { subject: { kind: 'baseline', baseline: 'agents-file' }, group: 'baselines' },
 ]
-const baselines: Subject[] = [
-  { kind: 'baseline', baseline: 'ai-sdk-recipe' },
-  { kind: 'baseline', baseline: 'agents-memory' },
-  { kind: 'baseline', baseline: 'agents-file' },
-]
-const subjects = [...ledger, ...baselines].filter((subject) => {
-  if (values.only === undefined) return true
-  if (values.only === 'baselines') return subject.kind === 'baseline'
-  return subject.kind === 'ledger' && subject.store === values.only
-})
+const only = values.only?.split(',')
+const rowsToRun = all.filter((row) => only === undefined || only.includes(row.group))
+/** Runs of each row: `--runs` each, or `--total` spread evenly (the first rows take the remainder). */
+const runsOf = (index: number): number => {
+  if (values.total === undefined) return Number(values.runs)
+  const total = Number(values.total)
+  return Math.floor(total / rowsToRun.length) + (index < total % rowsToRun.length ? 1 : 0)
+}
+
+/** The tmpfs of a `disk-full` round (MiB): room for a round's sessions, small enough to fill at once. */
+const TMPFS_MIB = 16
 
 let cluster: PgCluster | undefined
 let pgUrl = process.env['AGENT_LEDGER_PG_URL'] ?? ''
-const pgSkip = pgUrl === '' ? pgUnavailableReason() : undefined
+const pgSkip = pgUnavailableReason()
 const rows: string[] = []
-const label = (subject: Subject): [string, string] =>
-  subject.kind === 'ledger'
-    ? [subject.store === 'jsonl' ? 'JSONL' : 'PostgreSQL', `@agent-ledger/${subject.adapter}`]
-    : {
-        'ai-sdk-recipe': ['messages JSON file, saved at the end of a response', 'AI SDK recipe'] as [
-          string,
-          string,
-        ],
-        'agents-memory': ['MemorySession', 'OpenAI Agents'] as [string, string],
-        'agents-file': ['JSON-file session (examples)', 'OpenAI Agents'] as [string, string],
-      }[subject.baseline]
+const label = (row: Row): [string, string] => {
+  const { subject } = row
+  if (subject.kind === 'ledger') {
+    const store = subject.store === 'jsonl' ? 'JSONL' : 'PostgreSQL'
+    const fault =
+      row.group === 'disk-full'
+        ? `, full disk (tmpfs ${TMPFS_MIB} MiB)`
+        : row.group === 'failover'
+          ? ', primary SIGKILLed, sync standby promoted'
+          : ''
+    return [`${store}${fault}`, `@agent-ledger/${subject.adapter}`]
+  }
+  return {
+    'ai-sdk-recipe': ['messages JSON file, saved at the end of a response', 'AI SDK recipe'] as [
+      string,
+      string,
+    ],
+    'agents-memory': ['MemorySession', 'OpenAI Agents'] as [string, string],
+    'agents-file': ['JSON-file session (examples)', 'OpenAI Agents'] as [string, string],
+  }[subject.baseline]
+}
+
+/** A primary with a synchronous standby (`s1`) for the failover rows; each failover promotes it. */
+class FailoverPair {
+  #primary: PgCluster | undefined
+  #standby: PgCluster | undefined
+
+  /** The primary's URL, after giving it a synchronous standby when it has none. */
+  async prepare(): Promise<string> {
+    this.#primary ??= await startCluster()
+    if (this.#standby === undefined) {
+      this.#standby = await this.#primary.createStandby('s1')
+      await psql(this.#primary, "ALTER SYSTEM SET synchronous_standby_names = 's1'")
+      await psql(this.#primary, 'SELECT pg_reload_conf()')
+      while (
+        (await psql(
+          this.#primary,
+          "SELECT sync_state FROM pg_stat_replication WHERE application_name = 's1'",
+        )) !== 'sync'
+      )
+        await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    return this.#primary.url()
+  }
+
+  /** SIGKILLs the primary and promotes the standby; returns the new primary's URL. */
+  async fail(): Promise<string> {
+    const [old, standby] = [this.#primary!, this.#standby!]
+    await old.stop('kill')
+    await standby.promote()
+    await old.destroy()
+    this.#primary = standby
+    this.#standby = undefined
+    return standby.url()
+  }
+
+  async destroy(): Promise<void> {
+    await this.#standby?.destroy()
+    await this.#primary?.destroy()
+  }
+}
+
+/** One statement through the cluster's own psql; its one value. */
+async function psql(server: PgCluster, sql: string): Promise<string> {
+  return (await server.exec('psql', [server.url(), '-Atc', sql])).trim()
+}
+
 const ms = (value: number): string => (Number.isNaN(value) ? 'n/a' : value.toFixed(1))
 
-function row(subject: Subject, result: ChaosResult): string {
+function tableRow(row: Row, result: ChaosResult): string {
   const { counts } = result
   const samples = result.resumes.map((resume) => resume.ms)
   const sizes = result.resumes.map((resume) => resume.events)
@@ -73,17 +150,20 @@ function row(subject: Subject, result: ChaosResult): string {
   const refused = Object.entries(result.refusals)
     .map(([code, count]) => `${code} ${count}`)
     .join(', ')
-  return `| ${label(subject).join(' | ')} | ${result.sessions} | ${faults} | ${counts.toolCallsStarted} | ${counts.duplicatedExecutions} | ${counts.forgottenActions} | ${counts.dishonestRepairs} | ${counts.ackedEventsLost} | ${counts.providerInvalidRequests} | ${ms(percentile(samples, 50))} / ${ms(percentile(samples, 99))} | ${sizes.length === 0 ? 'n/a' : `${percentile(sizes, 50)} / ${Math.max(...sizes)}`} | ${refused === '' ? '-' : refused} |`
+  return `| ${label(row).join(' | ')} | ${result.sessions} | ${faults} | ${counts.toolCallsStarted} | ${counts.duplicatedExecutions} | ${counts.forgottenActions} | ${counts.dishonestRepairs} | ${counts.ackedEventsLost} | ${counts.providerInvalidRequests} | ${ms(percentile(samples, 50))} / ${ms(percentile(samples, 99))} | ${sizes.length === 0 ? 'n/a' : `${percentile(sizes, 50)} / ${Math.max(...sizes)}`} | ${refused === '' ? '-' : refused} |`
 }
 
+const pair = new FailoverPair()
 try {
-  for (const subject of subjects) {
+  for (const [index, row] of rowsToRun.entries()) {
+    const { subject } = row
+    const runs = runsOf(index)
     if (subject.kind === 'ledger' && subject.store === 'postgres') {
-      if (pgSkip !== undefined) {
-        rows.push(`| ${label(subject).join(' | ')} | skipped: ${pgSkip} |`)
+      if (pgSkip !== undefined && (pgUrl === '' || row.group === 'failover')) {
+        rows.push(`| ${label(row).join(' | ')} | not run: ${pgSkip} |`)
         continue
       }
-      if (pgUrl === '') {
+      if (pgUrl === '' && row.group !== 'failover') {
         cluster = await startCluster()
         pgUrl = cluster.url()
       }
@@ -91,14 +171,38 @@ try {
     const started = performance.now()
     // Session ids unique to this subject and invocation on a shared server; the plans stay the seed's.
     const namespace = subject.kind === 'ledger' ? `${subject.adapter}-${randomUUID().slice(0, 8)}-` : ''
-    const result = await runChaos({ subject, runs, seed, workers, sessionsPerWorker, pgUrl, namespace })
-    rows.push(row(subject, result))
+    // A full disk or a failover hits the whole store: one worker at a time, so each fault is one.
+    const storeFault = row.group === 'disk-full' || row.group === 'failover'
+    let result: ChaosResult
+    try {
+      result = await runChaos({
+        subject,
+        runs,
+        seed,
+        workers: storeFault ? 1 : workers,
+        sessionsPerWorker,
+        pgUrl,
+        namespace,
+        ...(storeFault ? { kinds: [row.group], faultsPerSlot: row.group === 'failover' ? 1 : 2 } : {}),
+        ...(row.group === 'disk-full' ? { tmpfsMiB: TMPFS_MIB } : {}),
+        ...(row.group === 'failover'
+          ? { failover: { prepare: () => pair.prepare(), fail: () => pair.fail() } }
+          : {}),
+      })
+    } catch (error) {
+      const reason = String(error instanceof Error ? error.message : error).replaceAll('|', '/')
+      if (!reason.startsWith('mount refused')) throw error
+      rows.push(`| ${label(row).join(' | ')} | not run: ${reason} |`)
+      continue
+    }
+    rows.push(tableRow(row, result))
     console.error(
-      `${label(subject).join(' / ')}: ${result.sessions} runs in ${((performance.now() - started) / 1000).toFixed(0)} s; faults ${JSON.stringify(result.faults)}; unfinished ${result.unfinished}; unfenced ${result.unfenced}${result.badRounds.length > 0 ? `; nonzero rounds ${result.badRounds.map((bad) => bad.round).join(',')} (seed ${seed})` : ''}${result.errors.length > 0 ? `; errors: ${result.errors.slice(0, 3).join(' | ')}` : ''}`,
+      `${label(row).join(' / ')}: ${result.sessions} runs in ${((performance.now() - started) / 1000).toFixed(0)} s; faults ${JSON.stringify(result.faults)}; unfinished ${result.unfinished}; unfenced ${result.unfenced}; refusals ${JSON.stringify(result.refusals)}${result.badRounds.length > 0 ? `; nonzero rounds ${result.badRounds.map((bad) => bad.round).join(',')} (seed ${seed})` : ''}${result.errors.length > 0 ? `; errors: ${result.errors.slice(0, 3).join(' | ')}` : ''}`,
     )
   }
 } finally {
   await cluster?.destroy()
+  await pair.destroy()
 }
 console.log(
   [
