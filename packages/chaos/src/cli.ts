@@ -19,6 +19,7 @@ import { pgUnavailableReason, startCluster } from '../../../tooling/pg/cluster.t
 import type { PgCluster } from '../../../tooling/pg/cluster.ts'
 import { percentile } from './checker.ts'
 import { runChaos } from './driver.ts'
+import { FailoverPair } from './failover.ts'
 import type { ChaosResult } from './driver.ts'
 import type { Adapter, Subject } from './plan.ts'
 
@@ -93,51 +94,6 @@ const label = (row: Row): [string, string] => {
     'agents-memory': ['MemorySession', 'OpenAI Agents'] as [string, string],
     'agents-file': ['JSON-file session (examples)', 'OpenAI Agents'] as [string, string],
   }[subject.baseline]
-}
-
-/** A primary with a synchronous standby (`s1`) for the failover rows; each failover promotes it. */
-class FailoverPair {
-  #primary: PgCluster | undefined
-  #standby: PgCluster | undefined
-
-  /** The primary's URL, after giving it a synchronous standby when it has none. */
-  async prepare(): Promise<string> {
-    this.#primary ??= await startCluster()
-    if (this.#standby === undefined) {
-      this.#standby = await this.#primary.createStandby('s1')
-      await psql(this.#primary, "ALTER SYSTEM SET synchronous_standby_names = 's1'")
-      await psql(this.#primary, 'SELECT pg_reload_conf()')
-      while (
-        (await psql(
-          this.#primary,
-          "SELECT sync_state FROM pg_stat_replication WHERE application_name = 's1'",
-        )) !== 'sync'
-      )
-        await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-    return this.#primary.url()
-  }
-
-  /** SIGKILLs the primary and promotes the standby; returns the new primary's URL. */
-  async fail(): Promise<string> {
-    const [old, standby] = [this.#primary!, this.#standby!]
-    await old.stop('kill')
-    await standby.promote()
-    await old.destroy()
-    this.#primary = standby
-    this.#standby = undefined
-    return standby.url()
-  }
-
-  async destroy(): Promise<void> {
-    await this.#standby?.destroy()
-    await this.#primary?.destroy()
-  }
-}
-
-/** One statement through the cluster's own psql; its one value. */
-async function psql(server: PgCluster, sql: string): Promise<string> {
-  return (await server.exec('psql', [server.url(), '-Atc', sql])).trim()
 }
 
 const ms = (value: number): string => (Number.isNaN(value) ? 'n/a' : value.toFixed(1))
