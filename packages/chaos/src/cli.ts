@@ -73,7 +73,7 @@ const TMPFS_MIB = 16
 let cluster: PgCluster | undefined
 let pgUrl = process.env['AGENT_LEDGER_PG_URL'] ?? ''
 const pgSkip = pgUnavailableReason()
-const rows: string[] = []
+const rows = { push: (line: string): void => console.log(line) }
 const label = (row: Row): [string, string] => {
   const { subject } = row
   if (subject.kind === 'ledger') {
@@ -109,6 +109,14 @@ function tableRow(row: Row, result: ChaosResult): string {
   return `| ${label(row).join(' | ')} | ${result.sessions} | ${faults} | ${counts.toolCallsStarted} | ${counts.duplicatedExecutions} | ${counts.forgottenActions} | ${counts.dishonestRepairs} | ${counts.ackedEventsLost} | ${counts.providerInvalidRequests} | ${ms(percentile(samples, 50))} / ${ms(percentile(samples, 99))} | ${sizes.length === 0 ? 'n/a' : `${percentile(sizes, 50)} / ${Math.max(...sizes)}`} | ${refused === '' ? '-' : refused} |`
 }
 
+// Rows are printed as each finishes: a run cut short keeps the rows it measured.
+console.log(
+  '| store | adapter | runs | faults | tool calls | duplicated executions | forgotten actions | dishonest repairs | acked events lost | provider-invalid next requests | resume p50 / p99 ms | events at resume p50 / max | stopped writers refused by |',
+)
+console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
+console.error(
+  `Seed ${seed}, ${workers} worker processes, ${sessionsPerWorker} sessions per worker per round.`,
+)
 const pair = new FailoverPair()
 try {
   for (const [index, row] of rowsToRun.entries()) {
@@ -153,19 +161,10 @@ try {
     }
     rows.push(tableRow(row, result))
     console.error(
-      `${label(row).join(' / ')}: ${result.sessions} runs in ${((performance.now() - started) / 1000).toFixed(0)} s; faults ${JSON.stringify(result.faults)}; unfinished ${result.unfinished}; unfenced ${result.unfenced}; refusals ${JSON.stringify(result.refusals)}${result.badRounds.length > 0 ? `; nonzero rounds ${result.badRounds.map((bad) => bad.round).join(',')} (seed ${seed})` : ''}${result.errors.length > 0 ? `; errors: ${result.errors.slice(0, 3).join(' | ')}` : ''}`,
+      `${label(row).join(' / ')}: ${result.sessions} runs in ${((performance.now() - started) / 1000).toFixed(0)} s; faults ${JSON.stringify(result.faults)}; unfinished ${result.unfinished}; unfenced ${result.unfenced}; refusals ${JSON.stringify(result.refusals)}${result.badRounds.length > 0 ? `; nonzero rounds ${result.badRounds.map((bad) => `${bad.round} ${JSON.stringify(bad.counts)} ${bad.invalid.join(' / ')}`).join(', ')} (seed ${seed})` : ''}${result.errors.length > 0 ? `; errors: ${result.errors.slice(0, 3).join(' | ')}` : ''}`,
     )
   }
 } finally {
   await cluster?.destroy()
   await pair.destroy()
 }
-console.log(
-  [
-    `Seed ${seed}, ${workers} worker processes, ${sessionsPerWorker} sessions per worker per round.`,
-    '',
-    '| store | adapter | runs | faults | tool calls | duplicated executions | forgotten actions | dishonest repairs | acked events lost | provider-invalid next requests | resume p50 / p99 ms | events at resume p50 / max | stopped writers refused by |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
-    ...rows,
-  ].join('\n'),
-)

@@ -9,6 +9,7 @@ import type { ChildProcessByStdio } from 'node:child_process'
 import type { Readable } from 'node:stream'
 import {
   closeSync,
+  cpSync,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -31,7 +32,7 @@ import type { WireMessage } from '@agent-ledger/session-events'
 import type { ModelMessage } from 'ai'
 
 import { workerBundle } from './bundle.ts'
-import { checkRun } from './checker.ts'
+import { checkRun, providerProblems } from './checker.ts'
 import type { ChaosCounts, CheckedSession, LoggedEvent } from './checker.ts'
 import { readJournals } from './journal.ts'
 import { hashSeed, pickFault, Random } from './plan.ts'
@@ -86,7 +87,12 @@ export interface ChaosResult {
   /** `ERROR` lines of the workers (unexpected errors), first few. */
   readonly errors: readonly string[]
   /** The seeds of the rounds with a nonzero count, to rerun one alone. */
-  readonly badRounds: readonly { readonly round: number; readonly counts: ChaosCounts }[]
+  readonly badRounds: readonly {
+    readonly round: number
+    readonly counts: ChaosCounts
+    /** The sessions whose next request is provider-invalid, and why. */
+    readonly invalid: readonly string[]
+  }[]
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
@@ -459,7 +465,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const faults: Record<string, number> = {}
   const errors: string[] = []
   const refusals: Record<string, number> = {}
-  const badRounds: { round: number; counts: ChaosCounts }[] = []
+  const badRounds: { round: number; counts: ChaosCounts; invalid: string[] }[] = []
   let unfenced = 0
   let unfinished = 0
   let sessionsRun = 0
@@ -555,7 +561,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           roundCounts.providerInvalidRequests >
         0
       )
-        badRounds.push({ round, counts: roundCounts })
+        badRounds.push({
+          round,
+          counts: roundCounts,
+          invalid: sessions.flatMap((checked) => {
+            const problems = providerProblems(checked)
+            return problems.length === 0 ? [] : [`${checked.id}: ${problems.join('; ').slice(0, 600)}`]
+          }),
+        })
       counts = add(counts, roundCounts)
       resumes.push(...log.resumes)
       for (const [key, value] of log.faults) faults[key] = (faults[key] ?? 0) + value
@@ -564,6 +577,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       unfenced += log.unfenced
       unfinished += ids.filter((id) => !log.finished.has(id)).length
     } finally {
+      if (mounted !== undefined && options.keep === true)
+        cpSync(mounted, join(scratch, 'disk-copy'), { recursive: true })
       if (mounted !== undefined) unmountTmpfs(mounted)
       if (options.keep === true) console.error(`kept ${scratch}`)
       else rmSync(scratch, { recursive: true, force: true })
