@@ -321,6 +321,15 @@ export function mountTmpfs(dir: string, mib: number): string | null {
   return result.status === 0 ? null : `mount refused (${(result.stderr || String(result.error)).trim()})`
 }
 
+/** Why this process may not mount a tmpfs (not root...), tried on a scratch directory; null when it may. */
+export function tmpfsRefused(): string | null {
+  const probe = mkdtempSync(join(tmpdir(), 'agent-ledger-chaos-mount-'))
+  const refused = mountTmpfs(probe, 1)
+  if (refused === null) unmountTmpfs(probe)
+  rmSync(probe, { recursive: true, force: true })
+  return refused
+}
+
 /** Unmounts what {@link mountTmpfs} mounted. */
 export function unmountTmpfs(dir: string): void {
   spawnSync('umount', [dir])

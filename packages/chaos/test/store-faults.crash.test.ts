@@ -3,15 +3,11 @@
 // JSONL (a tmpfs filled while a worker waits at its point) and a PostgreSQL primary SIGKILLed
 // with its synchronous standby promoted. Every count stays 0, the fault happened, and the
 // faulted worker was refused by the store (not an error of the run).
-import { mkdtempSync, rmdirSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-
 import { describe, expect, it } from 'vitest'
 
 import { pgUnavailableReason } from '../../../tooling/pg/cluster.ts'
 import { testTime } from '../../../tooling/test-time.ts'
-import { mountTmpfs, runChaos, unmountTmpfs } from '../src/driver.ts'
+import { runChaos, tmpfsRefused } from '../src/driver.ts'
 import type { ChaosResult } from '../src/driver.ts'
 import { FailoverPair } from '../src/failover.ts'
 
@@ -30,15 +26,7 @@ const none = {
   providerInvalidRequests: 0,
 }
 
-/** Whether this process may mount a tmpfs (root), tried on a scratch directory. */
-function mountRefused(): string | null {
-  const probe = mkdtempSync(join(tmpdir(), 'agent-ledger-chaos-mount-'))
-  const refused = mountTmpfs(probe, 1)
-  if (refused === null) unmountTmpfs(probe)
-  rmdirSync(probe)
-  return refused
-}
-const refused = mountRefused()
+const refused = tmpfsRefused()
 
 describe.skipIf(refused !== null)(
   `chaos: JSONL on a full disk${refused === null ? '' : ` (not run: ${refused})`}`,
