@@ -8,23 +8,8 @@ import { describe, expect, it } from 'vitest'
 import { pgUnavailableReason } from '../../../tooling/pg/cluster.ts'
 import { testTime } from '../../../tooling/test-time.ts'
 import { runChaos, tmpfsRefused } from '../src/driver.ts'
-import type { ChaosResult } from '../src/driver.ts'
 import { FailoverPair } from '../src/failover.ts'
-
-const defects = ({ counts }: ChaosResult) => ({
-  duplicatedExecutions: counts.duplicatedExecutions,
-  forgottenActions: counts.forgottenActions,
-  dishonestRepairs: counts.dishonestRepairs,
-  ackedEventsLost: counts.ackedEventsLost,
-  providerInvalidRequests: counts.providerInvalidRequests,
-})
-const none = {
-  duplicatedExecutions: 0,
-  forgottenActions: 0,
-  dishonestRepairs: 0,
-  ackedEventsLost: 0,
-  providerInvalidRequests: 0,
-}
+import { defects, none } from './defects.ts'
 
 const refused = tmpfsRefused()
 
