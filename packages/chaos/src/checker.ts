@@ -86,12 +86,7 @@ export function checkRun(journal: readonly JournalEntry[], sessions: readonly Ch
     }
     const lastSeq = session.events.reduce((max, event) => Math.max(max, event.seq), -1)
     ackedEventsLost += Math.max(0, session.ackedSeq - lastSeq)
-    if (
-      session.openError !== undefined ||
-      validateProviderMessages(session.nextRequest).length > 0 ||
-      validateAnthropicRequest(toAnthropic(session.nextRequest).request).length > 0
-    )
-      providerInvalidRequests += 1
+    if (providerProblems(session).length > 0) providerInvalidRequests += 1
   }
   let duplicatedExecutions = 0
   for (const count of starts.values()) if (count > 1) duplicatedExecutions += 1
@@ -111,6 +106,23 @@ export function checkRun(journal: readonly JournalEntry[], sessions: readonly Ch
     providerInvalidRequests,
     toolCallsStarted: starts.size,
   }
+}
+
+/**
+ * Why a session's next request is provider-invalid: it cannot be opened, or it breaks the OpenAI
+ * chat rule or the Anthropic Messages rule. Empty when it is valid.
+ *
+ * @param session - The session as read back.
+ * @returns The problems, in words.
+ */
+export function providerProblems(session: CheckedSession): string[] {
+  if (session.openError !== undefined) return [`cannot be opened: ${session.openError}`]
+  return [
+    ...validateProviderMessages(session.nextRequest).map((problem) => `openai: ${JSON.stringify(problem)}`),
+    ...validateAnthropicRequest(toAnthropic(session.nextRequest).request).map(
+      (problem) => `anthropic: ${JSON.stringify(problem)}`,
+    ),
+  ]
 }
 
 /**

@@ -4,7 +4,21 @@
  * worker then SIGCONT), starts a fresh worker after each fault to resume what is unfinished,
  * and at the end of each round hands the journals and the sessions to `checkRun`.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import type { ChildProcessByStdio } from 'node:child_process'
+import type { Readable } from 'node:stream'
+import {
+  closeSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -17,9 +31,8 @@ import { openPostgresBackend } from '@agent-ledger/session-store-postgres'
 import type { WireMessage } from '@agent-ledger/session-events'
 import type { ModelMessage } from 'ai'
 
-import { spawnTsChild } from '../../../tooling/adapters/child.ts'
-import type { TsChild } from '../../../tooling/adapters/child.ts'
-import { checkRun } from './checker.ts'
+import { workerBundle } from './bundle.ts'
+import { checkRun, providerProblems } from './checker.ts'
 import type { ChaosCounts, CheckedSession, LoggedEvent } from './checker.ts'
 import { readJournals } from './journal.ts'
 import { hashSeed, pickFault, Random } from './plan.ts'
@@ -46,6 +59,14 @@ export interface ChaosOptions {
   readonly namespace?: string
   /** Keep each round's directory (journals, effects, JSONL store) and print its path. */
   readonly keep?: boolean
+  /** JSONL: the store on a tmpfs of this many MiB per round (the `disk-full` fault fills it). */
+  readonly tmpfsMiB?: number
+  /**
+   * PostgreSQL, the `failover` fault: kills the primary, promotes its synchronous standby and
+   * returns the new primary's URL; `prepare` (before each round) gives the primary a new
+   * synchronous standby when it has none.
+   */
+  readonly failover?: { readonly fail: () => Promise<string>; readonly prepare: () => Promise<string> }
 }
 
 /** What a run measured. */
@@ -66,27 +87,56 @@ export interface ChaosResult {
   /** `ERROR` lines of the workers (unexpected errors), first few. */
   readonly errors: readonly string[]
   /** The seeds of the rounds with a nonzero count, to rerun one alone. */
-  readonly badRounds: readonly { readonly round: number; readonly counts: ChaosCounts }[]
+  readonly badRounds: readonly {
+    readonly round: number
+    readonly counts: ChaosCounts
+    /** The sessions whose next request is provider-invalid, and why. */
+    readonly invalid: readonly string[]
+  }[]
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** A worker process, its exit and its stderr. */
+interface WorkerProcess {
+  readonly child: ChildProcessByStdio<null, Readable, Readable>
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  readonly output: () => { stdout: string; stderr: string }
+}
+
 /** A running worker and what it said. */
 interface Running {
-  readonly child: TsChild
+  readonly child: WorkerProcess
   readonly lines: string[]
   readonly exited: Promise<void>
   /** Resolves with the fault's point at `FAULT`, or null at exit. */
   readonly faulted: Promise<string | null>
 }
 
+/** A worker process: plain `node` on the worker bundle (`bundle.ts`). */
+function spawnWorker(bundle: string, config: WorkerConfig): WorkerProcess {
+  const child = spawn(process.execPath, [bundle, JSON.stringify(config)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stderr = ''
+  child.stdout.setEncoding('utf8')
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  )
+  return { child, exited, output: () => ({ stdout: '', stderr }) }
+}
+
+/** The worker bundle of this driver process (set by {@link runChaos} before its first worker). */
+let bundlePath = ''
+
 function startWorker(config: WorkerConfig): Running {
-  const child = spawnTsChild(new URL('./worker.ts', import.meta.url), [JSON.stringify(config)])
+  const child = spawnWorker(bundlePath, config)
   const lines: string[] = []
   let buffered = ''
   let onFault: (point: string | null) => void = () => undefined
   const faulted = new Promise<string | null>((resolve) => (onFault = resolve))
-  child.child.stdout!.on('data', (chunk: string) => {
+  child.child.stdout.on('data', (chunk: string) => {
     buffered += chunk
     const parts = buffered.split('\n')
     buffered = parts.pop()!
@@ -127,9 +177,23 @@ function absorb(log: RoundLog, lines: readonly string[]): void {
   }
 }
 
+/** A round's faults that act on the whole store (a full disk, a failover), and where the store is. */
+interface RoundStore {
+  /** The store's target now (a failover moves it to the promoted standby). */
+  target: string
+  /** Fills the store's file system until ENOSPC (JSONL on a tmpfs); `free` undoes it. */
+  readonly fill?: () => void
+  readonly free?: () => void
+  readonly failover?: () => Promise<string>
+}
+
 /** One worker slot of a round. */
 interface Slot {
-  readonly base: Omit<WorkerConfig, 'sessions' | 'touched' | 'fault' | 'takeover' | 'name' | 'releaseFile'>
+  readonly base: Omit<
+    WorkerConfig,
+    'sessions' | 'touched' | 'fault' | 'takeover' | 'name' | 'releaseFile' | 'target'
+  >
+  readonly store: RoundStore
   readonly slot: string
   readonly sessions: readonly string[]
   readonly random: Random
@@ -139,12 +203,13 @@ interface Slot {
 }
 
 /** One slot: a chain of worker processes over the same sessions, each faulted at most once. */
-async function runSlot({ base, slot, sessions, random, options, log, scratch }: Slot): Promise<void> {
+async function runSlot({ base, store, slot, sessions, random, options, log, scratch }: Slot): Promise<void> {
   let process = 0
   const config = (fault: WorkerConfig['fault'], takeover: boolean): WorkerConfig => {
     process += 1
     return {
       ...base,
+      target: store.target,
       name: `${slot}-p${process}`,
       sessions: sessions.filter((id) => !log.finished.has(id)),
       touched: [...log.touched],
@@ -177,6 +242,10 @@ async function runSlot({ base, slot, sessions, random, options, log, scratch }: 
       absorb(log, worker.lines)
       continue
     }
+    if (fault.kind === 'disk-full' || fault.kind === 'failover') {
+      await storeFault(fault.kind, store, { worker, releaseFile: workerConfig.releaseFile, log })
+      continue
+    }
     // A stop: the worker is frozen where it stands, its lease running out (or taken over).
     worker.child.child.kill('SIGSTOP')
     if (fault.kind === 'stop') await sleep(options.leaseMs + 50)
@@ -205,6 +274,83 @@ async function runSlot({ base, slot, sessions, random, options, log, scratch }: 
     // and the checker counts its consequences; `unfenced` counts a stale worker that said FINISHED.
     if (after.includes(`FINISHED ${fault.session}`) && !after.includes(`FENCED ${fault.session}`))
       log.unfenced += 1
+  }
+}
+
+/** How long a worker may go on after a full disk or a failover before it is killed (a hang guard). */
+const AFTER_STORE_FAULT_MS = 60_000
+
+/**
+ * A fault of the whole store while the worker waits at its point: the disk filled (then the
+ * worker goes on and meets ENOSPC, and the space is freed once it has exited) or the primary
+ * killed and its standby promoted (the worker goes on against a dead server; later workers get
+ * the new primary). Its refusals on the way out are counted by code, not as errors.
+ */
+async function storeFault(
+  kind: 'disk-full' | 'failover',
+  store: RoundStore,
+  faulted: { readonly worker: Running; readonly releaseFile: string; readonly log: RoundLog },
+): Promise<void> {
+  const { worker, releaseFile, log } = faulted
+  if (kind === 'disk-full') store.fill!()
+  else store.target = await store.failover!()
+  writeFileSync(releaseFile, '')
+  const guard = setTimeout(() => worker.child.child.kill('SIGKILL'), AFTER_STORE_FAULT_MS)
+  await worker.exited
+  clearTimeout(guard)
+  if (kind === 'disk-full') store.free!()
+  // What it said after the fault: its refusals, not errors.
+  const at = worker.lines.findIndex((line) => line.startsWith('FAULT '))
+  for (const line of worker.lines.slice(at + 1)) {
+    const [word, , code] = line.split(' ')
+    if (word !== 'ERROR' && word !== 'FENCED') continue
+    const key = word === 'FENCED' ? 'FENCED' : code!
+    log.refusals.set(key, (log.refusals.get(key) ?? 0) + 1)
+  }
+  absorb(log, [
+    ...worker.lines.slice(0, at + 1),
+    ...worker.lines.slice(at + 1).filter((line) => !line.startsWith('ERROR ')),
+  ])
+}
+
+/** Mounts a tmpfs of `mib` MiB on `dir` (root only); the reason when it cannot. */
+export function mountTmpfs(dir: string, mib: number): string | null {
+  const result = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${mib}m,mode=0700`, 'tmpfs', dir], {
+    encoding: 'utf8',
+  })
+  return result.status === 0 ? null : `mount refused (${(result.stderr || String(result.error)).trim()})`
+}
+
+/** Why this process may not mount a tmpfs (not root...), tried on a scratch directory; null when it may. */
+export function tmpfsRefused(): string | null {
+  const probe = mkdtempSync(join(tmpdir(), 'agent-ledger-chaos-mount-'))
+  const refused = mountTmpfs(probe, 1)
+  if (refused === null) unmountTmpfs(probe)
+  rmSync(probe, { recursive: true, force: true })
+  return refused
+}
+
+/** Unmounts what {@link mountTmpfs} mounted. */
+export function unmountTmpfs(dir: string): void {
+  spawnSync('umount', [dir])
+}
+
+/** Fills the file system of `dir` with `file` until ENOSPC. */
+function fillDisk(file: string): void {
+  const fd = openSync(file, 'w')
+  try {
+    for (const size of [1 << 20, 1 << 12, 1]) {
+      const chunk = Buffer.alloc(size, 0x2e)
+      for (;;) {
+        try {
+          writeSync(fd, chunk)
+        } catch {
+          break
+        }
+      }
+    }
+  } finally {
+    closeSync(fd)
   }
 }
 
@@ -328,19 +474,35 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const faults: Record<string, number> = {}
   const errors: string[] = []
   const refusals: Record<string, number> = {}
-  const badRounds: { round: number; counts: ChaosCounts }[] = []
+  const badRounds: { round: number; counts: ChaosCounts; invalid: string[] }[] = []
   let unfenced = 0
   let unfinished = 0
   let sessionsRun = 0
   const runId = (options.seed >>> 0).toString(36)
+  bundlePath = await workerBundle()
   for (let round = 0; round < rounds; round++) {
     const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-chaos-'))
+    let mounted: string | undefined
     try {
       const journalDir = join(scratch, 'journal')
       const effectsDir = join(scratch, 'effects')
-      const storeDir = join(scratch, 'store')
-      for (const dir of [journalDir, effectsDir, storeDir]) mkdirSync(dir)
-      const target = subject.kind === 'ledger' && subject.store === 'postgres' ? options.pgUrl! : storeDir
+      const diskDir = join(scratch, 'disk')
+      for (const dir of [journalDir, effectsDir, diskDir]) mkdirSync(dir)
+      if (options.tmpfsMiB !== undefined) {
+        const refused = mountTmpfs(diskDir, options.tmpfsMiB)
+        if (refused !== null) throw new Error(refused)
+        mounted = diskDir
+      }
+      const storeDir = join(diskDir, 'store')
+      mkdirSync(storeDir)
+      const fillFile = join(diskDir, 'fill')
+      const pgUrl = options.failover === undefined ? options.pgUrl : await options.failover.prepare()
+      const store: RoundStore = {
+        target: subject.kind === 'ledger' && subject.store === 'postgres' ? pgUrl! : storeDir,
+        fill: () => fillDisk(fillFile),
+        free: () => unlinkSync(fillFile),
+        ...(options.failover === undefined ? {} : { failover: options.failover.fail }),
+      }
       const count = Math.min(perRound, options.runs - sessionsRun)
       const ids = Array.from(
         { length: count },
@@ -359,7 +521,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       }
       const base = {
         subject,
-        target,
         journalDir,
         effectsDir,
         seed: options.seed,
@@ -372,6 +533,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         slots.map((list, slot) =>
           runSlot({
             base,
+            store,
             slot: `w${slot}`,
             sessions: list,
             random: new Random(hashSeed(`${options.seed}:${round}:${slot}`)),
@@ -383,12 +545,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       )
       const sessions: CheckedSession[] = []
       if (subject.kind === 'ledger') {
-        const store = await openLedgerStore(subject, target)
+        const checked = await openLedgerStore(subject, store.target)
         try {
           for (const id of ids)
-            sessions.push(await ledgerSession(store, subject, { id, acked: log.acked.get(id) ?? -1 }))
+            sessions.push(await ledgerSession(checked, subject, { id, acked: log.acked.get(id) ?? -1 }))
         } finally {
-          await store.close()
+          await checked.close()
         }
       } else {
         for (const id of ids)
@@ -408,7 +570,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           roundCounts.providerInvalidRequests >
         0
       )
-        badRounds.push({ round, counts: roundCounts })
+        badRounds.push({
+          round,
+          counts: roundCounts,
+          invalid: sessions.flatMap((checked) => {
+            const problems = providerProblems(checked)
+            return problems.length === 0 ? [] : [`${checked.id}: ${problems.join('; ').slice(0, 600)}`]
+          }),
+        })
       counts = add(counts, roundCounts)
       resumes.push(...log.resumes)
       for (const [key, value] of log.faults) faults[key] = (faults[key] ?? 0) + value
@@ -417,6 +586,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       unfenced += log.unfenced
       unfinished += ids.filter((id) => !log.finished.has(id)).length
     } finally {
+      if (mounted !== undefined && options.keep === true)
+        cpSync(mounted, join(scratch, 'disk-copy'), { recursive: true })
+      if (mounted !== undefined) unmountTmpfs(mounted)
       if (options.keep === true) console.error(`kept ${scratch}`)
       else rmSync(scratch, { recursive: true, force: true })
     }

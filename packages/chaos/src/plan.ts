@@ -28,10 +28,14 @@ export type FaultPoint = 'model' | 'before-tool' | 'in-tool' | 'after-tool' | 'f
 
 /**
  * What the driver does there: `kill` (SIGKILL, then a fresh worker resumes), `stop` (SIGSTOP past
- * the lease, a fresh worker resumes, then SIGCONT: the stopped one must be fenced), `takeover`
- * (SIGSTOP, a fresh worker takes the live lease over at once, then SIGCONT).
+ * the lease: the lease expires, a fresh worker takes the session over and finishes it, then
+ * SIGCONT: the stopped one must be fenced), `takeover` (SIGSTOP, a fresh worker takes the live
+ * lease over at once, then SIGCONT), `disk-full` (JSONL on a small tmpfs: the file system is
+ * filled while the worker waits at the point, it goes on and meets ENOSPC; the space is freed
+ * and a fresh worker resumes), `failover` (PostgreSQL: the primary SIGKILLed while the worker
+ * waits at the point, the synchronous standby promoted; fresh workers connect to it and resume).
  */
-export type FaultKind = 'kill' | 'stop' | 'takeover'
+export type FaultKind = 'kill' | 'stop' | 'takeover' | 'disk-full' | 'failover'
 
 /** One fault of one worker process: at the `step`-th model step of `session`, at `point`. */
 export interface Fault {

@@ -183,12 +183,15 @@ function holderGone(holder: unknown): boolean {
 /**
  * Opens a session through an adapter: a lease whose holder is gone is taken over, a live one
  * is waited out until it expires (a stopped worker's), unless the driver said take over.
+ * Returns when the successful attempt started (`performance.now()`: a wait for a lease is not
+ * part of a resume).
  */
-async function openLeased<T>(open: (takeover: boolean) => Promise<T>): Promise<{ opened: T; ms: number }> {
-  const timed = async (takeover: boolean): Promise<{ opened: T; ms: number }> => {
+async function openLeased<T>(
+  open: (takeover: boolean) => Promise<T>,
+): Promise<{ opened: T; started: number }> {
+  const timed = async (takeover: boolean): Promise<{ opened: T; started: number }> => {
     const started = performance.now()
-    const opened = await open(takeover)
-    return { opened, ms: performance.now() - started }
+    return { opened: await open(takeover), started }
   }
   for (let attempt = 0; ; attempt++) {
     try {
@@ -202,15 +205,29 @@ async function openLeased<T>(open: (takeover: boolean) => Promise<T>): Promise<{
   }
 }
 
-/** Opens a session and reports it; a resume's open time (the successful attempt, not a wait for a lease) too. */
+/** A resume being timed: from its open (the successful attempt) to its first model request. */
+let resuming: { readonly session: string; readonly started: number; readonly events: number } | null = null
+
+/** Starts timing a resume of `session` (one an earlier worker had opened) at `started`. */
+function beginResume(session: string, started: number, events: number): void {
+  resuming = config.touched.includes(session) ? { session, started, events } : null
+}
+
+/** The model was asked: a pending resume's time, open to first request ready, is reported. */
+function modelRequestReady(session: string): void {
+  if (resuming?.session !== session) return
+  say(`RESUME ${session} ${(performance.now() - resuming.started).toFixed(3)} ${resuming.events}`)
+  resuming = null
+}
+
+/** Opens a session and reports it; a resume starts being timed. */
 async function timedOpen<T extends { writer: { durableSeq: number } }>(
   session: string,
   open: (takeover: boolean) => Promise<T>,
 ): Promise<T> {
-  const { opened, ms } = await openLeased(open)
+  const { opened, started } = await openLeased(open)
   say(`OPENED ${session}`)
-  if (config.touched.includes(session))
-    say(`RESUME ${session} ${ms.toFixed(3)} ${opened.writer.durableSeq + 1}`)
+  beginResume(session, started, opened.writer.durableSeq + 1)
   return opened
 }
 
@@ -224,6 +241,7 @@ function aiSdkModel(session: string, onCall: () => void): MockLanguageModelV3 {
   let calls = 0
   return new aiSdk!.aiTest.MockLanguageModelV3({
     doGenerate: async (options) => {
+      modelRequestReady(session)
       onCall()
       const ids: string[] = []
       for (const message of options.prompt)
@@ -272,6 +290,7 @@ function aiSdkTools(session: string): ToolSet {
 /** The OpenAI Agents scripted model: the same plan, read from the request's items. */
 function agentsModel(session: string, onCall: () => void): Model {
   const answer = async (request: ModelRequest): Promise<ModelResponse> => {
+    modelRequestReady(session)
     onCall()
     const items = typeof request.input === 'string' ? [] : request.input
     const ids = items.flatMap((item) =>
@@ -375,8 +394,10 @@ async function ledgerAgents(store: SessionStore, id: string): Promise<void> {
 /** The AI SDK persistence recipe: load the chat's messages, run, save the array at the end of the response. */
 async function recipeAiSdk(id: string): Promise<void> {
   const file = join(config.target, `${id}.json`)
+  const started = performance.now()
   const messages = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as ModelMessage[]) : []
   say(`OPENED ${id}`)
+  beginResume(id, started, messages.length)
   const last = messages.at(-1)
   if (
     last?.role === 'assistant' &&
@@ -438,8 +459,10 @@ class FileSession implements Session {
 
 /** A baseline run through the OpenAI Agents runner, with its in-memory or JSON-file session. */
 async function baselineAgents(id: string, session: Session): Promise<void> {
+  const started = performance.now()
   const items = await session.getItems()
   say(`OPENED ${id}`)
+  beginResume(id, started, items.length)
   const last = items.at(-1) as { type?: string; role?: string; content?: { text?: string }[] } | undefined
   if (last?.role === 'assistant' && last.content?.[0]?.text === DONE_TEXT) return
   const agent = new agents!.core.Agent({

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest'
 
 import { testTime } from '../../../tooling/test-time.ts'
-import { runChaos } from '../src/driver.ts'
+import { runChaos, tmpfsRefused } from '../src/driver.ts'
 
 describe('chaos regression: JSONL, a writer stopped past its lease between its checks and its write()', () => {
   // Seed 7, one worker, one session: SIGSTOP just before the store's write() of a batch (its
@@ -34,3 +34,37 @@ describe('chaos regression: JSONL, a writer stopped past its lease between its c
     testTime(300_000),
   )
 })
+
+const refused = tmpfsRefused()
+
+describe.skipIf(refused !== null)(
+  `chaos regression: JSONL on a full disk, parallel results exported to Anthropic${refused === null ? '' : ` (not run: ${refused})`}`,
+  () => {
+    // Seed 1, the first round of the full run's disk-full row (one worker, 25 sessions, two
+    // faults): in session s4 a parallel call's real result is logged before its sibling's
+    // TOOL_OUTCOME_UNKNOWN (the worker met ENOSPC in the sibling's step; a fresh worker repaired
+    // it). The Anthropic export kept the log's order: TOOL_RESULT_MISMATCH, one provider-invalid
+    // next request. toAnthropic now orders results by their uses (the gate's version:
+    // loop-repair test/anthropic.test.ts).
+    it(
+      'every next request is provider-valid',
+      async () => {
+        const result = await runChaos({
+          subject: { kind: 'ledger', adapter: 'ai-sdk', store: 'jsonl' },
+          runs: 25,
+          seed: 1,
+          workers: 1,
+          sessionsPerWorker: 25,
+          faultsPerSlot: 2,
+          kinds: ['disk-full'],
+          tmpfsMiB: 16,
+        })
+        expect(result.faults).toEqual({ 'disk-full in-tool': 1, 'disk-full after-tool': 1 })
+        expect(result.refusals['DISK_FULL']).toBeGreaterThan(0)
+        expect(result.badRounds).toEqual([])
+        expect(result.counts.providerInvalidRequests).toBe(0)
+      },
+      testTime(300_000),
+    )
+  },
+)

@@ -9,22 +9,8 @@ import { testTime } from '../../../tooling/test-time.ts'
 import { runChaos } from '../src/driver.ts'
 import type { ChaosResult } from '../src/driver.ts'
 import type { Subject } from '../src/plan.ts'
+import { defects, none } from './defects.ts'
 
-/** The five counts; the checker's `toolCallsStarted` is work done, not a defect. */
-const defects = ({ counts }: ChaosResult) => ({
-  duplicatedExecutions: counts.duplicatedExecutions,
-  forgottenActions: counts.forgottenActions,
-  dishonestRepairs: counts.dishonestRepairs,
-  ackedEventsLost: counts.ackedEventsLost,
-  providerInvalidRequests: counts.providerInvalidRequests,
-})
-const none = {
-  duplicatedExecutions: 0,
-  forgottenActions: 0,
-  dishonestRepairs: 0,
-  ackedEventsLost: 0,
-  providerInvalidRequests: 0,
-}
 const faultCount = (result: ChaosResult): number =>
   Object.values(result.faults).reduce((sum, count) => sum + count, 0)
 

@@ -46,7 +46,8 @@ export function noProviderExportLoss(): ProviderExportLoss {
 
 /**
  * The Messages API shape of a projected message list: system messages joined into `system`,
- * `tool_use` blocks for calls, `tool_result` blocks (in a user turn) for results, consecutive
+ * `tool_use` blocks for calls, `tool_result` blocks (in a user turn, in the order of the uses
+ * they answer, whatever order the tools finished in) for results, consecutive
  * messages of one role merged so roles alternate, a first user turn inserted when the
  * conversation starts with the assistant. `reasoning_content` is dropped (Anthropic thinking
  * blocks need the provider's signatures).
@@ -97,6 +98,7 @@ export function toAnthropic(messages: readonly WireMessage[]): {
       push('assistant', blocks)
     }
   }
+  orderResultsByUses(out)
   if (out[0]?.role === 'assistant') {
     loss.insertedFirstUser += 1
     out.unshift({
@@ -107,6 +109,29 @@ export function toAnthropic(messages: readonly WireMessage[]): {
   const request: AnthropicRequest = { messages: out }
   if (system.length > 0) request.system = system.join('\n\n')
   return { request, loss }
+}
+
+/**
+ * Puts the `tool_result` blocks of each user turn in the order of the `tool_use` blocks of the
+ * assistant turn before it (in place, in the slots the results held). Parallel tools finish,
+ * and are logged, in any order (the chat shape accepts that); the Messages API wants the
+ * results in the uses' order. A result no use names keeps its place after the named ones.
+ */
+function orderResultsByUses(messages: AnthropicRequest['messages']): void {
+  for (let index = 1; index < messages.length; index++) {
+    const [previous, current] = [messages[index - 1]!, messages[index]!]
+    if (previous.role !== 'assistant' || current.role !== 'user') continue
+    const rank = new Map<string, number>()
+    for (const block of previous.content) if (block.type === 'tool_use') rank.set(block.id, rank.size)
+    const slots: number[] = []
+    current.content.forEach((block, slot) => {
+      if (block.type === 'tool_result') slots.push(slot)
+    })
+    const sorted = slots
+      .map((slot) => current.content[slot] as AnthropicBlock & { type: 'tool_result' })
+      .sort((a, b) => (rank.get(a.tool_use_id) ?? rank.size) - (rank.get(b.tool_use_id) ?? rank.size))
+    slots.forEach((slot, order) => (current.content[slot] = sorted[order]!))
+  }
 }
 
 /** Why an Anthropic Messages request would be refused for its tool blocks. */

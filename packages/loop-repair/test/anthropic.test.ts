@@ -29,11 +29,26 @@ describe('validateAnthropicRequest', () => {
     expect(codes([user, calls('a'), calls('b'), answer('b')])).toEqual(['TOOL_RESULT_MISMATCH@2'])
   })
 
-  it('refuses answers out of order and an answer to a call of an older turn', () => {
-    expect(codes([user, calls('a', 'b'), answer('b'), answer('a')])).toEqual(['TOOL_RESULT_MISMATCH@2'])
+  it('refuses answers out of order in a request, and an answer to a call of an older turn', () => {
+    const request = toAnthropic([user, calls('a', 'b'), answer('a'), answer('b')]).request
+    request.messages[2]!.content.reverse()
+    expect(validateAnthropicRequest(request).map((issue) => `${issue.code}@${issue.index}`)).toEqual([
+      'TOOL_RESULT_MISMATCH@2',
+    ])
     expect(
       codes([user, calls('a'), answer('a'), { role: 'assistant', content: 'done' }, answer('a')]),
     ).toEqual(['TOOL_RESULT_MISMATCH@4'])
+  })
+
+  it('orders parallel results by their uses, whatever order the tools finished in (chaos disk-full, seed 1)', () => {
+    // Logged in completion order, the second call first (the chat shape accepts it).
+    const { request } = toAnthropic([user, calls('a', 'b', 'c'), answer('c'), answer('a'), answer('b'), user])
+    expect(
+      request.messages[2]!.content.map((block) =>
+        block.type === 'tool_result' ? block.tool_use_id : block.type,
+      ),
+    ).toEqual(['a', 'b', 'c', 'text'])
+    expect(validateAnthropicRequest(request)).toEqual([])
   })
 
   it('names the expected and the found ids', () => {
