@@ -1,24 +1,39 @@
 /**
- * A TypeScript child process for the framework adapters' crash tests, run as ONE node
- * process (tsx's loader, the source condition) so that SIGKILL hits the process holding the
- * files or the lease. Shared by `@agent-ledger/ai-sdk`, `@agent-ledger/openai-agents` and
- * `@agent-ledger/claude-agent-sdk`.
+ * A TypeScript child process for the framework adapters' crash tests and the chaos driver's
+ * workers, run as ONE node process so that SIGKILL hits the process holding the files or the
+ * lease. Shared by `@agent-ledger/ai-sdk`, `@agent-ledger/openai-agents`,
+ * `@agent-ledger/claude-agent-sdk` and `@agent-ledger/chaos`.
+ *
+ * A child runs through tooling/launch.mjs (see tooling/launch-args.ts: bundled once, a start
+ * costs about a quarter of tsx's loader). Under tooling/frameworks-next.ts it runs under tsx's
+ * loader instead, with a resolve hook that sends its bare imports of a framework to the copy
+ * under test, as the test process does through its vitest aliases: a launch bundle has its
+ * third-party paths resolved when it is built, which no hook would see.
  */
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
-const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+import { launchArgs } from '../launch-args.ts'
 
-/**
- * Under tooling/frameworks-next.ts, children resolve the framework to the copy under test,
- * as the test process does through its vitest aliases.
- */
-const frameworkAliases =
-  (process.env['AGENT_LEDGER_FRAMEWORK_ALIASES'] ?? '') === ''
-    ? []
-    : ['--import', new URL('../next/framework-aliases.mjs', import.meta.url).href]
+/** The aliases of a frameworks-next run (a JSON object, specifier -> file), or '' outside one. */
+const frameworkAliases = process.env['AGENT_LEDGER_FRAMEWORK_ALIASES'] ?? ''
+
+/** `node` arguments that run `script` with `args` (see the file comment). */
+function childArgs(script: string, args: readonly string[]): string[] {
+  if (frameworkAliases === '') return launchArgs(script, args)
+  const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+  return [
+    '--conditions=@agent-ledger/source',
+    '--import',
+    new URL('../next/framework-aliases.mjs', import.meta.url).href,
+    '--import',
+    tsxLoader,
+    script,
+    ...args,
+  ]
+}
 
 /** A running child. */
 export interface TsChild {
@@ -38,18 +53,9 @@ export interface TsChild {
  * @returns The child, its exit, and a wait for a stdout marker.
  */
 export function spawnTsChild(script: URL, args: readonly string[]): TsChild {
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=@agent-ledger/source',
-      ...frameworkAliases,
-      '--import',
-      tsxLoader,
-      fileURLToPath(script),
-      ...args,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  )
+  const child = spawn(process.execPath, childArgs(fileURLToPath(script), args), {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let stdout = ''
   let stderr = ''
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))

@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises'
-import os from 'node:os'
+import { realpath, rm } from 'node:fs/promises'
 import path from 'node:path'
 
 import { validateProviderMessages } from '@agent-ledger/loop-repair'
@@ -9,28 +8,19 @@ import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { runInProcess } from './support/in-process.ts'
+import { notesWorkspace, readAll } from './support/notes-workspace.ts'
 
 let base: string
 let root: string
 let workspace: string
 
 beforeEach(async () => {
-  base = await mkdtemp(path.join(os.tmpdir(), 'mini-agent-commands-'))
-  root = path.join(base, 'sessions')
-  workspace = path.join(base, 'workspace')
-  await mkdir(workspace)
-  await writeFile(path.join(workspace, 'notes.md'), '# Notes\nship on Friday\n')
+  ;({ base, root, workspace } = await notesWorkspace('mini-agent-commands-'))
 })
 
 afterEach(async () => {
   await rm(base, { recursive: true, force: true })
 })
-
-async function readAll(id: string): Promise<LoggedEvent[]> {
-  const events: LoggedEvent[] = []
-  for await (const event of createJsonlStore({ root }).readEvents(id)) events.push(event)
-  return events
-}
 
 const runArgs = (id: string, ...extra: string[]) => [
   'run',
@@ -48,7 +38,7 @@ describe('mini-agent commands against a real store (in process)', () => {
     const run = await runInProcess(runArgs('s1', 'Summarize notes.md'))
     expect(run.code, run.err.join('\n')).toBe(0)
     expect(run.out.at(-1)).toBe('\nDone: the summary is in notes.md.summary.md.')
-    const events = await readAll('s1')
+    const events = await readAll(root, 's1')
     expect(events[0]?.type).toBe('system/message')
     expect(events.at(-1)?.data).toEqual({ turn: 1, reason: 'completed' })
     expect(events.filter((event) => event.type === 'tool/call')).toHaveLength(3)
@@ -75,7 +65,7 @@ describe('mini-agent commands against a real store (in process)', () => {
   it('R1: a run killed after a durable tool/call is repaired by resume (TOOL_OUTCOME_UNKNOWN), and a second resume adds nothing', async () => {
     const crashed = await runInProcess(runArgs('s2', '--crash-at', 'after-tool-call', 'Summarize notes.md'))
     expect(crashed.killed).toBe(true)
-    const afterCrash = await readAll('s2')
+    const afterCrash = await readAll(root, 's2')
     expect(afterCrash.at(-1)?.type).toBe('tool/call')
 
     const resumed = await runInProcess(['resume', 's2', '--root', root])
@@ -84,12 +74,12 @@ describe('mini-agent commands against a real store (in process)', () => {
     expect(text).toContain('placeholder TOOL_OUTCOME_UNKNOWN for list_dir')
     expect(text).toContain('the model will receive this placeholder:')
     expect(text).toContain('[TOOL_OUTCOME_UNKNOWN]')
-    const afterResume = await readAll('s2')
+    const afterResume = await readAll(root, 's2')
     expect(afterResume).toHaveLength(afterCrash.length + 2)
 
     const again = await runInProcess(['resume', 's2', '--root', root])
     expect(again.out).toContain('nothing to repair: the log ended cleanly.')
-    expect(await readAll('s2')).toHaveLength(afterResume.length)
+    expect(await readAll(root, 's2')).toHaveLength(afterResume.length)
   })
 
   it('resume with a prompt continues in the next turn, in the workspace recorded in the header', async () => {
@@ -97,7 +87,7 @@ describe('mini-agent commands against a real store (in process)', () => {
     const resumed = await runInProcess(['resume', 's3', '--root', root, 'Continue'])
     expect(resumed.code, resumed.err.join('\n')).toBe(0)
     expect(resumed.out.join('\n')).toContain('[TOOL_NOT_STARTED]')
-    const events = await readAll('s3')
+    const events = await readAll(root, 's3')
     const turns = events.filter((event) => event.type === 'turn/end').map((event) => event.data)
     expect(turns).toEqual([
       { turn: 1, reason: 'interrupted' },
@@ -110,13 +100,13 @@ describe('mini-agent commands against a real store (in process)', () => {
     setTimeout(() => controller.abort(), 300)
     const run = await runInProcess(runArgs('s4', 'run: sleep 20'), { signal: controller.signal })
     expect(run.code).toBe(130)
-    expect((await readAll('s4')).at(-1)?.data).toEqual({ turn: 1, reason: 'aborted' })
+    expect((await readAll(root, 's4')).at(-1)?.data).toEqual({ turn: 1, reason: 'aborted' })
   })
 
   it('max-steps ends the turn as max-tokens with exit 3', async () => {
     const run = await runInProcess(runArgs('s5', '--max-steps', '1', 'Summarize notes.md'))
     expect(run.code).toBe(3)
-    expect((await readAll('s5')).at(-1)?.data).toEqual({ turn: 1, reason: 'max-tokens' })
+    expect((await readAll(root, 's5')).at(-1)?.data).toEqual({ turn: 1, reason: 'max-tokens' })
   })
 
   it('errors: resume of a missing session, an existing id', async () => {
@@ -140,12 +130,12 @@ describe('mini-agent commands against a real store (in process)', () => {
     const plain = await runInProcess(runArgs('p', 'Summarize notes.md'))
     expect(plain.out.some((line) => line.includes('compressed'))).toBe(false)
     const types = (events: LoggedEvent[]) => events.map((event) => event.type)
-    expect(types(await readAll('z'))).toEqual(types(await readAll('p')))
+    expect(types(await readAll(root, 'z'))).toEqual(types(await readAll(root, 'p')))
     // resume of the compressed session keeps its encoding and runs the next turn
     const resumed = await runInProcess(['resume', 'z', '--root', root, 'Summarize notes.md'])
     expect(resumed.code, resumed.err.join('\n')).toBe(0)
     expect(resumed.out).toContain('nothing to repair: the log ended cleanly.')
-    expect((await readAll('z')).at(-1)?.data).toEqual({ turn: 2, reason: 'completed' })
+    expect((await readAll(root, 'z')).at(-1)?.data).toEqual({ turn: 2, reason: 'completed' })
     expect(existsSync(path.join(root, 'z', 'session.v4.jsonl'))).toBe(false)
     expect((await createJsonlStore({ root }).verify('z')).status).toBe('ok')
   })

@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
-import os from 'node:os'
+import { mkdir, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 
 import type { LoggedEvent } from '@agent-ledger/session-events'
@@ -8,27 +7,22 @@ import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { runMiniAgent, zstdTest } from './support/mini-agent-process.ts'
+import { notesWorkspace, readAll } from './support/notes-workspace.ts'
 
 let base: string
 let root: string
 let workspace: string
 
 beforeAll(async () => {
-  base = await mkdtemp(path.join(os.tmpdir(), 'mini-agent-e2e-crash-'))
-  root = path.join(base, 'sessions')
-  workspace = path.join(base, 'workspace')
-  await mkdir(workspace)
-  await writeFile(path.join(workspace, 'notes.md'), '# Notes\nship on Friday\n')
+  ;({ base, root, workspace } = await notesWorkspace('mini-agent-e2e-crash-'))
 })
 
 afterAll(async () => {
   await rm(base, { recursive: true, force: true })
 })
 
-async function events(id: string): Promise<LoggedEvent[]> {
-  const all: LoggedEvent[] = []
-  for await (const event of createJsonlStore({ root }).readEvents(id)) all.push(event)
-  return all
+function events(id: string): Promise<LoggedEvent[]> {
+  return readAll(root, id)
 }
 
 /** Crashes a run at `crashAt`, then resumes it twice; returns the log after each step. */

@@ -1,5 +1,6 @@
 import { isRepairCode } from '@agent-ledger/loop-repair'
 import type { TurnEndReason } from '@agent-ledger/session-events'
+import { openOrCreateWriter } from '@agent-ledger/session-store'
 import type { OpenWriterOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
 import { generateId, wrapLanguageModel } from 'ai'
 import type { ModelMessage, StreamTextTransform, ToolSet, UIMessage } from 'ai'
@@ -472,12 +473,6 @@ function noteUiId(ids: UiMessageIds, data: UiMessageIdData): void {
   else ids.reply.set(data.replyToSeq, data.id)
 }
 
-function isNotFound(error: unknown): boolean {
-  return (
-    typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'SESSION_NOT_FOUND'
-  )
-}
-
 function applySystem(writer: SessionWriter, system: string): void {
   const first = writer.projection.surface()[0]
   if (first?.type === 'system/message') {
@@ -519,16 +514,10 @@ export async function openAiSdkSession(
   id: string,
   options: OpenAiSdkSessionOptions = {},
 ): Promise<AiSdkSession> {
-  let writer: SessionWriter
-  let created = false
-  try {
-    writer = await store.openWriter(id, writerOptions(options))
-  } catch (error) {
-    if (!isNotFound(error) || options.create === false) throw error
-    const { takeover: _takeover, ...lease } = writerOptions(options)
-    writer = await store.create({ id, ...lease })
-    created = true
-  }
+  const { writer, created } = await openOrCreateWriter(store, id, {
+    ...writerOptions(options),
+    create: options.create,
+  })
   const errorSeqs = new Set<number>()
   const repairs: RepairedCall[] = []
   const turn: TurnState = { number: 0, open: false }

@@ -12,6 +12,7 @@ import type {
   SessionSummaryEntry,
 } from '@anthropic-ai/claude-agent-sdk'
 import type { EventInput, LoggedEvent } from '@agent-ledger/session-events'
+import { openOrCreateWriter } from '@agent-ledger/session-store'
 import type { OpenWriterOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
 import { SOURCE_RECORD_EVENT_TYPE } from '@agent-ledger/import'
 import type { SourceRecord } from '@agent-ledger/import'
@@ -72,10 +73,6 @@ interface OpenKey {
 
 function isNotFound(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === 'SESSION_NOT_FOUND'
-}
-
-function isExists(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === 'SESSION_EXISTS'
 }
 
 function checkEntries(entries: readonly SessionStoreEntry[], key: RecordedKey): void {
@@ -162,21 +159,10 @@ export function createClaudeSessionStore(
   const openKey = async (key: RecordedKey, id: string): Promise<OpenKey> => {
     const cached = open.get(id)
     if (cached !== undefined) return cached
-    const { takeover: _takeover, ...lease } = options
-    let writer: SessionWriter
-    let created = false
-    try {
-      writer = await store.openWriter(id, options)
-    } catch (error) {
-      if (!isNotFound(error)) throw error
-      try {
-        writer = await store.create({ id, header: { metadata: { [KEY_METADATA_FIELD]: key } }, ...lease })
-        created = true
-      } catch (createError) {
-        if (!isExists(createError)) throw createError
-        writer = await store.openWriter(id, options)
-      }
-    }
+    const { writer, created } = await openOrCreateWriter(store, id, {
+      ...options,
+      header: { metadata: { [KEY_METADATA_FIELD]: key } },
+    })
     const found = recordedKey(writer.header.metadata)
     if (found === undefined || !sameKey(found, key)) {
       await writer.close()

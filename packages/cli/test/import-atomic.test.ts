@@ -6,15 +6,15 @@
  */
 import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 
 import { importEventRegistry, importSource, splitLines } from '@agent-ledger/import'
 import type { SourceLine } from '@agent-ledger/import'
 import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
+import { launchArgs } from '../../../tooling/launch-args.ts'
 import { testTime, waitUntil } from '../../../tooling/test-time.ts'
 import { StoreSink } from '../src/commands/import-write.ts'
 
@@ -24,7 +24,6 @@ import { cli, logLines, makeRoot } from './support/sessions.ts'
 
 const ID = `claude-${TRANSCRIPT_SESSION_ID}`
 const CHILD = fileURLToPath(new URL('./support/cli-child.ts', import.meta.url))
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 
 let root: string
 let cleanup: () => void
@@ -48,13 +47,7 @@ async function killMidImport(
   args: readonly string[],
   midway: () => Promise<boolean>,
 ): Promise<{ signal: NodeJS.Signals | null; stderr: string }> {
-  const child = spawn(
-    process.execPath,
-    ['--conditions=@agent-ledger/source', '--import', TSX, CHILD, ...args],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  )
+  const child = spawn(process.execPath, launchArgs(CHILD, args), { stdio: ['ignore', 'pipe', 'pipe'] })
   let stderr = ''
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
   child.stdout.resume()

@@ -13,6 +13,7 @@ import { chromium } from 'playwright-core'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
+import { launchArgs } from '../../../tooling/launch-args.ts'
 import { testTime, waitUntil } from '../../../tooling/test-time.ts'
 import { CHROMIUM, hasChromium } from './support/chromium.ts'
 import { startServe } from './support/serve.ts'
@@ -116,7 +117,7 @@ describe.skipIf(!hasChromium)('serve in Chromium', () => {
     await page.waitForSelector('#live[data-state=live]')
     const child: ChildProcessWithoutNullStreams = spawn(
       process.execPath,
-      ['--conditions=@agent-ledger/source', '--import', 'tsx', APPEND_CHILD, root, 'live-one'],
+      launchArgs(APPEND_CHILD, [root, 'live-one']),
       { cwd: PACKAGE, stdio: 'pipe' },
     )
     let said = ''

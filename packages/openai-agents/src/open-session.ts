@@ -1,17 +1,12 @@
 /** Opening an agent-ledger session as an OpenAI Agents SDK `Session`. */
-import type { OpenWriterOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
+import { openOrCreateWriter } from '@agent-ledger/session-store'
+import type { OpenWriterOptions, SessionStore } from '@agent-ledger/session-store'
 
 import { OPERATION_EVENT_TYPE } from './history-ops.ts'
 import type { RecordedOperation } from './history-ops.ts'
 import { AgentLedgerSession } from './ledger-session.ts'
 import { ITEMS_EVENT_TYPE } from './session-options.ts'
 import type { ItemRecord, OpenAgentsSessionOptions, RecordedItems } from './session-options.ts'
-
-function isNotFound(error: unknown): boolean {
-  return (
-    typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'SESSION_NOT_FOUND'
-  )
-}
 
 /**
  * Opens (or creates) an agent-ledger session as an OpenAI Agents SDK `Session`. Opening an
@@ -32,16 +27,10 @@ export async function openAgentsSession(
   id: string,
   options: OpenAgentsSessionOptions = {},
 ): Promise<AgentLedgerSession> {
-  let writer: SessionWriter
-  let created = false
-  try {
-    writer = await store.openWriter(id, writerOptions(options))
-  } catch (error) {
-    if (!isNotFound(error) || options.create === false) throw error
-    const { takeover: _takeover, ...lease } = writerOptions(options)
-    writer = await store.create({ id, ...lease })
-    created = true
-  }
+  const { writer, created } = await openOrCreateWriter(store, id, {
+    ...writerOptions(options),
+    create: options.create,
+  })
   const recorded = new Map<number, readonly ItemRecord[]>()
   const operations = new Map<string, RecordedOperation>()
   if (!created) {

@@ -48,11 +48,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import { createSessionStore } from '@agent-ledger/session-store'
-import type { SessionBackend, SessionStore } from '@agent-ledger/session-store'
+import type { SessionStore } from '@agent-ledger/session-store'
 
 import { corpusBytes, RARE_WORD, writeCorpus } from '../../../tooling/bench/search-corpus.ts'
 import { createJsonlBackend, createJsonlStore } from '../src/index.ts'
 import { LOG_FILE_NAME } from '../src/format.ts'
+import { scanning } from '../test/support/scanning.ts'
 import { cached } from './support/dataset.ts'
 import { interleave, progress } from './support/measure.ts'
 import type { BenchResult, RunOptions } from './support/measure.ts'
@@ -78,17 +79,6 @@ function bytesOf(root: string, name: string): number {
     (sum, dir) => sum + (statSync(join(dir, name), { throwIfNoEntry: false })?.size ?? 0),
     0,
   )
-}
-
-/** The same backend with its search capability hidden: the core's scan. */
-function scanning(backend: SessionBackend): SessionBackend {
-  return new Proxy(backend, {
-    get(target, property) {
-      if (property === 'capabilities') return { ...target.capabilities, search: undefined }
-      const value: unknown = Reflect.get(target, property, target)
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
-    },
-  })
 }
 
 async function timed(action: () => Promise<unknown>): Promise<number> {

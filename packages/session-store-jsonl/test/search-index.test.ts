@@ -25,7 +25,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
 import { createSessionStore, ENCRYPTION_SCHEME } from '@agent-ledger/session-store'
-import type { SearchHit, SessionBackend, SessionEncryption, SessionStore } from '@agent-ledger/session-store'
+import type { SearchHit, SessionEncryption, SessionStore } from '@agent-ledger/session-store'
 import { RECORD_BYTES } from '@agent-ledger/session-store/search-index'
 
 import { createJsonlBackend } from '../src/index.ts'
@@ -33,6 +33,7 @@ import { ChainCache } from '../src/backend/search-index-cache.ts'
 import { nodeFsOps } from '../src/fs-ops.ts'
 import type { FsOps } from '../src/fs-ops.ts'
 import type { LogEncoding } from '../src/zstd-log-writer.ts'
+import { scanning } from './support/scanning.ts'
 
 const CLOCK = (): string => '2026-12-01T00:00:00.000Z'
 const INDEX = 'search.index'
@@ -43,17 +44,6 @@ const roots: string[] = []
 afterEach(() => {
   for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true })
 })
-
-/** The same backend with its search capability hidden: the core's scan. */
-function scanning(backend: SessionBackend): SessionBackend {
-  return new Proxy(backend, {
-    get(target, property) {
-      if (property === 'capabilities') return { ...target.capabilities, search: undefined }
-      const value: unknown = Reflect.get(target, property, target)
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
-    },
-  })
-}
 
 interface Pair {
   readonly root: string

@@ -56,6 +56,8 @@ export type {
   WriterLease,
 } from './port.ts'
 export { createSessionStore } from './store.ts'
+export { openOrCreateWriter } from './open-or-create.ts'
+export type { OpenedWriter, OpenOrCreateOptions } from './open-or-create.ts'
 export { assertSessionId } from './header.ts'
 export { seedBatches } from './seed-lines.ts'
 export type { SeedBatches } from './seed-lines.ts'

@@ -1,16 +1,14 @@
 import { spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { createRequire } from 'node:module'
 import path from 'node:path'
-import { pathToFileURL } from 'node:url'
+
+import { launchArgs } from '../../../../tooling/launch-args.ts'
 
 /** Absolute path of mini-agent's entry point. */
 const MAIN_SCRIPT = path.join(import.meta.dirname, '..', '..', 'src', 'main.ts')
 
-const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
-
-/** Node arguments that run mini-agent from source, as `pnpm demo` does (tsx loader + source condition). */
-const NODE_ARGS = ['--conditions=@agent-ledger/source', '--import', tsxLoader, MAIN_SCRIPT]
+/** Node arguments that run mini-agent from source, as `pnpm demo` does (tooling/launch.mjs). */
+const NODE_ARGS = launchArgs(MAIN_SCRIPT)
 
 /** What a finished mini-agent process did. */
 export interface Finished {

@@ -1,6 +1,6 @@
 /**
  * `agent-ledger <args>` from source in a child process (the fault tests SIGKILL it): spawn
- * with `node --conditions=@agent-ledger/source --import tsx test/support/cli-child.ts ...`.
+ * `process.execPath` with `launchArgs(<this file>, args)` (tooling/launch-args.ts).
  */
 import { runCli } from '../../src/index.ts'
 

@@ -5,15 +5,18 @@
  *
  * Why not `node_modules/.bin/tsx script.ts`: the tsx CLI runs the script in a grandchild
  * process and only relays signals, so a SIGKILL sent to the tsx pid would leave the writer
- * running. {@link spawnTsChild} runs `node --conditions=@agent-ledger/source --import <tsx
- * loader> script.ts` instead: one process, sibling packages resolved to their sources.
+ * running. {@link spawnTsChild} runs `node tooling/launch.mjs script.ts` instead (see
+ * tooling/launch-args.ts): one process, sibling packages from their sources, bundled once
+ * into the repository's launch cache (a start without tsx's loader).
  *
  * {@link bundleChild} goes one step further for the tests that start many children (W1
- * crash rounds): it bundles the script once with esbuild (the transformer tsx itself uses,
- * reached through tsx's own dependency; same `@agent-ledger/source` condition) into
- * `node_modules/.cache/` of this package, so each child is a plain `node bundle.mjs`
- * (about 0.1 s instead of 1-2 s of loader start-up on a busy 2-core machine). Third-party
- * packages stay external and load from this package's node_modules.
+ * crash rounds) or run them where the launcher could not refresh its cache (under
+ * `ulimit -f`, as uid 65534): it bundles the script once per test process with esbuild
+ * (the transformer tsx itself uses, reached through tsx's own dependency; same
+ * `@agent-ledger/source` condition) into `node_modules/.cache/` of this package, so each
+ * child is a plain `node bundle.mjs` (about 0.1 s instead of 1-2 s of loader start-up on a
+ * busy 2-core machine). Third-party packages stay external and load from this package's
+ * node_modules.
  */
 import { spawn } from 'node:child_process'
 import type { ChildProcessWithoutNullStreams } from 'node:child_process'
@@ -22,6 +25,7 @@ import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
+import { launchArgs } from '../../../../tooling/launch-args.ts'
 import { testTime } from '../../../../tooling/test-time.ts'
 
 /** The package directory (packages/session-store-jsonl). */
@@ -30,14 +34,6 @@ export const packageRoot = fileURLToPath(new URL('../..', import.meta.url))
 /** Absolute path of a child script in test/fixtures/children. */
 function childScript(name: string): string {
   return fileURLToPath(new URL(`../fixtures/children/${name}`, import.meta.url))
-}
-
-/** file:// URL of tsx's ESM loader, resolved from this package. */
-const tsxLoaderUrl = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
-
-/** `node` arguments that run `script` with TypeScript support and the source condition. */
-function nodeTsArgs(script: string, args: readonly string[] = []): string[] {
-  return ['--conditions=@agent-ledger/source', '--import', tsxLoaderUrl, script, ...args]
 }
 
 /** A running child with a line-oriented stdout. */
@@ -148,13 +144,13 @@ export function spawnChild(
   }
 }
 
-/** Spawns a TypeScript child script from test/fixtures/children with `node` + tsx. */
+/** Spawns a TypeScript child script from test/fixtures/children through tooling/launch.mjs. */
 export function spawnTsChild(
   name: string,
   args: readonly string[] = [],
   options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
 ): Child {
-  return spawnChild(process.execPath, nodeTsArgs(childScript(name), args), options)
+  return spawnChild(process.execPath, launchArgs(childScript(name), args), options)
 }
 
 interface EsbuildModule {

@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
-import { createRequire } from 'node:module'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
+
+import { launchArgs } from '../../../../tooling/launch-args.ts'
 
 /**
- * A worker process (test/fixtures/worker.ts) run as ONE node process (tsx's loader, the
- * source condition), so a signal sent to its pid reaches the process holding the lease.
+ * A worker process (test/fixtures/worker.ts) run as ONE node process (tooling/launch.mjs,
+ * sources of the sibling packages), so a signal sent to its pid reaches the process holding the lease.
  */
 export interface Worker {
   readonly process: ChildProcess
@@ -16,18 +17,13 @@ export interface Worker {
   readonly exited: Promise<{ code: number | null; stderr: string }>
 }
 
-const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 const script = fileURLToPath(new URL('../fixtures/worker.ts', import.meta.url))
 
 /** Starts a worker with `args` (see test/fixtures/worker.ts). */
 export function startWorker(args: readonly string[]): Worker {
-  const child = spawn(
-    process.execPath,
-    ['--conditions=@agent-ledger/source', '--import', tsxLoader, script, ...args],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  )
+  const child = spawn(process.execPath, launchArgs(script, args), {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   const lines: string[] = []
   const listeners = new Set<() => void>()
   let stderr = ''
