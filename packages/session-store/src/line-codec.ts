@@ -139,6 +139,9 @@ export class LineBytes {
       buffer = this.#room(at + written + 3 * rest + CRC_SUFFIX_LENGTH, at + written)
       written += encoder.encodeInto(json.slice(first.read), buffer.subarray(at + written)).written
     }
+    // encodeInto fills what the buffer has past the room asked for: a non-ASCII line can
+    // end nearer the buffer's end than its suffix needs (typed arrays drop writes past it).
+    buffer = this.#room(at + written + CRC_SUFFIX_LENGTH, at + written)
     // The JSON's last byte is its `}`: the checksum covers the bytes before it.
     const bodyEnd = at + written - 1
     const value = crc32c(buffer.subarray(at, bodyEnd))

@@ -205,6 +205,26 @@ describe("LineBytes: a writer's lines encoded once", () => {
     )
   })
 
+  it('keeps the checksum suffix of a non-ASCII line that ends at the buffer edge (w1-kill seed 7331087)', () => {
+    // The room asked for is the line's UTF-16 length plus the suffix; a line a few bytes
+    // longer than its UTF-16 length, placed so that exactly that room is left, fits the
+    // buffer but its suffix does not: it was written past the end (dropped), and the batch
+    // had a line of NULs. Each line here is 10 bytes longer than its UTF-16 length.
+    for (const wideText of ['é'.repeat(10), '文'.repeat(5), '😀'.repeat(5)]) {
+      const lines = new LineBytes()
+      const wide = JSON.stringify({ seq: 1, data: `${'y'.repeat(100)}${wideText}` })
+      const fillerLength = 64 * 1024 - 36 - wide.length
+      const filler = JSON.stringify({ seq: 0, data: 'x'.repeat(fillerLength - 19) })
+      expect(filler.length).toBe(fillerLength)
+      lines.encode(filler, crc32c, 16 * 1024 * 1024)
+      lines.commit()
+      expect(lines.encode(wide, crc32c, 16 * 1024 * 1024)).toEqual(checksumJson(wide, crc32c))
+      const end = lines.commit()
+      const expected = `${checksumJson(filler, crc32c).line}\n${checksumJson(wide, crc32c).line}\n`
+      expect(lines.view(end)).toEqual(utf8(expected))
+    }
+  })
+
   it('encodes a line certainly over the limit on its own, leaving the buffer as it was', () => {
     const lines = new LineBytes()
     const first = lines.encode('{"seq":0}', crc32c, 100)
