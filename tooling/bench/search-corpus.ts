@@ -28,7 +28,7 @@ export function corpusBytes(scale: 'default' | 'large'): number {
 }
 
 /** Session `index`'s id. */
-export function corpusSessionId(index: number): string {
+function corpusSessionId(index: number): string {
   return `search-${String(index).padStart(5, '0')}`
 }
 

@@ -314,7 +314,7 @@ async function storeFault(
 }
 
 /** Mounts a tmpfs of `mib` MiB on `dir` (root only); the reason when it cannot. */
-export function mountTmpfs(dir: string, mib: number): string | null {
+function mountTmpfs(dir: string, mib: number): string | null {
   const result = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${mib}m,mode=0700`, 'tmpfs', dir], {
     encoding: 'utf8',
   })
@@ -331,7 +331,7 @@ export function tmpfsRefused(): string | null {
 }
 
 /** Unmounts what {@link mountTmpfs} mounted. */
-export function unmountTmpfs(dir: string): void {
+function unmountTmpfs(dir: string): void {
   spawnSync('umount', [dir])
 }
 

@@ -164,7 +164,7 @@ async function catchUp(
 }
 
 /** How long a session's appends must pause before its background catch-up starts (ms). */
-export const IDLE_MS = 250
+const IDLE_MS = 250
 /**
  * Characters pending after which a catch-up starts without waiting for a pause: a writer
  * that never pauses is indexed in transactions of many blocks, and its tail stays bounded.

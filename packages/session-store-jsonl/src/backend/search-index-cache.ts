@@ -14,7 +14,7 @@ import { SIGNATURE_BYTES } from '@agent-ledger/session-store/search-index'
 import type { ChainEnd, IndexBlock } from '@agent-ledger/session-store/search-index'
 
 /** Bytes of cached chains per backend: a 1 GB store's sidecars take about 39 MB. */
-export const CHAIN_CACHE_BYTES = 64 * 1024 * 1024
+const CHAIN_CACHE_BYTES = 64 * 1024 * 1024
 /** What one block costs beside its signature (its six numbers, the object). */
 const BLOCK_OVERHEAD_BYTES = 96
 
