@@ -4,23 +4,13 @@
  * worker then SIGCONT), starts a fresh worker after each fault to resume what is unfinished,
  * and at the end of each round hands the journals and the sessions to `checkRun`.
  */
-import { spawn, spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import type { ChildProcessByStdio } from 'node:child_process'
 import type { Readable } from 'node:stream'
-import {
-  closeSync,
-  cpSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 import { openAiSdkSession, fromModelMessages } from '@agent-ledger/ai-sdk'
 import { itemToWire, openAgentsSession } from '@agent-ledger/openai-agents'
@@ -31,13 +21,17 @@ import { openPostgresBackend } from '@agent-ledger/session-store-postgres'
 import type { WireMessage } from '@agent-ledger/session-events'
 import type { ModelMessage } from 'ai'
 
-import { workerBundle } from './bundle.ts'
+import { fillDisk, mountTmpfs, unmountTmpfs } from './disk.ts'
 import { checkRun, providerProblems } from './checker.ts'
 import type { ChaosCounts, CheckedSession, LoggedEvent } from './checker.ts'
 import { readJournals } from './journal.ts'
 import { hashSeed, pickFault, Random } from './plan.ts'
 import type { FaultKind, Subject } from './plan.ts'
 import type { WorkerConfig } from './worker.ts'
+import { launchArgs } from '../../../tooling/launch-args.ts'
+
+/** The worker's entry, run through tooling/launch.mjs (bundled once, cached, rebuilt when a source changes). */
+const WORKER_ENTRY = fileURLToPath(new URL('./worker.ts', import.meta.url))
 
 /** Options of {@link runChaos}. */
 export interface ChaosOptions {
@@ -113,9 +107,9 @@ interface Running {
   readonly faulted: Promise<string | null>
 }
 
-/** A worker process: plain `node` on the worker bundle (`bundle.ts`). */
-function spawnWorker(bundle: string, config: WorkerConfig): WorkerProcess {
-  const child = spawn(process.execPath, [bundle, JSON.stringify(config)], {
+/** A worker process: `worker.ts` through the workspace's launcher (one cached esbuild bundle). */
+function spawnWorker(config: WorkerConfig): WorkerProcess {
+  const child = spawn(process.execPath, launchArgs(WORKER_ENTRY, [JSON.stringify(config)]), {
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stderr = ''
@@ -127,11 +121,8 @@ function spawnWorker(bundle: string, config: WorkerConfig): WorkerProcess {
   return { child, exited, output: () => ({ stdout: '', stderr }) }
 }
 
-/** The worker bundle of this driver process (set by {@link runChaos} before its first worker). */
-let bundlePath = ''
-
 function startWorker(config: WorkerConfig): Running {
-  const child = spawnWorker(bundlePath, config)
+  const child = spawnWorker(config)
   const lines: string[] = []
   let buffered = ''
   let onFault: (point: string | null) => void = () => undefined
@@ -313,47 +304,6 @@ async function storeFault(
   ])
 }
 
-/** Mounts a tmpfs of `mib` MiB on `dir` (root only); the reason when it cannot. */
-function mountTmpfs(dir: string, mib: number): string | null {
-  const result = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${mib}m,mode=0700`, 'tmpfs', dir], {
-    encoding: 'utf8',
-  })
-  return result.status === 0 ? null : `mount refused (${(result.stderr || String(result.error)).trim()})`
-}
-
-/** Why this process may not mount a tmpfs (not root...), tried on a scratch directory; null when it may. */
-export function tmpfsRefused(): string | null {
-  const probe = mkdtempSync(join(tmpdir(), 'agent-ledger-chaos-mount-'))
-  const refused = mountTmpfs(probe, 1)
-  if (refused === null) unmountTmpfs(probe)
-  rmSync(probe, { recursive: true, force: true })
-  return refused
-}
-
-/** Unmounts what {@link mountTmpfs} mounted. */
-function unmountTmpfs(dir: string): void {
-  spawnSync('umount', [dir])
-}
-
-/** Fills the file system of `dir` with `file` until ENOSPC. */
-function fillDisk(file: string): void {
-  const fd = openSync(file, 'w')
-  try {
-    for (const size of [1 << 20, 1 << 12, 1]) {
-      const chunk = Buffer.alloc(size, 0x2e)
-      for (;;) {
-        try {
-          writeSync(fd, chunk)
-        } catch {
-          break
-        }
-      }
-    }
-  } finally {
-    closeSync(fd)
-  }
-}
-
 /** The wire history of a baseline's saved array, and its entries as events (seq = array index). */
 function baselineSession(
   subject: Subject,
@@ -479,7 +429,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   let unfinished = 0
   let sessionsRun = 0
   const runId = (options.seed >>> 0).toString(36)
-  bundlePath = await workerBundle()
   for (let round = 0; round < rounds; round++) {
     const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-chaos-'))
     let mounted: string | undefined

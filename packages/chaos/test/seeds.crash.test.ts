@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest'
 
 import { testTime } from '../../../tooling/test-time.ts'
-import { runChaos, tmpfsRefused } from '../src/driver.ts'
+import { tmpfsRefused } from '../src/disk.ts'
+import { runChaos } from '../src/driver.ts'
 
 describe('chaos regression: JSONL, a writer stopped past its lease between its checks and its write()', () => {
   // Seed 7, one worker, one session: SIGSTOP just before the store's write() of a batch (its

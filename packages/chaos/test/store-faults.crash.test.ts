@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest'
 
 import { pgUnavailableReason } from '../../../tooling/pg/cluster.ts'
 import { testTime } from '../../../tooling/test-time.ts'
-import { runChaos, tmpfsRefused } from '../src/driver.ts'
+import { tmpfsRefused } from '../src/disk.ts'
+import { runChaos } from '../src/driver.ts'
 import { FailoverPair } from '../src/failover.ts'
 import { defects, none } from './defects.ts'
 

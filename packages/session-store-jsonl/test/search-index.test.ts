@@ -160,6 +160,19 @@ async function same(pair: Pair, query: string): Promise<string[]> {
 
 const QUERIES = ['ZANZIBAR migration', '"zanzibar migration"', 'zz']
 
+/** File-system ops that record every open of a `search.index` sidecar. */
+function indexOpens(): { fs: FsOps; opened: string[] } {
+  const opened: string[] = []
+  const fs: FsOps = {
+    ...nodeFsOps,
+    open: (path, flags, mode) => {
+      if (path.endsWith(INDEX)) opened.push(path)
+      return nodeFsOps.open(path, flags, mode)
+    },
+  }
+  return { fs, opened }
+}
+
 function indexOf(pair: Pair, id: string): string {
   return join(pair.root, id, INDEX)
 }
@@ -370,14 +383,7 @@ describe('JSONL search index, the chains kept in memory', () => {
   })
 
   it('a search of unchanged sidecars opens none; a sidecar changed since (torn) is read again and repaired; hits equal the scan', async () => {
-    const opened: string[] = []
-    const fs: FsOps = {
-      ...nodeFsOps,
-      open: (path, flags, mode) => {
-        if (path.endsWith(INDEX)) opened.push(path)
-        return nodeFsOps.open(path, flags, mode)
-      },
-    }
+    const { fs, opened } = indexOpens()
     const pair = stores({ fs })
     try {
       await write(pair.indexed, 'a1', 0, 300)
@@ -400,14 +406,7 @@ describe('JSONL search index, the chains kept in memory', () => {
   })
 
   it("compress drops the plain log's sidecar in its publish; the next search returns the same hits and opens no index", async () => {
-    const opened: string[] = []
-    const fs: FsOps = {
-      ...nodeFsOps,
-      open: (path, flags, mode) => {
-        if (path.endsWith(INDEX)) opened.push(path)
-        return nodeFsOps.open(path, flags, mode)
-      },
-    }
+    const { fs, opened } = indexOpens()
     const pair = stores({ fs })
     try {
       await write(pair.indexed, 'a1', 0, 300)
