@@ -7,12 +7,22 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcessByStdio } from 'node:child_process'
 import type { Readable } from 'node:stream'
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { openAiSdkSession, fromModelMessages } from '@agent-ledger/ai-sdk'
+import { ledgerSessionId } from '@agent-ledger/claude-agent-sdk'
 import { itemToWire, openAgentsSession } from '@agent-ledger/openai-agents'
 import { createSessionStore } from '@agent-ledger/session-store'
 import type { SessionStore } from '@agent-ledger/session-store'
@@ -21,17 +31,19 @@ import { openPostgresBackend } from '@agent-ledger/session-store-postgres'
 import type { WireMessage } from '@agent-ledger/session-events'
 import type { ModelMessage } from 'ai'
 
+import { claudeKey } from './claude-key.ts'
 import { fillDisk, mountTmpfs, unmountTmpfs } from './disk.ts'
 import { checkRun, providerProblems } from './checker.ts'
 import type { ChaosCounts, CheckedSession, LoggedEvent } from './checker.ts'
 import { readJournals } from './journal.ts'
 import { hashSeed, pickFault, Random } from './plan.ts'
 import type { FaultKind, Subject } from './plan.ts'
-import type { WorkerConfig } from './worker.ts'
+import type { WorkerConfig } from './worker-kit.ts'
 import { launchArgs } from '../../../tooling/launch-args.ts'
 
-/** The worker's entry, run through tooling/launch.mjs (bundled once, cached, rebuilt when a source changes). */
+/** The workers' entries, run through tooling/launch.mjs (bundled once, cached, rebuilt when a source changes). */
 const WORKER_ENTRY = fileURLToPath(new URL('./worker.ts', import.meta.url))
+const CLAUDE_WORKER_ENTRY = fileURLToPath(new URL('./claude-worker.ts', import.meta.url))
 
 /** Options of {@link runChaos}. */
 export interface ChaosOptions {
@@ -61,6 +73,8 @@ export interface ChaosOptions {
    * synchronous standby when it has none.
    */
   readonly failover?: { readonly fail: () => Promise<string>; readonly prepare: () => Promise<string> }
+  /** `claude-agent-sdk`: run the SDK's defaults (batched mirroring, tools at once), not write-ahead. */
+  readonly sdkDefaults?: boolean
 }
 
 /** What a run measured. */
@@ -96,6 +110,8 @@ interface WorkerProcess {
   readonly child: ChildProcessByStdio<null, Readable, Readable>
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
   readonly output: () => { stdout: string; stderr: string }
+  /** Signals the worker's process group (the worker and every child it started). */
+  readonly signal: (name: NodeJS.Signals) => void
 }
 
 /** A running worker and what it said. */
@@ -107,10 +123,18 @@ interface Running {
   readonly faulted: Promise<string | null>
 }
 
-/** A worker process: `worker.ts` through the workspace's launcher (one cached esbuild bundle). */
+/**
+ * A worker process: `worker.ts` (or `claude-worker.ts`) through the workspace's launcher (one
+ * cached esbuild bundle), in a process group of its own: faults signal the group, so a child
+ * the worker started (the Claude Agent SDK's CLI) is killed or stopped with it.
+ */
 function spawnWorker(config: WorkerConfig): WorkerProcess {
-  const child = spawn(process.execPath, launchArgs(WORKER_ENTRY, [JSON.stringify(config)]), {
+  const { subject } = config
+  const entry =
+    subject.kind === 'ledger' && subject.adapter === 'claude-agent-sdk' ? CLAUDE_WORKER_ENTRY : WORKER_ENTRY
+  const child = spawn(process.execPath, launchArgs(entry, [JSON.stringify(config)]), {
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   })
   let stderr = ''
   child.stdout.setEncoding('utf8')
@@ -118,7 +142,14 @@ function spawnWorker(config: WorkerConfig): WorkerProcess {
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   )
-  return { child, exited, output: () => ({ stdout: '', stderr }) }
+  const signal = (name: NodeJS.Signals): void => {
+    try {
+      process.kill(-child.pid!, name)
+    } catch {
+      // the group is gone (the worker and its children exited)
+    }
+  }
+  return { child, exited, output: () => ({ stdout: '', stderr }), signal }
 }
 
 function startWorker(config: WorkerConfig): Running {
@@ -228,7 +259,7 @@ async function runSlot({ base, store, slot, sessions, random, options, log, scra
     const key = `${fault.kind} ${fault.point}`
     log.faults.set(key, (log.faults.get(key) ?? 0) + 1)
     if (fault.kind === 'kill') {
-      worker.child.child.kill('SIGKILL')
+      worker.child.signal('SIGKILL')
       await worker.exited
       absorb(log, worker.lines)
       continue
@@ -238,14 +269,14 @@ async function runSlot({ base, store, slot, sessions, random, options, log, scra
       continue
     }
     // A stop: the worker is frozen where it stands, its lease running out (or taken over).
-    worker.child.child.kill('SIGSTOP')
+    worker.child.signal('SIGSTOP')
     if (fault.kind === 'stop') await sleep(options.leaseMs + 50)
     absorb(log, worker.lines)
     const replacement = startWorker(config(null, fault.kind === 'takeover'))
     await replacement.exited
     absorb(log, replacement.lines)
     writeFileSync(workerConfig.releaseFile, '')
-    worker.child.child.kill('SIGCONT')
+    worker.child.signal('SIGCONT')
     const before = worker.lines.length
     await worker.exited
     const after = worker.lines.slice(before)
@@ -286,7 +317,7 @@ async function storeFault(
   if (kind === 'disk-full') store.fill!()
   else store.target = await store.failover!()
   writeFileSync(releaseFile, '')
-  const guard = setTimeout(() => worker.child.child.kill('SIGKILL'), AFTER_STORE_FAULT_MS)
+  const guard = setTimeout(() => worker.child.signal('SIGKILL'), AFTER_STORE_FAULT_MS)
   await worker.exited
   clearTimeout(guard)
   if (kind === 'disk-full') store.free!()
@@ -356,25 +387,31 @@ async function openLedgerStore(
   return createJsonlStore({ root: target, owner })
 }
 
-/** Reads a ledger session back: its events, then the next request as the adapter derives it on open. */
+/**
+ * Reads a ledger session back: its events, then the next request as the adapter derives it on
+ * open (the Claude store: the core writer's projection of the mapped transcript, under the
+ * session id of the SDK key, `stored`).
+ */
 async function ledgerSession(
   store: SessionStore,
   subject: Subject & { kind: 'ledger' },
-  saved: { id: string; acked: number },
+  saved: { id: string; stored: string; acked: number },
 ): Promise<CheckedSession> {
-  const { id, acked } = saved
+  const { id, stored, acked } = saved
   // The good prefix even of a damaged log: a damaged session still counts what it holds.
-  const read = await store.openReader(id, { allowDamaged: true }).catch((error: unknown) => error)
+  const read = await store.openReader(stored, { allowDamaged: true }).catch((error: unknown) => error)
   const lastSeq = read instanceof Error ? -1 : (read as { lastSeq: number }).lastSeq
   const events: LoggedEvent[] = []
-  if (lastSeq >= 0) for await (const event of store.readEvents(id, { toSeq: lastSeq })) events.push(event)
+  if (lastSeq >= 0) for await (const event of store.readEvents(stored, { toSeq: lastSeq })) events.push(event)
   try {
     const session =
       subject.adapter === 'ai-sdk'
         ? await openAiSdkSession(store, id, { create: false, takeover: true })
-        : await openAgentsSession(store, id, { takeover: true, create: false })
+        : subject.adapter === 'openai-agents'
+          ? await openAgentsSession(store, id, { takeover: true, create: false })
+          : { writer: await store.openWriter(stored, { takeover: true }) }
     const nextRequest = session.writer.deriveMessages()
-    await session.close()
+    await ('close' in session ? session.close() : session.writer.close())
     return { id, events, ackedSeq: acked, nextRequest }
   } catch (error) {
     return { id, events, ackedSeq: acked, nextRequest: [], openError: String(error) }
@@ -474,6 +511,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         effectsDir,
         seed: options.seed,
         leaseMs: slotOptions.leaseMs,
+        ...(options.sdkDefaults === true ? { sdkDefaults: true } : {}),
       }
       const slots = Array.from({ length: workers }, (_, slot) =>
         ids.filter((_, index) => index % workers === slot),
@@ -496,8 +534,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       if (subject.kind === 'ledger') {
         const checked = await openLedgerStore(subject, store.target)
         try {
-          for (const id of ids)
-            sessions.push(await ledgerSession(checked, subject, { id, acked: log.acked.get(id) ?? -1 }))
+          const cwd = realpathSync(effectsDir)
+          for (const id of ids) {
+            const stored =
+              subject.adapter === 'claude-agent-sdk' ? ledgerSessionId(claudeKey(cwd, id)) : id
+            sessions.push(await ledgerSession(checked, subject, { id, stored, acked: log.acked.get(id) ?? -1 }))
+          }
         } finally {
           await checked.close()
         }
