@@ -85,7 +85,8 @@ function leasedStore(core: SessionStore): SessionStore {
           return (writer = opened)
         }
       if (property === 'create')
-        return async (request: Parameters<SessionStore['create']>[0]) => (writer = await target.create(request))
+        return async (request: Parameters<SessionStore['create']>[0]) =>
+          (writer = await target.create(request))
       const value: unknown = Reflect.get(target, property)
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
     },

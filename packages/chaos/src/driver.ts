@@ -1,5 +1,5 @@
 /**
- * The fault driver: runs sessions over K worker processes (`worker.ts`), faults them at seeded
+ * The fault driver: runs sessions over K worker processes (`worker.ts`, `claude-worker.ts`), faults them at seeded
  * points (SIGKILL; SIGSTOP past the lease then SIGCONT; SIGSTOP with a takeover by another
  * worker then SIGCONT), starts a fresh worker after each fault to resume what is unfinished,
  * and at the end of each round hands the journals and the sessions to `checkRun`.
@@ -7,37 +7,22 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcessByStdio } from 'node:child_process'
 import type { Readable } from 'node:stream'
-import {
-  cpSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { openAiSdkSession, fromModelMessages } from '@agent-ledger/ai-sdk'
 import { ledgerSessionId } from '@agent-ledger/claude-agent-sdk'
-import { itemToWire, openAgentsSession } from '@agent-ledger/openai-agents'
-import { createSessionStore } from '@agent-ledger/session-store'
-import type { SessionStore } from '@agent-ledger/session-store'
-import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
-import { openPostgresBackend } from '@agent-ledger/session-store-postgres'
-import type { WireMessage } from '@agent-ledger/session-events'
-import type { ModelMessage } from 'ai'
 
 import { claudeKey } from './claude-key.ts'
 import { fillDisk, mountTmpfs, unmountTmpfs } from './disk.ts'
 import { checkRun, providerProblems } from './checker.ts'
-import type { ChaosCounts, CheckedSession, LoggedEvent } from './checker.ts'
+import type { ChaosCounts, CheckedSession } from './checker.ts'
 import { readJournals } from './journal.ts'
 import { hashSeed, pickFault, Random } from './plan.ts'
 import type { FaultKind, Subject } from './plan.ts'
+import { baselineSession, ledgerSession, openLedgerStore } from './readback.ts'
+import { strayProcesses } from './strays.ts'
 import type { WorkerConfig } from './worker-kit.ts'
 import { launchArgs } from '../../../tooling/launch-args.ts'
 
@@ -335,89 +320,6 @@ async function storeFault(
   ])
 }
 
-/** The wire history of a baseline's saved array, and its entries as events (seq = array index). */
-function baselineSession(
-  subject: Subject,
-  file: string,
-  saved: { id: string; acked: number },
-): CheckedSession {
-  const { id, acked } = saved
-  let entries: unknown[]
-  try {
-    entries = JSON.parse(readFileSync(file, 'utf8')) as unknown[]
-  } catch {
-    entries = [] // never saved (or an unreadable save): the history is empty
-  }
-  const events: LoggedEvent[] = []
-  const wire: WireMessage[] = []
-  entries.forEach((entry, seq) => {
-    const messages =
-      subject.kind === 'baseline' && subject.baseline === 'ai-sdk-recipe'
-        ? fromModelMessages([entry as ModelMessage], { unsupported: 'placeholder' }).map((e) => e.message)
-        : [itemToWire(entry as Parameters<typeof itemToWire>[0])]
-    for (const message of messages) {
-      const previous = wire.at(-1)
-      // Parallel function_call items are one assistant message on the wire.
-      if (
-        message.role === 'assistant' &&
-        message.tool_calls !== undefined &&
-        previous?.role === 'assistant' &&
-        previous.tool_calls !== undefined &&
-        (message.content ?? '') === ''
-      )
-        wire[wire.length - 1] = { ...previous, tool_calls: [...previous.tool_calls, ...message.tool_calls] }
-      else wire.push(message)
-      events.push({ seq, type: message.role === 'tool' ? 'tool/result' : 'message', data: { message } })
-    }
-  })
-  return { id, events, ackedSeq: acked, nextRequest: wire }
-}
-
-async function openLedgerStore(
-  subject: Subject & { kind: 'ledger' },
-  target: string,
-): Promise<SessionStore & { close(): Promise<void> }> {
-  const owner = `chaos-checker:${globalThis.process.pid}`
-  if (subject.store === 'postgres')
-    return createSessionStore({
-      backend: await openPostgresBackend({ connectionString: target }),
-      clock: () => new Date().toISOString(),
-      owner,
-    })
-  return createJsonlStore({ root: target, owner })
-}
-
-/**
- * Reads a ledger session back: its events, then the next request as the adapter derives it on
- * open (the Claude store: the core writer's projection of the mapped transcript, under the
- * session id of the SDK key, `stored`).
- */
-async function ledgerSession(
-  store: SessionStore,
-  subject: Subject & { kind: 'ledger' },
-  saved: { id: string; stored: string; acked: number },
-): Promise<CheckedSession> {
-  const { id, stored, acked } = saved
-  // The good prefix even of a damaged log: a damaged session still counts what it holds.
-  const read = await store.openReader(stored, { allowDamaged: true }).catch((error: unknown) => error)
-  const lastSeq = read instanceof Error ? -1 : (read as { lastSeq: number }).lastSeq
-  const events: LoggedEvent[] = []
-  if (lastSeq >= 0) for await (const event of store.readEvents(stored, { toSeq: lastSeq })) events.push(event)
-  try {
-    const session =
-      subject.adapter === 'ai-sdk'
-        ? await openAiSdkSession(store, id, { create: false, takeover: true })
-        : subject.adapter === 'openai-agents'
-          ? await openAgentsSession(store, id, { takeover: true, create: false })
-          : { writer: await store.openWriter(stored, { takeover: true }) }
-    const nextRequest = session.writer.deriveMessages()
-    await ('close' in session ? session.close() : session.writer.close())
-    return { id, events, ackedSeq: acked, nextRequest }
-  } catch (error) {
-    return { id, events, ackedSeq: acked, nextRequest: [], openError: String(error) }
-  }
-}
-
 function add(a: ChaosCounts, b: ChaosCounts): ChaosCounts {
   return {
     duplicatedExecutions: a.duplicatedExecutions + b.duplicatedExecutions,
@@ -536,9 +438,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         try {
           const cwd = realpathSync(effectsDir)
           for (const id of ids) {
-            const stored =
-              subject.adapter === 'claude-agent-sdk' ? ledgerSessionId(claudeKey(cwd, id)) : id
-            sessions.push(await ledgerSession(checked, subject, { id, stored, acked: log.acked.get(id) ?? -1 }))
+            const stored = subject.adapter === 'claude-agent-sdk' ? ledgerSessionId(claudeKey(cwd, id)) : id
+            sessions.push(
+              await ledgerSession(checked, subject, { id, stored, acked: log.acked.get(id) ?? -1 }),
+            )
           }
         } finally {
           await checked.close()
@@ -569,6 +472,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
             return problems.length === 0 ? [] : [`${checked.id}: ${problems.join('; ').slice(0, 600)}`]
           }),
         })
+      // A worker's child still running after its worker exited (its fault missed the group).
+      for (const pid of strayProcesses(realpathSync(scratch))) {
+        log.errors.push(`STRAY process ${pid} left running in the round's directory`)
+        try {
+          process.kill(pid, 'SIGKILL')
+        } catch {
+          // it exited meanwhile
+        }
+      }
       counts = add(counts, roundCounts)
       resumes.push(...log.resumes)
       for (const [key, value] of log.faults) faults[key] = (faults[key] ?? 0) + value

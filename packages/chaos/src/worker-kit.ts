@@ -4,13 +4,7 @@
  * store's `flush` fault, lease handling on open, resume timing, and the session loop. One
  * import per process: its state (the fault fired, the flush armed) is the process's.
  */
-import {
-  appendFileSync,
-  closeSync,
-  existsSync,
-  fsyncSync,
-  openSync,
-} from 'node:fs'
+import { appendFileSync, closeSync, existsSync, fsyncSync, openSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 
