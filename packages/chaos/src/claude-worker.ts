@@ -63,7 +63,9 @@ let writer: SessionWriter | undefined
 /** `tool_use` ids whose assistant entry the store acknowledged. */
 const acked = new Set<string>()
 /** The store's first refusal in the current session; the query is aborted. */
-let failure: unknown
+let failure: Error | undefined
+/** Read through a call: a closure sets it while a query runs (no narrowing from the reset). */
+const refusal = (): Error | undefined => failure
 let abort = new AbortController()
 /** Tools waiting for their `tool_use` to be acknowledged (or for a refusal). */
 let waiters: (() => void)[] = []
@@ -113,7 +115,7 @@ const mirror: SdkSessionStore = {
     try {
       await claude.append(key, entries)
     } catch (error) {
-      failure ??= error
+      failure ??= error instanceof Error ? error : new Error(String(error))
       abort.abort()
       wake()
       throw error
@@ -296,9 +298,10 @@ async function runClaude(id: string): Promise<void> {
     for await (const message of query({ prompt, options: options(key, entries !== null) }))
       if (message.type === 'result') result = message
   } catch (error) {
-    if (failure === undefined) throw error
+    if (refusal() === undefined) throw error
   }
-  if (failure !== undefined) throw failure
+  const refused = refusal()
+  if (refused !== undefined) throw refused
   if (result?.subtype !== 'success')
     throw new Error(`session ${id}: expected a successful turn, found ${result?.subtype ?? 'no result'}`)
 }
