@@ -41,7 +41,7 @@ export interface WorkerConfig {
 export const config = JSON.parse(process.argv[2]!) as WorkerConfig
 export const owner = `chaos:${hostname()}:${process.pid}`
 export const say = (line: string): void => void process.stdout.write(`${line}\n`)
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 const journal = openJournal(config.journalDir, config.name)
 
 const { SessionStoreError } = await import('@agent-ledger/session-store')
@@ -132,7 +132,7 @@ export function respond(session: string, callIds: Iterable<string>): { id: strin
 }
 
 /** The first `code` on an error or its causes, or `-`. */
-export function codeOf(error: unknown): string {
+function codeOf(error: unknown): string {
   for (let current = error, depth = 0; current !== undefined && current !== null && depth < 8; depth++) {
     const code = (current as { code?: unknown }).code
     if (typeof code === 'string') return code
