@@ -3,8 +3,8 @@
  * session, with checkpoints), through the API a user calls: `openAiSdkSession(store, id)` on
  * `createSessionStore({ backend: openPostgresBackend(...) })`, then `beginTurn('Continue.')` and
  * `prompt()`, as `resume.bench.ts` measures it on JSONL. Beside it, in the same run, the floor:
- * a bare `pg` client reading the stored checkpoint row (`ledger_checkpoints.body`,
- * `JSON.parse`d) and the event lines after its seq, each `JSON.parse`d.
+ * a bare `pg` client reading the stored checkpoint row (`ledger_checkpoints.body`: its header
+ * line and payload `JSON.parse`d) and the event lines after its seq, each `JSON.parse`d.
  *
  * The session is the JSONL benches' ~1 GB agent session, copied once with `agent-ledger copy`
  * (every stored line as it is) into a PostgreSQL cluster cached under os.tmpdir()
@@ -12,6 +12,11 @@
  * flush. Building it takes minutes (the copy verifies every line on both sides); later runs
  * start the cached cluster in seconds. Without PostgreSQL's binaries the row says why.
  * Run alone with `pnpm bench --only resume-postgres`.
+ *
+ * Before the adapters resumed from the projection (main 16ba648, 2026-12-03 06:23-06:35 UTC,
+ * `nice -n 19`, load average 12 to 57 beside five engineers): p99 58,054 ms, floor 17.3 ms
+ * (the cache built in 272 s: copy and checkpoint). The JSONL row on the same commit: p99
+ * 73,340 ms, floor 2.5 ms.
  */
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -64,7 +69,11 @@ async function checkpointFloor(client: pg.Client, id: string): Promise<number> {
   )
   const row = checkpoint.rows[0]
   if (row === undefined) throw new Error(`session ${id} has no checkpoint row`)
-  JSON.parse(row.body.toString('utf8'))
+  // The body is a JSON header line, `\n`, then the JSON payload (session-store's checkpoint-body.ts).
+  const body = row.body.toString('utf8')
+  const newline = body.indexOf('\n')
+  JSON.parse(body.slice(0, newline))
+  JSON.parse(body.slice(newline + 1))
   const tail = await client.query<{ line: string }>(
     'SELECT line FROM ledger_events WHERE session_id = $1 AND seq > $2 ORDER BY seq',
     [id, row.seq],
