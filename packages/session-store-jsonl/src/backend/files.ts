@@ -13,11 +13,11 @@ import { assertSessionId } from '../session-id.ts'
 import { listSessionFiles } from '../session-files.ts'
 import type { SessionFiles, SessionHeaderRead } from '../session-files.ts'
 import { summarizeOlderGeneration } from '../store-generations.ts'
+import { openLog } from './open-log.ts'
 import { throwIfAborted, toPortError } from './port-errors.ts'
 import {
   generationContext,
   isRefusal,
-  locateV4Log,
   olderGeneration,
   openCurrentLog,
   peekHeader,
@@ -112,7 +112,8 @@ async function currentLog(
       version: older.source.version,
     }
   }
-  const { directory, log } = await locateV4Log(ctx, id)
+  const { directory, log, handle } = await openLog({ ...ctx, forkCheck: 'none' }, id)
+  await handle.close().catch(() => undefined)
   return { directory, name: log.name, encoding: log.encoding, version: SESSION_FORMAT_VERSION }
 }
 

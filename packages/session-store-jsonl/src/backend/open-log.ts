@@ -74,8 +74,8 @@ export async function checkGenerations(
   return { migrated: picked.history.some(isOlderFile) }
 }
 
-/** How a migrated log's source is compared with the migration's record: sizes, or sizes and sha256. */
-export type ForkCheck = 'size' | 'sha256'
+/** How a migrated log's source is compared with the migration's record: sizes, sizes and sha256, or not (the file views). */
+export type ForkCheck = 'size' | 'sha256' | 'none'
 
 /**
  * I7: a migrated log whose source generation changed since the migration (events appended,
@@ -89,7 +89,7 @@ async function assertNotForked(
     readonly log: SessionLog
     readonly handle: FileHandleOps
   },
-  forkCheck: ForkCheck,
+  forkCheck: Exclude<ForkCheck, 'none'>,
 ): Promise<void> {
   const { id, directory } = opened
   const adapter = await logAdapter(id, opened.log.encoding, context.limits)
@@ -227,9 +227,10 @@ async function openLogOnce(
     await handle.close().catch(() => undefined)
     throw toPortError(error, { sessionId: id, action: `stat ${log.file}` })
   }
-  if (migrated) {
+  const forkCheck = context.forkCheck ?? 'size'
+  if (migrated && forkCheck !== 'none') {
     try {
-      await assertNotForked(context, { id, directory, log, handle }, context.forkCheck ?? 'size')
+      await assertNotForked(context, { id, directory, log, handle }, forkCheck)
     } catch (error) {
       await handle.close().catch(() => undefined)
       throw error

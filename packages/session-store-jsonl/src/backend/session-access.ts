@@ -5,13 +5,9 @@
  * `MIXED_ENCODINGS`...): the callers turn them into port errors (`toPortError`), which keeps
  * each code. Read-only, except that a write check narrows a session directory's mode.
  */
-import { constants } from 'node:fs'
-import { join } from 'node:path'
-
 import type { EventRegistry, SessionHeader } from '@agent-ledger/session-events'
 
-import { errnoOf, notRegularFile, toStoreError } from '../fs-errors.ts'
-import { fileKind } from '../fs-ops.ts'
+import { toStoreError } from '../fs-errors.ts'
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import type { GenerationFile } from '../generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
@@ -24,8 +20,8 @@ import { detectGenerationFork } from '../migration/migrate-session.ts'
 import { isOlderGeneration, resolveCurrentGeneration } from '../store-generations.ts'
 import type { GenerationStoreContext } from '../store-generations.ts'
 import type { StoreLogger } from '../store-logger.ts'
-import { locateSessionLog } from '../zstd-session.ts'
 import type { SessionLog } from '../zstd-session.ts'
+import { openLog } from './open-log.ts'
 import { sessionDirectory } from './session-dirs.ts'
 
 /** What finding a session's log needs. */
@@ -122,64 +118,23 @@ export async function olderGeneration(
 }
 
 /**
- * Finds a session's v4 log for a read (plain or `.zstd`, checked like an open), without opening it.
+ * Opens a session's v4 log (`session.v4.jsonl` or `session.v4.jsonl.zstd`) read-only, as
+ * every backend read opens it (`openLog`, without the fork check), with the adapter of its
+ * encoding; the caller closes it.
  *
- * @param ctx - File system, root, limits, logger.
- * @param id - The session id (checked by the caller).
- * @returns The session directory and the log found there.
- */
-export async function locateV4Log(
-  ctx: AccessContext,
-  id: string,
-): Promise<{ readonly directory: string; readonly log: Awaited<ReturnType<typeof locateSessionLog>> }> {
-  const directory = await checkSessionDirectory(ctx, id, { write: false })
-  const log = await locateSessionLog({
-    fs: ctx.fs,
-    directory,
-    id,
-    mode: 'read',
-    limits: ctx.limits,
-    logger: ctx.logger,
-  })
-  return { directory, log }
-}
-
-/**
- * Opens a session's v4 log (`session.v4.jsonl` or `session.v4.jsonl.zstd`) read-only, with
- * the adapter of its encoding; the caller closes it.
- *
- * @param ctx - File system, root, limits, logger.
+ * @param ctx - File system, root, limits.
  * @param id - The session id (checked by the caller).
  * @returns The open log.
- * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND`, `SYMLINK_REFUSED`, `MIXED_ENCODINGS`, `READ_FAILED`...
+ * @throws {@link SessionStoreError} as `openLog`: `SESSION_NOT_FOUND`, `SYMLINK_REFUSED`, `MIXED_ENCODINGS`...
  */
 export async function openCurrentLog(ctx: AccessContext, id: string): Promise<OpenedCurrentLog> {
-  const { directory, log } = await locateV4Log(ctx, id)
-  const adapter = await logAdapter(id, log.encoding, ctx.limits)
-  const file = log.file
-  let handle: FileHandleOps
+  const { handle, directory, log } = await openLog({ ...ctx, forkCheck: 'none' }, id)
   try {
-    handle = await ctx.fs.open(join(directory, log.name), constants.O_RDONLY | constants.O_NOFOLLOW)
-  } catch (error) {
-    if (errnoOf(error) === 'ENOENT') {
-      throw new JsonlStoreError({
-        code: JsonlErrorCode.SESSION_NOT_FOUND,
-        message: `Session ${id} was not found: expected ${file} under the store root.`,
-        file,
-        cause: error,
-      })
-    }
-    throw toStoreError(error, { op: 'open', file, which: 'log', fallback: JsonlErrorCode.READ_FAILED })
-  }
-  try {
-    const stats = await handle.stat()
-    // nodeFsOps already refuses these; a custom FsOps may not.
-    if (!stats.isFile()) throw notRegularFile({ file, which: 'log', kind: fileKind(stats), op: 'open' })
+    return { handle, directory, log, adapter: await logAdapter(id, log.encoding, ctx.limits) }
   } catch (error) {
     await handle.close().catch(() => undefined)
-    throw toStoreError(error, { op: 'stat', file, fallback: JsonlErrorCode.READ_FAILED })
+    throw error
   }
-  return { handle, directory, log, adapter }
 }
 
 /**
