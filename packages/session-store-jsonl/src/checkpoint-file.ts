@@ -2,11 +2,10 @@ import { constants } from 'node:fs'
 import { join } from 'node:path'
 
 import { errnoOf } from './fs-errors.ts'
-import { NOT_REGULAR_ERRNO } from './fs-ops.ts'
+import { NOT_REGULAR_ERRNO, readFully } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { CORE_CHECKPOINT_FILE_NAME, TEMP_PREFIX } from './layout.ts'
-
-const MAX_TEMP_ATTEMPTS = 16
+import { replaceFile } from './temp-file.ts'
 
 /** The outcome of {@link readCheckpointFile}. */
 export type CheckpointFileRead =
@@ -61,13 +60,7 @@ export async function readCheckpointFile(
       return { kind: 'unusable', reason: 'too-large', detail: `${stats.size} bytes, limit ${maxBytes}` }
     }
     const bytes = Buffer.allocUnsafe(stats.size)
-    let got = 0
-    while (got < bytes.length) {
-      const count = await handle.read(bytes, got, bytes.length - got, got)
-      if (count === 0) break
-      got += count
-    }
-    return { kind: 'bytes', bytes: bytes.subarray(0, got) }
+    return { kind: 'bytes', bytes: bytes.subarray(0, await readFully(handle, bytes)) }
   } catch (error) {
     return { kind: 'unusable', reason: 'read-failed', detail: errnoOf(error) ?? String(error) }
   } finally {
@@ -94,37 +87,11 @@ export async function writeCheckpointFile(
     readonly randomHex: (byteCount: number) => string
   },
 ): Promise<void> {
-  const { directory, bytes } = request
-  let handle: FileHandleOps | undefined
-  let tempPath = ''
-  for (let attempt = 0; attempt < MAX_TEMP_ATTEMPTS && handle === undefined; attempt += 1) {
-    tempPath = join(directory, `${TEMP_PREFIX}checkpoint-${request.randomHex(8)}`)
-    try {
-      handle = await fs.open(
-        tempPath,
-        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-        0o600,
-      )
-    } catch (error) {
-      if (errnoOf(error) !== 'EEXIST') throw error
-    }
-  }
-  if (handle === undefined) throw new Error(`no free temp name for a checkpoint in ${directory}`)
-  let renamed = false
-  try {
-    try {
-      const stats = await handle.stat()
-      if ((stats.mode & 0o777) !== 0o600) await handle.chmod(0o600)
-      await handle.write(bytes, 0)
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
-    await fs.rename(tempPath, join(directory, CORE_CHECKPOINT_FILE_NAME))
-    renamed = true
-    await fs.fsyncDirectory(directory)
-  } catch (error) {
-    if (!renamed) await fs.unlink(tempPath).catch(() => undefined)
-    throw error
-  }
+  await replaceFile(fs, {
+    directory: request.directory,
+    name: CORE_CHECKPOINT_FILE_NAME,
+    tempPrefix: `${TEMP_PREFIX}checkpoint-`,
+    randomHex: request.randomHex,
+    bytes: request.bytes,
+  })
 }

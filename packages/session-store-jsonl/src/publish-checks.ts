@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
 
 import { errnoOf } from './fs-errors.ts'
+import { readFully } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { readFileChunks } from './read-log.ts'
@@ -236,8 +237,8 @@ async function firstDifference(
   let position = 0
   while (position < options.size) {
     const want = Math.min(options.chunkBytes, options.size - position)
-    const leftCount = await readFully(staged, left, { length: want, position })
-    const rightCount = await readFully(existing, right, { length: want, position })
+    const leftCount = await readFully(staged, left.subarray(0, want), position)
+    const rightCount = await readFully(existing, right.subarray(0, want), position)
     const limit = Math.min(leftCount, rightCount)
     for (let index = 0; index < limit; index += 1) {
       if (left[index] !== right[index]) return position + index
@@ -246,20 +247,6 @@ async function firstDifference(
     position += want
   }
   return -1
-}
-
-async function readFully(
-  handle: FileHandleOps,
-  buffer: Buffer,
-  range: { length: number; position: number },
-): Promise<number> {
-  let total = 0
-  while (total < range.length) {
-    const count = await handle.read(buffer, total, range.length - total, range.position + total)
-    if (count === 0) break
-    total += count
-  }
-  return total
 }
 
 /** Removes the target name after a failed directory fsync, but only when it still holds our inode. */

@@ -56,7 +56,7 @@ export interface SessionHeaderRead {
   readonly id: string
   /**
    * The header, or null when the log has no valid header line (a crash during creation). For
-   * an older generation: the v4 header its migration would write, without `migratedFrom`.
+   * an older generation: the v4 header its migration would write, `migratedFrom` included.
    */
   readonly header: SessionHeader | null
   /** The log read, relative to the root. */

@@ -6,16 +6,12 @@
  * lock, no temp file, no chmod). The `migrate` capability publishes the new generation with
  * `migrateSession` in write mode, under the writer lock (src/backend/maintenance.ts).
  */
-import { constants } from 'node:fs'
-
-import { SESSION_FORMAT_VERSION, sessionHeaderSchema } from '@agent-ledger/session-events'
+import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 import type { EventRegistry, LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
 import { createProjection, ProjectionError } from '@agent-ledger/session-projection'
 import type { Projection } from '@agent-ledger/session-projection'
 
-import { errnoOf, notRegularFile, toStoreError } from './fs-errors.ts'
-import { fileKind } from './fs-ops.ts'
-import type { FileHandleOps, FsOps } from './fs-ops.ts'
+import type { FsOps } from './fs-ops.ts'
 import {
   assertGenerationVersion,
   generationPath,
@@ -28,13 +24,8 @@ import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { LOG_FILE_NAME } from './layout.ts'
 import type { StoreLimits } from './limits.ts'
 import type { TornTail } from './log-scanner.ts'
-import { GENERATION_READERS } from './migration/generation-readers.ts'
 import { migrateSession } from './migration/migrate-session.ts'
 import type { MigrationProgress, MigrationReadResult } from './migration/migrate-session.ts'
-import { copyMembers } from './migration/raw-line.ts'
-import { migrateV0Header } from './migration/v0-to-v4.ts'
-import { readFileChunks } from './read-log.ts'
-import { readV0Chunks } from './v0/read-v0.ts'
 
 /** What the store hands to these helpers. */
 export interface GenerationStoreContext {
@@ -227,138 +218,4 @@ export async function readOlderGeneration(
     events += 1
   }
   return { migration, projection, events }
-}
-
-async function openGeneration(
-  context: GenerationStoreContext,
-  request: { readonly directory: string; readonly generation: GenerationFile; readonly file: string },
-): Promise<FileHandleOps> {
-  try {
-    const handle = await context.fs.open(
-      generationPath(request.directory, request.generation),
-      constants.O_RDONLY | constants.O_NOFOLLOW,
-    )
-    const stats = await handle.stat().catch(async (error: unknown) => {
-      await handle.close().catch(() => undefined)
-      throw error
-    })
-    if (!stats.isFile()) {
-      await handle.close().catch(() => undefined)
-      throw notRegularFile({ file: request.file, which: 'log', kind: fileKind(stats), op: 'open' })
-    }
-    return handle
-  } catch (error) {
-    throw toStoreError(error, {
-      op: 'open',
-      file: request.file,
-      which: 'log',
-      fallback: errnoOf(error) === 'ENOENT' ? JsonlErrorCode.SESSION_NOT_FOUND : JsonlErrorCode.READ_FAILED,
-    })
-  }
-}
-
-function noReader(file: string, generation: GenerationFile): JsonlStoreError {
-  return new JsonlStoreError({
-    code: JsonlErrorCode.NO_MIGRATION_PATH,
-    message: `Cannot read ${file}: expected a plain generation of a readable format (${[...GENERATION_READERS.keys()].map((version) => `v${version}`).join(', ')}), found ${generation.encoding === 'plain' ? `format v${generation.version}` : 'a zstd generation of an older format'}.`,
-    file,
-    details: { from: generation.version, to: SESSION_FORMAT_VERSION, encoding: generation.encoding },
-  })
-}
-
-/** A listing entry of an older generation. */
-export interface OlderGenerationSummary {
-  /** The header its migration would write, without `migratedFrom` (known only after a full read). */
-  readonly header: SessionHeader
-  readonly file: string
-  readonly version: number
-  readonly bytes: number
-  readonly modifiedAt: string
-}
-
-/**
- * Summarizes an older generation from its first line only (for `list`): the v4 header its
- * migration would write, without `migratedFrom`.
- *
- * @param context - File system, registry and limits.
- * @param request - The session directory, id and the generation.
- * @returns The summary.
- * @throws {@link JsonlStoreError} `NO_MIGRATION_PATH` (a format without a summary reader), `INVALID_HEADER`,
- *   `GENERATION_VERSION_MISMATCH`, open and read errors.
- */
-export async function summarizeOlderGeneration(
-  context: GenerationStoreContext,
-  request: { readonly directory: string; readonly id: string; readonly generation: GenerationFile },
-): Promise<OlderGenerationSummary> {
-  const { generation, id } = request
-  const file = generationDisplay(id, generation)
-  if (generation.version !== 0 || generation.encoding !== 'plain') throw noReader(file, generation)
-  const handle = await openGeneration(context, { directory: request.directory, generation, file })
-  try {
-    const stats = await handle.stat()
-    const chunks = readV0Chunks(readFileChunks(handle, { chunkBytes: 64 * 1024 }), {
-      file,
-      limits: context.limits,
-      registry: context.registry,
-    })
-    let v0Header: Record<string, unknown> | null = null
-    try {
-      for (;;) {
-        const step = await chunks.next()
-        if (step.done === true) {
-          if (step.value.damage !== null) throw step.value.damage
-          break
-        }
-        const first = step.value[0]
-        if (first !== undefined) {
-          if (first.kind === 'header') v0Header = first.value
-          break
-        }
-      }
-    } finally {
-      await chunks.return(undefined as never).catch(() => undefined)
-    }
-    if (v0Header === null) {
-      throw new JsonlStoreError({
-        code: JsonlErrorCode.INVALID_HEADER,
-        message: `${file} has no valid header line: expected a session/header event on line 1, found ${stats.size === 0 ? 'an empty file' : 'a torn or damaged first line'}.`,
-        file,
-        line: 1,
-        offset: 0,
-        details: { headerMissing: true, bytes: stats.size },
-      })
-    }
-    const migrated = migrateV0Header(v0Header, {
-      sessionId: id,
-      migratedFrom: { file: generation.file, version: 0, sha256: '0'.repeat(64), lastSeq: -1, bytes: 0 },
-      sourceFile: file,
-      registry: context.registry,
-      limits: context.limits,
-      validate: true,
-    })
-    const parsed = sessionHeaderSchema.safeParse(copyMembers(migrated, { migratedFrom: undefined }))
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      const field = issue === undefined ? '' : issue.path.map(String).join('.')
-      throw new JsonlStoreError({
-        code: JsonlErrorCode.INVALID_HEADER,
-        message: `The v0 header of ${file} cannot be migrated: field "${field}": ${issue?.message ?? 'invalid value'}.`,
-        file,
-        line: 1,
-        offset: 0,
-        details: { field },
-      })
-    }
-    return {
-      header: copyMembers(migrated, { migratedFrom: undefined }) as SessionHeader,
-      file,
-      version: generation.version,
-      bytes: stats.size,
-      modifiedAt: stats.mtime.toISOString(),
-    }
-  } catch (error) {
-    throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
-  } finally {
-    await handle.close().catch(() => undefined)
-  }
 }

@@ -5,11 +5,12 @@
 import { constants } from 'node:fs'
 import { basename, join } from 'node:path'
 
-import type { FileHandleOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import type { Context, Published } from './writer-lock-types.ts'
 import { CLAIM_PREFIX, MAX_TEMP_ATTEMPTS } from './writer-lock-types.ts'
-import { errnoOf } from './writer-lock-record.ts'
+import { errnoOf } from './fs-errors.ts'
+import { LOCK_TEMP_PREFIX } from './layout.ts'
+import { createTempFile } from './temp-file.ts'
 
 function mapCreateError(context: Context, error: unknown, path: string): unknown {
   const code = errnoOf(error)
@@ -51,19 +52,20 @@ function mapCreateError(context: Context, error: unknown, path: string): unknown
 export async function publishExclusive(context: Context, target: string, bytes: Buffer): Promise<Published> {
   const { fs, directory } = context
   for (let attempt = 0; attempt < MAX_TEMP_ATTEMPTS; attempt += 1) {
-    const temp = join(directory, `.tmp-lock-${context.options.randomHex(8)}`)
-    let handle: FileHandleOps
+    let created: Awaited<ReturnType<typeof createTempFile>>
     try {
-      handle = await fs.open(
-        temp,
-        constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-        0o600,
-      )
+      // A pre-created random name (a file or a symlink) draws another (S7).
+      created = await createTempFile(fs, {
+        directory,
+        prefix: `${LOCK_TEMP_PREFIX}-`,
+        randomHex: context.options.randomHex,
+        access: constants.O_RDWR,
+      })
     } catch (error) {
-      // EEXIST: someone pre-created this random name (a file or a symlink); draw another (S7).
-      if (errnoOf(error) === 'EEXIST') continue
+      if (errnoOf(error) === 'EEXIST') break
       throw mapCreateError(context, error, target)
     }
+    const { handle, path: temp } = created
     let published = false
     try {
       try {
@@ -71,8 +73,6 @@ export async function publishExclusive(context: Context, target: string, bytes: 
       } catch (error) {
         throw mapCreateError(context, error, target)
       }
-      const stats = await handle.stat()
-      if ((stats.mode & 0o777) !== 0o600) await handle.chmod(0o600)
       try {
         await fs.link(temp, target)
         published = true

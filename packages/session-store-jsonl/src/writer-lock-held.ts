@@ -9,7 +9,8 @@ import type { FileHandleOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import type { LockRecord, BrokenLock, WriterLock, Context, Published } from './writer-lock-types.ts'
 import { WRITER_LOCK_FILE_NAME, CLAIM_PREFIX } from './writer-lock-types.ts'
-import { errnoOf, readEntry, recordBytes, makeRecord } from './writer-lock-record.ts'
+import { errnoOf } from './fs-errors.ts'
+import { readEntry, recordBytes, makeRecord } from './writer-lock-record.ts'
 import { publishExclusive } from './writer-lock-files.ts'
 
 export function createHeldLock(

@@ -4,31 +4,15 @@
  */
 import { constants } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { uptime } from 'node:os'
 import type { Stats } from 'node:fs'
 
+import { errnoOf } from './fs-errors.ts'
+import { readFully } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import type { LockRecord, Entry, Self, Verdict, Context } from './writer-lock-types.ts'
 import { MAX_LOCK_BYTES, BOOT_TIME_SLACK_MS } from './writer-lock-types.ts'
-
-export function defaultRandomHex(byteCount: number): string {
-  return randomBytes(byteCount).toString('hex')
-}
-
-export function errnoOf(error: unknown): string | undefined {
-  if (typeof error === 'object' && error !== null && 'code' in error) {
-    const code = error.code
-    return typeof code === 'string' ? code : undefined
-  }
-  return undefined
-}
-
-export function sleep(milliseconds: number): Promise<void> {
-  return new Promise((resolve) => {
-    setTimeout(resolve, milliseconds)
-  })
-}
 
 /** Fields 3.. of /proc/<pid>/stat (after the parenthesised command name, which may hold spaces). */
 async function procStatFields(pid: number | 'self'): Promise<string[] | undefined> {
@@ -132,13 +116,7 @@ export async function readEntry(fs: FsOps, path: string): Promise<Entry> {
         // Replaced between lstat and open: look again at what is there now.
         if (opened.ino !== stats.ino) return await readEntry(fs, path)
         const buffer = Buffer.alloc(MAX_LOCK_BYTES + 1)
-        let length = 0
-        while (length < buffer.length) {
-          const count = await handle.read(buffer, length, buffer.length - length, length)
-          if (count === 0) break
-          length += count
-        }
-        bytes = buffer.subarray(0, length)
+        bytes = buffer.subarray(0, await readFully(handle, buffer))
       } finally {
         await handle.close()
       }

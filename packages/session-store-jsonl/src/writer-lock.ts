@@ -55,6 +55,7 @@
  * difference are indistinguishable from one host.
  */
 import { hostname } from 'node:os'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { basename, join } from 'node:path'
 
 import { notRegularFile } from './fs-errors.ts'
@@ -77,8 +78,6 @@ import {
   MAX_QUICK_RETRIES,
 } from './writer-lock-types.ts'
 import {
-  defaultRandomHex,
-  sleep,
   currentBootId,
   selfProcessStart,
   readEntry,
@@ -89,6 +88,7 @@ import {
 } from './writer-lock-record.ts'
 import { publishExclusive, symlinkError, removeLeftovers } from './writer-lock-files.ts'
 import { createHeldLock } from './writer-lock-held.ts'
+import { defaultRandomHex } from './temp-file.ts'
 
 export { WRITER_LOCK_FILE_NAME } from './writer-lock-types.ts'
 export type { AcquireLockOptions, LockOptions, WriterLock } from './writer-lock-types.ts'

@@ -12,16 +12,10 @@ import type { GenerationEncoding } from '../generations.ts'
 import { assertSessionId } from '../session-id.ts'
 import { listSessionFiles } from '../session-files.ts'
 import type { SessionFiles, SessionHeaderRead } from '../session-files.ts'
-import { summarizeOlderGeneration } from '../store-generations.ts'
+import { migrateSession } from '../migration/migrate-session.ts'
 import { openLog } from './open-log.ts'
 import { throwIfAborted, toPortError } from './port-errors.ts'
-import {
-  generationContext,
-  isRefusal,
-  olderGeneration,
-  openCurrentLog,
-  peekHeader,
-} from './session-access.ts'
+import { isRefusal, olderGeneration, openCurrentLog, peekHeader } from './session-access.ts'
 import type { AccessContext } from './session-access.ts'
 
 /** The `files` capability of a {@link JsonlBackend}: read-only views of session directories. */
@@ -42,8 +36,8 @@ export interface JsonlFilesCapability {
    */
   sessionFiles(id: string, options?: SignalOptions): Promise<SessionFiles>
   /**
-   * Reads the header line only of the log a read opens (an older generation: the v4 header
-   * its migration would write); the log is not scanned.
+   * Reads the header line only of the log a read opens; an older generation is migrated in
+   * memory, as a read of it is, for the v4 header its migration would write.
    *
    * @throws {@link SessionStoreError} as {@link JsonlFilesCapability.sessionFiles}.
    */
@@ -131,18 +125,17 @@ async function sessionFiles(ctx: AccessContext, id: string): Promise<SessionFile
 async function readHeader(ctx: AccessContext, id: string): Promise<SessionHeaderRead> {
   const older = await olderGeneration(ctx, id)
   if (older !== null) {
-    const summary = await summarizeOlderGeneration(generationContext(ctx), {
+    // The header its migration would write, as the port's reads see it (migrated in memory).
+    const { header, source } = await migrateSession({
+      mode: 'read',
+      fs: ctx.fs,
       directory: older.directory,
-      id,
-      generation: older.source,
+      sessionId: id,
+      source: older.source,
+      registry: ctx.registry,
+      limits: ctx.limits,
     })
-    return {
-      id,
-      header: summary.header,
-      file: summary.file,
-      version: summary.version,
-      encoding: older.source.encoding,
-    }
+    return { id, header, file: source.file, version: older.source.version, encoding: older.source.encoding }
   }
   const { handle, log, adapter } = await openCurrentLog(ctx, id)
   try {

@@ -6,7 +6,6 @@
  * append is `appendDurably` (one write, one fdatasync, rollback); reads are the streaming
  * scanner in lines mode; plain or zstd is chosen once, by a `LogAdapter`.
  */
-import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 
 import { coreEventRegistry } from '@agent-ledger/session-events'
@@ -38,6 +37,7 @@ import { nativeCrc32c } from '../line-codec.ts'
 import { resolveLimits } from '../limits.ts'
 import type { StoreLimits } from '../limits.ts'
 import { removeStaleTemps } from '../publish.ts'
+import { defaultRandomHex } from '../temp-file.ts'
 import { assertSessionId } from '../session-id.ts'
 import { WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions } from '../writer-lock.ts'
@@ -117,10 +117,6 @@ interface CachedHead {
 
 function heldKey(id: string, epoch: number): string {
   return `${id}\u0000${epoch}`
-}
-
-function defaultRandomHex(byteCount: number): string {
-  return randomBytes(byteCount).toString('hex')
 }
 
 class JsonlBackendImpl implements JsonlBackend {

@@ -31,6 +31,7 @@ import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import { SEARCH_INDEX_FILE_NAME, TEMP_PREFIX } from '../layout.ts'
 import type { StoreLimits } from '../limits.ts'
 import { logAdapter } from '../log-adapter.ts'
+import { createTempFile } from '../temp-file.ts'
 import { throwIfAborted, toPortError } from './port-errors.ts'
 import type { CachedChain, ChainCache } from './search-index-cache.ts'
 
@@ -407,12 +408,11 @@ export class SessionIndex {
     const { fs, randomHex } = this.#context
     try {
       if (chain.rewrite) {
-        const temp = join(this.#session.directory, `${TEMP_PREFIX}search-${randomHex(8)}`)
-        const out = await fs.open(
-          temp,
-          constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-          0o600,
-        )
+        const { handle: out, path: temp } = await createTempFile(fs, {
+          directory: this.#session.directory,
+          prefix: `${TEMP_PREFIX}search-`,
+          randomHex,
+        })
         try {
           await out.write(Buffer.from(encodeHeader(binding, crc32c)), 0)
           if (chain.last !== null) await this.#copyPrefix(out, chain.keep)
