@@ -14,7 +14,7 @@ import { listSessionFiles } from '../session-files.ts'
 import type { SessionFiles, SessionHeaderRead } from '../session-files.ts'
 import { migrateSession } from '../migration/migrate-session.ts'
 import { openLog } from './open-log.ts'
-import { throwIfAborted, toPortError } from './port-errors.ts'
+import { checkedSessionId, throwIfAborted, toPortError } from './port-errors.ts'
 import { isRefusal, olderGeneration, openCurrentLog, peekHeader } from './session-access.ts'
 import type { AccessContext } from './session-access.ts'
 
@@ -67,14 +67,7 @@ export function filesCapability(ctx: AccessContext, assertOpen: () => void): Jso
   }
   return {
     sessionDirectory(id) {
-      try {
-        return join(ctx.root, assertSessionId(id))
-      } catch (error) {
-        throw toPortError(error, {
-          sessionId: id,
-          action: `find the directory of session ${JSON.stringify(id)}`,
-        })
-      }
+      return join(ctx.root, checkedSessionId(id))
     },
     sessionFiles: (id, options) =>
       guarded({ id, what: 'List the files', signal: options?.signal }, (checked) =>

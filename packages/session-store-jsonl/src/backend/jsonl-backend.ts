@@ -38,7 +38,6 @@ import { resolveLimits } from '../limits.ts'
 import type { StoreLimits } from '../limits.ts'
 import { removeStaleTemps } from '../publish.ts'
 import { defaultRandomHex } from '../temp-file.ts'
-import { assertSessionId } from '../session-id.ts'
 import { WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions } from '../writer-lock.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
@@ -67,7 +66,14 @@ import type { PublishedHead } from './published-head.ts'
 import { listSessions } from './list.ts'
 import { searchCapability } from './search-index.ts'
 import { checkGenerations, openLog } from './open-log.ts'
-import { JSONL_DAMAGE_CODES, portError, seqOption, throwIfAborted, toPortError } from './port-errors.ts'
+import {
+  checkedSessionId,
+  JSONL_DAMAGE_CODES,
+  portError,
+  seqOption,
+  throwIfAborted,
+  toPortError,
+} from './port-errors.ts'
 import { sessionDirectory } from './session-dirs.ts'
 
 /** Options of {@link createJsonlBackend}. */
@@ -130,7 +136,7 @@ class JsonlBackendImpl implements JsonlBackend {
   readonly capabilities: JsonlCapabilities
   readonly #fs: FsOps
   readonly #limits: StoreLimits
-  readonly #lock: Partial<LockOptions>
+  readonly #lock: Partial<LockOptions> & { readonly randomHex: (byteCount: number) => string }
   readonly #randomHex: (byteCount: number) => string
   readonly #now: () => number
   readonly #held = new Map<string, Held>()
@@ -193,7 +199,7 @@ class JsonlBackendImpl implements JsonlBackend {
           waitForAppend(
             {
               head: (sessionId, signalOptions) => this.head(sessionId, signalOptions),
-              directory: (sessionId) => join(this.root, this.#id(sessionId)),
+              directory: (sessionId) => join(this.root, checkedSessionId(sessionId)),
               pollMs: followPollMs,
             },
             id,
@@ -205,7 +211,6 @@ class JsonlBackendImpl implements JsonlBackend {
         root: this.root,
         randomHex: this.#randomHex,
         assertOpen: () => this.#open(),
-        checkedId: (id) => this.#id(id),
         fenced: async (lease) => {
           const held = this.#heldFor(lease)
           await assertFence(this.#leaseContext, held)
@@ -215,7 +220,7 @@ class JsonlBackendImpl implements JsonlBackend {
       }),
       ...maintenanceCapabilities({
         ...context,
-        lock: { ...this.#lock, randomHex: this.#randomHex },
+        lock: this.#lock,
         registry: this.#older.registry,
         assertOpen: () => this.#open(),
       }),
@@ -251,27 +256,18 @@ class JsonlBackendImpl implements JsonlBackend {
     }
   }
 
-  #id(id: string): string {
-    try {
-      return assertSessionId(id)
-    } catch (error) {
-      // `INVALID_SESSION_ID`, the code of every backend and of the core for the one id rule.
-      throw toPortError(error, { sessionId: undefined, action: 'use that session id' })
-    }
-  }
-
   // ------------------------------------------------------------------ create
 
   async create(request: CreateRequest): Promise<void> {
     this.#open()
-    await createSession(this.#createContext, this.#id(request.id), request)
+    await createSession(this.#createContext, checkedSessionId(request.id), request)
   }
 
   // ------------------------------------------------------------------ leases
 
   async acquire(id: string, options: AcquireOptions): Promise<AcquireResult> {
     this.#open()
-    const checked = this.#id(id)
+    const checked = checkedSessionId(id)
     throwIfAborted(options.signal, `Acquiring session ${checked}`, checked)
     if (!Number.isSafeInteger(options.leaseMs) || options.leaseMs <= 0) {
       throw portError(SessionStoreErrorCode.INVALID_OPTION, {
@@ -298,8 +294,7 @@ class JsonlBackendImpl implements JsonlBackend {
     )
     if (migrated) {
       // I7 in full (sizes and sha256 of the source) before the lock; sizes again under it.
-      const context = { fs: this.#fs, root: this.root, limits: this.#limits, forkCheck: 'sha256' as const }
-      const probe = await openLog(context, checked, 'read')
+      const probe = await openLog({ ...this.#older, forkCheck: 'sha256' }, checked, 'read')
       await probe.handle.close().catch(() => undefined)
     }
     const before = await readLease(this.#fs, directory, checked)
@@ -320,7 +315,7 @@ class JsonlBackendImpl implements JsonlBackend {
       throwIfAborted(options.signal, `Acquiring session ${checked}`, checked)
       await writeLease(this.#fs, { directory, id: checked, randomHex: this.#randomHex }, record)
       await removeStaleTemps(this.#fs, directory)
-      opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked, 'write')
+      opened = await openLog(this.#older, checked, 'write')
       const published = this.#published.get(checked)
       this.#published.delete(checked)
       const held = await recoverLog(this.#leaseContext, checked, {
@@ -378,7 +373,7 @@ class JsonlBackendImpl implements JsonlBackend {
         details: { option: 'lines' },
       })
     }
-    this.#id(id)
+    checkedSessionId(id)
     const held = this.#heldFor(lease)
     const offset = held.offset
     try {
@@ -426,14 +421,6 @@ class JsonlBackendImpl implements JsonlBackend {
 
   // ------------------------------------------------------------------ reads
 
-  #cacheHead(
-    id: string,
-    stats: { ino: number; size: number; mtimeMs: number; ctimeMs: number },
-    head: { nextSeq: number; lastCrc: string | null },
-  ): void {
-    this.#heads.set(id, { key: `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`, ...head })
-  }
-
   async #headOf(
     held: Held | null,
     known: { id: string; directory: string; mtimeMs: number; nextSeq: number; lastCrc: string | null } | null,
@@ -462,7 +449,7 @@ class JsonlBackendImpl implements JsonlBackend {
 
   async head(id: string, options: SignalOptions = {}): Promise<SessionHead> {
     this.#open()
-    const checked = this.#id(id)
+    const checked = checkedSessionId(id)
     throwIfAborted(options.signal, `Reading the head of session ${checked}`, checked)
     const opened = await this.#openForRead(checked)
     if (opened === null) {
@@ -478,9 +465,8 @@ class JsonlBackendImpl implements JsonlBackend {
       let cached = this.#heads.get(checked)
       if (cached?.key !== key) {
         const adapter = await logAdapter(checked, opened.log.encoding, this.#limits)
-        const scanned = await scanHead(adapter, opened.handle)
-        this.#cacheHead(checked, stats, scanned)
-        cached = this.#heads.get(checked)!
+        cached = { key, ...(await scanHead(adapter, opened.handle)) }
+        this.#heads.set(checked, cached)
       }
       return await this.#headOf(null, {
         id: checked,
@@ -498,7 +484,7 @@ class JsonlBackendImpl implements JsonlBackend {
 
   async readHeader(id: string, options: SignalOptions = {}): Promise<StoredHeader> {
     this.#open()
-    const checked = this.#id(id)
+    const checked = checkedSessionId(id)
     throwIfAborted(options.signal, `Reading the header of session ${checked}`, checked)
     const opened = await this.#openForRead(checked)
     if (opened === null) return await readOlderHeader(this.#older, checked)
@@ -515,7 +501,7 @@ class JsonlBackendImpl implements JsonlBackend {
 
   async *read(id: string, options: ReadOptions): AsyncGenerator<StoredLine, void, undefined> {
     this.#open()
-    const checked = this.#id(id)
+    const checked = checkedSessionId(id)
     const fromSeq = seqOption(options.fromSeq, 'fromSeq')
     const toSeq = options.toSeq === undefined ? undefined : seqOption(options.toSeq, 'toSeq')
     const opened = await this.#openForRead(checked)
@@ -548,7 +534,7 @@ class JsonlBackendImpl implements JsonlBackend {
    */
   async #openForRead(id: string): Promise<Awaited<ReturnType<typeof openLog>> | null> {
     try {
-      return await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, id)
+      return await openLog(this.#older, id)
     } catch (error) {
       if (isOlderGeneration(error)) return null
       throw error

@@ -5,6 +5,7 @@
  * A session with only an older generation (v0) is listed with its migrated header, read
  * through the in-memory migration (which scans the v0 file).
  */
+import { isSessionId } from '@agent-ledger/session-events'
 import { join } from 'node:path'
 
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
@@ -18,7 +19,6 @@ import type {
 
 import { errnoOf } from '../fs-errors.ts'
 import { listGenerations } from '../generations.ts'
-import { assertSessionId } from '../session-id.ts'
 import { locateSessionLog } from '../zstd-session.ts'
 import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine } from './line-scan.ts'
@@ -74,15 +74,6 @@ function makeCursor(candidate: Candidate): string {
 function compare(a: Candidate, b: Candidate): number {
   if (a.u !== b.u) return a.u > b.u ? -1 : 1
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
-}
-
-function isSessionId(name: string): boolean {
-  try {
-    assertSessionId(name)
-    return true
-  } catch {
-    return false
-  }
 }
 
 /**

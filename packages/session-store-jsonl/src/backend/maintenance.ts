@@ -29,13 +29,12 @@ import type { StoreLimits } from '../limits.ts'
 import { migrateSession } from '../migration/migrate-session.ts'
 import type { MigrationProgress } from '../migration/migrate-session.ts'
 import { removeStaleTemps } from '../publish.ts'
-import { assertSessionId } from '../session-id.ts'
 import { readOlderGeneration } from '../store-generations.ts'
 import type { MigrationReport } from '../store-generations.ts'
 import { acquireWriterLock } from '../writer-lock.ts'
 import type { LockOptions } from '../writer-lock.ts'
 import { sessionLog } from '../zstd-session.ts'
-import { throwIfAborted, toPortError } from './port-errors.ts'
+import { checkedSessionId as checkedId, throwIfAborted, toPortError } from './port-errors.ts'
 import { sessionDirectory } from './session-dirs.ts'
 import {
   checkSessionDirectory,
@@ -85,14 +84,6 @@ export interface MaintenanceContext {
 /** The file access of maintenance, with the writer-lock settings. */
 interface MaintenanceAccess extends AccessContext {
   readonly lock: MaintenanceContext['lock']
-}
-
-function checkedId(id: string): string {
-  try {
-    return assertSessionId(id)
-  } catch (error) {
-    throw toPortError(error, { sessionId: id, action: `use session id ${JSON.stringify(id)}` })
-  }
 }
 
 function reporter(

@@ -13,6 +13,7 @@ import type { AbortSignalLike, LineLocation } from '@agent-ledger/session-store'
 import { errnoOf, toStoreError } from '../fs-errors.ts'
 import { NOT_REGULAR_ERRNO } from '../fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
+import { assertSessionId } from '../session-id.ts'
 
 declare module '@agent-ledger/session-store' {
   /** The JSONL store's codes reach the callers of `createSessionStore` unchanged. */
@@ -131,6 +132,21 @@ export function toPortError(
 function pathOf(error: unknown): string {
   const path = (error as { path?: unknown } | null)?.path
   return typeof path === 'string' ? path : '(unknown path)'
+}
+
+/**
+ * A session id checked against the one id rule before any file-system call (S2).
+ *
+ * @param id - The caller's id.
+ * @returns The same id.
+ * @throws {@link SessionStoreError} `INVALID_SESSION_ID`, the code of every backend and of the core.
+ */
+export function checkedSessionId(id: string): string {
+  try {
+    return assertSessionId(id)
+  } catch (error) {
+    throw toPortError(error, { sessionId: undefined, action: 'use that session id' })
+  }
 }
 
 /**

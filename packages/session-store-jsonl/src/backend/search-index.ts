@@ -19,6 +19,7 @@
  * through the backend's own `read` (an encrypted one yields one line, so the core reports it
  * `unsearched`).
  */
+import { isSessionId } from '@agent-ledger/session-events'
 import { join } from 'node:path'
 
 import type {
@@ -30,7 +31,6 @@ import type {
 import { fragmentBits, isMissingOrDamage } from '@agent-ledger/session-store/search-index'
 
 import type { FileHandleOps } from '../fs-ops.ts'
-import { assertSessionId } from '../session-id.ts'
 import { isOlderGeneration } from './older-read.ts'
 import { openLog } from './open-log.ts'
 import { JSONL_DAMAGE_CODES, throwIfAborted, toPortError } from './port-errors.ts'
@@ -108,15 +108,6 @@ async function sessionIds(context: SearchIndexContext, query: SearchCandidateQue
     }
   }
   return names.filter((name) => (first === undefined || name >= first) && isSessionId(name)).sort()
-}
-
-function isSessionId(name: string): boolean {
-  try {
-    assertSessionId(name)
-    return true
-  } catch {
-    return false
-  }
 }
 
 /** The lines of one session that may match, from `fromSeq`, at most `limit`. */
