@@ -15,7 +15,7 @@ import type { SessionFiles, SessionHeaderRead } from '../session-files.ts'
 import { migrateSession } from '../migration/migrate-session.ts'
 import { openLog } from './open-log.ts'
 import { checkedSessionId, throwIfAborted, toPortError } from './port-errors.ts'
-import { isRefusal, olderGeneration, openCurrentLog, peekHeader } from './session-access.ts'
+import { olderGeneration, peekHeader } from './session-access.ts'
 import type { AccessContext } from './session-access.ts'
 
 /** The `files` capability of a {@link JsonlBackend}: read-only views of session directories. */
@@ -130,18 +130,6 @@ async function readHeader(ctx: AccessContext, id: string): Promise<SessionHeader
     })
     return { id, header, file: source.file, version: older.source.version, encoding: older.source.encoding }
   }
-  const { handle, log, adapter } = await openCurrentLog(ctx, id)
-  try {
-    const outcome = await peekHeader(ctx, { handle, adapter, id })
-    if (outcome.damage !== null && isRefusal(outcome.damage)) throw outcome.damage
-    return {
-      id,
-      header: outcome.header,
-      file: log.file,
-      version: SESSION_FORMAT_VERSION,
-      encoding: log.encoding,
-    }
-  } finally {
-    await handle.close().catch(() => undefined)
-  }
+  const { header, log } = await peekHeader(ctx, id)
+  return { id, header, file: log.file, version: SESSION_FORMAT_VERSION, encoding: log.encoding }
 }

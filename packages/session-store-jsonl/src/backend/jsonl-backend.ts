@@ -60,7 +60,6 @@ import type { OlderReadContext } from './older-read.ts'
 import { waitForAppend } from './follow.ts'
 import { openOwnLease, readLease, writeLease } from './lease-file.ts'
 import type { LeaseRecord } from './lease-file.ts'
-import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
 import type { PublishedHead } from './published-head.ts'
 import { listSessions } from './list.ts'
@@ -280,8 +279,7 @@ class JsonlBackendImpl implements JsonlBackend {
     // Refusals that need no lock come before it: a refused open writes nothing (no lease, no lock).
     // A session whose only log is an older generation is migrated first (FORMAT.md 14.3), then
     // checked again: one listing of the directory on every other write open.
-    const generationContext = { fs: this.#fs, limits: this.#limits }
-    const { migrated } = await checkGenerations(generationContext, checked, directory).catch(
+    const { migrated } = await checkGenerations(this.#older, checked, directory).catch(
       async (error: unknown) => {
         if (
           !SessionStoreError.is(error, SessionStoreErrorCode.UNSUPPORTED) ||
@@ -289,7 +287,7 @@ class JsonlBackendImpl implements JsonlBackend {
         )
           throw error
         await this.capabilities.migrate.migrate(checked, { signal: options.signal })
-        return checkGenerations(generationContext, checked, directory)
+        return checkGenerations(this.#older, checked, directory)
       },
     )
     if (migrated) {
@@ -464,8 +462,7 @@ class JsonlBackendImpl implements JsonlBackend {
       const key = `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`
       let cached = this.#heads.get(checked)
       if (cached?.key !== key) {
-        const adapter = await logAdapter(checked, opened.log.encoding, this.#limits)
-        cached = { key, ...(await scanHead(adapter, opened.handle)) }
+        cached = { key, ...(await scanHead(opened.adapter, opened.handle)) }
         this.#heads.set(checked, cached)
       }
       return await this.#headOf(null, {
@@ -489,8 +486,7 @@ class JsonlBackendImpl implements JsonlBackend {
     const opened = await this.#openForRead(checked)
     if (opened === null) return await readOlderHeader(this.#older, checked)
     try {
-      const adapter = await logAdapter(checked, opened.log.encoding, this.#limits)
-      const { line, location } = await readHeaderLine(adapter, opened.handle, checked)
+      const { line, location } = await readHeaderLine(opened.adapter, opened.handle, checked)
       return { line, location }
     } catch (error) {
       throw toPortError(error, { sessionId: checked, action: `read the header of session ${checked}` })
@@ -510,10 +506,7 @@ class JsonlBackendImpl implements JsonlBackend {
       return
     }
     try {
-      const adapter = await logAdapter(checked, opened.log.encoding, this.#limits).catch((error: unknown) => {
-        throw toPortError(error, { sessionId: checked, action: `read session ${checked}` })
-      })
-      yield* readLines(adapter, opened.handle, {
+      yield* readLines(opened.adapter, opened.handle, {
         sessionId: checked,
         fromSeq,
         toSeq,

@@ -20,7 +20,6 @@ import type {
 import { errnoOf } from '../fs-errors.ts'
 import { listGenerations } from '../generations.ts'
 import { locateSessionLog } from '../zstd-session.ts'
-import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine } from './line-scan.ts'
 import { JsonlErrorCode } from '../jsonl-store-error.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
@@ -157,8 +156,7 @@ async function entryOf(
     if (candidate.older === true) return headerEntry(base, await readOlderHeader(context, candidate.id))
     const opened = await openLog(context, candidate.id)
     try {
-      const adapter = await logAdapter(candidate.id, opened.log.encoding, context.limits)
-      return headerEntry(base, await readHeaderLine(adapter, opened.handle, candidate.id))
+      return headerEntry(base, await readHeaderLine(opened.adapter, opened.handle, candidate.id))
     } finally {
       await opened.handle.close().catch(() => undefined)
     }

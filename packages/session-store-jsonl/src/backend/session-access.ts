@@ -8,17 +8,14 @@
 import type { EventRegistry, SessionHeader } from '@agent-ledger/session-events'
 
 import { toStoreError } from '../fs-errors.ts'
-import type { FileHandleOps, FsOps } from '../fs-ops.ts'
-import type { GenerationFile } from '../generations.ts'
+import type { FsOps } from '../fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import type { StoreLimits } from '../limits.ts'
-import { logAdapter } from '../log-adapter.ts'
-import type { LogAdapter } from '../log-adapter.ts'
 import { V4_FORMAT } from '../log-format.ts'
 import type { ScanOutcome } from '../log-scanner.ts'
 import { detectGenerationFork } from '../migration/migrate-session.ts'
-import { isOlderGeneration, resolveCurrentGeneration } from '../store-generations.ts'
-import type { GenerationStoreContext } from '../store-generations.ts'
+import { isOlderGeneration, resolveCurrentGeneration } from '../generations.ts'
+import type { GenerationFile } from '../generations.ts'
 import type { StoreLogger } from '../store-logger.ts'
 import type { SessionLog } from '../zstd-session.ts'
 import { openLog } from './open-log.ts'
@@ -43,23 +40,10 @@ export const processWarnings: StoreLogger = {
   },
 }
 
-/** An open v4 log (read-only): its handle, its directory, and the adapter of its encoding. */
-export interface OpenedCurrentLog {
-  readonly handle: FileHandleOps
-  readonly directory: string
-  readonly log: SessionLog
-  readonly adapter: LogAdapter
-}
-
 const HEADER_PEEK_CHUNK = 64 * 1024
 
-/** The context of the generation helpers. */
-export function generationContext(ctx: AccessContext): GenerationStoreContext {
-  return { fs: ctx.fs, registry: ctx.registry, limits: ctx.limits }
-}
-
 /** A refusal the header peek reports: a newer version, a name/header version mismatch, a header naming another session, no header. */
-export function isRefusal(error: JsonlStoreError): boolean {
+function isRefusal(error: JsonlStoreError): boolean {
   return (
     error.code === JsonlErrorCode.VERSION_TOO_NEW ||
     error.code === JsonlErrorCode.GENERATION_VERSION_MISMATCH ||
@@ -113,57 +97,46 @@ export async function olderGeneration(
   id: string,
 ): Promise<{ readonly directory: string; readonly source: GenerationFile } | null> {
   const directory = await checkSessionDirectory(ctx, id, { write: false })
-  const picked = await resolveCurrentGeneration(generationContext(ctx), { directory, id })
+  const picked = await resolveCurrentGeneration(ctx, { directory, id })
   return isOlderGeneration(picked.current) ? { directory, source: picked.current } : null
 }
 
 /**
- * Opens a session's v4 log (`session.v4.jsonl` or `session.v4.jsonl.zstd`) read-only, as
- * every backend read opens it (`openLog`, without the fork check), with the adapter of its
- * encoding; the caller closes it.
+ * Reads only the header line of a session's v4 log (bounded; the log is not scanned), opened
+ * as every read opens it (`openLog`, without the fork check): the version checks made before
+ * a lock is taken, and the header the file views show.
  *
- * @param ctx - File system, root, limits.
+ * @param ctx - File system, root, limits, registry.
  * @param id - The session id (checked by the caller).
- * @returns The open log.
- * @throws {@link SessionStoreError} as `openLog`: `SESSION_NOT_FOUND`, `SYMLINK_REFUSED`, `MIXED_ENCODINGS`...
- */
-export async function openCurrentLog(ctx: AccessContext, id: string): Promise<OpenedCurrentLog> {
-  const { handle, directory, log } = await openLog({ ...ctx, forkCheck: 'none' }, id)
-  try {
-    return { handle, directory, log, adapter: await logAdapter(id, log.encoding, ctx.limits) }
-  } catch (error) {
-    await handle.close().catch(() => undefined)
-    throw error
-  }
-}
-
-/**
- * Reads only the header line of an open log (bounded): the version checks before a lock is
- * taken, and the header the file views show.
- *
- * @param ctx - Registry.
- * @param opened - The open log and the session id.
- * @returns The scan's outcome (its `header`, and `damage` when line 1 is refused).
+ * @param strict - Throw any damage of line 1, not only the refusals ({@link isRefusal}).
+ * @returns The header (null when line 1 is damaged but not refused), the directory and the log.
+ * @throws {@link SessionStoreError} as `openLog`; {@link JsonlStoreError} the refusals of line 1.
  */
 export async function peekHeader(
-  ctx: Pick<AccessContext, 'registry'>,
-  opened: Pick<OpenedCurrentLog, 'handle' | 'adapter'> & { readonly id: string },
-): Promise<ScanOutcome> {
-  const file = opened.adapter.log.file
+  ctx: AccessContext,
+  id: string,
+  strict = false,
+): Promise<{ readonly header: SessionHeader | null; readonly directory: string; readonly log: SessionLog }> {
+  const { handle, adapter, directory, log } = await openLog({ ...ctx, forkCheck: 'none' }, id)
+  let outcome: ScanOutcome
   try {
-    return await opened.adapter.scanEvents(opened.handle, {
+    outcome = await adapter.scanEvents(handle, {
       format: V4_FORMAT,
       registry: ctx.registry,
-      file,
-      sessionId: opened.id,
+      file: log.file,
+      sessionId: id,
       onEvent: () => undefined,
       onHeader: () => true,
       stopBeforeLine: 2,
       chunkBytes: HEADER_PEEK_CHUNK,
     })
   } catch (error) {
-    throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
+    throw toStoreError(error, { op: 'read', file: log.file, fallback: JsonlErrorCode.READ_FAILED })
+  } finally {
+    await handle.close().catch(() => undefined)
   }
+  if (outcome.damage !== null && (strict || isRefusal(outcome.damage))) throw outcome.damage
+  return { header: outcome.header, directory, log }
 }
 
 /**
