@@ -226,17 +226,6 @@ export function assertGenerationVersion(
   })
 }
 
-/**
- * The absolute path of a generation.
- *
- * @param sessionDirectory - The session directory (absolute).
- * @param generation - The generation.
- * @returns `sessionDirectory/generation.file`.
- */
-export function generationPath(sessionDirectory: string, generation: GenerationFile): string {
-  return join(sessionDirectory, generation.file)
-}
-
 /** What {@link peekHeaderVersion} found on line 1. */
 export type HeaderVersionPeek =
   /** The header's own format version: `version` (v1+), or `data.version` of a v0 `session/header` event. */
@@ -367,7 +356,7 @@ export async function resolveCurrentGeneration(
   const file = `${id}/${current.file}`
   let headerVersion: number | null = null
   if (current.encoding === 'plain') {
-    const peek = await peekHeaderVersion(context.fs, generationPath(directory, current), {
+    const peek = await peekHeaderVersion(context.fs, join(directory, current.file), {
       maxLineBytes: Math.min(context.limits.maxLineBytes, 1024 * 1024),
       display: file,
     }).catch(() => null)

@@ -3,7 +3,7 @@
  * prepared: a temp file created exclusively under a random name, and the durable replace of a
  * small file through one (temp, write, fsync, rename, directory fsync). Publishing a file that
  * must never replace anything (link, verify) is `publish.ts`; the writer lock's own link
- * protocol is `writer-lock-files.ts`; both take their temp file from here.
+ * protocol is `writer-lock-record.ts`; both take their temp file from here.
  */
 import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
