@@ -53,11 +53,6 @@ export function failed(
   })
 }
 
-/** Errors a content producer or a caller-supplied check may throw and that pass through unchanged. */
-export function isTyped(error: unknown): boolean {
-  return JsonlStoreError.is(error)
-}
-
 export async function verifyStaged(
   request: PublishRequest,
   staged: {
@@ -219,7 +214,7 @@ export async function acceptExisting(
     }
     return (await existing.stat()).ino
   } catch (error) {
-    if (isTyped(error)) throw error
+    if (JsonlStoreError.is(error)) throw error
     throw failed('compare-existing', error, { file, code })
   } finally {
     await existing.close().catch(() => undefined)

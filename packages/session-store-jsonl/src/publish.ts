@@ -28,6 +28,7 @@ import { constants } from 'node:fs'
 import { basename, join } from 'node:path'
 
 import { errnoOf } from './fs-errors.ts'
+import { JsonlStoreError } from './jsonl-store-error.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { LOCK_TEMP_PREFIX, TEMP_PREFIX } from './layout.ts'
 import { createTempFile, defaultRandomHex } from './temp-file.ts'
@@ -35,7 +36,6 @@ import type { PublishPoint, PublishRequest, PublishResult } from './publish-type
 import {
   FAILURE_CODES,
   failed,
-  isTyped,
   verifyStaged,
   checkSource,
   acceptExisting,
@@ -188,7 +188,8 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       if (filled > 0) await writeBatch(batch.subarray(0, filled))
     } catch (error) {
       await iterator?.return?.().catch(() => undefined)
-      if (isTyped(error)) throw error
+      // Errors of the content producer or a check pass through unchanged.
+      if (JsonlStoreError.is(error)) throw error
       throw failed('write-temp', error, { file, code })
     }
     sha256 = hash.digest('hex')

@@ -151,26 +151,19 @@ class JsonlBackendImpl implements JsonlBackend {
   #closed = false
 
   constructor(options: JsonlBackendOptions) {
-    if (typeof options.root !== 'string' || !options.root.startsWith('/')) {
-      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
-        message: `JSONL backend option root must be an absolute path, found ${JSON.stringify(options.root) ?? String(options.root)}.`,
-        details: { option: 'root' },
+    const invalid = (option: string, expected: string, found: string): SessionStoreError =>
+      portError(SessionStoreErrorCode.INVALID_OPTION, {
+        message: `JSONL backend option ${option} must be ${expected}, found ${found}.`,
+        details: { option },
       })
-    }
+    if (typeof options.root !== 'string' || !options.root.startsWith('/'))
+      throw invalid('root', 'an absolute path', JSON.stringify(options.root) ?? String(options.root))
     const encoding = options.encoding ?? 'plain'
-    if (encoding !== 'plain' && encoding !== 'zstd') {
-      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
-        message: `JSONL backend option encoding must be 'plain' or 'zstd', found ${JSON.stringify(encoding)}.`,
-        details: { option: 'encoding' },
-      })
-    }
+    if (encoding !== 'plain' && encoding !== 'zstd')
+      throw invalid('encoding', "'plain' or 'zstd'", JSON.stringify(encoding))
     const followPollMs = options.followPollMs ?? 1000
-    if (!Number.isSafeInteger(followPollMs) || followPollMs <= 0) {
-      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
-        message: `JSONL backend option followPollMs must be a positive integer, found ${String(followPollMs)}.`,
-        details: { option: 'followPollMs' },
-      })
-    }
+    if (!Number.isSafeInteger(followPollMs) || followPollMs <= 0)
+      throw invalid('followPollMs', 'a positive integer', String(followPollMs))
     this.root = options.root
     this.encoding = encoding
     this.#fs = options.fs ?? nodeFsOps
@@ -248,11 +241,14 @@ class JsonlBackendImpl implements JsonlBackend {
   }
 
   #open(): void {
-    if (this.#closed) {
-      throw portError(SessionStoreErrorCode.BACKEND_CLOSED, {
-        message: `The JSONL backend over ${this.root} was closed: expected an open backend, found it closed.`,
-      })
-    }
+    if (this.#closed) throw this.#closedError()
+  }
+
+  #closedError(sessionId?: string): SessionStoreError {
+    return portError(SessionStoreErrorCode.BACKEND_CLOSED, {
+      sessionId,
+      message: `The JSONL backend over ${this.root} was closed: expected an open backend, found it closed.`,
+    })
   }
 
   // ------------------------------------------------------------------ create
@@ -545,10 +541,7 @@ class JsonlBackendImpl implements JsonlBackend {
     // Leases are not released (the port's rule): their locks stay until released, expired or
     // their process is gone; only the open logs are closed, so no append can follow.
     for (const held of this.#held.values()) {
-      held.failed = portError(SessionStoreErrorCode.BACKEND_CLOSED, {
-        sessionId: held.id,
-        message: `The JSONL backend over ${this.root} was closed: expected an open backend, found it closed.`,
-      })
+      held.failed = this.#closedError(held.id)
       await held.handle.close().catch(() => undefined)
       await held.leaseFile?.handle.close().catch(() => undefined)
     }

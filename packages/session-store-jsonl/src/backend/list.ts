@@ -87,11 +87,6 @@ function vanished(error: unknown): boolean {
   )
 }
 
-function problemOf(error: unknown, id: string): SessionStoreErrorLike {
-  const mapped = toPortError(error, { sessionId: id, action: `list session ${id}` })
-  return mapped
-}
-
 async function candidateOf(context: ListContext, id: string): Promise<Candidate | null> {
   const { fs, root } = context
   const directory = join(root, id)
@@ -120,7 +115,7 @@ async function candidateOf(context: ListContext, id: string): Promise<Candidate 
     return { id, u: logStats.mtimeMs }
   } catch (error) {
     if (vanished(error)) return null
-    return { id, u: 0, problem: problemOf(error, id) }
+    return { id, u: 0, problem: toPortError(error, { sessionId: id, action: `list session ${id}` }) }
   }
 }
 
@@ -162,7 +157,10 @@ async function entryOf(
     }
   } catch (error) {
     if (vanished(error)) return null
-    return { ...base, problem: problemOf(error, candidate.id) }
+    return {
+      ...base,
+      problem: toPortError(error, { sessionId: candidate.id, action: `list session ${candidate.id}` }),
+    }
   }
 }
 

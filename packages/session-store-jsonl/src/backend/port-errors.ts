@@ -10,8 +10,7 @@
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type { AbortSignalLike, LineLocation } from '@agent-ledger/session-store'
 
-import { errnoOf, toStoreError } from '../fs-errors.ts'
-import { NOT_REGULAR_ERRNO } from '../fs-ops.ts'
+import { errnoOf, hasStoreCode, toStoreError } from '../fs-errors.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { assertSessionId } from '../session-id.ts'
 
@@ -27,19 +26,6 @@ export const JSONL_DAMAGE_CODES: readonly string[] = [
   JsonlErrorCode.DECOMPRESSION_LIMIT,
   JsonlErrorCode.WINDOW_TOO_LARGE,
 ]
-
-/** Errno codes the JSONL store has a code of its own for (see `toStoreError`). */
-const MAPPED_ERRNOS = new Set([
-  'ELOOP',
-  NOT_REGULAR_ERRNO,
-  'ENXIO',
-  'EACCES',
-  'EPERM',
-  'EROFS',
-  'ENOSPC',
-  'EDQUOT',
-  'EFBIG',
-])
 
 /** A publish of any operation, or a write: a full disk among its causes is `DISK_FULL`. */
 const PUBLISH_OR_WRITE_FAILURES: ReadonlySet<string> = new Set([
@@ -99,7 +85,7 @@ export function toPortError(
 ): SessionStoreError {
   if (SessionStoreError.is(error)) return error
   const errno = errnoOf(error)
-  if (!JsonlStoreError.is(error) && (errno === undefined || !MAPPED_ERRNOS.has(errno))) {
+  if (!JsonlStoreError.is(error) && (errno === undefined || !hasStoreCode(errno))) {
     const cause = errno ?? 'unknown'
     return new SessionStoreError({
       code: SessionStoreErrorCode.BACKEND_FAILED,
