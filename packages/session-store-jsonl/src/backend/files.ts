@@ -12,7 +12,7 @@ import type { GenerationEncoding } from '../generations.ts'
 import { assertSessionId } from '../session-id.ts'
 import { listSessionFiles } from '../session-files.ts'
 import type { SessionFiles, SessionHeaderRead } from '../session-files.ts'
-import { migrateSession } from '../migration/migrate-session.ts'
+import { migrated } from './older-read.ts'
 import { openLog } from './open-log.ts'
 import { checkedSessionId, throwIfAborted, toPortError } from './port-errors.ts'
 import { olderGeneration, peekHeader } from './session-access.ts'
@@ -119,15 +119,7 @@ async function readHeader(ctx: AccessContext, id: string): Promise<SessionHeader
   const older = await olderGeneration(ctx, id)
   if (older !== null) {
     // The header its migration would write, as the port's reads see it (migrated in memory).
-    const { header, source } = await migrateSession({
-      mode: 'read',
-      fs: ctx.fs,
-      directory: older.directory,
-      sessionId: id,
-      source: older.source,
-      registry: ctx.registry,
-      limits: ctx.limits,
-    })
+    const { header, source } = await migrated(ctx, id)
     return { id, header, file: source.file, version: older.source.version, encoding: older.source.encoding }
   }
   const { header, log } = await peekHeader(ctx, id)

@@ -36,6 +36,7 @@ import { acquireWriterLock } from '../writer-lock.ts'
 import type { LockOptions } from '../writer-lock.ts'
 import { sessionLog } from '../zstd-session.ts'
 import { checkedSessionId as checkedId, throwIfAborted, toPortError } from './port-errors.ts'
+import { migrated } from './older-read.ts'
 import { sessionDirectory } from './session-dirs.ts'
 import {
   checkSessionDirectory,
@@ -296,16 +297,7 @@ async function migrate(
   if (older === null) return upToDate(ctx, id, dryRun)
   if (dryRun) {
     // Every event migrated in memory and applied to a projection (the session rules checked).
-    const migration = await migrateSession({
-      mode: 'read',
-      fs: ctx.fs,
-      directory: older.directory,
-      sessionId: id,
-      source: older.source,
-      registry: ctx.registry,
-      limits: ctx.limits,
-      ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
-    })
+    const migration = await migrated(ctx, id, options.onProgress)
     const projection = createProjection({ registry: ctx.registry })
     let events = 0
     for await (const event of migration.events) {
