@@ -32,7 +32,7 @@ import { JsonlStoreError } from './jsonl-store-error.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { LOCK_TEMP_PREFIX, TEMP_PREFIX } from './layout.ts'
 import { createTempFile, defaultRandomHex } from './temp-file.ts'
-import type { PublishPoint, PublishRequest, PublishResult } from './publish-types.ts'
+import type { PublishPoint, PublishRequest, PublishResult } from './publish-checks.ts'
 import {
   FAILURE_CODES,
   failed,
@@ -42,14 +42,14 @@ import {
   withdrawTarget,
 } from './publish-checks.ts'
 
-export { PUBLISH_POINTS } from './publish-types.ts'
+export { PUBLISH_POINTS } from './publish-checks.ts'
 export type {
   PublishHooks,
   PublishPoint,
   PublishRequest,
   PublishResult,
   SourceIdentity,
-} from './publish-types.ts'
+} from './publish-checks.ts'
 
 const DEFAULT_CHUNK_BYTES = 1024 * 1024
 const KIND_PATTERN = /^[a-z0-9]+$/

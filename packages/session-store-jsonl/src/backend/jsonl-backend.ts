@@ -38,7 +38,6 @@ import { resolveLimits } from '../limits.ts'
 import type { StoreLimits } from '../limits.ts'
 import { removeStaleTemps } from '../publish.ts'
 import { defaultRandomHex } from '../temp-file.ts'
-import { WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions } from '../writer-lock.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
 import { batchBytes, countNewlines } from './batch-bytes.ts'
@@ -136,7 +135,6 @@ class JsonlBackendImpl implements JsonlBackend {
   readonly #fs: FsOps
   readonly #limits: StoreLimits
   readonly #lock: Partial<LockOptions> & { readonly randomHex: (byteCount: number) => string }
-  readonly #randomHex: (byteCount: number) => string
   readonly #now: () => number
   readonly #held = new Map<string, Held>()
   /** Per held lease: where its recent batches start (the seek points of its checkpoints). */
@@ -172,15 +170,14 @@ class JsonlBackendImpl implements JsonlBackend {
     } catch (error) {
       throw toPortError(error, { action: 'create the JSONL backend' })
     }
-    this.#randomHex = options.lock?.randomHex ?? defaultRandomHex
-    this.#lock = { ...options.lock, timeoutMs: 0, randomHex: this.#randomHex }
+    this.#lock = { ...options.lock, timeoutMs: 0, randomHex: options.lock?.randomHex ?? defaultRandomHex }
     this.#now = options.now ?? Date.now
     this.#leaseContext = { fs: this.#fs, limits: this.#limits, lock: this.#lock }
     this.#createContext = {
       ...this.#leaseContext,
       root: this.root,
       encoding,
-      randomHex: this.#randomHex,
+      randomHex: this.#lock.randomHex,
       published: this.#published,
     }
     const context = { fs: this.#fs, root: this.root, limits: this.#limits }
@@ -201,7 +198,7 @@ class JsonlBackendImpl implements JsonlBackend {
       checkpoints: checkpointCapability({
         fs: this.#fs,
         root: this.root,
-        randomHex: this.#randomHex,
+        randomHex: this.#lock.randomHex,
         assertOpen: () => this.#open(),
         fenced: async (lease) => {
           const held = this.#heldFor(lease)
@@ -219,7 +216,7 @@ class JsonlBackendImpl implements JsonlBackend {
       files: filesCapability({ ...this.#older, logger: processWarnings }, () => this.#open()),
       search: searchCapability({
         ...context,
-        randomHex: this.#randomHex,
+        randomHex: this.#lock.randomHex,
         now: this.#now,
         assertOpen: () => this.#open(),
         read: (id, readOptions) => this.read(id, readOptions),
@@ -307,7 +304,7 @@ class JsonlBackendImpl implements JsonlBackend {
         expiresAt: now + options.leaseMs,
       }
       throwIfAborted(options.signal, `Acquiring session ${checked}`, checked)
-      await writeLease(this.#fs, { directory, id: checked, randomHex: this.#randomHex }, record)
+      await writeLease(this.#fs, { directory, id: checked, randomHex: this.#lock.randomHex }, record)
       await removeStaleTemps(this.#fs, directory)
       opened = await openLog(this.#older, checked, 'write')
       const published = this.#published.get(checked)
@@ -385,7 +382,11 @@ class JsonlBackendImpl implements JsonlBackend {
     const held = this.#heldFor(lease)
     await assertFence(this.#leaseContext, held)
     const record = { ...held.record, expiresAt: this.#now() + held.record.leaseMs }
-    await writeLease(this.#fs, { directory: held.directory, id: held.id, randomHex: this.#randomHex }, record)
+    await writeLease(
+      this.#fs,
+      { directory: held.directory, id: held.id, randomHex: this.#lock.randomHex },
+      record,
+    )
     held.record = record
     // The renewed record is a new file: hold it open for the fast fence check instead.
     const previous = held.leaseFile
@@ -402,15 +403,8 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#seeks.delete(key)
     await held.handle.close().catch(() => undefined)
     await held.leaseFile?.handle.close().catch(() => undefined)
-    // The lock's own release claims its token first (a new file); on a full disk that fails, so
-    // fall back to removing writer.lock while it still carries our nonce: a release needs no space.
-    const released = await held.lock.release().then(
-      () => true,
-      () => false,
-    )
-    if (!released && (await lockNonce(this.#fs, held.directory)) === held.lock.nonce) {
-      await this.#fs.unlink(join(held.directory, WRITER_LOCK_FILE_NAME)).catch(() => undefined)
-    }
+    // Needs no free space: on a full disk the lock's release claims with an empty file, or none.
+    await held.lock.release().catch(() => undefined)
   }
 
   // ------------------------------------------------------------------ reads

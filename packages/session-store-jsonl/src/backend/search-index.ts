@@ -35,7 +35,8 @@ import { isOlderGeneration } from './older-read.ts'
 import { openLog } from './open-log.ts'
 import { JSONL_DAMAGE_CODES, throwIfAborted, toPortError } from './port-errors.ts'
 import { ChainCache } from './search-index-cache.ts'
-import { BLOCK_BYTES, crc32c, NEWLINE, RACY_MS, SessionIndex, statKey } from './search-index-file.ts'
+import { nativeCrc32c as crc32c } from '../line-codec.ts'
+import { BLOCK_BYTES, NEWLINE, RACY_MS, SessionIndex, statKey } from './search-index-file.ts'
 import type { Known, SearchIndexContext, Wanted } from './search-index-file.ts'
 
 /** Sessions read at once by one call. */
