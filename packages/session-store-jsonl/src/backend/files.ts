@@ -8,7 +8,6 @@ import { join } from 'node:path'
 import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 import type { SignalOptions } from '@agent-ledger/session-store'
 
-import type { GenerationEncoding } from '../generations.ts'
 import { assertSessionId } from '../session-id.ts'
 import { listSessionFiles } from '../session-files.ts'
 import type { SessionFiles, SessionHeaderRead } from '../session-files.ts'
@@ -80,37 +79,20 @@ export function filesCapability(ctx: AccessContext, assertOpen: () => void): Jso
   }
 }
 
-/** The directory and name of the log a read opens now: an older generation, or the v4 log. */
-async function currentLog(
-  ctx: AccessContext,
-  id: string,
-): Promise<{
-  readonly directory: string
-  readonly name: string
-  readonly encoding: GenerationEncoding
-  readonly version: number
-}> {
+/** The session directory classified, the log a read opens now (an older generation, or the v4 log) marked. */
+async function sessionFiles(ctx: AccessContext, id: string): Promise<SessionFiles> {
   const older = await olderGeneration(ctx, id)
   if (older !== null) {
-    return {
-      directory: older.directory,
-      name: older.source.file,
-      encoding: older.source.encoding,
-      version: older.source.version,
-    }
+    const { file, version, encoding } = older.source
+    return listSessionFiles(ctx.fs, { directory: older.directory, id, currentName: file, version, encoding })
   }
   const { directory, log, handle } = await openLog({ ...ctx, forkCheck: 'none' }, id)
   await handle.close().catch(() => undefined)
-  return { directory, name: log.name, encoding: log.encoding, version: SESSION_FORMAT_VERSION }
-}
-
-async function sessionFiles(ctx: AccessContext, id: string): Promise<SessionFiles> {
-  const log = await currentLog(ctx, id)
   return listSessionFiles(ctx.fs, {
-    directory: log.directory,
+    directory,
     id,
     currentName: log.name,
-    version: log.version,
+    version: SESSION_FORMAT_VERSION,
     encoding: log.encoding,
   })
 }

@@ -39,11 +39,11 @@ import { checkedSessionId as checkedId, throwIfAborted, toPortError } from './po
 import { migrated } from './older-read.ts'
 import { sessionDirectory } from './session-dirs.ts'
 import {
-  checkSessionDirectory,
   generationFork,
   olderGeneration,
   peekHeader,
   processWarnings,
+  writableSessionDirectory,
 } from './session-access.ts'
 import type { AccessContext } from './session-access.ts'
 
@@ -266,7 +266,7 @@ async function compress(
 ): Promise<CompressResult> {
   // V1: refuse a newer version before taking the lock or writing anything.
   await peekHeader(ctx, id)
-  const directory = await checkSessionDirectory(ctx, id, { write: true })
+  const directory = await writableSessionDirectory(ctx, id)
   return compressSession(
     {
       fs: ctx.fs,
@@ -321,7 +321,7 @@ async function migrate(
       header: migration.header,
     }
   }
-  const directory = await checkSessionDirectory(ctx, id, { write: true })
+  const directory = await writableSessionDirectory(ctx, id)
   const lock = await acquireWriterLock(ctx.fs, directory, ctx.lock)
   let result
   try {

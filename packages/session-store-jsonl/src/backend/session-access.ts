@@ -53,23 +53,17 @@ function isRefusal(error: JsonlStoreError): boolean {
 }
 
 /**
- * The directory of an existing session, checked as every backend operation checks it (the
- * root safe, a real directory, never a symlink: `sessionDirectory`). A `write` check
- * narrows a mode open to group or others to the owner's bits (a warning says so).
+ * The directory of an existing session about to be written (`sessionDirectory`: the root
+ * safe, a real directory, never a symlink), its mode narrowed to the owner's bits when open
+ * to group or others (a warning says so).
  *
  * @param ctx - File system, root, logger.
  * @param id - The session id (checked by the caller).
- * @param options - `write`: the caller is about to write into it.
  * @returns Its absolute path.
  * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, `UNSAFE_ROOT`, `SYMLINK_REFUSED`, `BACKEND_FAILED`.
  */
-export async function checkSessionDirectory(
-  ctx: AccessContext,
-  id: string,
-  options: { readonly write: boolean },
-): Promise<string> {
+export async function writableSessionDirectory(ctx: AccessContext, id: string): Promise<string> {
   const directory = await sessionDirectory(ctx.fs, ctx.root, id)
-  if (!options.write) return directory
   const mode = (await ctx.fs.lstat(directory)).mode
   // Only ever narrow an existing mode (drop group/other bits): a deliberately read-only 0500 stays so.
   if ((mode & 0o077) !== 0) {
@@ -96,7 +90,7 @@ export async function olderGeneration(
   ctx: AccessContext,
   id: string,
 ): Promise<{ readonly directory: string; readonly source: GenerationFile } | null> {
-  const directory = await checkSessionDirectory(ctx, id, { write: false })
+  const directory = await sessionDirectory(ctx.fs, ctx.root, id)
   const picked = await resolveCurrentGeneration(ctx, { directory, id })
   return isOlderGeneration(picked.current) ? { directory, source: picked.current } : null
 }
