@@ -26,15 +26,15 @@ export const WRITER_LOCK_FILE_NAME = 'writer.lock'
 export const CLAIM_PREFIX = `${WRITER_LOCK_FILE_NAME}.break-`
 
 /** Content of a lock file longer than this is not a lock record (and is read only this far). */
-export const MAX_LOCK_BYTES = 4096
+const MAX_LOCK_BYTES = 4096
 /** Nested stale claims broken before giving up (each level needs a crash in the level below). */
 export const MAX_CLAIM_DEPTH = 3
 /** Consecutive "the lock changed under us, look again" rounds before reporting the lock as held. */
 export const MAX_QUICK_RETRIES = 64
 /** Margin on the boot time computed from uptime (seconds, sampled), for the "written before boot" rule. */
-export const BOOT_TIME_SLACK_MS = 5_000
+const BOOT_TIME_SLACK_MS = 5_000
 /** Temp names tried before giving up (each collision means someone pre-created a random name). */
-export const MAX_TEMP_ATTEMPTS = 16
+const MAX_TEMP_ATTEMPTS = 16
 
 /** How {@link acquireWriterLock} waits and judges staleness. */
 export interface LockOptions {
