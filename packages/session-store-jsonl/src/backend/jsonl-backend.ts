@@ -38,6 +38,7 @@ import { resolveLimits } from '../limits.ts'
 import type { StoreLimits } from '../limits.ts'
 import { removeStaleTemps } from '../publish.ts'
 import { defaultRandomHex } from '../temp-file.ts'
+import { WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions } from '../writer-lock.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
 import { batchBytes, countNewlines } from './batch-bytes.ts'
@@ -403,8 +404,15 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#seeks.delete(key)
     await held.handle.close().catch(() => undefined)
     await held.leaseFile?.handle.close().catch(() => undefined)
-    // Needs no free space: on a full disk the lock's release claims with an empty file, or none.
-    await held.lock.release().catch(() => undefined)
+    // The lock's own release claims its token first (a new file); when no file can be made at
+    // all, fall back to removing writer.lock while it still carries our nonce: a release needs no space.
+    const released = await held.lock.release().then(
+      () => true,
+      () => false,
+    )
+    if (!released && (await lockNonce(this.#fs, held.directory)) === held.lock.nonce) {
+      await this.#fs.unlink(join(held.directory, WRITER_LOCK_FILE_NAME)).catch(() => undefined)
+    }
   }
 
   // ------------------------------------------------------------------ reads
