@@ -27,7 +27,7 @@ export type {
   SessionLockInfo,
 } from './session-files.ts'
 export type { CompressResult } from './compress-session.ts'
-export type { MigrationReport } from './store-generations.ts'
+export type { MigrationReport } from './backend/maintenance.ts'
 export type { TornTail } from './log-scanner.ts'
 export { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 export { nodeFsOps } from './fs-ops.ts'

@@ -120,6 +120,16 @@ describe('the migrate capability', () => {
     const files = store.backend.capabilities.files
     expect(await migrate.needsMigration('v0')).toBe(true)
     expect(await files.readHeader('v0')).toMatchObject({ id: 'v0', file: 'v0/session.jsonl', version: 0 })
+    // The header its migration would write, as reads see it: migratedFrom names the source.
+    expect((await files.readHeader('v0')).header?.migratedFrom).toMatchObject({
+      file: 'session.jsonl',
+      version: 0,
+    })
+    // Compress needs a v4 log: a session with only an older generation is migrated first.
+    await expect(store.backend.capabilities.compress.compress('v0')).rejects.toMatchObject({
+      code: 'UNSUPPORTED',
+      details: { capability: 'migrate' },
+    })
 
     const dry = await migrate.migrate('v0', { dryRun: true })
     expect(dry).toMatchObject({

@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { SessionStoreError } from '@agent-ledger/session-store'
 
 import { testTime } from '../../../tooling/test-time.ts'
-import { CORE_CHECKPOINT_FILE_NAME } from '../src/backend/checkpoints.ts'
+import { CORE_CHECKPOINT_FILE_NAME } from '../src/layout.ts'
 import { LOG_FILE_NAME } from '../src/format.ts'
 import type { JsonlStore } from '../src/index.ts'
 import { seededRandom } from './support/fault-fs.ts'

@@ -34,17 +34,17 @@ import type {
   WriterLease,
 } from '@agent-ledger/session-store'
 
-import { readCheckpointFile, writeCheckpointFile } from '../checkpoint-file.ts'
-import type { CheckpointFileRead } from '../checkpoint-file.ts'
-import type { FsOps } from '../fs-ops.ts'
+import { errnoOf } from '../fs-errors.ts'
+import { NOT_REGULAR_ERRNO, readFully } from '../fs-ops.ts'
+import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import type { Held } from './held-lease.ts'
 import type { SeekPoint } from './seek-point.ts'
-import { CORE_CHECKPOINT_FILE_NAME } from '../layout.ts'
+import { CORE_CHECKPOINT_FILE_NAME, TEMP_PREFIX } from '../layout.ts'
 import { crc32cHex } from '../line-codec.ts'
-import { portError, throwIfAborted } from './port-errors.ts'
+import { checkedSessionId, portError, throwIfAborted } from './port-errors.ts'
+import { replaceFile } from '../temp-file.ts'
 import { sessionDirectory } from './session-dirs.ts'
 
-export { CORE_CHECKPOINT_FILE_NAME } from '../layout.ts'
 const ENVELOPE_FORMAT = 'agent-ledger.jsonl-core-checkpoint'
 const ENVELOPE_VERSION = 1
 /** The envelope line is short; past this without `\n` the file is not ours. */
@@ -285,13 +285,73 @@ export async function readSeekPoint(fs: FsOps, directory: string, log: string): 
   }
 }
 
+/** The outcome of {@link readCheckpointFile}. */
+type CheckpointFileRead =
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'bytes'; readonly bytes: Buffer }
+  | {
+      readonly kind: 'unusable'
+      readonly reason: 'too-large' | 'not-a-file' | 'read-failed'
+      readonly detail: string
+    }
+
+/**
+ * Reads a session's checkpoint file (`core.checkpoint`) whole, never through a symbolic link, refusing one
+ * larger than `maxBytes`. Never throws: a missing file is `absent`, anything else that
+ * stops the read is `unusable` (the open then replays the log).
+ *
+ * @param fs - The file-system seam.
+ * @param directory - The session directory.
+ * @param maxBytes - Largest checkpoint read.
+ * @returns The bytes, `absent`, or why the file cannot be used.
+ */
+async function readCheckpointFile(
+  fs: FsOps,
+  directory: string,
+  maxBytes: number,
+): Promise<CheckpointFileRead> {
+  let handle: FileHandleOps
+  try {
+    handle = await fs.open(
+      join(directory, CORE_CHECKPOINT_FILE_NAME),
+      constants.O_RDONLY | constants.O_NOFOLLOW,
+    )
+  } catch (error) {
+    const code = errnoOf(error)
+    if (code === 'ENOENT') return { kind: 'absent' }
+    if (code === 'ELOOP')
+      return { kind: 'unusable', reason: 'not-a-file', detail: 'a symbolic link (never followed)' }
+    if (code === NOT_REGULAR_ERRNO) {
+      const kind = (error as { kind?: unknown }).kind
+      return {
+        kind: 'unusable',
+        reason: 'not-a-file',
+        detail: `a ${typeof kind === 'string' ? kind : 'special file'} (not read)`,
+      }
+    }
+    return { kind: 'unusable', reason: 'read-failed', detail: code ?? String(error) }
+  }
+  try {
+    const stats = await handle.stat()
+    if (!stats.isFile()) return { kind: 'unusable', reason: 'not-a-file', detail: 'not a regular file' }
+    if (stats.size > maxBytes) {
+      return { kind: 'unusable', reason: 'too-large', detail: `${stats.size} bytes, limit ${maxBytes}` }
+    }
+    const bytes = Buffer.allocUnsafe(stats.size)
+    return { kind: 'bytes', bytes: bytes.subarray(0, await readFully(handle, bytes)) }
+  } catch (error) {
+    return { kind: 'unusable', reason: 'read-failed', detail: errnoOf(error) ?? String(error) }
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
+
 /** What the capability needs from the backend. */
 export interface CheckpointContext {
   readonly fs: FsOps
   readonly root: string
   readonly randomHex: (byteCount: number) => string
   readonly assertOpen: () => void
-  readonly checkedId: (id: string) => string
   /**
    * Checks that `lease` is held by this instance and still the session's lease (`FENCED`
    * otherwise), and returns its directory, its log's name and its seek track.
@@ -326,7 +386,7 @@ export function checkpointCapability(context: CheckpointContext): CheckpointCapa
       options: SignalOptions = {},
     ): Promise<CheckpointRecord | UnreadableCheckpoint | null> {
       context.assertOpen()
-      const checked = context.checkedId(id)
+      const checked = checkedSessionId(id)
       throwIfAborted(options.signal, `Reading the checkpoint of session ${checked}`, checked)
       let directory: string
       try {
@@ -360,10 +420,14 @@ export function checkpointCapability(context: CheckpointContext): CheckpointCapa
       const previous = await readSeekPoint(context.fs, directory, log)
       const bytes = encodeCheckpointFile(record, seekPointFor(track, record.seq, previous))
       try {
-        await writeCheckpointFile(context.fs, {
+        // A crash leaves the old checkpoint or the new one; `rename` (which replaces) is right
+        // here: a checkpoint is a cache, never the only copy of anything.
+        await replaceFile(context.fs, {
           directory,
-          bytes,
+          name: CORE_CHECKPOINT_FILE_NAME,
+          tempPrefix: `${TEMP_PREFIX}checkpoint-`,
           randomHex: context.randomHex,
+          bytes,
         })
       } catch (error) {
         throw portError(
