@@ -184,11 +184,7 @@ export interface HeadScan {
    * below it). Absent when the scan was asked to check every line, or did not start there.
    */
   readonly fallback?:
-    | 'checkpoint-absent'
-    | 'checkpoint-unreadable'
-    | 'no-seek-point'
-    | 'binding-mismatch'
-    | undefined
+    'checkpoint-absent' | 'checkpoint-unreadable' | 'no-seek-point' | 'binding-mismatch' | undefined
 }
 
 /** What {@link SessionBackend.acquire} returns. */
