@@ -161,7 +161,16 @@ for (const encoding of ['plain', 'zstd'] as const) {
       const writer = await store.openWriter('s')
       expect(writer.recovery.headScan).toEqual({ from: 'checkpoint', fromSeq: seek.fromSeq })
       expect(writer.recovery.checkpoint).toMatchObject({ used: true, seq: 39 })
+      // It appends, and its new checkpoint's seek point (from the head the scan found: a .zstd
+      // log's plain offsets included) is right: a cold read from it never meets the flip.
+      writer.append({ type: 'turn/start', data: { turn: 13 } })
+      writer.append({ type: 'turn/end', data: { turn: 13, reason: 'completed' } })
       await writer.close()
+      const cold = storeOver(backendOver(root, encoding), EAGER)
+      const read = await cold.openReader('s')
+      expect(read.checkpoint).toMatchObject({ used: true, seq: 49 })
+      expect(read.lastSeq).toBe(49)
+      await cold.close()
       const report = await store.verify('s')
       expect(report.status).toBe('damaged')
       expect(report.damage?.code).toBe(encoding === 'plain' ? 'CORRUPT_LINE' : 'CORRUPT_FRAME')
