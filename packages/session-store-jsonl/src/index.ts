@@ -17,7 +17,8 @@
 export { createJsonlStore } from './jsonl-store.ts'
 export type { JsonlStore, JsonlStoreOptions } from './jsonl-store.ts'
 export { asJsonlBackend, createJsonlBackend } from './backend/jsonl-backend.ts'
-export type { JsonlBackend, JsonlBackendOptions, JsonlCapabilities } from './backend/jsonl-backend.ts'
+export type { JsonlBackend, JsonlCapabilities } from './backend/jsonl-backend.ts'
+export type { JsonlBackendOptions, WriteOpenCheck } from './backend/backend-options.ts'
 export type { JsonlFilesCapability } from './backend/files.ts'
 export type {
   SessionFileEntry,

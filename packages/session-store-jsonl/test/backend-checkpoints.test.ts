@@ -23,7 +23,7 @@ import type {
 import { createJsonlBackend } from '../src/index.ts'
 import { nodeFsOps } from '../src/fs-ops.ts'
 import type { FsOps } from '../src/fs-ops.ts'
-import { decodeCheckpointFile, encodeCheckpointFile } from '../src/backend/checkpoints.ts'
+import { decodeCheckpointFile, encodeCheckpointFile } from '../src/backend/checkpoint-envelope.ts'
 import { CORE_CHECKPOINT_FILE_NAME } from '../src/layout.ts'
 import { tempRoot } from './backend/jsonl-harness.ts'
 

@@ -15,7 +15,7 @@ import { crc32c } from '@node-rs/crc32'
 import type { SessionReadResult } from '@agent-ledger/session-store'
 
 import { testTime } from '../../../tooling/test-time.ts'
-import { decodeCheckpointFile } from '../src/backend/checkpoints.ts'
+import { decodeCheckpointFile } from '../src/backend/checkpoint-envelope.ts'
 import { CORE_CHECKPOINT_FILE_NAME } from '../src/layout.ts'
 import { createPowerLossRecorder } from './support/fault-fs.ts'
 import type { Damage } from './support/fault-fs.ts'

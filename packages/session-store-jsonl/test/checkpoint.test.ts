@@ -45,7 +45,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 
 import { nodeFsOps } from '../src/index.ts'
 import type { FileHandleOps, FsOps, JsonlStoreOptions } from '../src/index.ts'
-import { decodeCheckpointFile, encodeCheckpointFile } from '../src/backend/checkpoints.ts'
+import { decodeCheckpointFile, encodeCheckpointFile } from '../src/backend/checkpoint-envelope.ts'
 import type { SeekPoint } from '../src/backend/seek-point.ts'
 import { CORE_CHECKPOINT_FILE_NAME, LOG_FILE_NAME } from '../src/layout.ts'
 import { createFaultFs } from './support/fault-fs.ts'

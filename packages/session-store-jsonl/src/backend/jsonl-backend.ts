@@ -9,7 +9,6 @@
 import { join } from 'node:path'
 
 import { coreEventRegistry } from '@agent-ledger/session-events'
-import type { EventRegistry } from '@agent-ledger/session-events'
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type {
   AcquireOptions,
@@ -44,7 +43,10 @@ import type { LogEncoding } from '../zstd-log-writer.ts'
 import { batchBytes, countNewlines } from './batch-bytes.ts'
 import { appendToHeld, assertFence, lockNonce, recoverLog, takeLock } from './held-lease.ts'
 import type { Held, LeaseContext } from './held-lease.ts'
-import { checkpointCapability, readSeekPoint, seekTrack, trackBatch } from './checkpoints.ts'
+import { checkedOptions } from './backend-options.ts'
+import type { JsonlBackendOptions } from './backend-options.ts'
+import { readSeekPoint } from './checkpoint-envelope.ts'
+import { checkpointCapability, seekTrack, trackBatch } from './checkpoints.ts'
 import type { SeekTrack } from './checkpoints.ts'
 import { createSession } from './create.ts'
 import type { CreateContext } from './create.ts'
@@ -74,26 +76,6 @@ import {
   toPortError,
 } from './port-errors.ts'
 import { sessionDirectory } from './session-dirs.ts'
-
-/** Options of {@link createJsonlBackend}. */
-export interface JsonlBackendOptions {
-  /** The store root: one directory per session (created 0700 on the first create). */
-  readonly root: string
-  /** The encoding of sessions this backend creates (`plain` default, or `zstd`); existing sessions are read and written in the encoding they have. */
-  readonly encoding?: LogEncoding | undefined
-  /** The file-system seam (fault injection); default the real one. */
-  readonly fs?: FsOps | undefined
-  /** Read limits (line length, depth, chunk size, zstd bounds, quarantine files kept). */
-  readonly limits?: Partial<StoreLimits> | undefined
-  /** Writer-lock settings (`staleMs`, `heartbeatMs`, `randomHex`); `timeoutMs` is ignored: acquire never waits. */
-  readonly lock?: Partial<LockOptions> | undefined
-  /** The backend's clock in ms since the epoch (lease expiry); default `Date.now`. */
-  readonly now?: (() => number) | undefined
-  /** Longest wait of a follower between checks when no watcher event arrives; default 1000 ms. */
-  readonly followPollMs?: number | undefined
-  /** Event types known to `compress` and `migrate` (which read events); default the core types. */
-  readonly registry?: EventRegistry | undefined
-}
 
 /** The JSONL backend: a {@link SessionBackend} over a directory of sessions. */
 export interface JsonlBackend extends SessionBackend {
@@ -150,19 +132,7 @@ class JsonlBackendImpl implements JsonlBackend {
   #closed = false
 
   constructor(options: JsonlBackendOptions) {
-    const invalid = (option: string, expected: string, found: string): SessionStoreError =>
-      portError(SessionStoreErrorCode.INVALID_OPTION, {
-        message: `JSONL backend option ${option} must be ${expected}, found ${found}.`,
-        details: { option },
-      })
-    if (typeof options.root !== 'string' || !options.root.startsWith('/'))
-      throw invalid('root', 'an absolute path', JSON.stringify(options.root) ?? String(options.root))
-    const encoding = options.encoding ?? 'plain'
-    if (encoding !== 'plain' && encoding !== 'zstd')
-      throw invalid('encoding', "'plain' or 'zstd'", JSON.stringify(encoding))
-    const followPollMs = options.followPollMs ?? 1000
-    if (!Number.isSafeInteger(followPollMs) || followPollMs <= 0)
-      throw invalid('followPollMs', 'a positive integer', String(followPollMs))
+    const { encoding, writeOpenCheck, followPollMs } = checkedOptions(options)
     this.root = options.root
     this.encoding = encoding
     this.#fs = options.fs ?? nodeFsOps
@@ -173,7 +143,7 @@ class JsonlBackendImpl implements JsonlBackend {
     }
     this.#lock = { ...options.lock, timeoutMs: 0, randomHex: options.lock?.randomHex ?? defaultRandomHex }
     this.#now = options.now ?? Date.now
-    this.#leaseContext = { fs: this.#fs, limits: this.#limits, lock: this.#lock }
+    this.#leaseContext = { fs: this.#fs, limits: this.#limits, lock: this.#lock, writeOpenCheck }
     this.#createContext = {
       ...this.#leaseContext,
       root: this.root,
@@ -328,7 +298,8 @@ class JsonlBackendImpl implements JsonlBackend {
         expiresAt: new Date(record.expiresAt).toISOString(),
         token: lock.nonce,
       }
-      return { lease, head: await this.#headOf(held.held, null), repaired: held.repaired }
+      const head = await this.#headOf(held.held, null)
+      return { lease, head, repaired: held.repaired, headScan: held.headScan }
     } catch (error) {
       await opened?.handle.close().catch(() => undefined)
       await recovered?.leaseFile?.handle.close().catch(() => undefined)
@@ -511,7 +482,7 @@ class JsonlBackendImpl implements JsonlBackend {
         signal: options.signal,
         onTornTail: options.onTornTail,
         // A read that does not start at 0 starts at the checkpoint's batch when it can.
-        seek: fromSeq === 0 ? null : await readSeekPoint(this.#fs, opened.directory, opened.log.name),
+        seek: fromSeq === 0 ? null : (await readSeekPoint(this.#fs, opened.directory, opened.log.name)).seek,
         maxDepth: this.#limits.maxDepth,
       })
     } finally {
