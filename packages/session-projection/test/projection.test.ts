@@ -93,7 +93,12 @@ describe('createProjection', () => {
       replaces: 0,
       nonMonotonicTime: 0,
       turns: 1,
+      highestTurn: 1,
     })
+    expect(log.projection.annotations().map((event) => [event.seq, event.type])).toEqual([
+      [3, 'test/note'],
+      [4, 'future/thing'],
+    ])
     expect(log.projection.nextSeq).toBe(7)
     expect(log.projection.lastEvent?.type).toBe('turn/end')
   })
