@@ -136,7 +136,7 @@ interface ProjectionInit {
 /** The surface node of a surface event (a module function: no closure per event on the hot path). */
 function surfaceNode(event: SurfaceEvent): SurfaceNode {
   if (event.type === 'tool/result') {
-    const { isError, code } = (event as SessionEvent<'tool/result'>).data
+    const { isError, code } = event.data
     if (isError === true || code !== undefined) {
       return Object.freeze({
         seq: event.seq,
