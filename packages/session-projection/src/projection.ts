@@ -8,6 +8,7 @@ import {
 } from '@agent-ledger/session-events'
 import type { EventRegistry, LoggedEvent, SessionEvent, WireMessage } from '@agent-ledger/session-events'
 
+import { isAnnotationType } from './annotations.ts'
 import { ProjectionError, ProjectionErrorCode } from './projection-error.ts'
 import { readSnapshot, SNAPSHOT_VERSION } from './snapshot.ts'
 import type { OpenCompaction, ProjectionSnapshot } from './snapshot.ts'
@@ -59,9 +60,10 @@ export interface Projection {
    */
   surface(): readonly SurfaceNode[]
   /**
-   * The log-only events of plugin and ignorable types (what adapters log beside the
-   * surface: UI ids, approvals, exact SDK items...), in seq order, carried by snapshots so
-   * that a reader restored from a checkpoint folds them without reading the log from seq 0.
+   * The framework adapters' log-only events (types under `ai-sdk/` and `openai-agents/`: UI
+   * ids, approvals, exact SDK items...), in seq order, carried by snapshots so that a reader
+   * restored from a checkpoint folds them without reading the log from seq 0. Other plugin
+   * and ignorable events are only counted (`stats`).
    *
    * @returns A frozen array of the deep-frozen events; the same array while none was added.
    */
@@ -364,8 +366,10 @@ class ProjectionImpl implements Projection {
     if (plan.typeClass === 'plugin' || plan.typeClass === 'ignorable-unknown') {
       if (plan.typeClass === 'plugin') counters.pluginEvents += 1
       else counters.ignoredUnknown += 1
-      this.notes.push(event)
-      this.notesCache = undefined
+      if (isAnnotationType(event.type)) {
+        this.notes.push(event)
+        this.notesCache = undefined
+      }
     }
     // Most events share their predecessor's time (a batch, an import): no parsing then.
     if (this.timeLast !== null && event.time !== this.timeLast) {

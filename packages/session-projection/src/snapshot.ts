@@ -8,13 +8,15 @@ import {
 } from '@agent-ledger/session-events'
 import type { EventRegistry, LoggedEvent, SurfaceEventType } from '@agent-ledger/session-events'
 
+import { isAnnotationType } from './annotations.ts'
 import { ProjectionError, ProjectionErrorCode } from './projection-error.ts'
 import type { ProjectionStats } from './projection-stats.ts'
 import type { SurfaceNode } from './surface.ts'
 
 /**
  * The snapshot layout this build writes and reads. 2: surface nodes carry a tool result's
- * `isError` and `code`, `stats.highestTurn`, and `annotations` (version 1 had none of them:
+ * `isError` and `code`, `stats.highestTurn`, and `annotations` (the `ai-sdk/` and
+ * `openai-agents/` events; version 1 had none of them:
  * refused, so a checkpoint of version 1 is rebuilt by replay, never read with them missing).
  */
 export const SNAPSHOT_VERSION = 2
@@ -44,7 +46,7 @@ export interface ProjectionSnapshot {
   readonly stats: Readonly<ProjectionStats>
   /** The surface nodes in model order; their messages are the events' `data.message`. */
   readonly surface: readonly SurfaceNode[]
-  /** The plugin and ignorable events applied, in seq order (`Projection.annotations()`). */
+  /** The adapters' annotation events applied, in seq order (`Projection.annotations()`). */
   readonly annotations: readonly LoggedEvent[]
 }
 
@@ -149,10 +151,10 @@ function readAnnotations(
   request: { readonly nextSeq: number; readonly count: number; readonly registry: EventRegistry },
 ): readonly LoggedEvent[] {
   if (!Array.isArray(value)) throw invalid('annotations', 'an array', value)
-  if (value.length !== request.count) {
+  if (value.length > request.count) {
     throw invalid(
       'annotations',
-      `${request.count} events (stats.ignoredUnknown + stats.pluginEvents)`,
+      `at most ${request.count} events (stats.ignoredUnknown + stats.pluginEvents)`,
       value.length,
     )
   }
@@ -173,8 +175,8 @@ function readAnnotations(
     if (event.seq <= previous || event.seq >= request.nextSeq)
       throw invalid(`${field}.seq`, `a seq above ${previous} and below ${request.nextSeq}`, event.seq)
     const typeClass = classifyEventType(event.type, event.ignorable === true, request.registry)
-    if (typeClass !== 'plugin' && typeClass !== 'ignorable-unknown')
-      throw invalid(`${field}.type`, 'a plugin or ignorable event type', event.type)
+    if ((typeClass !== 'plugin' && typeClass !== 'ignorable-unknown') || !isAnnotationType(event.type))
+      throw invalid(`${field}.type`, 'an adapter annotation type', event.type)
     previous = event.seq
     return event
   })

@@ -22,7 +22,7 @@ function sampleLog() {
   log.append(assistant(null, ['c1'])) // 3
   log.append(toolCall('c1')) // 4
   log.append({ type: 'compaction/start', data: { compactionId: 'k', startSeq: 2, endSeq: 2 } }) // 5
-  log.append({ type: 'test/note', data: { text: 'n' } }) // 6
+  log.append({ type: 'ai-sdk/note', data: { text: 'n' }, ignorable: true } as never) // 6
   return log
 }
 
@@ -100,7 +100,8 @@ describe('snapshot and restoreProjection', () => {
     })
     log.append({ type: 'turn/end', data: { turn: 1, reason: 'interrupted' } })
     log.append(turnStart(7))
-    log.append({ type: 'vendor/mark', data: { n: 1 }, ignorable: true } as never)
+    log.append({ type: 'openai-agents/mark', data: { n: 1 }, ignorable: true } as never)
+    log.append({ type: 'vendor/mark', data: { n: 2 }, ignorable: true } as never)
     const restored = restoreProjection(
       JSON.parse(JSON.stringify(log.projection.snapshot())) as ProjectionSnapshot,
       { registry: testRegistry },
@@ -110,8 +111,8 @@ describe('snapshot and restoreProjection', () => {
     expect(restored.surface().filter((node) => 'isError' in node || 'code' in node)).toHaveLength(1)
     expect(restored.stats.highestTurn).toBe(7)
     expect(restored.annotations().map((event) => [event.seq, event.type])).toEqual([
-      [6, 'test/note'],
-      [10, 'vendor/mark'],
+      [6, 'ai-sdk/note'],
+      [10, 'openai-agents/mark'],
     ])
     expect(restored.annotations()).toEqual(log.projection.annotations())
     expect(Object.isFrozen(restored.annotations()[1]!.data)).toBe(true)
@@ -153,9 +154,10 @@ describe('snapshot and restoreProjection', () => {
       ['stats.highestTurn', ['stats', 'highestTurn'], remove],
       ['surface[1].isError', ['surface', 1, 'isError'], true],
       ['surface[1].code', ['surface', 1, 'code'], 'TOOL_NOT_STARTED'],
-      ['annotations', ['annotations'], []],
+      ['annotations', ['annotations'], [{}, {}]],
       ['annotations[0].seq', ['annotations', 0, 'seq'], 7],
-      ['annotations[0]', ['annotations', 0, 'type'], 'no/such-type'],
+      ['annotations[0]', ['annotations', 0, 'ignorable'], false],
+      ['annotations[0].type', ['annotations', 0, 'type'], 'test/note'],
     ]
     for (const [field, path, value] of cases) {
       const copy = JSON.parse(JSON.stringify(good)) as Record<string | number, unknown>
