@@ -1,5 +1,4 @@
-import { isRepairCode } from '@agent-ledger/loop-repair'
-import type { LoggedEvent, TurnEndReason } from '@agent-ledger/session-events'
+import type { TurnEndReason } from '@agent-ledger/session-events'
 import { openOrCreateWriter } from '@agent-ledger/session-store'
 import type { OpenWriterOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
 import { generateId, wrapLanguageModel } from 'ai'
@@ -8,8 +7,10 @@ import type { ModelMessage, StreamTextTransform, ToolSet, UIMessage } from 'ai'
 import { AiSdkAdapterError, AiSdkErrorCode } from './ai-sdk-error.ts'
 import { fromModelMessages, toModelMessages } from './convert.ts'
 import type { FromModelMessagesOptions, WireEntry } from './convert.ts'
-import { ledgerRecorderMiddleware, PROVIDER_TOOL_EVENT } from './record-model.ts'
+import { ledgerRecorderMiddleware } from './record-model.ts'
 import type { ProviderToolData } from './record-model.ts'
+import { noteProviderTool, noteUiId, stateOf } from './session-state.ts'
+import type { RepairedCall, TurnState } from './session-state.ts'
 import {
   APPROVAL_ID_EVENT,
   APPROVAL_REQUEST_EVENT,
@@ -28,16 +29,6 @@ import type {
 } from './ui-messages.ts'
 import { wrapTools } from './wrap-tools.ts'
 
-/** A tool call that the open repaired: its placeholder result and why. */
-export interface RepairedCall {
-  /** The wire tool call id. */
-  readonly callId: string
-  /** `TOOL_OUTCOME_UNKNOWN` (the tool may have run) or `TOOL_NOT_STARTED` (it never started). */
-  readonly code: string
-  /** Seq of the placeholder `tool/result`. */
-  readonly seq: number
-}
-
 /**
  * Options of {@link openAiSdkSession}. The writer options of the core (`owner`, `leaseMs`,
  * `takeover`, `signal`) go to `store.openWriter(id, options)`; `owner`, `leaseMs` and
@@ -54,16 +45,8 @@ export interface OpenAiSdkSessionOptions extends OpenWriterOptions {
   readonly create?: boolean
 }
 
-/** The writer's projection (the store restores it from the session's checkpoint). */
-type Projection = SessionWriter['projection']
-
 /** The model type `wrapLanguageModel` accepts (a provider model object, not a gateway id string). */
 type WrappableModel = Parameters<typeof wrapLanguageModel>[0]['model']
-
-interface TurnState {
-  number: number
-  open: boolean
-}
 
 /**
  * One agent-ledger session seen through the AI SDK: the history as `ModelMessage[]`, a
@@ -462,17 +445,6 @@ function appendIgnorable(writer: SessionWriter, type: string, data: object): voi
   writer.append({ type, data, ignorable: true } as unknown as Parameters<SessionWriter['append']>[0])
 }
 
-function noteProviderTool(tools: Map<number, ProviderToolData[]>, data: ProviderToolData): void {
-  const list = tools.get(data.assistantSeq)
-  if (list === undefined) tools.set(data.assistantSeq, [data])
-  else list.push(data)
-}
-
-function noteUiId(ids: UiMessageIds, data: UiMessageIdData): void {
-  if ('userSeq' in data) ids.user.set(data.userSeq, data.id)
-  else ids.reply.set(data.replyToSeq, data.id)
-}
-
 function applySystem(writer: SessionWriter, system: string): void {
   const first = writer.projection.surface()[0]
   if (first?.type === 'system/message') {
@@ -528,75 +500,6 @@ export async function openAiSdkSession(
     throw error
   }
   return new AiSdkSession({ writer, ...stateOf(writer.projection) })
-}
-
-/**
- * The adapter's state from a projection: the turn from its repair state and counters, the
- * repairs from the surface's placeholders, and the UI ids, approvals and provider-executed
- * tools from its annotations (the adapter's ignorable events, folded in seq order).
- */
-function stateOf(projection: Projection): {
-  repairs: RepairedCall[]
-  turn: TurnState
-  uiIds: UiMessageIds
-  approvals: Map<string, ApprovalState>
-  providerTools: Map<number, ProviderToolData[]>
-} {
-  const repairs: RepairedCall[] = []
-  for (const node of projection.surface()) {
-    if (node.message.role === 'tool' && isRepairCode(node.code))
-      repairs.push({ callId: node.message.tool_call_id, code: node.code, seq: node.seq })
-  }
-  repairs.sort((a, b) => a.seq - b.seq)
-  const uiIds: UiMessageIds = { user: new Map(), reply: new Map() }
-  const approvals = new Map<string, ApprovalState>()
-  const providerTools = new Map<number, ProviderToolData[]>()
-  for (const event of projection.annotations()) foldAnnotation({ uiIds, approvals, providerTools }, event)
-  return {
-    repairs,
-    turn: { number: projection.stats.highestTurn, open: projection.repairState.openTurn !== null },
-    uiIds,
-    approvals,
-    providerTools,
-  }
-}
-
-/** Folds one of the adapter's ignorable events into its state (other types are left alone). */
-function foldAnnotation(
-  state: {
-    readonly uiIds: UiMessageIds
-    readonly approvals: Map<string, ApprovalState>
-    readonly providerTools: Map<number, ProviderToolData[]>
-  },
-  event: LoggedEvent,
-): void {
-  switch (event.type) {
-    case UI_MESSAGE_ID_EVENT:
-      noteUiId(state.uiIds, event.data as UiMessageIdData)
-      break
-    case PROVIDER_TOOL_EVENT:
-      noteProviderTool(state.providerTools, event.data as ProviderToolData)
-      break
-    case APPROVAL_REQUEST_EVENT: {
-      const data = event.data as ApprovalRequestData
-      state.approvals.set(data.callId, { name: data.name })
-      break
-    }
-    case APPROVAL_ID_EVENT: {
-      const data = event.data as ApprovalIdData
-      const approval = state.approvals.get(data.callId)
-      if (approval !== undefined) approval.approvalId = data.approvalId
-      break
-    }
-    case APPROVAL_RESPONSE_EVENT: {
-      const data = event.data as ApprovalResponseData
-      const approval = state.approvals.get(data.callId)
-      if (approval !== undefined) approval.response = data
-      break
-    }
-    default:
-      break
-  }
 }
 
 /** The core's writer options out of the adapter's options (only those given). */
