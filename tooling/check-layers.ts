@@ -62,10 +62,12 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
     'cli',
   ],
   // The chaos kit: workers run the three adapters (the AI SDK, OpenAI Agents, the Claude Agent
-  // SDK store) over the JSONL and PostgreSQL stores; the checker reads repair codes.
+  // SDK store) over the JSONL and PostgreSQL stores; the checker reads repair codes; the resume
+  // bench keys its cached checkpoint by the projection's snapshot version.
   chaos: [
     'loop-repair',
     'session-events',
+    'session-projection',
     'session-store',
     'session-store-jsonl',
     'session-store-postgres',

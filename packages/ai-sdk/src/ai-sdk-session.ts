@@ -1,4 +1,3 @@
-import { isRepairCode } from '@agent-ledger/loop-repair'
 import type { TurnEndReason } from '@agent-ledger/session-events'
 import { openOrCreateWriter } from '@agent-ledger/session-store'
 import type { OpenWriterOptions, SessionStore, SessionWriter } from '@agent-ledger/session-store'
@@ -8,8 +7,10 @@ import type { ModelMessage, StreamTextTransform, ToolSet, UIMessage } from 'ai'
 import { AiSdkAdapterError, AiSdkErrorCode } from './ai-sdk-error.ts'
 import { fromModelMessages, toModelMessages } from './convert.ts'
 import type { FromModelMessagesOptions, WireEntry } from './convert.ts'
-import { ledgerRecorderMiddleware, PROVIDER_TOOL_EVENT } from './record-model.ts'
+import { ledgerRecorderMiddleware } from './record-model.ts'
 import type { ProviderToolData } from './record-model.ts'
+import { noteProviderTool, noteUiId, stateOf } from './session-state.ts'
+import type { RepairedCall, TurnState } from './session-state.ts'
 import {
   APPROVAL_ID_EVENT,
   APPROVAL_REQUEST_EVENT,
@@ -27,16 +28,6 @@ import type {
   UiMessageIds,
 } from './ui-messages.ts'
 import { wrapTools } from './wrap-tools.ts'
-
-/** A tool call that the open repaired: its placeholder result and why. */
-export interface RepairedCall {
-  /** The wire tool call id. */
-  readonly callId: string
-  /** `TOOL_OUTCOME_UNKNOWN` (the tool may have run) or `TOOL_NOT_STARTED` (it never started). */
-  readonly code: string
-  /** Seq of the placeholder `tool/result`. */
-  readonly seq: number
-}
 
 /**
  * Options of {@link openAiSdkSession}. The writer options of the core (`owner`, `leaseMs`,
@@ -57,11 +48,6 @@ export interface OpenAiSdkSessionOptions extends OpenWriterOptions {
 /** The model type `wrapLanguageModel` accepts (a provider model object, not a gateway id string). */
 type WrappableModel = Parameters<typeof wrapLanguageModel>[0]['model']
 
-interface TurnState {
-  number: number
-  open: boolean
-}
-
 /**
  * One agent-ledger session seen through the AI SDK: the history as `ModelMessage[]`, a
  * model wrapper that logs responses, tools that log durably before they run, and turns.
@@ -70,9 +56,14 @@ interface TurnState {
 export class AiSdkSession {
   /** The open writer (the session's single writer until {@link AiSdkSession.close}). */
   readonly writer: SessionWriter
-  /** Tool calls that were answered by a repair placeholder, oldest first (from this open and earlier ones). */
+  /**
+   * The repair placeholders on the history when the session was opened, oldest first: the
+   * tool calls answered by a placeholder (from this open's repair and earlier ones) whose
+   * placeholder still stands (a placeholder later replaced, by a denial or the call's real
+   * result, is not listed). Derived from the projection, so the same on a resume from a
+   * checkpoint as after a full replay.
+   */
   readonly repairs: readonly RepairedCall[]
-  readonly #errorSeqs: Set<number>
   readonly #turn: TurnState
   readonly #uiIds: UiMessageIds
   readonly #approvals: Map<string, ApprovalState>
@@ -82,7 +73,6 @@ export class AiSdkSession {
   /** Built by {@link openAiSdkSession}; not meant to be called directly. */
   constructor(init: {
     writer: SessionWriter
-    errorSeqs: Set<number>
     repairs: readonly RepairedCall[]
     turn: TurnState
     uiIds: UiMessageIds
@@ -90,7 +80,6 @@ export class AiSdkSession {
     providerTools: Map<number, ProviderToolData[]>
   }) {
     this.writer = init.writer
-    this.#errorSeqs = init.errorSeqs
     this.repairs = init.repairs
     this.#turn = init.turn
     this.#uiIds = init.uiIds
@@ -112,7 +101,7 @@ export class AiSdkSession {
     const surface = this.writer.projection.surface()
     const errorResults = new Set<number>()
     surface.forEach((node, index) => {
-      if (node.type === 'tool/result' && this.#errorSeqs.has(node.seq)) errorResults.add(index)
+      if (node.isError === true) errorResults.add(index)
     })
     const messages = toModelMessages(
       surface.map((node) => node.message),
@@ -198,7 +187,6 @@ export class AiSdkSession {
    */
   uiMessages(): UIMessage[] {
     return toUIMessages(this.writer.projection.surface(), {
-      errorSeqs: this.#errorSeqs,
       ids: this.#uiIds,
       approvals: this.#approvals,
       placeholderSeqs: new Set(this.repairs.map((repair) => repair.seq)),
@@ -312,7 +300,6 @@ export class AiSdkSession {
   /** Wraps tools so each call is durable before it runs (see {@link wrapTools}). */
   wrapTools<TTools extends ToolSet>(tools: TTools): TTools {
     return wrapTools(tools, this.writer, {
-      onErrorResult: (seq) => this.#errorSeqs.add(seq),
       onApprovalRequest: async (call) => {
         // The SDK asks again when it resumes an answered call: the request is logged once.
         if (this.#approvals.has(call.callId)) return
@@ -366,14 +353,11 @@ export class AiSdkSession {
         return this.writer.append({ type: 'user/message', data: { message } }).seq
       case 'assistant':
         return this.writer.append({ type: 'assistant/message', data: { message } }).seq
-      case 'tool': {
-        const event = this.writer.append({
+      case 'tool':
+        return this.writer.append({
           type: 'tool/result',
           data: { message, ...(entry.isError === true ? { isError: true } : {}) },
-        })
-        if (entry.isError === true) this.#errorSeqs.add(event.seq)
-        return event.seq
-      }
+        }).seq
     }
   }
 
@@ -418,7 +402,7 @@ export class AiSdkSession {
     const placeholder = surface.findLast(
       (node) => node.message.role === 'tool' && node.message.tool_call_id === response.callId,
     )
-    const event = this.writer.append({
+    this.writer.append({
       type: 'tool/result',
       data: {
         message: {
@@ -435,7 +419,6 @@ export class AiSdkSession {
             sourceEventSeqs: [placeholder.seq],
           }),
     })
-    this.#errorSeqs.add(event.seq)
   }
 
   #logUiId(data: UiMessageIdData): void {
@@ -460,17 +443,6 @@ function isUIMessage(input: unknown): input is UIMessage {
 /** Appends an adapter event no other reader needs to know (`ignorable`: never on the surface). */
 function appendIgnorable(writer: SessionWriter, type: string, data: object): void {
   writer.append({ type, data, ignorable: true } as unknown as Parameters<SessionWriter['append']>[0])
-}
-
-function noteProviderTool(tools: Map<number, ProviderToolData[]>, data: ProviderToolData): void {
-  const list = tools.get(data.assistantSeq)
-  if (list === undefined) tools.set(data.assistantSeq, [data])
-  else list.push(data)
-}
-
-function noteUiId(ids: UiMessageIds, data: UiMessageIdData): void {
-  if ('userSeq' in data) ids.user.set(data.userSeq, data.id)
-  else ids.reply.set(data.replyToSeq, data.id)
 }
 
 function applySystem(writer: SessionWriter, system: string): void {
@@ -501,7 +473,9 @@ function applySystem(writer: SessionWriter, system: string): void {
  * unanswered tool call, `turn/end` `interrupted`) before anything else is written; the
  * session's `messages()` then hold those placeholders, ready for the next call.
  *
- * Reads the session's events once (to know error results, repairs and the turn count).
+ * Reads no events of its own: the adapter's state (error results, repairs, the turn count, UI
+ * ids, approvals, provider-executed tools) comes from the writer's projection, which the store
+ * restores from the session's checkpoint when it has one and folds only the events after it.
  *
  * @param store - An agent-ledger store (`createJsonlStore`, or `createSessionStore` over any backend).
  * @param id - The session id.
@@ -514,54 +488,18 @@ export async function openAiSdkSession(
   id: string,
   options: OpenAiSdkSessionOptions = {},
 ): Promise<AiSdkSession> {
-  const { writer, created } = await openOrCreateWriter(store, id, {
+  const { writer } = await openOrCreateWriter(store, id, {
     ...writerOptions(options),
     create: options.create,
   })
-  const errorSeqs = new Set<number>()
-  const repairs: RepairedCall[] = []
-  const turn: TurnState = { number: 0, open: false }
-  const uiIds: UiMessageIds = { user: new Map(), reply: new Map() }
-  const approvals = new Map<string, ApprovalState>()
-  const providerTools = new Map<number, ProviderToolData[]>()
   try {
-    if (!created) {
-      for await (const event of store.readEvents(id)) {
-        if (event.type === 'turn/start') {
-          turn.number = Math.max(turn.number, (event.data as { turn: number }).turn)
-          turn.open = true
-        } else if (event.type === 'turn/end') {
-          turn.open = false
-        } else if (event.type === 'tool/result') {
-          const data = event.data as { isError?: boolean; code?: string; message: { tool_call_id: string } }
-          if (data.isError === true) errorSeqs.add(event.seq)
-          if (isRepairCode(data.code))
-            repairs.push({ callId: data.message.tool_call_id, code: data.code, seq: event.seq })
-        } else if (event.type === UI_MESSAGE_ID_EVENT) {
-          noteUiId(uiIds, event.data as UiMessageIdData)
-        } else if (event.type === PROVIDER_TOOL_EVENT) {
-          noteProviderTool(providerTools, event.data as ProviderToolData)
-        } else if (event.type === APPROVAL_REQUEST_EVENT) {
-          const data = event.data as ApprovalRequestData
-          approvals.set(data.callId, { name: data.name })
-        } else if (event.type === APPROVAL_ID_EVENT) {
-          const data = event.data as ApprovalIdData
-          const approval = approvals.get(data.callId)
-          if (approval !== undefined) approval.approvalId = data.approvalId
-        } else if (event.type === APPROVAL_RESPONSE_EVENT) {
-          const data = event.data as ApprovalResponseData
-          const approval = approvals.get(data.callId)
-          if (approval !== undefined) approval.response = data
-        }
-      }
-    }
     if (options.system !== undefined) applySystem(writer, options.system)
     await writer.flush()
   } catch (error) {
     await writer.close().catch(() => undefined)
     throw error
   }
-  return new AiSdkSession({ writer, errorSeqs, repairs, turn, uiIds, approvals, providerTools })
+  return new AiSdkSession({ writer, ...stateOf(writer.projection) })
 }
 
 /** The core's writer options out of the adapter's options (only those given). */

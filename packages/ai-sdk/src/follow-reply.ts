@@ -143,10 +143,9 @@ export async function followReply(
 ): Promise<Response> {
   let turnStart: number | undefined
   try {
-    for await (const event of store.readEvents(id)) {
-      if (event.type === 'turn/start') turnStart = event.seq
-      else if (event.type === 'turn/end') turnStart = undefined
-    }
+    // The open turn's start from the projection (restored from the session's checkpoint
+    // when it has one): no read of the log from seq 0.
+    turnStart = (await store.openReader(id)).projection.repairState.openTurn?.seq
   } catch (error) {
     // A chat that has no session yet has nothing to resume either.
     if ((error as { code?: unknown } | null)?.code !== 'SESSION_NOT_FOUND') throw error

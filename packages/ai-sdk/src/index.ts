@@ -7,7 +7,8 @@
  */
 export { AiSdkAdapterError, AiSdkErrorCode } from './ai-sdk-error.ts'
 export { AiSdkSession, openAiSdkSession } from './ai-sdk-session.ts'
-export type { OpenAiSdkSessionOptions, RepairedCall } from './ai-sdk-session.ts'
+export type { OpenAiSdkSessionOptions } from './ai-sdk-session.ts'
+export type { RepairedCall } from './session-state.ts'
 export { followReply } from './follow-reply.ts'
 export type { FollowReplyOptions } from './follow-reply.ts'
 export { fromModelMessages, toModelMessages } from './convert.ts'

@@ -70,8 +70,6 @@ export function requestApprovalId(callId: string, approvalId: string | undefined
 
 /** What the log says beside the surface, for {@link toUIMessages}. */
 export interface UiLogState {
-  /** Seqs of the `tool/result` events that are errors. */
-  readonly errorSeqs: ReadonlySet<number>
   /** The ids the UI gave messages; a message without one is `m<seq>`. */
   readonly ids: UiMessageIds
   /** Approval requests and responses, by call id. */
@@ -87,6 +85,8 @@ interface Node {
   readonly seq: number
   readonly type: SurfaceEventType
   readonly message: WireMessage
+  /** A `tool/result` logged as an error. */
+  readonly isError?: true
 }
 
 type Part = UIMessage['parts'][number]
@@ -131,11 +131,11 @@ function userParts(message: UserMessage): Part[] {
  * until it runs, `output-denied` when denied, its output with `approval` once run.
  *
  * @param nodes - The projection's surface.
- * @param log - What the log says beside the surface (error results, UI ids, approvals, placeholders).
+ * @param log - What the log says beside the surface (UI ids, approvals, placeholders).
  * @returns Fresh UI messages, valid for the SDK's `validateUIMessages`.
  */
 export function toUIMessages(nodes: readonly Node[], log: UiLogState): UIMessage[] {
-  const { errorSeqs, ids, approvals, placeholderSeqs, providerTools } = log
+  const { ids, approvals, placeholderSeqs, providerTools } = log
   const result: UIMessage[] = []
   const calls = new Map<string, ToolPart>()
   let reply: UIMessage | undefined
@@ -192,7 +192,7 @@ export function toUIMessages(nodes: readonly Node[], log: UiLogState): UIMessage
         ) {
           // Not run: the approval is pending, answered and not run yet, or denied.
           setApproval(part, message.tool_call_id, approval)
-        } else if (errorSeqs.has(node.seq)) {
+        } else if (node.isError === true) {
           answered['state'] = 'output-error'
           answered['errorText'] = message.content
         } else {

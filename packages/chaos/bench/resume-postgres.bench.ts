@@ -22,6 +22,7 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 import { openAiSdkSession } from '@agent-ledger/ai-sdk'
+import { SNAPSHOT_VERSION } from '@agent-ledger/session-projection'
 import { createSessionStore } from '@agent-ledger/session-store'
 import type { SessionStore } from '@agent-ledger/session-store'
 import { openPostgresBackend } from '@agent-ledger/session-store-postgres'
@@ -87,7 +88,15 @@ export async function run(): Promise<BenchResult[]> {
   if (unavailable !== undefined) throw new Error(`not run: ${unavailable}`)
   const source = await ensureDataset(MEGABYTES, log)
   const { cluster } = await cachedCluster(
-    { kind: 'chaos-resume-postgres', megabytes: MEGABYTES, bytes: source.bytes, id: source.id },
+    // The snapshot version in the key, as in resume.bench.ts: a checkpoint of another layout is
+    // ignored (a full replay), so each layout gets its own cluster.
+    {
+      kind: 'chaos-resume-postgres',
+      megabytes: MEGABYTES,
+      bytes: source.bytes,
+      id: source.id,
+      snapshotVersion: SNAPSHOT_VERSION,
+    },
     async (fresh) => {
       log(`copying the ${MEGABYTES} MB session into PostgreSQL (agent-ledger copy; minutes)`)
       await copySession(source.root, fresh.url(), source.id)

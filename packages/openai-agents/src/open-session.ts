@@ -14,7 +14,9 @@ import type { ItemRecord, OpenAgentsSessionOptions, RecordedItems } from './sess
  * open (a placeholder result for every unanswered function call) before anything else is
  * written, so `getItems()` hands the runner those placeholders.
  *
- * Reads the session's events once, to load the exact items recorded beside the surface.
+ * Reads no events of its own: the exact items recorded beside the surface and the recorded
+ * history transactions are the projection's annotations, which the store restores from the
+ * session's checkpoint when it has one.
  *
  * @param store - An agent-ledger store (`createJsonlStore`, or `createSessionStore` over any backend).
  * @param id - The session id.
@@ -27,30 +29,24 @@ export async function openAgentsSession(
   id: string,
   options: OpenAgentsSessionOptions = {},
 ): Promise<AgentLedgerSession> {
-  const { writer, created } = await openOrCreateWriter(store, id, {
+  const { writer } = await openOrCreateWriter(store, id, {
     ...writerOptions(options),
     create: options.create,
   })
   const recorded = new Map<number, readonly ItemRecord[]>()
   const operations = new Map<string, RecordedOperation>()
-  if (!created) {
-    try {
-      for await (const event of store.readEvents(id)) {
-        if (event.type === OPERATION_EVENT_TYPE) {
-          const data = event.data as Partial<RecordedOperation> | null
-          if (typeof data?.operationId === 'string' && typeof data.digest === 'string')
-            operations.set(data.operationId, data as RecordedOperation)
-          continue
-        }
-        if (event.type !== ITEMS_EVENT_TYPE) continue
-        const data = event.data as Partial<RecordedItems> | null
-        if (typeof data?.forSeq === 'number' && Array.isArray(data.items))
-          recorded.set(data.forSeq, data.items)
-      }
-    } catch (error) {
-      await writer.close().catch(() => undefined)
-      throw error
+  // The adapter's events come from the projection's annotations (restored from the session's
+  // checkpoint when it has one): no read of the log from seq 0.
+  for (const event of writer.projection.annotations()) {
+    if (event.type === OPERATION_EVENT_TYPE) {
+      const data = event.data as Partial<RecordedOperation> | null
+      if (typeof data?.operationId === 'string' && typeof data.digest === 'string')
+        operations.set(data.operationId, data as RecordedOperation)
+      continue
     }
+    if (event.type !== ITEMS_EVENT_TYPE) continue
+    const data = event.data as Partial<RecordedItems> | null
+    if (typeof data?.forSeq === 'number' && Array.isArray(data.items)) recorded.set(data.forSeq, data.items)
   }
   return new AgentLedgerSession(writer, recorded, { operations, compact: options.compact })
 }

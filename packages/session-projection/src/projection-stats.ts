@@ -18,4 +18,6 @@ export interface ProjectionStats {
   nonMonotonicTime: number
   /** `turn/start` events applied. */
   turns: number
+  /** The highest `turn` of any `turn/start` applied (0 before the first). */
+  highestTurn: number
 }

@@ -8,6 +8,7 @@ import {
 } from '@agent-ledger/session-events'
 import type { EventRegistry, LoggedEvent, SessionEvent, WireMessage } from '@agent-ledger/session-events'
 
+import { isAnnotationType } from './annotations.ts'
 import { ProjectionError, ProjectionErrorCode } from './projection-error.ts'
 import { readSnapshot, SNAPSHOT_VERSION } from './snapshot.ts'
 import type { OpenCompaction, ProjectionSnapshot } from './snapshot.ts'
@@ -58,6 +59,15 @@ export interface Projection {
    * @returns A frozen array of frozen nodes; the same array while nothing changed.
    */
   surface(): readonly SurfaceNode[]
+  /**
+   * The framework adapters' log-only events (types under `ai-sdk/` and `openai-agents/`: UI
+   * ids, approvals, exact SDK items...), in seq order, carried by snapshots so that a reader
+   * restored from a checkpoint folds them without reading the log from seq 0. Other plugin
+   * and ignorable events are only counted (`stats`).
+   *
+   * @returns A frozen array of the deep-frozen events; the same array while none was added.
+   */
+  annotations(): readonly LoggedEvent[]
   /**
    * The model-visible history, in the OpenAI chat wire shape, ready to send.
    *
@@ -110,6 +120,7 @@ const emptyStats = (): ProjectionStats => ({
   replaces: 0,
   nonMonotonicTime: 0,
   turns: 0,
+  highestTurn: 0,
 })
 
 interface ProjectionInit {
@@ -121,10 +132,23 @@ interface ProjectionInit {
   readonly openCompaction: OpenCompaction | null
   readonly stats: ProjectionStats
   readonly surface: readonly SurfaceNode[]
+  readonly annotations: readonly LoggedEvent[]
 }
 
 /** The surface node of a surface event (a module function: no closure per event on the hot path). */
 function surfaceNode(event: SurfaceEvent): SurfaceNode {
+  if (event.type === 'tool/result') {
+    const { isError, code } = event.data
+    if (isError === true || code !== undefined) {
+      return Object.freeze({
+        seq: event.seq,
+        type: event.type,
+        message: event.data.message,
+        ...(isError === true ? { isError: true as const } : {}),
+        ...(code === undefined ? {} : { code }),
+      })
+    }
+  }
   return Object.freeze({ seq: event.seq, type: event.type, message: event.data.message })
 }
 
@@ -167,6 +191,8 @@ class ProjectionImpl implements Projection {
   private messagesVersion = -1
   private surfaceCache: readonly SurfaceNode[] = Object.freeze([])
   private surfaceVersion = -1
+  private readonly notes: LoggedEvent[]
+  private notesCache: readonly LoggedEvent[] | undefined
 
   constructor(init: ProjectionInit) {
     this.registry = init.registry
@@ -177,6 +203,7 @@ class ProjectionImpl implements Projection {
     this.repair = init.repairState
     this.compaction = init.openCompaction
     this.counters = { ...init.stats }
+    this.notes = [...init.annotations]
   }
 
   get nextSeq(): number {
@@ -222,6 +249,11 @@ class ProjectionImpl implements Projection {
     return this.surfaceCache
   }
 
+  annotations(): readonly LoggedEvent[] {
+    this.notesCache ??= Object.freeze(this.notes.slice())
+    return this.notesCache
+  }
+
   deriveMessages(): readonly WireMessage[] {
     if (this.messagesVersion !== this.list.version) {
       this.messagesCache = Object.freeze(this.list.messages.slice())
@@ -240,6 +272,7 @@ class ProjectionImpl implements Projection {
       openCompaction: this.compaction,
       stats: this.stats,
       surface: this.surface(),
+      annotations: this.annotations(),
     })
   }
 
@@ -330,8 +363,14 @@ class ProjectionImpl implements Projection {
   private commit(event: LoggedEvent, plan: Plan): void {
     const counters = this.counters
     counters.events += 1
-    if (plan.typeClass === 'plugin') counters.pluginEvents += 1
-    if (plan.typeClass === 'ignorable-unknown') counters.ignoredUnknown += 1
+    if (plan.typeClass === 'plugin' || plan.typeClass === 'ignorable-unknown') {
+      if (plan.typeClass === 'plugin') counters.pluginEvents += 1
+      else counters.ignoredUnknown += 1
+      if (isAnnotationType(event.type)) {
+        this.notes.push(event)
+        this.notesCache = undefined
+      }
+    }
     // Most events share their predecessor's time (a batch, an import): no parsing then.
     if (this.timeLast !== null && event.time !== this.timeLast) {
       const current = Date.parse(event.time)
@@ -369,6 +408,7 @@ class ProjectionImpl implements Projection {
     switch (event.type) {
       case 'turn/start':
         this.counters.turns += 1
+        if (event.data.turn > this.counters.highestTurn) this.counters.highestTurn = event.data.turn
         break
       case 'compaction/start':
         this.compaction = Object.freeze({
@@ -405,6 +445,7 @@ export function createProjection(options: ProjectionOptions = {}): Projection {
     openCompaction: null,
     stats: emptyStats(),
     surface: [],
+    annotations: [],
   })
 }
 
@@ -416,7 +457,7 @@ export function createProjection(options: ProjectionOptions = {}): Projection {
  * same state and messages as applying the whole log (property-tested). The snapshot's
  * objects are deep-frozen in place and shared, not copied.
  *
- * @param snapshot - A snapshot with `snapshotVersion: 1`.
+ * @param snapshot - A snapshot with `snapshotVersion: 2` (an older one is refused: rebuild it by replay).
  * @param options - The event registry (core types only by default); used to check `lastEvent`.
  * @returns A projection positioned at `snapshot.nextSeq`.
  * @throws {@link ProjectionError} `SNAPSHOT_UNSUPPORTED` for another version, `INVALID_SNAPSHOT` for a malformed one.

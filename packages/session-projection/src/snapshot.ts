@@ -1,13 +1,25 @@
 import type { PendingToolCall, RepairState } from '@agent-ledger/loop-repair'
-import { deepFreeze, isSurfaceEventType, parseEvent, wireMessageSchema } from '@agent-ledger/session-events'
+import {
+  classifyEventType,
+  deepFreeze,
+  isSurfaceEventType,
+  parseEvent,
+  wireMessageSchema,
+} from '@agent-ledger/session-events'
 import type { EventRegistry, LoggedEvent, SurfaceEventType } from '@agent-ledger/session-events'
 
+import { isAnnotationType } from './annotations.ts'
 import { ProjectionError, ProjectionErrorCode } from './projection-error.ts'
 import type { ProjectionStats } from './projection-stats.ts'
 import type { SurfaceNode } from './surface.ts'
 
-/** The snapshot layout this build writes and reads. */
-export const SNAPSHOT_VERSION = 1
+/**
+ * The snapshot layout this build writes and reads. 2: surface nodes carry a tool result's
+ * `isError` and `code`, `stats.highestTurn`, and `annotations` (the `ai-sdk/` and
+ * `openai-agents/` events; version 1 had none of them:
+ * refused, so a checkpoint of version 1 is rebuilt by replay, never read with them missing).
+ */
+export const SNAPSHOT_VERSION = 2
 
 /** A `compaction/start` still waiting for its `compaction/end`. */
 export interface OpenCompaction {
@@ -34,6 +46,8 @@ export interface ProjectionSnapshot {
   readonly stats: Readonly<ProjectionStats>
   /** The surface nodes in model order; their messages are the events' `data.message`. */
   readonly surface: readonly SurfaceNode[]
+  /** The adapters' annotation events applied, in seq order (`Projection.annotations()`). */
+  readonly annotations: readonly LoggedEvent[]
 }
 
 const ROLE_OF_TYPE: Readonly<Record<SurfaceEventType, string>> = {
@@ -53,6 +67,7 @@ const STAT_KEYS: readonly (keyof ProjectionStats)[] = [
   'replaces',
   'nonMonotonicTime',
   'turns',
+  'highestTurn',
 ]
 
 function invalid(field: string, expected: string, found: unknown): ProjectionError {
@@ -123,8 +138,49 @@ function readSurface(value: unknown, nextSeq: number): readonly SurfaceNode[] {
         (node.message as { role: string }).role,
       )
     }
+    if (node.isError !== undefined && (node.isError !== true || type !== 'tool/result'))
+      throw invalid(`${field}.isError`, 'true on a tool/result node, or absent', node.isError)
+    if (node.code !== undefined && (typeof node.code !== 'string' || type !== 'tool/result'))
+      throw invalid(`${field}.code`, 'a string on a tool/result node, or absent', node.code)
   })
   return deepFreeze(value as SurfaceNode[])
+}
+
+function readAnnotations(
+  value: unknown,
+  request: { readonly nextSeq: number; readonly count: number; readonly registry: EventRegistry },
+): readonly LoggedEvent[] {
+  if (!Array.isArray(value)) throw invalid('annotations', 'an array', value)
+  if (value.length > request.count) {
+    throw invalid(
+      'annotations',
+      `at most ${request.count} events (stats.ignoredUnknown + stats.pluginEvents)`,
+      value.length,
+    )
+  }
+  let previous = -1
+  const events = value.map((candidate: unknown, index) => {
+    const field = `annotations[${index}]`
+    let event: LoggedEvent
+    try {
+      event = parseEvent(candidate, request.registry)
+    } catch (error) {
+      throw new ProjectionError({
+        code: ProjectionErrorCode.INVALID_SNAPSHOT,
+        field,
+        message: `Projection snapshot field "${field}" is malformed: expected a valid event, found one the contract refuses`,
+        cause: error,
+      })
+    }
+    if (event.seq <= previous || event.seq >= request.nextSeq)
+      throw invalid(`${field}.seq`, `a seq above ${previous} and below ${request.nextSeq}`, event.seq)
+    const typeClass = classifyEventType(event.type, event.ignorable === true, request.registry)
+    if ((typeClass !== 'plugin' && typeClass !== 'ignorable-unknown') || !isAnnotationType(event.type))
+      throw invalid(`${field}.type`, 'an adapter annotation type', event.type)
+    previous = event.seq
+    return event
+  })
+  return deepFreeze(events)
 }
 
 /**
@@ -185,6 +241,11 @@ export function readSnapshot(
   if (!isRecord(statsValue)) throw invalid('stats', 'an object', statsValue)
   const stats = {} as ProjectionStats
   for (const key of STAT_KEYS) stats[key] = readCount(statsValue[key], `stats.${key}`)
+  const annotations = readAnnotations(snapshot.annotations, {
+    nextSeq,
+    count: stats.ignoredUnknown + stats.pluginEvents,
+    registry,
+  })
   return {
     nextSeq,
     lastTime,
@@ -193,5 +254,6 @@ export function readSnapshot(
     openCompaction,
     stats,
     surface: readSurface(snapshot.surface, nextSeq),
+    annotations,
   }
 }

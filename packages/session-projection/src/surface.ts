@@ -10,6 +10,10 @@ export interface SurfaceNode {
   readonly type: SurfaceEventType
   /** The event's `data.message`, shared (deep-frozen), never copied. */
   readonly message: WireMessage
+  /** A `tool/result` logged with `isError: true` (absent otherwise). */
+  readonly isError?: true
+  /** A `tool/result`'s `code` (a repair placeholder's `TOOL_OUTCOME_UNKNOWN`...; absent when it has none). */
+  readonly code?: string
 }
 
 /**

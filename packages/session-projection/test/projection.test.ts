@@ -64,6 +64,25 @@ describe('createProjection', () => {
     expect(projection.surface()).toEqual([])
   })
 
+  it("carries the adapters' ignorable events as annotations, in seq order, and no other log-only event", () => {
+    const log = newLog({ registry: testRegistry })
+    const ignorable = (type: string, data: object) => log.append({ type, data, ignorable: true } as never)
+    ignorable('ai-sdk/ui-message-id', { id: 'u-1', userSeq: 1 })
+    log.append(user('hi'))
+    ignorable('import/source-record', { line: 'a verbatim source record' })
+    ignorable('openai-agents/items', { forSeq: 1, items: [] })
+    log.append({ type: 'test/note', data: { text: 'plugin' } })
+    ignorable('ai-sdkx/lookalike', {})
+    const annotations = log.projection.annotations()
+    expect(annotations.map((event) => [event.seq, event.type])).toEqual([
+      [0, 'ai-sdk/ui-message-id'],
+      [3, 'openai-agents/items'],
+    ])
+    expect(log.projection.annotations()).toBe(annotations)
+    expect(Object.isFrozen(annotations)).toBe(true)
+    expect([log.projection.stats.ignoredUnknown, log.projection.stats.pluginEvents]).toEqual([4, 1])
+  })
+
   it('projects only the four surface types; log-only, plugin and ignorable events never reach the surface', () => {
     const log = newLog({ registry: testRegistry })
     log.append(turnStart(1))
@@ -93,7 +112,10 @@ describe('createProjection', () => {
       replaces: 0,
       nonMonotonicTime: 0,
       turns: 1,
+      highestTurn: 1,
     })
+    // Neither is an adapter annotation (ai-sdk/..., openai-agents/...): counted, not carried.
+    expect(log.projection.annotations()).toEqual([])
     expect(log.projection.nextSeq).toBe(7)
     expect(log.projection.lastEvent?.type).toBe('turn/end')
   })

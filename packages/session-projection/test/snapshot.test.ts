@@ -22,7 +22,7 @@ function sampleLog() {
   log.append(assistant(null, ['c1'])) // 3
   log.append(toolCall('c1')) // 4
   log.append({ type: 'compaction/start', data: { compactionId: 'k', startSeq: 2, endSeq: 2 } }) // 5
-  log.append({ type: 'test/note', data: { text: 'n' } }) // 6
+  log.append({ type: 'ai-sdk/note', data: { text: 'n' }, ignorable: true } as never) // 6
   return log
 }
 
@@ -58,10 +58,10 @@ function errorOf(run: () => unknown): ProjectionError {
 }
 
 describe('snapshot and restoreProjection', () => {
-  it('is plain JSON data with snapshotVersion 1', () => {
+  it('is plain JSON data with snapshotVersion 2', () => {
     const snapshot = sampleLog().projection.snapshot()
     expect(snapshot.snapshotVersion).toBe(SNAPSHOT_VERSION)
-    expect(SNAPSHOT_VERSION).toBe(1)
+    expect(SNAPSHOT_VERSION).toBe(2)
     expect(firstNonJson(snapshot)).toBeUndefined()
     expect(JSON.parse(JSON.stringify(snapshot))).toEqual(snapshot)
     expect(snapshot.openCompaction).toEqual({ compactionId: 'k', seq: 5, startSeq: 2, endSeq: 2 })
@@ -88,6 +88,36 @@ describe('snapshot and restoreProjection', () => {
     expect(restored.snapshot()).toEqual(log.projection.snapshot())
   })
 
+  it("carries a tool result's isError and code on its node, the highest turn and the annotations", () => {
+    const log = sampleLog()
+    log.append({
+      type: 'tool/result',
+      data: {
+        message: { role: 'tool', tool_call_id: 'c1', content: 'lost' },
+        isError: true,
+        code: 'TOOL_OUTCOME_UNKNOWN',
+      },
+    })
+    log.append({ type: 'turn/end', data: { turn: 1, reason: 'interrupted' } })
+    log.append(turnStart(7))
+    log.append({ type: 'openai-agents/mark', data: { n: 1 }, ignorable: true } as never)
+    log.append({ type: 'vendor/mark', data: { n: 2 }, ignorable: true } as never)
+    const restored = restoreProjection(
+      JSON.parse(JSON.stringify(log.projection.snapshot())) as ProjectionSnapshot,
+      { registry: testRegistry },
+    )
+    const result = restored.surface().find((node) => node.type === 'tool/result')
+    expect([result?.seq, result?.isError, result?.code]).toEqual([7, true, 'TOOL_OUTCOME_UNKNOWN'])
+    expect(restored.surface().filter((node) => 'isError' in node || 'code' in node)).toHaveLength(1)
+    expect(restored.stats.highestTurn).toBe(7)
+    expect(restored.annotations().map((event) => [event.seq, event.type])).toEqual([
+      [6, 'ai-sdk/note'],
+      [10, 'openai-agents/mark'],
+    ])
+    expect(restored.annotations()).toEqual(log.projection.annotations())
+    expect(Object.isFrozen(restored.annotations()[1]!.data)).toBe(true)
+  })
+
   it('round-trips the empty projection', () => {
     const restored = restoreProjection(
       JSON.parse(JSON.stringify(createProjection().snapshot())) as ProjectionSnapshot,
@@ -98,11 +128,12 @@ describe('snapshot and restoreProjection', () => {
 
   it('refuses an unknown snapshotVersion with SNAPSHOT_UNSUPPORTED', () => {
     const snapshot = sampleLog().projection.snapshot()
-    for (const version of [2, 0, '1', undefined]) {
+    // 1: the layout before surface nodes carried isError/code and snapshots carried annotations.
+    for (const version of [1, 3, 0, '2', undefined]) {
       const error = errorOf(() =>
         restoreProjection({ ...snapshot, snapshotVersion: version } as unknown as ProjectionSnapshot),
       )
-      expect([error.code, error.expected]).toEqual(['SNAPSHOT_UNSUPPORTED', 1])
+      expect([error.code, error.expected]).toEqual(['SNAPSHOT_UNSUPPORTED', 2])
     }
   })
 
@@ -120,6 +151,13 @@ describe('snapshot and restoreProjection', () => {
       ['lastEvent', ['lastEvent'], { seq: 6 }],
       ['lastTime', ['lastTime'], '2000-01-01T00:00:00.000Z'],
       ['openCompaction.compactionId', ['openCompaction', 'compactionId'], 5],
+      ['stats.highestTurn', ['stats', 'highestTurn'], remove],
+      ['surface[1].isError', ['surface', 1, 'isError'], true],
+      ['surface[1].code', ['surface', 1, 'code'], 'TOOL_NOT_STARTED'],
+      ['annotations', ['annotations'], [{}, {}]],
+      ['annotations[0].seq', ['annotations', 0, 'seq'], 7],
+      ['annotations[0]', ['annotations', 0, 'ignorable'], false],
+      ['annotations[0].type', ['annotations', 0, 'type'], 'test/note'],
     ]
     for (const [field, path, value] of cases) {
       const copy = JSON.parse(JSON.stringify(good)) as Record<string | number, unknown>

@@ -8,6 +8,9 @@ import { planCompaction } from '@agent-ledger/session-projection'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 
+import { decodeCheckpointBody, encodeCheckpointBody } from '../src/checkpoint-body.ts'
+import type { CheckpointPayload } from '../src/checkpoint-body.ts'
+import { crc32c } from '../src/crc32c.ts'
 import { createMemoryBackend, createSessionStore, SessionStoreError } from '../src/index.ts'
 import type {
   CheckpointOptions,
@@ -270,6 +273,41 @@ describe('core checkpoints: opens that must not trust one', () => {
       seq: 11,
       replayedEvents: 8,
     })
+  })
+
+  it('a checkpoint of projection snapshot version 1 is ignored once: replayed, never misread, then replaced', async () => {
+    const backend = createMemoryBackend()
+    await session(backend, 'older')
+    const record = (await storedRecord(backend, 'older'))!
+    const payload = decodeCheckpointBody(record.body, crc32c) as CheckpointPayload
+    // The layout before version 2: no annotations, no highestTurn, no isError/code on nodes.
+    const { annotations: _annotations, ...rest } = payload.snapshot
+    const { highestTurn: _highestTurn, ...stats } = payload.snapshot.stats
+    const older = { ...rest, snapshotVersion: 1, stats } as unknown as CheckpointPayload['snapshot']
+    const { lease } = await backend.acquire('older', { owner: 'tamper', leaseMs: 1000 })
+    await backend.capabilities.checkpoints!.putCheckpoint(lease, {
+      ...record,
+      body: encodeCheckpointBody({ ...payload, snapshot: older }, crc32c),
+    })
+    await backend.release(lease)
+    const { store: full } = makeStore(backend, { checkpoint: { enabled: false } })
+    const replayed = await full.openReader('older')
+
+    const { store, warnings } = makeStore(backend, { checkpoint: EAGER })
+    const read = await store.openReader('older')
+    expect(read.checkpoint).toMatchObject({ used: false, reason: 'snapshot' })
+    expect(warnings.map((warning) => [warning.code, warning.details['reason']])).toEqual([
+      ['CHECKPOINT_IGNORED', 'snapshot'],
+    ])
+    expect(read.projection.snapshot()).toEqual(replayed.projection.snapshot())
+    // The next writer (its open ignores it too) stores a checkpoint of the current layout,
+    // even one that appends nothing; opens after it use it, without a warning.
+    await (await store.openWriter('older')).close()
+    expect(warnings.map((warning) => warning.details['reason'])).toEqual(['snapshot', 'snapshot'])
+    const again = await store.openReader('older')
+    expect(again.checkpoint).toMatchObject({ used: true, seq: 19 })
+    expect(again.projection.snapshot()).toEqual(replayed.projection.snapshot())
+    expect(warnings).toHaveLength(2)
   })
 
   it('a throwing onWarning handler does not fail the open', async () => {
