@@ -9,7 +9,6 @@ import type { SessionHeader } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
 
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
-import { V4_FORMAT } from './log-format.ts'
 import type { ByteSource } from './read-log.ts'
 import { scanZstdLogChunks } from './zstd-log-reader.ts'
 import type { ZstdScanOutcome } from './zstd-log-reader.ts'
@@ -129,7 +128,6 @@ export async function verifyStaged(
   }
   const chunks = scanZstdLogChunks(counted(), {
     codec: run.codec,
-    format: V4_FORMAT,
     limits: context.limits,
     registry: context.registry,
     file: expected.file,

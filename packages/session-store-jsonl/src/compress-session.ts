@@ -39,7 +39,6 @@ import { errnoOf, toStoreError } from './fs-errors.ts'
 import type { FileHandleOps } from './fs-ops.ts'
 import { listGenerations } from './generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
-import { V4_FORMAT } from './log-format.ts'
 import type { ScanOutcome } from './log-scanner.ts'
 import { publishFile, removeStaleTemps } from './publish.ts'
 import { dropSearchIndex } from './search-index-sidecar.ts'
@@ -230,7 +229,6 @@ async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult>
     let outcome: ScanOutcome
     try {
       outcome = await scanLog(counted(), {
-        format: V4_FORMAT,
         limits,
         registry: context.registry,
         file: log.file,
@@ -325,7 +323,6 @@ async function reseal(run: Run, log: SessionLog): Promise<CompressResult> {
     try {
       outcome = await scanZstdLog(handle, {
         codec: run.codec,
-        format: V4_FORMAT,
         limits,
         registry: context.registry,
         sessionId: context.id,

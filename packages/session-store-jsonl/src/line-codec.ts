@@ -22,6 +22,9 @@ import {
  */
 export const CRC_SUFFIX_BYTES = 18
 
+/** The integrity scheme v4 headers declare: a CRC-32C suffix on every line. */
+export const INTEGRITY_CRC32C = 'crc32c'
+
 /** Why one line failed the per-line checks (RELIABILITY I1-I3), in the order they are checked. */
 export type LineFailureReason = 'too-large' | 'utf8' | 'too-deep' | 'json' | 'not-object' | 'checksum'
 

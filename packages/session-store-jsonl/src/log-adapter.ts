@@ -8,7 +8,6 @@ import { coreEventRegistry } from '@agent-ledger/session-events'
 
 import type { FileHandleOps } from './fs-ops.ts'
 import type { StoreLimits } from './limits.ts'
-import { V4_FORMAT } from './log-format.ts'
 import type { LineLocation, ScannerOptions, ScanOutcome } from './log-scanner.ts'
 import { readFileChunks, scanLog, scanLogChunks } from './read-log.ts'
 import { scanZstdLog, scanZstdLogChunks } from './zstd-log-reader.ts'
@@ -104,7 +103,6 @@ function scannerOptions(log: SessionLog, limits: StoreLimits, scan: LineScan) {
             stats: { goodLines: from.lastSeq + 2, events: from.lastSeq + 1, ignoredUnknown: 0 },
           },
         }),
-    format: V4_FORMAT,
     limits,
     // Unused in lines mode (no type check); the scanner's options require one.
     registry: coreEventRegistry,

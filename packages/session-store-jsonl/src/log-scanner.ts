@@ -1,14 +1,13 @@
 import type { EventRegistry, LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
 import { DEFAULT_LIMITS, SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type { StoredLine } from '@agent-ledger/session-store'
-import { decodeEventLine } from '@agent-ledger/session-store/line-codec'
+import { decodeEventLine, parseHeaderLine } from '@agent-ledger/session-store/line-codec'
 import type { DecodeContext } from '@agent-ledger/session-store/line-codec'
 
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
-import { findEmbeddedValidLine, nativeCrc32c } from './line-codec.ts'
+import { decodeLine, findEmbeddedValidLine, nativeCrc32c } from './line-codec.ts'
 import type { LineFailureReason, LineLimits } from './line-codec.ts'
 import type { LineSink, UnterminatedTail } from './line-splitter.ts'
-import type { LogFormat } from './log-format.ts'
 
 /** Where a line is: its 1-based number, the byte offset of its first byte and its bytes (without `\n`). */
 export interface LineLocation {
@@ -70,8 +69,6 @@ export interface ScanOutcome {
 
 /** What the scanner needs besides the lines. */
 export interface ScannerOptions {
-  /** The line decoder (v4 today). */
-  readonly format: LogFormat
   readonly limits: LineLimits
   readonly registry: EventRegistry
   /** The file, as errors name it (relative to the store root). */
@@ -168,8 +165,9 @@ export function classifyTornTail(scan: {
 }
 
 /**
- * Lines to events: runs the per-line checks through a {@link LogFormat}, then `seq` density,
- * the known/ignorable type rule and the caller's projection rules, and classifies what
+ * Lines to events: runs the per-line checks, then the core's header and event checks
+ * (`@agent-ledger/session-store/line-codec`: `seq` density, the known/ignorable type rule) and
+ * the caller's projection rules, and classifies what
  * fails into a torn tail (repairable) or damage (refused).
  *
  * **Torn tail vs damage.** A line that fails a per-line check (UTF-8, depth, JSON, object,
@@ -251,7 +249,7 @@ export class LogScanner implements LineSink {
     const location: LineLocation = { line: number, offset, bytes }
     if (this.#suspect !== null) {
       // Only the per-line checks matter now: does any valid line follow the suspect?
-      const decoded = this.#options.format.decodeEvent(bytes, this.#options.limits)
+      const decoded = decodeLine(bytes, this.#options.limits)
       if (decoded.ok || decoded.checksumValid || this.#gluedAt(bytes) !== -1) return this.#confirmSuspect()
       return false
     }
@@ -321,32 +319,38 @@ export class LogScanner implements LineSink {
   }
 
   #headerLine(location: LineLocation): boolean {
-    const decoded = this.#options.format.decodeHeader(location.bytes, this.#options)
-    if (this.#options.onLine !== undefined && decoded.kind !== 'failed') {
-      // Lines mode: a whole header line, refused or not, is the core's to judge.
-      this.#rawHeader = true
-      this.#goodEnd = location.offset + location.bytes.length + 1
-      this.#headerEnd = this.#goodEnd
-      this.#stats.goodLines += 1
-      if (this.#options.onLine(location)) {
-        this.#done = true
-        return true
-      }
-      return false
-    }
-    if (decoded.kind === 'refused') return this.#fail(decoded.error)
+    const { limits, file, sessionId, onLine } = this.#options
+    const decoded = decodeLine(location.bytes, limits)
     // A complete first line failing its checks is never a torn tail: the header is durable
     // before a log becomes visible, so no crash leaves one (CRLF line endings, upper-case
     // checksums, a file that is not a session log). Damage: writes refused, nothing moved.
-    if (decoded.kind === 'failed') {
+    if (!decoded.ok) {
       if (decoded.checksumValid) return this.#failedLine(location, decoded)
       return this.#fail(this.#damagedHeader(location, decoded.reason))
     }
-    this.#header = decoded.header
+    if (onLine === undefined) {
+      // The core's header checks (FORMAT.md section 8, after the per-line checks above).
+      const ownId = decoded.value['id']
+      try {
+        this.#header = parseHeaderLine(decoded.text ?? location.bytes.toString('utf8'), {
+          expectedId: sessionId ?? (typeof ownId === 'string' ? ownId : ''),
+          location: { file, line: 1, offset: location.offset },
+          maxDepth: limits.maxDepth,
+          crc32c: nativeCrc32c,
+        })
+      } catch (error) {
+        if (!SessionStoreError.is(error)) throw error
+        return this.#fail(fromCoreError(error, file))
+      }
+    } else {
+      // Lines mode: a whole header line, refused or not, is the core's to judge.
+      this.#rawHeader = true
+    }
     this.#goodEnd = location.offset + location.bytes.length + 1
     this.#headerEnd = this.#goodEnd
     this.#stats.goodLines += 1
-    if (this.#options.onHeader?.(decoded.header, location) === true) {
+    const stop = onLine === undefined ? this.#options.onHeader?.(this.#header!, location) : onLine(location)
+    if (stop === true) {
       this.#done = true
       return true
     }
@@ -466,7 +470,7 @@ export class LogScanner implements LineSink {
 
   #eventLine(location: LineLocation): boolean {
     const options = this.#options
-    const decoded = options.format.decodeEvent(location.bytes, options.limits)
+    const decoded = decodeLine(location.bytes, options.limits)
     if (!decoded.ok) return this.#failedLine(location, decoded)
     if (options.onLine !== undefined) return this.#rawEventLine(location, decoded, options.onLine)
     const value = decoded.value

@@ -31,7 +31,7 @@
 import type { FileHandleOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import type { StoreLimits } from './limits.ts'
-import { verifyLineChecksum } from './line-codec.ts'
+import { decodeLine, verifyLineChecksum } from './line-codec.ts'
 import { LineSplitter } from './line-splitter.ts'
 import type { LineSink } from './line-splitter.ts'
 import { LogScanner } from './log-scanner.ts'
@@ -240,7 +240,7 @@ function checkFrame(
   options: ZstdScanOptions,
   context: { readonly headerFrame: boolean; readonly firstLine: number },
 ): FrameVerdict {
-  const { codec, limits, format, file } = options
+  const { codec, limits } = options
   const retained: Uint8Array[] = []
   let retainedBytes = 0
   let keep = true
@@ -255,7 +255,7 @@ function checkFrame(
       if (bad !== undefined) return false
       if (context.headerFrame && lines === 1) {
         // A header this library must refuse (a newer version) passes: the feed pass refuses it, touching nothing.
-        if (format.decodeHeader(bytes, { limits, file }).kind === 'failed') {
+        if (!decodeLine(bytes, limits).ok) {
           bad = { reason: 'header-line-failing-its-checks', line: context.firstLine, contentOffset: offset }
           badHeader = true
         }

@@ -23,7 +23,6 @@ import { testTime } from '../../../tooling/test-time.ts'
 import { nodeFsOps } from '../src/fs-ops.ts'
 import { listGenerations, pickCurrentGeneration } from '../src/generations.ts'
 import { JsonlStoreError } from '../src/jsonl-store-error.ts'
-import { V4_FORMAT } from '../src/log-format.ts'
 import { detectGenerationFork, migrateSession } from '../src/migration/migrate-session.ts'
 import type { MigrationProgress } from '../src/migration/migrate-session.ts'
 import { readFileChunks, scanLog } from '../src/read-log.ts'
@@ -104,7 +103,6 @@ async function v4Events(
   try {
     const events: LoggedEvent[] = []
     const outcome = await scanLog(readFileChunks(handle, { chunkBytes: 65536 }), {
-      format: V4_FORMAT,
       limits: { maxLineBytes: 1 << 26, maxDepth: 256 },
       registry: coreEventRegistry,
       file: 'x',

@@ -15,7 +15,6 @@ import {
   LineSplitter,
   LOG_FILE_NAME,
   scanLog,
-  V4_FORMAT,
 } from '../src/format.ts'
 import type { JsonlStore } from '../src/index.ts'
 import type { ScanOutcome } from '../src/format.ts'
@@ -56,7 +55,6 @@ async function scanBytes(
   const events: LoggedEvent[] = []
   const scanLimits = { ...limits, maxLineBytes: options.maxLineBytes ?? limits.maxLineBytes }
   const outcome = await scanLog(chunks(), {
-    format: V4_FORMAT,
     limits: scanLimits,
     registry: coreEventRegistry,
     file: 'mem/session.v4.jsonl',

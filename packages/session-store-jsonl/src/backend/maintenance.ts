@@ -17,6 +17,7 @@ import type {
   QuarantineRecord,
   SignalOptions,
 } from '@agent-ledger/session-store'
+import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 
 import { compressSession } from '../compress-session.ts'
 import type { CompressOptions, CompressResult } from '../compress-session.ts'
@@ -215,6 +216,16 @@ async function compress(
   id: string,
   options: CompressOptions,
 ): Promise<CompressResult> {
+  // Only a v4 log is compressed: an older generation is migrated first, by its own capability.
+  const older = await olderGeneration(ctx, id)
+  if (older !== null) {
+    throw new SessionStoreError({
+      code: SessionStoreErrorCode.UNSUPPORTED,
+      sessionId: id,
+      message: `Cannot compress session ${id}: it is stored in an older format (${id}/${older.source.file}, format v${older.source.version}), expected a v4 log; migrate it first (capabilities.migrate). Nothing was written.`,
+      details: { capability: 'migrate', fromVersion: older.source.version },
+    })
+  }
   // V1: refuse a newer version before taking the lock or writing anything.
   {
     const { handle, adapter } = await openCurrentLog(ctx, id)

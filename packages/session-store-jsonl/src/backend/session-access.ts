@@ -18,7 +18,6 @@ import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import type { StoreLimits } from '../limits.ts'
 import { logAdapter } from '../log-adapter.ts'
 import type { LogAdapter } from '../log-adapter.ts'
-import { V4_FORMAT } from '../log-format.ts'
 import type { ScanOutcome } from '../log-scanner.ts'
 import { detectGenerationFork } from '../migration/migrate-session.ts'
 import { isOlderGeneration, resolveCurrentGeneration } from '../store-generations.ts'
@@ -197,7 +196,6 @@ export async function peekHeader(
   const file = opened.adapter.log.file
   try {
     return await opened.adapter.scanEvents(opened.handle, {
-      format: V4_FORMAT,
       registry: ctx.registry,
       file,
       sessionId: opened.id,

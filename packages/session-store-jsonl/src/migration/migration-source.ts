@@ -17,7 +17,6 @@ import { generationFileName, listGenerations, pickCurrentGeneration } from '../g
 import type { GenerationFile } from '../generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { resolveLimits } from '../limits.ts'
-import { V4_FORMAT } from '../log-format.ts'
 import { readFileChunks, scanLog } from '../read-log.ts'
 import type { ByteSource } from '../read-log.ts'
 import { assertSessionId } from '../session-id.ts'
@@ -291,7 +290,6 @@ export async function peekV4Header(settings: Settings, generation: GenerationFil
   const handle = await openSource(settings, generation)
   try {
     const outcome = await scanLog(readFileChunks(handle, { chunkBytes: 64 * 1024 }), {
-      format: V4_FORMAT,
       limits: settings.limits,
       registry: settings.registry,
       file,

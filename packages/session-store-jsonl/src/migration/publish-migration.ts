@@ -10,7 +10,6 @@ import { createProjection } from '@agent-ledger/session-projection'
 
 import type { GenerationFile } from '../generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
-import { V4_FORMAT } from '../log-format.ts'
 import { publishFile } from '../publish.ts'
 import { dropSearchIndex } from '../search-index-sidecar.ts'
 import { scanLog } from '../read-log.ts'
@@ -134,7 +133,6 @@ export async function publishMigration(
     }
     progress.reset()
     const outcome = await scanLog(counted(), {
-      format: V4_FORMAT,
       limits: settings.limits,
       registry: settings.registry,
       file: targetFile,
