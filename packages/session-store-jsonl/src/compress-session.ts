@@ -44,7 +44,7 @@ import { publishFile, removeStaleTemps } from './publish.ts'
 import { dropSearchIndex } from './search-index-sidecar.ts'
 import type { PublishRequest } from './publish.ts'
 import { quarantineTail } from './quarantine.ts'
-import { readFileChunks, scanLog } from './read-log.ts'
+import { readFileChunks, scanLog, tapped } from './read-log.ts'
 import { acquireWriterLock } from './writer-lock.ts'
 import { scanZstdLog, zstdPlainSource } from './zstd-log-reader.ts'
 import type { ZstdScanOutcome } from './zstd-log-reader.ts'
@@ -219,16 +219,13 @@ async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult>
     const size = (await handle.stat()).size
     const projection = createProjection({ registry: context.registry })
     let scanned = 0
-    async function* counted(): AsyncGenerator<Buffer, void, undefined> {
-      for await (const chunk of readFileChunks(handle, { chunkBytes: limits.readChunkBytes })) {
-        scanned += chunk.length
-        run.progress({ phase: 'scan', bytesRead: scanned, bytesTotal: size, eventsDone: projection.nextSeq })
-        yield chunk
-      }
-    }
+    const counted = tapped(readFileChunks(handle, { chunkBytes: limits.readChunkBytes }), (chunk) => {
+      scanned += chunk.length
+      run.progress({ phase: 'scan', bytesRead: scanned, bytesTotal: size, eventsDone: projection.nextSeq })
+    })
     let outcome: ScanOutcome
     try {
-      outcome = await scanLog(counted(), {
+      outcome = await scanLog(counted, {
         limits,
         registry: context.registry,
         file: log.file,

@@ -486,7 +486,11 @@ export class LogScanner implements LineSink {
     const context = {
       sessionId: options.sessionId ?? file,
       registry: options.registry,
-      limits: { ...DEFAULT_LIMITS, maxDepth: options.limits.maxDepth, maxLineLength: options.limits.maxLineBytes },
+      limits: {
+        ...DEFAULT_LIMITS,
+        maxDepth: options.limits.maxDepth,
+        maxLineLength: options.limits.maxLineBytes,
+      },
       crc32c: nativeCrc32c,
       expectedSeq: stored.seq,
       lastGoodSeq: this.#lastSeq,
@@ -495,7 +499,10 @@ export class LogScanner implements LineSink {
     try {
       // An encrypted session's line (FORMAT.md section 17): only its form is checked here;
       // the core opens and checks the event.
-      event = this.#header?.encryption === undefined ? decodeEventLine(stored, context) : sealedEvent(stored, context)
+      event =
+        this.#header?.encryption === undefined
+          ? decodeEventLine(stored, context)
+          : sealedEvent(stored, context)
     } catch (error) {
       if (!SessionStoreError.is(error)) throw error
       return this.#fail(fromCoreError(error, file))
@@ -556,7 +563,10 @@ function sealedEvent(stored: StoredLine, context: DecodeContext): LoggedEvent {
   const value = stored.checked!.value
   const keys = Object.keys(value)
   const form =
-    typeof value['enc'] === 'string' && typeof value['type'] === 'string' && keys.length === 4 && Number.isSafeInteger(value['seq'])
+    typeof value['enc'] === 'string' &&
+    typeof value['type'] === 'string' &&
+    keys.length === 4 &&
+    Number.isSafeInteger(value['seq'])
   if (form && value['seq'] === context.expectedSeq) return value as unknown as LoggedEvent
   throw new SessionStoreError({
     code: form ? SessionStoreErrorCode.SEQ_GAP : SessionStoreErrorCode.INVALID_EVENT,

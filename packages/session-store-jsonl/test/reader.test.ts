@@ -9,13 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { SessionStoreError } from '@agent-ledger/session-store'
 
-import {
-  encodeEventLine,
-  encodeJsonLine,
-  LineSplitter,
-  LOG_FILE_NAME,
-  scanLog,
-} from '../src/format.ts'
+import { encodeEventLine, encodeJsonLine, LineSplitter, LOG_FILE_NAME, scanLog } from '../src/format.ts'
 import type { JsonlStore } from '../src/index.ts'
 import type { ScanOutcome } from '../src/format.ts'
 import { recordCrashSection } from './support/crash-summary.ts'

@@ -113,6 +113,17 @@ describe('line codec: the exact bytes of FORMAT.md', () => {
     expect(Object.getPrototypeOf(data)).toBe(Object.prototype)
   })
 
+  it('without a CRC function (a format without checksums, v0): every check but the checksum, members kept', () => {
+    const limits = { maxLineLength: 200, maxDepth: 3, crc32c: null }
+    expect(decodeLine('{"seq":1,"crc":"not-a-checksum"}', limits)).toEqual({
+      ok: true,
+      value: { seq: 1, crc: 'not-a-checksum' },
+    })
+    expect(decodeLine('{"a":[[[[1]]]]}', limits)).toMatchObject({ ok: false, reason: 'too-deep' })
+    expect(decodeLine('{"a":', limits)).toMatchObject({ ok: false, reason: 'json' })
+    expect(decodeLine('[1]', limits)).toMatchObject({ ok: false, reason: 'not-object' })
+  })
+
   it('reports each failed per-line check in order', () => {
     const limits = { maxLineLength: 200, maxDepth: 3, crc32c }
     expect(decodeLine('x'.repeat(201), limits)).toMatchObject({ ok: false, reason: 'too-large' })
@@ -252,12 +263,19 @@ describe('event line checks (decodeEventLine)', () => {
     ).line
 
   it('a seq below the next one repeats it (SEQ_DUPLICATE); a negative seq is no position at all (INVALID_EVENT on seq)', () => {
-    expect(decodeEventLine({ seq: 3, line: line(3) }, context)).toMatchObject({ seq: 3, type: 'user/message' })
+    expect(decodeEventLine({ seq: 3, line: line(3) }, context)).toMatchObject({
+      seq: 3,
+      type: 'user/message',
+    })
     expect(() => decodeEventLine({ seq: 3, line: line(1) }, context)).toThrow(
       expect.objectContaining({ code: 'SEQ_DUPLICATE', details: { expected: 3, found: 1 } }),
     )
     expect(() => decodeEventLine({ seq: 3, line: line(-1) }, context)).toThrow(
-      expect.objectContaining({ code: 'INVALID_EVENT', seq: 3, details: expect.objectContaining({ field: 'seq' }) }),
+      expect.objectContaining({
+        code: 'INVALID_EVENT',
+        seq: 3,
+        details: expect.objectContaining({ field: 'seq' }),
+      }),
     )
   })
 })

@@ -178,6 +178,4 @@ const V0_READER: GenerationReader = Object.freeze<GenerationReader>({
 })
 
 /** The source formats migration can read, by version. */
-export const GENERATION_READERS: ReadonlyMap<number, GenerationReader> = new Map([
-  [0, V0_READER],
-])
+export const GENERATION_READERS: ReadonlyMap<number, GenerationReader> = new Map([[0, V0_READER]])
