@@ -544,7 +544,7 @@ export class LogScanner implements LineSink {
  * @param file - The file, when the error names none.
  * @returns The `JsonlStoreError`, the core's error as its `cause`.
  */
-export function fromCoreError(error: SessionStoreError, file: string): JsonlStoreError {
+function fromCoreError(error: SessionStoreError, file: string): JsonlStoreError {
   return new JsonlStoreError({
     code: error.code as JsonlErrorCode,
     message: error.message,

@@ -84,9 +84,9 @@ export async function detectGenerationFork(options: {
         whole.update(chunk)
         const start = position
         position += chunk.length
-        if (start < migratedFrom!.bytes)
+        if (start < migratedFrom.bytes)
           prefix.update(
-            position <= migratedFrom!.bytes ? chunk : chunk.subarray(0, migratedFrom!.bytes - start),
+            position <= migratedFrom.bytes ? chunk : chunk.subarray(0, migratedFrom.bytes - start),
           )
       })
     const reader = generation === null ? undefined : GENERATION_READERS.get(generation.version)
