@@ -212,6 +212,20 @@ describe('migrateSession (write mode)', () => {
     }
   })
 
+  it('a read-mode migration started once the v4 generation is current reads that generation as it is (the in-memory read of a v0 session racing the write open that migrates it)', async () => {
+    const lines = [...largeV0SessionLines({ events: 40, seed: 5 })]
+    const { directory } = session({ text: `${lines.join('\n')}\n` })
+    await migrateSession({ mode: 'write', directory })
+    const v4 = readFileSync(join(directory, 'session.v4.jsonl'), 'utf8').split('\n').slice(0, -1)
+    const read = await migrateSession({ mode: 'read', directory })
+    expect(read.source.generation).toMatchObject({ file: 'session.v4.jsonl', version: 4 })
+    expect(read.headerLine).toBe(v4[0])
+    const batches: string[] = []
+    for await (const batch of read.lines) batches.push(...batch)
+    expect(batches).toEqual(v4.slice(1))
+    expect(read.lastSeq).toBe(v4.length - 2)
+  })
+
   it('I7: reports events appended to the old generation after the migration as GENERATION_FORK, never merging them', async () => {
     const { directory, v0 } = session({ fixture: 'normal-tool-calls.jsonl' })
     const result = await migrateSession({ mode: 'write', directory })

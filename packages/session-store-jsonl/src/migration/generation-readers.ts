@@ -1,15 +1,14 @@
 /*
  * Readers of generation formats, as migration sources. Each reader has two passes: `scan`
  * validates the whole source (and fixes its last seq and tail before anything is written),
- * `stream` reads the good prefix again as a {@link VersionedStream} for the edges. Only v0
- * has a reader: v4 is the newest format, so no edge leaves it until a v5 exists (see
- * docs/decisions/2026-12-03-jsonl-scans-through-the-core-codec.md).
+ * `stream` reads the good prefix again as a {@link VersionedStream} for the edges.
  */
 import type { EventRegistry } from '@agent-ledger/session-events'
 
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import type { LineLimits } from '../line-codec.ts'
 import type { TornTail } from '../log-scanner.ts'
+import { scanLogChunks } from '../read-log.ts'
 import type { ByteSource } from '../read-log.ts'
 import { readV0Chunks } from '../v0/read-v0.ts'
 import type { VersionedRecord, VersionedStream } from './migration-edge.ts'
@@ -95,7 +94,7 @@ function checkOutcome(
   }
 }
 
-/** The end-of-scan outcome of a reader's scanner. */
+/** The end-of-scan outcome both readers produce (v0's and v4's scanners report the same fields). */
 interface ScanEnd {
   readonly header: object | null
   readonly headerMissing: boolean
@@ -177,5 +176,70 @@ const V0_READER: GenerationReader = Object.freeze<GenerationReader>({
   },
 })
 
+/** Format v4: `session.v4.jsonl` through the store's own scanner (a source for future v4 to v5 edges). */
+const V4_READER: GenerationReader = Object.freeze<GenerationReader>({
+  version: 4,
+  async scan(source, options) {
+    let headerLine: Buffer | null = null
+    let events = 0
+    const chunks = scanLogChunks(source, {
+      limits: options.limits,
+      registry: options.registry,
+      file: options.file,
+      onHeader: (_header, location) => {
+        headerLine = Buffer.from(location.bytes)
+        return false
+      },
+      onEvent: () => {
+        events += 1
+      },
+    })
+    for (;;) {
+      const step = await chunks.next()
+      if (step.done === true) {
+        return sourceScan(4, step.value, headerLine)
+      }
+      options.onChunk?.(events)
+    }
+  },
+  stream(source, options) {
+    const { scan, file, registry } = options
+    if (scan.header === null || scan.headerLine === null)
+      throw new RangeError('V4_READER.stream needs a scan with a header')
+    let batch: VersionedRecord[] = []
+    const chunks = scanLogChunks(source, {
+      limits: options.limits,
+      registry,
+      file,
+      onEvent: (event, location) => {
+        batch.push({
+          event: event as unknown as Record<string, unknown>,
+          line: Buffer.from(location.bytes),
+          kind: event.ignorable === true && !registry.has(event.type) ? 'ignorable' : 'known',
+          origin: { file, line: location.line, offset: location.offset, seq: event.seq },
+        })
+      },
+    })
+    async function* records(): AsyncGenerator<readonly VersionedRecord[], void, undefined> {
+      for (;;) {
+        const step = await chunks.next()
+        if (batch.length > 0) {
+          const out = batch
+          batch = []
+          yield out
+        }
+        if (step.done === true) {
+          checkOutcome(file, step.value, scan)
+          return
+        }
+      }
+    }
+    return { version: 4, header: scan.header, headerLine: scan.headerLine, records: records() }
+  },
+})
+
 /** The source formats migration can read, by version. */
-export const GENERATION_READERS: ReadonlyMap<number, GenerationReader> = new Map([[0, V0_READER]])
+export const GENERATION_READERS: ReadonlyMap<number, GenerationReader> = new Map([
+  [0, V0_READER],
+  [4, V4_READER],
+])
