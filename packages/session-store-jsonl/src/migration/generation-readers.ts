@@ -176,7 +176,7 @@ const V0_READER: GenerationReader = Object.freeze<GenerationReader>({
   },
 })
 
-/** Format v4: `session.v4.jsonl` through the store's own scanner (a source for future v4 to v5 edges). */
+/** Format v4: `session.v4.jsonl` through the store's own scanner (read with no edge when a read-mode migration finds v4 current; the source of a future v4 to v5 edge). */
 const V4_READER: GenerationReader = Object.freeze<GenerationReader>({
   version: 4,
   async scan(source, options) {
