@@ -118,6 +118,19 @@ export interface ScanResume {
   readonly stats: Readonly<ScanStats>
 }
 
+/**
+ * The lines-mode resume after a seek point: event `lastSeq` ends at plain offset `offset`
+ * (the header is the core's, so none is carried).
+ *
+ * @param from - The seek point's last seq and plain offset.
+ * @returns The scanner's {@link ScannerOptions.resume}.
+ */
+export function resumeAfter(from: { readonly lastSeq: number; readonly plainOffset: number }): ScanResume {
+  const { lastSeq } = from
+  const stats = { goodLines: lastSeq + 2, events: lastSeq + 1, ignoredUnknown: 0 }
+  return { header: null, headerEndOffset: 0, lastSeq, offset: from.plainOffset, stats }
+}
+
 interface Suspect {
   readonly reason: LineFailureReason
   readonly line: number

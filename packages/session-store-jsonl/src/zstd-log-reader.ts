@@ -34,7 +34,7 @@ import type { StoreLimits } from './limits.ts'
 import { decodeLine, verifyLineChecksum } from './line-codec.ts'
 import { LineSplitter } from './line-splitter.ts'
 import type { LineSink } from './line-splitter.ts'
-import { LogScanner } from './log-scanner.ts'
+import { LogScanner, resumeAfter } from './log-scanner.ts'
 import type { LineLocation, ScannerOptions, ScanOutcome, TornTail } from './log-scanner.ts'
 import { readFileChunks } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
@@ -344,17 +344,7 @@ export async function* scanZstdLogChunks(
             return onLine(location, value, text)
           },
         }),
-    ...(from === undefined
-      ? {}
-      : {
-          resume: {
-            header: null,
-            headerEndOffset: 0,
-            lastSeq: from.lastSeq,
-            offset: from.plainOffset,
-            stats: { goodLines: from.lastSeq + 2, events: from.lastSeq + 1, ignoredUnknown: 0 },
-          },
-        }),
+    ...(from === undefined ? {} : { resume: resumeAfter(from) }),
   })
   const frames = new ZstdFrameScanner(from === undefined ? {} : { startOffset: from.offset })
   let bytesRead = from?.offset ?? 0
