@@ -316,7 +316,7 @@ function checkFrame(
  * the outcome.
  *
  * @param source - The log's compressed bytes, from its start.
- * @param options - The plain scanner's options (format, limits, registry, file, onEvent, onHeader, stopBeforeLine) plus the codec.
+ * @param options - The plain scanner's options (limits, registry, file, onEvent, onHeader, stopBeforeLine) plus the codec.
  * @returns A generator whose return value is the {@link ZstdScanOutcome} (damage returned, not thrown).
  * @throws {@link ZstdFrameError} `CODEC_FAILED` when the codec itself fails; file-system errors from reads.
  */
