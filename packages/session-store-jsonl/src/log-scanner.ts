@@ -76,7 +76,8 @@ export interface ScannerOptions {
   /** The session directory's name: the header's `id` must equal it (`HEADER_ID_MISMATCH` otherwise). */
   readonly sessionId?: string | undefined
   /**
-   * Called with every event that passed the line, seq and type checks, in order; it applies
+   * Called with every event that passed the line, seq and type checks, in order (not with the
+   * sealed lines of an encrypted session, whose form alone is checked); it applies
    * the projection rules. Throwing marks the event as damage (`INVALID_EVENT`, with the
    * thrown error as `cause` and its `code` in `details.projectionCode`).
    */
@@ -509,19 +510,17 @@ export class LogScanner implements LineSink {
       lastGoodSeq: this.#lastSeq,
     }
     let event: LoggedEvent
+    // An encrypted session's line (FORMAT.md section 17): only its form is checked here, and
+    // it is not handed to `onEvent` (its data is sealed); the core opens and checks the event.
+    const sealed = this.#header?.encryption !== undefined
     try {
-      // An encrypted session's line (FORMAT.md section 17): only its form is checked here;
-      // the core opens and checks the event.
-      event =
-        this.#header?.encryption === undefined
-          ? decodeEventLine(stored, context)
-          : sealedEvent(stored, context)
+      event = sealed ? sealedEvent(stored, context) : decodeEventLine(stored, context)
     } catch (error) {
       if (!SessionStoreError.is(error)) throw error
       return this.#fail(fromCoreError(error, file))
     }
     try {
-      options.onEvent(event, location)
+      if (!sealed) options.onEvent(event, location)
     } catch (error) {
       if (JsonlStoreError.is(error) && error.code !== JsonlErrorCode.INVALID_EVENT) throw error
       const code = (error as { code?: unknown } | null)?.code
