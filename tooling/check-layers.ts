@@ -61,8 +61,8 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
     'session-store-postgres',
     'cli',
   ],
-  // The chaos kit: workers run both adapters over the JSONL and PostgreSQL stores; the checker
-  // reads repair codes.
+  // The chaos kit: workers run the three adapters (the AI SDK, OpenAI Agents, the Claude Agent
+  // SDK store) over the JSONL and PostgreSQL stores; the checker reads repair codes.
   chaos: [
     'loop-repair',
     'session-events',
@@ -71,6 +71,7 @@ export const ALLOWED_EDGES: Readonly<Record<string, readonly string[]>> = {
     'session-store-postgres',
     'ai-sdk',
     'openai-agents',
+    'claude-agent-sdk',
   ],
   demo: [
     'session-events',

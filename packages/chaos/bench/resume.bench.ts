@@ -25,12 +25,12 @@ import type { BenchResult } from '../../../tooling/bench/types.ts'
 
 const MEGABYTES = 1024
 const SAMPLES = 20
-const TARGET_MS = 50
+export const TARGET_MS = 50
 const EAGER = { everyEvents: 1, minIntervalMs: 0, minLogBytes: 0, minGrowthRatio: 0 }
 const log = (message: string): void => void process.stderr.write(`resume bench: ${message}\n`)
 
 /** The p-th percentile (nearest rank) of `values`. */
-function percentile(values: readonly number[], p: number): number {
+export function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
 }

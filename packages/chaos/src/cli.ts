@@ -3,8 +3,10 @@
  * frameworks' own storage, through the same seeded faults; prints one markdown table.
  *
  *   pnpm chaos [--runs 10000 | --total N] [--seed 1] [--workers 4] [--per-worker 25]
- *              [--only jsonl,postgres,disk-full,failover,baselines]
+ *              [--only jsonl,postgres,claude,disk-full,failover,baselines]
  *
+ * `claude` is `@agent-ledger/claude-agent-sdk` on JSONL and PostgreSQL: the real SDK and its
+ * CLI, offline, against the worker's scripted Messages API (`claude-worker.ts`).
  * `--runs` is per row; `--total` spreads N runs evenly over the rows run. The `disk-full` rows put
  * the JSONL store on a small tmpfs (root only: without the mount the row says so), the
  * `failover` rows run on a primary with a synchronous standby of their own.
@@ -40,7 +42,7 @@ const sessionsPerWorker = Number(values['per-worker'])
 /** One row of the table: a subject, and the store fault it runs under instead of the default mix. */
 interface Row {
   readonly subject: Subject
-  readonly group: 'jsonl' | 'postgres' | 'disk-full' | 'failover' | 'baselines'
+  readonly group: 'jsonl' | 'postgres' | 'claude' | 'disk-full' | 'failover' | 'baselines'
 }
 
 const jsonl = (adapter: Adapter): Subject => ({ kind: 'ledger', adapter, store: 'jsonl' })
@@ -50,6 +52,8 @@ const all: Row[] = [
   { subject: jsonl('openai-agents'), group: 'jsonl' },
   { subject: postgres('ai-sdk'), group: 'postgres' },
   { subject: postgres('openai-agents'), group: 'postgres' },
+  { subject: jsonl('claude-agent-sdk'), group: 'claude' },
+  { subject: postgres('claude-agent-sdk'), group: 'claude' },
   { subject: jsonl('ai-sdk'), group: 'disk-full' },
   { subject: jsonl('openai-agents'), group: 'disk-full' },
   { subject: postgres('ai-sdk'), group: 'failover' },

@@ -1,5 +1,5 @@
 /**
- * The fault driver: runs sessions over K worker processes (`worker.ts`), faults them at seeded
+ * The fault driver: runs sessions over K worker processes (`worker.ts`, `claude-worker.ts`), faults them at seeded
  * points (SIGKILL; SIGSTOP past the lease then SIGCONT; SIGSTOP with a takeover by another
  * worker then SIGCONT), starts a fresh worker after each fault to resume what is unfinished,
  * and at the end of each round hands the journals and the sessions to `checkRun`.
@@ -7,31 +7,28 @@
 import { spawn } from 'node:child_process'
 import type { ChildProcessByStdio } from 'node:child_process'
 import type { Readable } from 'node:stream'
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { openAiSdkSession, fromModelMessages } from '@agent-ledger/ai-sdk'
-import { itemToWire, openAgentsSession } from '@agent-ledger/openai-agents'
-import { createSessionStore } from '@agent-ledger/session-store'
-import type { SessionStore } from '@agent-ledger/session-store'
-import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
-import { openPostgresBackend } from '@agent-ledger/session-store-postgres'
-import type { WireMessage } from '@agent-ledger/session-events'
-import type { ModelMessage } from 'ai'
+import { ledgerSessionId } from '@agent-ledger/claude-agent-sdk'
 
+import { claudeKey } from './claude-key.ts'
 import { fillDisk, mountTmpfs, unmountTmpfs } from './disk.ts'
 import { checkRun, providerProblems } from './checker.ts'
-import type { ChaosCounts, CheckedSession, LoggedEvent } from './checker.ts'
+import type { ChaosCounts, CheckedSession } from './checker.ts'
 import { readJournals } from './journal.ts'
 import { hashSeed, pickFault, Random } from './plan.ts'
 import type { FaultKind, Subject } from './plan.ts'
-import type { WorkerConfig } from './worker.ts'
+import { baselineSession, ledgerSession, openLedgerStore } from './readback.ts'
+import { strayProcesses } from './strays.ts'
+import type { WorkerConfig } from './worker-kit.ts'
 import { launchArgs } from '../../../tooling/launch-args.ts'
 
-/** The worker's entry, run through tooling/launch.mjs (bundled once, cached, rebuilt when a source changes). */
+/** The workers' entries, run through tooling/launch.mjs (bundled once, cached, rebuilt when a source changes). */
 const WORKER_ENTRY = fileURLToPath(new URL('./worker.ts', import.meta.url))
+const CLAUDE_WORKER_ENTRY = fileURLToPath(new URL('./claude-worker.ts', import.meta.url))
 
 /** Options of {@link runChaos}. */
 export interface ChaosOptions {
@@ -61,6 +58,8 @@ export interface ChaosOptions {
    * synchronous standby when it has none.
    */
   readonly failover?: { readonly fail: () => Promise<string>; readonly prepare: () => Promise<string> }
+  /** `claude-agent-sdk`: run the SDK's defaults (batched mirroring, tools at once), not write-ahead. */
+  readonly sdkDefaults?: boolean
 }
 
 /** What a run measured. */
@@ -96,6 +95,8 @@ interface WorkerProcess {
   readonly child: ChildProcessByStdio<null, Readable, Readable>
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
   readonly output: () => { stdout: string; stderr: string }
+  /** Signals the worker's process group (the worker and every child it started). */
+  readonly signal: (name: NodeJS.Signals) => void
 }
 
 /** A running worker and what it said. */
@@ -107,10 +108,18 @@ interface Running {
   readonly faulted: Promise<string | null>
 }
 
-/** A worker process: `worker.ts` through the workspace's launcher (one cached esbuild bundle). */
+/**
+ * A worker process: `worker.ts` (or `claude-worker.ts`) through the workspace's launcher (one
+ * cached esbuild bundle), in a process group of its own: faults signal the group, so a child
+ * the worker started (the Claude Agent SDK's CLI) is killed or stopped with it.
+ */
 function spawnWorker(config: WorkerConfig): WorkerProcess {
-  const child = spawn(process.execPath, launchArgs(WORKER_ENTRY, [JSON.stringify(config)]), {
+  const { subject } = config
+  const entry =
+    subject.kind === 'ledger' && subject.adapter === 'claude-agent-sdk' ? CLAUDE_WORKER_ENTRY : WORKER_ENTRY
+  const child = spawn(process.execPath, launchArgs(entry, [JSON.stringify(config)]), {
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   })
   let stderr = ''
   child.stdout.setEncoding('utf8')
@@ -118,7 +127,14 @@ function spawnWorker(config: WorkerConfig): WorkerProcess {
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   )
-  return { child, exited, output: () => ({ stdout: '', stderr }) }
+  const signal = (name: NodeJS.Signals): void => {
+    try {
+      process.kill(-child.pid!, name)
+    } catch {
+      // the group is gone (the worker and its children exited)
+    }
+  }
+  return { child, exited, output: () => ({ stdout: '', stderr }), signal }
 }
 
 function startWorker(config: WorkerConfig): Running {
@@ -228,7 +244,7 @@ async function runSlot({ base, store, slot, sessions, random, options, log, scra
     const key = `${fault.kind} ${fault.point}`
     log.faults.set(key, (log.faults.get(key) ?? 0) + 1)
     if (fault.kind === 'kill') {
-      worker.child.child.kill('SIGKILL')
+      worker.child.signal('SIGKILL')
       await worker.exited
       absorb(log, worker.lines)
       continue
@@ -238,14 +254,14 @@ async function runSlot({ base, store, slot, sessions, random, options, log, scra
       continue
     }
     // A stop: the worker is frozen where it stands, its lease running out (or taken over).
-    worker.child.child.kill('SIGSTOP')
+    worker.child.signal('SIGSTOP')
     if (fault.kind === 'stop') await sleep(options.leaseMs + 50)
     absorb(log, worker.lines)
     const replacement = startWorker(config(null, fault.kind === 'takeover'))
     await replacement.exited
     absorb(log, replacement.lines)
     writeFileSync(workerConfig.releaseFile, '')
-    worker.child.child.kill('SIGCONT')
+    worker.child.signal('SIGCONT')
     const before = worker.lines.length
     await worker.exited
     const after = worker.lines.slice(before)
@@ -286,7 +302,7 @@ async function storeFault(
   if (kind === 'disk-full') store.fill!()
   else store.target = await store.failover!()
   writeFileSync(releaseFile, '')
-  const guard = setTimeout(() => worker.child.child.kill('SIGKILL'), AFTER_STORE_FAULT_MS)
+  const guard = setTimeout(() => worker.child.signal('SIGKILL'), AFTER_STORE_FAULT_MS)
   await worker.exited
   clearTimeout(guard)
   if (kind === 'disk-full') store.free!()
@@ -302,83 +318,6 @@ async function storeFault(
     ...worker.lines.slice(0, at + 1),
     ...worker.lines.slice(at + 1).filter((line) => !line.startsWith('ERROR ')),
   ])
-}
-
-/** The wire history of a baseline's saved array, and its entries as events (seq = array index). */
-function baselineSession(
-  subject: Subject,
-  file: string,
-  saved: { id: string; acked: number },
-): CheckedSession {
-  const { id, acked } = saved
-  let entries: unknown[]
-  try {
-    entries = JSON.parse(readFileSync(file, 'utf8')) as unknown[]
-  } catch {
-    entries = [] // never saved (or an unreadable save): the history is empty
-  }
-  const events: LoggedEvent[] = []
-  const wire: WireMessage[] = []
-  entries.forEach((entry, seq) => {
-    const messages =
-      subject.kind === 'baseline' && subject.baseline === 'ai-sdk-recipe'
-        ? fromModelMessages([entry as ModelMessage], { unsupported: 'placeholder' }).map((e) => e.message)
-        : [itemToWire(entry as Parameters<typeof itemToWire>[0])]
-    for (const message of messages) {
-      const previous = wire.at(-1)
-      // Parallel function_call items are one assistant message on the wire.
-      if (
-        message.role === 'assistant' &&
-        message.tool_calls !== undefined &&
-        previous?.role === 'assistant' &&
-        previous.tool_calls !== undefined &&
-        (message.content ?? '') === ''
-      )
-        wire[wire.length - 1] = { ...previous, tool_calls: [...previous.tool_calls, ...message.tool_calls] }
-      else wire.push(message)
-      events.push({ seq, type: message.role === 'tool' ? 'tool/result' : 'message', data: { message } })
-    }
-  })
-  return { id, events, ackedSeq: acked, nextRequest: wire }
-}
-
-async function openLedgerStore(
-  subject: Subject & { kind: 'ledger' },
-  target: string,
-): Promise<SessionStore & { close(): Promise<void> }> {
-  const owner = `chaos-checker:${globalThis.process.pid}`
-  if (subject.store === 'postgres')
-    return createSessionStore({
-      backend: await openPostgresBackend({ connectionString: target }),
-      clock: () => new Date().toISOString(),
-      owner,
-    })
-  return createJsonlStore({ root: target, owner })
-}
-
-/** Reads a ledger session back: its events, then the next request as the adapter derives it on open. */
-async function ledgerSession(
-  store: SessionStore,
-  subject: Subject & { kind: 'ledger' },
-  saved: { id: string; acked: number },
-): Promise<CheckedSession> {
-  const { id, acked } = saved
-  // The good prefix even of a damaged log: a damaged session still counts what it holds.
-  const read = await store.openReader(id, { allowDamaged: true }).catch((error: unknown) => error)
-  const lastSeq = read instanceof Error ? -1 : (read as { lastSeq: number }).lastSeq
-  const events: LoggedEvent[] = []
-  if (lastSeq >= 0) for await (const event of store.readEvents(id, { toSeq: lastSeq })) events.push(event)
-  try {
-    const session =
-      subject.adapter === 'ai-sdk'
-        ? await openAiSdkSession(store, id, { create: false, takeover: true })
-        : await openAgentsSession(store, id, { takeover: true, create: false })
-    const nextRequest = session.writer.deriveMessages()
-    await session.close()
-    return { id, events, ackedSeq: acked, nextRequest }
-  } catch (error) {
-    return { id, events, ackedSeq: acked, nextRequest: [], openError: String(error) }
-  }
 }
 
 function add(a: ChaosCounts, b: ChaosCounts): ChaosCounts {
@@ -474,6 +413,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         effectsDir,
         seed: options.seed,
         leaseMs: slotOptions.leaseMs,
+        ...(options.sdkDefaults === true ? { sdkDefaults: true } : {}),
       }
       const slots = Array.from({ length: workers }, (_, slot) =>
         ids.filter((_, index) => index % workers === slot),
@@ -496,8 +436,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       if (subject.kind === 'ledger') {
         const checked = await openLedgerStore(subject, store.target)
         try {
-          for (const id of ids)
-            sessions.push(await ledgerSession(checked, subject, { id, acked: log.acked.get(id) ?? -1 }))
+          const cwd = realpathSync(effectsDir)
+          for (const id of ids) {
+            const stored = subject.adapter === 'claude-agent-sdk' ? ledgerSessionId(claudeKey(cwd, id)) : id
+            sessions.push(
+              await ledgerSession(checked, subject, { id, stored, acked: log.acked.get(id) ?? -1 }),
+            )
+          }
         } finally {
           await checked.close()
         }
@@ -527,6 +472,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
             return problems.length === 0 ? [] : [`${checked.id}: ${problems.join('; ').slice(0, 600)}`]
           }),
         })
+      // A worker's child still running after its worker exited (its fault missed the group).
+      for (const pid of strayProcesses(realpathSync(scratch))) {
+        log.errors.push(`STRAY process ${pid} left running in the round's directory`)
+        try {
+          process.kill(pid, 'SIGKILL')
+        } catch {
+          // it exited meanwhile
+        }
+      }
       counts = add(counts, roundCounts)
       resumes.push(...log.resumes)
       for (const [key, value] of log.faults) faults[key] = (faults[key] ?? 0) + value

@@ -5,7 +5,7 @@
  */
 
 /** The agent-ledger adapters a worker runs. */
-export type Adapter = 'ai-sdk' | 'openai-agents'
+export type Adapter = 'ai-sdk' | 'openai-agents' | 'claude-agent-sdk'
 
 /** The frameworks' own storage, as their docs show users building it. */
 export type Baseline = 'ai-sdk-recipe' | 'agents-memory' | 'agents-file'

@@ -18,6 +18,8 @@ describe('chaos smoke: agent-ledger on JSONL', () => {
   const cases: readonly (readonly [string, Subject, number])[] = [
     ['@agent-ledger/ai-sdk', { kind: 'ledger', adapter: 'ai-sdk', store: 'jsonl' }, 7],
     ['@agent-ledger/openai-agents', { kind: 'ledger', adapter: 'openai-agents', store: 'jsonl' }, 16],
+    // The real Claude Agent SDK and its CLI against the worker's scripted Messages API.
+    ['@agent-ledger/claude-agent-sdk', { kind: 'ledger', adapter: 'claude-agent-sdk', store: 'jsonl' }, 7],
   ]
   it.each(cases)(
     '%s: SIGKILL and SIGSTOP past the lease at seeded points leave every count at 0',
@@ -35,6 +37,7 @@ describe('chaos smoke: agent-ledger on JSONL', () => {
       expect(result.resumes.length).toBeGreaterThan(0)
       expect(result.counts.toolCallsStarted).toBeGreaterThan(0)
       // Seeds 7 and 16: a SIGKILL halfway through a JSONL write (a torn tail) and a SIGSTOP in a tool.
+      // `errors` also holds any process a round left running (a worker's child missed by its fault).
       expect({ ...defects(result), unfenced: result.unfenced, errors: result.errors }).toEqual({
         ...none,
         unfenced: 0,

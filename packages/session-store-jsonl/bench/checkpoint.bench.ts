@@ -13,8 +13,12 @@
  *       compacted, against reading `core.checkpoint` and the tail once + `JSON.parse`
  *       (target <= 1.5);
  *     - write (`openWriter` + `close` on a new store, nothing appended): against the same full
- *       replay, target <= 0.05 where the surface is small (the acquire still scans the whole
- *       log for its torn-tail check: ADR 2026-12-01-one-store-api).
+ *       replay, target <= 0.05 where the surface is small (the acquire's head scan starts at
+ *       the checkpoint's seek point: ADR 2026-12-03-write-open-trusts-the-checkpoint); context
+ *       rows give the backend's acquire alone, and the write open with `writeOpenCheck: 'full'`
+ *       (every line checked, RELIABILITY I9).
+ *     The compaction-every-20-turns shape runs again on a `.zstd` log (the seek point is a
+ *     frame boundary).
  *     The headline cold open at 100,000 / 1,000,000 events, plain and `.zstd`, is
  *     `core-read.bench.ts`'s.
  * (b) Checkpoint write cost at `turn/end` for a projection of 10,000 surface messages: one
@@ -42,7 +46,7 @@ import { median } from '../../../tooling/bench/support.ts'
 import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { LOG_FILE_NAME } from '../src/format.ts'
 import { createJsonlStore } from '../src/index.ts'
-import type { JsonlStore } from '../src/index.ts'
+import type { JsonlStore, LogEncoding, WriteOpenCheck } from '../src/index.ts'
 import { checkpointFloor } from './support/floors.ts'
 import { interleave, progress } from './support/measure.ts'
 
@@ -70,15 +74,19 @@ function strictWarning(warning: SessionStoreWarning): void {
 }
 
 /** Every store of a session shares its clock (the event times keep increasing across writers). */
-function storeFactory(root: string): (checkpoint?: CheckpointOptions) => JsonlStore {
+function storeFactory(
+  root: string,
+  encoding: LogEncoding = 'plain',
+): (checkpoint?: CheckpointOptions, writeOpenCheck?: WriteOpenCheck) => JsonlStore {
   let tick = 0
   const clock = (): string => new Date(START + 250 * tick++).toISOString()
-  return (checkpoint) =>
+  return (checkpoint, writeOpenCheck) =>
     createJsonlStore({
       root,
+      encoding,
       clock,
       onWarning: strictWarning,
-      jsonl: { lock: { heartbeatMs: 0 } },
+      jsonl: { lock: { heartbeatMs: 0 }, ...(writeOpenCheck === undefined ? {} : { writeOpenCheck }) },
       ...(checkpoint === undefined ? {} : { checkpoint }),
     })
 }
@@ -138,10 +146,10 @@ async function timedMs(action: () => Promise<unknown>): Promise<number> {
 async function writeColdSession(
   root: string,
   id: string,
-  shape: { readonly total: number; readonly compactEvery: number },
+  shape: { readonly total: number; readonly compactEvery: number; readonly encoding: LogEncoding },
 ): Promise<number> {
   const { total, compactEvery } = shape
-  const stores = storeFactory(root)
+  const stores = storeFactory(root, shape.encoding)
   const feed = new SessionFeed(compactEvery)
   const off = stores({ enabled: false })
   const bulk = await off.create({ id, header: { cwd: '/bench/checkpoint' } })
@@ -161,15 +169,21 @@ async function writeColdSession(
   return events
 }
 
-async function coldOpen(root: string, total: number, compactEvery: number): Promise<BenchResult[]> {
+async function coldOpen(
+  root: string,
+  shape: { readonly total: number; readonly compactEvery: number; readonly encoding: LogEncoding },
+): Promise<BenchResult[]> {
+  const { total, compactEvery, encoding } = shape
   const id = 'cold'
-  log(`writing a ${total}-event session through the core (compaction every ${compactEvery} turns)`)
-  const events = await writeColdSession(root, id, { total, compactEvery })
+  log(
+    `writing a ${total}-event ${encoding} session through the core (compaction every ${compactEvery} turns)`,
+  )
+  const events = await writeColdSession(root, id, shape)
   const directory = join(root, id)
-  const path = join(directory, LOG_FILE_NAME)
+  const path = join(directory, encoding === 'plain' ? LOG_FILE_NAME : `${LOG_FILE_NAME}.zstd`)
   const checkpointPath = join(directory, CHECKPOINT_FILE)
   const checkpointBytes = readFileSync(checkpointPath)
-  const stores = storeFactory(root)
+  const stores = storeFactory(root, encoding)
   const probe = await stores().openReader(id)
   if (!probe.checkpoint.used || probe.lastSeq !== events - 1) {
     throw new Error(`the checkpoint was not used: ${JSON.stringify(probe.checkpoint)}`)
@@ -183,23 +197,34 @@ async function coldOpen(root: string, total: number, compactEvery: number): Prom
   await full.close()
   const readTimes: number[] = []
   const writeTimes: number[] = []
+  const fullCheckTimes: number[] = []
   const acquireTimes: number[] = []
+  // A write open on a new store; its head scan must have started where `check` says.
+  const timedWriteOpen = async (check: WriteOpenCheck): Promise<number> => {
+    const store = stores(undefined, check)
+    const ms = await timedMs(async () => {
+      const writer = await store.openWriter(id)
+      if (writer.recovery.headScan?.from !== (check === 'full' ? 'start' : 'checkpoint')) {
+        throw new Error(`unexpected head scan: ${JSON.stringify(writer.recovery.headScan)}`)
+      }
+      await writer.close()
+    })
+    await store.close()
+    // A write open may store a newer checkpoint on close: every round measures the same one.
+    writeFileSync(checkpointPath, checkpointBytes, { mode: 0o600 })
+    return ms
+  }
   for (let run = 0; run < 5; run += 1) {
     // Cold: a new store (new backend, no open file) each time.
     const reader = stores()
     readTimes.push(await timedMs(() => reader.openReader(id)))
     await reader.close()
-    const writerStore = stores()
-    writeTimes.push(
-      await timedMs(async () => {
-        const writer = await writerStore.openWriter(id)
-        await writer.close()
-      }),
-    )
-    await writerStore.close()
-    // The measured cause of the write open's cost: the backend's acquire alone (lock, lease,
-    // and the scan that checks every line of the log before a writer may append: RELIABILITY
-    // I9), with no projection, no checkpoint and no core.
+    writeTimes.push(await timedWriteOpen('checkpoint'))
+    // The same with every line checked before the writer may append (RELIABILITY I9's option).
+    fullCheckTimes.push(await timedWriteOpen('full'))
+    // The backend's share of the write open: its acquire alone (lock, lease, and the head
+    // scan from the checkpoint's seek point: the torn-tail check of the lines after it), with
+    // no projection and no core.
     const bare = stores()
     acquireTimes.push(
       await timedMs(async () => {
@@ -208,14 +233,12 @@ async function coldOpen(root: string, total: number, compactEvery: number): Prom
       }),
     )
     await bare.close()
-    // A write open may store a newer checkpoint on close: the next rounds measure the same one.
-    writeFileSync(checkpointPath, checkpointBytes, { mode: 0o600 })
   }
   const readMs = median(readTimes)
   const writeMs = median(writeTimes)
   const size = statSync(path).size
   const compaction = compactEvery === 0 ? 'never compacted' : `compaction every ${compactEvery} turns`
-  const where = `${events} events, ${compaction} (${(size / 1e6).toFixed(0)} MB, ${surface} surface nodes, core.checkpoint ${(checkpointBytes.length / 1e3).toFixed(0)} kB, ${behind} events behind)`
+  const where = `${events} events, ${encoding === 'plain' ? 'plain' : '.zstd'}, ${compaction} (${(size / 1e6).toFixed(0)} MB, ${surface} surface nodes, core.checkpoint ${(checkpointBytes.length / 1e3).toFixed(0)} kB, ${behind} events behind)`
   const floor = { name: 'full replay of the same log (openReader, checkpoints off), ms', value: fullMs }
   const results: BenchResult[] = []
   if (compactEvery === 0) {
@@ -270,11 +293,18 @@ async function coldOpen(root: string, total: number, compactEvery: number): Prom
     },
     {
       // The cause when the row above misses: its share spent in the backend's acquire.
-      name: `of which: backend.acquire + release alone (the whole-log check of every line before a writer appends, I9), ${where} (context)`,
+      name: `of which: backend.acquire + release alone (lock, lease, the head scan from the checkpoint's seek point), ${where} (context)`,
       value: median(acquireTimes),
       unit: 'ms',
       floor: { name: 'the cold WRITE open above, ms', value: writeMs },
       ratio: median(acquireTimes) / writeMs,
+    },
+    {
+      name: `cold WRITE open with writeOpenCheck 'full' (every line checked before a writer appends, I9), ${where} (context)`,
+      value: median(fullCheckTimes),
+      unit: 'ms',
+      floor,
+      ratio: median(fullCheckTimes) / fullMs,
     },
   )
   return results
@@ -374,9 +404,13 @@ export async function run(
   try {
     const total = options.scale === 'large' ? 1_000_000 : 100_000
     const results: BenchResult[] = []
-    for (const compactEvery of COMPACT_EVERY_TURNS) {
-      const directory = join(root, `cold-${compactEvery}`)
-      results.push(...(await coldOpen(directory, total, compactEvery)))
+    const shapes = [
+      ...COMPACT_EVERY_TURNS.map((compactEvery) => ({ compactEvery, encoding: 'plain' as const })),
+      { compactEvery: COMPACT_EVERY_TURNS[0], encoding: 'zstd' as const },
+    ]
+    for (const { compactEvery, encoding } of shapes) {
+      const directory = join(root, `cold-${compactEvery}-${encoding}`)
+      results.push(...(await coldOpen(directory, { total, compactEvery, encoding })))
       rmSync(directory, { recursive: true, force: true })
     }
     results.push(...(await writeCost(join(root, 'write'))))

@@ -103,9 +103,7 @@ export async function appendDurably(request: DurableAppendRequest): Promise<numb
   if (held.status === 'rejected') {
     const error: unknown = held.reason
     throw request.poison(
-      JsonlStoreError.is(error)
-        ? error
-        : toStoreError(error, { op: 'check the lock of', file, fallback: JsonlErrorCode.LOCK_LOST }),
+      toStoreError(error, { op: 'check the lock of', file, fallback: JsonlErrorCode.LOCK_LOST }),
     )
   }
   return offset + bytes.length
@@ -124,9 +122,11 @@ async function assertRollbackIsOurs(request: DurableAppendRequest, failure: Json
   const [held, stats] = await Promise.allSettled([request.lock.assertHeld(), handle.stat()])
   const notRolledBack = `${failure.message} ${file} was not rolled back to ${offset} bytes`
   if (held.status === 'rejected') {
-    const lost = JsonlStoreError.is(held.reason)
-      ? held.reason
-      : toStoreError(held.reason, { op: 'check the lock of', file, fallback: JsonlErrorCode.LOCK_LOST })
+    const lost = toStoreError(held.reason, {
+      op: 'check the lock of',
+      file,
+      fallback: JsonlErrorCode.LOCK_LOST,
+    })
     throw request.poison(
       new JsonlStoreError({
         code: lost.code,

@@ -20,6 +20,17 @@ const DISK_FULL_CODES = new Set(['ENOSPC', 'EFBIG', 'EDQUOT'])
 /** Errno codes that mean "not allowed". */
 const ACCESS_CODES = new Set(['EACCES', 'EPERM', 'EROFS'])
 
+/** True when {@link toStoreError} has a code of its own for `errno` (not the caller's fallback). */
+export function hasStoreCode(errno: string): boolean {
+  return (
+    errno === 'ELOOP' ||
+    errno === NOT_REGULAR_ERRNO ||
+    errno === 'ENXIO' ||
+    ACCESS_CODES.has(errno) ||
+    DISK_FULL_CODES.has(errno)
+  )
+}
+
 /** What the store was doing when a file-system call failed. */
 export interface FsFailure {
   /** The operation, e.g. `open-append`, `mkdir`, `write`, `read`. */

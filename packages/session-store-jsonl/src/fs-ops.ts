@@ -187,3 +187,22 @@ export const nodeFsOps: FsOps = {
     }
   },
 }
+
+/**
+ * Reads into `buffer` from `position` until it is full or the file ends (a pread may return
+ * fewer bytes than asked).
+ *
+ * @param handle - An open file.
+ * @param buffer - Filled from its start.
+ * @param position - File offset of the first byte.
+ * @returns The bytes read (less than `buffer.length` only at the end of the file).
+ */
+export async function readFully(handle: FileHandleOps, buffer: Uint8Array, position = 0): Promise<number> {
+  let total = 0
+  while (total < buffer.length) {
+    const count = await handle.read(buffer, total, buffer.length - total, position + total)
+    if (count === 0) break
+    total += count
+  }
+  return total
+}

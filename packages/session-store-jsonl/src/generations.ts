@@ -11,9 +11,13 @@
 import { constants } from 'node:fs'
 import { basename, join } from 'node:path'
 
+import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
+
 import { toStoreError } from './fs-errors.ts'
 import type { FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
+import { LOG_FILE_NAME } from './layout.ts'
+import type { StoreLimits } from './limits.ts'
 import { verifyLineChecksum } from './line-codec.ts'
 import { LineSplitter } from './line-splitter.ts'
 import { readFileChunks } from './read-log.ts'
@@ -222,17 +226,6 @@ export function assertGenerationVersion(
   })
 }
 
-/**
- * The absolute path of a generation.
- *
- * @param sessionDirectory - The session directory (absolute).
- * @param generation - The generation.
- * @returns `sessionDirectory/generation.file`.
- */
-export function generationPath(sessionDirectory: string, generation: GenerationFile): string {
-  return join(sessionDirectory, generation.file)
-}
-
 /** What {@link peekHeaderVersion} found on line 1. */
 export type HeaderVersionPeek =
   /** The header's own format version: `version` (v1+), or `data.version` of a v0 `session/header` event. */
@@ -319,4 +312,72 @@ export async function peekHeaderVersion(
   } finally {
     await handle.close().catch(() => undefined)
   }
+}
+
+function versionTooNew(file: string, found: number): JsonlStoreError {
+  return new JsonlStoreError({
+    code: JsonlErrorCode.VERSION_TOO_NEW,
+    message: `${file} was written by a newer agent-ledger (format version ${found}, this library reads up to ${SESSION_FORMAT_VERSION}): upgrade @agent-ledger/session-store-jsonl to open it.`,
+    file,
+    line: 1,
+    offset: 0,
+    details: { found, expected: SESSION_FORMAT_VERSION, supportedMax: SESSION_FORMAT_VERSION },
+  })
+}
+
+/**
+ * Picks a session's current generation (the numerically highest canonical name) and checks
+ * its version before anything is locked or written: a newer version (by name or by header)
+ * is `VERSION_TOO_NEW`, a header whose version differs from its file name is
+ * `GENERATION_VERSION_MISMATCH`. Reads the directory listing and, for a plain generation,
+ * line 1 only. A header that cannot be peeked (unreadable, not a number) is left to the
+ * format's own reader, which reports it precisely.
+ *
+ * @param context - File system and limits.
+ * @param request - The session directory and id.
+ * @returns The current generation and the rest of the listing.
+ * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND` (no generation), `MIXED_ENCODINGS`,
+ *   `VERSION_TOO_NEW`, `GENERATION_VERSION_MISMATCH`, `ACCESS_DENIED` / `READ_FAILED` from the listing.
+ */
+export async function resolveCurrentGeneration(
+  context: { readonly fs: FsOps; readonly limits: Pick<StoreLimits, 'maxLineBytes'> },
+  request: { readonly directory: string; readonly id: string },
+): Promise<CurrentGeneration> {
+  const { directory, id } = request
+  const picked = pickCurrentGeneration(await listGenerations(context.fs, directory), id)
+  if (picked === null) {
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.SESSION_NOT_FOUND,
+      message: `Session ${id} was not found: expected ${id}/${LOG_FILE_NAME} (or an older generation such as ${id}/session.jsonl), found no session log.`,
+      file: `${id}/${LOG_FILE_NAME}`,
+    })
+  }
+  const { current } = picked
+  const file = `${id}/${current.file}`
+  let headerVersion: number | null = null
+  if (current.encoding === 'plain') {
+    const peek = await peekHeaderVersion(context.fs, join(directory, current.file), {
+      maxLineBytes: Math.min(context.limits.maxLineBytes, 1024 * 1024),
+      display: file,
+    }).catch(() => null)
+    if (peek?.kind === 'version' && typeof peek.version === 'number' && Number.isInteger(peek.version)) {
+      headerVersion = peek.version
+    }
+  }
+  if (headerVersion !== null && headerVersion > SESSION_FORMAT_VERSION)
+    throw versionTooNew(file, headerVersion)
+  if (current.version > SESSION_FORMAT_VERSION) throw versionTooNew(file, headerVersion ?? current.version)
+  if (headerVersion !== null) assertGenerationVersion(current, headerVersion, id)
+  return picked
+}
+
+/**
+ * True when a generation is older than the format this library writes: it is read through
+ * migration (in memory when read-only, published as a new generation on a write open).
+ *
+ * @param generation - The current generation.
+ * @returns True for a version below `SESSION_FORMAT_VERSION`.
+ */
+export function isOlderGeneration(generation: GenerationFile): boolean {
+  return generation.version < SESSION_FORMAT_VERSION
 }

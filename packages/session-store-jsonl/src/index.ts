@@ -17,7 +17,8 @@
 export { createJsonlStore } from './jsonl-store.ts'
 export type { JsonlStore, JsonlStoreOptions } from './jsonl-store.ts'
 export { asJsonlBackend, createJsonlBackend } from './backend/jsonl-backend.ts'
-export type { JsonlBackend, JsonlBackendOptions, JsonlCapabilities } from './backend/jsonl-backend.ts'
+export type { JsonlBackend, JsonlCapabilities } from './backend/jsonl-backend.ts'
+export type { JsonlBackendOptions, WriteOpenCheck } from './backend/backend-options.ts'
 export type { JsonlFilesCapability } from './backend/files.ts'
 export type {
   SessionFileEntry,
@@ -27,7 +28,7 @@ export type {
   SessionLockInfo,
 } from './session-files.ts'
 export type { CompressResult } from './compress-session.ts'
-export type { MigrationReport } from './store-generations.ts'
+export type { MigrationReport } from './backend/maintenance.ts'
 export type { TornTail } from './log-scanner.ts'
 export { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 export { nodeFsOps } from './fs-ops.ts'

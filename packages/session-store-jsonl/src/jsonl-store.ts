@@ -8,7 +8,8 @@ import { createSessionStore } from '@agent-ledger/session-store'
 import type { SessionStore, SessionStoreOptions } from '@agent-ledger/session-store'
 
 import { createJsonlBackend } from './backend/jsonl-backend.ts'
-import type { JsonlBackend, JsonlBackendOptions } from './backend/jsonl-backend.ts'
+import type { JsonlBackendOptions } from './backend/backend-options.ts'
+import type { JsonlBackend } from './backend/jsonl-backend.ts'
 import type { FsOps } from './fs-ops.ts'
 import type { LogEncoding } from './zstd-log-writer.ts'
 

@@ -1,5 +1,5 @@
 /*
- * The checks of the publish-by-link protocol (see publish.ts): the typed failure of a step,
+ * The types and checks of the publish-by-link protocol (see publish.ts): the typed failure of a step,
  * the read-back verification of the staged bytes, the source identity check, the
  * comparison with a target another process published first, and the withdrawal of a name
  * whose directory fsync failed.
@@ -8,11 +8,107 @@ import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
 
 import { errnoOf } from './fs-errors.ts'
+import { readFully } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { readFileChunks } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
-import type { SourceIdentity, PublishOperation, PublishRequest } from './publish-types.ts'
+
+/** Named points of the protocol, in order, where {@link PublishHooks.at} is called (crash tests). */
+export const PUBLISH_POINTS = [
+  'temp-created',
+  'temp-written',
+  'temp-synced',
+  'verified',
+  'linked',
+  'dir-synced',
+  'temp-unlinked',
+] as const
+
+/** One of {@link PUBLISH_POINTS}. */
+export type PublishPoint = (typeof PUBLISH_POINTS)[number]
+
+/** Test seam: called at each named point; a crash test SIGKILLs its process there. */
+export interface PublishHooks {
+  /** `renamed`: a `replace` publish renamed the temp file over the target (instead of `linked`). */
+  at(point: PublishPoint | 'renamed'): Promise<void> | void
+}
+
+/** What the source looked like when it was read; checked again just before the link. */
+export interface SourceIdentity {
+  /** Absolute path of the source file. */
+  readonly path: string
+  readonly ino: number
+  readonly size: number
+  readonly mtimeMs: number
+}
+
+/**
+ * The store operation a publish serves: it names the error code of a failed step
+ * (`CREATE_FAILED`, `FORK_FAILED`, `SALVAGE_FAILED`, `COMPRESS_FAILED`, `MIGRATION_FAILED`).
+ */
+export type PublishOperation = 'create' | 'fork' | 'salvage' | 'compress' | 'migrate'
+
+/** What {@link publishFile} needs. */
+export interface PublishRequest {
+  readonly fs: FsOps
+  /** The directory to publish into (absolute). */
+  readonly directory: string
+  /** The target file name inside `directory`, e.g. `session.v4.jsonl`. */
+  readonly target: string
+  /** Temp-name kind, `[a-z0-9]+` and not starting with `lock` (`migrate`, `compress`, `create`, `salvage`). */
+  readonly kind: string
+  /** The operation this publish serves, for the code of a failed step; default `migrate`. */
+  readonly operation?: PublishOperation
+  /** Produces the content, streamed; called once. A `JsonlStoreError` it throws passes through unchanged. */
+  readonly content: () => AsyncIterable<Uint8Array>
+  /**
+   * Validates the staged bytes (read back from disk through the temp's handle); throws to
+   * abort the publish (the error becomes the operation's failure code, `step: 'verify'`, with it as cause).
+   * Bytes it does not consume are still read and hashed.
+   */
+  readonly verify?: (staged: ByteSource) => Promise<void>
+  /** The file the content was derived from: its identity must be unchanged just before the link. */
+  readonly source?: SourceIdentity
+  /** `accept-identical-prefix` (default): an existing target that begins with our bytes is accepted; `refuse`: any existing target is a conflict. */
+  readonly ifExists?: 'accept-identical-prefix' | 'refuse'
+  /** Random hex for temp names (`byteCount` bytes, so `2 * byteCount` hex digits); default `crypto.randomBytes`. Test seam for S7. */
+  readonly randomHex?: (byteCount: number) => string
+  readonly hooks?: PublishHooks
+  /** Prefix of file names in errors (the session id), so they read `<id>/<file>`; default none. */
+  readonly display?: string
+  /** Keep the temp's read-write handle open and return it (it is the published inode): appends continue through it. */
+  readonly keepHandle?: boolean
+  /** Write batch and read-back chunk size; default 1 MiB. */
+  readonly chunkBytes?: number
+  /**
+   * Rename the verified temp file over `target` instead of linking it (a compress's reseal:
+   * the target's content is replaced by the same events, under the writer lock).
+   */
+  readonly replace?: boolean
+  /** A held writer lock, checked (`assertHeld`) just before the link. */
+  readonly lock?: { assertHeld(): Promise<void> }
+}
+
+/** What {@link publishFile} did. */
+export interface PublishResult {
+  /** `published`: our file is now the target; `already-published`: another process published the same bytes first (ours dropped). */
+  readonly outcome: 'published' | 'already-published'
+  /** The target name. */
+  readonly file: string
+  /** Absolute target path. */
+  readonly path: string
+  /** Bytes we staged (the existing target may be longer when `already-published`). */
+  readonly size: number
+  /** SHA-256 (hex) of the bytes we staged. */
+  readonly sha256: string
+  /** Inode of the target. */
+  readonly ino: number
+  /** The read-write handle on the published inode, with `keepHandle` and outcome `published`; otherwise null. */
+  readonly handle: FileHandleOps | null
+  /** The temp name that was used (already removed). */
+  readonly tempFile: string
+}
 
 export const FAILURE_CODES: Readonly<Record<PublishOperation, JsonlErrorCode>> = {
   create: JsonlErrorCode.CREATE_FAILED,
@@ -50,11 +146,6 @@ export function failed(
     details: { step, cause, published: false, poisoned: false, ...context.details },
     cause: error,
   })
-}
-
-/** Errors a content producer or a caller-supplied check may throw and that pass through unchanged. */
-export function isTyped(error: unknown): boolean {
-  return JsonlStoreError.is(error)
 }
 
 export async function verifyStaged(
@@ -218,7 +309,7 @@ export async function acceptExisting(
     }
     return (await existing.stat()).ino
   } catch (error) {
-    if (isTyped(error)) throw error
+    if (JsonlStoreError.is(error)) throw error
     throw failed('compare-existing', error, { file, code })
   } finally {
     await existing.close().catch(() => undefined)
@@ -236,8 +327,8 @@ async function firstDifference(
   let position = 0
   while (position < options.size) {
     const want = Math.min(options.chunkBytes, options.size - position)
-    const leftCount = await readFully(staged, left, { length: want, position })
-    const rightCount = await readFully(existing, right, { length: want, position })
+    const leftCount = await readFully(staged, left.subarray(0, want), position)
+    const rightCount = await readFully(existing, right.subarray(0, want), position)
     const limit = Math.min(leftCount, rightCount)
     for (let index = 0; index < limit; index += 1) {
       if (left[index] !== right[index]) return position + index
@@ -246,20 +337,6 @@ async function firstDifference(
     position += want
   }
   return -1
-}
-
-async function readFully(
-  handle: FileHandleOps,
-  buffer: Buffer,
-  range: { length: number; position: number },
-): Promise<number> {
-  let total = 0
-  while (total < range.length) {
-    const count = await handle.read(buffer, total, range.length - total, range.position + total)
-    if (count === 0) break
-    total += count
-  }
-  return total
 }
 
 /** Removes the target name after a failed directory fsync, but only when it still holds our inode. */

@@ -23,42 +23,37 @@
  * still our inode), so the source stays current, and reports `poisoned`: the caller stops
  * writing and reopens (an fsync error is never retried, RELIABILITY rule 6).
  */
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 
 import { errnoOf } from './fs-errors.ts'
-import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlStoreError } from './jsonl-store-error.ts'
+import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { LOCK_TEMP_PREFIX, TEMP_PREFIX } from './layout.ts'
-import type { PublishPoint, PublishRequest, PublishResult } from './publish-types.ts'
+import { createTempFile, defaultRandomHex } from './temp-file.ts'
+import type { PublishPoint, PublishRequest, PublishResult } from './publish-checks.ts'
 import {
   FAILURE_CODES,
   failed,
-  isTyped,
   verifyStaged,
   checkSource,
   acceptExisting,
   withdrawTarget,
 } from './publish-checks.ts'
 
-export { PUBLISH_POINTS } from './publish-types.ts'
+export { PUBLISH_POINTS } from './publish-checks.ts'
 export type {
   PublishHooks,
   PublishPoint,
   PublishRequest,
   PublishResult,
   SourceIdentity,
-} from './publish-types.ts'
+} from './publish-checks.ts'
 
-const MAX_TEMP_ATTEMPTS = 16
 const DEFAULT_CHUNK_BYTES = 1024 * 1024
 const KIND_PATTERN = /^[a-z0-9]+$/
 const HEX16 = /^[0-9a-f]{16}$/
-
-function defaultRandomHex(byteCount: number): string {
-  return randomBytes(byteCount).toString('hex')
-}
 
 /**
  * Publishes a file by link (see the protocol at the top of this source file): temp file,
@@ -94,49 +89,33 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
   const code = FAILURE_CODES[request.operation ?? 'migrate']
   const targetPath = join(directory, target)
   const chunkBytes = request.chunkBytes ?? DEFAULT_CHUNK_BYTES
-  const randomHex = request.randomHex ?? defaultRandomHex
-  const at = async (point: PublishPoint | 'renamed'): Promise<void> => {
-    await request.hooks?.at(point)
-  }
-
-  // 1. The temp file.
-  let handle: FileHandleOps | undefined
-  let tempName = ''
-  for (let attempt = 0; attempt < MAX_TEMP_ATTEMPTS && handle === undefined; attempt += 1) {
-    const hex = randomHex(8)
+  const randomHex = (byteCount: number): string => {
+    const hex = (request.randomHex ?? defaultRandomHex)(byteCount)
     if (!HEX16.test(hex))
       throw new RangeError(
         `publishFile: randomHex(8) must return 16 lowercase hex digits, found ${JSON.stringify(hex)}`,
       )
-    tempName = `${TEMP_PREFIX}${kind}-${hex}`
-    try {
-      handle = await fs.open(
-        join(directory, tempName),
-        constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-        0o600,
-      )
-    } catch (error) {
-      // S7: a pre-created name (a file or a symlink) gives EEXIST: draw fresh randomness.
-      if (errnoOf(error) === 'EEXIST') continue
-      throw failed('create-temp', error, { file, code })
-    }
+    return hex
   }
-  if (handle === undefined) {
-    throw new JsonlStoreError({
-      code,
-      message: `Publishing ${file} failed at step create-temp: expected a free random temp name, found ${MAX_TEMP_ATTEMPTS} taken; nothing was published.`,
-      file,
-      details: {
-        step: 'create-temp',
-        cause: 'EEXIST',
-        published: false,
-        poisoned: false,
-        attempts: MAX_TEMP_ATTEMPTS,
-      },
+  const at = async (point: PublishPoint | 'renamed'): Promise<void> => {
+    await request.hooks?.at(point)
+  }
+
+  // 1. The temp file (S7: a pre-created name draws fresh randomness).
+  let created: Awaited<ReturnType<typeof createTempFile>>
+  try {
+    created = await createTempFile(fs, {
+      directory,
+      prefix: `${TEMP_PREFIX}${kind}-`,
+      randomHex,
+      access: constants.O_RDWR,
     })
+  } catch (error) {
+    if (error instanceof RangeError) throw error
+    throw failed('create-temp', error, { file, code })
   }
-  const tempPath = join(directory, tempName)
-  const temp = handle
+  const { handle: temp, path: tempPath } = created
+  const tempName = basename(tempPath)
   let tempPresent = true
   let handleOpen = true
   const closeHandle = async (): Promise<void> => {
@@ -163,9 +142,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
   let tempIno: number
   try {
     try {
-      const stats = await temp.stat()
-      tempIno = stats.ino
-      if ((stats.mode & 0o777) !== 0o600) await temp.chmod(0o600)
+      tempIno = (await temp.stat()).ino
     } catch (error) {
       throw failed('create-temp', error, { file, code })
     }
@@ -211,7 +188,8 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       if (filled > 0) await writeBatch(batch.subarray(0, filled))
     } catch (error) {
       await iterator?.return?.().catch(() => undefined)
-      if (isTyped(error)) throw error
+      // Errors of the content producer or a check pass through unchanged.
+      if (JsonlStoreError.is(error)) throw error
       throw failed('write-temp', error, { file, code })
     }
     sha256 = hash.digest('hex')

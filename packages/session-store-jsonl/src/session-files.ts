@@ -1,4 +1,3 @@
-import { constants } from 'node:fs'
 import { join } from 'node:path'
 
 import type { SessionHeader } from '@agent-ledger/session-events'
@@ -10,6 +9,7 @@ import { parseGenerationFileName } from './generations.ts'
 import type { GenerationEncoding } from './generations.ts'
 import { CORE_CHECKPOINT_FILE_NAME, SEARCH_INDEX_FILE_NAME, TEMP_PREFIX } from './layout.ts'
 import { WRITER_LOCK_FILE_NAME } from './writer-lock.ts'
+import { readEntry } from './writer-lock-record.ts'
 
 /** What one entry of a session directory is. */
 export type SessionFileKind = 'log' | 'quarantine' | 'lock' | 'temp' | 'checkpoint' | 'search-index' | 'other'
@@ -56,7 +56,7 @@ export interface SessionHeaderRead {
   readonly id: string
   /**
    * The header, or null when the log has no valid header line (a crash during creation). For
-   * an older generation: the v4 header its migration would write, without `migratedFrom`.
+   * an older generation: the v4 header its migration would write, `migratedFrom` included.
    */
   readonly header: SessionHeader | null
   /** The log read, relative to the root. */
@@ -65,8 +65,6 @@ export interface SessionHeaderRead {
   readonly version: number
   readonly encoding: GenerationEncoding
 }
-
-const MAX_LOCK_BYTES = 64 * 1024
 
 function classify(name: string): Pick<SessionFileEntry, 'kind' | 'version' | 'encoding'> {
   const generation = parseGenerationFileName(name)
@@ -81,30 +79,13 @@ function classify(name: string): Pick<SessionFileEntry, 'kind' | 'version' | 'en
   return { kind: 'other' }
 }
 
+/** The record of the writer lock, read as the lock reads it (never through a symlink or a special file). */
 async function readLockInfo(fs: FsOps, path: string): Promise<SessionLockInfo | null> {
-  let handle
-  try {
-    handle = await fs.open(path, constants.O_RDONLY | constants.O_NOFOLLOW)
-  } catch {
-    return null
-  }
-  try {
-    const buffer = Buffer.alloc(MAX_LOCK_BYTES)
-    const count = await handle.read(buffer, 0, buffer.length, 0)
-    const value: unknown = JSON.parse(buffer.subarray(0, count).toString('utf8'))
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return null
-    const record = value as Record<string, unknown>
-    return {
-      pid: record['pid'],
-      host: record['host'],
-      acquiredAt: record['acquiredAt'],
-      heartbeatAt: record['heartbeatAt'],
-    }
-  } catch {
-    return null
-  } finally {
-    await handle.close().catch(() => undefined)
-  }
+  const entry = await readEntry(fs, path).catch(() => null)
+  const record = entry?.kind === 'present' ? entry.record : undefined
+  if (record === undefined) return null
+  const { pid, host, acquiredAt, heartbeatAt } = record
+  return { pid, host, acquiredAt, heartbeatAt }
 }
 
 /**

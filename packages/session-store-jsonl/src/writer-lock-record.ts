@@ -1,34 +1,157 @@
 /*
- * The lock record and the staleness judge: who holds a lock (pid, host, process start, boot
- * id, nonce), read without following a symlink, and whether that holder is gone.
+ * The writer lock's record and files (see writer-lock.ts for the protocol): its types and
+ * constants; the record of who holds a lock (pid, host, process start, boot id, nonce), read
+ * without following a symlink, and the judge of whether that holder is gone; publishing a
+ * lock or claim file exclusively (temp + link, never through a symlink), the typed errors of
+ * that step, and the removal of leftover claims and temps.
  */
 import { constants } from 'node:fs'
-import { readFile } from 'node:fs/promises'
-import { createHash, randomBytes } from 'node:crypto'
-import { uptime } from 'node:os'
 import type { Stats } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { createHash } from 'node:crypto'
+import { uptime } from 'node:os'
+import { basename, join } from 'node:path'
 
+import { errnoOf } from './fs-errors.ts'
+import { readFully } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
-import type { LockRecord, Entry, Self, Verdict, Context } from './writer-lock-types.ts'
-import { MAX_LOCK_BYTES, BOOT_TIME_SLACK_MS } from './writer-lock-types.ts'
+import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
+import { LOCK_TEMP_PREFIX } from './layout.ts'
+import { createTempFile } from './temp-file.ts'
 
-export function defaultRandomHex(byteCount: number): string {
-  return randomBytes(byteCount).toString('hex')
+/** Name of the lock file inside a session directory. */
+export const WRITER_LOCK_FILE_NAME = 'writer.lock'
+
+/** Prefix of the claim files used while breaking a stale lock (`writer.lock.break-<token>`). */
+export const CLAIM_PREFIX = `${WRITER_LOCK_FILE_NAME}.break-`
+
+/** Content of a lock file longer than this is not a lock record (and is read only this far). */
+const MAX_LOCK_BYTES = 4096
+/** Nested stale claims broken before giving up (each level needs a crash in the level below). */
+export const MAX_CLAIM_DEPTH = 3
+/** Consecutive "the lock changed under us, look again" rounds before reporting the lock as held. */
+export const MAX_QUICK_RETRIES = 64
+/** Margin on the boot time computed from uptime (seconds, sampled), for the "written before boot" rule. */
+const BOOT_TIME_SLACK_MS = 5_000
+/** Temp names tried before giving up (each collision means someone pre-created a random name). */
+const MAX_TEMP_ATTEMPTS = 16
+
+/** How {@link acquireWriterLock} waits and judges staleness. */
+export interface LockOptions {
+  /** How long to wait for a held lock before failing with SESSION_LOCKED; 0 (default) fails at once. */
+  timeoutMs: number
+  /** Heartbeat age after which a lock held on ANOTHER host is stale; default 30000. */
+  staleMs: number
+  /** Interval of the heartbeat that rewrites `heartbeatAt`; default 5000; 0 disables it. */
+  heartbeatMs: number
+  /**
+   * Source of random hex strings (`byteCount` bytes each) for nonces and temp names.
+   * Defaults to `crypto.randomBytes`; a test seam for predictable-name attacks (S7).
+   */
+  randomHex: (byteCount: number) => string
 }
 
-export function errnoOf(error: unknown): string | undefined {
-  if (typeof error === 'object' && error !== null && 'code' in error) {
-    const code = error.code
-    return typeof code === 'string' ? code : undefined
-  }
-  return undefined
+/**
+ * What {@link acquireWriterLock} takes: the lock settings, plus (for the backend port's
+ * leases) a judge of live holders.
+ */
+export interface AcquireLockOptions extends Partial<LockOptions> {
+  /**
+   * Called for a lock whose holder looks alive: returns why it may be broken anyway (an
+   * operator's takeover, a lease that expired, the same owner restarting), or null to leave
+   * it. `token` is the holder's nonce (or a hash of an unreadable file). The break itself
+   * follows the claim protocol, and the old holder's next `assertHeld()` fails with `LOCK_LOST`.
+   */
+  readonly breakLive?:
+    | ((holder: { readonly token: string; readonly record: LockRecord | undefined }) => string | null)
+    | undefined
 }
 
-export function sleep(milliseconds: number): Promise<void> {
-  return new Promise((resolve) => {
-    setTimeout(resolve, milliseconds)
-  })
+/** The JSON record stored in `writer.lock` (and in break claims). */
+export interface LockRecord {
+  readonly pid: number
+  readonly host: string
+  /** Linux: field 22 (starttime, clock ticks after boot) of /proc/<pid>/stat; null where unavailable. */
+  readonly processStart: number | null
+  /** Linux: /proc/sys/kernel/random/boot_id; null where unavailable. */
+  readonly bootId: string | null
+  /** 16 random bytes, 32 lowercase hex digits: the identity of this lock. */
+  readonly nonce: string
+  readonly acquiredAt: string
+  readonly heartbeatAt: string
 }
+
+/** A stale lock that {@link acquireWriterLock} broke before taking the lock. */
+export interface BrokenLock {
+  /** The previous holder's pid, or null when the file held no valid record. */
+  readonly holderPid: number | null
+  readonly holderHost: string | null
+  /** Why it was judged stale. */
+  readonly reason: string
+}
+
+/** A held writer lock. */
+export interface WriterLock {
+  /** This holder's nonce (also written in the lock file). */
+  readonly nonce: string
+  /** Absolute path of the lock file. */
+  readonly file: string
+  /** Stale locks broken while acquiring this one (empty when the name was free). */
+  readonly brokenStaleLocks: readonly BrokenLock[]
+  /**
+   * Re-reads the lock file and checks that it still carries this holder's nonce.
+   *
+   * @throws {@link JsonlStoreError} with code `LOCK_LOST` when the file is gone, replaced or released.
+   */
+  assertHeld(): Promise<void>
+  /**
+   * Stops the heartbeat and removes the lock file if it is still ours. Idempotent, and
+   * retryable: a failed release leaves the lock held and the next call tries again. Needs no
+   * free space (on ENOSPC/EDQUOT the release claim is an empty file).
+   */
+  release(): Promise<void>
+  /**
+   * Stops the heartbeat and closes the lock's descriptor without touching any file: for a
+   * holder that removed the session directory itself (a delete), whose lock file went with it.
+   * Afterwards the lock counts as released.
+   */
+  forget(): Promise<void>
+}
+
+export type Entry =
+  | { readonly kind: 'missing' }
+  | {
+      readonly kind: 'present'
+      readonly stats: Stats
+      readonly symlink: boolean
+      readonly regular: boolean
+      readonly record: LockRecord | undefined
+      /** The nonce, or `x` + a hash of inode and bytes: what "the same lock file" means. */
+      readonly token: string
+    }
+
+export interface Self {
+  readonly pid: number
+  readonly host: string
+  readonly processStart: number | null
+  readonly bootId: string | null
+}
+
+export type Verdict = { readonly stale: boolean; readonly reason: string }
+
+export interface Context {
+  readonly fs: FsOps
+  readonly directory: string
+  readonly lockPath: string
+  /** The lock file relative to the store root (`<id>/writer.lock`), for `JsonlStoreError.file`. */
+  readonly displayFile: string
+  readonly self: Self
+  readonly options: LockOptions
+  readonly breakLive?: AcquireLockOptions['breakLive']
+}
+
+export type Published =
+  { readonly kind: 'created'; readonly handle: FileHandleOps } | { readonly kind: 'exists' }
 
 /** Fields 3.. of /proc/<pid>/stat (after the parenthesised command name, which may hold spaces). */
 async function procStatFields(pid: number | 'self'): Promise<string[] | undefined> {
@@ -132,13 +255,7 @@ export async function readEntry(fs: FsOps, path: string): Promise<Entry> {
         // Replaced between lstat and open: look again at what is there now.
         if (opened.ino !== stats.ino) return await readEntry(fs, path)
         const buffer = Buffer.alloc(MAX_LOCK_BYTES + 1)
-        let length = 0
-        while (length < buffer.length) {
-          const count = await handle.read(buffer, length, buffer.length - length, length)
-          if (count === 0) break
-          length += count
-        }
-        bytes = buffer.subarray(0, length)
+        bytes = buffer.subarray(0, await readFully(handle, buffer))
       } finally {
         await handle.close()
       }
@@ -229,5 +346,121 @@ export function makeRecord(self: Self, nonce: string, acquiredAt: string): LockR
     nonce,
     acquiredAt: acquiredAt === '' ? now : acquiredAt,
     heartbeatAt: now,
+  }
+}
+
+function mapCreateError(context: Context, error: unknown, path: string): unknown {
+  const code = errnoOf(error)
+  const relative = `${basename(context.directory)}/${basename(path)}`
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+    return new JsonlStoreError({
+      code: JsonlErrorCode.ACCESS_DENIED,
+      message: `Cannot create the writer lock in ${basename(context.directory)}: expected a writable session directory, found ${code}.`,
+      file: relative,
+      details: { op: 'create-lock', path: relative, cause: code },
+      cause: error,
+    })
+  }
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    return new JsonlStoreError({
+      code: JsonlErrorCode.DISK_FULL,
+      message: `Cannot create the writer lock in ${basename(context.directory)}: the disk is full (${code}).`,
+      file: relative,
+      details: { op: 'create-lock', cause: code },
+      cause: error,
+    })
+  }
+  if (code === 'ENOENT') {
+    return new JsonlStoreError({
+      code: JsonlErrorCode.SESSION_NOT_FOUND,
+      message: `Cannot create the writer lock: the session directory ${basename(context.directory)} does not exist.`,
+      file: basename(context.directory),
+      details: { op: 'create-lock', cause: code },
+      cause: error,
+    })
+  }
+  return error
+}
+
+/**
+ * Publishes `bytes` at `target` only if nothing is there: temp file (O_EXCL|O_NOFOLLOW,
+ * 0600) then link(). Keeps the temp's handle open (it is the published inode).
+ */
+export async function publishExclusive(context: Context, target: string, bytes: Buffer): Promise<Published> {
+  const { fs, directory } = context
+  for (let attempt = 0; attempt < MAX_TEMP_ATTEMPTS; attempt += 1) {
+    let created: Awaited<ReturnType<typeof createTempFile>>
+    try {
+      // A pre-created random name (a file or a symlink) draws another (S7).
+      created = await createTempFile(fs, {
+        directory,
+        prefix: `${LOCK_TEMP_PREFIX}-`,
+        randomHex: context.options.randomHex,
+        access: constants.O_RDWR,
+      })
+    } catch (error) {
+      if (errnoOf(error) === 'EEXIST') break
+      throw mapCreateError(context, error, target)
+    }
+    const { handle, path: temp } = created
+    let published = false
+    try {
+      try {
+        await handle.write(bytes, 0)
+      } catch (error) {
+        throw mapCreateError(context, error, target)
+      }
+      try {
+        await fs.link(temp, target)
+        published = true
+      } catch (error) {
+        const code = errnoOf(error)
+        if (code === 'EEXIST') return { kind: 'exists' }
+        // ENOENT: our temp vanished (a cleaner removed it); start again with a new one.
+        if (code === 'ENOENT') continue
+        throw mapCreateError(context, error, target)
+      }
+    } finally {
+      if (!published) await handle.close().catch(() => undefined)
+      await fs.unlink(temp).catch(() => undefined)
+    }
+    return { kind: 'created', handle }
+  }
+  throw new JsonlStoreError({
+    code: JsonlErrorCode.ACCESS_DENIED,
+    message: `Cannot create the writer lock in ${basename(directory)}: expected a free random temp name, found ${MAX_TEMP_ATTEMPTS} taken.`,
+    file: context.displayFile,
+    details: { op: 'create-lock', path: context.displayFile, cause: 'EEXIST' },
+  })
+}
+
+export function symlinkError(context: Context): JsonlStoreError {
+  return new JsonlStoreError({
+    code: JsonlErrorCode.SYMLINK_REFUSED,
+    message: `The writer lock of session ${basename(context.directory)} is a symbolic link; expected a regular file, and it is never followed.`,
+    file: context.displayFile,
+    details: { which: 'lock', lockFile: context.lockPath },
+  })
+}
+
+/**
+ * Deletes what crashed lockers left behind, once we hold the lock: claims for tokens that
+ * are no longer at `writer.lock` (they grant no right, see the top of writer-lock.ts) and the
+ * lock protocol's temp files (`.tmp-lock-*`, `.tmp-lockbreak-*`). Removing a contender's
+ * in-flight temp is harmless: its link() then fails with ENOENT and it draws a new name,
+ * and its link() could only have failed with EEXIST anyway while we hold the lock.
+ */
+export async function removeLeftovers(context: Context, ownNonce: string): Promise<void> {
+  let names: string[]
+  try {
+    names = await context.fs.readdir(context.directory)
+  } catch {
+    return
+  }
+  for (const name of names) {
+    const claim = name.startsWith(CLAIM_PREFIX) && name !== `${CLAIM_PREFIX}${ownNonce}`
+    if (claim || name.startsWith('.tmp-lock')) {
+      await context.fs.unlink(join(context.directory, name)).catch(() => undefined)
+    }
   }
 }

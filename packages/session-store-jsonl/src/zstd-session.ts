@@ -15,6 +15,7 @@ import { constants } from 'node:fs'
 import { join } from 'node:path'
 
 import { errnoOf, toStoreError } from './fs-errors.ts'
+import { readFully } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { listGenerations, pickCurrentGeneration } from './generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
@@ -180,16 +181,6 @@ async function openReadOnly(fs: FsOps, path: string, file: string): Promise<File
   } catch (error) {
     throw toStoreError(error, { op: 'open', file, which: 'log', fallback: JsonlErrorCode.READ_FAILED })
   }
-}
-
-async function readFully(handle: FileHandleOps, buffer: Buffer, position: number): Promise<number> {
-  let total = 0
-  while (total < buffer.length) {
-    const count = await handle.read(buffer, total, buffer.length - total, position + total)
-    if (count === 0) break
-    total += count
-  }
-  return total
 }
 
 /**

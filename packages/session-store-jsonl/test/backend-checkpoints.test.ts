@@ -23,11 +23,8 @@ import type {
 import { createJsonlBackend } from '../src/index.ts'
 import { nodeFsOps } from '../src/fs-ops.ts'
 import type { FsOps } from '../src/fs-ops.ts'
-import {
-  CORE_CHECKPOINT_FILE_NAME,
-  decodeCheckpointFile,
-  encodeCheckpointFile,
-} from '../src/backend/checkpoints.ts'
+import { decodeCheckpointFile, encodeCheckpointFile } from '../src/backend/checkpoint-envelope.ts'
+import { CORE_CHECKPOINT_FILE_NAME } from '../src/layout.ts'
 import { tempRoot } from './backend/jsonl-harness.ts'
 
 /** The JSONL store API's own checkpoint file (another format; that API is gone, the file may be left). */

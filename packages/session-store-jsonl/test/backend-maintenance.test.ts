@@ -115,8 +115,8 @@ describe('the compress capability', () => {
     const directory = plantV0(root, 'old')
     const source = readFileSync(join(directory, 'session.jsonl'))
     const error = await store.backend.capabilities.compress.compress('old').catch((caught: unknown) => caught)
-    expect(error).toMatchObject({ code: 'UNSUPPORTED', details: { capability: 'migrate', fromVersion: 0 } })
-    expect((error as Error).message).toMatch(/session\.jsonl.*format v0.*migrate it first/)
+    expect(error).toMatchObject({ code: 'UNSUPPORTED', details: { capability: 'migrate' } })
+    expect((error as Error).message).toMatch(/session\.jsonl.*migrate it first/)
     expect(readdirSync(directory)).toEqual(['session.jsonl'])
     expect(readFileSync(join(directory, 'session.jsonl')).equals(source)).toBe(true)
     await store.backend.capabilities.migrate.migrate('old')
@@ -138,6 +138,16 @@ describe('the migrate capability', () => {
     const files = store.backend.capabilities.files
     expect(await migrate.needsMigration('v0')).toBe(true)
     expect(await files.readHeader('v0')).toMatchObject({ id: 'v0', file: 'v0/session.jsonl', version: 0 })
+    // The header its migration would write, as reads see it: migratedFrom names the source.
+    expect((await files.readHeader('v0')).header?.migratedFrom).toMatchObject({
+      file: 'session.jsonl',
+      version: 0,
+    })
+    // Compress needs a v4 log: a session with only an older generation is migrated first.
+    await expect(store.backend.capabilities.compress.compress('v0')).rejects.toMatchObject({
+      code: 'UNSUPPORTED',
+      details: { capability: 'migrate' },
+    })
 
     const dry = await migrate.migrate('v0', { dryRun: true })
     expect(dry).toMatchObject({

@@ -45,15 +45,14 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 
 import { nodeFsOps } from '../src/index.ts'
 import type { FileHandleOps, FsOps, JsonlStoreOptions } from '../src/index.ts'
-import {
-  CORE_CHECKPOINT_FILE_NAME,
-  decodeCheckpointFile,
-  encodeCheckpointFile,
-} from '../src/backend/checkpoints.ts'
+import { decodeCheckpointFile, encodeCheckpointFile } from '../src/backend/checkpoint-envelope.ts'
 import type { SeekPoint } from '../src/backend/seek-point.ts'
-import { LOG_FILE_NAME } from '../src/layout.ts'
+import { CORE_CHECKPOINT_FILE_NAME, LOG_FILE_NAME } from '../src/layout.ts'
 import { createFaultFs } from './support/fault-fs.ts'
 import { collect, coreTestStore, lineStarts, makeTempDir, turnInputs } from './support/sessions.ts'
+
+/** The checkpoint is written after the flush resolves: wait for it without a deadline that a loaded machine misses. */
+const WAIT = { timeout: 50_000, interval: 20 }
 
 let temp: { path: string; cleanup: () => void }
 
@@ -248,7 +247,7 @@ describe('writing checkpoints', () => {
     const { durableSeq } = await writer.flush()
     await vi.waitFor(() => {
       expect(existsSync(checkpointPath('turns'))).toBe(true)
-    })
+    }, WAIT)
     const { record, payload } = readStored('turns')
     const lines = logLines('turns')
     expect(record.seq).toBe(durableSeq)
@@ -300,7 +299,7 @@ describe('writing checkpoints', () => {
     await writer.flush()
     await vi.waitFor(() => {
       expect(existsSync(checkpointPath('throttle'))).toBe(true)
-    })
+    }, WAIT)
     expect(readStored('throttle').record.seq).toBe(5)
     await writer.close()
   })
@@ -870,7 +869,7 @@ describe('the checkpoint never leads the log', () => {
     expect(writer.bufferedEvents).toBe(1)
     await vi.waitFor(() => {
       expect(existsSync(checkpointPath('during'))).toBe(true)
-    })
+    }, WAIT)
     const { record, payload } = readStored('during')
     expect(record.seq).toBe(6)
     expect(payload.snapshot.nextSeq).toBe(7)
@@ -907,7 +906,7 @@ describe('amortisation over JSONL', () => {
       const { durableSeq } = await writer.flush()
       await vi.waitFor(() => {
         expect(settled).toBe(started)
-      })
+      }, WAIT)
       const size = eventBytes('growth')
       if (size - base.size >= 2 * (base.bodyBytes + 4096)) expected.push(durableSeq)
       if (existsSync(checkpointPath('growth')) && readStored('growth').record.seq === durableSeq) {

@@ -235,6 +235,18 @@ describe('store.readHeader and store.sessionFiles', () => {
     expect(files.lock?.pid).toBe(process.pid)
   })
 
+  it('report SESSION_NOT_FOUND for a session directory that holds no log', async () => {
+    const { store } = coreTestStore(temp.path)
+    mkdirSync(join(temp.path, 'empty'), { mode: 0o700 })
+    writeFileSync(join(temp.path, 'empty', 'notes.txt'), 'x')
+    writeFileSync(join(temp.path, 'empty', 'writer.lease'), '{}')
+    const files = store.backend.capabilities.files
+    await expect(files.sessionFiles('empty')).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' })
+    await expect(files.readHeader('empty')).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' })
+    await expect(files.sessionFiles('absent')).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' })
+    await expect(files.readHeader('absent')).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' })
+  })
+
   it('readHeader returns a null header for a log whose header line is torn', async () => {
     const { store } = coreTestStore(temp.path)
     mkdirSync(join(temp.path, 't1'), { mode: 0o700 })

@@ -1,7 +1,8 @@
 /**
  * Issue 10 (the outside attack), store side: a complete header that fails is damage, never a
- * torn tail (T7); header checks in order (V7); the header id names its directory (S11); a
- * write open checks the checksums of the prefix a checkpoint skips (I9). Every fault is
+ * torn tail (T7); header checks in order (V7); the header id names its directory (S11); the
+ * checksums of the prefix a checkpoint skips are checked by verify, and by a write open with
+ * `writeOpenCheck: 'full'` (I9). Every fault is
  * injected for real into files the library wrote.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
@@ -12,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { SessionStoreError } from '@agent-ledger/session-store'
 
 import { testTime } from '../../../tooling/test-time.ts'
-import { CORE_CHECKPOINT_FILE_NAME } from '../src/backend/checkpoints.ts'
+import { CORE_CHECKPOINT_FILE_NAME } from '../src/layout.ts'
 import { LOG_FILE_NAME } from '../src/format.ts'
 import type { JsonlStore } from '../src/index.ts'
 import { seededRandom } from './support/fault-fs.ts'
@@ -310,32 +311,34 @@ describe('S11: the header id names the session directory', () => {
   })
 })
 
-describe('I9: a write open checks the line checksums of the prefix a checkpoint skips', () => {
+/** A >1 MiB log written with the default checkpoint options (a checkpoint on close past 1 MiB): its bytes and the end of the prefix the checkpoint skips. */
+async function checkpointedBigLog(
+  real: JsonlStore,
+): Promise<{ path: string; content: Buffer; starts: number[]; prefixEnd: number }> {
+  const writer = await real.create({ id: 'big' })
+  for (let turn = 1; statSync(join(temp.path, 'big', LOG_FILE_NAME)).size < 1.2 * 1024 * 1024; turn += 1) {
+    for (const input of turnInputs(turn, { toolOutput: `output ${turn} ${'x'.repeat(2000)}` }))
+      writer.append(input)
+    await writer.flush()
+  }
+  await writer.close()
+  const path = join(temp.path, 'big', LOG_FILE_NAME)
+  const content = readFileSync(path)
+  expect(content.length).toBeGreaterThan(1024 * 1024)
+  const clean = await real.openReader('big')
+  if (!clean.checkpoint.used)
+    throw new Error(`expected the checkpoint used, found ${clean.checkpoint.reason}`)
+  const starts = lineStarts(content)
+  // The prefix the checkpoint skips ends where the line of its seq starts (the header is line 1).
+  return { path, content, starts, prefixEnd: starts[clean.checkpoint.seq + 1]! }
+}
+
+describe('I9: the prefix a checkpoint skips: checked by verify always, by a write open with writeOpenCheck full', () => {
   it(
-    'I9: 40 bit flips in the checkpointed prefix of a >1 MiB log: openWriter refuses every one, changing nothing; read-only opens use the checkpoint unless the flip is in a line they read back',
+    "I9 (writeOpenCheck 'full'): 40 bit flips in the checkpointed prefix of a >1 MiB log: openWriter refuses every one, changing nothing; read-only opens use the checkpoint unless the flip is in a line they read back",
     async () => {
-      // Default checkpoint options: written on close once the log passes 1 MiB.
-      const { store: real, warnings } = coreTestStore(temp.path)
-      const writer = await real.create({ id: 'big' })
-      for (
-        let turn = 1;
-        statSync(join(temp.path, 'big', LOG_FILE_NAME)).size < 1.2 * 1024 * 1024;
-        turn += 1
-      ) {
-        for (const input of turnInputs(turn, { toolOutput: `output ${turn} ${'x'.repeat(2000)}` }))
-          writer.append(input)
-        await writer.flush()
-      }
-      await writer.close()
-      const path = join(temp.path, 'big', LOG_FILE_NAME)
-      const content = readFileSync(path)
-      expect(content.length).toBeGreaterThan(1024 * 1024)
-      const clean = await real.openReader('big')
-      if (!clean.checkpoint.used)
-        throw new Error(`expected the checkpoint used, found ${clean.checkpoint.reason}`)
-      const starts = lineStarts(content)
-      // The prefix the checkpoint skips ends where the line of its seq starts (the header is line 1).
-      const prefixEnd = starts[clean.checkpoint.seq + 1]!
+      const { store: real, warnings } = coreTestStore(temp.path, { jsonl: { writeOpenCheck: 'full' } })
+      const { path, content, starts, prefixEnd } = await checkpointedBigLog(real)
       const random = seededRandom(10)
       let refused = 0
       let readBack = 0
@@ -371,7 +374,44 @@ describe('I9: a write open checks the line checksums of the prefix a checkpoint 
       writeFileSync(path, content)
       const again = await real.openWriter('big')
       expect(again.recovery.checkpoint).toMatchObject({ used: true })
+      expect(again.recovery.headScan).toEqual({ from: 'start', fromSeq: 0 })
       await again.close()
+    },
+    testTime(120_000),
+  )
+
+  it(
+    'I9 (default): 40 bit flips in the checkpointed prefix: verify reports every one; the write open trusts the checkpoint (its head scan starts at the seek point) unless the flip is in a line the core reads back',
+    async () => {
+      const { store: real } = coreTestStore(temp.path)
+      const { path, content, starts, prefixEnd } = await checkpointedBigLog(real)
+      const random = seededRandom(10)
+      let opened = 0
+      for (let flip = 0; flip < 40; flip += 1) {
+        const at = starts[1]! + Math.floor(random() * (prefixEnd - starts[1]!))
+        const damaged = Buffer.from(content)
+        damaged[at] = damaged[at]! ^ (1 << Math.floor(random() * 8))
+        writeFileSync(path, damaged)
+        const report = await real.verify('big')
+        expect(report.status).toBe('damaged')
+        expect(['CORRUPT_LINE', 'SEQ_GAP', 'INVALID_EVENT']).toContain(report.damage?.code)
+        expect(report.damage?.location?.offset).toBeLessThanOrEqual(at)
+        try {
+          const writer = await real.openWriter('big')
+          expect(writer.recovery.headScan).toMatchObject({ from: 'checkpoint' })
+          expect(writer.recovery.checkpoint).toMatchObject({ used: true })
+          await writer.close()
+          opened += 1
+        } catch (error) {
+          // A flip in a line the core reads back (a visible node the projection references).
+          expect(['CORRUPT_LINE', 'SEQ_GAP', 'INVALID_EVENT']).toContain((error as SessionStoreError).code)
+        }
+        // Nothing before the flip was repaired or cut.
+        expect(readFileSync(path).subarray(0, prefixEnd).equals(damaged.subarray(0, prefixEnd))).toBe(true)
+        expect(namesIn(join(temp.path, 'big')).filter((name) => name.includes('.torn-'))).toEqual([])
+      }
+      // Most flips fall in lines nobody reads back: the default write open does not see them.
+      expect(opened).toBeGreaterThan(0)
     },
     testTime(120_000),
   )

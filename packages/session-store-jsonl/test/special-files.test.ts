@@ -17,7 +17,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { SessionStoreError } from '@agent-ledger/session-store'
 import type { SessionWriter } from '@agent-ledger/session-store'
 
-import { CORE_CHECKPOINT_FILE_NAME } from '../src/backend/checkpoints.ts'
+import { CORE_CHECKPOINT_FILE_NAME } from '../src/layout.ts'
 import { LOG_FILE_NAME } from '../src/format.ts'
 import type { JsonlStore } from '../src/index.ts'
 import { closedSessionInputs, coreTestStore, makeTempDir, writeCoreSession } from './support/sessions.ts'

@@ -31,6 +31,7 @@ export type {
   DeleteResult,
   FollowCapability,
   ForkCapability,
+  HeadScan,
   ListEntry,
   ListFilter,
   ListPage,

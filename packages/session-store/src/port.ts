@@ -162,6 +162,31 @@ export interface AcquireRepair {
   readonly quarantinedTo?: string | undefined
 }
 
+/**
+ * Where a backend that reads its log back on the write open (a file backend finding its
+ * durable head and torn tail) started checking lines. Every line from `fromSeq` on was read
+ * and checked; the lines before it were trusted (a stored checkpoint's binding matched).
+ */
+export interface HeadScan {
+  /**
+   * `start`: from the log's first line (every line checked); `checkpoint`: from the line the
+   * stored checkpoint's seek point names, after its seq and checksum matched; `published`:
+   * nothing read (the head this backend instance published on create, the log unchanged since).
+   */
+  readonly from: 'start' | 'checkpoint' | 'published'
+  /** Seq of the first event line checked (0 from the start; the head's `nextSeq` when nothing was read). */
+  readonly fromSeq: number
+  /**
+   * Why a scan from the start, when a checkpoint could have been used: `checkpoint-absent`
+   * (no checkpoint file), `checkpoint-unreadable` (a file that is not one readable checkpoint),
+   * `no-seek-point` (a checkpoint without a seek point into this log), `binding-mismatch` (the
+   * line at the seek point is not the one the checkpoint names: the log was cut or rewritten
+   * below it). Absent when the scan was asked to check every line, or did not start there.
+   */
+  readonly fallback?:
+    'checkpoint-absent' | 'checkpoint-unreadable' | 'no-seek-point' | 'binding-mismatch' | undefined
+}
+
 /** What {@link SessionBackend.acquire} returns. */
 export interface AcquireResult {
   readonly lease: WriterLease
@@ -169,6 +194,8 @@ export interface AcquireResult {
   readonly head: SessionHead
   /** What the backend repaired before granting the lease (empty when nothing). */
   readonly repaired: readonly AcquireRepair[]
+  /** Where the backend's check of the log's lines started (absent: a backend that reads no lines back). */
+  readonly headScan?: HeadScan | undefined
 }
 
 /** One flush: what {@link SessionBackend.append} writes. */

@@ -188,6 +188,7 @@ class SessionStoreImpl implements SessionStore {
         leaseMs,
         cipher: created.cipher,
         backendRepairs: acquired.repaired,
+        headScan: acquired.headScan ?? null,
         ...writerCheckpointParts(this.#context, this.#clock, {
           ...createdOpen(id, created),
           encrypted: created.cipher !== null,
@@ -244,6 +245,7 @@ class SessionStoreImpl implements SessionStore {
         leaseMs,
         cipher: scan.keys?.cipher ?? null,
         backendRepairs: acquired.repaired,
+        headScan: acquired.headScan ?? null,
         ...writerCheckpointParts(this.#context, this.#clock, {
           id,
           ...opened,

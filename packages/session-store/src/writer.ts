@@ -22,7 +22,7 @@ import type { SessionCipher } from './encryption.ts'
 import { encodeEvent, eventError } from './event-codec.ts'
 import type { EncodeContext, StoreLimits } from './event-codec.ts'
 import { LineBytes } from './line-codec.ts'
-import type { AcquireRepair, SessionBackend, WriterLease } from './port.ts'
+import type { AcquireRepair, HeadScan, SessionBackend, WriterLease } from './port.ts'
 import type { RedactionPolicy } from './redaction.ts'
 import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.ts'
 
@@ -30,6 +30,8 @@ import { SessionStoreError, SessionStoreErrorCode } from './session-store-error.
 export interface WriterRecovery {
   /** What the backend repaired while granting the lease (a file backend's quarantined torn tail). */
   readonly backendRepairs: readonly AcquireRepair[]
+  /** Where the backend's check of the log's lines started (`AcquireResult.headScan`); null: it reports none. */
+  readonly headScan: HeadScan | null
   /** The closing events loop-repair planned (already durable), one action per event. */
   readonly repairs: readonly RepairAction[]
   /** What the open did with the session's projection checkpoint (a new session: `missing`). */
@@ -128,6 +130,7 @@ export interface WriterInit {
   readonly clock: () => string
   readonly leaseMs: number
   readonly backendRepairs: readonly AcquireRepair[]
+  readonly headScan: HeadScan | null
   /** What the open did with the checkpoint. */
   readonly checkpointUse: CheckpointUse
   /** Checksum of the last durable event's line (null: none). */
@@ -201,6 +204,7 @@ export class SessionWriterImpl implements SessionWriter {
     init.checkpoints.start(this.#durableSeq)
     this.#recovery = Object.freeze({
       backendRepairs: init.backendRepairs,
+      headScan: init.headScan,
       repairs: Object.freeze([]),
       checkpoint: init.checkpointUse,
     })

@@ -18,8 +18,9 @@
  * versions (another format), is an orphan cache: never read or written here (ADR
  * 2026-12-01-one-store-api).
  *
- * A seek point is a hint, never trusted alone: the read that uses it checks that the line
- * found there has the checksum the point recorded, and reads from byte 0 otherwise.
+ * A seek point is a hint, never trusted alone: the read (and the write open's head scan,
+ * `held-lease.ts`) that uses it checks that the line found there has the seq and checksum
+ * the point recorded, and reads from byte 0 otherwise.
  */
 import { constants } from 'node:fs'
 import { join } from 'node:path'
@@ -34,21 +35,17 @@ import type {
   WriterLease,
 } from '@agent-ledger/session-store'
 
-import { readCheckpointFile, writeCheckpointFile } from '../checkpoint-file.ts'
-import type { CheckpointFileRead } from '../checkpoint-file.ts'
-import type { FsOps } from '../fs-ops.ts'
+import { errnoOf } from '../fs-errors.ts'
+import { NOT_REGULAR_ERRNO, readFully } from '../fs-ops.ts'
+import type { FileHandleOps, FsOps } from '../fs-ops.ts'
+import { decodeCheckpointFile, encodeCheckpointFile, isSeq, readSeekPoint } from './checkpoint-envelope.ts'
 import type { Held } from './held-lease.ts'
 import type { SeekPoint } from './seek-point.ts'
-import { CORE_CHECKPOINT_FILE_NAME } from '../layout.ts'
-import { crc32cHex } from '../line-codec.ts'
-import { portError, throwIfAborted } from './port-errors.ts'
+import { CORE_CHECKPOINT_FILE_NAME, TEMP_PREFIX } from '../layout.ts'
+import { checkedSessionId, portError, throwIfAborted } from './port-errors.ts'
+import { replaceFile } from '../temp-file.ts'
 import { sessionDirectory } from './session-dirs.ts'
 
-export { CORE_CHECKPOINT_FILE_NAME } from '../layout.ts'
-const ENVELOPE_FORMAT = 'agent-ledger.jsonl-core-checkpoint'
-const ENVELOPE_VERSION = 1
-/** The envelope line is short; past this without `\n` the file is not ours. */
-const MAX_ENVELOPE_BYTES = 4096
 /** Largest checkpoint file read (the core refuses bodies over its own `maxBytes` anyway). */
 const MAX_FILE_BYTES = 1024 * 1024 * 1024
 
@@ -135,153 +132,64 @@ function seekPointFor(
   return previous !== null && previous.fromSeq <= seq ? previous : null
 }
 
-interface Envelope {
-  readonly format: string
-  readonly version: number
-  readonly seq: number
-  readonly eventCrc: string
-  readonly headerCrc: string
-  readonly registryDigest: string
-  readonly bodyBytes: number
-  readonly bodyCrc32c: string
-  readonly seek: SeekPoint | null
-}
+/** The outcome of {@link readCheckpointFile}. */
+type CheckpointFileRead =
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'bytes'; readonly bytes: Buffer }
+  | {
+      readonly kind: 'unusable'
+      readonly reason: 'too-large' | 'not-a-file' | 'read-failed'
+      readonly detail: string
+    }
 
 /**
- * The bytes of a checkpoint file.
- *
- * @param record - The core's record.
- * @param seek - Where a read of its event may start, or null.
- * @returns The file's bytes.
- */
-export function encodeCheckpointFile(record: CheckpointRecord, seek: SeekPoint | null): Buffer {
-  const envelope: Envelope = {
-    format: ENVELOPE_FORMAT,
-    version: ENVELOPE_VERSION,
-    seq: record.seq,
-    eventCrc: record.eventCrc,
-    headerCrc: record.headerCrc,
-    registryDigest: record.registryDigest,
-    bodyBytes: record.body.byteLength,
-    bodyCrc32c: crc32cHex(record.body),
-    seek,
-  }
-  const json = JSON.stringify(envelope)
-  const line = `${JSON.stringify({ ...envelope, envelopeCrc32c: crc32cHex(Buffer.from(json, 'utf8')) })}\n`
-  return Buffer.concat([Buffer.from(line, 'utf8'), record.body])
-}
-
-const HEX8 = /^[0-9a-f]{8}$/
-
-function isSeq(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
-}
-
-function seekOf(value: unknown): SeekPoint | null | undefined {
-  if (value === null) return null
-  if (typeof value !== 'object' || Array.isArray(value)) return undefined
-  const point = value as Record<string, unknown>
-  if (
-    typeof point['log'] !== 'string' ||
-    !isSeq(point['fromSeq']) ||
-    !isSeq(point['offset']) ||
-    !isSeq(point['plainOffset']) ||
-    typeof point['firstCrc'] !== 'string' ||
-    !HEX8.test(point['firstCrc'])
-  ) {
-    return undefined
-  }
-  return {
-    log: point['log'],
-    fromSeq: point['fromSeq'],
-    offset: point['offset'],
-    plainOffset: point['plainOffset'],
-    firstCrc: point['firstCrc'],
-  }
-}
-
-/** The envelope of a checkpoint file's first bytes, or null when it is not exactly one of ours. */
-function decodeEnvelope(bytes: Buffer): { readonly envelope: Envelope; readonly bodyStart: number } | null {
-  const newline = bytes.indexOf(0x0a)
-  if (newline === -1 || newline > MAX_ENVELOPE_BYTES) return null
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(bytes.toString('utf8', 0, newline))
-  } catch {
-    return null
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return null
-  const { envelopeCrc32c, ...rest } = parsed as Record<string, unknown>
-  if (envelopeCrc32c !== crc32cHex(Buffer.from(JSON.stringify(rest), 'utf8'))) return null
-  const seek = seekOf(rest['seek'])
-  if (
-    rest['format'] !== ENVELOPE_FORMAT ||
-    rest['version'] !== ENVELOPE_VERSION ||
-    !isSeq(rest['seq']) ||
-    typeof rest['eventCrc'] !== 'string' ||
-    typeof rest['headerCrc'] !== 'string' ||
-    typeof rest['registryDigest'] !== 'string' ||
-    !isSeq(rest['bodyBytes']) ||
-    typeof rest['bodyCrc32c'] !== 'string' ||
-    seek === undefined
-  ) {
-    return null
-  }
-  return { envelope: { ...(rest as unknown as Envelope), seek }, bodyStart: newline + 1 }
-}
-
-/**
- * Decodes a checkpoint file.
- *
- * @param bytes - The whole file.
- * @returns The record (its body as stored) and its seek point, or null when the envelope line is not exactly one of this version.
- */
-export function decodeCheckpointFile(
-  bytes: Buffer,
-): { readonly record: CheckpointRecord; readonly seek: SeekPoint | null } | null {
-  const decoded = decodeEnvelope(bytes)
-  if (decoded === null) return null
-  const { envelope, bodyStart } = decoded
-  // The body as found, even when its size or checksum differs from the envelope's: the core
-  // checks the body's own checksum and reports a damaged one (never trusted, never silent).
-  const body = bytes.subarray(bodyStart)
-  return {
-    record: {
-      seq: envelope.seq,
-      eventCrc: envelope.eventCrc,
-      headerCrc: envelope.headerCrc,
-      registryDigest: envelope.registryDigest,
-      body: new Uint8Array(body.buffer, body.byteOffset, body.byteLength),
-    },
-    seek: envelope.seek,
-  }
-}
-
-/**
- * The seek point of a session's stored checkpoint for `log`, reading only the envelope line.
- * Never throws: anything unreadable is null.
+ * Reads a session's checkpoint file (`core.checkpoint`) whole, never through a symbolic link, refusing one
+ * larger than `maxBytes`. Never throws: a missing file is `absent`, anything else that
+ * stops the read is `unusable` (the open then replays the log).
  *
  * @param fs - The file-system seam.
  * @param directory - The session directory.
- * @param log - The log's file name.
- * @returns The point, or null.
+ * @param maxBytes - Largest checkpoint read.
+ * @returns The bytes, `absent`, or why the file cannot be used.
  */
-export async function readSeekPoint(fs: FsOps, directory: string, log: string): Promise<SeekPoint | null> {
+async function readCheckpointFile(
+  fs: FsOps,
+  directory: string,
+  maxBytes: number,
+): Promise<CheckpointFileRead> {
+  let handle: FileHandleOps
   try {
-    const handle = await fs.open(
+    handle = await fs.open(
       join(directory, CORE_CHECKPOINT_FILE_NAME),
       constants.O_RDONLY | constants.O_NOFOLLOW,
     )
-    try {
-      const buffer = Buffer.allocUnsafe(MAX_ENVELOPE_BYTES + 1)
-      const count = await handle.read(buffer, 0, buffer.length, 0)
-      const seek = decodeEnvelope(buffer.subarray(0, count))?.envelope.seek ?? null
-      return seek !== null && seek.log === log ? seek : null
-    } finally {
-      await handle.close().catch(() => undefined)
+  } catch (error) {
+    const code = errnoOf(error)
+    if (code === 'ENOENT') return { kind: 'absent' }
+    if (code === 'ELOOP')
+      return { kind: 'unusable', reason: 'not-a-file', detail: 'a symbolic link (never followed)' }
+    if (code === NOT_REGULAR_ERRNO) {
+      const kind = (error as { kind?: unknown }).kind
+      return {
+        kind: 'unusable',
+        reason: 'not-a-file',
+        detail: `a ${typeof kind === 'string' ? kind : 'special file'} (not read)`,
+      }
     }
-  } catch {
-    return null
+    return { kind: 'unusable', reason: 'read-failed', detail: code ?? String(error) }
+  }
+  try {
+    const stats = await handle.stat()
+    if (!stats.isFile()) return { kind: 'unusable', reason: 'not-a-file', detail: 'not a regular file' }
+    if (stats.size > maxBytes) {
+      return { kind: 'unusable', reason: 'too-large', detail: `${stats.size} bytes, limit ${maxBytes}` }
+    }
+    const bytes = Buffer.allocUnsafe(stats.size)
+    return { kind: 'bytes', bytes: bytes.subarray(0, await readFully(handle, bytes)) }
+  } catch (error) {
+    return { kind: 'unusable', reason: 'read-failed', detail: errnoOf(error) ?? String(error) }
+  } finally {
+    await handle.close().catch(() => undefined)
   }
 }
 
@@ -291,7 +199,6 @@ export interface CheckpointContext {
   readonly root: string
   readonly randomHex: (byteCount: number) => string
   readonly assertOpen: () => void
-  readonly checkedId: (id: string) => string
   /**
    * Checks that `lease` is held by this instance and still the session's lease (`FENCED`
    * otherwise), and returns its directory, its log's name and its seek track.
@@ -326,7 +233,7 @@ export function checkpointCapability(context: CheckpointContext): CheckpointCapa
       options: SignalOptions = {},
     ): Promise<CheckpointRecord | UnreadableCheckpoint | null> {
       context.assertOpen()
-      const checked = context.checkedId(id)
+      const checked = checkedSessionId(id)
       throwIfAborted(options.signal, `Reading the checkpoint of session ${checked}`, checked)
       let directory: string
       try {
@@ -357,13 +264,17 @@ export function checkpointCapability(context: CheckpointContext): CheckpointCapa
           details: { option: 'seq', expected: `< ${nextSeq}`, found: record.seq },
         })
       }
-      const previous = await readSeekPoint(context.fs, directory, log)
+      const previous = (await readSeekPoint(context.fs, directory, log)).seek
       const bytes = encodeCheckpointFile(record, seekPointFor(track, record.seq, previous))
       try {
-        await writeCheckpointFile(context.fs, {
+        // A crash leaves the old checkpoint or the new one; `rename` (which replaces) is right
+        // here: a checkpoint is a cache, never the only copy of anything.
+        await replaceFile(context.fs, {
           directory,
-          bytes,
+          name: CORE_CHECKPOINT_FILE_NAME,
+          tempPrefix: `${TEMP_PREFIX}checkpoint-`,
           randomHex: context.randomHex,
+          bytes,
         })
       } catch (error) {
         throw portError(

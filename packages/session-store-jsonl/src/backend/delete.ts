@@ -24,13 +24,12 @@ import type { DeleteCapability, DeleteOptions, DeleteResult } from '@agent-ledge
 import { errnoOf } from '../fs-errors.ts'
 import type { FsOps } from '../fs-ops.ts'
 import { listGenerations } from '../generations.ts'
-import { assertSessionId } from '../session-id.ts'
 import { WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { WriterLock } from '../writer-lock.ts'
 import { takeLock } from './held-lease.ts'
 import type { LeaseContext } from './held-lease.ts'
 import { readLease } from './lease-file.ts'
-import { portError, throwIfAborted, toPortError } from './port-errors.ts'
+import { checkedSessionId, portError, throwIfAborted, toPortError } from './port-errors.ts'
 import { checkRoot, sessionDirectory } from './session-dirs.ts'
 
 /** The name prefix of a session directory being deleted, in the store root. */
@@ -221,12 +220,7 @@ export function deleteCapability(context: DeleteContext): JsonlDeleteCapability 
         swept = true
         await capability.sweep().catch(() => undefined)
       }
-      let checked: string
-      try {
-        checked = assertSessionId(id)
-      } catch (error) {
-        throw toPortError(error, { sessionId: undefined, action: 'delete that session id' })
-      }
+      const checked = checkedSessionId(id)
       throwIfAborted(options.signal, `Deleting session ${checked}`, checked)
       try {
         return await remove(checked, options)

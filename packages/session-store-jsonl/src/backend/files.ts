@@ -8,20 +8,13 @@ import { join } from 'node:path'
 import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 import type { SignalOptions } from '@agent-ledger/session-store'
 
-import type { GenerationEncoding } from '../generations.ts'
 import { assertSessionId } from '../session-id.ts'
 import { listSessionFiles } from '../session-files.ts'
 import type { SessionFiles, SessionHeaderRead } from '../session-files.ts'
-import { summarizeOlderGeneration } from '../store-generations.ts'
-import { throwIfAborted, toPortError } from './port-errors.ts'
-import {
-  generationContext,
-  isRefusal,
-  locateV4Log,
-  olderGeneration,
-  openCurrentLog,
-  peekHeader,
-} from './session-access.ts'
+import { migrated } from './older-read.ts'
+import { openLog } from './open-log.ts'
+import { checkedSessionId, throwIfAborted, toPortError } from './port-errors.ts'
+import { olderGeneration, peekHeader } from './session-access.ts'
 import type { AccessContext } from './session-access.ts'
 
 /** The `files` capability of a {@link JsonlBackend}: read-only views of session directories. */
@@ -42,8 +35,8 @@ export interface JsonlFilesCapability {
    */
   sessionFiles(id: string, options?: SignalOptions): Promise<SessionFiles>
   /**
-   * Reads the header line only of the log a read opens (an older generation: the v4 header
-   * its migration would write); the log is not scanned.
+   * Reads the header line only of the log a read opens; an older generation is migrated in
+   * memory, as a read of it is, for the v4 header its migration would write.
    *
    * @throws {@link SessionStoreError} as {@link JsonlFilesCapability.sessionFiles}.
    */
@@ -73,14 +66,7 @@ export function filesCapability(ctx: AccessContext, assertOpen: () => void): Jso
   }
   return {
     sessionDirectory(id) {
-      try {
-        return join(ctx.root, assertSessionId(id))
-      } catch (error) {
-        throw toPortError(error, {
-          sessionId: id,
-          action: `find the directory of session ${JSON.stringify(id)}`,
-        })
-      }
+      return join(ctx.root, checkedSessionId(id))
     },
     sessionFiles: (id, options) =>
       guarded({ id, what: 'List the files', signal: options?.signal }, (checked) =>
@@ -93,36 +79,20 @@ export function filesCapability(ctx: AccessContext, assertOpen: () => void): Jso
   }
 }
 
-/** The directory and name of the log a read opens now: an older generation, or the v4 log. */
-async function currentLog(
-  ctx: AccessContext,
-  id: string,
-): Promise<{
-  readonly directory: string
-  readonly name: string
-  readonly encoding: GenerationEncoding
-  readonly version: number
-}> {
+/** The session directory classified, the log a read opens now (an older generation, or the v4 log) marked. */
+async function sessionFiles(ctx: AccessContext, id: string): Promise<SessionFiles> {
   const older = await olderGeneration(ctx, id)
   if (older !== null) {
-    return {
-      directory: older.directory,
-      name: older.source.file,
-      encoding: older.source.encoding,
-      version: older.source.version,
-    }
+    const { file, version, encoding } = older.source
+    return listSessionFiles(ctx.fs, { directory: older.directory, id, currentName: file, version, encoding })
   }
-  const { directory, log } = await locateV4Log(ctx, id)
-  return { directory, name: log.name, encoding: log.encoding, version: SESSION_FORMAT_VERSION }
-}
-
-async function sessionFiles(ctx: AccessContext, id: string): Promise<SessionFiles> {
-  const log = await currentLog(ctx, id)
+  const { directory, log, handle } = await openLog({ ...ctx, forkCheck: 'none' }, id)
+  await handle.close().catch(() => undefined)
   return listSessionFiles(ctx.fs, {
-    directory: log.directory,
+    directory,
     id,
     currentName: log.name,
-    version: log.version,
+    version: SESSION_FORMAT_VERSION,
     encoding: log.encoding,
   })
 }
@@ -130,31 +100,10 @@ async function sessionFiles(ctx: AccessContext, id: string): Promise<SessionFile
 async function readHeader(ctx: AccessContext, id: string): Promise<SessionHeaderRead> {
   const older = await olderGeneration(ctx, id)
   if (older !== null) {
-    const summary = await summarizeOlderGeneration(generationContext(ctx), {
-      directory: older.directory,
-      id,
-      generation: older.source,
-    })
-    return {
-      id,
-      header: summary.header,
-      file: summary.file,
-      version: summary.version,
-      encoding: older.source.encoding,
-    }
+    // The header its migration would write, as the port's reads see it (migrated in memory).
+    const { header, source } = await migrated(ctx, id)
+    return { id, header, file: source.file, version: older.source.version, encoding: older.source.encoding }
   }
-  const { handle, log, adapter } = await openCurrentLog(ctx, id)
-  try {
-    const outcome = await peekHeader(ctx, { handle, adapter, id })
-    if (outcome.damage !== null && isRefusal(outcome.damage)) throw outcome.damage
-    return {
-      id,
-      header: outcome.header,
-      file: log.file,
-      version: SESSION_FORMAT_VERSION,
-      encoding: log.encoding,
-    }
-  } finally {
-    await handle.close().catch(() => undefined)
-  }
+  const { header, log } = await peekHeader(ctx, id)
+  return { id, header, file: log.file, version: SESSION_FORMAT_VERSION, encoding: log.encoding }
 }

@@ -3,6 +3,7 @@
  * takeover, the same owner or an expired lease), the log recovered under it (torn tail
  * quarantined and truncated), the fence checked around every append.
  */
+import type { Stats } from 'node:fs'
 import { join } from 'node:path'
 
 import { SessionStoreErrorCode } from '@agent-ledger/session-store'
@@ -10,6 +11,7 @@ import type {
   AcquireOptions,
   AcquireRepair,
   AppendBatch,
+  HeadScan,
   SessionStoreError,
 } from '@agent-ledger/session-store'
 
@@ -20,11 +22,13 @@ import type { StoreLimits } from '../limits.ts'
 import { quarantineTail } from '../quarantine.ts'
 import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions, WriterLock } from '../writer-lock.ts'
+import type { WriteOpenCheck } from './backend-options.ts'
 import { isOwnLease, openOwnLease, readLease } from './lease-file.ts'
 import type { LeaseRecord, OwnLeaseFile } from './lease-file.ts'
 import { logAdapter } from '../log-adapter.ts'
 import type { LogAdapter } from '../log-adapter.ts'
-import { scanHead, tornTailInfo } from './line-scan.ts'
+import { readSeekPoint } from './checkpoint-envelope.ts'
+import { scanHead, scanHeadFrom, tornTailInfo } from './line-scan.ts'
 import type { SeekPoint } from './seek-point.ts'
 import type { OpenedLog } from './open-log.ts'
 import { reusePublished } from './published-head.ts'
@@ -36,6 +40,7 @@ export interface LeaseContext {
   readonly fs: FsOps
   readonly limits: StoreLimits
   readonly lock: Partial<LockOptions>
+  readonly writeOpenCheck: WriteOpenCheck
 }
 
 /** A lease this backend instance granted and still holds: the lock, the open log and its durable end. */
@@ -118,7 +123,7 @@ export async function recoverLog(
     /** The head this instance published, when no lease was ever granted on the session. */
     readonly published?: PublishedHead | undefined
   },
-): Promise<{ held: Held; repaired: AcquireRepair[] }> {
+): Promise<{ held: Held; repaired: AcquireRepair[]; headScan: HeadScan }> {
   const { opened, lock, record } = state
   const { handle } = opened
   const stats = await handle.stat()
@@ -140,8 +145,12 @@ export async function recoverLog(
     })
   }
   const adapter = await logAdapter(id, opened.log.encoding, context.limits)
-  const scanned: RecoveredHead =
-    (await reusePublished(handle, stats, state.published)) ?? (await scanHead(adapter, handle))
+  const { scanned, headScan } = await findHead(context, {
+    opened,
+    adapter,
+    stats,
+    published: state.published,
+  })
   const { outcome } = scanned
   let failed: SessionStoreError | null = null
   if (outcome.damage !== null) {
@@ -189,7 +198,43 @@ export async function recoverLog(
     lastCrc: scanned.lastCrc,
     failed,
   }
-  return { held, repaired }
+  return { held, repaired, headScan }
+}
+
+/**
+ * The durable head under a new lease: the head this instance published (nothing read), else
+ * a scan from the stored checkpoint's seek point (unless every line is to be checked), else
+ * a scan of every line.
+ */
+async function findHead(
+  context: LeaseContext,
+  found: {
+    readonly opened: OpenedLog
+    readonly adapter: LogAdapter
+    readonly stats: Stats
+    readonly published: PublishedHead | undefined
+  },
+): Promise<{ scanned: RecoveredHead; headScan: HeadScan }> {
+  const { opened, adapter, stats } = found
+  const { handle } = opened
+  const published = await reusePublished(handle, stats, found.published)
+  if (published !== null) {
+    return { scanned: published, headScan: { from: 'published', fromSeq: published.nextSeq } }
+  }
+  if (context.writeOpenCheck === 'full') {
+    return { scanned: await scanHead(adapter, handle), headScan: { from: 'start', fromSeq: 0 } }
+  }
+  const point = await readSeekPoint(context.fs, opened.directory, opened.log.name)
+  let fallback: NonNullable<HeadScan['fallback']>
+  if (point.seek === null) fallback = point.missing
+  else {
+    const resumed = await scanHeadFrom(adapter, handle, point.seek)
+    if (resumed !== null) {
+      return { scanned: resumed, headScan: { from: 'checkpoint', fromSeq: point.seek.fromSeq } }
+    }
+    fallback = 'binding-mismatch'
+  }
+  return { scanned: await scanHead(adapter, handle), headScan: { from: 'start', fromSeq: 0, fallback } }
 }
 
 /**

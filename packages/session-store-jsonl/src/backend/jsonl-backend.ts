@@ -6,11 +6,9 @@
  * append is `appendDurably` (one write, one fdatasync, rollback); reads are the streaming
  * scanner in lines mode; plain or zstd is chosen once, by a `LogAdapter`.
  */
-import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 
 import { coreEventRegistry } from '@agent-ledger/session-events'
-import type { EventRegistry } from '@agent-ledger/session-events'
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type {
   AcquireOptions,
@@ -38,14 +36,17 @@ import { nativeCrc32c } from '../line-codec.ts'
 import { resolveLimits } from '../limits.ts'
 import type { StoreLimits } from '../limits.ts'
 import { removeStaleTemps } from '../publish.ts'
-import { assertSessionId } from '../session-id.ts'
+import { defaultRandomHex } from '../temp-file.ts'
 import { WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions } from '../writer-lock.ts'
 import type { LogEncoding } from '../zstd-log-writer.ts'
 import { batchBytes, countNewlines } from './batch-bytes.ts'
 import { appendToHeld, assertFence, lockNonce, recoverLog, takeLock } from './held-lease.ts'
 import type { Held, LeaseContext } from './held-lease.ts'
-import { checkpointCapability, readSeekPoint, seekTrack, trackBatch } from './checkpoints.ts'
+import { checkedOptions } from './backend-options.ts'
+import type { JsonlBackendOptions } from './backend-options.ts'
+import { readSeekPoint } from './checkpoint-envelope.ts'
+import { checkpointCapability, seekTrack, trackBatch } from './checkpoints.ts'
 import type { SeekTrack } from './checkpoints.ts'
 import { createSession } from './create.ts'
 import type { CreateContext } from './create.ts'
@@ -61,34 +62,20 @@ import type { OlderReadContext } from './older-read.ts'
 import { waitForAppend } from './follow.ts'
 import { openOwnLease, readLease, writeLease } from './lease-file.ts'
 import type { LeaseRecord } from './lease-file.ts'
-import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine, readLines, scanHead } from './line-scan.ts'
 import type { PublishedHead } from './published-head.ts'
 import { listSessions } from './list.ts'
 import { searchCapability } from './search-index.ts'
 import { checkGenerations, openLog } from './open-log.ts'
-import { JSONL_DAMAGE_CODES, portError, seqOption, throwIfAborted, toPortError } from './port-errors.ts'
+import {
+  checkedSessionId,
+  JSONL_DAMAGE_CODES,
+  portError,
+  seqOption,
+  throwIfAborted,
+  toPortError,
+} from './port-errors.ts'
 import { sessionDirectory } from './session-dirs.ts'
-
-/** Options of {@link createJsonlBackend}. */
-export interface JsonlBackendOptions {
-  /** The store root: one directory per session (created 0700 on the first create). */
-  readonly root: string
-  /** The encoding of sessions this backend creates (`plain` default, or `zstd`); existing sessions are read and written in the encoding they have. */
-  readonly encoding?: LogEncoding | undefined
-  /** The file-system seam (fault injection); default the real one. */
-  readonly fs?: FsOps | undefined
-  /** Read limits (line length, depth, chunk size, zstd bounds, quarantine files kept). */
-  readonly limits?: Partial<StoreLimits> | undefined
-  /** Writer-lock settings (`staleMs`, `heartbeatMs`, `randomHex`); `timeoutMs` is ignored: acquire never waits. */
-  readonly lock?: Partial<LockOptions> | undefined
-  /** The backend's clock in ms since the epoch (lease expiry); default `Date.now`. */
-  readonly now?: (() => number) | undefined
-  /** Longest wait of a follower between checks when no watcher event arrives; default 1000 ms. */
-  readonly followPollMs?: number | undefined
-  /** Event types known to `compress` and `migrate` (which read events); default the core types. */
-  readonly registry?: EventRegistry | undefined
-}
 
 /** The JSONL backend: a {@link SessionBackend} over a directory of sessions. */
 export interface JsonlBackend extends SessionBackend {
@@ -119,10 +106,6 @@ function heldKey(id: string, epoch: number): string {
   return `${id}\u0000${epoch}`
 }
 
-function defaultRandomHex(byteCount: number): string {
-  return randomBytes(byteCount).toString('hex')
-}
-
 class JsonlBackendImpl implements JsonlBackend {
   readonly name = 'jsonl'
   /** `.zstd` frame damage: recorded by a scan like `CORRUPT_LINE`, with its own code kept. */
@@ -134,8 +117,7 @@ class JsonlBackendImpl implements JsonlBackend {
   readonly capabilities: JsonlCapabilities
   readonly #fs: FsOps
   readonly #limits: StoreLimits
-  readonly #lock: Partial<LockOptions>
-  readonly #randomHex: (byteCount: number) => string
+  readonly #lock: Partial<LockOptions> & { readonly randomHex: (byteCount: number) => string }
   readonly #now: () => number
   readonly #held = new Map<string, Held>()
   /** Per held lease: where its recent batches start (the seek points of its checkpoints). */
@@ -150,26 +132,7 @@ class JsonlBackendImpl implements JsonlBackend {
   #closed = false
 
   constructor(options: JsonlBackendOptions) {
-    if (typeof options.root !== 'string' || !options.root.startsWith('/')) {
-      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
-        message: `JSONL backend option root must be an absolute path, found ${JSON.stringify(options.root) ?? String(options.root)}.`,
-        details: { option: 'root' },
-      })
-    }
-    const encoding = options.encoding ?? 'plain'
-    if (encoding !== 'plain' && encoding !== 'zstd') {
-      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
-        message: `JSONL backend option encoding must be 'plain' or 'zstd', found ${JSON.stringify(encoding)}.`,
-        details: { option: 'encoding' },
-      })
-    }
-    const followPollMs = options.followPollMs ?? 1000
-    if (!Number.isSafeInteger(followPollMs) || followPollMs <= 0) {
-      throw portError(SessionStoreErrorCode.INVALID_OPTION, {
-        message: `JSONL backend option followPollMs must be a positive integer, found ${String(followPollMs)}.`,
-        details: { option: 'followPollMs' },
-      })
-    }
+    const { encoding, writeOpenCheck, followPollMs } = checkedOptions(options)
     this.root = options.root
     this.encoding = encoding
     this.#fs = options.fs ?? nodeFsOps
@@ -178,15 +141,14 @@ class JsonlBackendImpl implements JsonlBackend {
     } catch (error) {
       throw toPortError(error, { action: 'create the JSONL backend' })
     }
-    this.#randomHex = options.lock?.randomHex ?? defaultRandomHex
-    this.#lock = { ...options.lock, timeoutMs: 0, randomHex: this.#randomHex }
+    this.#lock = { ...options.lock, timeoutMs: 0, randomHex: options.lock?.randomHex ?? defaultRandomHex }
     this.#now = options.now ?? Date.now
-    this.#leaseContext = { fs: this.#fs, limits: this.#limits, lock: this.#lock }
+    this.#leaseContext = { fs: this.#fs, limits: this.#limits, lock: this.#lock, writeOpenCheck }
     this.#createContext = {
       ...this.#leaseContext,
       root: this.root,
       encoding,
-      randomHex: this.#randomHex,
+      randomHex: this.#lock.randomHex,
       published: this.#published,
     }
     const context = { fs: this.#fs, root: this.root, limits: this.#limits }
@@ -197,7 +159,7 @@ class JsonlBackendImpl implements JsonlBackend {
           waitForAppend(
             {
               head: (sessionId, signalOptions) => this.head(sessionId, signalOptions),
-              directory: (sessionId) => join(this.root, this.#id(sessionId)),
+              directory: (sessionId) => join(this.root, checkedSessionId(sessionId)),
               pollMs: followPollMs,
             },
             id,
@@ -207,9 +169,8 @@ class JsonlBackendImpl implements JsonlBackend {
       checkpoints: checkpointCapability({
         fs: this.#fs,
         root: this.root,
-        randomHex: this.#randomHex,
+        randomHex: this.#lock.randomHex,
         assertOpen: () => this.#open(),
-        checkedId: (id) => this.#id(id),
         fenced: async (lease) => {
           const held = this.#heldFor(lease)
           await assertFence(this.#leaseContext, held)
@@ -219,14 +180,14 @@ class JsonlBackendImpl implements JsonlBackend {
       }),
       ...maintenanceCapabilities({
         ...context,
-        lock: { ...this.#lock, randomHex: this.#randomHex },
+        lock: this.#lock,
         registry: this.#older.registry,
         assertOpen: () => this.#open(),
       }),
       files: filesCapability({ ...this.#older, logger: processWarnings }, () => this.#open()),
       search: searchCapability({
         ...context,
-        randomHex: this.#randomHex,
+        randomHex: this.#lock.randomHex,
         now: this.#now,
         assertOpen: () => this.#open(),
         read: (id, readOptions) => this.read(id, readOptions),
@@ -248,34 +209,28 @@ class JsonlBackendImpl implements JsonlBackend {
   }
 
   #open(): void {
-    if (this.#closed) {
-      throw portError(SessionStoreErrorCode.BACKEND_CLOSED, {
-        message: `The JSONL backend over ${this.root} was closed: expected an open backend, found it closed.`,
-      })
-    }
+    if (this.#closed) throw this.#closedError()
   }
 
-  #id(id: string): string {
-    try {
-      return assertSessionId(id)
-    } catch (error) {
-      // `INVALID_SESSION_ID`, the code of every backend and of the core for the one id rule.
-      throw toPortError(error, { sessionId: undefined, action: 'use that session id' })
-    }
+  #closedError(sessionId?: string): SessionStoreError {
+    return portError(SessionStoreErrorCode.BACKEND_CLOSED, {
+      sessionId,
+      message: `The JSONL backend over ${this.root} was closed: expected an open backend, found it closed.`,
+    })
   }
 
   // ------------------------------------------------------------------ create
 
   async create(request: CreateRequest): Promise<void> {
     this.#open()
-    await createSession(this.#createContext, this.#id(request.id), request)
+    await createSession(this.#createContext, checkedSessionId(request.id), request)
   }
 
   // ------------------------------------------------------------------ leases
 
   async acquire(id: string, options: AcquireOptions): Promise<AcquireResult> {
     this.#open()
-    const checked = this.#id(id)
+    const checked = checkedSessionId(id)
     throwIfAborted(options.signal, `Acquiring session ${checked}`, checked)
     if (!Number.isSafeInteger(options.leaseMs) || options.leaseMs <= 0) {
       throw portError(SessionStoreErrorCode.INVALID_OPTION, {
@@ -288,8 +243,7 @@ class JsonlBackendImpl implements JsonlBackend {
     // Refusals that need no lock come before it: a refused open writes nothing (no lease, no lock).
     // A session whose only log is an older generation is migrated first (FORMAT.md 14.3), then
     // checked again: one listing of the directory on every other write open.
-    const generationContext = { fs: this.#fs, limits: this.#limits }
-    const { migrated } = await checkGenerations(generationContext, checked, directory).catch(
+    const { migrated } = await checkGenerations(this.#older, checked, directory).catch(
       async (error: unknown) => {
         if (
           !SessionStoreError.is(error, SessionStoreErrorCode.UNSUPPORTED) ||
@@ -297,13 +251,12 @@ class JsonlBackendImpl implements JsonlBackend {
         )
           throw error
         await this.capabilities.migrate.migrate(checked, { signal: options.signal })
-        return checkGenerations(generationContext, checked, directory)
+        return checkGenerations(this.#older, checked, directory)
       },
     )
     if (migrated) {
       // I7 in full (sizes and sha256 of the source) before the lock; sizes again under it.
-      const context = { fs: this.#fs, root: this.root, limits: this.#limits, forkCheck: 'sha256' as const }
-      const probe = await openLog(context, checked, 'read')
+      const probe = await openLog({ ...this.#older, forkCheck: 'sha256' }, checked, 'read')
       await probe.handle.close().catch(() => undefined)
     }
     const before = await readLease(this.#fs, directory, checked)
@@ -322,9 +275,9 @@ class JsonlBackendImpl implements JsonlBackend {
         expiresAt: now + options.leaseMs,
       }
       throwIfAborted(options.signal, `Acquiring session ${checked}`, checked)
-      await writeLease(this.#fs, { directory, id: checked, randomHex: this.#randomHex }, record)
+      await writeLease(this.#fs, { directory, id: checked, randomHex: this.#lock.randomHex }, record)
       await removeStaleTemps(this.#fs, directory)
-      opened = await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, checked, 'write')
+      opened = await openLog(this.#older, checked, 'write')
       const published = this.#published.get(checked)
       this.#published.delete(checked)
       const held = await recoverLog(this.#leaseContext, checked, {
@@ -345,7 +298,8 @@ class JsonlBackendImpl implements JsonlBackend {
         expiresAt: new Date(record.expiresAt).toISOString(),
         token: lock.nonce,
       }
-      return { lease, head: await this.#headOf(held.held, null), repaired: held.repaired }
+      const head = await this.#headOf(held.held, null)
+      return { lease, head, repaired: held.repaired, headScan: held.headScan }
     } catch (error) {
       await opened?.handle.close().catch(() => undefined)
       await recovered?.leaseFile?.handle.close().catch(() => undefined)
@@ -382,7 +336,7 @@ class JsonlBackendImpl implements JsonlBackend {
         details: { option: 'lines' },
       })
     }
-    this.#id(id)
+    checkedSessionId(id)
     const held = this.#heldFor(lease)
     const offset = held.offset
     try {
@@ -400,7 +354,11 @@ class JsonlBackendImpl implements JsonlBackend {
     const held = this.#heldFor(lease)
     await assertFence(this.#leaseContext, held)
     const record = { ...held.record, expiresAt: this.#now() + held.record.leaseMs }
-    await writeLease(this.#fs, { directory: held.directory, id: held.id, randomHex: this.#randomHex }, record)
+    await writeLease(
+      this.#fs,
+      { directory: held.directory, id: held.id, randomHex: this.#lock.randomHex },
+      record,
+    )
     held.record = record
     // The renewed record is a new file: hold it open for the fast fence check instead.
     const previous = held.leaseFile
@@ -417,8 +375,8 @@ class JsonlBackendImpl implements JsonlBackend {
     this.#seeks.delete(key)
     await held.handle.close().catch(() => undefined)
     await held.leaseFile?.handle.close().catch(() => undefined)
-    // The lock's own release claims its token first (a new file); on a full disk that fails, so
-    // fall back to removing writer.lock while it still carries our nonce: a release needs no space.
+    // The lock's own release claims its token first (a new file); when no file can be made at
+    // all, fall back to removing writer.lock while it still carries our nonce: a release needs no space.
     const released = await held.lock.release().then(
       () => true,
       () => false,
@@ -429,14 +387,6 @@ class JsonlBackendImpl implements JsonlBackend {
   }
 
   // ------------------------------------------------------------------ reads
-
-  #cacheHead(
-    id: string,
-    stats: { ino: number; size: number; mtimeMs: number; ctimeMs: number },
-    head: { nextSeq: number; lastCrc: string | null },
-  ): void {
-    this.#heads.set(id, { key: `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`, ...head })
-  }
 
   async #headOf(
     held: Held | null,
@@ -466,7 +416,7 @@ class JsonlBackendImpl implements JsonlBackend {
 
   async head(id: string, options: SignalOptions = {}): Promise<SessionHead> {
     this.#open()
-    const checked = this.#id(id)
+    const checked = checkedSessionId(id)
     throwIfAborted(options.signal, `Reading the head of session ${checked}`, checked)
     const opened = await this.#openForRead(checked)
     if (opened === null) {
@@ -481,10 +431,8 @@ class JsonlBackendImpl implements JsonlBackend {
       const key = `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`
       let cached = this.#heads.get(checked)
       if (cached?.key !== key) {
-        const adapter = await logAdapter(checked, opened.log.encoding, this.#limits)
-        const scanned = await scanHead(adapter, opened.handle)
-        this.#cacheHead(checked, stats, scanned)
-        cached = this.#heads.get(checked)!
+        cached = { key, ...(await scanHead(opened.adapter, opened.handle)) }
+        this.#heads.set(checked, cached)
       }
       return await this.#headOf(null, {
         id: checked,
@@ -502,13 +450,12 @@ class JsonlBackendImpl implements JsonlBackend {
 
   async readHeader(id: string, options: SignalOptions = {}): Promise<StoredHeader> {
     this.#open()
-    const checked = this.#id(id)
+    const checked = checkedSessionId(id)
     throwIfAborted(options.signal, `Reading the header of session ${checked}`, checked)
     const opened = await this.#openForRead(checked)
     if (opened === null) return await readOlderHeader(this.#older, checked)
     try {
-      const adapter = await logAdapter(checked, opened.log.encoding, this.#limits)
-      const { line, location } = await readHeaderLine(adapter, opened.handle, checked)
+      const { line, location } = await readHeaderLine(opened.adapter, opened.handle, checked)
       return { line, location }
     } catch (error) {
       throw toPortError(error, { sessionId: checked, action: `read the header of session ${checked}` })
@@ -519,7 +466,7 @@ class JsonlBackendImpl implements JsonlBackend {
 
   async *read(id: string, options: ReadOptions): AsyncGenerator<StoredLine, void, undefined> {
     this.#open()
-    const checked = this.#id(id)
+    const checked = checkedSessionId(id)
     const fromSeq = seqOption(options.fromSeq, 'fromSeq')
     const toSeq = options.toSeq === undefined ? undefined : seqOption(options.toSeq, 'toSeq')
     const opened = await this.#openForRead(checked)
@@ -528,17 +475,14 @@ class JsonlBackendImpl implements JsonlBackend {
       return
     }
     try {
-      const adapter = await logAdapter(checked, opened.log.encoding, this.#limits).catch((error: unknown) => {
-        throw toPortError(error, { sessionId: checked, action: `read session ${checked}` })
-      })
-      yield* readLines(adapter, opened.handle, {
+      yield* readLines(opened.adapter, opened.handle, {
         sessionId: checked,
         fromSeq,
         toSeq,
         signal: options.signal,
         onTornTail: options.onTornTail,
         // A read that does not start at 0 starts at the checkpoint's batch when it can.
-        seek: fromSeq === 0 ? null : await readSeekPoint(this.#fs, opened.directory, opened.log.name),
+        seek: fromSeq === 0 ? null : (await readSeekPoint(this.#fs, opened.directory, opened.log.name)).seek,
         maxDepth: this.#limits.maxDepth,
       })
     } finally {
@@ -552,7 +496,7 @@ class JsonlBackendImpl implements JsonlBackend {
    */
   async #openForRead(id: string): Promise<Awaited<ReturnType<typeof openLog>> | null> {
     try {
-      return await openLog({ fs: this.#fs, root: this.root, limits: this.#limits }, id)
+      return await openLog(this.#older, id)
     } catch (error) {
       if (isOlderGeneration(error)) return null
       throw error
@@ -570,10 +514,7 @@ class JsonlBackendImpl implements JsonlBackend {
     // Leases are not released (the port's rule): their locks stay until released, expired or
     // their process is gone; only the open logs are closed, so no append can follow.
     for (const held of this.#held.values()) {
-      held.failed = portError(SessionStoreErrorCode.BACKEND_CLOSED, {
-        sessionId: held.id,
-        message: `The JSONL backend over ${this.root} was closed: expected an open backend, found it closed.`,
-      })
+      held.failed = this.#closedError(held.id)
       await held.handle.close().catch(() => undefined)
       await held.leaseFile?.handle.close().catch(() => undefined)
     }

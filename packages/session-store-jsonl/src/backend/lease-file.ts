@@ -18,7 +18,9 @@ import { join } from 'node:path'
 import { SessionStoreErrorCode } from '@agent-ledger/session-store'
 
 import { errnoOf } from '../fs-errors.ts'
+import { readFully } from '../fs-ops.ts'
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
+import { replaceFile } from '../temp-file.ts'
 import { portError, toPortError } from './port-errors.ts'
 
 /** Name of the lease file inside a session directory. */
@@ -38,7 +40,6 @@ export interface LeaseRecord {
 }
 
 const MAX_LEASE_BYTES = 4096
-const MAX_TEMP_ATTEMPTS = 16
 
 function isRecord(value: unknown): value is LeaseRecord {
   if (typeof value !== 'object' || value === null) return false
@@ -85,16 +86,7 @@ async function readRecord(handle: FileHandleOps, file: string, id: string): Prom
   let text: string
   try {
     const buffer = Buffer.alloc(MAX_LEASE_BYTES + 1)
-    let length = 0
-    for (;;) {
-      const count = await handle.read(buffer, length, buffer.length - length, length)
-      if (count === 0 || length + count >= buffer.length) {
-        length += count
-        break
-      }
-      length += count
-    }
-    text = buffer.toString('utf8', 0, length)
+    text = buffer.toString('utf8', 0, await readFully(handle, buffer))
   } catch (error) {
     throw toPortError(error, { sessionId: id, action: `read ${file}` })
   }
@@ -192,41 +184,15 @@ export async function writeLease(
   const { directory, id } = target
   const file = `${id}/${LEASE_FILE_NAME}`
   const action = `write ${file}`
-  const bytes = Buffer.from(`${JSON.stringify(record)}\n`, 'utf8')
-  let tempPath = ''
-  let handle: FileHandleOps | undefined
-  for (let attempt = 0; attempt < MAX_TEMP_ATTEMPTS && handle === undefined; attempt += 1) {
-    tempPath = join(directory, `.tmp-lease-${target.randomHex(8)}`)
-    try {
-      handle = await fs.open(
-        tempPath,
-        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-        0o600,
-      )
-    } catch (error) {
-      if (errnoOf(error) === 'EEXIST') continue
-      throw toPortError(error, { sessionId: id, action, file })
-    }
-  }
-  if (handle === undefined) {
-    throw portError(SessionStoreErrorCode.BACKEND_FAILED, {
-      sessionId: id,
-      message: `Cannot ${action}: expected a free random temp name, found ${MAX_TEMP_ATTEMPTS} taken.`,
-    })
-  }
-  let renamed = false
   try {
-    // 0600 whatever the umask (S1): the open's mode is masked by it.
-    await handle.chmod(0o600)
-    await handle.write(bytes, 0)
-    await handle.sync()
-    await handle.close()
-    await fs.rename(tempPath, join(directory, LEASE_FILE_NAME))
-    renamed = true
-    await fs.fsyncDirectory(directory)
+    await replaceFile(fs, {
+      directory,
+      name: LEASE_FILE_NAME,
+      tempPrefix: '.tmp-lease-',
+      randomHex: target.randomHex,
+      bytes: Buffer.from(`${JSON.stringify(record)}\n`, 'utf8'),
+    })
   } catch (error) {
-    await handle.close().catch(() => undefined)
-    if (!renamed) await fs.unlink(tempPath).catch(() => undefined)
     throw toPortError(error, { sessionId: id, action, file })
   }
 }

@@ -18,7 +18,7 @@ export interface ScannedHead {
   readonly nextSeq: number
   /** Checksum of the last of them, or null when there is none. */
   readonly lastCrc: string | null
-  /** The header line (line 1) as text, or null when there is no whole one. */
+  /** The header line (line 1) as text, or null when there is no whole one (or the scan started at a seek point). */
   readonly headerLine: string | null
   readonly outcome: ScanOutcome
   /**
@@ -52,20 +52,69 @@ export async function scanHead(
   adapter: LogAdapter,
   source: FileHandleOps | AsyncIterable<Buffer>,
 ): Promise<ScannedHead> {
+  return (await scanFrom(adapter, source, null))!
+}
+
+/**
+ * Scans a log for its head from a stored checkpoint's seek point: the lines before it are
+ * not read; the first line read must be line `seek.fromSeq` with checksum `seek.firstCrc`
+ * (the checkpoint's binding), and every line from it on is checked as a whole scan checks it.
+ *
+ * @param adapter - The log's encoding.
+ * @param handle - The open log.
+ * @param seek - The checkpoint's seek point into this log.
+ * @returns The head (its `headerLine` null: line 1 is not read), or null when the line at
+ *   the seek point is not the one it names (the log was cut or rewritten below it; scan it whole).
+ */
+export async function scanHeadFrom(
+  adapter: LogAdapter,
+  handle: FileHandleOps,
+  seek: SeekPoint,
+): Promise<ScannedHead | null> {
+  return seek.log === adapter.log.name && seek.fromSeq > 0 ? scanFrom(adapter, handle, seek) : null
+}
+
+async function scanFrom(
+  adapter: LogAdapter,
+  source: FileHandleOps | AsyncIterable<Buffer>,
+  seek: SeekPoint | null,
+): Promise<ScannedHead | null> {
   let lastCrc: string | null = null
   let lastOffset = -1
   let headerLine: string | null = null
-  const outcome = await drain(
-    adapter.scan(source, {
-      onLine: (location) => {
-        if (location.line > 1) {
-          lastCrc = crcOf(location.bytes)
-          lastOffset = location.offset
-        } else headerLine = location.bytes.toString('utf8')
+  // From a seek point: nothing counts until its line is confirmed (seq and checksum).
+  let confirmed = seek === null
+  let missed = false
+  const scan = adapter.scan(source, {
+    ...(seek === null
+      ? {}
+      : { from: { offset: seek.offset, plainOffset: seek.plainOffset, lastSeq: seek.fromSeq - 1 } }),
+    onLine: (location) => {
+      if (location.line === 1) {
+        headerLine = location.bytes.toString('utf8')
         return false
-      },
-    }),
-  )
+      }
+      if (!confirmed) {
+        if (location.line - 2 !== seek!.fromSeq || crcOf(location.bytes) !== seek!.firstCrc) {
+          missed = true
+          return true
+        }
+        confirmed = true
+      }
+      lastCrc = crcOf(location.bytes)
+      lastOffset = location.offset
+      return false
+    },
+  })
+  let outcome: ScanOutcome
+  try {
+    outcome = await drain(scan)
+  } catch (error) {
+    // A read that fails before the seek point's line is confirmed: the whole scan decides.
+    if (!confirmed) return null
+    throw error
+  }
+  if (missed || !confirmed) return null
   const nextSeq = outcome.lastSeq + 1
   let lastStart: SeekPoint | null = null
   const log = adapter.log.name

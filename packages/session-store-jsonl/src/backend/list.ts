@@ -5,6 +5,7 @@
  * A session with only an older generation (v0) is listed with its migrated header, read
  * through the in-memory migration (which scans the v0 file).
  */
+import { isSessionId } from '@agent-ledger/session-events'
 import { join } from 'node:path'
 
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
@@ -18,9 +19,7 @@ import type {
 
 import { errnoOf } from '../fs-errors.ts'
 import { listGenerations } from '../generations.ts'
-import { assertSessionId } from '../session-id.ts'
 import { locateSessionLog } from '../zstd-session.ts'
-import { logAdapter } from '../log-adapter.ts'
 import { readHeaderLine } from './line-scan.ts'
 import { JsonlErrorCode } from '../jsonl-store-error.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
@@ -76,15 +75,6 @@ function compare(a: Candidate, b: Candidate): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
 }
 
-function isSessionId(name: string): boolean {
-  try {
-    assertSessionId(name)
-    return true
-  } catch {
-    return false
-  }
-}
-
 /**
  * A session that vanished between the root's listing and its own reads: deleted meanwhile
  * (renamed to its tombstone), so it is not listed at all rather than listed as a problem.
@@ -95,11 +85,6 @@ function vanished(error: unknown): boolean {
     toPortError(error, { action: 'list a session' }),
     SessionStoreErrorCode.SESSION_NOT_FOUND,
   )
-}
-
-function problemOf(error: unknown, id: string): SessionStoreErrorLike {
-  const mapped = toPortError(error, { sessionId: id, action: `list session ${id}` })
-  return mapped
 }
 
 async function candidateOf(context: ListContext, id: string): Promise<Candidate | null> {
@@ -130,7 +115,7 @@ async function candidateOf(context: ListContext, id: string): Promise<Candidate 
     return { id, u: logStats.mtimeMs }
   } catch (error) {
     if (vanished(error)) return null
-    return { id, u: 0, problem: problemOf(error, id) }
+    return { id, u: 0, problem: toPortError(error, { sessionId: id, action: `list session ${id}` }) }
   }
 }
 
@@ -166,14 +151,16 @@ async function entryOf(
     if (candidate.older === true) return headerEntry(base, await readOlderHeader(context, candidate.id))
     const opened = await openLog(context, candidate.id)
     try {
-      const adapter = await logAdapter(candidate.id, opened.log.encoding, context.limits)
-      return headerEntry(base, await readHeaderLine(adapter, opened.handle, candidate.id))
+      return headerEntry(base, await readHeaderLine(opened.adapter, opened.handle, candidate.id))
     } finally {
       await opened.handle.close().catch(() => undefined)
     }
   } catch (error) {
     if (vanished(error)) return null
-    return { ...base, problem: problemOf(error, candidate.id) }
+    return {
+      ...base,
+      problem: toPortError(error, { sessionId: candidate.id, action: `list session ${candidate.id}` }),
+    }
   }
 }
 

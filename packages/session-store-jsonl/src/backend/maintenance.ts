@@ -7,7 +7,9 @@
 import { join } from 'node:path'
 
 import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
-import type { EventRegistry, SessionHeader } from '@agent-ledger/session-events'
+import type { EventRegistry, LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
+import { createProjection, ProjectionError } from '@agent-ledger/session-projection'
+import type { Projection } from '@agent-ledger/session-projection'
 import type {
   BackendProgress,
   CompressCapability,
@@ -17,36 +19,31 @@ import type {
   QuarantineRecord,
   SignalOptions,
 } from '@agent-ledger/session-store'
-import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 
 import { compressSession } from '../compress-session.ts'
 import type { CompressOptions, CompressResult } from '../compress-session.ts'
 import { errnoOf, toStoreError } from '../fs-errors.ts'
 import type { FsOps } from '../fs-ops.ts'
 import { listGenerations } from '../generations.ts'
-import { JsonlErrorCode } from '../jsonl-store-error.ts'
+import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { isQuarantineFileName, LOG_FILE_NAME } from '../layout.ts'
 import type { StoreLimits } from '../limits.ts'
+import type { TornTail } from '../log-scanner.ts'
 import { migrateSession } from '../migration/migrate-session.ts'
-import type { MigrationProgress } from '../migration/migrate-session.ts'
+import type { MigrationProgress, MigrationReadResult } from '../migration/migrate-session.ts'
 import { removeStaleTemps } from '../publish.ts'
-import { assertSessionId } from '../session-id.ts'
-import { readOlderGeneration } from '../store-generations.ts'
-import type { MigrationReport } from '../store-generations.ts'
 import { acquireWriterLock } from '../writer-lock.ts'
 import type { LockOptions } from '../writer-lock.ts'
 import { sessionLog } from '../zstd-session.ts'
-import { throwIfAborted, toPortError } from './port-errors.ts'
+import { checkedSessionId as checkedId, throwIfAborted, toPortError } from './port-errors.ts'
+import { migrated } from './older-read.ts'
 import { sessionDirectory } from './session-dirs.ts'
 import {
-  checkSessionDirectory,
-  generationContext,
   generationFork,
-  isRefusal,
   olderGeneration,
-  openCurrentLog,
   peekHeader,
   processWarnings,
+  writableSessionDirectory,
 } from './session-access.ts'
 import type { AccessContext } from './session-access.ts'
 
@@ -71,6 +68,65 @@ export interface JsonlCompressCapability extends CompressCapability {
   ): Promise<{ readonly changed: boolean; readonly details?: Readonly<Record<string, unknown>> }>
 }
 
+/** What `capabilities.migrate.migrate` did (or, with `dryRun`, would do): its `details`. */
+export interface MigrationReport {
+  readonly id: string
+  /** True: the migration ran in memory (read mode) and nothing was written. */
+  readonly dryRun: boolean
+  /**
+   * `migrated`: the current-format generation was published now; `already-published`:
+   * another process published the same bytes first; `up-to-date`: the current generation
+   * already has the current format (nothing was read beyond its header, nothing written);
+   * `dry-run`: an older generation was migrated in memory and validated, nothing written.
+   */
+  readonly outcome: 'migrated' | 'already-published' | 'up-to-date' | 'dry-run'
+  /** The generation migrated from, relative to the store root (null when `up-to-date`). */
+  readonly from: string | null
+  /** Its format version (null when `up-to-date`). */
+  readonly fromVersion: number | null
+  /** The current-format generation, relative to the store root: written, found, or that would be written. */
+  readonly to: string
+  /** The current format version (4). */
+  readonly toVersion: number
+  /** Events in the current-format generation (null when `up-to-date`: the log is not scanned). */
+  readonly events: number | null
+  /** Seq of its last event in the new numbering, -1 when none (null when `up-to-date`). */
+  readonly lastSeq: number | null
+  /** Ignorable unknown events carried verbatim (RELIABILITY V5); null when `up-to-date`. */
+  readonly ignoredUnknown: number | null
+  /** Bytes written (0 for a dry run, `up-to-date` and `already-published`). */
+  readonly bytesWritten: number
+  /** SHA-256 of the bytes written, or null when nothing was written. */
+  readonly sha256: string | null
+  /** Unacknowledged bytes at the end of the source: left in it (old generations are never modified), not migrated. */
+  readonly sourceTornTail: TornTail | null
+  /** The header of the current-format generation (null for an up-to-date `.zstd` log, not decoded here). */
+  readonly header: SessionHeader | null
+}
+
+/** Applies a migrated event to a projection, naming the source file when the session rules refuse it. */
+function applyMigrated(projection: Projection, event: LoggedEvent, migration: MigrationReadResult): void {
+  try {
+    projection.apply(event)
+  } catch (error) {
+    const shift = migration.source.generation.version === 0 ? 1 : 0
+    const sourceSeq = event.seq + shift
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.INVALID_EVENT,
+      message: `Event seq ${sourceSeq} of ${migration.source.file} breaks the session rules once migrated (seq ${event.seq}): ${error instanceof Error ? error.message : String(error)}.`,
+      file: migration.source.file,
+      seq: sourceSeq,
+      lastGoodSeq: sourceSeq - 1,
+      details: {
+        projectionCode: ProjectionError.is(error) ? error.code : null,
+        type: event.type,
+        migratedSeq: event.seq,
+      },
+      cause: error,
+    })
+  }
+}
+
 /** What the maintenance capabilities need from the backend. */
 export interface MaintenanceContext {
   readonly fs: FsOps
@@ -86,14 +142,6 @@ export interface MaintenanceContext {
 /** The file access of maintenance, with the writer-lock settings. */
 interface MaintenanceAccess extends AccessContext {
   readonly lock: MaintenanceContext['lock']
-}
-
-function checkedId(id: string): string {
-  try {
-    return assertSessionId(id)
-  } catch (error) {
-    throw toPortError(error, { sessionId: id, action: `use session id ${JSON.stringify(id)}` })
-  }
 }
 
 function reporter(
@@ -216,27 +264,10 @@ async function compress(
   id: string,
   options: CompressOptions,
 ): Promise<CompressResult> {
-  // Only a v4 log is compressed: an older generation is migrated first, by its own capability.
-  const older = await olderGeneration(ctx, id)
-  if (older !== null) {
-    throw new SessionStoreError({
-      code: SessionStoreErrorCode.UNSUPPORTED,
-      sessionId: id,
-      message: `Cannot compress session ${id}: it is stored in an older format (${id}/${older.source.file}, format v${older.source.version}), expected a v4 log; migrate it first (capabilities.migrate). Nothing was written.`,
-      details: { capability: 'migrate', fromVersion: older.source.version },
-    })
-  }
-  // V1: refuse a newer version before taking the lock or writing anything.
-  {
-    const { handle, adapter } = await openCurrentLog(ctx, id)
-    try {
-      const peek = await peekHeader(ctx, { handle, adapter, id })
-      if (peek.damage !== null && isRefusal(peek.damage)) throw peek.damage
-    } finally {
-      await handle.close().catch(() => undefined)
-    }
-  }
-  const directory = await checkSessionDirectory(ctx, id, { write: true })
+  // V1: refuse a newer version before taking the lock or writing anything (and an older
+  // generation: `UNSUPPORTED`, migrate it first, from the open).
+  await peekHeader(ctx, id)
+  const directory = await writableSessionDirectory(ctx, id)
   return compressSession(
     {
       fs: ctx.fs,
@@ -266,12 +297,14 @@ async function migrate(
   const older = await olderGeneration(ctx, id)
   if (older === null) return upToDate(ctx, id, dryRun)
   if (dryRun) {
-    const { migration, events } = await readOlderGeneration(generationContext(ctx), {
-      directory: older.directory,
-      id,
-      source: older.source,
-      onProgress: options.onProgress,
-    })
+    // Every event migrated in memory and applied to a projection (the session rules checked).
+    const migration = await migrated(ctx, id, options.onProgress)
+    const projection = createProjection({ registry: ctx.registry })
+    let events = 0
+    for await (const event of migration.events) {
+      applyMigrated(projection, event, migration)
+      events += 1
+    }
     return {
       id,
       dryRun,
@@ -289,7 +322,7 @@ async function migrate(
       header: migration.header,
     }
   }
-  const directory = await checkSessionDirectory(ctx, id, { write: true })
+  const directory = await writableSessionDirectory(ctx, id)
   const lock = await acquireWriterLock(ctx.fs, directory, ctx.lock)
   let result
   try {
@@ -336,15 +369,7 @@ async function migrate(
 
 /** `migrate` of a session already in the current format: checked for a fork of its source, nothing written. */
 async function upToDate(ctx: AccessContext, id: string, dryRun: boolean): Promise<MigrationReport> {
-  const { handle, directory, adapter } = await openCurrentLog(ctx, id)
-  let header: SessionHeader | null
-  try {
-    const peek = await peekHeader(ctx, { handle, adapter, id })
-    if (peek.damage !== null) throw peek.damage
-    header = peek.header
-  } finally {
-    await handle.close().catch(() => undefined)
-  }
+  const { header, directory } = await peekHeader(ctx, id, true)
   const fork = await generationFork(ctx, header, { id, directory })
   if (fork !== null) throw fork
   return {

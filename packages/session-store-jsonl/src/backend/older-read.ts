@@ -13,7 +13,7 @@ import type { AbortSignalLike, StoredHeader, StoredLine, TornTailInfo } from '@a
 import type { FsOps } from '../fs-ops.ts'
 import type { StoreLimits } from '../limits.ts'
 import { migrateSession } from '../migration/migrate-session.ts'
-import type { MigrationReadResult } from '../migration/migrate-session.ts'
+import type { MigrationProgress, MigrationReadResult } from '../migration/migrate-session.ts'
 import { throwIfAborted, toPortError } from './port-errors.ts'
 import { sessionDirectory } from './session-dirs.ts'
 
@@ -38,7 +38,20 @@ export function isOlderGeneration(error: unknown): boolean {
   )
 }
 
-async function migrated(context: OlderReadContext, id: string): Promise<MigrationReadResult> {
+/**
+ * Migrates a session whose current generation is older in memory (`migrateSession` in read
+ * mode: every source line checked; the events are validated as they are iterated).
+ *
+ * @param context - File system, root, limits, registry.
+ * @param id - The checked session id.
+ * @param onProgress - The migration's progress, if wanted.
+ * @returns The migration: the header and lines a migration would write, the source.
+ */
+export async function migrated(
+  context: OlderReadContext,
+  id: string,
+  onProgress?: (progress: MigrationProgress) => void,
+): Promise<MigrationReadResult> {
   const directory = await sessionDirectory(context.fs, context.root, id)
   try {
     return await migrateSession({
@@ -48,6 +61,7 @@ async function migrated(context: OlderReadContext, id: string): Promise<Migratio
       sessionId: id,
       registry: context.registry,
       limits: context.limits,
+      ...(onProgress === undefined ? {} : { onProgress }),
     })
   } catch (error) {
     throw toPortError(error, { sessionId: id, action: `read the older generation of session ${id}` })

@@ -10,19 +10,22 @@
 import { constants } from 'node:fs'
 import { join } from 'node:path'
 
-import { coreEventRegistry } from '@agent-ledger/session-events'
 import type { SessionHeader } from '@agent-ledger/session-events'
 import { SessionStoreErrorCode } from '@agent-ledger/session-store'
 
 import { errnoOf, toStoreError } from '../fs-errors.ts'
 import { NOT_REGULAR_ERRNO } from '../fs-ops.ts'
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
-import { listGenerations } from '../generations.ts'
 import { JsonlErrorCode } from '../jsonl-store-error.ts'
 import type { StoreLimits } from '../limits.ts'
 import { logAdapter } from '../log-adapter.ts'
+import type { LogAdapter } from '../log-adapter.ts'
 import { detectGenerationFork } from '../migration/migrate-session.ts'
-import { isOlderGeneration as isOlderFile, resolveCurrentGeneration } from '../store-generations.ts'
+import {
+  isOlderGeneration as isOlderFile,
+  listGenerations,
+  resolveCurrentGeneration,
+} from '../generations.ts'
 import { locateSessionLog } from '../zstd-session.ts'
 import type { SessionLog } from '../zstd-session.ts'
 import { readHeaderLine } from './line-scan.ts'
@@ -54,10 +57,7 @@ export async function checkGenerations(
 ): Promise<{ readonly migrated: boolean }> {
   let picked: Awaited<ReturnType<typeof resolveCurrentGeneration>>
   try {
-    picked = await resolveCurrentGeneration(
-      { fs: context.fs, limits: context.limits, registry: coreEventRegistry },
-      { directory, id },
-    )
+    picked = await resolveCurrentGeneration(context, { directory, id })
   } catch (error) {
     // No generation at all: left to the open, which names the missing log.
     if ((error as { code?: unknown }).code === SessionStoreErrorCode.SESSION_NOT_FOUND)
@@ -74,8 +74,8 @@ export async function checkGenerations(
   return { migrated: picked.history.some(isOlderFile) }
 }
 
-/** How a migrated log's source is compared with the migration's record: sizes, or sizes and sha256. */
-export type ForkCheck = 'size' | 'sha256'
+/** How a migrated log's source is compared with the migration's record: sizes, sizes and sha256, or not (the file views). */
+export type ForkCheck = 'size' | 'sha256' | 'none'
 
 /**
  * I7: a migrated log whose source generation changed since the migration (events appended,
@@ -83,17 +83,11 @@ export type ForkCheck = 'size' | 'sha256'
  */
 async function assertNotForked(
   context: GenerationCheckContext,
-  opened: {
-    readonly id: string
-    readonly directory: string
-    readonly log: SessionLog
-    readonly handle: FileHandleOps
-  },
-  forkCheck: ForkCheck,
+  opened: OpenedLog & { readonly id: string },
+  forkCheck: Exclude<ForkCheck, 'none'>,
 ): Promise<void> {
   const { id, directory } = opened
-  const adapter = await logAdapter(id, opened.log.encoding, context.limits)
-  const { line } = await readHeaderLine(adapter, opened.handle, id)
+  const { line } = await readHeaderLine(opened.adapter, opened.handle, id)
   let header: SessionHeader
   try {
     header = JSON.parse(line) as SessionHeader
@@ -123,6 +117,8 @@ export interface OpenedLog {
   /** Absolute path of the log. */
   readonly path: string
   readonly handle: FileHandleOps
+  /** Reads and writes the log in its encoding. */
+  readonly adapter: LogAdapter
 }
 
 /**
@@ -175,6 +171,9 @@ async function openLogOnce(
   } catch (error) {
     throw toPortError(error, { sessionId: id, action: `find the log of session ${id}` })
   }
+  const adapter = await logAdapter(id, log.encoding, context.limits).catch((error: unknown) => {
+    throw toPortError(error, { sessionId: id, action: `open session ${id}` })
+  })
   const path = join(directory, log.name)
   let handle: FileHandleOps
   try {
@@ -227,13 +226,15 @@ async function openLogOnce(
     await handle.close().catch(() => undefined)
     throw toPortError(error, { sessionId: id, action: `stat ${log.file}` })
   }
-  if (migrated) {
+  const forkCheck = context.forkCheck ?? 'size'
+  const opened = { directory, log, path, handle, adapter }
+  if (migrated && forkCheck !== 'none') {
     try {
-      await assertNotForked(context, { id, directory, log, handle }, context.forkCheck ?? 'size')
+      await assertNotForked(context, { ...opened, id }, forkCheck)
     } catch (error) {
       await handle.close().catch(() => undefined)
       throw error
     }
   }
-  return { directory, log, path, handle }
+  return opened
 }

@@ -10,9 +10,9 @@
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type { AbortSignalLike, LineLocation } from '@agent-ledger/session-store'
 
-import { errnoOf, toStoreError } from '../fs-errors.ts'
-import { NOT_REGULAR_ERRNO } from '../fs-ops.ts'
+import { errnoOf, hasStoreCode, toStoreError } from '../fs-errors.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
+import { assertSessionId } from '../session-id.ts'
 
 declare module '@agent-ledger/session-store' {
   /** The JSONL store's codes reach the callers of `createSessionStore` unchanged. */
@@ -26,19 +26,6 @@ export const JSONL_DAMAGE_CODES: readonly string[] = [
   JsonlErrorCode.DECOMPRESSION_LIMIT,
   JsonlErrorCode.WINDOW_TOO_LARGE,
 ]
-
-/** Errno codes the JSONL store has a code of its own for (see `toStoreError`). */
-const MAPPED_ERRNOS = new Set([
-  'ELOOP',
-  NOT_REGULAR_ERRNO,
-  'ENXIO',
-  'EACCES',
-  'EPERM',
-  'EROFS',
-  'ENOSPC',
-  'EDQUOT',
-  'EFBIG',
-])
 
 /** A publish of any operation, or a write: a full disk among its causes is `DISK_FULL`. */
 const PUBLISH_OR_WRITE_FAILURES: ReadonlySet<string> = new Set([
@@ -98,7 +85,7 @@ export function toPortError(
 ): SessionStoreError {
   if (SessionStoreError.is(error)) return error
   const errno = errnoOf(error)
-  if (!JsonlStoreError.is(error) && (errno === undefined || !MAPPED_ERRNOS.has(errno))) {
+  if (!JsonlStoreError.is(error) && (errno === undefined || !hasStoreCode(errno))) {
     const cause = errno ?? 'unknown'
     return new SessionStoreError({
       code: SessionStoreErrorCode.BACKEND_FAILED,
@@ -131,6 +118,21 @@ export function toPortError(
 function pathOf(error: unknown): string {
   const path = (error as { path?: unknown } | null)?.path
   return typeof path === 'string' ? path : '(unknown path)'
+}
+
+/**
+ * A session id checked against the one id rule before any file-system call (S2).
+ *
+ * @param id - The caller's id.
+ * @returns The same id.
+ * @throws {@link SessionStoreError} `INVALID_SESSION_ID`, the code of every backend and of the core.
+ */
+export function checkedSessionId(id: string): string {
+  try {
+    return assertSessionId(id)
+  } catch (error) {
+    throw toPortError(error, { sessionId: undefined, action: 'use that session id' })
+  }
 }
 
 /**

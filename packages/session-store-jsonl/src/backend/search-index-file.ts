@@ -7,8 +7,6 @@
 import { constants } from 'node:fs'
 import { join } from 'node:path'
 
-import { crc32c as nativeCrc32c } from '@node-rs/crc32'
-
 import type { ReadOptions, SearchCandidateQuery, StoredHeader, StoredLine } from '@agent-ledger/session-store'
 import {
   ASCII_LOWER,
@@ -29,8 +27,10 @@ import type { ChainEnd, IndexBlock, IndexHeader } from '@agent-ledger/session-st
 
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import { SEARCH_INDEX_FILE_NAME, TEMP_PREFIX } from '../layout.ts'
+import { nativeCrc32c as crc32c } from '../line-codec.ts'
 import type { StoreLimits } from '../limits.ts'
 import { logAdapter } from '../log-adapter.ts'
+import { createTempFile } from '../temp-file.ts'
 import { throwIfAborted, toPortError } from './port-errors.ts'
 import type { CachedChain, ChainCache } from './search-index-cache.ts'
 
@@ -40,7 +40,6 @@ export const BLOCK_BYTES = 32 * 1024
 const TAIL_MIN_BYTES = 8 * 1024
 /** Records per read of the index. */
 const RECORDS_PER_READ = 128
-export const crc32c = (bytes: Uint8Array): number => nativeCrc32c(bytes) >>> 0
 export const NEWLINE = 0x0a
 /** Timestamps younger than this are not trusted to show the next change. */
 export const RACY_MS = 2000
@@ -407,12 +406,11 @@ export class SessionIndex {
     const { fs, randomHex } = this.#context
     try {
       if (chain.rewrite) {
-        const temp = join(this.#session.directory, `${TEMP_PREFIX}search-${randomHex(8)}`)
-        const out = await fs.open(
-          temp,
-          constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-          0o600,
-        )
+        const { handle: out, path: temp } = await createTempFile(fs, {
+          directory: this.#session.directory,
+          prefix: `${TEMP_PREFIX}search-`,
+          randomHex,
+        })
         try {
           await out.write(Buffer.from(encodeHeader(binding, crc32c)), 0)
           if (chain.last !== null) await this.#copyPrefix(out, chain.keep)

@@ -19,6 +19,7 @@
  * through the backend's own `read` (an encrypted one yields one line, so the core reports it
  * `unsearched`).
  */
+import { isSessionId } from '@agent-ledger/session-events'
 import { join } from 'node:path'
 
 import type {
@@ -30,12 +31,12 @@ import type {
 import { fragmentBits, isMissingOrDamage } from '@agent-ledger/session-store/search-index'
 
 import type { FileHandleOps } from '../fs-ops.ts'
-import { assertSessionId } from '../session-id.ts'
 import { isOlderGeneration } from './older-read.ts'
 import { openLog } from './open-log.ts'
 import { JSONL_DAMAGE_CODES, throwIfAborted, toPortError } from './port-errors.ts'
 import { ChainCache } from './search-index-cache.ts'
-import { BLOCK_BYTES, crc32c, NEWLINE, RACY_MS, SessionIndex, statKey } from './search-index-file.ts'
+import { nativeCrc32c as crc32c } from '../line-codec.ts'
+import { BLOCK_BYTES, NEWLINE, RACY_MS, SessionIndex, statKey } from './search-index-file.ts'
 import type { Known, SearchIndexContext, Wanted } from './search-index-file.ts'
 
 /** Sessions read at once by one call. */
@@ -108,15 +109,6 @@ async function sessionIds(context: SearchIndexContext, query: SearchCandidateQue
     }
   }
   return names.filter((name) => (first === undefined || name >= first) && isSessionId(name)).sort()
-}
-
-function isSessionId(name: string): boolean {
-  try {
-    assertSessionId(name)
-    return true
-  } catch {
-    return false
-  }
 }
 
 /** The lines of one session that may match, from `fromSeq`, at most `limit`. */

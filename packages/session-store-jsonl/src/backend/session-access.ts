@@ -5,26 +5,20 @@
  * `MIXED_ENCODINGS`...): the callers turn them into port errors (`toPortError`), which keeps
  * each code. Read-only, except that a write check narrows a session directory's mode.
  */
-import { constants } from 'node:fs'
-import { join } from 'node:path'
-
 import type { EventRegistry, SessionHeader } from '@agent-ledger/session-events'
 
-import { errnoOf, notRegularFile, toStoreError } from '../fs-errors.ts'
-import { fileKind } from '../fs-ops.ts'
-import type { FileHandleOps, FsOps } from '../fs-ops.ts'
-import type { GenerationFile } from '../generations.ts'
-import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
+import { toStoreError } from '../fs-errors.ts'
+import type { FsOps } from '../fs-ops.ts'
+import { JsonlErrorCode } from '../jsonl-store-error.ts'
+import type { JsonlStoreError } from '../jsonl-store-error.ts'
 import type { StoreLimits } from '../limits.ts'
-import { logAdapter } from '../log-adapter.ts'
-import type { LogAdapter } from '../log-adapter.ts'
 import type { ScanOutcome } from '../log-scanner.ts'
 import { detectGenerationFork } from '../migration/migrate-session.ts'
-import { isOlderGeneration, resolveCurrentGeneration } from '../store-generations.ts'
-import type { GenerationStoreContext } from '../store-generations.ts'
+import { isOlderGeneration, resolveCurrentGeneration } from '../generations.ts'
+import type { GenerationFile } from '../generations.ts'
 import type { StoreLogger } from '../store-logger.ts'
-import { locateSessionLog } from '../zstd-session.ts'
 import type { SessionLog } from '../zstd-session.ts'
+import { openLog } from './open-log.ts'
 import { sessionDirectory } from './session-dirs.ts'
 
 /** What finding a session's log needs. */
@@ -46,23 +40,10 @@ export const processWarnings: StoreLogger = {
   },
 }
 
-/** An open v4 log (read-only): its handle, its directory, and the adapter of its encoding. */
-export interface OpenedCurrentLog {
-  readonly handle: FileHandleOps
-  readonly directory: string
-  readonly log: SessionLog
-  readonly adapter: LogAdapter
-}
-
 const HEADER_PEEK_CHUNK = 64 * 1024
 
-/** The context of the generation helpers. */
-export function generationContext(ctx: AccessContext): GenerationStoreContext {
-  return { fs: ctx.fs, registry: ctx.registry, limits: ctx.limits }
-}
-
 /** A refusal the header peek reports: a newer version, a name/header version mismatch, a header naming another session, no header. */
-export function isRefusal(error: JsonlStoreError): boolean {
+function isRefusal(error: JsonlStoreError): boolean {
   return (
     error.code === JsonlErrorCode.VERSION_TOO_NEW ||
     error.code === JsonlErrorCode.GENERATION_VERSION_MISMATCH ||
@@ -72,23 +53,17 @@ export function isRefusal(error: JsonlStoreError): boolean {
 }
 
 /**
- * The directory of an existing session, checked as every backend operation checks it (the
- * root safe, a real directory, never a symlink: `sessionDirectory`). A `write` check
- * narrows a mode open to group or others to the owner's bits (a warning says so).
+ * The directory of an existing session about to be written (`sessionDirectory`: the root
+ * safe, a real directory, never a symlink), its mode narrowed to the owner's bits when open
+ * to group or others (a warning says so).
  *
  * @param ctx - File system, root, logger.
  * @param id - The session id (checked by the caller).
- * @param options - `write`: the caller is about to write into it.
  * @returns Its absolute path.
  * @throws {@link SessionStoreError} `SESSION_NOT_FOUND`, `UNSAFE_ROOT`, `SYMLINK_REFUSED`, `BACKEND_FAILED`.
  */
-export async function checkSessionDirectory(
-  ctx: AccessContext,
-  id: string,
-  options: { readonly write: boolean },
-): Promise<string> {
+export async function writableSessionDirectory(ctx: AccessContext, id: string): Promise<string> {
   const directory = await sessionDirectory(ctx.fs, ctx.root, id)
-  if (!options.write) return directory
   const mode = (await ctx.fs.lstat(directory)).mode
   // Only ever narrow an existing mode (drop group/other bits): a deliberately read-only 0500 stays so.
   if ((mode & 0o077) !== 0) {
@@ -115,98 +90,46 @@ export async function olderGeneration(
   ctx: AccessContext,
   id: string,
 ): Promise<{ readonly directory: string; readonly source: GenerationFile } | null> {
-  const directory = await checkSessionDirectory(ctx, id, { write: false })
-  const picked = await resolveCurrentGeneration(generationContext(ctx), { directory, id })
+  const directory = await sessionDirectory(ctx.fs, ctx.root, id)
+  const picked = await resolveCurrentGeneration(ctx, { directory, id })
   return isOlderGeneration(picked.current) ? { directory, source: picked.current } : null
 }
 
 /**
- * Finds a session's v4 log for a read (plain or `.zstd`, checked like an open), without opening it.
+ * Reads only the header line of a session's v4 log (bounded; the log is not scanned), opened
+ * as every read opens it (`openLog`, without the fork check): the version checks made before
+ * a lock is taken, and the header the file views show.
  *
- * @param ctx - File system, root, limits, logger.
+ * @param ctx - File system, root, limits, registry.
  * @param id - The session id (checked by the caller).
- * @returns The session directory and the log found there.
- */
-export async function locateV4Log(
-  ctx: AccessContext,
-  id: string,
-): Promise<{ readonly directory: string; readonly log: Awaited<ReturnType<typeof locateSessionLog>> }> {
-  const directory = await checkSessionDirectory(ctx, id, { write: false })
-  const log = await locateSessionLog({
-    fs: ctx.fs,
-    directory,
-    id,
-    mode: 'read',
-    limits: ctx.limits,
-    logger: ctx.logger,
-  })
-  return { directory, log }
-}
-
-/**
- * Opens a session's v4 log (`session.v4.jsonl` or `session.v4.jsonl.zstd`) read-only, with
- * the adapter of its encoding; the caller closes it.
- *
- * @param ctx - File system, root, limits, logger.
- * @param id - The session id (checked by the caller).
- * @returns The open log.
- * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND`, `SYMLINK_REFUSED`, `MIXED_ENCODINGS`, `READ_FAILED`...
- */
-export async function openCurrentLog(ctx: AccessContext, id: string): Promise<OpenedCurrentLog> {
-  const { directory, log } = await locateV4Log(ctx, id)
-  const adapter = await logAdapter(id, log.encoding, ctx.limits)
-  const file = log.file
-  let handle: FileHandleOps
-  try {
-    handle = await ctx.fs.open(join(directory, log.name), constants.O_RDONLY | constants.O_NOFOLLOW)
-  } catch (error) {
-    if (errnoOf(error) === 'ENOENT') {
-      throw new JsonlStoreError({
-        code: JsonlErrorCode.SESSION_NOT_FOUND,
-        message: `Session ${id} was not found: expected ${file} under the store root.`,
-        file,
-        cause: error,
-      })
-    }
-    throw toStoreError(error, { op: 'open', file, which: 'log', fallback: JsonlErrorCode.READ_FAILED })
-  }
-  try {
-    const stats = await handle.stat()
-    // nodeFsOps already refuses these; a custom FsOps may not.
-    if (!stats.isFile()) throw notRegularFile({ file, which: 'log', kind: fileKind(stats), op: 'open' })
-  } catch (error) {
-    await handle.close().catch(() => undefined)
-    throw toStoreError(error, { op: 'stat', file, fallback: JsonlErrorCode.READ_FAILED })
-  }
-  return { handle, directory, log, adapter }
-}
-
-/**
- * Reads only the header line of an open log (bounded): the version checks before a lock is
- * taken, and the header the file views show.
- *
- * @param ctx - Registry.
- * @param opened - The open log and the session id.
- * @returns The scan's outcome (its `header`, and `damage` when line 1 is refused).
+ * @param strict - Throw any damage of line 1, not only the refusals ({@link isRefusal}).
+ * @returns The header (null when line 1 is damaged but not refused), the directory and the log.
+ * @throws {@link SessionStoreError} as `openLog`; {@link JsonlStoreError} the refusals of line 1.
  */
 export async function peekHeader(
-  ctx: Pick<AccessContext, 'registry'>,
-  opened: Pick<OpenedCurrentLog, 'handle' | 'adapter'> & { readonly id: string },
-): Promise<ScanOutcome> {
-  const file = opened.adapter.log.file
+  ctx: AccessContext,
+  id: string,
+  strict = false,
+): Promise<{ readonly header: SessionHeader | null; readonly directory: string; readonly log: SessionLog }> {
+  const { handle, adapter, directory, log } = await openLog({ ...ctx, forkCheck: 'none' }, id)
+  let outcome: ScanOutcome
   try {
-    return await opened.adapter.scanEvents(opened.handle, {
+    outcome = await adapter.scanEvents(handle, {
       registry: ctx.registry,
-      file,
-      sessionId: opened.id,
+      file: log.file,
+      sessionId: id,
       onEvent: () => undefined,
       onHeader: () => true,
       stopBeforeLine: 2,
       chunkBytes: HEADER_PEEK_CHUNK,
     })
   } catch (error) {
-    throw toStoreError(error, { op: 'read', file, fallback: JsonlErrorCode.READ_FAILED })
+    throw toStoreError(error, { op: 'read', file: log.file, fallback: JsonlErrorCode.READ_FAILED })
+  } finally {
+    await handle.close().catch(() => undefined)
   }
+  if (outcome.damage !== null && (strict || isRefusal(outcome.damage))) throw outcome.damage
+  return { header: outcome.header, directory, log }
 }
 
 /**

@@ -72,7 +72,7 @@ function defineMember(target: Record<string, unknown>, key: string, value: unkno
  * @param context - Session id and migratedFrom.
  * @returns The v4 header object, members in the store's canonical order.
  */
-export function migrateV0Header(
+function migrateV0Header(
   v0Header: Readonly<Record<string, unknown>>,
   context: EdgeContext,
 ): Record<string, unknown> {

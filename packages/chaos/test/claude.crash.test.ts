@@ -1,0 +1,90 @@
+// The Claude Agent SDK store under the chaos faults (`pnpm test:crash`: the real SDK and its
+// CLI per session, against the worker's scripted Messages API, for tens of seconds on a loaded
+// machine). With the SDK's defaults (transcript mirrored in batches at the end of a turn, tools
+// run as soon as they are asked for) a takeover runs tools again; with the worker's write-ahead
+// mode (`sessionStoreFlush: 'eager'`, each tool waits for its tool_use entry's acknowledgement)
+// the same seed leaves every count at 0, on JSONL and on PostgreSQL.
+import { describe, expect, it } from 'vitest'
+
+import { pgUnavailableReason, startCluster } from '../../../tooling/pg/cluster.ts'
+import { testTime } from '../../../tooling/test-time.ts'
+import { runChaos } from '../src/driver.ts'
+import type { ChaosOptions } from '../src/driver.ts'
+import { defects, none } from './defects.ts'
+
+// Seed 3, two worker slots of two sessions, one takeover each: SIGSTOP at a worker's point,
+// a fresh worker takes the live lease at once and finishes the session, then SIGCONT.
+const takeover: ChaosOptions = {
+  subject: { kind: 'ledger', adapter: 'claude-agent-sdk', store: 'jsonl' },
+  runs: 4,
+  seed: 3,
+  workers: 2,
+  sessionsPerWorker: 2,
+  faultsPerSlot: 1,
+  kinds: ['takeover'],
+}
+
+describe('chaos: @agent-ledger/claude-agent-sdk on JSONL, seed 3, a takeover in each slot', () => {
+  it(
+    "the SDK's defaults: nothing is mirrored before the turn ends, so the new owner runs the session's tools again",
+    async () => {
+      const result = await runChaos({ ...takeover, sdkDefaults: true })
+      expect(result.faults).toEqual({ 'takeover before-tool': 1, 'takeover flush': 1 })
+      expect(result.counts.duplicatedExecutions).toBeGreaterThan(0)
+      // The resumed sessions were empty: the stopped worker's turn was never mirrored.
+      expect(result.resumes.every((resume) => resume.events === 0)).toBe(true)
+    },
+    testTime(300_000),
+  )
+
+  it(
+    'write-ahead (eager mirroring, each tool after its tool_use is acknowledged): every count 0',
+    async () => {
+      const result = await runChaos(takeover)
+      expect(result.faults).toEqual({ 'takeover before-tool': 1, 'takeover flush': 1 })
+      expect(result.resumes.every((resume) => resume.events > 0)).toBe(true)
+      expect({ ...defects(result), errors: result.errors, unfinished: result.unfinished }).toEqual({
+        ...none,
+        errors: [],
+        unfinished: 0,
+      })
+      expect(result.refusals['FENCED']).toBeGreaterThan(0)
+    },
+    testTime(300_000),
+  )
+})
+
+const pgReason = pgUnavailableReason()
+
+describe.skipIf(pgReason !== undefined)(
+  `chaos: @agent-ledger/claude-agent-sdk on PostgreSQL${pgReason === undefined ? '' : ` (not run: ${pgReason})`}`,
+  () => {
+    it(
+      'SIGKILL, SIGSTOP past the lease and takeovers at seed 2: every count 0',
+      async () => {
+        const cluster = await startCluster()
+        try {
+          const result = await runChaos({
+            subject: { kind: 'ledger', adapter: 'claude-agent-sdk', store: 'postgres' },
+            runs: 10,
+            seed: 2,
+            workers: 2,
+            sessionsPerWorker: 5,
+            faultsPerSlot: 2,
+            pgUrl: cluster.url(),
+          })
+          expect(Object.values(result.faults).reduce((sum, count) => sum + count, 0)).toBeGreaterThan(0)
+          expect(result.resumes.length).toBeGreaterThan(0)
+          expect({ ...defects(result), errors: result.errors, unfinished: result.unfinished }).toEqual({
+            ...none,
+            errors: [],
+            unfinished: 0,
+          })
+        } finally {
+          await cluster.destroy()
+        }
+      },
+      testTime(300_000),
+    )
+  },
+)
