@@ -9,7 +9,7 @@ import type { SessionHeader } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
 
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
-import { V4_FORMAT } from './log-format.ts'
+import { tapped } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
 import { scanZstdLogChunks } from './zstd-log-reader.ts'
 import type { ZstdScanOutcome } from './zstd-log-reader.ts'
@@ -91,14 +91,11 @@ export async function* sealedFrames(
 /** A byte source that hashes what passes through it. */
 export function hashed(source: ByteSource): { source: ByteSource; digest: () => string } {
   const hash = createHash('sha256')
-  async function* pass(): AsyncGenerator<Buffer, void, undefined> {
-    for await (const chunk of source) {
-      hash.update(chunk)
-      yield chunk
-    }
-  }
   let digest: string | undefined
-  return { source: pass(), digest: () => (digest ??= hash.digest('hex')) }
+  return {
+    source: tapped(source, (chunk) => hash.update(chunk)),
+    digest: () => (digest ??= hash.digest('hex')),
+  }
 }
 
 /** What the staged file must match. */
@@ -121,15 +118,9 @@ export async function verifyStaged(
   const projection = createProjection({ registry: context.registry })
   let compressedRead = 0
   const total = expected.plainBytes
-  async function* counted(): AsyncGenerator<Buffer, void, undefined> {
-    for await (const chunk of staged) {
-      compressedRead += chunk.length
-      yield chunk
-    }
-  }
-  const chunks = scanZstdLogChunks(counted(), {
+  const counted = tapped(staged, (chunk) => (compressedRead += chunk.length))
+  const chunks = scanZstdLogChunks(counted, {
     codec: run.codec,
-    format: V4_FORMAT,
     limits: context.limits,
     registry: context.registry,
     file: expected.file,

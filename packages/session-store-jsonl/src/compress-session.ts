@@ -32,22 +32,21 @@ import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
 import { join } from 'node:path'
 
-import type { SessionHeader } from '@agent-ledger/session-events'
+import type { LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
 
 import { errnoOf, toStoreError } from './fs-errors.ts'
 import type { FileHandleOps } from './fs-ops.ts'
 import { listGenerations } from './generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
-import { V4_FORMAT } from './log-format.ts'
 import type { ScanOutcome } from './log-scanner.ts'
 import { publishFile, removeStaleTemps } from './publish.ts'
 import { dropSearchIndex } from './search-index-sidecar.ts'
 import type { PublishRequest } from './publish.ts'
 import { quarantineTail } from './quarantine.ts'
-import { readFileChunks, scanLog } from './read-log.ts'
+import { readFileChunks, scanLog, tapped } from './read-log.ts'
 import { acquireWriterLock } from './writer-lock.ts'
-import { scanZstdLog, zstdPlainSource } from './zstd-log-reader.ts'
+import { scanZstdLogChunks, zstdPlainSource } from './zstd-log-reader.ts'
 import type { ZstdScanOutcome } from './zstd-log-reader.ts'
 import { locateSessionLog, sessionLog, zstdCodecFor } from './zstd-session.ts'
 import type { SessionLog } from './zstd-session.ts'
@@ -167,17 +166,52 @@ async function openLogForRepair(run: Run, log: SessionLog): Promise<FileHandleOp
   }
 }
 
-/** Refuses what a write open refuses; quarantines a torn tail like a write open. */
-async function checkAndRepair(
+/**
+ * Scans the log with every check a write open runs (either encoding), reporting progress;
+ * refuses what a write open refuses; quarantines a torn tail like a write open.
+ */
+async function scanAndRepair(
   run: Run,
-  request: { readonly log: SessionLog; readonly handle: FileHandleOps; readonly outcome: ScanOutcome },
+  request: { readonly log: SessionLog; readonly handle: FileHandleOps },
 ): Promise<{
+  readonly outcome: ScanOutcome & { readonly zstd?: ZstdScanOutcome['zstd'] }
   readonly header: SessionHeader
   readonly goodEnd: number
   readonly quarantineFile: string | null
 }> {
-  const { log, handle, outcome } = request
+  const { log, handle } = request
   const { context } = run
+  const size = (await handle.stat()).size
+  const projection = createProjection({ registry: context.registry })
+  let scanned = 0
+  const source = tapped(readFileChunks(handle, { chunkBytes: context.limits.readChunkBytes }), (chunk) => {
+    scanned += chunk.length
+    run.progress({ phase: 'scan', bytesRead: scanned, bytesTotal: size, eventsDone: projection.nextSeq })
+  })
+  const options = {
+    limits: context.limits,
+    registry: context.registry,
+    file: log.file,
+    sessionId: context.id,
+    onEvent: (event: LoggedEvent) => void projection.apply(event),
+  }
+  let outcome: ScanOutcome & { readonly zstd?: ZstdScanOutcome['zstd'] }
+  try {
+    if (log.encoding === 'plain') outcome = await scanLog(source, options)
+    else {
+      const chunks = scanZstdLogChunks(source, { ...options, codec: run.codec })
+      let step = await chunks.next()
+      while (step.done !== true) step = await chunks.next()
+      outcome = step.value
+    }
+  } catch (error) {
+    throw toStoreError(error, { op: 'read', file: log.file, fallback: JsonlErrorCode.READ_FAILED })
+  }
+  const events = outcome.stats.events
+  run.progress(
+    { phase: 'scan', bytesRead: scanned, bytesTotal: size, eventsDone: events, eventsTotal: events },
+    true,
+  )
   if (outcome.damage !== null) throw outcome.damage
   if (outcome.header === null) {
     throw new JsonlStoreError({
@@ -208,7 +242,7 @@ async function checkAndRepair(
       reason: outcome.tornTail.reason,
     })
   }
-  return { header: outcome.header, goodEnd: outcome.goodEndOffset, quarantineFile }
+  return { outcome, header: outcome.header, goodEnd: outcome.goodEndOffset, quarantineFile }
 }
 
 async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult> {
@@ -217,42 +251,7 @@ async function compressPlain(run: Run, log: SessionLog): Promise<CompressResult>
   const target = sessionLog(id, 'zstd')
   const handle = await openLogForRepair(run, log)
   try {
-    const size = (await handle.stat()).size
-    const projection = createProjection({ registry: context.registry })
-    let scanned = 0
-    async function* counted(): AsyncGenerator<Buffer, void, undefined> {
-      for await (const chunk of readFileChunks(handle, { chunkBytes: limits.readChunkBytes })) {
-        scanned += chunk.length
-        run.progress({ phase: 'scan', bytesRead: scanned, bytesTotal: size, eventsDone: projection.nextSeq })
-        yield chunk
-      }
-    }
-    let outcome: ScanOutcome
-    try {
-      outcome = await scanLog(counted(), {
-        format: V4_FORMAT,
-        limits,
-        registry: context.registry,
-        file: log.file,
-        sessionId: context.id,
-        onEvent: (event) => {
-          projection.apply(event)
-        },
-      })
-    } catch (error) {
-      throw toStoreError(error, { op: 'read', file: log.file, fallback: JsonlErrorCode.READ_FAILED })
-    }
-    run.progress(
-      {
-        phase: 'scan',
-        bytesRead: scanned,
-        bytesTotal: size,
-        eventsDone: outcome.stats.events,
-        eventsTotal: outcome.stats.events,
-      },
-      true,
-    )
-    const { header, goodEnd, quarantineFile } = await checkAndRepair(run, { log, handle, outcome })
+    const { outcome, header, goodEnd, quarantineFile } = await scanAndRepair(run, { log, handle })
     const identity = await handle.stat()
     const source = hashed(readFileChunks(handle, { chunkBytes: limits.readChunkBytes, end: goodEnd }))
     const expected: Expected & { file: string } = {
@@ -319,37 +318,9 @@ async function reseal(run: Run, log: SessionLog): Promise<CompressResult> {
   const { fs, directory, id, limits } = context
   const handle = await openLogForRepair(run, log)
   try {
-    const size = (await handle.stat()).size
-    const projection = createProjection({ registry: context.registry })
-    let outcome: ZstdScanOutcome
-    try {
-      outcome = await scanZstdLog(handle, {
-        codec: run.codec,
-        format: V4_FORMAT,
-        limits,
-        registry: context.registry,
-        sessionId: context.id,
-        file: log.file,
-        onEvent: (event) => {
-          projection.apply(event)
-        },
-      })
-    } catch (error) {
-      throw toStoreError(error, { op: 'read', file: log.file, fallback: JsonlErrorCode.READ_FAILED })
-    }
-    run.progress(
-      {
-        phase: 'scan',
-        bytesRead: size,
-        bytesTotal: size,
-        eventsDone: outcome.stats.events,
-        eventsTotal: outcome.stats.events,
-      },
-      true,
-    )
-    const { header, goodEnd, quarantineFile } = await checkAndRepair(run, { log, handle, outcome })
-    const { sealed, plainBytes } = outcome.zstd
-    const unsealedFrames = outcome.zstd.frames - sealed.frames
+    const { outcome, header, goodEnd, quarantineFile } = await scanAndRepair(run, { log, handle })
+    const { sealed, plainBytes, frames } = outcome.zstd!
+    const unsealedFrames = frames - sealed.frames
     const base = {
       id,
       file: log.file,
@@ -366,7 +337,7 @@ async function reseal(run: Run, log: SessionLog): Promise<CompressResult> {
         outcome: 'up-to-date',
         compressedBytes: goodEnd,
         ratio: plainBytes / goodEnd,
-        frames: outcome.zstd.frames,
+        frames,
       }
     }
     const identity = await handle.stat()

@@ -2,7 +2,7 @@
  * @packageDocumentation
  * `@agent-ledger/session-store-jsonl/format`: the on-disk format for tool authors, beside
  * the store and backend of the package root. The v4 line codec (CRC-32C per line), the
- * streaming line splitter and scanner, the v4 header decoder, generation file names and the publish-by-link protocol, migration edges, the Zstandard
+ * streaming line splitter and scanner (headers and events checked by the core's codec), generation file names and the publish-by-link protocol, migration edges, the Zstandard
  * layer (codec, structural frame scanner, bounded frame decoding, frame writer) and the
  * log file names. FORMAT.md specifies what these read and write.
  */
@@ -16,13 +16,12 @@ export {
   encodeEventLine,
   encodeJsonLine,
   findEmbeddedValidLine,
+  INTEGRITY_CRC32C,
   verifyLineChecksum,
 } from './line-codec.ts'
 export type { DecodedLine, LineFailureReason, LineLimits } from './line-codec.ts'
 export { LineSplitter } from './line-splitter.ts'
 export type { LineSink, UnterminatedTail } from './line-splitter.ts'
-export { decodeV4Header, INTEGRITY_CRC32C, V4_FORMAT } from './log-format.ts'
-export type { HeaderDecode, LogFormat } from './log-format.ts'
 export { LogScanner } from './log-scanner.ts'
 export type { LineLocation, ScannerOptions, ScanOutcome, ScanStats } from './log-scanner.ts'
 export { readFileChunks, scanLog, scanLogChunks } from './read-log.ts'

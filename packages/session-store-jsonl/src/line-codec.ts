@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer'
 
 import { crc32c } from '@node-rs/crc32'
+import type { Crc32c } from '@agent-ledger/session-store'
 
 import {
   canonicalEvent,
@@ -21,6 +22,9 @@ import {
  * The CRC covers every byte of the line before the suffix.
  */
 export const CRC_SUFFIX_BYTES = 18
+
+/** The integrity scheme v4 headers declare: a CRC-32C suffix on every line. */
+export const INTEGRITY_CRC32C = 'crc32c'
 
 /** Why one line failed the per-line checks (RELIABILITY I1-I3), in the order they are checked. */
 export type LineFailureReason = 'too-large' | 'utf8' | 'too-deep' | 'json' | 'not-object' | 'checksum'
@@ -123,13 +127,15 @@ const REPLACEMENT_CHARACTER = '\uFFFD'
  * U+FFFD (the decoder's mark for invalid bytes; a valid line may also carry one).
  *
  * The `\n` terminator is the splitter's check; `seq`, type and projection rules are the
- * scanner's (or the core's, over the backend).
+ * scanner's (or the core's, over the backend). `crc: null` reads a format without line
+ * checksums (v0): every check but the checksum.
  *
  * @param line - The line's bytes, without its `\n`.
  * @param limits - Length and depth bounds.
+ * @param crc - The CRC-32C function (default the native one), or null for no checksum.
  * @returns The object, or the first failed check.
  */
-export function decodeLine(line: Buffer, limits: LineLimits): DecodedLine {
+export function decodeLine(line: Buffer, limits: LineLimits, crc: Crc32c | null = nativeCrc32c): DecodedLine {
   if (line.length > limits.maxLineBytes) {
     return { ok: false, reason: 'too-large', seq: undefined, checksumValid: false }
   }
@@ -140,7 +146,7 @@ export function decodeLine(line: Buffer, limits: LineLimits): DecodedLine {
   const decoded = decodeTextLine(text, {
     maxLineLength: limits.maxLineBytes,
     maxDepth: limits.maxDepth,
-    crc32c: nativeCrc32c,
+    crc32c: crc,
     bytes: line,
   })
   if (decoded.ok) return { ok: true, value: decoded.value, text }

@@ -8,7 +8,7 @@ import { coreEventRegistry } from '@agent-ledger/session-events'
 
 import type { FileHandleOps } from './fs-ops.ts'
 import type { StoreLimits } from './limits.ts'
-import { V4_FORMAT } from './log-format.ts'
+import { resumeAfter } from './log-scanner.ts'
 import type { LineLocation, ScannerOptions, ScanOutcome } from './log-scanner.ts'
 import { readFileChunks, scanLog, scanLogChunks } from './read-log.ts'
 import { scanZstdLog, scanZstdLogChunks } from './zstd-log-reader.ts'
@@ -93,18 +93,7 @@ function isHandle(source: FileHandleOps | AsyncIterable<Buffer>): source is File
 function scannerOptions(log: SessionLog, limits: StoreLimits, scan: LineScan) {
   const from = scan.from
   return {
-    ...(from === undefined
-      ? {}
-      : {
-          resume: {
-            header: null,
-            headerEndOffset: 0,
-            lastSeq: from.lastSeq,
-            offset: from.plainOffset,
-            stats: { goodLines: from.lastSeq + 2, events: from.lastSeq + 1, ignoredUnknown: 0 },
-          },
-        }),
-    format: V4_FORMAT,
+    ...(from === undefined ? {} : { resume: resumeAfter(from) }),
     limits,
     // Unused in lines mode (no type check); the scanner's options require one.
     registry: coreEventRegistry,

@@ -1,12 +1,13 @@
-import { parseEvent, SessionEventsError } from '@agent-ledger/session-events'
 import type { EventRegistry, LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
+import { DEFAULT_LIMITS, SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
+import type { StoredLine } from '@agent-ledger/session-store'
+import { decodeEventLine, parseHeaderLine } from '@agent-ledger/session-store/line-codec'
+import type { DecodeContext } from '@agent-ledger/session-store/line-codec'
 
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
-import { findEmbeddedValidLine } from './line-codec.ts'
+import { decodeLine, findEmbeddedValidLine, nativeCrc32c } from './line-codec.ts'
 import type { LineFailureReason, LineLimits } from './line-codec.ts'
 import type { LineSink, UnterminatedTail } from './line-splitter.ts'
-import type { LogFormat } from './log-format.ts'
-import { describeFound } from './found.ts'
 
 /** Where a line is: its 1-based number, the byte offset of its first byte and its bytes (without `\n`). */
 export interface LineLocation {
@@ -68,8 +69,6 @@ export interface ScanOutcome {
 
 /** What the scanner needs besides the lines. */
 export interface ScannerOptions {
-  /** The line decoder (v4 today). */
-  readonly format: LogFormat
   readonly limits: LineLimits
   readonly registry: EventRegistry
   /** The file, as errors name it (relative to the store root). */
@@ -77,7 +76,8 @@ export interface ScannerOptions {
   /** The session directory's name: the header's `id` must equal it (`HEADER_ID_MISMATCH` otherwise). */
   readonly sessionId?: string | undefined
   /**
-   * Called with every event that passed the line, seq and type checks, in order; it applies
+   * Called with every event that passed the line, seq and type checks, in order (not with the
+   * sealed lines of an encrypted session, whose form alone is checked); it applies
    * the projection rules. Throwing marks the event as damage (`INVALID_EVENT`, with the
    * thrown error as `cause` and its `code` in `details.projectionCode`).
    */
@@ -119,16 +119,25 @@ export interface ScanResume {
   readonly stats: Readonly<ScanStats>
 }
 
+/**
+ * The lines-mode resume after a seek point: event `lastSeq` ends at plain offset `offset`
+ * (the header is the core's, so none is carried).
+ *
+ * @param from - The seek point's last seq and plain offset.
+ * @returns The scanner's {@link ScannerOptions.resume}.
+ */
+export function resumeAfter(from: { readonly lastSeq: number; readonly plainOffset: number }): ScanResume {
+  const { lastSeq } = from
+  const stats = { goodLines: lastSeq + 2, events: lastSeq + 1, ignoredUnknown: 0 }
+  return { header: null, headerEndOffset: 0, lastSeq, offset: from.plainOffset, stats }
+}
+
 interface Suspect {
   readonly reason: LineFailureReason
   readonly line: number
   readonly offset: number
   readonly seq: number | undefined
   readonly glued?: number
-}
-
-function errnoCode(error: unknown): unknown {
-  return typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined
 }
 
 /**
@@ -170,8 +179,9 @@ export function classifyTornTail(scan: {
 }
 
 /**
- * Lines to events: runs the per-line checks through a {@link LogFormat}, then `seq` density,
- * the known/ignorable type rule and the caller's projection rules, and classifies what
+ * Lines to events: runs the per-line checks, then the core's header and event checks
+ * (`@agent-ledger/session-store/line-codec`: `seq` density, the known/ignorable type rule) and
+ * the caller's projection rules, and classifies what
  * fails into a torn tail (repairable) or damage (refused).
  *
  * **Torn tail vs damage.** A line that fails a per-line check (UTF-8, depth, JSON, object,
@@ -253,7 +263,7 @@ export class LogScanner implements LineSink {
     const location: LineLocation = { line: number, offset, bytes }
     if (this.#suspect !== null) {
       // Only the per-line checks matter now: does any valid line follow the suspect?
-      const decoded = this.#options.format.decodeEvent(bytes, this.#options.limits)
+      const decoded = decodeLine(bytes, this.#options.limits)
       if (decoded.ok || decoded.checksumValid || this.#gluedAt(bytes) !== -1) return this.#confirmSuspect()
       return false
     }
@@ -323,32 +333,38 @@ export class LogScanner implements LineSink {
   }
 
   #headerLine(location: LineLocation): boolean {
-    const decoded = this.#options.format.decodeHeader(location.bytes, this.#options)
-    if (this.#options.onLine !== undefined && decoded.kind !== 'failed') {
-      // Lines mode: a whole header line, refused or not, is the core's to judge.
-      this.#rawHeader = true
-      this.#goodEnd = location.offset + location.bytes.length + 1
-      this.#headerEnd = this.#goodEnd
-      this.#stats.goodLines += 1
-      if (this.#options.onLine(location)) {
-        this.#done = true
-        return true
-      }
-      return false
-    }
-    if (decoded.kind === 'refused') return this.#fail(decoded.error)
+    const { limits, file, sessionId, onLine } = this.#options
+    const decoded = decodeLine(location.bytes, limits)
     // A complete first line failing its checks is never a torn tail: the header is durable
     // before a log becomes visible, so no crash leaves one (CRLF line endings, upper-case
     // checksums, a file that is not a session log). Damage: writes refused, nothing moved.
-    if (decoded.kind === 'failed') {
+    if (!decoded.ok) {
       if (decoded.checksumValid) return this.#failedLine(location, decoded)
       return this.#fail(this.#damagedHeader(location, decoded.reason))
     }
-    this.#header = decoded.header
+    if (onLine === undefined) {
+      // The core's header checks (FORMAT.md section 8, after the per-line checks above).
+      const ownId = decoded.value['id']
+      try {
+        this.#header = parseHeaderLine(decoded.text ?? location.bytes.toString('utf8'), {
+          expectedId: sessionId ?? (typeof ownId === 'string' ? ownId : ''),
+          location: { file, line: 1, offset: location.offset },
+          maxDepth: limits.maxDepth,
+          crc32c: nativeCrc32c,
+        })
+      } catch (error) {
+        if (!SessionStoreError.is(error)) throw error
+        return this.#fail(fromCoreError(error, file))
+      }
+    } else {
+      // Lines mode: a whole header line, refused or not, is the core's to judge.
+      this.#rawHeader = true
+    }
     this.#goodEnd = location.offset + location.bytes.length + 1
     this.#headerEnd = this.#goodEnd
     this.#stats.goodLines += 1
-    if (this.#options.onHeader?.(decoded.header, location) === true) {
+    const stop = onLine === undefined ? this.#options.onHeader?.(this.#header!, location) : onLine(location)
+    if (stop === true) {
       this.#done = true
       return true
     }
@@ -468,101 +484,108 @@ export class LogScanner implements LineSink {
 
   #eventLine(location: LineLocation): boolean {
     const options = this.#options
-    const decoded = options.format.decodeEvent(location.bytes, options.limits)
+    const decoded = decodeLine(location.bytes, options.limits)
     if (!decoded.ok) return this.#failedLine(location, decoded)
     if (options.onLine !== undefined) return this.#rawEventLine(location, decoded, options.onLine)
     const value = decoded.value
     const seq = Object.hasOwn(value, 'seq') ? value['seq'] : undefined
-    const { file } = options
-    const where = { file, line: location.line, offset: location.offset, lastGoodSeq: this.#lastSeq }
-    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0) {
-      return this.#fail(
-        new JsonlStoreError({
-          code: JsonlErrorCode.INVALID_EVENT,
-          message: `Line ${location.line} of ${file} is not a valid event: expected "seq" to be a non-negative integer, found ${describeFound(seq, 'seq')}.`,
-          ...where,
-          details: { field: 'seq' },
-        }),
-      )
-    }
     if (this.#repeatsSeq(location, seq)) return false
-    const expected = this.#lastSeq + 1
-    if (seq !== expected) {
-      return this.#fail(
-        new JsonlStoreError({
-          code: JsonlErrorCode.SEQ_GAP,
-          message: `Line ${location.line} of ${file} skips events: expected "seq" to be ${expected}, found ${seq}.`,
-          ...where,
-          seq,
-          details: { expected, found: seq },
-        }),
-      )
+    const { file } = options
+    const stored = {
+      seq: this.#lastSeq + 1,
+      line: decoded.text ?? location.bytes.toString('utf8'),
+      location: { file, line: location.line, offset: location.offset },
+      checked: { value, maxDepth: options.limits.maxDepth },
     }
-    // An encrypted session's line (FORMAT.md section 17): the event data is sealed, so only
-    // its form is checked here (its checksum passed); the core opens and checks the event.
-    if ((this.#header as { encryption?: unknown } | null)?.encryption !== undefined) {
-      if (
-        typeof value['enc'] !== 'string' ||
-        typeof value['type'] !== 'string' ||
-        Object.keys(value).length !== 4
-      ) {
-        return this.#fail(
-          new JsonlStoreError({
-            code: JsonlErrorCode.INVALID_EVENT,
-            message: `Line ${location.line} of ${file} is not a valid encrypted event: expected the members seq, time, type and enc, found ${Object.keys(value).join(', ')}.`,
-            ...where,
-            seq,
-            details: { field: 'enc' },
-          }),
-        )
-      }
-      this.#lastSeq = seq
-      this.#goodEnd = location.offset + location.bytes.length + 1
-      this.#stats.goodLines += 1
-      this.#stats.events += 1
-      return false
+    const context = {
+      sessionId: options.sessionId ?? file,
+      registry: options.registry,
+      limits: {
+        ...DEFAULT_LIMITS,
+        maxDepth: options.limits.maxDepth,
+        maxLineLength: options.limits.maxLineBytes,
+      },
+      crc32c: nativeCrc32c,
+      expectedSeq: stored.seq,
+      lastGoodSeq: this.#lastSeq,
     }
     let event: LoggedEvent
+    // An encrypted session's line (FORMAT.md section 17): only its form is checked here, and
+    // it is not handed to `onEvent` (its data is sealed); the core opens and checks the event.
+    const sealed = this.#header?.encryption !== undefined
     try {
-      event = parseEvent(value, options.registry)
+      event = sealed ? sealedEvent(stored, context) : decodeEventLine(stored, context)
     } catch (error) {
-      if (!SessionEventsError.is(error)) throw error
-      const unknown = error.code === 'UNKNOWN_EVENT_TYPE'
-      return this.#fail(
-        new JsonlStoreError({
-          code: unknown ? JsonlErrorCode.UNKNOWN_EVENT_TYPE : JsonlErrorCode.INVALID_EVENT,
-          message: unknown
-            ? `Line ${location.line} of ${file} has event type ${JSON.stringify(error.type)}: expected a known type or "ignorable": true, found neither.`
-            : `Line ${location.line} of ${file} is not a valid event: ${error.message}`,
-          ...where,
-          seq,
-          details: unknown ? { type: error.type } : { field: error.field, type: error.type },
-          cause: error,
-        }),
-      )
+      if (!SessionStoreError.is(error)) throw error
+      return this.#fail(fromCoreError(error, file))
     }
     try {
-      options.onEvent(event, location)
+      if (!sealed) options.onEvent(event, location)
     } catch (error) {
       if (JsonlStoreError.is(error) && error.code !== JsonlErrorCode.INVALID_EVENT) throw error
-      const code = errnoCode(error)
-      const message = error instanceof Error ? error.message : String(error)
+      const code = (error as { code?: unknown } | null)?.code
       return this.#fail(
         new JsonlStoreError({
           code: JsonlErrorCode.INVALID_EVENT,
-          message: `Line ${location.line} of ${file} breaks the session rules: ${message}`,
-          ...where,
-          seq,
+          message: `Line ${location.line} of ${file} breaks the session rules: ${error instanceof Error ? error.message : String(error)}`,
+          file,
+          line: location.line,
+          offset: location.offset,
+          lastGoodSeq: this.#lastSeq,
+          seq: event.seq,
           details: { projectionCode: typeof code === 'string' ? code : null, type: event.type },
           cause: error,
         }),
       )
     }
     if (event.ignorable === true && !options.registry.has(event.type)) this.#stats.ignoredUnknown += 1
-    this.#lastSeq = seq
+    this.#lastSeq = event.seq
     this.#goodEnd = location.offset + location.bytes.length + 1
     this.#stats.goodLines += 1
     this.#stats.events += 1
     return false
   }
+}
+
+/**
+ * The one translation of the core's line errors into the JSONL store's: the same code,
+ * message, seq and details, with the core's `location` as the top-level `file`, `line` and
+ * `offset` callers of this package read.
+ *
+ * @param error - A `SessionStoreError` from the core's codec.
+ * @param file - The file, when the error names none.
+ * @returns The `JsonlStoreError`, the core's error as its `cause`.
+ */
+function fromCoreError(error: SessionStoreError, file: string): JsonlStoreError {
+  return new JsonlStoreError({
+    code: error.code as JsonlErrorCode,
+    message: error.message,
+    file: error.location?.file ?? file,
+    line: error.location?.line,
+    offset: error.location?.offset,
+    seq: error.seq,
+    lastGoodSeq: error.lastGoodSeq,
+    details: error.details,
+    cause: error.cause ?? error,
+  })
+}
+
+/** An encrypted line in its form (seq, time, type, enc) as an event; the core opens it later. */
+function sealedEvent(stored: StoredLine, context: DecodeContext): LoggedEvent {
+  const value = stored.checked!.value
+  const keys = Object.keys(value)
+  const form =
+    typeof value['enc'] === 'string' &&
+    typeof value['type'] === 'string' &&
+    keys.length === 4 &&
+    Number.isSafeInteger(value['seq'])
+  if (form && value['seq'] === context.expectedSeq) return value as unknown as LoggedEvent
+  throw new SessionStoreError({
+    code: form ? SessionStoreErrorCode.SEQ_GAP : SessionStoreErrorCode.INVALID_EVENT,
+    seq: typeof value['seq'] === 'number' ? value['seq'] : undefined,
+    lastGoodSeq: context.lastGoodSeq,
+    location: stored.location,
+    message: `${stored.location?.file} line ${stored.location?.line} is not the encrypted event ${context.expectedSeq}: expected the members seq, time, type and enc with "seq": ${context.expectedSeq}, found ${form ? `"seq": ${String(value['seq'])}` : keys.join(', ')}.`,
+    details: form ? { expected: context.expectedSeq, found: value['seq'] } : { field: 'enc' },
+  })
 }

@@ -38,6 +38,24 @@ export async function* readFileChunks(
   }
 }
 
+/**
+ * A byte source passed through unchanged, `onChunk` seeing each chunk before it is handed on
+ * (the one way a scan counts progress or hashes what it reads).
+ *
+ * @param source - The bytes.
+ * @param onChunk - Called with every chunk, in order.
+ * @returns The same chunks.
+ */
+export async function* tapped(
+  source: ByteSource,
+  onChunk: (chunk: Buffer) => void,
+): AsyncGenerator<Buffer, void, undefined> {
+  for await (const chunk of source) {
+    onChunk(chunk)
+    yield chunk
+  }
+}
+
 /** Options of {@link scanLog}: the scanner's, plus the longest line the splitter hands out whole. */
 export type ScanLogOptions = ScannerOptions
 

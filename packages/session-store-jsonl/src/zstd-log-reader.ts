@@ -31,10 +31,10 @@
 import type { FileHandleOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import type { StoreLimits } from './limits.ts'
-import { verifyLineChecksum } from './line-codec.ts'
+import { decodeLine, verifyLineChecksum } from './line-codec.ts'
 import { LineSplitter } from './line-splitter.ts'
 import type { LineSink } from './line-splitter.ts'
-import { LogScanner } from './log-scanner.ts'
+import { LogScanner, resumeAfter } from './log-scanner.ts'
 import type { LineLocation, ScannerOptions, ScanOutcome, TornTail } from './log-scanner.ts'
 import { readFileChunks } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
@@ -240,7 +240,7 @@ function checkFrame(
   options: ZstdScanOptions,
   context: { readonly headerFrame: boolean; readonly firstLine: number },
 ): FrameVerdict {
-  const { codec, limits, format, file } = options
+  const { codec, limits } = options
   const retained: Uint8Array[] = []
   let retainedBytes = 0
   let keep = true
@@ -255,7 +255,7 @@ function checkFrame(
       if (bad !== undefined) return false
       if (context.headerFrame && lines === 1) {
         // A header this library must refuse (a newer version) passes: the feed pass refuses it, touching nothing.
-        if (format.decodeHeader(bytes, { limits, file }).kind === 'failed') {
+        if (!decodeLine(bytes, limits).ok) {
           bad = { reason: 'header-line-failing-its-checks', line: context.firstLine, contentOffset: offset }
           badHeader = true
         }
@@ -316,7 +316,7 @@ function checkFrame(
  * the outcome.
  *
  * @param source - The log's compressed bytes, from its start.
- * @param options - The plain scanner's options (format, limits, registry, file, onEvent, onHeader, stopBeforeLine) plus the codec.
+ * @param options - The plain scanner's options (limits, registry, file, onEvent, onHeader, stopBeforeLine) plus the codec.
  * @returns A generator whose return value is the {@link ZstdScanOutcome} (damage returned, not thrown).
  * @throws {@link ZstdFrameError} `CODEC_FAILED` when the codec itself fails; file-system errors from reads.
  */
@@ -344,17 +344,7 @@ export async function* scanZstdLogChunks(
             return onLine(location, value, text)
           },
         }),
-    ...(from === undefined
-      ? {}
-      : {
-          resume: {
-            header: null,
-            headerEndOffset: 0,
-            lastSeq: from.lastSeq,
-            offset: from.plainOffset,
-            stats: { goodLines: from.lastSeq + 2, events: from.lastSeq + 1, ignoredUnknown: 0 },
-          },
-        }),
+    ...(from === undefined ? {} : { resume: resumeAfter(from) }),
   })
   const frames = new ZstdFrameScanner(from === undefined ? {} : { startOffset: from.offset })
   let bytesRead = from?.offset ?? 0

@@ -108,6 +108,24 @@ describe('the compress capability', () => {
     expect(existsSync(join(root, 'real', LOG_FILE_NAME))).toBe(true)
     await store.close()
   })
+
+  it('a v0 session is UNSUPPORTED until it is migrated ("migrate it first"), nothing written; once migrated, the older generation beside it keeps it plain (MIXED_ENCODINGS)', async () => {
+    const root = newRoot()
+    const { store } = coreTestStore(root)
+    const directory = plantV0(root, 'old')
+    const source = readFileSync(join(directory, 'session.jsonl'))
+    const error = await store.backend.capabilities.compress.compress('old').catch((caught: unknown) => caught)
+    expect(error).toMatchObject({ code: 'UNSUPPORTED', details: { capability: 'migrate' } })
+    expect((error as Error).message).toMatch(/session\.jsonl.*migrate it first/)
+    expect(readdirSync(directory)).toEqual(['session.jsonl'])
+    expect(readFileSync(join(directory, 'session.jsonl')).equals(source)).toBe(true)
+    await store.backend.capabilities.migrate.migrate('old')
+    await expect(store.backend.capabilities.compress.compress('old')).rejects.toMatchObject({
+      code: 'MIXED_ENCODINGS',
+      details: { reason: 'older-generations' },
+    })
+    await store.close()
+  })
 })
 
 describe('the migrate capability', () => {

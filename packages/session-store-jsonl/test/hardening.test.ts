@@ -267,7 +267,7 @@ describe('S11: the header id names the session directory', () => {
         code: 'HEADER_ID_MISMATCH',
         location: { file: `s/${LOG_FILE_NAME}`, line: 1 },
       })
-      expect(error.details).toMatchObject({ expected: 's', found: 'other' })
+      expect(error.details).toMatchObject({ field: 'id', expected: 's', found: 'other' })
       expect(error.message).toContain('"s"')
       expect(error.message).toContain('"other"')
     }

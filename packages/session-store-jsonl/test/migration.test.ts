@@ -23,7 +23,6 @@ import { testTime } from '../../../tooling/test-time.ts'
 import { nodeFsOps } from '../src/fs-ops.ts'
 import { listGenerations, pickCurrentGeneration } from '../src/generations.ts'
 import { JsonlStoreError } from '../src/jsonl-store-error.ts'
-import { V4_FORMAT } from '../src/log-format.ts'
 import { detectGenerationFork, migrateSession } from '../src/migration/migrate-session.ts'
 import type { MigrationProgress } from '../src/migration/migrate-session.ts'
 import { readFileChunks, scanLog } from '../src/read-log.ts'
@@ -104,7 +103,6 @@ async function v4Events(
   try {
     const events: LoggedEvent[] = []
     const outcome = await scanLog(readFileChunks(handle, { chunkBytes: 65536 }), {
-      format: V4_FORMAT,
       limits: { maxLineBytes: 1 << 26, maxDepth: 256 },
       registry: coreEventRegistry,
       file: 'x',
@@ -212,6 +210,20 @@ describe('migrateSession (write mode)', () => {
       expect(messages.length).toBeGreaterThan(1)
       expect(identity(v0)).toEqual(before)
     }
+  })
+
+  it('a read-mode migration started once the v4 generation is current reads that generation as it is (the in-memory read of a v0 session racing the write open that migrates it)', async () => {
+    const lines = [...largeV0SessionLines({ events: 40, seed: 5 })]
+    const { directory } = session({ text: `${lines.join('\n')}\n` })
+    await migrateSession({ mode: 'write', directory })
+    const v4 = readFileSync(join(directory, 'session.v4.jsonl'), 'utf8').split('\n').slice(0, -1)
+    const read = await migrateSession({ mode: 'read', directory })
+    expect(read.source.generation).toMatchObject({ file: 'session.v4.jsonl', version: 4 })
+    expect(read.headerLine).toBe(v4[0])
+    const batches: string[] = []
+    for await (const batch of read.lines) batches.push(...batch)
+    expect(batches).toEqual(v4.slice(1))
+    expect(read.lastSeq).toBe(v4.length - 2)
   })
 
   it('I7: reports events appended to the old generation after the migration as GENERATION_FORK, never merging them', async () => {

@@ -9,14 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { SessionStoreError } from '@agent-ledger/session-store'
 
-import {
-  encodeEventLine,
-  encodeJsonLine,
-  LineSplitter,
-  LOG_FILE_NAME,
-  scanLog,
-  V4_FORMAT,
-} from '../src/format.ts'
+import { encodeEventLine, encodeJsonLine, LineSplitter, LOG_FILE_NAME, scanLog } from '../src/format.ts'
 import type { JsonlStore } from '../src/index.ts'
 import type { ScanOutcome } from '../src/format.ts'
 import { recordCrashSection } from './support/crash-summary.ts'
@@ -56,7 +49,6 @@ async function scanBytes(
   const events: LoggedEvent[] = []
   const scanLimits = { ...limits, maxLineBytes: options.maxLineBytes ?? limits.maxLineBytes }
   const outcome = await scanLog(chunks(), {
-    format: V4_FORMAT,
     limits: scanLimits,
     registry: coreEventRegistry,
     file: 'mem/session.v4.jsonl',

@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { nodeFsOps } from '../src/fs-ops.ts'
 import { DEFAULT_STORE_LIMITS } from '../src/limits.ts'
-import { V4_FORMAT } from '../src/log-format.ts'
 import { scanLog } from '../src/read-log.ts'
 import { readFileChunks } from '../src/read-log.ts'
 import { scanZstdLog } from '../src/zstd-log-reader.ts'
@@ -66,7 +65,6 @@ async function scanBytes(
   try {
     const outcome = await scanZstdLog(handle, {
       codec,
-      format: V4_FORMAT,
       limits: { ...DEFAULT_STORE_LIMITS, ...limits },
       registry: coreEventRegistry,
       file: 's/session.v4.jsonl.zstd',
@@ -85,7 +83,6 @@ async function plainEvents(bytes: Buffer): Promise<LoggedEvent[]> {
   const events: LoggedEvent[] = []
   try {
     const outcome = await scanLog(readFileChunks(handle, { chunkBytes: 1 << 20 }), {
-      format: V4_FORMAT,
       limits: DEFAULT_STORE_LIMITS,
       registry: coreEventRegistry,
       file: 'plain',

@@ -305,7 +305,8 @@ export function decodeEventLine(stored: StoredLine, context: DecodeContext): Log
   const value =
     keys === undefined || keys === null ? decoded.value : openLine(decoded.value, { stored, keys }, context)
   const ownSeq = Object.hasOwn(value, 'seq') ? value['seq'] : undefined
-  if (typeof ownSeq === 'number' && Number.isSafeInteger(ownSeq) && ownSeq !== expectedSeq) {
+  // A negative seq is not a position at all: the event check below refuses it (INVALID_EVENT, field seq).
+  if (typeof ownSeq === 'number' && Number.isSafeInteger(ownSeq) && ownSeq >= 0 && ownSeq !== expectedSeq) {
     throw new SessionStoreError({
       code: ownSeq > expectedSeq ? SessionStoreErrorCode.SEQ_GAP : SessionStoreErrorCode.SEQ_DUPLICATE,
       sessionId,

@@ -290,7 +290,7 @@ export function parseHeaderLine(line: string, options: ParseHeaderOptions): Sess
       sessionId: id,
       location,
       message: `Session ${id} has a header naming another session: expected id ${describe(id)}, found ${describe(header.id)}.`,
-      details: { expected: id, found: header.id },
+      details: { field: 'id', expected: id, found: header.id },
     })
   }
   return header

@@ -385,15 +385,17 @@ export interface LineLimits {
  *
  * A backend that read the line as bytes passes them too (`bytes`): the checksum is then taken
  * over them, not over the text encoded again (the one decode of a JSONL line: its backend
- * checks the length in bytes and strict UTF-8 first, then calls this).
+ * checks the length in bytes and strict UTF-8 first, then calls this). `crc32c: null` is a
+ * format without line checksums (v0, read only to migrate it): every check but the checksum,
+ * and no member removed.
  *
  * @param line - A line without `\n`.
- * @param options - Limits, the CRC-32C function and the line's UTF-8 bytes when the caller has them.
+ * @param options - Limits, the CRC-32C function (null: no checksum) and the line's UTF-8 bytes when the caller has them.
  * @returns The object, or the first failed check.
  */
 export function decodeLine(
   line: string,
-  options: LineLimits & { readonly crc32c: Crc32c; readonly bytes?: Uint8Array | undefined },
+  options: LineLimits & { readonly crc32c: Crc32c | null; readonly bytes?: Uint8Array | undefined },
 ): DecodedLine {
   if (line.length > options.maxLineLength) return { ok: false, reason: 'too-large', seq: undefined }
   const { maxDepth } = options
@@ -412,10 +414,9 @@ export function decodeLine(
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, reason: 'not-object', seq: undefined }
   }
-  const bytes = options.bytes
-  if (
-    !(bytes === undefined ? verifyLineChecksum(line, options.crc32c) : verifyLineBytes(bytes, options.crc32c))
-  ) {
+  const { bytes, crc32c } = options
+  if (crc32c === null) return { ok: true, value: value as Record<string, unknown> }
+  if (!(bytes === undefined ? verifyLineChecksum(line, crc32c) : verifyLineBytes(bytes, crc32c))) {
     const seq = (value as { seq?: unknown }).seq
     return { ok: false, reason: 'checksum', seq: typeof seq === 'number' ? seq : undefined }
   }

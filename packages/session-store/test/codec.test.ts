@@ -2,7 +2,7 @@ import { fc } from '@fast-check/vitest'
 import { describe, expect, it } from 'vitest'
 
 import { crc32c, lineCrc, verifyLineChecksum } from '../src/index.ts'
-import { encodeEvent, DEFAULT_LIMITS } from '../src/event-codec.ts'
+import { decodeEventLine, encodeEvent, DEFAULT_LIMITS } from '../src/event-codec.ts'
 import { buildHeader, parseHeaderLine } from '../src/header.ts'
 import {
   checksumJson,
@@ -111,6 +111,17 @@ describe('line codec: the exact bytes of FORMAT.md', () => {
     const data = decoded.value['data'] as Record<string, unknown>
     expect(Object.hasOwn(data, '__proto__')).toBe(true)
     expect(Object.getPrototypeOf(data)).toBe(Object.prototype)
+  })
+
+  it('without a CRC function (a format without checksums, v0): every check but the checksum, members kept', () => {
+    const limits = { maxLineLength: 200, maxDepth: 3, crc32c: null }
+    expect(decodeLine('{"seq":1,"crc":"not-a-checksum"}', limits)).toEqual({
+      ok: true,
+      value: { seq: 1, crc: 'not-a-checksum' },
+    })
+    expect(decodeLine('{"a":[[[[1]]]]}', limits)).toMatchObject({ ok: false, reason: 'too-deep' })
+    expect(decodeLine('{"a":', limits)).toMatchObject({ ok: false, reason: 'json' })
+    expect(decodeLine('[1]', limits)).toMatchObject({ ok: false, reason: 'not-object' })
   })
 
   it('reports each failed per-line check in order', () => {
@@ -236,6 +247,39 @@ describe("LineBytes: a writer's lines encoded once", () => {
   })
 })
 
+describe('event line checks (decodeEventLine)', () => {
+  const context = {
+    sessionId: 'demo-1',
+    registry: coreEventRegistry,
+    limits: DEFAULT_LIMITS,
+    crc32c,
+    expectedSeq: 3,
+    lastGoodSeq: 2,
+  }
+  const line = (seq: number): string =>
+    checksumJson(
+      `{"seq":${seq},"time":"2026-01-01T00:00:00.000Z","type":"user/message","data":{"message":{"role":"user","content":"hi"}}}`,
+      crc32c,
+    ).line
+
+  it('a seq below the next one repeats it (SEQ_DUPLICATE); a negative seq is no position at all (INVALID_EVENT on seq)', () => {
+    expect(decodeEventLine({ seq: 3, line: line(3) }, context)).toMatchObject({
+      seq: 3,
+      type: 'user/message',
+    })
+    expect(() => decodeEventLine({ seq: 3, line: line(1) }, context)).toThrow(
+      expect.objectContaining({ code: 'SEQ_DUPLICATE', details: { expected: 3, found: 1 } }),
+    )
+    expect(() => decodeEventLine({ seq: 3, line: line(-1) }, context)).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_EVENT',
+        seq: 3,
+        details: expect.objectContaining({ field: 'seq' }),
+      }),
+    )
+  })
+})
+
 describe('header checks', () => {
   const options = { expectedId: 'demo-1', maxDepth: 256, crc32c }
 
@@ -253,7 +297,7 @@ describe('header checks', () => {
     expect(() => parseHeaderLine(FORMAT_HEADER, { ...options, expectedId: 'demo-9' })).toThrow(
       expect.objectContaining({
         code: 'HEADER_ID_MISMATCH',
-        details: { expected: 'demo-9', found: 'demo-1' },
+        details: { field: 'id', expected: 'demo-9', found: 'demo-1' },
       }),
     )
     const noIntegrity = checksumJson(

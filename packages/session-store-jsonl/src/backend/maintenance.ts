@@ -264,7 +264,8 @@ async function compress(
   id: string,
   options: CompressOptions,
 ): Promise<CompressResult> {
-  // V1: refuse a newer version before taking the lock or writing anything.
+  // V1: refuse a newer version before taking the lock or writing anything (and an older
+  // generation: `UNSUPPORTED`, migrate it first, from the open).
   await peekHeader(ctx, id)
   const directory = await writableSessionDirectory(ctx, id)
   return compressSession(

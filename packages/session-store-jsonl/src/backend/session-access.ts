@@ -12,7 +12,6 @@ import type { FsOps } from '../fs-ops.ts'
 import { JsonlErrorCode } from '../jsonl-store-error.ts'
 import type { JsonlStoreError } from '../jsonl-store-error.ts'
 import type { StoreLimits } from '../limits.ts'
-import { V4_FORMAT } from '../log-format.ts'
 import type { ScanOutcome } from '../log-scanner.ts'
 import { detectGenerationFork } from '../migration/migrate-session.ts'
 import { isOlderGeneration, resolveCurrentGeneration } from '../generations.ts'
@@ -116,7 +115,6 @@ export async function peekHeader(
   let outcome: ScanOutcome
   try {
     outcome = await adapter.scanEvents(handle, {
-      format: V4_FORMAT,
       registry: ctx.registry,
       file: log.file,
       sessionId: id,

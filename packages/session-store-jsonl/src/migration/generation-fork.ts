@@ -16,7 +16,7 @@ import { generationFileName, parseGenerationFileName } from '../generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { resolveLimits } from '../limits.ts'
 import type { StoreLimits } from '../limits.ts'
-import { readFileChunks } from '../read-log.ts'
+import { readFileChunks, tapped } from '../read-log.ts'
 import { assertSessionId } from '../session-id.ts'
 import { GENERATION_READERS } from './generation-readers.ts'
 
@@ -79,18 +79,16 @@ export async function detectGenerationFork(options: {
     const whole = createHash('sha256')
     const prefix = createHash('sha256')
     let position = 0
-    async function* hashed(): AsyncGenerator<Buffer, void, undefined> {
-      for await (const chunk of readFileChunks(handle, { chunkBytes: limits.readChunkBytes })) {
+    const hashed = (): AsyncGenerator<Buffer, void, undefined> =>
+      tapped(readFileChunks(handle, { chunkBytes: limits.readChunkBytes }), (chunk) => {
         whole.update(chunk)
         const start = position
         position += chunk.length
-        if (start < migratedFrom!.bytes)
+        if (start < migratedFrom.bytes)
           prefix.update(
-            position <= migratedFrom!.bytes ? chunk : chunk.subarray(0, migratedFrom!.bytes - start),
+            position <= migratedFrom.bytes ? chunk : chunk.subarray(0, migratedFrom.bytes - start),
           )
-        yield chunk
-      }
-    }
+      })
     const reader = generation === null ? undefined : GENERATION_READERS.get(generation.version)
     let lastSeq: number | null = null
     if (size === migratedFrom.bytes || reader === undefined || generation?.encoding !== 'plain') {

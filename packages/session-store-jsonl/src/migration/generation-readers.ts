@@ -7,7 +7,6 @@ import type { EventRegistry } from '@agent-ledger/session-events'
 
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import type { LineLimits } from '../line-codec.ts'
-import { V4_FORMAT } from '../log-format.ts'
 import type { TornTail } from '../log-scanner.ts'
 import { scanLogChunks } from '../read-log.ts'
 import type { ByteSource } from '../read-log.ts'
@@ -177,14 +176,13 @@ const V0_READER: GenerationReader = Object.freeze<GenerationReader>({
   },
 })
 
-/** Format v4: `session.v4.jsonl` through the store's own scanner (a source for future v4 to v5 edges). */
+/** Format v4: `session.v4.jsonl` through the store's own scanner (read with no edge when a read-mode migration finds v4 current; the source of a future v4 to v5 edge). */
 const V4_READER: GenerationReader = Object.freeze<GenerationReader>({
   version: 4,
   async scan(source, options) {
     let headerLine: Buffer | null = null
     let events = 0
     const chunks = scanLogChunks(source, {
-      format: V4_FORMAT,
       limits: options.limits,
       registry: options.registry,
       file: options.file,
@@ -210,7 +208,6 @@ const V4_READER: GenerationReader = Object.freeze<GenerationReader>({
       throw new RangeError('V4_READER.stream needs a scan with a header')
     let batch: VersionedRecord[] = []
     const chunks = scanLogChunks(source, {
-      format: V4_FORMAT,
       limits: options.limits,
       registry,
       file,

@@ -17,8 +17,7 @@ import { generationFileName, listGenerations, pickCurrentGeneration } from '../g
 import type { GenerationFile } from '../generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { resolveLimits } from '../limits.ts'
-import { V4_FORMAT } from '../log-format.ts'
-import { readFileChunks, scanLog } from '../read-log.ts'
+import { readFileChunks, scanLog, tapped } from '../read-log.ts'
 import type { ByteSource } from '../read-log.ts'
 import { assertSessionId } from '../session-id.ts'
 import { GENERATION_READERS, sourceChangedError } from './generation-readers.ts'
@@ -71,14 +70,11 @@ function hashing(source: ByteSource): {
 } {
   const hash = createHash('sha256')
   let bytes = 0
-  async function* hashed(): AsyncGenerator<Buffer, void, undefined> {
-    for await (const chunk of source) {
-      hash.update(chunk)
-      bytes += chunk.length
-      yield chunk
-    }
-  }
-  return { source: hashed(), digest: () => ({ sha256: hash.digest('hex'), bytes }), bytesSoFar: () => bytes }
+  const hashed = tapped(source, (chunk) => {
+    hash.update(chunk)
+    bytes += chunk.length
+  })
+  return { source: hashed, digest: () => ({ sha256: hash.digest('hex'), bytes }), bytesSoFar: () => bytes }
 }
 
 /** The first `end` bytes of a source; the rest is still read (so a hashing source sees every byte). */
@@ -119,15 +115,8 @@ export async function scanSource(
     const hashed = hashing(
       readFileChunks(handle, { chunkBytes: settings.limits.readChunkBytes, end: stats.size }),
     )
-    let bytesSeen = 0
-    async function* counted(): AsyncGenerator<Buffer, void, undefined> {
-      for await (const chunk of hashed.source) {
-        bytesSeen += chunk.length
-        yield chunk
-      }
-    }
     settings.progress.reset()
-    const scan = await reader.scan(counted(), {
+    const scan = await reader.scan(hashed.source, {
       file,
       limits: settings.limits,
       registry: settings.registry,
@@ -136,7 +125,7 @@ export async function scanSource(
           phase: 'scan',
           eventsDone,
           eventsTotal: null,
-          bytesRead: bytesSeen,
+          bytesRead: hashed.bytesSoFar(),
           bytesTotal: stats.size,
         })
       },
@@ -291,7 +280,6 @@ export async function peekV4Header(settings: Settings, generation: GenerationFil
   const handle = await openSource(settings, generation)
   try {
     const outcome = await scanLog(readFileChunks(handle, { chunkBytes: 64 * 1024 }), {
-      format: V4_FORMAT,
       limits: settings.limits,
       registry: settings.registry,
       file,

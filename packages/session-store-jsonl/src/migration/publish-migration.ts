@@ -10,10 +10,9 @@ import { createProjection } from '@agent-ledger/session-projection'
 
 import type { GenerationFile } from '../generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
-import { V4_FORMAT } from '../log-format.ts'
 import { publishFile } from '../publish.ts'
 import { dropSearchIndex } from '../search-index-sidecar.ts'
-import { scanLog } from '../read-log.ts'
+import { scanLog, tapped } from '../read-log.ts'
 import type { ByteSource } from '../read-log.ts'
 import type { GenerationReader, SourceScan } from './generation-readers.ts'
 import type { MigrationEdge } from './migration-edge.ts'
@@ -126,30 +125,26 @@ export async function publishMigration(
     const projection = createProjection({ registry: settings.registry })
     let verified = 0
     let bytesRead = 0
-    async function* counted(): AsyncGenerator<Buffer, void, undefined> {
-      for await (const chunk of staged) {
-        bytesRead += chunk.length
-        yield chunk
-      }
-    }
     progress.reset()
-    const outcome = await scanLog(counted(), {
-      format: V4_FORMAT,
-      limits: settings.limits,
-      registry: settings.registry,
-      file: targetFile,
-      onEvent: (event) => {
-        projection.apply(event)
-        verified += 1
-        progress.report({
-          phase: 'verify',
-          eventsDone: verified,
-          eventsTotal: total,
-          bytesRead,
-          bytesTotal: stagedBytes,
-        })
+    const outcome = await scanLog(
+      tapped(staged, (chunk) => (bytesRead += chunk.length)),
+      {
+        limits: settings.limits,
+        registry: settings.registry,
+        file: targetFile,
+        onEvent: (event) => {
+          projection.apply(event)
+          verified += 1
+          progress.report({
+            phase: 'verify',
+            eventsDone: verified,
+            eventsTotal: total,
+            bytesRead,
+            bytesTotal: stagedBytes,
+          })
+        },
       },
-    })
+    )
     const damage = outcome.damage
     if (damage !== null) {
       // Name the source event too: the staged file is gone once the publish fails.

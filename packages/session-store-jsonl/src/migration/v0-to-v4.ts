@@ -34,7 +34,7 @@ import {
 
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { encodeJsonLine } from '../line-codec.ts'
-import { INTEGRITY_CRC32C } from '../log-format.ts'
+import { INTEGRITY_CRC32C } from '../line-codec.ts'
 import type { EdgeContext, MigrationEdge, VersionedRecord, VersionedStream } from './migration-edge.ts'
 import { appendChecksum, copyMembers, spliceTopLevelSeq } from './raw-line.ts'
 

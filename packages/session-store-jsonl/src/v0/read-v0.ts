@@ -1,10 +1,7 @@
-import { isUtf8 } from 'node:buffer'
-
 import type { EventRegistry } from '@agent-ledger/session-events'
 
-import { jsonDepth, mayNestDeeper, valueDepth } from '@agent-ledger/session-store/line-codec'
-
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
+import { decodeLine } from '../line-codec.ts'
 import type { LineFailureReason, LineLimits } from '../line-codec.ts'
 import { LineSplitter } from '../line-splitter.ts'
 import type { LineSink, UnterminatedTail } from '../line-splitter.ts'
@@ -69,42 +66,6 @@ export interface V0ReaderOptions {
   readonly onRecord: (record: V0Record) => void
 }
 
-type V0LineDecode =
-  | { readonly ok: true; readonly value: Record<string, unknown> }
-  | { readonly ok: false; readonly reason: LineFailureReason }
-
-/**
- * The per-line checks of v0, in the v4 order minus the checksum: length, strict UTF-8,
- * nesting depth, JSON, a JSON object. As in v4 (`decodeLine`): one UTF-8 decode (strict
- * UTF-8 checked only when the text holds U+FFFD), depth checked after parsing on the parsed
- * nodes, the byte count only for a line that fails to parse.
- *
- * @param line - One line without its `\n`.
- * @param limits - Length and depth bounds.
- * @returns The parsed object, or the first failed check.
- */
-function decodeV0Line(line: Buffer, limits: LineLimits): V0LineDecode {
-  if (line.length > limits.maxLineBytes) return { ok: false, reason: 'too-large' }
-  const text = line.toString('utf8')
-  if (text.includes('\uFFFD') && !isUtf8(line)) return { ok: false, reason: 'utf8' }
-  const { maxDepth } = limits
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    if (mayNestDeeper(text, maxDepth) && jsonDepth(text, maxDepth) > maxDepth) {
-      return { ok: false, reason: 'too-deep' }
-    }
-    return { ok: false, reason: 'json' }
-  }
-  if (mayNestDeeper(text, maxDepth) && valueDepth(value, maxDepth) > maxDepth) {
-    return { ok: false, reason: 'too-deep' }
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    return { ok: false, reason: 'not-object' }
-  return { ok: true, value: value as Record<string, unknown> }
-}
-
 function own(value: Record<string, unknown>, key: string): unknown {
   return Object.hasOwn(value, key) ? value[key] : undefined
 }
@@ -116,7 +77,8 @@ interface Suspect {
 }
 
 /**
- * Lines to v0 records: the per-line checks of {@link decodeV0Line}, then the header rule
+ * Lines to v0 records: the per-line checks of v4 but the checksum (`decodeLine` with no
+ * CRC function), then the header rule
  * (line 1 is a `session/header` event with seq 0 and `data.version` 0), dense seqs from 1,
  * and the known/ignorable type rule. Same torn-tail rule as the v4 scanner: a line failing
  * a per-line check is only suspect until a later line passes them (then it is
@@ -147,7 +109,8 @@ class V0LogReader implements LineSink {
     if (this.#done) return true
     const number = this.#lineNumber + 1
     this.#lineNumber = number
-    const decoded = decodeV0Line(bytes, this.#options.limits)
+    // The v4 per-line checks minus the checksum (v0 lines have none).
+    const decoded = decodeLine(bytes, this.#options.limits, null)
     if (this.#suspect !== null) {
       if (decoded.ok) return this.#fail(this.#corrupt(this.#suspect))
       return false

@@ -1,4 +1,6 @@
-/** The codec contract of the zstd layer (see `zstd-codec.ts` and `zlib-zstd-codec.ts` for the two implementations). */
+/** The codec contract of the zstd layer (see `zstd-codec.ts` and `zlib-zstd-codec.ts` for the two implementations) and the checks both make. */
+import { parseFrameAt } from './frame-format.ts'
+import { ZstdFrameError, ZstdFrameErrorCode } from './zstd-frame-error.ts'
 
 /** Limits every decompression obeys. */
 export interface ZstdDecompressLimits {
@@ -58,4 +60,32 @@ export interface ZstdCodec {
     limits: ZstdDecompressLimits,
     onChunk: (chunk: Uint8Array) => void,
   ): number
+}
+
+/** A `CODEC_FAILED` error naming the codec and what failed. */
+export function codecFailed(name: string, what: string, cause?: unknown): ZstdFrameError {
+  return new ZstdFrameError({
+    code: ZstdFrameErrorCode.CODEC_FAILED,
+    message: `Zstandard codec ${name} failed: ${what}.`,
+    ...(cause === undefined ? {} : { cause }),
+  })
+}
+
+/** Refuses a compression level outside the codec's range (`INVALID_ARGUMENT`). */
+export function checkLevel(codec: Pick<ZstdCodec, 'name' | 'levels'>, level: number): void {
+  if (!Number.isInteger(level) || level < codec.levels.min || level > codec.levels.max) {
+    throw new ZstdFrameError({
+      code: ZstdFrameErrorCode.INVALID_ARGUMENT,
+      message: `Compression level ${level} is not usable with ${codec.name}: expected an integer from ${codec.levels.min} to ${codec.levels.max}.`,
+    })
+  }
+}
+
+/** A compressor's output, checked to be exactly one complete zstd frame (`CODEC_FAILED` otherwise). */
+export function checkedFrame(name: string, frame: Uint8Array, contentBytes: number): Uint8Array {
+  const parsed = parseFrameAt(frame, 0)
+  if (parsed.status !== 'complete' || parsed.frame.kind !== 'zstd' || parsed.frame.length !== frame.length) {
+    throw codecFailed(name, `compressing ${contentBytes} bytes did not produce exactly one complete frame`)
+  }
+  return frame
 }

@@ -7,7 +7,7 @@
 import * as zlib from 'node:zlib'
 
 import { inspectFrame } from './inspect-frame.ts'
-import { parseFrameAt } from './frame-format.ts'
+import { checkedFrame, checkLevel, codecFailed } from './codec.ts'
 import type { ZstdCodec, ZstdDecompressLimits } from './codec.ts'
 import { ZstdFrameError, ZstdFrameErrorCode } from './zstd-frame-error.ts'
 
@@ -65,14 +65,6 @@ export function zlibZstd(): ZlibZstd | null {
   return candidate as ZlibZstd
 }
 
-function codecFailed(name: string, what: string, cause?: unknown): ZstdFrameError {
-  return new ZstdFrameError({
-    code: ZstdFrameErrorCode.CODEC_FAILED,
-    message: `Zstandard codec ${name} failed: ${what}.`,
-    ...(cause === undefined ? {} : { cause }),
-  })
-}
-
 /** A {@link ZstdCodec} over `node:zlib` (see the module comment). */
 export class ZlibZstdCodec implements ZstdCodec {
   readonly name: string
@@ -99,7 +91,7 @@ export class ZlibZstdCodec implements ZstdCodec {
     } catch (error) {
       throw codecFailed(this.name, `compressing ${content.length} bytes at level ${level} threw`, error)
     }
-    return this.#checkedFrame(frame, content.length)
+    return checkedFrame(this.name, frame, content.length)
   }
 
   /**
@@ -120,7 +112,7 @@ export class ZlibZstdCodec implements ZstdCodec {
           return
         }
         try {
-          resolve(this.#checkedFrame(frame, content.length))
+          resolve(checkedFrame(this.name, frame, content.length))
         } catch (failure) {
           reject(failure instanceof Error ? failure : new Error(String(failure)))
         }
@@ -159,12 +151,7 @@ export class ZlibZstdCodec implements ZstdCodec {
   }
 
   #compressParams(level: number): Record<number, number> {
-    if (!Number.isInteger(level) || level < this.levels.min || level > this.levels.max) {
-      throw new ZstdFrameError({
-        code: ZstdFrameErrorCode.INVALID_ARGUMENT,
-        message: `Compression level ${level} is not usable with ${this.name}: expected an integer from ${this.levels.min} to ${this.levels.max}.`,
-      })
-    }
+    checkLevel(this, level)
     const { constants } = this.#zlib
     // As the wasm codec writes them: no content checksum, no declared content size.
     return {
@@ -172,21 +159,6 @@ export class ZlibZstdCodec implements ZstdCodec {
       [constants.ZSTD_c_checksumFlag]: 0,
       [constants.ZSTD_c_contentSizeFlag]: 0,
     }
-  }
-
-  #checkedFrame(frame: Buffer, contentBytes: number): Uint8Array {
-    const parsed = parseFrameAt(frame, 0)
-    if (
-      parsed.status !== 'complete' ||
-      parsed.frame.kind !== 'zstd' ||
-      parsed.frame.length !== frame.length
-    ) {
-      throw codecFailed(
-        this.name,
-        `compressing ${contentBytes} bytes did not produce exactly one complete frame`,
-      )
-    }
-    return frame
   }
 
   /** The frame's content, or null for a skippable frame. */

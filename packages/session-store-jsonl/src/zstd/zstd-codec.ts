@@ -1,9 +1,9 @@
 import { createRequire } from 'node:module'
 
 import { inspectFrame, planFeeds } from './inspect-frame.ts'
-import { parseFrameAt } from './frame-format.ts'
 import { compressOnWorker } from './wasm-compress-worker.ts'
 import { ZlibZstdCodec, zlibZstd } from './zlib-zstd-codec.ts'
+import { checkedFrame, checkLevel, codecFailed } from './codec.ts'
 import type { ZstdCodec, ZstdDecompressLimits } from './codec.ts'
 import { ZstdFrameError, ZstdFrameErrorCode } from './zstd-frame-error.ts'
 
@@ -36,6 +36,9 @@ const ZSTD_CODEC_MAX_WINDOW_BYTES = 8 * 1024 * 1024
 
 /** Levels measured to fit zstd-codec's 16 MiB heap when streaming (10 and above abort with OOM). */
 const ZSTD_CODEC_LEVELS = { min: -5, max: 9 } as const
+
+/** The wasm codec as `CODEC_FAILED` messages name it. */
+const WASM = 'zstd-codec'
 
 let loading: { readonly promise: Promise<ZstdCodec>; readonly state: CodecState } | undefined
 let nativeLoading: Promise<ZstdCodec> | undefined
@@ -101,7 +104,9 @@ function instantiate(state: CodecState): Promise<ZstdCodec> {
   try {
     factory = require('zstd-codec/lib/zstd-codec-binding-wasm.js') as BindingFactory
   } catch (error) {
-    return Promise.reject(codecFailed('could not load zstd-codec/lib/zstd-codec-binding-wasm.js', error))
+    return Promise.reject(
+      codecFailed(WASM, 'could not load zstd-codec/lib/zstd-codec-binding-wasm.js', error),
+    )
   }
   return new Promise<ZstdCodec>((resolve, reject) => {
     const module: Record<string, unknown> = {
@@ -110,7 +115,7 @@ function instantiate(state: CodecState): Promise<ZstdCodec> {
       onAbort: (what: unknown) => {
         state.dead = true
         state.abortMessage = String(what)
-        reject(codecFailed(`the zstd-codec wasm module aborted while loading (${String(what)})`))
+        reject(codecFailed(WASM, `the zstd-codec wasm module aborted while loading (${String(what)})`))
       },
       // The emscripten module object is a thenable: resolving a promise with it would loop,
       // so hand back a plain wrapper.
@@ -119,7 +124,7 @@ function instantiate(state: CodecState): Promise<ZstdCodec> {
     try {
       factory(module)
     } catch (error) {
-      reject(codecFailed('the zstd-codec wasm module threw while loading', error))
+      reject(codecFailed(WASM, 'the zstd-codec wasm module threw while loading', error))
     }
   })
 }
@@ -127,14 +132,6 @@ function instantiate(state: CodecState): Promise<ZstdCodec> {
 interface CodecState {
   dead: boolean
   abortMessage: string
-}
-
-function codecFailed(what: string, cause?: unknown): ZstdFrameError {
-  return new ZstdFrameError({
-    code: ZstdFrameErrorCode.CODEC_FAILED,
-    message: `Zstandard codec zstd-codec failed: ${what}.`,
-    ...(cause === undefined ? {} : { cause }),
-  })
 }
 
 class WasmZstdCodec implements ZstdCodec {
@@ -150,7 +147,7 @@ class WasmZstdCodec implements ZstdCodec {
   }
 
   compressFrame(content: Uint8Array, level: number): Uint8Array {
-    this.#checkLevel(level)
+    checkLevel(this, level)
     const output: Uint8Array[] = []
     let outputBytes = 0
     const collect = (chunk: Uint8Array): void => {
@@ -165,31 +162,24 @@ class WasmZstdCodec implements ZstdCodec {
       }
       return stream.end(collect)
     })
-    if (!ok) throw codecFailed(`compressing ${content.length} bytes at level ${level} returned an error`)
-    return checkedFrame(concat(output, outputBytes), content.length)
+    if (!ok)
+      throw codecFailed(WASM, `compressing ${content.length} bytes at level ${level} returned an error`)
+    return checkedFrame(WASM, concat(output, outputBytes), content.length)
   }
 
   async compressFrameAsync(content: Uint8Array, level: number): Promise<Uint8Array> {
-    this.#checkLevel(level)
+    checkLevel(this, level)
     let frame: Uint8Array
     try {
       frame = await compressOnWorker(content, level)
     } catch (error) {
       throw codecFailed(
+        WASM,
         `compressing ${content.length} bytes at level ${level} on the worker thread failed (${error instanceof Error ? error.message : String(error)})`,
         error,
       )
     }
-    return checkedFrame(frame, content.length)
-  }
-
-  #checkLevel(level: number): void {
-    if (!Number.isInteger(level) || level < this.levels.min || level > this.levels.max) {
-      throw new ZstdFrameError({
-        code: ZstdFrameErrorCode.INVALID_ARGUMENT,
-        message: `Compression level ${level} is not usable with ${this.name}: expected an integer from ${this.levels.min} to ${this.levels.max}.`,
-      })
-    }
+    return checkedFrame(WASM, frame, content.length)
   }
 
   decompressFrame(frame: Uint8Array, limits: ZstdDecompressLimits): Uint8Array {
@@ -277,6 +267,7 @@ class WasmZstdCodec implements ZstdCodec {
   #withStream(kind: 'compress' | 'decompress', body: (stream: StreamBinding) => boolean): boolean {
     if (this.#state.dead) {
       throw codecFailed(
+        WASM,
         `this instance aborted earlier (${this.#state.abortMessage}); call loadWasmZstdCodec() again`,
       )
     }
@@ -291,7 +282,7 @@ class WasmZstdCodec implements ZstdCodec {
       if (ZstdFrameError.is(error) && !this.#state.dead) throw error
       if (this.#state.dead || (typeof error === 'string' && error.startsWith('abort('))) {
         this.#state.dead = true
-        throw codecFailed(`the wasm module aborted during ${kind} (${String(error)})`, error)
+        throw codecFailed(WASM, `the wasm module aborted during ${kind} (${String(error)})`, error)
       }
       throw error
     } finally {
@@ -302,15 +293,6 @@ class WasmZstdCodec implements ZstdCodec {
       }
     }
   }
-}
-
-/** The compressor's output, checked to be exactly one complete zstd frame. */
-function checkedFrame(frame: Uint8Array, contentBytes: number): Uint8Array {
-  const parsed = parseFrameAt(frame, 0)
-  if (parsed.status !== 'complete' || parsed.frame.kind !== 'zstd' || parsed.frame.length !== frame.length) {
-    throw codecFailed(`compressing ${contentBytes} bytes did not produce exactly one complete frame`)
-  }
-  return frame
 }
 
 function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {

@@ -7,13 +7,14 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import type { EventInput } from '@agent-ledger/session-events'
+import type { EventInput, SessionHeader } from '@agent-ledger/session-events'
 
+import { crc32c } from '@agent-ledger/session-store'
 import type { SessionStoreWarning } from '@agent-ledger/session-store'
+import { parseHeaderLine } from '@agent-ledger/session-store/line-codec'
 
 import { createJsonlStore, nodeFsOps } from '../../src/index.ts'
-import { encodeJsonLine, resolveLimits } from '../../src/format.ts'
-import { decodeV4Header } from '../../src/log-format.ts'
+import { encodeJsonLine } from '../../src/format.ts'
 import type { FsOps, JsonlStore, JsonlStoreOptions } from '../../src/index.ts'
 
 /** A fresh 0700 directory under the OS temp dir; removed by the returned cleanup. */
@@ -166,8 +167,15 @@ export function withHeaderId(content: Buffer, id: string): Buffer {
   const end = content.indexOf(0x0a)
   if (end === -1) return content
   const line = content.subarray(0, end)
-  const decoded = decodeV4Header(line, { limits: resolveLimits(), file: 'fixture' })
-  if (decoded.kind !== 'header' || decoded.header.id === id) return content
+  let header: SessionHeader
+  try {
+    const text = line.toString('utf8')
+    const ownId = (JSON.parse(text) as { id?: unknown }).id
+    header = parseHeaderLine(text, { expectedId: String(ownId), maxDepth: 256, crc32c })
+  } catch {
+    return content
+  }
+  if (header.id === id) return content
   const value = JSON.parse(line.toString('utf8')) as Record<string, unknown>
   delete value['crc']
   value['id'] = id
@@ -175,11 +183,11 @@ export function withHeaderId(content: Buffer, id: string): Buffer {
   const padding = line.length + 1 - encodeJsonLine(json).length
   if (padding < 0) {
     throw new Error(
-      `placeSession: id ${JSON.stringify(id)} is longer than the fixture's ${JSON.stringify(decoded.header.id)}; write the fixture under a longer id`,
+      `placeSession: id ${JSON.stringify(id)} is longer than the fixture's ${JSON.stringify(header.id)}; write the fixture under a longer id`,
     )
   }
-  const header = encodeJsonLine(`{${' '.repeat(padding)}${json.slice(1)}`)
-  return Buffer.concat([header, content.subarray(end + 1)])
+  const renamed = encodeJsonLine(`{${' '.repeat(padding)}${json.slice(1)}`)
+  return Buffer.concat([renamed, content.subarray(end + 1)])
 }
 
 /**
