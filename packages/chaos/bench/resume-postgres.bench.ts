@@ -21,7 +21,6 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
-import { openAiSdkSession } from '@agent-ledger/ai-sdk'
 import { SNAPSHOT_VERSION } from '@agent-ledger/session-projection'
 import { createSessionStore } from '@agent-ledger/session-store'
 import type { SessionStore } from '@agent-ledger/session-store'
@@ -32,7 +31,7 @@ import { ensureDataset } from '../../session-store-jsonl/bench/support/dataset.t
 import { median } from '../../../tooling/bench/support.ts'
 import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { cachedCluster, pgUnavailableReason } from '../../../tooling/pg/cluster.ts'
-import { percentile, TARGET_MS } from './resume.bench.ts'
+import { percentile, resumeOnce, TARGET_MS } from './resume.bench.ts'
 
 const MEGABYTES = 1024
 const SAMPLES = 20
@@ -117,16 +116,9 @@ export async function run(): Promise<BenchResult[]> {
     let checkpointUsed = true
     for (let sample = 0; sample < SAMPLES; sample++) {
       floors.push(await checkpointFloor(client, source.id))
-      const store = await openStore(cluster.url())
-      const started = performance.now()
-      const session = await openAiSdkSession(store, source.id, { create: false })
-      session.beginTurn('Continue.')
-      const request = session.prompt()
-      times.push(performance.now() - started)
-      if (request.messages.length === 0) throw new Error('an empty first request')
-      checkpointUsed &&= session.writer.recovery.checkpoint.used
-      await session.close()
-      await store.close()
+      const resumed = await resumeOnce(await openStore(cluster.url()), source.id)
+      times.push(resumed.ms)
+      checkpointUsed &&= resumed.checkpointUsed
     }
     if (!checkpointUsed) throw new Error('a resume did not start from the checkpoint')
     const p99 = percentile(times, 99)

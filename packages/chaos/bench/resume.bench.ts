@@ -19,6 +19,7 @@ import { basename, join } from 'node:path'
 
 import { openAiSdkSession } from '@agent-ledger/ai-sdk'
 import { SNAPSHOT_VERSION } from '@agent-ledger/session-projection'
+import type { SessionStore } from '@agent-ledger/session-store'
 import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 
 import { cached, ensureDataset } from '../../session-store-jsonl/bench/support/dataset.ts'
@@ -68,6 +69,25 @@ async function resumeDataset(): Promise<{ root: string; id: string; log: string 
   return { root, id: source.id, log: basename(source.file) }
 }
 
+/**
+ * One resume as the chaos worker measures it: `openAiSdkSession` on `store`, `beginTurn`,
+ * `prompt()`; then the session and the store are closed (not timed).
+ *
+ * @returns The time to the first model request and whether the writer started from the checkpoint.
+ */
+export async function resumeOnce(store: SessionStore, id: string): Promise<{ ms: number; checkpointUsed: boolean }> {
+  const started = performance.now()
+  const session = await openAiSdkSession(store, id, { create: false })
+  session.beginTurn('Continue.')
+  const request = session.prompt()
+  const ms = performance.now() - started
+  if (request.messages.length === 0) throw new Error('an empty first request')
+  const checkpointUsed = session.writer.recovery.checkpoint.used
+  await session.close()
+  await store.close()
+  return { ms, checkpointUsed }
+}
+
 export async function run(): Promise<BenchResult[]> {
   const { root, id, log: logName } = await resumeDataset()
   const times: number[] = []
@@ -82,16 +102,9 @@ export async function run(): Promise<BenchResult[]> {
     readerTimes.push(performance.now() - readStarted)
     checkpointUsed &&= read.checkpoint.used
     await reading.close()
-    const store = createJsonlStore({ root })
-    const started = performance.now()
-    const session = await openAiSdkSession(store, id, { create: false })
-    session.beginTurn('Continue.')
-    const request = session.prompt()
-    times.push(performance.now() - started)
-    if (request.messages.length === 0) throw new Error('an empty first request')
-    checkpointUsed &&= session.writer.recovery.checkpoint.used
-    await session.close()
-    await store.close()
+    const resumed = await resumeOnce(createJsonlStore({ root }), id)
+    times.push(resumed.ms)
+    checkpointUsed &&= resumed.checkpointUsed
   }
   if (!checkpointUsed) throw new Error('a resume did not start from the checkpoint')
   const p99 = percentile(times, 99)
