@@ -205,7 +205,7 @@ export function createClaudeSessionStore(
         }
         const contents = await readMirror(store.readEvents(id))
         if (expected !== undefined && contents.entries.length !== expected)
-          throw moved(key, id, expected, contents.entries.length)
+          throw moved(key, id, { loaded: expected, found: contents.entries.length })
         await restore(state, key, contents)
       } catch (error) {
         await writer.close().catch(() => undefined)
@@ -216,11 +216,16 @@ export function createClaudeSessionStore(
     return state
   }
 
-  const moved = (key: RecordedKey, id: string, expected: number, found: number): ClaudeStoreError =>
+  /** The refusal of a first append that finds another transcript than the last load returned. */
+  const moved = (
+    key: RecordedKey,
+    id: string,
+    counts: { readonly loaded: number; readonly found: number },
+  ): ClaudeStoreError =>
     new ClaudeStoreError({
       code: ClaudeStoreErrorCode.TRANSCRIPT_MOVED,
-      details: { id, key, loaded: expected, found },
-      message: `Claude session ${key.sessionId}: expected the transcript this store loaded (${expected} entries) before appending, found ${found} (another writer wrote it since); load it again`,
+      details: { id, key, ...counts },
+      message: `Claude session ${key.sessionId}: expected the transcript this store loaded (${counts.loaded} entries) before appending, found ${counts.found} (another writer wrote it since); load it again`,
     })
 
   /** What an open key knows, from its session's events (a writer opened on an existing transcript). */
