@@ -189,8 +189,8 @@ export function createClaudeSessionStore(
       pendingStop: undefined,
       summary: undefined,
     }
+    // Kept until a writer opens: a refused append's retries (the SDK makes two) are refused too.
     const expected = loaded.get(id)
-    loaded.delete(id)
     if (!created) {
       try {
         const repairs = writer.recovery.repairs
@@ -212,6 +212,7 @@ export function createClaudeSessionStore(
         throw error
       }
     }
+    loaded.delete(id)
     open.set(id, state)
     return state
   }

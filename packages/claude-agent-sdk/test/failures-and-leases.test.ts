@@ -158,6 +158,12 @@ it('a transcript another owner wrote after this store loaded it: the first appen
   const refused = await stale.append(key, [userEntry('moved', 7)]).catch((error: unknown) => error)
   expect(refused).toMatchObject({ code: 'TRANSCRIPT_MOVED', details: { loaded: 0, found: 2 } })
   expect(String((refused as Error).message)).toContain('(0 entries)')
+  // The SDK retries a rejected append: the retries are refused too, until the key is loaded again.
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    await expect(stale.append(key, [userEntry('moved', 7)])).rejects.toMatchObject({
+      code: 'TRANSCRIPT_MOVED',
+    })
+  }
   const reader = open('host-c:3')
   expect(await reader.load(key)).toStrictEqual([userEntry('moved', 1), userEntry('moved', 2)])
   // The same after a load that found entries: loaded 2, another owner appends a third.
