@@ -60,6 +60,11 @@ export interface ChaosOptions {
   readonly failover?: { readonly fail: () => Promise<string>; readonly prepare: () => Promise<string> }
   /** `claude-agent-sdk`: run the SDK's defaults (batched mirroring, tools at once), not write-ahead. */
   readonly sdkDefaults?: boolean
+  /**
+   * The first round's number (0 unless told): a nonzero round of a longer run, rerun alone. The
+   * round's number picks its session ids and its faults, so round `n` of a run is round `n` here.
+   */
+  readonly firstRound?: number
 }
 
 /** What a run measured. */
@@ -368,7 +373,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   let unfinished = 0
   let sessionsRun = 0
   const runId = (options.seed >>> 0).toString(36)
-  for (let round = 0; round < rounds; round++) {
+  const firstRound = options.firstRound ?? 0
+  for (let round = firstRound; round < firstRound + rounds; round++) {
     const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-chaos-'))
     let mounted: string | undefined
     try {

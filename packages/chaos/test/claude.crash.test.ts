@@ -54,6 +54,39 @@ describe('chaos: @agent-ledger/claude-agent-sdk on JSONL, seed 3, a takeover in 
   )
 })
 
+// Seed 11, round 2 of `pnpm chaos --total 500 --seed 11 --workers 2 --only claude` (two slots of
+// 25 sessions, two faults each). In slot w0 a worker loads session s6 (none yet) and is stopped
+// at its first model request, before it appended anything: it holds no lease, so the takeover
+// fences nothing. The fresh worker runs s6 to the end and releases its lease; on SIGCONT the
+// stale worker's CLI mirrored its own turn onto that transcript (its first append opened a
+// free lease) and ran the session's 6 tools again, each after its tool_use was acknowledged:
+// 6 duplicated executions, "unfenced 1", on JSONL and PostgreSQL alike. The store now refuses a
+// first append that finds another transcript than its last load (TRANSCRIPT_MOVED).
+describe('chaos regression: @agent-ledger/claude-agent-sdk on JSONL, seed 11 round 2, a takeover before the first append', () => {
+  it(
+    'the stalled worker is refused TRANSCRIPT_MOVED: no tool runs twice, every count 0',
+    async () => {
+      const result = await runChaos({
+        subject: { kind: 'ledger', adapter: 'claude-agent-sdk', store: 'jsonl' },
+        runs: 50,
+        seed: 11,
+        workers: 2,
+        sessionsPerWorker: 25,
+        firstRound: 2,
+      })
+      expect(result.faults['takeover model']).toBe(1)
+      expect({
+        ...defects(result),
+        unfenced: result.unfenced,
+        errors: result.errors,
+        unfinished: result.unfinished,
+      }).toEqual({ ...none, unfenced: 0, errors: [], unfinished: 0 })
+      expect(result.refusals).toEqual({ TRANSCRIPT_MOVED: 1 })
+    },
+    testTime(300_000),
+  )
+})
+
 const pgReason = pgUnavailableReason()
 
 describe.skipIf(pgReason !== undefined)(

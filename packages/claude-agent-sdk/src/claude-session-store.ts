@@ -129,6 +129,13 @@ export function createClaudeSessionStore(
   options: ClaudeSessionStoreOptions = {},
 ): LedgerClaudeSessionStore {
   const open = new Map<string, OpenKey>()
+  /**
+   * Per session without an open writer here: the entries this store's last `load` returned (0
+   * for none). The first append must find exactly those: a process that loaded a key, then
+   * stalled while another owner wrote it (its lease free again), must not append its turn onto
+   * the other's; without a load there is no expectation (an import, a fresh session).
+   */
+  const loaded = new Map<string, number>()
   const queues = new Map<string, Promise<unknown>>()
   let closed = false
 
@@ -182,6 +189,8 @@ export function createClaudeSessionStore(
       pendingStop: undefined,
       summary: undefined,
     }
+    // Kept until a writer opens: a refused append's retries (the SDK makes two) are refused too.
+    const expected = loaded.get(id)
     if (!created) {
       try {
         const repairs = writer.recovery.repairs
@@ -194,15 +203,31 @@ export function createClaudeSessionStore(
           } as unknown as EventInput)
           await writer.flush()
         }
-        await restore(state, key, await readMirror(store.readEvents(id)))
+        const contents = await readMirror(store.readEvents(id))
+        if (expected !== undefined && contents.entries.length !== expected)
+          throw moved(key, id, { loaded: expected, found: contents.entries.length })
+        await restore(state, key, contents)
       } catch (error) {
         await writer.close().catch(() => undefined)
         throw error
       }
     }
+    loaded.delete(id)
     open.set(id, state)
     return state
   }
+
+  /** The refusal of a first append that finds another transcript than the last load returned. */
+  const moved = (
+    key: RecordedKey,
+    id: string,
+    counts: { readonly loaded: number; readonly found: number },
+  ): ClaudeStoreError =>
+    new ClaudeStoreError({
+      code: ClaudeStoreErrorCode.TRANSCRIPT_MOVED,
+      details: { id, key, ...counts },
+      message: `Claude session ${key.sessionId}: expected the transcript this store loaded (${counts.loaded} entries) before appending, found ${counts.found} (another writer wrote it since); load it again`,
+    })
 
   /** What an open key knows, from its session's events (a writer opened on an existing transcript). */
   const restore = async (
@@ -351,13 +376,16 @@ export function createClaudeSessionStore(
     const id = ledgerSessionId(recorded)
     // After the appends already made through this store (append-call order).
     await queues.get(id)
+    let entries: SessionStoreEntry[]
     try {
-      const entries = await readEntries(store.readEvents(id))
-      return entries.length === 0 ? null : entries
+      entries = await readEntries(store.readEvents(id))
     } catch (error) {
-      if (isNotFound(error)) return null
-      throw error
+      if (!isNotFound(error)) throw error
+      entries = []
     }
+    // What the next first append must find (a writer open here is this store's own: no check).
+    if (!open.has(id)) loaded.set(id, entries.length)
+    return entries.length === 0 ? null : entries
   }
 
   /** Every mirrored session of a project with at least one event, and its last event. */
@@ -431,6 +459,7 @@ export function createClaudeSessionStore(
     const id = ledgerSessionId(key)
     return serialized(id, async () => {
       assertOpen(key)
+      loaded.delete(id)
       const state = open.get(id)
       if (state !== undefined) {
         open.delete(id)
@@ -461,6 +490,7 @@ export function createClaudeSessionStore(
     sessionIdFor: (key) => ledgerSessionId(checkKey(key)),
     close: async () => {
       closed = true
+      loaded.clear()
       await Promise.all([...queues.values()])
       const states = [...open.values()]
       open.clear()

@@ -8,6 +8,12 @@ export const ClaudeStoreErrorCode = {
   INVALID_ENTRY: 'INVALID_ENTRY',
   /** The agent-ledger session under a key's derived id records another key (`details.id`, `details.found`). */
   KEY_MISMATCH: 'KEY_MISMATCH',
+  /**
+   * A key's first append through this store found another transcript than this store's last
+   * `load` of it returned: another writer created or extended it since (`details.loaded`,
+   * `details.found`: entry counts). Nothing is written; load again to go on from what is stored.
+   */
+  TRANSCRIPT_MOVED: 'TRANSCRIPT_MOVED',
   /** The store was closed (`close()`); nothing more is written through it. */
   STORE_CLOSED: 'STORE_CLOSED',
 } as const

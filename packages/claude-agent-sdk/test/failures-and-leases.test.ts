@@ -134,3 +134,52 @@ it('the fleet recipe: another owner is refused SESSION_LOCKED, takes over with t
   await second.close()
   await first.close()
 })
+
+it('a transcript another owner wrote after this store loaded it: the first append is refused TRANSCRIPT_MOVED, nothing written (chaos seed 11)', async () => {
+  const backend = createMemoryBackend()
+  const shared = new Proxy(backend, {
+    get(target, property) {
+      if (property === 'close') return () => Promise.resolve()
+      const value: unknown = Reflect.get(target, property)
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
+    },
+  })
+  const key = { projectKey: 'p', sessionId: 'moved' }
+  const open = (owner: string) =>
+    createClaudeSessionStore(createSessionStore({ backend: shared, clock }), { owner })
+  // A worker loads the key (none yet), then stalls before its first append; its lease was never taken.
+  const stale = open('host-a:1')
+  expect(await stale.load(key)).toBeNull()
+  // Another worker runs the session meanwhile and releases its lease.
+  const other = open('host-b:2')
+  await other.append(key, [userEntry('moved', 1), userEntry('moved', 2)])
+  await other.close()
+  // The stalled worker's turn would land on top of the other's transcript: refused, with the counts.
+  const refused = await stale.append(key, [userEntry('moved', 7)]).catch((error: unknown) => error)
+  expect(refused).toMatchObject({ code: 'TRANSCRIPT_MOVED', details: { loaded: 0, found: 2 } })
+  expect(String((refused as Error).message)).toContain('(0 entries)')
+  // The SDK retries a rejected append: the retries are refused too, until the key is loaded again.
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    await expect(stale.append(key, [userEntry('moved', 7)])).rejects.toMatchObject({
+      code: 'TRANSCRIPT_MOVED',
+    })
+  }
+  const reader = open('host-c:3')
+  expect(await reader.load(key)).toStrictEqual([userEntry('moved', 1), userEntry('moved', 2)])
+  // The same after a load that found entries: loaded 2, another owner appends a third.
+  const extender = open('host-d:4')
+  await extender.append(key, [userEntry('moved', 3)])
+  await extender.close()
+  await expect(reader.append(key, [userEntry('moved', 4)])).rejects.toMatchObject({
+    code: 'TRANSCRIPT_MOVED',
+    details: { loaded: 2, found: 3 },
+  })
+  // Loaded again, it goes on from what is stored; a load while its own writer is open checks nothing.
+  expect(await reader.load(key)).toHaveLength(3)
+  await reader.append(key, [userEntry('moved', 4)])
+  expect(await reader.load(key)).toHaveLength(4)
+  await reader.append(key, [userEntry('moved', 5)])
+  expect(await reader.load(key)).toStrictEqual([1, 2, 3, 4, 5].map((n) => userEntry('moved', n)))
+  await reader.close()
+  await stale.close()
+})
