@@ -26,6 +26,7 @@ import type { FsOps } from '../src/fs-ops.ts'
 import { decodeCheckpointFile, encodeCheckpointFile } from '../src/backend/checkpoint-envelope.ts'
 import { CORE_CHECKPOINT_FILE_NAME } from '../src/layout.ts'
 import { tempRoot } from './backend/jsonl-harness.ts'
+import { writeTurns } from './support/sessions.ts'
 
 /** The JSONL store API's own checkpoint file (another format; that API is gone, the file may be left). */
 const LEGACY_CHECKPOINT_FILE_NAME = 'projection.checkpoint.msgpack'
@@ -53,21 +54,6 @@ function stores(backend: SessionBackend): { eager: SessionStore; replay: Session
     eager: createSessionStore({ backend, clock, owner: 'eager', checkpoint: EAGER }),
     replay: createSessionStore({ backend, clock, owner: 'replay', checkpoint: { enabled: false } }),
   }
-}
-
-async function writeTurns(store: SessionStore, id: string, from: number, count: number): Promise<void> {
-  const writer = await store.openWriter(id)
-  for (let turn = from; turn < from + count; turn++) {
-    writer.append({ type: 'turn/start', data: { turn } })
-    writer.append({ type: 'user/message', data: { message: { role: 'user', content: `question ${turn}` } } })
-    writer.append({
-      type: 'assistant/message',
-      data: { message: { role: 'assistant', content: `answer ${turn}` } },
-    })
-    writer.append({ type: 'turn/end', data: { turn, reason: 'completed' } })
-    await writer.flush()
-  }
-  await writer.close()
 }
 
 /** 12 turns (48 events), a checkpoint at seq 39 (after turn 10), 8 events after it. */

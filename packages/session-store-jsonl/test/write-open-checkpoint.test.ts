@@ -27,7 +27,7 @@ import { decodeCheckpointFile, encodeCheckpointFile } from '../src/backend/check
 import { CORE_CHECKPOINT_FILE_NAME } from '../src/layout.ts'
 import type { SeekPoint } from '../src/backend/seek-point.ts'
 import { tempRoot } from './backend/jsonl-harness.ts'
-import { turnInputs } from './support/sessions.ts'
+import { turnInputs, writeTurns } from './support/sessions.ts'
 import { frameStarts } from './support/zstd-sessions.ts'
 
 type Encoding = 'plain' | 'zstd'
@@ -50,21 +50,6 @@ function backendOver(
 
 function storeOver(backend: SessionBackend, checkpoint: CheckpointOptions): SessionStore {
   return createSessionStore({ backend, clock, owner: 'test', checkpoint })
-}
-
-async function writeTurns(store: SessionStore, id: string, from: number, count: number): Promise<void> {
-  const writer = await store.openWriter(id)
-  for (let turn = from; turn < from + count; turn++) {
-    writer.append({ type: 'turn/start', data: { turn } })
-    writer.append({ type: 'user/message', data: { message: { role: 'user', content: `question ${turn}` } } })
-    writer.append({
-      type: 'assistant/message',
-      data: { message: { role: 'assistant', content: `answer ${turn}` } },
-    })
-    writer.append({ type: 'turn/end', data: { turn, reason: 'completed' } })
-    await writer.flush()
-  }
-  await writer.close()
 }
 
 /** 12 turns (48 events) in one batch per turn, a checkpoint at seq 39 (after turn 10), 8 events after it. */

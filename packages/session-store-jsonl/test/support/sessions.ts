@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import type { EventInput, SessionHeader } from '@agent-ledger/session-events'
 
 import { crc32c } from '@agent-ledger/session-store'
-import type { SessionStoreWarning } from '@agent-ledger/session-store'
+import type { SessionStore as CoreStore, SessionStoreWarning } from '@agent-ledger/session-store'
 import { parseHeaderLine } from '@agent-ledger/session-store/line-codec'
 
 import { createJsonlStore, nodeFsOps } from '../../src/index.ts'
@@ -249,4 +249,20 @@ export function withFlippedByte(content: Buffer, index: number, mask: number): B
   const copy = Buffer.from(content)
   copy[index] = copy[index]! ^ mask
   return copy
+}
+
+/** Writes turns `from`..`from + count - 1` of a chat (start, question, answer, end), one flush per turn, then closes the writer. */
+export async function writeTurns(store: CoreStore, id: string, from: number, count: number): Promise<void> {
+  const writer = await store.openWriter(id)
+  for (let turn = from; turn < from + count; turn++) {
+    writer.append({ type: 'turn/start', data: { turn } })
+    writer.append({ type: 'user/message', data: { message: { role: 'user', content: `question ${turn}` } } })
+    writer.append({
+      type: 'assistant/message',
+      data: { message: { role: 'assistant', content: `answer ${turn}` } },
+    })
+    writer.append({ type: 'turn/end', data: { turn, reason: 'completed' } })
+    await writer.flush()
+  }
+  await writer.close()
 }
