@@ -2,7 +2,7 @@
  * @packageDocumentation
  * `@agent-ledger/session-store-jsonl/format`: the on-disk format for tool authors, beside
  * the store and backend of the package root. The v4 line codec (CRC-32C per line), the
- * streaming line splitter and scanner (headers and events checked by the core's codec), generation file names and the publish-by-link protocol, migration edges, the Zstandard
+ * streaming line splitter and scanner (headers and events checked by the core's codec), generation file names and the publish-by-link protocol, migration (v0 to v4), the Zstandard
  * layer (codec, structural frame scanner, bounded frame decoding, frame writer) and the
  * log file names. FORMAT.md specifies what these read and write.
  */
@@ -54,15 +54,6 @@ export type {
   MigrationSource,
   MigrationWriteResult,
 } from './migration/migrate-session.ts'
-export { applyMigrationPath, findMigrationPath } from './migration/migration-edge.ts'
-export type {
-  EdgeContext,
-  MigrationEdge,
-  RecordOrigin,
-  VersionedRecord,
-  VersionedStream,
-} from './migration/migration-edge.ts'
-export { MIGRATION_EDGES } from './migration/migration-edges.ts'
 export { compressSession } from './compress-session.ts'
 export type { CompressContext } from './compress-session.ts'
 export {

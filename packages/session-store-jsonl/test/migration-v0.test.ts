@@ -13,16 +13,7 @@ import { JsonlStoreError } from '../src/jsonl-store-error.ts'
 import { crc32cHex, decodeLine } from '../src/line-codec.ts'
 import { migrateSession } from '../src/migration/migrate-session.ts'
 import type { MigrationProgress } from '../src/migration/migrate-session.ts'
-import { applyMigrationPath, findMigrationPath } from '../src/migration/migration-edge.ts'
-import type { MigrationEdge, VersionedRecord } from '../src/migration/migration-edge.ts'
-import { MIGRATION_EDGES } from '../src/migration/migration-edges.ts'
-import {
-  appendChecksum,
-  copyMembers,
-  spliceTopLevelSeq,
-  topLevelSeqValueRanges,
-} from '../src/migration/raw-line.ts'
-import { V0_TO_V4_EDGE } from '../src/migration/v0-to-v4.ts'
+import { copyMembers, spliceTopLevelSeq, topLevelSeqValueRanges } from '../src/migration/raw-line.ts'
 import { encodeJsonLine } from '../src/line-codec.ts'
 import { V0SessionBuilder } from './fixtures/v0/generate-v0-session.ts'
 
@@ -263,6 +254,8 @@ describe('v0 to v4 migration (read mode)', () => {
     const line = readFileSync(join(directory, 'session.v4.jsonl'), 'utf8').split('\n')[2]!
     const body = odd.trim().replace('"seq" : 2', '"seq" : 1').slice(0, -1)
     expect(line).toBe(`${body},"crc":"${crc32cHex(Buffer.from(body))}"}`)
+    // The checksum suffix is one the v4 line decoder verifies.
+    expect(decodeLine(Buffer.from(line), { maxLineBytes: 1000, maxDepth: 10 })).toMatchObject({ ok: true })
   })
 
   it('V6: refuses an unknown event type without ignorable before writing anything (UNKNOWN_EVENT_TYPE with type, seq, line, offset)', async () => {
@@ -552,16 +545,6 @@ describe('raw-line helpers', () => {
     expect(spliceTopLevelSeq(Buffer.from('{"s\\u0065q":3}'), 2)).toBeNull()
   })
 
-  it('appends a checksum suffix that the v4 line decoder verifies', () => {
-    const line = appendChecksum(Buffer.from('{"seq":0,"time":"t","type":"x/y","data":{}}'))
-    const decoded = decodeLine(line, { maxLineBytes: 1000, maxDepth: 10 })
-    expect(decoded).toEqual({
-      ok: true,
-      value: { seq: 0, time: 't', type: 'x/y', data: {} },
-      text: line.toString('utf8'),
-    })
-  })
-
   it('copyMembers defines members (so __proto__ stays an own key) and replaces in place', () => {
     const source = JSON.parse('{"a":1,"__proto__":{"x":1},"b":2}') as Record<string, unknown>
     const copy = copyMembers(source, { a: 9, c: 3, b: undefined })
@@ -571,73 +554,20 @@ describe('raw-line helpers', () => {
   })
 })
 
-describe('the migration chain', () => {
-  const V4_TO_V5: MigrationEdge = {
-    from: 4,
-    to: 5,
-    description: 'test edge: v4 to v5 (adds a marker to the header)',
-    migrate(input) {
-      const header = { ...input.header, version: 5, marker: 'v5' }
-      async function* records(): AsyncGenerator<readonly VersionedRecord[], void, undefined> {
-        for await (const batch of input.records) yield batch
-      }
-      const line = encodeJsonLine(JSON.stringify(header))
-      return { version: 5, header, headerLine: line.subarray(0, line.length - 1), records: records() }
-    },
-  }
-
-  it('registers exactly the shipped v0 to v4 edge in MIGRATION_EDGES', () => {
-    expect(MIGRATION_EDGES.map((edge) => `${edge.from}->${edge.to}`)).toEqual(['0->4'])
-  })
-
-  it('finds a path of adjacent edges, empty for the same version, and the shortest one', () => {
-    expect(findMigrationPath(4, 4, MIGRATION_EDGES)).toEqual([])
-    expect(findMigrationPath(0, 4, MIGRATION_EDGES)).toEqual([V0_TO_V4_EDGE])
-    expect(findMigrationPath(0, 5, [V4_TO_V5, V0_TO_V4_EDGE])).toEqual([V0_TO_V4_EDGE, V4_TO_V5])
-    const slow: MigrationEdge = { ...V4_TO_V5, from: 0, to: 1 }
-    const slower: MigrationEdge = { ...V4_TO_V5, from: 1, to: 5 }
-    expect(
-      findMigrationPath(0, 5, [slow, slower, V0_TO_V4_EDGE, V4_TO_V5]).map(
-        (edge) => `${edge.from}->${edge.to}`,
-      ),
-    ).toEqual(['0->1', '1->5'])
-  })
-
-  it('refuses a missing path with NO_MIGRATION_PATH naming the versions', () => {
-    const error = (() => {
-      try {
-        findMigrationPath(0, 5, MIGRATION_EDGES)
-      } catch (caught) {
-        return caught as JsonlStoreError
-      }
-      return null
-    })()
-    expect(error?.code).toBe('NO_MIGRATION_PATH')
-    expect(error?.details).toMatchObject({ from: 0, to: 5, edges: ['0->4'] })
-  })
-
-  it('slots a future v4 to v5 edge in after v0 to v4: a v0 session reads as v5 through the chain', async () => {
-    const { header, events } = await (async () => {
-      const result = await migrateSession({
-        mode: 'read',
-        directory: sessionWith(fixture('normal-tool-calls.jsonl')),
-        edges: [V0_TO_V4_EDGE, V4_TO_V5],
-        targetVersion: 5,
-      })
-      const list: LoggedEvent[] = []
-      for await (const event of result.events) list.push(event)
-      return { header: result.header, events: list }
-    })()
-    expect(header).toMatchObject({
-      version: 5,
-      marker: 'v5',
-      migratedFrom: { file: 'session.jsonl', version: 0 },
+describe('the one migration step (v0 to v4)', () => {
+  it('refuses a source it has no step from with NO_MIGRATION_PATH naming the versions: a newer one, an unreadable one', async () => {
+    const text = fixture('normal-tool-calls.jsonl')
+    const newer = sessionWith('')
+    writeFileSync(join(newer, 'session.v5.jsonl'), text)
+    expect(await failure(migrateSession({ mode: 'read', directory: newer }))).toMatchObject({
+      code: 'NO_MIGRATION_PATH',
+      details: { from: 5, to: 4, reason: 'newer-source' },
     })
-    expect(events).toHaveLength(v0Lines(fixture('normal-tool-calls.jsonl')).length - 1)
-  })
-
-  it('applyMigrationPath refuses an edge applied to a stream of another version', () => {
-    const stream = { version: 3, header: {}, headerLine: Buffer.alloc(0), records: (async function* () {})() }
-    expect(() => applyMigrationPath(stream, [V0_TO_V4_EDGE], {} as never)).toThrow(RangeError)
+    const unreadable = sessionWith('')
+    writeFileSync(join(unreadable, 'session.v2.jsonl'), text)
+    expect(await failure(migrateSession({ mode: 'read', directory: unreadable }))).toMatchObject({
+      code: 'NO_MIGRATION_PATH',
+      details: { from: 2, reason: 'no-reader' },
+    })
   })
 })

@@ -16,9 +16,9 @@ import { generationFileName, parseGenerationFileName } from '../generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { resolveLimits } from '../limits.ts'
 import type { StoreLimits } from '../limits.ts'
-import { readFileChunks, tapped } from '../read-log.ts'
+import { readFileChunks } from '../read-log.ts'
 import { assertSessionId } from '../session-id.ts'
-import { GENERATION_READERS } from './generation-readers.ts'
+import { READABLE_VERSIONS, readGeneration, scanGeneration } from './generation-readers.ts'
 
 /** The outcome of {@link detectGenerationFork}. */
 export type GenerationForkCheck =
@@ -37,7 +37,7 @@ export type GenerationForkCheck =
  * ignored: events appended to the old generation after the migration would otherwise be
  * lost silently.
  *
- * Cost: one read of the old generation (hashing; a full scan only when it differs). With
+ * Cost: one read of the old generation (hashing; a second one, a scan, only when it differs). With
  * `check: 'size'`, an unchanged size is trusted without hashing.
  *
  * @param options - The session directory, the current generation's header, and seams.
@@ -60,15 +60,12 @@ export async function detectGenerationFork(options: {
   const fs = options.fs ?? nodeFsOps
   const sessionId = assertSessionId(options.sessionId ?? basename(options.directory))
   const limits = resolveLimits(options.limits)
-  const registry = options.registry ?? coreEventRegistry
   const file = `${sessionId}/${migratedFrom.file}`
-  const generation = parseGenerationFileName(migratedFrom.file)
+  const open = (): Promise<FileHandleOps> =>
+    fs.open(join(options.directory, migratedFrom.file), constants.O_RDONLY | constants.O_NOFOLLOW)
   let handle: FileHandleOps
   try {
-    handle = await fs.open(
-      join(options.directory, migratedFrom.file),
-      constants.O_RDONLY | constants.O_NOFOLLOW,
-    )
+    handle = await open()
   } catch (error) {
     if (errnoOf(error) === 'ENOENT') return { status: 'missing', file }
     throw toStoreError(error, { op: 'open', file, which: 'log', fallback: JsonlErrorCode.READ_FAILED })
@@ -79,40 +76,25 @@ export async function detectGenerationFork(options: {
     const whole = createHash('sha256')
     const prefix = createHash('sha256')
     let position = 0
-    const hashed = (): AsyncGenerator<Buffer, void, undefined> =>
-      tapped(readFileChunks(handle, { chunkBytes: limits.readChunkBytes }), (chunk) => {
-        whole.update(chunk)
-        const start = position
-        position += chunk.length
-        if (start < migratedFrom.bytes)
-          prefix.update(
-            position <= migratedFrom.bytes ? chunk : chunk.subarray(0, migratedFrom.bytes - start),
-          )
-      })
-    const reader = generation === null ? undefined : GENERATION_READERS.get(generation.version)
-    let lastSeq: number | null = null
-    if (size === migratedFrom.bytes || reader === undefined || generation?.encoding !== 'plain') {
-      for await (const _chunk of hashed()) {
-        // hash only
-      }
-    } else {
-      lastSeq = (await reader.scan(hashed(), { file, limits, registry })).lastSeq
+    for await (const chunk of readFileChunks(handle, { chunkBytes: limits.readChunkBytes })) {
+      whole.update(chunk)
+      const start = position
+      position += chunk.length
+      if (start < migratedFrom.bytes)
+        prefix.update(position <= migratedFrom.bytes ? chunk : chunk.subarray(0, migratedFrom.bytes - start))
     }
-    const sha256 = whole.digest('hex')
-    if (size === migratedFrom.bytes && sha256 === migratedFrom.sha256) return { status: 'intact' }
-    if (lastSeq === null && reader !== undefined && generation?.encoding === 'plain') {
-      // Same size, other bytes: scan it to report its last seq.
-      const again = await fs.open(
-        join(options.directory, migratedFrom.file),
-        constants.O_RDONLY | constants.O_NOFOLLOW,
-      )
+    if (size === migratedFrom.bytes && whole.digest('hex') === migratedFrom.sha256)
+      return { status: 'intact' }
+    // A fork: read the old generation again, when readable, to report its last seq.
+    const generation = parseGenerationFileName(migratedFrom.file)
+    let lastSeq: number | null = null
+    if (generation?.encoding === 'plain' && READABLE_VERSIONS.includes(generation.version)) {
+      const again = await open()
       try {
+        const source = readFileChunks(again, { chunkBytes: limits.readChunkBytes })
+        const registry = options.registry ?? coreEventRegistry
         lastSeq = (
-          await reader.scan(readFileChunks(again, { chunkBytes: limits.readChunkBytes }), {
-            file,
-            limits,
-            registry,
-          })
+          await scanGeneration(readGeneration(generation.version, source, { file, limits, registry }))
         ).lastSeq
       } finally {
         await again.close().catch(() => undefined)

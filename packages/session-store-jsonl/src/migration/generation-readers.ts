@@ -1,71 +1,17 @@
 /*
- * Readers of generation formats, as migration sources. Each reader has two passes: `scan`
- * validates the whole source (and fixes its last seq and tail before anything is written),
- * `stream` reads the good prefix again as a {@link VersionedStream} for the edges.
+ * Readers of generation formats, as migration sources: v0 (`src/v0`) and v4 (the store's
+ * own scanner). Both read a source chunk by chunk ({@link GenerationChunks}); pass 1
+ * ({@link scanGeneration}) validates the whole source (and fixes its last seq and tail
+ * before anything is written), pass 2 ({@link streamGeneration}) reads the good prefix again.
  */
-import type { EventRegistry } from '@agent-ledger/session-events'
-
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
-import type { LineLimits } from '../line-codec.ts'
-import type { TornTail } from '../log-scanner.ts'
 import { scanLogChunks } from '../read-log.ts'
 import type { ByteSource } from '../read-log.ts'
 import { readV0Chunks } from '../v0/read-v0.ts'
-import type { VersionedRecord, VersionedStream } from './migration-edge.ts'
+import type { GenerationChunks, GenerationReadOptions, SourceRecord, SourceScan } from './source-record.ts'
 
-/** What the validating first pass over a source generation found. */
-export interface SourceScan {
-  readonly version: number
-  /** The header object (v0: the header event), or null. */
-  readonly header: Record<string, unknown> | null
-  /** The header line without its `\n` (a copy), or null. */
-  readonly headerLine: Buffer | null
-  /** True when the source has no valid header line (empty file, torn header). */
-  readonly headerMissing: boolean
-  /** Seq of the last good event, in the source's numbering (v0: the header is seq 0). */
-  readonly lastSeq: number
-  /** Byte offset just after the last good line. */
-  readonly goodEndOffset: number
-  readonly bytesRead: number
-  readonly tornTail: TornTail | null
-  /** Damage in the middle, or a refused header. */
-  readonly damage: JsonlStoreError | null
-  /** Events after the header. */
-  readonly events: number
-  /** Ignorable unknown events among them. */
-  readonly ignoredUnknown: number
-}
-
-/** What a reader needs. */
-interface GenerationReadOptions {
-  /** The source file as errors name it. */
-  readonly file: string
-  readonly limits: LineLimits
-  readonly registry: EventRegistry
-}
-
-/** A source format: its two passes. */
-export interface GenerationReader {
-  readonly version: number
-  /**
-   * Validates a whole source.
-   *
-   * @param source - Its bytes.
-   * @param options - File name, limits, registry, and a progress callback called after each chunk.
-   */
-  scan(
-    source: ByteSource,
-    options: GenerationReadOptions & { readonly onChunk?: (eventsDone: number) => void },
-  ): Promise<SourceScan>
-  /**
-   * Reads the good prefix again as a stream. `source` must end at `scan.goodEndOffset`. The
-   * records iterator throws when the bytes no longer match the scan (damage, another last seq).
-   *
-   * @param source - The bytes of the good prefix.
-   * @param options - File name, limits, registry, and the scan of pass 1.
-   */
-  stream(source: ByteSource, options: GenerationReadOptions & { readonly scan: SourceScan }): VersionedStream
-}
+/** The format versions migration can read. */
+export const READABLE_VERSIONS: readonly number[] = [0, 4]
 
 /**
  * The error pass 2 throws when the source no longer reads like pass 1 saw it.
@@ -83,163 +29,116 @@ export function sourceChangedError(file: string, details: Record<string, unknown
   })
 }
 
-function checkOutcome(
-  file: string,
-  found: { damage: JsonlStoreError | null; lastSeq: number },
+/** Format v4: `session.v4.jsonl` through the store's own scanner (a read-mode migration that finds v4 current reads it as it is). */
+async function* readV4Chunks(source: ByteSource, options: GenerationReadOptions): GenerationChunks {
+  const { file, registry } = options
+  let headerLine: Buffer | null = null
+  let batch: SourceRecord[] = []
+  const chunks = scanLogChunks(source, {
+    limits: options.limits,
+    registry,
+    file,
+    onHeader: (_header, location) => {
+      headerLine = Buffer.from(location.bytes)
+      return false
+    },
+    onEvent: (event, location) => {
+      batch.push({
+        event: event as unknown as Record<string, unknown>,
+        line: Buffer.from(location.bytes),
+        kind: event.ignorable === true && !registry.has(event.type) ? 'ignorable' : 'known',
+        origin: { file, line: location.line, offset: location.offset, seq: event.seq },
+      })
+    },
+  })
+  for (;;) {
+    const step = await chunks.next()
+    const out = batch
+    batch = []
+    yield out
+    if (step.done === true) {
+      const { header, stats, ...outcome } = step.value
+      return {
+        version: 4,
+        header: header as unknown as Record<string, unknown> | null,
+        headerLine,
+        headerMissing: outcome.headerMissing,
+        lastSeq: outcome.lastSeq,
+        goodEndOffset: outcome.goodEndOffset,
+        bytesRead: outcome.bytesRead,
+        tornTail: outcome.tornTail,
+        damage: outcome.damage,
+        events: stats.events,
+        ignoredUnknown: stats.ignoredUnknown,
+      }
+    }
+  }
+}
+
+/**
+ * Reads a source generation of a readable version ({@link READABLE_VERSIONS}: v0, else v4).
+ *
+ * @param version - The generation's format version.
+ * @param source - Its bytes (pass 2: the good prefix only).
+ * @param options - File name, limits, registry.
+ * @returns Its records in batches, then its scan.
+ */
+export function readGeneration(
+  version: number,
+  source: ByteSource,
+  options: GenerationReadOptions,
+): GenerationChunks {
+  return version === 0 ? readV0Chunks(source, options) : readV4Chunks(source, options)
+}
+
+/**
+ * Pass 1: reads a whole source and returns what it found.
+ *
+ * @param chunks - The source, from {@link readGeneration}.
+ * @param onChunk - Called after each chunk with the events read so far.
+ * @returns The scan.
+ */
+export async function scanGeneration(
+  chunks: GenerationChunks,
+  onChunk?: (eventsDone: number) => void,
+): Promise<SourceScan> {
+  let done = 0
+  for (;;) {
+    const step = await chunks.next()
+    if (step.done === true) return step.value
+    done += step.value.length
+    onChunk?.(done)
+  }
+}
+
+/**
+ * Pass 2: the records of the good prefix again, in non-empty batches; throws when the bytes
+ * no longer read like pass 1 saw them (damage, another last seq).
+ *
+ * @param chunks - The good prefix, from {@link readGeneration}.
+ * @param scan - Pass 1's scan.
+ * @param file - The source file, as errors name it.
+ * @returns The batches.
+ */
+export async function* streamGeneration(
+  chunks: GenerationChunks,
   scan: SourceScan,
-): void {
-  if (found.damage !== null) throw found.damage
-  if (found.lastSeq !== scan.lastSeq) {
-    throw sourceChangedError(file, { expectedLastSeq: scan.lastSeq, foundLastSeq: found.lastSeq })
-  }
-}
-
-/** The end-of-scan outcome both readers produce (v0's and v4's scanners report the same fields). */
-interface ScanEnd {
-  readonly header: object | null
-  readonly headerMissing: boolean
-  readonly lastSeq: number
-  readonly goodEndOffset: number
-  readonly bytesRead: number
-  readonly tornTail: TornTail | null
-  readonly damage: JsonlStoreError | null
-  readonly stats: { readonly events: number; readonly ignoredUnknown: number }
-}
-
-function sourceScan(version: number, outcome: ScanEnd, headerLine: Buffer | null): SourceScan {
-  return {
-    version,
-    header: outcome.header as Record<string, unknown> | null,
-    headerLine,
-    headerMissing: outcome.headerMissing,
-    lastSeq: outcome.lastSeq,
-    goodEndOffset: outcome.goodEndOffset,
-    bytesRead: outcome.bytesRead,
-    tornTail: outcome.tornTail,
-    damage: outcome.damage,
-    events: outcome.stats.events,
-    ignoredUnknown: outcome.stats.ignoredUnknown,
-  }
-}
-
-/** Format v0: `session.jsonl` (see `src/v0`). */
-const V0_READER: GenerationReader = Object.freeze<GenerationReader>({
-  version: 0,
-  async scan(source, options) {
-    const chunks = readV0Chunks(source, options)
-    let headerLine: Buffer | null = null
-    let done = 0
+  file: string,
+): AsyncGenerator<readonly SourceRecord[], void, undefined> {
+  try {
     for (;;) {
       const step = await chunks.next()
-      if (step.done === true) {
-        return sourceScan(0, step.value, headerLine)
+      if (step.done !== true) {
+        if (step.value.length > 0) yield step.value
+        continue
       }
-      const first = step.value[0]
-      if (first?.kind === 'header') {
-        headerLine = Buffer.from(first.bytes)
-        done -= 1
+      if (step.value.damage !== null) throw step.value.damage
+      if (step.value.lastSeq !== scan.lastSeq) {
+        throw sourceChangedError(file, { expectedLastSeq: scan.lastSeq, foundLastSeq: step.value.lastSeq })
       }
-      done += step.value.length
-      options.onChunk?.(done)
+      return
     }
-  },
-  stream(source, options) {
-    const { scan, file } = options
-    if (scan.header === null || scan.headerLine === null)
-      throw new RangeError('V0_READER.stream needs a scan with a header')
-    const chunks = readV0Chunks(source, { file, limits: options.limits, registry: options.registry })
-    async function* records(): AsyncGenerator<readonly VersionedRecord[], void, undefined> {
-      try {
-        for (;;) {
-          const step = await chunks.next()
-          if (step.done === true) {
-            checkOutcome(file, step.value, scan)
-            return
-          }
-          const batch: VersionedRecord[] = []
-          for (const record of step.value) {
-            if (record.kind === 'header') continue
-            batch.push({
-              event: record.value,
-              line: record.bytes,
-              kind: record.kind,
-              origin: { file, line: record.line, offset: record.offset, seq: record.value['seq'] as number },
-            })
-          }
-          if (batch.length > 0) yield batch
-        }
-      } finally {
-        await chunks.return(undefined as never).catch(() => undefined)
-      }
-    }
-    return { version: 0, header: scan.header, headerLine: scan.headerLine, records: records() }
-  },
-})
-
-/** Format v4: `session.v4.jsonl` through the store's own scanner (read with no edge when a read-mode migration finds v4 current; the source of a future v4 to v5 edge). */
-const V4_READER: GenerationReader = Object.freeze<GenerationReader>({
-  version: 4,
-  async scan(source, options) {
-    let headerLine: Buffer | null = null
-    let events = 0
-    const chunks = scanLogChunks(source, {
-      limits: options.limits,
-      registry: options.registry,
-      file: options.file,
-      onHeader: (_header, location) => {
-        headerLine = Buffer.from(location.bytes)
-        return false
-      },
-      onEvent: () => {
-        events += 1
-      },
-    })
-    for (;;) {
-      const step = await chunks.next()
-      if (step.done === true) {
-        return sourceScan(4, step.value, headerLine)
-      }
-      options.onChunk?.(events)
-    }
-  },
-  stream(source, options) {
-    const { scan, file, registry } = options
-    if (scan.header === null || scan.headerLine === null)
-      throw new RangeError('V4_READER.stream needs a scan with a header')
-    let batch: VersionedRecord[] = []
-    const chunks = scanLogChunks(source, {
-      limits: options.limits,
-      registry,
-      file,
-      onEvent: (event, location) => {
-        batch.push({
-          event: event as unknown as Record<string, unknown>,
-          line: Buffer.from(location.bytes),
-          kind: event.ignorable === true && !registry.has(event.type) ? 'ignorable' : 'known',
-          origin: { file, line: location.line, offset: location.offset, seq: event.seq },
-        })
-      },
-    })
-    async function* records(): AsyncGenerator<readonly VersionedRecord[], void, undefined> {
-      for (;;) {
-        const step = await chunks.next()
-        if (batch.length > 0) {
-          const out = batch
-          batch = []
-          yield out
-        }
-        if (step.done === true) {
-          checkOutcome(file, step.value, scan)
-          return
-        }
-      }
-    }
-    return { version: 4, header: scan.header, headerLine: scan.headerLine, records: records() }
-  },
-})
-
-/** The source formats migration can read, by version. */
-export const GENERATION_READERS: ReadonlyMap<number, GenerationReader> = new Map([
-  [0, V0_READER],
-  [4, V4_READER],
-])
+  } finally {
+    await chunks.return(undefined as never).catch(() => undefined)
+  }
+}

@@ -6,7 +6,7 @@
  *      without `ignorable`, is refused before anything is written), while hashing every byte:
  *      this fixes `migratedFrom {file, version, sha256, lastSeq, bytes}` for the new header,
  *      which is the first line to write.
- *   2. migrate: read the good prefix again through the chain of edges; the bytes must hash
+ *   2. migrate: read the good prefix again through the v0 to v4 step; the bytes must hash
  *      to the same sha256, or the migration fails (the source changed under us).
  * Read mode stops there and hands the events out, writing nothing. Write mode streams the
  * new generation into `publishFile` (temp, fsync, verify by reading back through the
@@ -15,12 +15,12 @@
  */
 import { join } from 'node:path'
 
+import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 import type { LoggedEvent, SessionHeader } from '@agent-ledger/session-events'
 
 import { errnoOf, toStoreError } from '../fs-errors.ts'
 import { parseGenerationFileName } from '../generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
-import { findMigrationPath } from './migration-edge.ts'
 import type {
   MigrateReadOptions,
   MigrateWriteOptions,
@@ -28,14 +28,8 @@ import type {
   MigrationWriteResult,
 } from './migration-context.ts'
 import { display } from './migration-context.ts'
-import {
-  scanSource,
-  migratedStream,
-  expectedLastSeq,
-  peekV4Header,
-  resolveSettings,
-} from './migration-source.ts'
-import { targetAlreadyThere, publishMigration } from './publish-migration.ts'
+import { scanSource, migratedStream, peekV4Header, resolveSettings } from './migration-source.ts'
+import { targetAlreadyThere, publishMigration, upToDate } from './publish-migration.ts'
 
 export type {
   MigrationProgress,
@@ -68,7 +62,7 @@ export type { GenerationForkCheck } from './generation-fork.ts'
  * @returns The read stream, or what was published.
  * @throws {@link JsonlStoreError} `INVALID_SESSION_ID`, `SESSION_NOT_FOUND`, `INVALID_HEADER`, damage codes of the
  *   source (`CORRUPT_LINE`, `SEQ_GAP`...), `UNKNOWN_EVENT_TYPE` (V6: an unknown type without `ignorable`),
- *   `INVALID_EVENT` (an event that has no valid v4 form), `NO_MIGRATION_PATH`,
+ *   `INVALID_EVENT` (an event that has no valid v4 form), `NO_MIGRATION_PATH` (a newer, zstd or unreadable source),
  *   `GENERATION_VERSION_MISMATCH`, `MIXED_ENCODINGS`, `MIGRATION_FAILED`, `MIGRATION_CONFLICT`, `GENERATION_FORK`.
  */
 export async function migrateSession(options: MigrateReadOptions): Promise<MigrationReadResult>
@@ -78,31 +72,18 @@ export async function migrateSession(
 ): Promise<MigrationReadResult | MigrationWriteResult> {
   const { settings, source: generation, target } = await resolveSettings(options)
   const targetGeneration = parseGenerationFileName(target)!
-  if (generation.version > settings.targetVersion) {
+  if (generation.version > SESSION_FORMAT_VERSION) {
     throw new JsonlStoreError({
       code: JsonlErrorCode.NO_MIGRATION_PATH,
-      message: `Cannot migrate ${display(settings, generation.file)} to v${settings.targetVersion}: expected an older generation, found a newer one (v${generation.version}).`,
+      message: `Cannot migrate ${display(settings, generation.file)} to v${SESSION_FORMAT_VERSION}: expected an older generation, found a newer one (v${generation.version}).`,
       file: display(settings, generation.file),
-      details: { from: generation.version, to: settings.targetVersion, reason: 'newer-source' },
+      details: { from: generation.version, to: SESSION_FORMAT_VERSION, reason: 'newer-source' },
     })
   }
-  if (options.mode === 'write' && generation.version === settings.targetVersion) {
+  if (options.mode === 'write' && generation.version === SESSION_FORMAT_VERSION) {
     // Re-running after a migration (or on a session already in the current format): nothing to do.
-    const header = await peekV4Header(settings, generation)
-    return {
-      mode: 'write',
-      outcome: 'up-to-date',
-      file: generation.file,
-      path: join(settings.directory, generation.file),
-      header,
-      lastSeq: -1,
-      source: null,
-      size: 0,
-      sha256: '',
-      handle: null,
-    }
+    return upToDate(settings, generation.file, await peekV4Header(settings, generation))
   }
-  const path = findMigrationPath(generation.version, settings.targetVersion, settings.edges)
   if (options.mode === 'write') {
     const existing = await settings.fs.lstat(join(settings.directory, target)).catch((error: unknown) => {
       if (errnoOf(error) === 'ENOENT') return null
@@ -117,9 +98,10 @@ export async function migrateSession(
     }
   }
   const scanned = await scanSource(settings, generation)
-  const lastSeq = expectedLastSeq(scanned.scan, settings.targetVersion)
+  // v0's header took seq 0: the events move down by one.
+  const lastSeq = scanned.scan.lastSeq - (scanned.scan.version === 0 ? 1 : 0)
   if (options.mode === 'read') {
-    const stream = migratedStream(settings, { ...scanned, path, validate: true })
+    const stream = migratedStream(settings, { ...scanned, validate: true })
     const progress = settings.progress
     const total = scanned.scan.events
     const bytesTotal = scanned.source.migratedFrom.bytes
@@ -155,5 +137,5 @@ export async function migrateSession(
       lines: lines(),
     }
   }
-  return publishMigration(settings, { options, scanned, path, target, lastSeq })
+  return publishMigration(settings, { options, scanned, target, lastSeq })
 }

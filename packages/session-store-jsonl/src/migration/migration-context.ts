@@ -10,7 +10,6 @@ import type { GenerationFile } from '../generations.ts'
 import type { StoreLimits } from '../limits.ts'
 import type { TornTail } from '../log-scanner.ts'
 import type { PublishHooks, SourceIdentity } from '../publish.ts'
-import type { MigrationEdge } from './migration-edge.ts'
 
 /** What {@link MigrateSessionOptions.onProgress} receives. */
 export interface MigrationProgress {
@@ -36,13 +35,9 @@ export interface MigrateSessionOptions {
   readonly sessionId?: string
   /** The generation to migrate; default the directory's current one ({@link pickCurrentGeneration}). */
   readonly source?: GenerationFile
-  /** The format to migrate to; default `SESSION_FORMAT_VERSION` (4). */
-  readonly targetVersion?: number
   /** Known event types; default the core types. */
   readonly registry?: EventRegistry
   readonly limits?: Partial<StoreLimits>
-  /** The migration edges; default {@link MIGRATION_EDGES}. */
-  readonly edges?: readonly MigrationEdge[]
   /** Progress, every `progressEvery` events and at the end of each phase (the CLI shows it). */
   readonly onProgress?: (progress: MigrationProgress) => void
   /** Events between two progress calls; default 10,000. */
@@ -138,8 +133,6 @@ export interface Settings {
   readonly sessionId: string
   readonly registry: EventRegistry
   readonly limits: StoreLimits
-  readonly edges: readonly MigrationEdge[]
-  readonly targetVersion: number
   readonly progress: Progress
 }
 

@@ -1,6 +1,6 @@
 /*
  * Reading the source generation of a migration: open it, scan and hash it (pass 1), and
- * stream it again through the chain of migration edges (pass 2); the settings a
+ * stream it again, through the v0 to v4 step for a v0 source (pass 2); the settings a
  * migration resolves from its options.
  */
 import { createHash } from 'node:crypto'
@@ -20,20 +20,23 @@ import { resolveLimits } from '../limits.ts'
 import { readFileChunks, scanLog, tapped } from '../read-log.ts'
 import type { ByteSource } from '../read-log.ts'
 import { assertSessionId } from '../session-id.ts'
-import { GENERATION_READERS, sourceChangedError } from './generation-readers.ts'
-import type { GenerationReader, SourceScan } from './generation-readers.ts'
-import { applyMigrationPath } from './migration-edge.ts'
-import type { EdgeContext, MigrationEdge, VersionedRecord } from './migration-edge.ts'
-import { MIGRATION_EDGES } from './migration-edges.ts'
+import {
+  READABLE_VERSIONS,
+  readGeneration,
+  scanGeneration,
+  sourceChangedError,
+  streamGeneration,
+} from './generation-readers.ts'
 import type { MigrateSessionOptions, MigrationSource, Settings } from './migration-context.ts'
 import { Progress, display } from './migration-context.ts'
+import type { SourceRecord, SourceScan } from './source-record.ts'
+import { v0ToV4 } from './v0-to-v4.ts'
 
-function readerFor(generation: GenerationFile, file: string): GenerationReader {
-  const reader = GENERATION_READERS.get(generation.version)
-  if (reader === undefined || generation.encoding !== 'plain') {
+function assertReadable(generation: GenerationFile, file: string): void {
+  if (!READABLE_VERSIONS.includes(generation.version) || generation.encoding !== 'plain') {
     throw new JsonlStoreError({
       code: JsonlErrorCode.NO_MIGRATION_PATH,
-      message: `Cannot migrate ${file}: expected a plain generation of a readable format (${[...GENERATION_READERS.keys()].map((version) => `v${version}`).join(', ')}), found ${generation.encoding === 'plain' ? `format v${generation.version}` : 'a zstd generation (decompress it first)'}.`,
+      message: `Cannot migrate ${file}: expected a plain generation of a readable format (${READABLE_VERSIONS.map((version) => `v${version}`).join(', ')}), found ${generation.encoding === 'plain' ? `format v${generation.version}` : 'a zstd generation (decompress it first)'}.`,
       file,
       details: {
         from: generation.version,
@@ -42,7 +45,6 @@ function readerFor(generation: GenerationFile, file: string): GenerationReader {
       },
     })
   }
-  return reader
 }
 
 async function openSource(settings: Settings, generation: GenerationFile): Promise<FileHandleOps> {
@@ -92,9 +94,9 @@ async function* prefixOf(source: ByteSource, end: number): AsyncGenerator<Buffer
 export async function scanSource(
   settings: Settings,
   generation: GenerationFile,
-): Promise<{ source: MigrationSource; scan: SourceScan; reader: GenerationReader }> {
+): Promise<{ source: MigrationSource; scan: SourceScan }> {
   const file = display(settings, generation.file)
-  const reader = readerFor(generation, file)
+  assertReadable(generation, file)
   const handle = await openSource(settings, generation)
   try {
     const stats = await handle.stat()
@@ -116,19 +118,16 @@ export async function scanSource(
       readFileChunks(handle, { chunkBytes: settings.limits.readChunkBytes, end: stats.size }),
     )
     settings.progress.reset()
-    const scan = await reader.scan(hashed.source, {
-      file,
-      limits: settings.limits,
-      registry: settings.registry,
-      onChunk: (eventsDone) => {
-        settings.progress.report({
-          phase: 'scan',
-          eventsDone,
-          eventsTotal: null,
-          bytesRead: hashed.bytesSoFar(),
-          bytesTotal: stats.size,
-        })
-      },
+    const { limits, registry } = settings
+    const chunks = readGeneration(generation.version, hashed.source, { file, limits, registry })
+    const scan = await scanGeneration(chunks, (eventsDone) => {
+      settings.progress.report({
+        phase: 'scan',
+        eventsDone,
+        eventsTotal: null,
+        bytesRead: hashed.bytesSoFar(),
+        bytesTotal: stats.size,
+      })
     })
     const { sha256, bytes } = hashed.digest()
     settings.progress.report(
@@ -171,7 +170,6 @@ export async function scanSource(
         ignoredUnknown: scan.ignoredUnknown,
       },
       scan,
-      reader,
     }
   } catch (error) {
     if (JsonlStoreError.is(error)) throw error
@@ -187,29 +185,28 @@ export async function scanSource(
  */
 export function migratedStream(
   settings: Settings,
-  prepared: {
-    source: MigrationSource
-    scan: SourceScan
-    reader: GenerationReader
-    path: readonly MigrationEdge[]
-    validate: boolean
-  },
+  prepared: { source: MigrationSource; scan: SourceScan; validate: boolean },
 ): {
   header: Record<string, unknown>
   headerLine: Buffer
-  records: AsyncIterable<readonly VersionedRecord[]>
+  records: AsyncIterable<readonly SourceRecord[]>
   /** Source bytes read so far by pass 2 (for progress). */
   bytesRead: () => number
 } {
-  const { source, scan, reader, path, validate } = prepared
-  const context: EdgeContext = {
-    sessionId: settings.sessionId,
-    migratedFrom: source.migratedFrom,
-    sourceFile: source.file,
-    registry: settings.registry,
-    limits: settings.limits,
-    validate,
-  }
+  const { source, scan, validate } = prepared
+  const { limits, registry } = settings
+  // A v4 source (a read-mode migration that finds v4 current) is read as it is.
+  const step =
+    scan.version === 0
+      ? v0ToV4(scan.header!, {
+          sessionId: settings.sessionId,
+          migratedFrom: source.migratedFrom,
+          sourceFile: source.file,
+          registry,
+          limits,
+          validate,
+        })
+      : null
   let handle: FileHandleOps | undefined
   let digest: (() => { sha256: string; bytes: number }) | undefined
   let bytesSoFar = (): number => 0
@@ -234,16 +231,14 @@ export function migratedStream(
       throw toStoreError(error, { op: 'read', file: source.file, fallback: JsonlErrorCode.READ_FAILED })
     }
   }
-  const input = reader.stream(bytes(), {
-    file: source.file,
-    limits: settings.limits,
-    registry: settings.registry,
+  const input = streamGeneration(
+    readGeneration(scan.version, bytes(), { file: source.file, limits, registry }),
     scan,
-  })
-  const output = applyMigrationPath(input, path, context)
-  async function* records(): AsyncGenerator<readonly VersionedRecord[], void, undefined> {
+    source.file,
+  )
+  async function* records(): AsyncGenerator<readonly SourceRecord[], void, undefined> {
     try {
-      yield* output.records
+      for await (const batch of input) yield step === null ? batch : batch.map(step.migrate)
       const found = digest?.()
       if (
         found === undefined ||
@@ -262,16 +257,11 @@ export function migratedStream(
     }
   }
   return {
-    header: output.header,
-    headerLine: output.headerLine,
+    header: step?.header ?? scan.header!,
+    headerLine: step?.headerLine ?? scan.headerLine!,
     records: records(),
     bytesRead: () => bytesSoFar(),
   }
-}
-
-/** Expected last seq of the migrated generation: one less than the source's when the source was v0 (its header took seq 0). */
-export function expectedLastSeq(scan: SourceScan, targetVersion: number): number {
-  return scan.version === 0 && targetVersion >= 1 ? scan.lastSeq - 1 : scan.lastSeq
 }
 
 /** Reads only the header line of a v4 generation. */
@@ -316,8 +306,6 @@ export async function resolveSettings(
     sessionId,
     registry: options.registry ?? coreEventRegistry,
     limits: resolveLimits(options.limits),
-    edges: options.edges ?? MIGRATION_EDGES,
-    targetVersion: options.targetVersion ?? SESSION_FORMAT_VERSION,
     progress: new Progress(options),
   }
   let source = options.source
@@ -332,5 +320,5 @@ export async function resolveSettings(
     }
     source = picked.current
   }
-  return { settings, source, target: generationFileName(settings.targetVersion) }
+  return { settings, source, target: generationFileName(SESSION_FORMAT_VERSION) }
 }

@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path'
 
+import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 import type { SessionHeader } from '@agent-ledger/session-events'
 import { createProjection } from '@agent-ledger/session-projection'
 
@@ -14,8 +15,6 @@ import { publishFile } from '../publish.ts'
 import { dropSearchIndex } from '../search-index-sidecar.ts'
 import { scanLog, tapped } from '../read-log.ts'
 import type { ByteSource } from '../read-log.ts'
-import type { GenerationReader, SourceScan } from './generation-readers.ts'
-import type { MigrationEdge } from './migration-edge.ts'
 import type {
   MigrateWriteOptions,
   MigrationSource,
@@ -25,6 +24,31 @@ import type {
 import { display } from './migration-context.ts'
 import { migratedStream, peekV4Header } from './migration-source.ts'
 import { detectGenerationFork } from './generation-fork.ts'
+import type { SourceScan } from './source-record.ts'
+
+/**
+ * The result of a write-mode migration that had nothing to do.
+ *
+ * @param settings - The migration's settings.
+ * @param file - The current generation, already in the current format.
+ * @param header - Its header.
+ * @returns An `up-to-date` result.
+ */
+export function upToDate(settings: Settings, file: string, header: SessionHeader): MigrationWriteResult {
+  const path = join(settings.directory, file)
+  return {
+    mode: 'write',
+    outcome: 'up-to-date',
+    file,
+    path,
+    header,
+    lastSeq: -1,
+    source: null,
+    size: 0,
+    sha256: '',
+    handle: null,
+  }
+}
 
 export async function targetAlreadyThere(
   settings: Settings,
@@ -49,33 +73,21 @@ export async function targetAlreadyThere(
     limits: settings.limits,
   })
   if (fork.status === 'forked') throw fork.error
-  return {
-    mode: 'write',
-    outcome: 'up-to-date',
-    file: request.target.file,
-    path: join(settings.directory, request.target.file),
-    header,
-    lastSeq: -1,
-    source: null,
-    size: 0,
-    sha256: '',
-    handle: null,
-  }
+  return upToDate(settings, request.target.file, header)
 }
 
 export async function publishMigration(
   settings: Settings,
   request: {
     options: MigrateWriteOptions
-    scanned: { source: MigrationSource; scan: SourceScan; reader: GenerationReader }
-    path: readonly MigrationEdge[]
+    scanned: { source: MigrationSource; scan: SourceScan }
     target: string
     lastSeq: number
   },
 ): Promise<MigrationWriteResult> {
-  const { options, scanned, path, target, lastSeq } = request
+  const { options, scanned, target, lastSeq } = request
   const { source } = scanned
-  const stream = migratedStream(settings, { ...scanned, path, validate: false })
+  const stream = migratedStream(settings, { ...scanned, validate: false })
   const progress = settings.progress
   const total = scanned.scan.events
   let written = -1
@@ -165,7 +177,7 @@ export async function publishMigration(
     const problem =
       outcome.header === null
         ? 'no header'
-        : outcome.header.version !== settings.targetVersion
+        : outcome.header.version !== SESSION_FORMAT_VERSION
           ? `header version ${outcome.header.version}`
           : outcome.tornTail !== null
             ? `a torn tail at offset ${outcome.tornTail.offset}`
@@ -175,7 +187,7 @@ export async function publishMigration(
     if (problem !== null) {
       throw new JsonlStoreError({
         code: JsonlErrorCode.INVALID_HEADER,
-        message: `The staged ${targetFile} does not read back as written: expected a v${settings.targetVersion} header, ${lastSeq + 1} events and no tail, found ${problem}.`,
+        message: `The staged ${targetFile} does not read back as written: expected a v${SESSION_FORMAT_VERSION} header, ${lastSeq + 1} events and no tail, found ${problem}.`,
         file: targetFile,
         details: { reason: problem },
       })

@@ -1,9 +1,8 @@
 /*
  * Byte-level helpers for carrying lines across a migration verbatim (RELIABILITY V5): an
- * ignorable unknown event keeps its exact bytes except the renumbered `seq` value, and gets
- * the v4 checksum suffix.
+ * ignorable unknown event keeps its exact bytes except the renumbered `seq` value (the v4
+ * checksum suffix is then added by `encodeJsonLine`).
  */
-import { crc32cHex } from '../line-codec.ts'
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
@@ -126,19 +125,6 @@ export function spliceTopLevelSeq(bytes: Buffer, seq: number): Buffer | null {
   }
   parts.push(bytes.subarray(cursor, end))
   return Buffer.concat(parts)
-}
-
-/**
- * Appends the v4 checksum member to the bytes of a JSON object (no `crc` member, closing
- * brace last): the bytes before the closing brace, `,"crc":"XXXXXXXX"}`, where the CRC-32C
- * covers every byte before that suffix.
- *
- * @param object - The object's UTF-8 bytes, ending with `}`.
- * @returns The v4 line without its `\n`.
- */
-export function appendChecksum(object: Buffer): Buffer {
-  const body = object.subarray(0, object.length - 1)
-  return Buffer.concat([body, Buffer.from(`,"crc":"${crc32cHex(body)}"}`, 'latin1')])
 }
 
 /**

@@ -1,5 +1,5 @@
 /*
- * The migration edge from format v0 (the seed chapter's `session.jsonl`) to v4.
+ * The migration step from format v0 (the seed chapter's `session.jsonl`) to v4.
  *
  * Header: the v0 header EVENT becomes the v4 header LINE: `id` from the session directory,
  * `createdAt` from the header event's `time`, `cwd`, `parentSession`, `seeded`,
@@ -25,6 +25,7 @@
  * v0 reader (V6). A top-level `crc` member in a v0 event is refused: it is v4's checksum slot.
  * Other unknown top-level members of known events are kept, after the envelope members.
  */
+import type { EventRegistry, MigratedFrom } from '@agent-ledger/session-events'
 import {
   parseEvent,
   SESSION_FORMAT_NAME,
@@ -33,10 +34,29 @@ import {
 } from '@agent-ledger/session-events'
 
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
-import { encodeJsonLine } from '../line-codec.ts'
-import { INTEGRITY_CRC32C } from '../line-codec.ts'
-import type { EdgeContext, MigrationEdge, VersionedRecord, VersionedStream } from './migration-edge.ts'
-import { appendChecksum, copyMembers, spliceTopLevelSeq } from './raw-line.ts'
+import { encodeJsonLine, INTEGRITY_CRC32C } from '../line-codec.ts'
+import type { LineLimits } from '../line-codec.ts'
+import { copyMembers, spliceTopLevelSeq } from './raw-line.ts'
+import type { SourceRecord } from './source-record.ts'
+
+/** What the step knows besides the source's records. */
+export interface V0ToV4Context {
+  /** The session id (the directory name): the header's `id`. */
+  readonly sessionId: string
+  /** The on-disk source, recorded as the new header's `migratedFrom`. */
+  readonly migratedFrom: MigratedFrom
+  /** The source file as errors name it (relative to the store root, e.g. `abc/session.jsonl`). */
+  readonly sourceFile: string
+  /** The known event types (core plus plugins). */
+  readonly registry: EventRegistry
+  readonly limits: LineLimits
+  /**
+   * True: check every output event with `parseEvent` and the line limits, and throw a
+   * typed error naming the source line (read-only migration). False: skip it, because the
+   * publish step validates the staged file with the store's own scanner.
+   */
+  readonly validate: boolean
+}
 
 const ENVELOPE = new Set(['seq', 'time', 'type', 'data', 'surfaceOp', 'sourceEventSeqs', 'ignorable'])
 
@@ -74,7 +94,7 @@ function defineMember(target: Record<string, unknown>, key: string, value: unkno
  */
 function migrateV0Header(
   v0Header: Readonly<Record<string, unknown>>,
-  context: EdgeContext,
+  context: V0ToV4Context,
 ): Record<string, unknown> {
   const data = own(v0Header, 'data') as Record<string, unknown>
   const header: Record<string, unknown> = {
@@ -106,11 +126,11 @@ function migrateV0Header(
 }
 
 /** State carried across events: the compaction a summary or end belongs to. */
-interface EdgeState {
+interface StepState {
   pendingCompactionId: string | null
 }
 
-function mapData(event: { type: string; data: unknown; seq: number }, state: EdgeState): unknown {
+function mapData(event: { type: string; data: unknown; seq: number }, state: StepState): unknown {
   const { type, data, seq } = event
   if (!isObject(data)) return data
   switch (type) {
@@ -149,7 +169,7 @@ function mapSurfaceOp(surfaceOp: unknown): unknown {
 }
 
 function refuse(
-  record: VersionedRecord,
+  record: SourceRecord,
   parts: { code: JsonlErrorCode; message: string; details: Record<string, unknown> },
   cause?: unknown,
 ): JsonlStoreError {
@@ -167,7 +187,7 @@ function refuse(
   })
 }
 
-function migrateRecord(record: VersionedRecord, state: EdgeState, context: EdgeContext): VersionedRecord {
+function migrateRecord(record: SourceRecord, state: StepState, context: V0ToV4Context): SourceRecord {
   const value = record.event
   const v0Seq = value['seq'] as number
   const seq = v0Seq - 1
@@ -183,8 +203,11 @@ function migrateRecord(record: VersionedRecord, state: EdgeState, context: EdgeC
   let line: Buffer
   if (record.kind === 'ignorable') {
     event = copyMembers(value, { seq })
-    const spliced = spliceTopLevelSeq(record.line, seq)
-    line = appendChecksum(spliced ?? Buffer.from(JSON.stringify(event), 'utf8'))
+    // The line passed the UTF-8 check: its text converts back to the same bytes.
+    const encoded = encodeJsonLine(
+      spliceTopLevelSeq(record.line, seq)?.toString('utf8') ?? JSON.stringify(event),
+    )
+    line = encoded.subarray(0, encoded.length - 1)
   } else {
     const type = value['type'] as string
     // The envelope members have fixed names (never `__proto__`): plain assignment is safe and fast.
@@ -214,8 +237,8 @@ function migrateRecord(record: VersionedRecord, state: EdgeState, context: EdgeC
 function validate(input: {
   event: Record<string, unknown>
   line: Buffer
-  record: VersionedRecord
-  context: EdgeContext
+  record: SourceRecord
+  context: V0ToV4Context
 }): void {
   const { event, line, record, context } = input
   const { origin } = record
@@ -243,33 +266,39 @@ function validate(input: {
   }
 }
 
-/** The v0 to v4 edge (see the mapping at the top of this source file). */
-export const V0_TO_V4_EDGE: MigrationEdge = Object.freeze({
-  from: 0,
-  to: 4,
-  description: 'v0 (seed chapter session.jsonl) to v4 (checksummed lines)',
-  migrate(input: VersionedStream, context: EdgeContext): VersionedStream {
-    const header = migrateV0Header(input.header, context)
-    const parsed = sessionHeaderSchema.safeParse(header)
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      const field = issue === undefined ? '' : issue.path.map(String).join('.')
-      throw new JsonlStoreError({
-        code: JsonlErrorCode.INVALID_HEADER,
-        message: `The v0 header of ${context.sourceFile} cannot be migrated: field "${field}": ${issue?.message ?? 'invalid value'}.`,
-        file: context.sourceFile,
-        line: 1,
-        offset: 0,
-        details: { field },
-      })
-    }
-    const encoded = encodeJsonLine(JSON.stringify(header))
-    const state: EdgeState = { pendingCompactionId: null }
-    async function* records(): AsyncGenerator<readonly VersionedRecord[], void, undefined> {
-      for await (const batch of input.records) {
-        yield batch.map((record) => migrateRecord(record, state, context))
-      }
-    }
-    return { version: 4, header, headerLine: encoded.subarray(0, encoded.length - 1), records: records() }
-  },
-})
+/**
+ * The v0 to v4 step (see the mapping at the top of this source file). A future v5 adds its
+ * own step after this one (docs/decisions/2026-12-03-one-migration-step.md).
+ *
+ * @param v0Header - The v0 header event (line 1), as the v0 reader validated it.
+ * @param context - Session id, migratedFrom, registry, limits, validation switch.
+ * @returns The v4 header, its line (no `\n`), and the mapping of each v0 record, in order.
+ * @throws {@link JsonlStoreError} `INVALID_HEADER` from the header now; `migrate` throws
+ *   `INVALID_EVENT`, `UNKNOWN_EVENT_TYPE`, `LINE_TOO_LARGE` naming the source line.
+ */
+export function v0ToV4(
+  v0Header: Readonly<Record<string, unknown>>,
+  context: V0ToV4Context,
+): { header: Record<string, unknown>; headerLine: Buffer; migrate: (record: SourceRecord) => SourceRecord } {
+  const header = migrateV0Header(v0Header, context)
+  const parsed = sessionHeaderSchema.safeParse(header)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    const field = issue === undefined ? '' : issue.path.map(String).join('.')
+    throw new JsonlStoreError({
+      code: JsonlErrorCode.INVALID_HEADER,
+      message: `The v0 header of ${context.sourceFile} cannot be migrated: field "${field}": ${issue?.message ?? 'invalid value'}.`,
+      file: context.sourceFile,
+      line: 1,
+      offset: 0,
+      details: { field },
+    })
+  }
+  const encoded = encodeJsonLine(JSON.stringify(header))
+  const state: StepState = { pendingCompactionId: null }
+  return {
+    header,
+    headerLine: encoded.subarray(0, encoded.length - 1),
+    migrate: (record) => migrateRecord(record, state, context),
+  }
+}

@@ -1,70 +1,18 @@
-import type { EventRegistry } from '@agent-ledger/session-events'
-
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { decodeLine } from '../line-codec.ts'
-import type { LineFailureReason, LineLimits } from '../line-codec.ts'
+import type { LineFailureReason } from '../line-codec.ts'
 import { LineSplitter } from '../line-splitter.ts'
 import type { LineSink, UnterminatedTail } from '../line-splitter.ts'
 import { classifyTornTail } from '../log-scanner.ts'
-import type { TornTail } from '../log-scanner.ts'
 import type { ByteSource } from '../read-log.ts'
+import type {
+  GenerationChunks,
+  GenerationReadOptions,
+  SourceRecord,
+  SourceScan,
+} from '../migration/source-record.ts'
 import { V0_EVENT_TYPES, V0_FILE_NAME, V0_FORMAT_VERSION, V0_HEADER_TYPE } from './v0-format.ts'
-import type { V0HeaderEvent } from './v0-format.ts'
 import { describeFound } from '../found.ts'
-
-/** One good line of a v0 log. */
-export interface V0Record {
-  /** `header` for line 1; `known` for a v0 (or registered) type; `ignorable` for an unknown type with `ignorable: true`. */
-  readonly kind: 'header' | 'known' | 'ignorable'
-  /** The parsed object (never rebuilt: own `__proto__` keys stay data). */
-  readonly value: Record<string, unknown>
-  /** The line's bytes without its `\n` (a view into a read chunk; chunks are never reused). */
-  readonly bytes: Buffer
-  /** 1-based line number. */
-  readonly line: number
-  /** Byte offset of the line's first byte. */
-  readonly offset: number
-}
-
-/** Counters of one v0 scan. */
-interface V0ScanStats {
-  /** Lines that passed every check, header included. */
-  goodLines: number
-  /** Events after the header (known and ignorable). */
-  events: number
-  /** Events of an unknown type kept because they carried `ignorable: true` (RELIABILITY V5). */
-  ignoredUnknown: number
-}
-
-/** What a v0 scan found. */
-export interface V0ScanOutcome {
-  /** The header event, or null when line 1 is missing or torn. */
-  readonly header: V0HeaderEvent | null
-  /** True when no valid header line was found and nothing was refused (empty file or torn header). */
-  readonly headerMissing: boolean
-  /** Seq of the last good line, in the v0 numbering (the header is seq 0); -1 without a header. */
-  readonly lastSeq: number
-  /** Byte offset just after the `\n` of the last good line. */
-  readonly goodEndOffset: number
-  /** Bytes read in all. */
-  readonly bytesRead: number
-  /** Unacknowledged bytes at the end (same rule as v4: unterminated, or failing lines followed by no good line). */
-  readonly tornTail: TornTail | null
-  /** Damage in the middle, or a refused header; the lines before it were delivered. */
-  readonly damage: JsonlStoreError | null
-  readonly stats: V0ScanStats
-}
-
-/** What {@link V0LogReader} needs. */
-export interface V0ReaderOptions {
-  /** The file as errors name it (relative to the store root), e.g. `abc/session.jsonl`. */
-  readonly file: string
-  readonly limits: LineLimits
-  /** Types known besides the v0 vocabulary (the store's registry: v4 core and plugin types). */
-  readonly registry: EventRegistry
-  /** Receives every good line, in order, header first. */
-  readonly onRecord: (record: V0Record) => void
-}
 
 function own(value: Record<string, unknown>, key: string): unknown {
   return Object.hasOwn(value, key) ? value[key] : undefined
@@ -77,7 +25,7 @@ interface Suspect {
 }
 
 /**
- * Lines to v0 records: the per-line checks of v4 but the checksum (`decodeLine` with no
+ * Lines to v0 records (the header line apart): the per-line checks of v4 but the checksum (`decodeLine` with no
  * CRC function), then the header rule
  * (line 1 is a `session/header` event with seq 0 and `data.version` 0), dense seqs from 1,
  * and the known/ignorable type rule. Same torn-tail rule as the v4 scanner: a line failing
@@ -88,20 +36,31 @@ interface Suspect {
  * Memory: keeps only the previous line (to tell a duplicated line from a conflicting one).
  */
 class V0LogReader implements LineSink {
-  readonly #options: V0ReaderOptions
+  readonly #options: GenerationReadOptions
+  /** The records read since the last {@link take}. */
+  #batch: SourceRecord[] = []
   #lineNumber = 0
-  #header: V0HeaderEvent | null = null
+  #header: Record<string, unknown> | null = null
+  #headerBytes: Buffer | null = null
   #lastSeq = -1
   #goodEnd = 0
   #previous: Buffer | null = null
   #suspect: Suspect | null = null
   #damage: JsonlStoreError | null = null
   #done = false
-  readonly #stats: V0ScanStats = { goodLines: 0, events: 0, ignoredUnknown: 0 }
+  #events = 0
+  #ignoredUnknown = 0
 
-  /** @param options - File name, limits, registry and the record callback. */
-  constructor(options: V0ReaderOptions) {
+  /** @param options - File name, limits and registry. */
+  constructor(options: GenerationReadOptions) {
     this.#options = options
+  }
+
+  /** @returns The records read since the last call. */
+  take(): SourceRecord[] {
+    const batch = this.#batch
+    this.#batch = []
+    return batch
   }
 
   /** @inheritDoc */
@@ -154,21 +113,24 @@ class V0LogReader implements LineSink {
    * @param bytesRead - Total bytes read.
    * @returns What the scan found.
    */
-  finish(tail: UnterminatedTail | null, bytesRead: number): V0ScanOutcome {
+  finish(tail: UnterminatedTail | null, bytesRead: number): SourceScan {
     // Stopped (damage): the tail is not this scan's to classify.
     const tornTail =
       this.#damage === null && !this.#done
         ? classifyTornTail({ suspect: this.#suspect, tail, bytesRead, nextLine: this.#lineNumber + 1 })
         : null
     return {
+      version: V0_FORMAT_VERSION,
       header: this.#header,
+      headerLine: this.#headerBytes,
       headerMissing: this.#header === null && this.#damage === null,
       lastSeq: this.#lastSeq,
       goodEndOffset: this.#goodEnd,
       bytesRead,
       tornTail,
       damage: this.#damage,
-      stats: { ...this.#stats },
+      events: this.#events,
+      ignoredUnknown: this.#ignoredUnknown,
     }
   }
 
@@ -258,8 +220,9 @@ class V0LogReader implements LineSink {
         details: { field: 'time' },
       })
     }
-    this.#header = value as unknown as V0HeaderEvent
-    this.#accept({ kind: 'header', value, bytes: where.bytes, line: 1, offset: where.offset }, 0)
+    this.#header = value
+    this.#headerBytes = Buffer.from(where.bytes)
+    this.#accept(where.bytes, where.offset, 0)
     return false
   }
 
@@ -324,7 +287,7 @@ class V0LogReader implements LineSink {
         details: { field: 'type', type },
       })
     }
-    let kind: V0Record['kind']
+    let kind: SourceRecord['kind']
     if (V0_EVENT_TYPES.has(type) || registry.has(type)) kind = 'known'
     else if (own(value, 'ignorable') === true) kind = 'ignorable'
     else {
@@ -335,40 +298,30 @@ class V0LogReader implements LineSink {
         details: { type },
       })
     }
-    if (kind === 'ignorable') this.#stats.ignoredUnknown += 1
-    this.#stats.events += 1
-    this.#accept({ kind, value, bytes: where.bytes, line: where.line, offset: where.offset }, seq)
+    if (kind === 'ignorable') this.#ignoredUnknown += 1
+    this.#events += 1
+    this.#batch.push({ event: value, line: where.bytes, kind, origin: { file, ...at } })
+    this.#accept(where.bytes, where.offset, seq)
     return false
   }
 
-  #accept(record: V0Record, seq: number): void {
-    this.#options.onRecord(record)
+  #accept(bytes: Buffer, offset: number, seq: number): void {
     this.#lastSeq = seq
-    this.#previous = record.bytes
-    this.#goodEnd = record.offset + record.bytes.length + 1
-    this.#stats.goodLines += 1
+    this.#previous = bytes
+    this.#goodEnd = offset + bytes.length + 1
   }
 }
 
 /**
- * Reads a v0 log chunk by chunk: yields the records of each chunk (a batch, possibly
- * empty), and returns the outcome. Memory: one chunk plus the longest line.
+ * Reads a v0 log chunk by chunk: yields the event records of each chunk (a batch, possibly
+ * empty; the header line is in the outcome), and returns the outcome.
  *
  * @param source - The log's bytes.
- * @param options - File name, limits, registry (no `onRecord`: records are yielded).
- * @returns A generator of record batches whose return value is the {@link V0ScanOutcome}.
+ * @param options - File name, limits, registry.
+ * @returns A generator of record batches whose return value is the {@link SourceScan}.
  */
-export async function* readV0Chunks(
-  source: ByteSource,
-  options: Omit<V0ReaderOptions, 'onRecord'>,
-): AsyncGenerator<V0Record[], V0ScanOutcome, undefined> {
-  let batch: V0Record[] = []
-  const reader = new V0LogReader({
-    ...options,
-    onRecord: (record) => {
-      batch.push(record)
-    },
-  })
+export async function* readV0Chunks(source: ByteSource, options: GenerationReadOptions): GenerationChunks {
+  const reader = new V0LogReader(options)
   const splitter = new LineSplitter({ maxLineBytes: options.limits.maxLineBytes })
   let stopped = false
   let bytesRead = 0
@@ -376,11 +329,7 @@ export async function* readV0Chunks(
     bytesRead += chunk.length
     // After a stop the source is still drained, so a hashing source sees every byte.
     if (!stopped) stopped = splitter.push(chunk, reader)
-    if (batch.length > 0) {
-      const out = batch
-      batch = []
-      yield out
-    }
+    yield reader.take()
   }
   const tail = stopped ? null : splitter.finish()
   return reader.finish(tail, bytesRead)

@@ -38,18 +38,3 @@ export const V0_EVENT_TYPES: ReadonlySet<string> = new Set([
   'compaction/summary',
   'compaction/end',
 ])
-
-/** The header event's `data`, as the mini-agent writes it: `version` plus free fields (cwd, model, delegationDepth...). */
-interface V0HeaderData {
-  readonly version: 0
-  readonly [key: string]: unknown
-}
-
-/** The v0 header event (line 1). */
-export interface V0HeaderEvent {
-  readonly seq: 0
-  readonly time: string
-  readonly type: typeof V0_HEADER_TYPE
-  readonly data: V0HeaderData
-  readonly [key: string]: unknown
-}
