@@ -102,27 +102,10 @@ export async function migrateSession(
   const lastSeq = scanned.scan.lastSeq - (scanned.scan.version === 0 ? 1 : 0)
   if (options.mode === 'read') {
     const stream = migratedStream(settings, { ...scanned, validate: true })
-    const progress = settings.progress
-    const total = scanned.scan.events
-    const bytesTotal = scanned.source.migratedFrom.bytes
-    progress.reset()
     async function* events(): AsyncGenerator<LoggedEvent, void, undefined> {
-      let done = 0
       for await (const batch of stream.records) {
         for (const record of batch) yield record.event as unknown as LoggedEvent
-        done += batch.length
-        progress.report({
-          phase: 'migrate',
-          eventsDone: done,
-          eventsTotal: total,
-          bytesRead: stream.bytesRead(),
-          bytesTotal,
-        })
       }
-      progress.report(
-        { phase: 'migrate', eventsDone: done, eventsTotal: total, bytesRead: bytesTotal, bytesTotal },
-        true,
-      )
     }
     async function* lines(): AsyncGenerator<readonly string[], void, undefined> {
       for await (const batch of stream.records) yield batch.map((record) => record.line.toString('utf8'))

@@ -180,8 +180,9 @@ export async function scanSource(
 }
 
 /**
- * Pass 2: the migrated stream. Opens the source again (same inode, size and mtime, or it
- * fails), and checks at the end that the bytes hashed to pass 1's sha256.
+ * Pass 2: the migrated stream, reporting the `migrate` phase as its records are iterated
+ * (single use). Opens the source again (same inode, size and mtime, or it fails), and checks
+ * at the end that the bytes hashed to pass 1's sha256.
  */
 export function migratedStream(
   settings: Settings,
@@ -190,8 +191,6 @@ export function migratedStream(
   header: Record<string, unknown>
   headerLine: Buffer
   records: AsyncIterable<readonly SourceRecord[]>
-  /** Source bytes read so far by pass 2 (for progress). */
-  bytesRead: () => number
 } {
   const { source, scan, validate } = prepared
   const { limits, registry } = settings
@@ -236,9 +235,19 @@ export function migratedStream(
     scan,
     source.file,
   )
+  const { progress } = settings
+  const bytesTotal = source.migratedFrom.bytes
+  const report = (eventsDone: number, bytesRead: number, force?: boolean): void =>
+    progress.report({ phase: 'migrate', eventsDone, eventsTotal: scan.events, bytesRead, bytesTotal }, force)
   async function* records(): AsyncGenerator<readonly SourceRecord[], void, undefined> {
+    progress.reset()
+    let done = 0
     try {
-      for await (const batch of input) yield step === null ? batch : batch.map(step.migrate)
+      for await (const batch of input) {
+        done += batch.length
+        report(done, bytesSoFar())
+        yield step === null ? batch : batch.map(step.migrate)
+      }
       const found = digest?.()
       if (
         found === undefined ||
@@ -252,6 +261,7 @@ export function migratedStream(
           foundBytes: found?.bytes ?? null,
         })
       }
+      report(done, bytesTotal, true)
     } finally {
       await handle?.close().catch(() => undefined)
     }
@@ -260,7 +270,6 @@ export function migratedStream(
     header: step?.header ?? scan.header!,
     headerLine: step?.headerLine ?? scan.headerLine!,
     records: records(),
-    bytesRead: () => bytesSoFar(),
   }
 }
 

@@ -26,6 +26,8 @@ import { migratedStream, peekV4Header } from './migration-source.ts'
 import { detectGenerationFork } from './generation-fork.ts'
 import type { SourceScan } from './source-record.ts'
 
+const NEWLINE = Buffer.from('\n')
+
 /**
  * The result of a write-mode migration that had nothing to do.
  *
@@ -91,46 +93,17 @@ export async function publishMigration(
   const progress = settings.progress
   const total = scanned.scan.events
   let written = -1
-  let done = 0
   let stagedBytes = 0
   async function* content(): AsyncGenerator<Buffer, void, undefined> {
-    progress.reset()
-    const headerBytes = Buffer.concat([stream.headerLine, Buffer.from('\n')])
-    stagedBytes += headerBytes.length
-    yield headerBytes
+    const header = Buffer.concat([stream.headerLine, NEWLINE])
+    stagedBytes += header.length
+    yield header
     for await (const batch of stream.records) {
-      let length = 0
-      for (const record of batch) length += record.line.length + 1
-      const bytes = Buffer.allocUnsafe(length)
-      let position = 0
-      for (const record of batch) {
-        position += record.line.copy(bytes, position)
-        bytes[position] = 0x0a
-        position += 1
-      }
-      const last = batch[batch.length - 1]
-      if (last !== undefined) written = last.event['seq'] as number
-      done += batch.length
-      progress.report({
-        phase: 'migrate',
-        eventsDone: done,
-        eventsTotal: total,
-        bytesRead: stream.bytesRead(),
-        bytesTotal: source.migratedFrom.bytes,
-      })
+      const bytes = Buffer.concat(batch.flatMap((record) => [record.line, NEWLINE]))
+      written = (batch.at(-1)?.event['seq'] as number | undefined) ?? written
       stagedBytes += bytes.length
       yield bytes
     }
-    progress.report(
-      {
-        phase: 'migrate',
-        eventsDone: done,
-        eventsTotal: total,
-        bytesRead: source.migratedFrom.bytes,
-        bytesTotal: source.migratedFrom.bytes,
-      },
-      true,
-    )
   }
   const targetFile = display(settings, target)
   const verify = async (staged: ByteSource): Promise<void> => {
@@ -217,7 +190,7 @@ export async function publishMigration(
   progress.report(
     {
       phase: 'publish',
-      eventsDone: done,
+      eventsDone: total,
       eventsTotal: total,
       bytesRead: published.size,
       bytesTotal: published.size,
