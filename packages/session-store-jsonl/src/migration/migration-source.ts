@@ -117,29 +117,19 @@ export async function scanSource(
     const hashed = hashing(
       readFileChunks(handle, { chunkBytes: settings.limits.readChunkBytes, end: stats.size }),
     )
-    settings.progress.reset()
-    const { limits, registry } = settings
+    const { limits, registry, progress } = settings
+    const report = (
+      eventsDone: number,
+      eventsTotal: number | null,
+      bytesRead: number,
+      force?: boolean,
+    ): void =>
+      progress.report({ phase: 'scan', eventsDone, eventsTotal, bytesRead, bytesTotal: stats.size }, force)
+    progress.reset()
     const chunks = readGeneration(generation.version, hashed.source, { file, limits, registry })
-    const scan = await scanGeneration(chunks, (eventsDone) => {
-      settings.progress.report({
-        phase: 'scan',
-        eventsDone,
-        eventsTotal: null,
-        bytesRead: hashed.bytesSoFar(),
-        bytesTotal: stats.size,
-      })
-    })
+    const scan = await scanGeneration(chunks, (eventsDone) => report(eventsDone, null, hashed.bytesSoFar()))
     const { sha256, bytes } = hashed.digest()
-    settings.progress.report(
-      {
-        phase: 'scan',
-        eventsDone: scan.events,
-        eventsTotal: scan.events,
-        bytesRead: bytes,
-        bytesTotal: stats.size,
-      },
-      true,
-    )
+    report(scan.events, scan.events, bytes, true)
     if (bytes !== stats.size) throw sourceChangedError(file, { expectedBytes: stats.size, foundBytes: bytes })
     if (scan.damage !== null) throw scan.damage
     if (scan.header === null) {
@@ -195,17 +185,7 @@ export function migratedStream(
   const { source, scan, validate } = prepared
   const { limits, registry } = settings
   // A v4 source (a read-mode migration that finds v4 current) is read as it is.
-  const step =
-    scan.version === 0
-      ? v0ToV4(scan.header!, {
-          sessionId: settings.sessionId,
-          migratedFrom: source.migratedFrom,
-          sourceFile: source.file,
-          registry,
-          limits,
-          validate,
-        })
-      : null
+  const step = scan.version === 0 ? v0ToV4(scan.header!, { settings, source, validate }) : null
   let handle: FileHandleOps | undefined
   let digest: (() => { sha256: string; bytes: number }) | undefined
   let bytesSoFar = (): number => 0

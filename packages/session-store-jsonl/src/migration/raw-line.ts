@@ -127,6 +127,16 @@ export function spliceTopLevelSeq(bytes: Buffer, seq: number): Buffer | null {
   return Buffer.concat(parts)
 }
 
+/** An own member's value (never an inherited one), undefined when absent. */
+export function own(value: Readonly<Record<string, unknown>>, key: string): unknown {
+  return Object.hasOwn(value, key) ? value[key] : undefined
+}
+
+/** Defines (never assigns) an enumerable member, so a `__proto__` key stays data (RELIABILITY S3). */
+export function defineMember(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+}
+
 /**
  * A fresh plain object with the own enumerable members of `source`, in order, with
  * `overrides` replacing members of the same name (in place) and the rest appended. Members
@@ -142,8 +152,7 @@ export function copyMembers(
 ): Record<string, unknown> {
   const copy: Record<string, unknown> = {}
   const define = (key: string, value: unknown): void => {
-    if (value === undefined) return
-    Object.defineProperty(copy, key, { value, enumerable: true, writable: true, configurable: true })
+    if (value !== undefined) defineMember(copy, key, value)
   }
   for (const key of Object.keys(source)) {
     define(key, Object.hasOwn(overrides, key) ? overrides[key] : source[key])

@@ -25,7 +25,6 @@
  * v0 reader (V6). A top-level `crc` member in a v0 event is refused: it is v4's checksum slot.
  * Other unknown top-level members of known events are kept, after the envelope members.
  */
-import type { EventRegistry, MigratedFrom } from '@agent-ledger/session-events'
 import {
   parseEvent,
   SESSION_FORMAT_NAME,
@@ -35,26 +34,19 @@ import {
 
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { encodeJsonLine, INTEGRITY_CRC32C } from '../line-codec.ts'
-import type { LineLimits } from '../line-codec.ts'
-import { copyMembers, spliceTopLevelSeq } from './raw-line.ts'
+import type { MigrationSource, Settings } from './migration-context.ts'
+import { copyMembers, defineMember, own, spliceTopLevelSeq } from './raw-line.ts'
 import type { SourceRecord } from './source-record.ts'
 
-/** What the step knows besides the source's records. */
-export interface V0ToV4Context {
-  /** The session id (the directory name): the header's `id`. */
-  readonly sessionId: string
-  /** The on-disk source, recorded as the new header's `migratedFrom`. */
-  readonly migratedFrom: MigratedFrom
-  /** The source file as errors name it (relative to the store root, e.g. `abc/session.jsonl`). */
-  readonly sourceFile: string
-  /** The known event types (core plus plugins). */
-  readonly registry: EventRegistry
-  readonly limits: LineLimits
-  /**
-   * True: check every output event with `parseEvent` and the line limits, and throw a
-   * typed error naming the source line (read-only migration). False: skip it, because the
-   * publish step validates the staged file with the store's own scanner.
-   */
+/**
+ * What the step knows besides the source's records. `validate` true: check every output
+ * event with `parseEvent` and the line limits, and throw a typed error naming the source line
+ * (read-only migration); false: skip it, because the publish step validates the staged file
+ * with the store's own scanner.
+ */
+interface StepContext {
+  readonly settings: Settings
+  readonly source: MigrationSource
   readonly validate: boolean
 }
 
@@ -69,20 +61,12 @@ const HEADER_FIELDS: readonly (readonly [string, (value: unknown) => boolean])[]
   ['delegationDepth', (value) => Number.isSafeInteger(value) && (value as number) >= 0],
 ]
 
-function own(value: Readonly<Record<string, unknown>>, key: string): unknown {
-  return Object.hasOwn(value, key) ? value[key] : undefined
-}
-
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function minusOne(value: unknown): unknown {
   return typeof value === 'number' ? value - 1 : value
-}
-
-function defineMember(target: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
 }
 
 /**
@@ -94,13 +78,13 @@ function defineMember(target: Record<string, unknown>, key: string, value: unkno
  */
 function migrateV0Header(
   v0Header: Readonly<Record<string, unknown>>,
-  context: V0ToV4Context,
+  context: StepContext,
 ): Record<string, unknown> {
   const data = own(v0Header, 'data') as Record<string, unknown>
   const header: Record<string, unknown> = {
     format: SESSION_FORMAT_NAME,
     version: 4,
-    id: context.sessionId,
+    id: context.settings.sessionId,
     createdAt: own(v0Header, 'time'),
   }
   const mapped = new Set<string>(['version'])
@@ -119,7 +103,7 @@ function migrateV0Header(
     hasMetadata = true
   }
   if (hasMetadata) header['metadata'] = metadata
-  const { file, version, sha256, lastSeq, bytes } = context.migratedFrom
+  const { file, version, sha256, lastSeq, bytes } = context.source.migratedFrom
   header['migratedFrom'] = { file, version, sha256, lastSeq, bytes }
   header['integrity'] = INTEGRITY_CRC32C
   return header
@@ -187,7 +171,7 @@ function refuse(
   })
 }
 
-function migrateRecord(record: SourceRecord, state: StepState, context: V0ToV4Context): SourceRecord {
+function migrateRecord(record: SourceRecord, state: StepState, context: StepContext): SourceRecord {
   const value = record.event
   const v0Seq = value['seq'] as number
   const seq = v0Seq - 1
@@ -238,19 +222,19 @@ function validate(input: {
   event: Record<string, unknown>
   line: Buffer
   record: SourceRecord
-  context: V0ToV4Context
+  context: StepContext
 }): void {
   const { event, line, record, context } = input
   const { origin } = record
-  if (line.length > context.limits.maxLineBytes) {
+  if (line.length > context.settings.limits.maxLineBytes) {
     throw refuse(record, {
       code: JsonlErrorCode.LINE_TOO_LARGE,
-      message: `Line ${origin.line} of ${origin.file} is too large once migrated: expected at most ${context.limits.maxLineBytes} bytes, found ${line.length}.`,
-      details: { reason: 'too-large', bytes: line.length, limit: context.limits.maxLineBytes },
+      message: `Line ${origin.line} of ${origin.file} is too large once migrated: expected at most ${context.settings.limits.maxLineBytes} bytes, found ${line.length}.`,
+      details: { reason: 'too-large', bytes: line.length, limit: context.settings.limits.maxLineBytes },
     })
   }
   try {
-    parseEvent(event, context.registry)
+    parseEvent(event, context.settings.registry)
   } catch (error) {
     if (!SessionEventsError.is(error)) throw error
     const unknown = error.code === 'UNKNOWN_EVENT_TYPE'
@@ -271,14 +255,14 @@ function validate(input: {
  * own step after this one (docs/decisions/2026-12-03-one-migration-step.md).
  *
  * @param v0Header - The v0 header event (line 1), as the v0 reader validated it.
- * @param context - Session id, migratedFrom, registry, limits, validation switch.
+ * @param context - The migration's settings, its source (recorded as `migratedFrom`), and whether to validate.
  * @returns The v4 header, its line (no `\n`), and the mapping of each v0 record, in order.
  * @throws {@link JsonlStoreError} `INVALID_HEADER` from the header now; `migrate` throws
  *   `INVALID_EVENT`, `UNKNOWN_EVENT_TYPE`, `LINE_TOO_LARGE` naming the source line.
  */
 export function v0ToV4(
   v0Header: Readonly<Record<string, unknown>>,
-  context: V0ToV4Context,
+  context: StepContext,
 ): { header: Record<string, unknown>; headerLine: Buffer; migrate: (record: SourceRecord) => SourceRecord } {
   const header = migrateV0Header(v0Header, context)
   const parsed = sessionHeaderSchema.safeParse(header)
@@ -287,8 +271,8 @@ export function v0ToV4(
     const field = issue === undefined ? '' : issue.path.map(String).join('.')
     throw new JsonlStoreError({
       code: JsonlErrorCode.INVALID_HEADER,
-      message: `The v0 header of ${context.sourceFile} cannot be migrated: field "${field}": ${issue?.message ?? 'invalid value'}.`,
-      file: context.sourceFile,
+      message: `The v0 header of ${context.source.file} cannot be migrated: field "${field}": ${issue?.message ?? 'invalid value'}.`,
+      file: context.source.file,
       line: 1,
       offset: 0,
       details: { field },

@@ -13,10 +13,7 @@ import type {
 } from '../migration/source-record.ts'
 import { V0_EVENT_TYPES, V0_FILE_NAME, V0_FORMAT_VERSION, V0_HEADER_TYPE } from './v0-format.ts'
 import { describeFound } from '../found.ts'
-
-function own(value: Record<string, unknown>, key: string): unknown {
-  return Object.hasOwn(value, key) ? value[key] : undefined
-}
+import { own } from '../migration/raw-line.ts'
 
 interface Suspect {
   readonly reason: LineFailureReason
@@ -93,16 +90,13 @@ class V0LogReader implements LineSink {
     this.#lineNumber = number
     if (this.#suspect !== null) return this.#fail(this.#corrupt(this.#suspect))
     const { file, limits } = this.#options
-    return this.#fail(
-      new JsonlStoreError({
+    return this.#invalid(
+      { line: number, offset },
+      {
         code: JsonlErrorCode.LINE_TOO_LARGE,
         message: `Line ${number} of ${file} is too large: expected at most ${limits.maxLineBytes} bytes, found ${length}.`,
-        file,
-        line: number,
-        offset,
-        lastGoodSeq: this.#lastSeq,
         details: { reason: 'too-large', bytes: length, limit: limits.maxLineBytes },
-      }),
+      },
     )
   }
 
@@ -227,16 +221,13 @@ class V0LogReader implements LineSink {
   }
 
   #mismatch(headerVersion: unknown, offset: number): true {
-    const { file } = this.#options
-    return this.#fail(
-      new JsonlStoreError({
+    return this.#invalid(
+      { line: 1, offset },
+      {
         code: JsonlErrorCode.GENERATION_VERSION_MISMATCH,
-        message: `The header of ${file} has the wrong format version: expected ${V0_FORMAT_VERSION} (from the file name ${V0_FILE_NAME}), found ${describeFound(headerVersion, 'version')}.`,
-        file,
-        line: 1,
-        offset,
+        message: `The header of ${this.#options.file} has the wrong format version: expected ${V0_FORMAT_VERSION} (from the file name ${V0_FILE_NAME}), found ${describeFound(headerVersion, 'version')}.`,
         details: { nameVersion: V0_FORMAT_VERSION, headerVersion: headerVersion ?? null },
-      }),
+      },
     )
   }
 
