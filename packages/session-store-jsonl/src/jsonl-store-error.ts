@@ -37,7 +37,7 @@ export const JsonlErrorCode = {
    * Never merged or ignored; writes are refused (RELIABILITY I7).
    */
   GENERATION_FORK: 'GENERATION_FORK',
-  /** No chain of registered migration edges leads from the source version to the target version (`details.from`, `details.to`). */
+  /** No migration leads from the source generation to v4: a newer, unreadable or zstd source (`details.from`, `details.to`, `details.reason`). */
   NO_MIGRATION_PATH: 'NO_MIGRATION_PATH',
   /**
    * Publishing a migrated generation failed at `details.step` with `details.cause` (an errno
