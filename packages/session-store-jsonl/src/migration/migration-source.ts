@@ -118,18 +118,14 @@ export async function scanSource(
       readFileChunks(handle, { chunkBytes: settings.limits.readChunkBytes, end: stats.size }),
     )
     const { limits, registry, progress } = settings
-    const report = (
-      eventsDone: number,
-      eventsTotal: number | null,
-      bytesRead: number,
-      force?: boolean,
-    ): void =>
-      progress.report({ phase: 'scan', eventsDone, eventsTotal, bytesRead, bytesTotal: stats.size }, force)
+    const phase = { phase: 'scan', bytesTotal: stats.size } as const
     progress.reset()
     const chunks = readGeneration(generation.version, hashed.source, { file, limits, registry })
-    const scan = await scanGeneration(chunks, (eventsDone) => report(eventsDone, null, hashed.bytesSoFar()))
+    const scan = await scanGeneration(chunks, (eventsDone) =>
+      progress.report({ ...phase, eventsDone, eventsTotal: null, bytesRead: hashed.bytesSoFar() }),
+    )
     const { sha256, bytes } = hashed.digest()
-    report(scan.events, scan.events, bytes, true)
+    progress.report({ ...phase, eventsDone: scan.events, eventsTotal: scan.events, bytesRead: bytes }, true)
     if (bytes !== stats.size) throw sourceChangedError(file, { expectedBytes: stats.size, foundBytes: bytes })
     if (scan.damage !== null) throw scan.damage
     if (scan.header === null) {

@@ -9,7 +9,7 @@ import type { LineLimits } from '../line-codec.ts'
 import type { TornTail } from '../log-scanner.ts'
 
 /** Where a record came from in the on-disk source generation (for errors). */
-export interface RecordOrigin {
+interface RecordOrigin {
   /** The source file, relative to the store root. */
   readonly file: string
   /** 1-based line number in the source. */
