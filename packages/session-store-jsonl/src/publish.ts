@@ -25,10 +25,12 @@
  */
 import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
+import type { Stats } from 'node:fs'
 import { basename, join } from 'node:path'
 
 import { errnoOf } from './fs-errors.ts'
 import { JsonlStoreError } from './jsonl-store-error.ts'
+import { namesFile } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { LOCK_TEMP_PREFIX, TEMP_PREFIX } from './layout.ts'
 import { createTempFile, defaultRandomHex } from './temp-file.ts'
@@ -39,7 +41,6 @@ import {
   verifyStaged,
   checkSource,
   acceptExisting,
-  withdrawTarget,
 } from './publish-checks.ts'
 
 export { PUBLISH_POINTS } from './publish-checks.ts'
@@ -139,10 +140,10 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
 
   let size = 0
   let sha256: string
-  let tempIno: number
+  let tempStats: Stats
   try {
     try {
-      tempIno = (await temp.stat()).ino
+      tempStats = await temp.stat()
     } catch (error) {
       throw failed('create-temp', error, { file, code })
     }
@@ -161,33 +162,24 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       hash.update(bytes)
       size += bytes.byteLength
     }
-    let iterator: AsyncIterator<Uint8Array> | undefined
+    const flush = async (): Promise<void> => {
+      await writeBatch(batch.subarray(0, filled))
+      batch = Buffer.allocUnsafe(chunkBytes)
+      filled = 0
+    }
     try {
-      iterator = request.content()[Symbol.asyncIterator]()
-      for (;;) {
-        const step = await iterator.next()
-        if (step.done === true) break
-        const chunk = step.value
+      // A `for await` returns the producer's iterator when a write fails.
+      for await (const chunk of request.content()) {
+        if (filled > 0 && filled + chunk.byteLength > chunkBytes) await flush()
         if (chunk.byteLength >= chunkBytes) {
-          if (filled > 0) {
-            await writeBatch(batch.subarray(0, filled))
-            batch = Buffer.allocUnsafe(chunkBytes)
-            filled = 0
-          }
           await writeBatch(chunk)
-          continue
+        } else {
+          batch.set(chunk, filled)
+          filled += chunk.byteLength
         }
-        if (filled + chunk.byteLength > chunkBytes) {
-          await writeBatch(batch.subarray(0, filled))
-          batch = Buffer.allocUnsafe(chunkBytes)
-          filled = 0
-        }
-        batch.set(chunk, filled)
-        filled += chunk.byteLength
       }
-      if (filled > 0) await writeBatch(batch.subarray(0, filled))
+      if (filled > 0) await flush()
     } catch (error) {
-      await iterator?.return?.().catch(() => undefined)
       // Errors of the content producer or a check pass through unchanged.
       if (JsonlStoreError.is(error)) throw error
       throw failed('write-temp', error, { file, code })
@@ -229,16 +221,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       const existingIno = await acceptExisting(request, { temp, size, chunkBytes, file, code, targetPath })
       await removeTemp()
       await at('temp-unlinked')
-      return {
-        outcome: 'already-published',
-        file: target,
-        path: targetPath,
-        size,
-        sha256,
-        ino: existingIno,
-        handle: null,
-        tempFile: tempName,
-      }
+      return result('already-published', existingIno, null)
     } catch (conflict) {
       await removeTemp()
       throw conflict
@@ -273,17 +256,17 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     } finally {
       await closeHandle()
     }
-    return published(null)
+    return result('published', tempStats.ino, null)
   }
 
-  function published(kept: FileHandleOps | null): PublishResult {
+  function result(outcome: PublishResult['outcome'], ino: number, kept: FileHandleOps | null): PublishResult {
     return {
-      outcome: 'published',
+      outcome,
       file: target,
       path: targetPath,
       size,
       sha256,
-      ino: tempIno,
+      ino,
       handle: kept,
       tempFile: tempName,
     }
@@ -297,7 +280,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       await fs.fsyncDirectory(directory)
     } catch (error) {
       // Nothing may be acked in a name that is not durable: withdraw it (if it is still ours) and poison.
-      await withdrawTarget(fs, targetPath, tempIno)
+      if (await namesFile(fs, targetPath, tempStats)) await fs.unlink(targetPath).catch(() => undefined)
       await removeTemp()
       throw failed('fsync-dir', error, { file, code, details: { poisoned: true } })
     }
@@ -327,7 +310,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     }
     await at('temp-unlinked')
     if (request.keepHandle !== true) await closeHandle()
-    return published(request.keepHandle === true ? temp : null)
+    return result('published', tempStats.ino, request.keepHandle === true ? temp : null)
   }
 }
 

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto'
 import { uptime } from 'node:os'
 import { basename, join } from 'node:path'
 
-import { errnoOf } from './fs-errors.ts'
+import { errnoOf, hasStoreCode, toStoreError } from './fs-errors.ts'
 import { readFully } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
@@ -123,8 +123,6 @@ export type Entry =
   | {
       readonly kind: 'present'
       readonly stats: Stats
-      readonly symlink: boolean
-      readonly regular: boolean
       readonly record: LockRecord | undefined
       /** The nonce, or `x` + a hash of inode and bytes: what "the same lock file" means. */
       readonly token: string
@@ -272,8 +270,6 @@ export async function readEntry(fs: FsOps, path: string): Promise<Entry> {
   return {
     kind: 'present',
     stats,
-    symlink: stats.isSymbolicLink(),
-    regular: stats.isFile(),
     record,
     token,
   }
@@ -349,27 +345,9 @@ export function makeRecord(self: Self, nonce: string, acquiredAt: string): LockR
   }
 }
 
+/** An error of creating a lock or claim file at `path`, typed as `toStoreError` types it (op `create-lock`). */
 function mapCreateError(context: Context, error: unknown, path: string): unknown {
   const code = errnoOf(error)
-  const relative = `${basename(context.directory)}/${basename(path)}`
-  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-    return new JsonlStoreError({
-      code: JsonlErrorCode.ACCESS_DENIED,
-      message: `Cannot create the writer lock in ${basename(context.directory)}: expected a writable session directory, found ${code}.`,
-      file: relative,
-      details: { op: 'create-lock', path: relative, cause: code },
-      cause: error,
-    })
-  }
-  if (code === 'ENOSPC' || code === 'EDQUOT') {
-    return new JsonlStoreError({
-      code: JsonlErrorCode.DISK_FULL,
-      message: `Cannot create the writer lock in ${basename(context.directory)}: the disk is full (${code}).`,
-      file: relative,
-      details: { op: 'create-lock', cause: code },
-      cause: error,
-    })
-  }
   if (code === 'ENOENT') {
     return new JsonlStoreError({
       code: JsonlErrorCode.SESSION_NOT_FOUND,
@@ -379,7 +357,9 @@ function mapCreateError(context: Context, error: unknown, path: string): unknown
       cause: error,
     })
   }
-  return error
+  if (code === undefined || !hasStoreCode(code)) return error
+  const file = `${basename(context.directory)}/${basename(path)}`
+  return toStoreError(error, { op: 'create-lock', file, fallback: JsonlErrorCode.ACCESS_DENIED })
 }
 
 /**
