@@ -200,21 +200,14 @@ export async function checkSource(
   source: SourceIdentity,
   { file, code }: { readonly file: string; readonly code: JsonlErrorCode },
 ): Promise<void> {
-  let found: { ino: number; size: number; mtimeMs: number } | null
+  let found: { ino: number; size: number; mtimeMs: number } | null = null
   try {
     const stats = await fs.lstat(source.path)
     found = { ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs }
   } catch (error) {
     if (errnoOf(error) !== 'ENOENT') throw failed('check-source', error, { file, code })
-    found = null
   }
-  if (
-    found !== null &&
-    found.ino === source.ino &&
-    found.size === source.size &&
-    found.mtimeMs === source.mtimeMs
-  )
-    return
+  if (found?.ino === source.ino && found.size === source.size && found.mtimeMs === source.mtimeMs) return
   const expected = { ino: source.ino, size: source.size, mtimeMs: source.mtimeMs }
   throw new JsonlStoreError({
     code,

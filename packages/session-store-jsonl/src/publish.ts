@@ -35,13 +35,7 @@ import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { LOCK_TEMP_PREFIX, TEMP_PREFIX } from './layout.ts'
 import { createTempFile, defaultRandomHex } from './temp-file.ts'
 import type { PublishPoint, PublishRequest, PublishResult } from './publish-checks.ts'
-import {
-  FAILURE_CODES,
-  failed,
-  verifyStaged,
-  checkSource,
-  acceptExisting,
-} from './publish-checks.ts'
+import { FAILURE_CODES, failed, verifyStaged, checkSource, acceptExisting } from './publish-checks.ts'
 
 export { PUBLISH_POINTS } from './publish-checks.ts'
 export type {
@@ -117,24 +111,17 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
   }
   const { handle: temp, path: tempPath } = created
   const tempName = basename(tempPath)
-  let tempPresent = true
   let handleOpen = true
   const closeHandle = async (): Promise<void> => {
     if (!handleOpen) return
     handleOpen = false
     await temp.close().catch(() => undefined)
   }
+  // Before the link, or after a link that failed or was withdrawn (the rename of `replace` and a
+  // published link remove the temp name themselves).
   const removeTemp = async (): Promise<void> => {
     await closeHandle()
-    if (!tempPresent) return
-    await fs.unlink(tempPath).then(
-      () => {
-        tempPresent = false
-      },
-      (error: unknown) => {
-        if (errnoOf(error) === 'ENOENT') tempPresent = false
-      },
-    )
+    await fs.unlink(tempPath).catch(() => undefined)
     await fs.fsyncDirectory(directory).catch(() => undefined)
   }
 
@@ -217,15 +204,14 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       await removeTemp()
       throw failed('link', error, { file, code })
     }
+    let existingIno: number
     try {
-      const existingIno = await acceptExisting(request, { temp, size, chunkBytes, file, code, targetPath })
+      existingIno = await acceptExisting(request, { temp, size, chunkBytes, file, code, targetPath })
+    } finally {
       await removeTemp()
-      await at('temp-unlinked')
-      return result('already-published', existingIno, null)
-    } catch (conflict) {
-      await removeTemp()
-      throw conflict
     }
+    await at('temp-unlinked')
+    return result('already-published', existingIno, null)
   }
   try {
     return await afterLink()
@@ -240,7 +226,6 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
   async function renameOver(): Promise<PublishResult> {
     try {
       await fs.rename(tempPath, targetPath)
-      tempPresent = false
     } catch (error) {
       await removeTemp()
       throw failed('rename', error, { file, code })
@@ -289,7 +274,6 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     // 8. Drop the temp name (it shares the target's inode: nlink 2 until now).
     try {
       await fs.unlink(tempPath)
-      tempPresent = false
     } catch (error) {
       await closeHandle()
       throw failed('unlink-temp', error, {
