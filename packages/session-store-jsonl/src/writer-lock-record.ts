@@ -383,28 +383,20 @@ export async function publishExclusive(context: Context, target: string, bytes: 
       throw mapCreateError(context, error, target)
     }
     const { handle, path: temp } = created
-    let published = false
+    let failure: string | undefined
     try {
-      try {
-        await handle.write(bytes, 0)
-      } catch (error) {
-        throw mapCreateError(context, error, target)
-      }
-      try {
-        await fs.link(temp, target)
-        published = true
-      } catch (error) {
-        const code = errnoOf(error)
-        if (code === 'EEXIST') return { kind: 'exists' }
-        // ENOENT: our temp vanished (a cleaner removed it); start again with a new one.
-        if (code === 'ENOENT') continue
-        throw mapCreateError(context, error, target)
-      }
+      await handle.write(bytes, 0)
+      await fs.link(temp, target)
+    } catch (error) {
+      failure = errnoOf(error) ?? 'unknown'
+      await handle.close().catch(() => undefined)
+      // EEXIST from the link: the name is taken. ENOENT: our temp vanished (a cleaner removed it); start again with a new one.
+      if (failure !== 'EEXIST' && failure !== 'ENOENT') throw mapCreateError(context, error, target)
     } finally {
-      if (!published) await handle.close().catch(() => undefined)
       await fs.unlink(temp).catch(() => undefined)
     }
-    return { kind: 'created', handle }
+    if (failure === undefined) return { kind: 'created', handle }
+    if (failure === 'EEXIST') return { kind: 'exists' }
   }
   throw new JsonlStoreError({
     code: JsonlErrorCode.ACCESS_DENIED,
@@ -439,7 +431,7 @@ export async function removeLeftovers(context: Context, ownNonce: string): Promi
   }
   for (const name of names) {
     const claim = name.startsWith(CLAIM_PREFIX) && name !== `${CLAIM_PREFIX}${ownNonce}`
-    if (claim || name.startsWith('.tmp-lock')) {
+    if (claim || name.startsWith(LOCK_TEMP_PREFIX)) {
       await context.fs.unlink(join(context.directory, name)).catch(() => undefined)
     }
   }
