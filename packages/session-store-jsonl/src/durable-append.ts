@@ -162,10 +162,6 @@ async function assertRollbackIsOurs(request: DurableAppendRequest, failure: Json
  */
 async function assertSameFile(request: DurableAppendRequest, expectedSize: number): Promise<void> {
   const { fs, handle, path, file, lastSeq } = request
-  let expectedIno: number | null = null
-  let foundIno: number | null = null
-  let nlink = 0
-  let size = expectedSize
   // Independent reads: together, one round trip (a failed fstat is reported before the lstat).
   const [opened, named] = await Promise.allSettled([handle.stat(), fs.lstat(path)])
   for (const outcome of [opened, named]) {
@@ -175,15 +171,13 @@ async function assertSameFile(request: DurableAppendRequest, expectedSize: numbe
       )
     }
   }
-  if (opened.status === 'fulfilled') {
-    expectedIno = opened.value.ino
-    nlink = opened.value.nlink
-    size = opened.value.size
-    if (named.status === 'fulfilled') {
-      foundIno = named.value.isFile() && named.value.dev === opened.value.dev ? named.value.ino : null
-    }
-  }
-  if (expectedIno !== null && foundIno === expectedIno && nlink === 1) {
+  const own = opened.status === 'fulfilled' ? opened.value : null
+  const at = named.status === 'fulfilled' ? named.value : null
+  const expectedIno = own?.ino ?? null
+  const foundIno = own !== null && at !== null && at.isFile() && at.dev === own.dev ? at.ino : null
+  const nlink = own?.nlink ?? 0
+  if (own !== null && foundIno === own.ino && nlink === 1) {
+    const size = own.size
     if (size === expectedSize) return
     throw request.poison(
       new JsonlStoreError({

@@ -16,7 +16,7 @@ export function errnoOf(error: unknown): string | undefined {
 }
 
 /** Errno codes that mean "no space": the write is retryable once space is freed. */
-const DISK_FULL_CODES = new Set(['ENOSPC', 'EFBIG', 'EDQUOT'])
+export const DISK_FULL_CODES: ReadonlySet<string> = new Set(['ENOSPC', 'EFBIG', 'EDQUOT'])
 /** Errno codes that mean "not allowed". */
 const ACCESS_CODES = new Set(['EACCES', 'EPERM', 'EROFS'])
 

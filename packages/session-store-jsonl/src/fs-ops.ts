@@ -206,3 +206,21 @@ export async function readFully(handle: FileHandleOps, buffer: Uint8Array, posit
   }
   return total
 }
+
+/**
+ * Whether `path` (never followed) still names the regular file `held` is: the dev and ino of a
+ * handle kept open, whose inode therefore cannot be freed and reused by another file.
+ *
+ * @param fs - The file-system seam.
+ * @param path - The name to check.
+ * @param held - The `fstat` identity of the open file.
+ * @returns False when the name is missing, unreadable, or another file.
+ */
+export async function namesFile(
+  fs: FsOps,
+  path: string,
+  held: { readonly dev: number; readonly ino: number },
+): Promise<boolean> {
+  const named = await fs.lstat(path).catch(() => null)
+  return named !== null && named.isFile() && named.ino === held.ino && named.dev === held.dev
+}

@@ -13,10 +13,10 @@ import { basename, join } from 'node:path'
 
 import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 
-import { toStoreError } from './fs-errors.ts'
+import { errnoOf, toStoreError } from './fs-errors.ts'
 import type { FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
-import { LOG_FILE_NAME } from './layout.ts'
+import { LOG_FILE_NAME, LOG_FILE_PATTERN } from './layout.ts'
 import type { StoreLimits } from './limits.ts'
 import { verifyLineChecksum } from './line-codec.ts'
 import { LineSplitter } from './line-splitter.ts'
@@ -56,8 +56,6 @@ export interface CurrentGeneration {
   readonly history: readonly GenerationFile[]
 }
 
-const GENERATION_NAME = /^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$/
-
 /**
  * Parses a directory entry as a generation file name.
  *
@@ -65,11 +63,11 @@ const GENERATION_NAME = /^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$/
  * @returns The generation, or null when the name is not a canonical generation name (or its version is beyond 2^53 - 1).
  */
 export function parseGenerationFileName(name: string): GenerationFile | null {
-  const match = GENERATION_NAME.exec(name)
+  const match = LOG_FILE_PATTERN.exec(name)
   if (match === null) return null
-  const version = match[1] === undefined ? 0 : Number(match[1])
+  const version = match[2] === undefined ? 0 : Number(match[2])
   if (!Number.isSafeInteger(version)) return null
-  return { file: name, version, encoding: match[2] === undefined ? 'plain' : 'zstd' }
+  return { file: name, version, encoding: match[3] === undefined ? 'plain' : 'zstd' }
 }
 
 /**
@@ -119,11 +117,10 @@ export async function listGenerations(fs: FsOps, sessionDirectory: string): Prom
   try {
     names = await fs.readdir(sessionDirectory)
   } catch (error) {
-    const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined
-    const id = basename(sessionDirectory)
+    const code = errnoOf(error)
     throw toStoreError(error, {
       op: 'list',
-      file: id,
+      file: basename(sessionDirectory),
       which: 'session-directory',
       fallback:
         code === 'ENOENT' || code === 'ENOTDIR'
@@ -164,20 +161,13 @@ export function pickCurrentGeneration(
     if (list === undefined) byVersion.set(generation.version, [generation])
     else list.push(generation)
   }
-  // The encodings every version shares; empty means a forbidden mix.
-  let shared = new Set<GenerationEncoding>(['plain', 'zstd'])
-  for (const files of byVersion.values()) {
-    const here = new Set(files.map((file) => file.encoding))
-    shared = new Set([...shared].filter((encoding) => here.has(encoding)))
-  }
-  if (shared.size === 0) {
-    // An empty intersection means some version has only plain and another only zstd: name the highest of each.
-    const only = (encoding: GenerationEncoding): GenerationFile =>
-      [...sorted]
-        .reverse()
-        .find((file) => byVersion.get(file.version)!.every((other) => other.encoding === encoding))!
-    const plain = only('plain')
-    const zstd = only('zstd')
+  // The highest generation whose version exists only in `encoding`.
+  const only = (encoding: GenerationEncoding): GenerationFile | undefined =>
+    sorted.findLast((file) => byVersion.get(file.version)!.every((other) => other.encoding === encoding))
+  const plain = only('plain')
+  const zstd = only('zstd')
+  // A forbidden mix: some version has only plain and another only zstd; name the highest of each.
+  if (plain !== undefined && zstd !== undefined) {
     const [first, second] = compareGenerations(plain, zstd) > 0 ? [plain, zstd] : [zstd, plain]
     const name = (file: GenerationFile): string => (display === '' ? file.file : `${display}/${file.file}`)
     throw new JsonlStoreError({
@@ -257,12 +247,11 @@ export async function peekHeaderVersion(
   try {
     handle = await fs.open(path, constants.O_RDONLY | constants.O_NOFOLLOW)
   } catch (error) {
-    const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined
     throw toStoreError(error, {
       op: 'open',
       file,
       which: 'log',
-      fallback: code === 'ENOENT' ? JsonlErrorCode.SESSION_NOT_FOUND : JsonlErrorCode.READ_FAILED,
+      fallback: errnoOf(error) === 'ENOENT' ? JsonlErrorCode.SESSION_NOT_FOUND : JsonlErrorCode.READ_FAILED,
     })
   }
   try {

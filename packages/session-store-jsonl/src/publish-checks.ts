@@ -1,13 +1,12 @@
 /*
  * The types and checks of the publish-by-link protocol (see publish.ts): the typed failure of a step,
  * the read-back verification of the staged bytes, the source identity check, the
- * comparison with a target another process published first, and the withdrawal of a name
- * whose directory fsync failed.
+ * comparison with a target another process published first.
  */
 import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
 
-import { errnoOf } from './fs-errors.ts'
+import { DISK_FULL_CODES, errnoOf } from './fs-errors.ts'
 import { readFully } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
@@ -118,8 +117,6 @@ export const FAILURE_CODES: Readonly<Record<PublishOperation, JsonlErrorCode>> =
   migrate: JsonlErrorCode.MIGRATION_FAILED,
 }
 
-const DISK_FULL_CAUSES: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EFBIG'])
-
 /** A failure at one step, before or after the target name appeared. */
 export function failed(
   step: string,
@@ -138,7 +135,7 @@ export function failed(
       : error.code
     : (errnoOf(error) ?? 'unknown')
   // A full disk is DISK_FULL wherever it happens (retryable once space is freed), with the same details.
-  const diskFull = DISK_FULL_CAUSES.has(cause)
+  const diskFull = DISK_FULL_CODES.has(cause)
   return new JsonlStoreError({
     code: diskFull ? JsonlErrorCode.DISK_FULL : context.code,
     message: `Publishing ${context.file} failed at step ${step}: expected it to succeed, found ${cause}${diskFull ? ' (the disk or the file size limit is full)' : ''}${context.details?.['published'] === true ? ' (the file was published)' : '; nothing was published'}.`,
@@ -203,21 +200,14 @@ export async function checkSource(
   source: SourceIdentity,
   { file, code }: { readonly file: string; readonly code: JsonlErrorCode },
 ): Promise<void> {
-  let found: { ino: number; size: number; mtimeMs: number } | null
+  let found: { ino: number; size: number; mtimeMs: number } | null = null
   try {
     const stats = await fs.lstat(source.path)
     found = { ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs }
   } catch (error) {
     if (errnoOf(error) !== 'ENOENT') throw failed('check-source', error, { file, code })
-    found = null
   }
-  if (
-    found !== null &&
-    found.ino === source.ino &&
-    found.size === source.size &&
-    found.mtimeMs === source.mtimeMs
-  )
-    return
+  if (found?.ino === source.ino && found.size === source.size && found.mtimeMs === source.mtimeMs) return
   const expected = { ino: source.ino, size: source.size, mtimeMs: source.mtimeMs }
   throw new JsonlStoreError({
     code,
@@ -337,14 +327,4 @@ async function firstDifference(
     position += want
   }
   return -1
-}
-
-/** Removes the target name after a failed directory fsync, but only when it still holds our inode. */
-export async function withdrawTarget(fs: FsOps, targetPath: string, ino: number): Promise<void> {
-  try {
-    const stats = await fs.lstat(targetPath)
-    if (stats.isFile() && stats.ino === ino) await fs.unlink(targetPath)
-  } catch {
-    // Gone already, or unreadable: nothing more can be done here; the caller is poisoned.
-  }
 }

@@ -25,22 +25,17 @@
  */
 import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
+import type { Stats } from 'node:fs'
 import { basename, join } from 'node:path'
 
 import { errnoOf } from './fs-errors.ts'
 import { JsonlStoreError } from './jsonl-store-error.ts'
+import { namesFile } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { LOCK_TEMP_PREFIX, TEMP_PREFIX } from './layout.ts'
 import { createTempFile, defaultRandomHex } from './temp-file.ts'
 import type { PublishPoint, PublishRequest, PublishResult } from './publish-checks.ts'
-import {
-  FAILURE_CODES,
-  failed,
-  verifyStaged,
-  checkSource,
-  acceptExisting,
-  withdrawTarget,
-} from './publish-checks.ts'
+import { FAILURE_CODES, failed, verifyStaged, checkSource, acceptExisting } from './publish-checks.ts'
 
 export { PUBLISH_POINTS } from './publish-checks.ts'
 export type {
@@ -116,33 +111,26 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
   }
   const { handle: temp, path: tempPath } = created
   const tempName = basename(tempPath)
-  let tempPresent = true
   let handleOpen = true
   const closeHandle = async (): Promise<void> => {
     if (!handleOpen) return
     handleOpen = false
     await temp.close().catch(() => undefined)
   }
+  // Before the link, or after a link that failed or was withdrawn (the rename of `replace` and a
+  // published link remove the temp name themselves).
   const removeTemp = async (): Promise<void> => {
     await closeHandle()
-    if (!tempPresent) return
-    await fs.unlink(tempPath).then(
-      () => {
-        tempPresent = false
-      },
-      (error: unknown) => {
-        if (errnoOf(error) === 'ENOENT') tempPresent = false
-      },
-    )
+    await fs.unlink(tempPath).catch(() => undefined)
     await fs.fsyncDirectory(directory).catch(() => undefined)
   }
 
   let size = 0
   let sha256: string
-  let tempIno: number
+  let tempStats: Stats
   try {
     try {
-      tempIno = (await temp.stat()).ino
+      tempStats = await temp.stat()
     } catch (error) {
       throw failed('create-temp', error, { file, code })
     }
@@ -161,33 +149,24 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       hash.update(bytes)
       size += bytes.byteLength
     }
-    let iterator: AsyncIterator<Uint8Array> | undefined
+    const flush = async (): Promise<void> => {
+      await writeBatch(batch.subarray(0, filled))
+      batch = Buffer.allocUnsafe(chunkBytes)
+      filled = 0
+    }
     try {
-      iterator = request.content()[Symbol.asyncIterator]()
-      for (;;) {
-        const step = await iterator.next()
-        if (step.done === true) break
-        const chunk = step.value
+      // A `for await` returns the producer's iterator when a write fails.
+      for await (const chunk of request.content()) {
+        if (filled > 0 && filled + chunk.byteLength > chunkBytes) await flush()
         if (chunk.byteLength >= chunkBytes) {
-          if (filled > 0) {
-            await writeBatch(batch.subarray(0, filled))
-            batch = Buffer.allocUnsafe(chunkBytes)
-            filled = 0
-          }
           await writeBatch(chunk)
-          continue
+        } else {
+          batch.set(chunk, filled)
+          filled += chunk.byteLength
         }
-        if (filled + chunk.byteLength > chunkBytes) {
-          await writeBatch(batch.subarray(0, filled))
-          batch = Buffer.allocUnsafe(chunkBytes)
-          filled = 0
-        }
-        batch.set(chunk, filled)
-        filled += chunk.byteLength
       }
-      if (filled > 0) await writeBatch(batch.subarray(0, filled))
+      if (filled > 0) await flush()
     } catch (error) {
-      await iterator?.return?.().catch(() => undefined)
       // Errors of the content producer or a check pass through unchanged.
       if (JsonlStoreError.is(error)) throw error
       throw failed('write-temp', error, { file, code })
@@ -225,24 +204,14 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       await removeTemp()
       throw failed('link', error, { file, code })
     }
+    let existingIno: number
     try {
-      const existingIno = await acceptExisting(request, { temp, size, chunkBytes, file, code, targetPath })
+      existingIno = await acceptExisting(request, { temp, size, chunkBytes, file, code, targetPath })
+    } finally {
       await removeTemp()
-      await at('temp-unlinked')
-      return {
-        outcome: 'already-published',
-        file: target,
-        path: targetPath,
-        size,
-        sha256,
-        ino: existingIno,
-        handle: null,
-        tempFile: tempName,
-      }
-    } catch (conflict) {
-      await removeTemp()
-      throw conflict
     }
+    await at('temp-unlinked')
+    return result('already-published', existingIno, null)
   }
   try {
     return await afterLink()
@@ -257,7 +226,6 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
   async function renameOver(): Promise<PublishResult> {
     try {
       await fs.rename(tempPath, targetPath)
-      tempPresent = false
     } catch (error) {
       await removeTemp()
       throw failed('rename', error, { file, code })
@@ -273,17 +241,17 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     } finally {
       await closeHandle()
     }
-    return published(null)
+    return result('published', tempStats.ino, null)
   }
 
-  function published(kept: FileHandleOps | null): PublishResult {
+  function result(outcome: PublishResult['outcome'], ino: number, kept: FileHandleOps | null): PublishResult {
     return {
-      outcome: 'published',
+      outcome,
       file: target,
       path: targetPath,
       size,
       sha256,
-      ino: tempIno,
+      ino,
       handle: kept,
       tempFile: tempName,
     }
@@ -297,7 +265,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
       await fs.fsyncDirectory(directory)
     } catch (error) {
       // Nothing may be acked in a name that is not durable: withdraw it (if it is still ours) and poison.
-      await withdrawTarget(fs, targetPath, tempIno)
+      if (await namesFile(fs, targetPath, tempStats)) await fs.unlink(targetPath).catch(() => undefined)
       await removeTemp()
       throw failed('fsync-dir', error, { file, code, details: { poisoned: true } })
     }
@@ -306,7 +274,6 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     // 8. Drop the temp name (it shares the target's inode: nlink 2 until now).
     try {
       await fs.unlink(tempPath)
-      tempPresent = false
     } catch (error) {
       await closeHandle()
       throw failed('unlink-temp', error, {
@@ -327,7 +294,7 @@ export async function publishFile(request: PublishRequest): Promise<PublishResul
     }
     await at('temp-unlinked')
     if (request.keepHandle !== true) await closeHandle()
-    return published(request.keepHandle === true ? temp : null)
+    return result('published', tempStats.ino, request.keepHandle === true ? temp : null)
   }
 }
 

@@ -1,11 +1,9 @@
-import { constants } from 'node:fs'
-import { join } from 'node:path'
-
-import { errnoOf, toStoreError } from './fs-errors.ts'
+import { toStoreError } from './fs-errors.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { isQuarantineFileName, quarantineFileName } from './layout.ts'
 import { readFileChunks } from './read-log.ts'
+import { createExclusiveFile } from './temp-file.ts'
 
 /** Names tried for one quarantine file (`.torn-<offset>`, then `-1`, `-2`...) before giving up. */
 const MAX_NAME_ATTEMPTS = 64
@@ -46,26 +44,19 @@ export async function quarantineTail(request: QuarantineRequest): Promise<string
   const { fs, directory, id, logName, log, offset } = request
   await assertQuarantineRoom(request)
   let name = ''
-  let handle: FileHandleOps | undefined
-  for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS && handle === undefined; attempt += 1) {
-    name = quarantineFileName(logName, offset, attempt)
-    try {
-      handle = await fs.open(
-        join(directory, name),
-        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-        0o600,
-      )
-    } catch (error) {
-      if (errnoOf(error) === 'EEXIST') continue
-      throw toStoreError(error, {
-        op: 'create-quarantine',
-        file: `${id}/${name}`,
-        which: 'quarantine',
-        fallback: JsonlErrorCode.WRITE_FAILED,
-      })
-    }
-  }
-  if (handle === undefined) {
+  const created = await createExclusiveFile(fs, {
+    directory,
+    name: (attempt) => (name = quarantineFileName(logName, offset, attempt)),
+    attempts: MAX_NAME_ATTEMPTS,
+  }).catch((error: unknown) => {
+    throw toStoreError(error, {
+      op: 'create-quarantine',
+      file: `${id}/${name}`,
+      which: 'quarantine',
+      fallback: JsonlErrorCode.WRITE_FAILED,
+    })
+  })
+  if (created === null) {
     throw new JsonlStoreError({
       code: JsonlErrorCode.WRITE_FAILED,
       message: `Cannot quarantine the torn tail of ${id}/${logName}: expected a free name ${quarantineFileName(logName, offset, 0)}(-n), found ${MAX_NAME_ATTEMPTS} taken.`,
@@ -73,9 +64,9 @@ export async function quarantineTail(request: QuarantineRequest): Promise<string
       details: { op: 'create-quarantine', cause: 'EEXIST' },
     })
   }
+  const { handle } = created
   const display = `${id}/${name}`
   try {
-    if (((await handle.stat()).mode & 0o777) !== 0o600) await handle.chmod(0o600)
     let position = 0
     for await (const chunk of readFileChunks(log, { chunkBytes: request.chunkBytes, start: offset })) {
       await handle.write(chunk, position)

@@ -1,7 +1,8 @@
 /*
  * The store's two ways of making a new file in a session directory that nobody else can have
- * prepared: a temp file created exclusively under a random name, and the durable replace of a
- * small file through one (temp, write, fsync, rename, directory fsync). Publishing a file that
+ * prepared: a file created exclusively (0600, never through a symlink; a temp file under a
+ * random name, a quarantine copy, a release claim), and the durable replace of a small file
+ * through a temp file (temp, write, fsync, rename, directory fsync). Publishing a file that
  * must never replace anything (link, verify) is `publish.ts`; the writer lock's own link
  * protocol is `writer-lock-record.ts`; both take their temp file from here.
  */
@@ -26,26 +27,27 @@ export function defaultRandomHex(byteCount: number): string {
 const MAX_TEMP_ATTEMPTS = 16
 
 /**
- * Creates `<prefix><16 hex>` in `directory` with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600 whatever
- * the umask; a taken name (a file or a symlink someone pre-created, S7) draws another.
+ * Creates a new file in `directory` with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600 whatever the
+ * umask, under the first of the names `name(0)`, `name(1)`... that is free: a taken name (a
+ * file or a symlink someone pre-created, S7) draws the next one.
  *
  * @param fs - The file-system seam.
- * @param where - The directory, the name prefix (`.tmp-lease-`...), the random-hex source and
- *   the access mode (`O_WRONLY` default, or `O_RDWR`).
- * @returns The open temp file and its path; the caller removes it.
- * @throws The errno error of the open or the fchmod; an `EEXIST` error when 16 names were taken.
+ * @param where - The directory, the names to try and how many, and the access mode (`O_WRONLY`
+ *   default, or `O_RDWR`).
+ * @returns The open file and its path (the caller removes it), or null when every name was taken.
+ * @throws The errno error of the open or the fchmod (the file is removed first).
  */
-export async function createTempFile(
+export async function createExclusiveFile(
   fs: FsOps,
   where: {
     readonly directory: string
-    readonly prefix: string
-    readonly randomHex: (byteCount: number) => string
+    readonly name: (attempt: number) => string
+    readonly attempts: number
     readonly access?: number
   },
-): Promise<{ readonly handle: FileHandleOps; readonly path: string }> {
-  for (let attempt = 0; attempt < MAX_TEMP_ATTEMPTS; attempt += 1) {
-    const path = join(where.directory, `${where.prefix}${where.randomHex(8)}`)
+): Promise<{ readonly handle: FileHandleOps; readonly path: string } | null> {
+  for (let attempt = 0; attempt < where.attempts; attempt += 1) {
+    const path = join(where.directory, where.name(attempt))
     let handle: FileHandleOps
     try {
       handle = await fs.open(
@@ -67,6 +69,33 @@ export async function createTempFile(
     }
     return { handle, path }
   }
+  return null
+}
+
+/**
+ * Creates `<prefix><16 hex>` in `directory` ({@link createExclusiveFile}, random names).
+ *
+ * @param fs - The file-system seam.
+ * @param where - The directory, the name prefix (`.tmp-lease-`...), the random-hex source and
+ *   the access mode (`O_WRONLY` default, or `O_RDWR`).
+ * @returns The open temp file and its path; the caller removes it.
+ * @throws The errno error of the open or the fchmod; an `EEXIST` error when 16 names were taken.
+ */
+export async function createTempFile(
+  fs: FsOps,
+  where: {
+    readonly directory: string
+    readonly prefix: string
+    readonly randomHex: (byteCount: number) => string
+    readonly access?: number
+  },
+): Promise<{ readonly handle: FileHandleOps; readonly path: string }> {
+  const created = await createExclusiveFile(fs, {
+    ...where,
+    name: () => `${where.prefix}${where.randomHex(8)}`,
+    attempts: MAX_TEMP_ATTEMPTS,
+  })
+  if (created !== null) return created
   const taken: NodeJS.ErrnoException = new Error(
     `EEXIST: expected a free random temp name ${where.prefix}<hex>, found ${MAX_TEMP_ATTEMPTS} taken`,
   )

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto'
 import { uptime } from 'node:os'
 import { basename, join } from 'node:path'
 
-import { errnoOf } from './fs-errors.ts'
+import { errnoOf, hasStoreCode, toStoreError } from './fs-errors.ts'
 import { readFully } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
@@ -123,8 +123,6 @@ export type Entry =
   | {
       readonly kind: 'present'
       readonly stats: Stats
-      readonly symlink: boolean
-      readonly regular: boolean
       readonly record: LockRecord | undefined
       /** The nonce, or `x` + a hash of inode and bytes: what "the same lock file" means. */
       readonly token: string
@@ -272,8 +270,6 @@ export async function readEntry(fs: FsOps, path: string): Promise<Entry> {
   return {
     kind: 'present',
     stats,
-    symlink: stats.isSymbolicLink(),
-    regular: stats.isFile(),
     record,
     token,
   }
@@ -349,27 +345,9 @@ export function makeRecord(self: Self, nonce: string, acquiredAt: string): LockR
   }
 }
 
+/** An error of creating a lock or claim file at `path`, typed as `toStoreError` types it (op `create-lock`). */
 function mapCreateError(context: Context, error: unknown, path: string): unknown {
   const code = errnoOf(error)
-  const relative = `${basename(context.directory)}/${basename(path)}`
-  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-    return new JsonlStoreError({
-      code: JsonlErrorCode.ACCESS_DENIED,
-      message: `Cannot create the writer lock in ${basename(context.directory)}: expected a writable session directory, found ${code}.`,
-      file: relative,
-      details: { op: 'create-lock', path: relative, cause: code },
-      cause: error,
-    })
-  }
-  if (code === 'ENOSPC' || code === 'EDQUOT') {
-    return new JsonlStoreError({
-      code: JsonlErrorCode.DISK_FULL,
-      message: `Cannot create the writer lock in ${basename(context.directory)}: the disk is full (${code}).`,
-      file: relative,
-      details: { op: 'create-lock', cause: code },
-      cause: error,
-    })
-  }
   if (code === 'ENOENT') {
     return new JsonlStoreError({
       code: JsonlErrorCode.SESSION_NOT_FOUND,
@@ -379,7 +357,9 @@ function mapCreateError(context: Context, error: unknown, path: string): unknown
       cause: error,
     })
   }
-  return error
+  if (code === undefined || !hasStoreCode(code)) return error
+  const file = `${basename(context.directory)}/${basename(path)}`
+  return toStoreError(error, { op: 'create-lock', file, fallback: JsonlErrorCode.ACCESS_DENIED })
 }
 
 /**
@@ -403,28 +383,20 @@ export async function publishExclusive(context: Context, target: string, bytes: 
       throw mapCreateError(context, error, target)
     }
     const { handle, path: temp } = created
-    let published = false
+    let failure: string | undefined
     try {
-      try {
-        await handle.write(bytes, 0)
-      } catch (error) {
-        throw mapCreateError(context, error, target)
-      }
-      try {
-        await fs.link(temp, target)
-        published = true
-      } catch (error) {
-        const code = errnoOf(error)
-        if (code === 'EEXIST') return { kind: 'exists' }
-        // ENOENT: our temp vanished (a cleaner removed it); start again with a new one.
-        if (code === 'ENOENT') continue
-        throw mapCreateError(context, error, target)
-      }
+      await handle.write(bytes, 0)
+      await fs.link(temp, target)
+    } catch (error) {
+      failure = errnoOf(error) ?? 'unknown'
+      await handle.close().catch(() => undefined)
+      // EEXIST from the link: the name is taken. ENOENT: our temp vanished (a cleaner removed it); start again with a new one.
+      if (failure !== 'EEXIST' && failure !== 'ENOENT') throw mapCreateError(context, error, target)
     } finally {
-      if (!published) await handle.close().catch(() => undefined)
       await fs.unlink(temp).catch(() => undefined)
     }
-    return { kind: 'created', handle }
+    if (failure === undefined) return { kind: 'created', handle }
+    if (failure === 'EEXIST') return { kind: 'exists' }
   }
   throw new JsonlStoreError({
     code: JsonlErrorCode.ACCESS_DENIED,
@@ -459,7 +431,7 @@ export async function removeLeftovers(context: Context, ownNonce: string): Promi
   }
   for (const name of names) {
     const claim = name.startsWith(CLAIM_PREFIX) && name !== `${CLAIM_PREFIX}${ownNonce}`
-    if (claim || name.startsWith('.tmp-lock')) {
+    if (claim || name.startsWith(LOCK_TEMP_PREFIX)) {
       await context.fs.unlink(join(context.directory, name)).catch(() => undefined)
     }
   }

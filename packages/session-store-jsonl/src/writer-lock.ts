@@ -54,16 +54,16 @@
  * two containers with the same hostname but separate pid namespaces and no /proc boot id
  * difference are indistinguishable from one host.
  */
-import { constants } from 'node:fs'
+import type { Stats } from 'node:fs'
 import { hostname } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { basename, join } from 'node:path'
 
-import { errnoOf, notRegularFile } from './fs-errors.ts'
-import { fileKind } from './fs-ops.ts'
+import { DISK_FULL_CODES, errnoOf, notRegularFile } from './fs-errors.ts'
+import { fileKind, namesFile } from './fs-ops.ts'
 import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
-import { defaultRandomHex } from './temp-file.ts'
+import { createExclusiveFile, defaultRandomHex } from './temp-file.ts'
 import {
   CLAIM_PREFIX,
   currentBootId,
@@ -251,9 +251,9 @@ export async function acquireWriterLock(
     let reason: string
     if (entry.kind === 'missing') {
       reason = 'released while we looked'
-    } else if (entry.symlink) {
+    } else if (entry.stats.isSymbolicLink()) {
       throw symlinkError(context)
-    } else if (!entry.regular) {
+    } else if (!entry.stats.isFile()) {
       // A FIFO, socket or device at the lock name: never opened (it could block), never removed.
       throw notRegularFile({
         file: context.displayFile,
@@ -296,17 +296,14 @@ function createHeldLock(
   let released = false
   let releasing: Promise<void> | undefined
   let beating: Promise<void> | undefined
-  let writtenLength = recordBytes(record).length
-  /** The device and inode of the lock file we hold open (read once), or null when fstat failed. */
-  let ownIdentity: Promise<{ readonly dev: number; readonly ino: number } | null> | undefined
+  /** The `fstat` of the lock file we hold open (read once: its device and inode), or null when it failed. */
+  let ownIdentity: Promise<Stats | null> | undefined
 
   const beat = async (): Promise<void> => {
+    // Only heartbeatAt changes, and an ISO time keeps its length: the record is overwritten in place.
     record = { ...record, heartbeatAt: new Date().toISOString() }
-    const bytes = recordBytes(record)
     // Written through our own descriptor: if the lock was broken, this lands in the orphaned inode.
-    await state.handle.write(bytes, 0)
-    if (bytes.length < writtenLength) await state.handle.truncate(bytes.length)
-    writtenLength = bytes.length
+    await state.handle.write(recordBytes(record), 0)
   }
   const timer =
     options.heartbeatMs > 0
@@ -341,23 +338,12 @@ function createHeldLock(
       // the holder's inode (it renames a new file over the name), so this inode still holds our
       // record. Anything else (another inode, a symlink, no file) gets the full read below,
       // which names what it found.
-      ownIdentity ??= state.handle.stat().then(
-        (stats) => ({ dev: stats.dev, ino: stats.ino }),
-        () => null,
-      )
-      const [own, named] = await Promise.all([ownIdentity, fs.lstat(lockPath).catch(() => null)])
-      if (
-        own !== null &&
-        named !== null &&
-        named.isFile() &&
-        named.ino === own.ino &&
-        named.dev === own.dev
-      ) {
-        return
-      }
+      ownIdentity ??= state.handle.stat().catch(() => null)
+      const own = await ownIdentity
+      if (own !== null && (await namesFile(fs, lockPath, own))) return
       const entry = await readEntry(fs, lockPath)
       if (entry.kind === 'missing') throw lost('no lock file')
-      if (entry.symlink) throw lost('a symbolic link')
+      if (entry.stats.isSymbolicLink()) throw lost('a symbolic link')
       if (entry.token !== record.nonce) {
         throw lost(entry.record === undefined ? 'unreadable content' : `nonce ${entry.record.nonce}`)
       }
@@ -386,28 +372,23 @@ function createHeldLock(
 }
 
 function isDiskFull(error: unknown): boolean {
-  if (JsonlStoreError.is(error)) return error.code === JsonlErrorCode.DISK_FULL
-  const code = errnoOf(error)
-  return code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG'
+  return JsonlStoreError.is(error)
+    ? error.code === JsonlErrorCode.DISK_FULL
+    : DISK_FULL_CODES.has(errnoOf(error) ?? '')
 }
 
 /**
- * Claims our own token with an EMPTY claim file (O_CREAT|O_EXCL, no data written): what a
+ * Claims our own token with an EMPTY claim file (created exclusively, no data written): what a
  * release falls back to on a full disk, where the usual claim (a record written to a temp
  * file) cannot be written. An empty claim is judged by its mtime, like any unreadable one.
  */
 async function emptyClaim(context: Context, claimPath: string): Promise<Published> {
-  try {
-    const handle = await context.fs.open(
-      claimPath,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      0o600,
-    )
-    return { kind: 'created', handle }
-  } catch (error) {
-    if (errnoOf(error) === 'EEXIST') return { kind: 'exists' }
-    throw error
-  }
+  const created = await createExclusiveFile(context.fs, {
+    directory: context.directory,
+    name: () => basename(claimPath),
+    attempts: 1,
+  })
+  return created === null ? { kind: 'exists' } : { kind: 'created', handle: created.handle }
 }
 
 /**

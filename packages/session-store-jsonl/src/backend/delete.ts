@@ -16,7 +16,7 @@
  * the next acquire); after it, gone (a half-emptied tombstone, removed by the next delete of
  * that id or the next `prune`). Forks copied their prefix: nothing of theirs is in the parent's directory.
  */
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 
 import { SessionStoreError, SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type { DeleteCapability, DeleteOptions, DeleteResult } from '@agent-ledger/session-store'
@@ -83,33 +83,29 @@ async function measure(fs: FsOps, path: string, skip?: string): Promise<number> 
   return bytes
 }
 
-/** Unlinks every entry under `path` (depth first), then `path` itself. A missing path is done. */
-async function removeTree(fs: FsOps, path: string, at: (point: string) => Promise<void>): Promise<void> {
-  let names: string[]
-  try {
-    names = await fs.readdir(path)
-  } catch (error) {
-    if (errnoOf(error) === 'ENOENT') return
+/**
+ * Removes `path`: a file is unlinked (reported to `at`), a directory emptied depth first, then
+ * removed. A missing path (or entry) is done.
+ *
+ * @returns False when `path` was missing.
+ */
+async function removeTree(fs: FsOps, path: string, at: (point: string) => Promise<void>): Promise<boolean> {
+  const missing = (error: unknown): null => {
+    if (errnoOf(error) === 'ENOENT') return null
     throw error
   }
-  for (const name of names.sort()) {
-    const child = join(path, name)
-    const stats = await fs.lstat(child).catch((error: unknown) => {
-      if (errnoOf(error) === 'ENOENT') return null
-      throw error
-    })
-    if (stats === null) continue
-    if (stats.isDirectory()) await removeTree(fs, child, at)
-    else {
-      await fs.unlink(child).catch((error: unknown) => {
-        if (errnoOf(error) !== 'ENOENT') throw error
-      })
-      await at(`unlinked:${name}`)
+  const stats = await fs.lstat(path).catch(missing)
+  if (stats === null) return false
+  if (stats.isDirectory()) {
+    for (const name of ((await fs.readdir(path).catch(missing)) ?? []).sort()) {
+      await removeTree(fs, join(path, name), at)
     }
+    await fs.rmdir(path).catch(missing)
+  } else {
+    await fs.unlink(path).catch(missing)
+    await at(`unlinked:${basename(path)}`)
   }
-  await fs.rmdir(path).catch((error: unknown) => {
-    if (errnoOf(error) !== 'ENOENT') throw error
-  })
+  return true
 }
 
 /** The newest modification time (whole ms) among the session's log generations, or null when it has none. */
@@ -132,13 +128,7 @@ export function deleteCapability(context: DeleteContext): JsonlDeleteCapability 
   const { fs, root } = context
   const tombstone = (id: string): string => join(root, `${TOMBSTONE_PREFIX}${id}`)
   const finish = async (path: string): Promise<boolean> => {
-    const stats = await fs.lstat(path).catch((error: unknown) => {
-      if (errnoOf(error) === 'ENOENT') return null
-      throw error
-    })
-    if (stats === null) return false
-    if (stats.isDirectory()) await removeTree(fs, path, () => Promise.resolve())
-    else await fs.unlink(path)
+    if (!(await removeTree(fs, path, () => Promise.resolve()))) return false
     await fs.fsyncDirectory(root)
     return true
   }

@@ -22,6 +22,7 @@ import type { StoreLimits } from '../limits.ts'
 import { quarantineTail } from '../quarantine.ts'
 import { acquireWriterLock, WRITER_LOCK_FILE_NAME } from '../writer-lock.ts'
 import type { LockOptions, WriterLock } from '../writer-lock.ts'
+import { readEntry } from '../writer-lock-record.ts'
 import type { WriteOpenCheck } from './backend-options.ts'
 import { isOwnLease, openOwnLease, readLease } from './lease-file.ts'
 import type { LeaseRecord, OwnLeaseFile } from './lease-file.ts'
@@ -372,19 +373,8 @@ async function appendFailure(
   return held.failed
 }
 
-/** The nonce in `writer.lock`, or null when there is no readable lock. */
+/** The nonce in `writer.lock`, read as the lock reads it (never through a symlink), or null when there is no lock record. */
 export async function lockNonce(fs: FsOps, directory: string): Promise<string | null> {
-  try {
-    const handle = await fs.open(join(directory, WRITER_LOCK_FILE_NAME), 0)
-    try {
-      const buffer = Buffer.alloc(4096)
-      const count = await handle.read(buffer, 0, buffer.length, 0)
-      const value = JSON.parse(buffer.toString('utf8', 0, count)) as { nonce?: unknown }
-      return typeof value.nonce === 'string' ? value.nonce : null
-    } finally {
-      await handle.close().catch(() => undefined)
-    }
-  } catch {
-    return null
-  }
+  const entry = await readEntry(fs, join(directory, WRITER_LOCK_FILE_NAME)).catch(() => null)
+  return entry?.kind === 'present' ? (entry.record?.nonce ?? null) : null
 }

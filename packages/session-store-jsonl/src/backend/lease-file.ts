@@ -18,7 +18,7 @@ import { join } from 'node:path'
 import { SessionStoreErrorCode } from '@agent-ledger/session-store'
 
 import { errnoOf } from '../fs-errors.ts'
-import { readFully } from '../fs-ops.ts'
+import { namesFile, readFully } from '../fs-ops.ts'
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import { replaceFile } from '../temp-file.ts'
 import { portError, toPortError } from './port-errors.ts'
@@ -158,13 +158,7 @@ export async function openOwnLease(
  * "read it whole", never "fenced".
  */
 export async function isOwnLease(fs: FsOps, directory: string, own: OwnLeaseFile | null): Promise<boolean> {
-  if (own === null) return false
-  try {
-    const named = await fs.lstat(join(directory, LEASE_FILE_NAME))
-    return named.isFile() && named.ino === own.ino && named.dev === own.dev
-  } catch {
-    return false
-  }
+  return own !== null && (await namesFile(fs, join(directory, LEASE_FILE_NAME), own))
 }
 
 /**

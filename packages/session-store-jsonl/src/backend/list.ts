@@ -21,9 +21,8 @@ import { errnoOf } from '../fs-errors.ts'
 import { listGenerations } from '../generations.ts'
 import { locateSessionLog } from '../zstd-session.ts'
 import { readHeaderLine } from './line-scan.ts'
-import { JsonlErrorCode } from '../jsonl-store-error.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
-import { checkRoot } from './session-dirs.ts'
+import { checkRoot, directoryIn } from './session-dirs.ts'
 import { openLog } from './open-log.ts'
 import { readOlderHeader } from './older-read.ts'
 import type { OlderReadContext } from './older-read.ts'
@@ -89,21 +88,9 @@ function vanished(error: unknown): boolean {
 
 async function candidateOf(context: ListContext, id: string): Promise<Candidate | null> {
   const { fs, root } = context
-  const directory = join(root, id)
   try {
-    const stats = await fs.lstat(directory)
-    if (stats.isSymbolicLink()) {
-      return {
-        id,
-        u: 0,
-        problem: portError(JsonlErrorCode.SYMLINK_REFUSED, {
-          sessionId: id,
-          message: `The directory of session ${id} is a symbolic link: expected a real directory (never followed).`,
-          details: { jsonlCode: JsonlErrorCode.SYMLINK_REFUSED, which: 'session-directory' },
-        }),
-      }
-    }
-    if (!stats.isDirectory()) return null
+    // A symlink is a problem entry (SYMLINK_REFUSED); anything else that is not a directory is no session.
+    const directory = await directoryIn(fs, root, id)
     const generations = await listGenerations(fs, directory)
     if (generations.length === 0) return null
     if (!generations.some((generation) => generation.version === 4)) {

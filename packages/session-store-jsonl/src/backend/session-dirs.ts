@@ -74,6 +74,11 @@ export async function sessionDirectory(fs: FsOps, root: string, id: string): Pro
   // Every use of a session checks the root first (a root another user owns or can write is
   // refused for reads too): a missing root is a missing session.
   await checkRoot(fs, root, false)
+  return directoryIn(fs, root, id)
+}
+
+/** {@link sessionDirectory} in a root already checked (a listing checks it once, for every session). */
+export async function directoryIn(fs: FsOps, root: string, id: string): Promise<string> {
   const directory = join(root, id)
   let stats
   try {
