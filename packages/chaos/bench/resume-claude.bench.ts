@@ -5,26 +5,29 @@
  * materializes what `load` returns as the CLI's local transcript, then resumes from it). The
  * SDK's `SessionStore` contract makes `load` return the WHOLE transcript, so it reads every
  * event of the session (`store.readEvents(id)` from seq 0): a checkpoint cannot shorten it and
- * the 50 ms target is missed by construction. The row says so, and its claim is the ratio to
- * the floor: what the SDK does on its own without agent-ledger, reading its default storage
- * (the CLI's local JSONL transcript under `~/.claude/projects/`, the SDK's "session storage"
- * page) and `JSON.parse`-ing every line, for the same entries.
+ * the 50 ms target is missed by construction. The rows say so; their claim is the ratio to two
+ * floors measured in the same run: what the SDK does on its own without agent-ledger, reading
+ * its default storage (the CLI's local JSONL transcript under `~/.claude/projects/`, the SDK's
+ * "session storage" page) and `JSON.parse`-ing every line, for the same entries; and the same
+ * bare read and parse of the session's own log (the bytes `load` reads).
  *
- * The transcript is the JSONL benches' ~1 GB agent session (`ensureDataset`, the dataset every
- * resume row uses) turned into Claude Code entries (`claudeEntries`: a user entry per user
+ * The transcript comes from the JSONL benches' ~1 GB agent session (`ensureDataset`, the session
+ * every resume row uses), turned into Claude Code entries (`claudeEntries`: a user entry per user
  * message, an assistant entry per assistant message with its thinking, text and `tool_use`
  * blocks, a `tool_result` user entry per tool result, a `compact_boundary` and an
- * `isCompactSummary` entry per compaction), mirrored through the store's own `append` one turn
- * per call (what the SDK's default `batched` flush does), so the log holds what a mirrored
- * session holds: the verbatim entries and the mapped events. Built once and cached in
- * os.tmpdir() beside the local transcript file the floor reads; minutes to build.
+ * `isCompactSummary` entry per compaction) and mirrored through the store's own `append`, one
+ * turn per call (what the SDK's default `batched` flush does), so the log holds what a mirrored
+ * session holds: the verbatim entries and the events mapped from them, about twice the
+ * transcript's bytes. The mirroring stops when the log is as large as the source session (its
+ * first half or so): the session is as large as the other rows', its transcript about half.
+ * Built once (minutes) and cached in os.tmpdir() beside the transcript file the floor reads.
  * Run alone with `pnpm bench --only resume-claude`.
  */
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { appendFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 
-import { createClaudeSessionStore } from '@agent-ledger/claude-agent-sdk'
+import { createClaudeSessionStore, ledgerSessionId } from '@agent-ledger/claude-agent-sdk'
 import type { LoggedEvent } from '@agent-ledger/session-events'
 import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
 import type { SessionStoreEntry } from '@anthropic-ai/claude-agent-sdk'
@@ -40,6 +43,9 @@ const SAMPLES = 5
 /** Bump when `claudeEntries` changes (invalidates the cached transcript). */
 const TRANSCRIPT_VERSION = 1
 const KEY = { projectKey: '-home-dev-agent-ledger', sessionId: '5e7b1c2a-0d4f-4c8e-9a61-3f2b7d9e1c40' }
+/** Why the row misses 50 ms whatever the store does: printed with it, and in the README. */
+const MISSED_BECAUSE =
+  "MISSED by construction: the SDK's SessionStore contract has load return the whole transcript, so it reads every event from seq 0 (no checkpoint applies); the claim is the ratio to the SDK's own read"
 const log = (message: string): void => void process.stderr.write(`resume-claude bench: ${message}\n`)
 
 interface WireMessage {
@@ -135,7 +141,13 @@ async function* claudeEntries(events: AsyncIterable<LoggedEvent>): AsyncGenerato
  * `createClaudeSessionStore(store).append` one turn per call, and the same entries as the CLI's
  * local transcript file (one JSON line each).
  */
-async function claudeDataset(): Promise<{ root: string; transcript: string; entries: number; bytes: number }> {
+async function claudeDataset(): Promise<{
+  root: string
+  log: string
+  transcript: string
+  entries: number
+  bytes: number
+}> {
   const source = await ensureDataset(MEGABYTES, log)
   const started = performance.now()
   const { directory, info, built } = await cached(
@@ -151,7 +163,7 @@ async function claudeDataset(): Promise<{ root: string; transcript: string; entr
       const claude = createClaudeSessionStore(store)
       let entries = 0
       try {
-        const logFile = join(root, claude.sessionIdFor(KEY), basename(source.file))
+        const logFile = join(root, ledgerSessionId(KEY), basename(source.file))
         for await (const turn of claudeEntries(reading.readEvents(source.id))) {
           await claude.append(KEY, turn)
           await appendFile(transcript, turn.map((entry) => `${JSON.stringify(entry)}\n`).join(''))
@@ -169,56 +181,74 @@ async function claudeDataset(): Promise<{ root: string; transcript: string; entr
     },
   )
   if (built) log(`built the transcript (${info.entries} entries) in ${((performance.now() - started) / 1000).toFixed(1)} s`)
-  return { root: join(directory, 'root'), transcript: join(directory, 'transcript.jsonl'), ...info }
+  const root = join(directory, 'root')
+  const logFile = join(root, ledgerSessionId(KEY), basename(source.file))
+  return { root, log: logFile, transcript: join(directory, 'transcript.jsonl'), ...info }
 }
 
-/** The floor: the CLI's local transcript read and every line `JSON.parse`d (the SDK without a store). */
-function transcriptFloor(file: string): { ms: number; entries: number } {
+/**
+ * A JSONL file read and every line `JSON.parse`d: the floor on the CLI's local transcript (the
+ * SDK without a store), and on the session's own log (the bytes `load` reads). Read as bytes
+ * and decoded a line at a time: the files are larger than V8's longest string.
+ */
+function parseLines(file: string): { ms: number; lines: number } {
   const started = performance.now()
-  const text = readFileSync(file, 'utf8')
-  let entries = 0
+  const bytes = readFileSync(file)
+  let lines = 0
   let from = 0
-  for (let newline = text.indexOf('\n'); newline !== -1; newline = text.indexOf('\n', from)) {
-    JSON.parse(text.slice(from, newline))
-    entries += 1
+  for (let newline = bytes.indexOf(0x0a); newline !== -1; newline = bytes.indexOf(0x0a, from)) {
+    JSON.parse(bytes.toString('utf8', from, newline))
+    lines += 1
     from = newline + 1
   }
-  return { ms: performance.now() - started, entries }
+  return { ms: performance.now() - started, lines }
 }
 
 export async function run(): Promise<BenchResult[]> {
   const dataset = await claudeDataset()
   const times: number[] = []
   const floors: number[] = []
-  let logBytes = 0
+  const logFloors: number[] = []
   for (let sample = 0; sample < SAMPLES; sample++) {
-    const floor = transcriptFloor(dataset.transcript)
-    if (floor.entries !== dataset.entries) throw new Error(`the floor read ${floor.entries} of ${dataset.entries} entries`)
+    const floor = parseLines(dataset.transcript)
+    if (floor.lines !== dataset.entries) throw new Error(`the floor read ${floor.lines} of ${dataset.entries} entries`)
     floors.push(floor.ms)
+    logFloors.push(parseLines(dataset.log).ms)
     const store = createJsonlStore({ root: dataset.root })
     const claude = createClaudeSessionStore(store)
     const started = performance.now()
     const loaded = await claude.load(KEY)
     times.push(performance.now() - started)
-    if (loaded?.length !== dataset.entries) throw new Error(`load returned ${loaded?.length ?? 0} of ${dataset.entries} entries`)
-    if (sample === 0) logBytes = statSync(join(dataset.root, claude.sessionIdFor(KEY), 'session.v4.jsonl')).size
+    if (loaded?.length !== dataset.entries)
+      throw new Error(`load returned ${loaded?.length ?? 0} of ${dataset.entries} entries`)
     await claude.close()
     await store.close()
   }
   const p99 = percentile(times, 99)
   const floor = median(floors)
+  const logFloor = median(logFloors)
+  const logBytes = statSync(dataset.log).size
   log(
-    `load p50 ${percentile(times, 50).toFixed(0)} ms, p99 ${p99.toFixed(0)} ms over ${SAMPLES} samples; floor median ${floor.toFixed(0)} ms (transcript ${dataset.bytes} bytes, ${dataset.entries} entries; the log ${logBytes} bytes); MISSED by construction: the SessionStore contract's load returns the whole transcript, read from seq 0`,
+    `load p50 ${percentile(times, 50).toFixed(0)} ms, p99 ${p99.toFixed(0)} ms over ${SAMPLES} samples; transcript floor median ${floor.toFixed(0)} ms (${dataset.bytes} bytes, ${dataset.entries} entries), log floor median ${logFloor.toFixed(0)} ms (${logBytes} bytes); ${MISSED_BECAUSE}`,
   )
+  const row = {
+    value: p99,
+    unit: 'ms',
+    target: `p99 <= ${TARGET_MS} ms`,
+    met: p99 <= TARGET_MS,
+  }
   return [
     {
-      name: `resume p99: load(key), whole ${MEGABYTES} MB transcript, ${dataset.entries} entries (JSONL plain, claude-agent-sdk; the contract returns every entry: no checkpoint applies)`,
-      value: p99,
-      unit: 'ms',
+      name: `resume p99: load(key) of the whole transcript, ${MEGABYTES} MB session, ${dataset.entries} entries (JSONL plain, claude-agent-sdk; MISSED by the contract: every entry, from seq 0)`,
+      ...row,
       floor: { name: "the SDK's own resume read: its local JSONL transcript read + JSON.parse per line", value: floor },
       ratio: p99 / floor,
-      target: `p99 <= ${TARGET_MS} ms`,
-      met: p99 <= TARGET_MS,
+    },
+    {
+      name: `resume p99 through load(key) beside a bare parse of the session's log, ${MEGABYTES} MB session (JSONL plain, claude-agent-sdk)`,
+      ...row,
+      floor: { name: 'the session log read + JSON.parse per line (the bytes load reads)', value: logFloor },
+      ratio: p99 / logFloor,
     },
   ]
 }
