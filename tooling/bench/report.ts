@@ -3,7 +3,7 @@
  * `bench/results.json` document and the `--check` verdict. `run.ts` does the I/O.
  */
 import { existsSync, readdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 
 import type { BenchResult } from './types.ts'
 
@@ -54,7 +54,7 @@ export function parseBenchArgs(args: readonly string[]): BenchArgs {
  * list to edit, so engineers adding bench files never touch a shared line.
  *
  * @param root - The repository root.
- * @param only - Substrings to filter module paths by (none: every module).
+ * @param only - Substrings to filter module paths (relative to `root`) by (none: every module).
  * @returns Absolute paths.
  */
 export function findBenchModules(root: string, only: readonly string[] = []): string[] {
@@ -70,7 +70,10 @@ export function findBenchModules(root: string, only: readonly string[] = []): st
       }
     }
   }
-  return modules.filter((file) => only.length === 0 || only.some((part) => file.includes(part))).sort()
+  // Matched against the path from the root: a checkout under a directory whose name holds the
+  // substring (a worktree named after the bench) must not match every module.
+  const matches = (file: string): boolean => only.some((part) => relative(root, file).includes(part))
+  return modules.filter((file) => only.length === 0 || matches(file)).sort()
 }
 
 /**

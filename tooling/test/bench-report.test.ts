@@ -65,6 +65,8 @@ describe('bench modules are registered by their file name', () => {
     ])
     const filtered = findBenchModules(root, ['open', 'demo']).map((file) => file.slice(root.length + 1))
     expect(filtered).toEqual(['apps/demo/bench/demo.bench.ts', 'packages/b/bench/open.bench.ts'])
+    // The substring is matched from the root: the root's own path ('repo') matches nothing.
+    expect(findBenchModules(root, ['repo'])).toEqual([])
   })
 })
 

@@ -1,8 +1,8 @@
 /**
  * Resume of a 1 GB session on PostgreSQL (issue 28's target: resume p99 <= 50 ms for a 1 GB
- * session, with checkpoints), through the API a user calls: `openAiSdkSession(store, id)` on
- * `createSessionStore({ backend: openPostgresBackend(...) })`, then `beginTurn('Continue.')` and
- * `prompt()`, as `resume.bench.ts` measures it on JSONL. Beside it, in the same run, the floor:
+ * session, with checkpoints), through the API a user calls, for each adapter (`resumeOnce` of
+ * `resume.bench.ts`, as it measures them on JSONL: `openAiSdkSession` and `openAgentsSession`)
+ * on `createSessionStore({ backend: openPostgresBackend(...) })`. Beside it, in the same run, the floor:
  * a bare `pg` client reading the stored checkpoint row (`ledger_checkpoints.body`: its header
  * line and payload `JSON.parse`d) and the event lines after its seq, each `JSON.parse`d.
  *
@@ -31,12 +31,12 @@ import { ensureDataset } from '../../session-store-jsonl/bench/support/dataset.t
 import { median } from '../../../tooling/bench/support.ts'
 import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { cachedCluster, pgUnavailableReason } from '../../../tooling/pg/cluster.ts'
-import { percentile, resumeOnce, TARGET_MS } from './resume.bench.ts'
+import { ADAPTERS, resumeOnce, resumeRows } from './resume.bench.ts'
+import type { ResumeTimes } from './resume.bench.ts'
 
 const MEGABYTES = 1024
 const SAMPLES = 20
 const EAGER = { everyEvents: 1, minIntervalMs: 0, minLogBytes: 0, minGrowthRatio: 0 }
-const ROW = `resume p99: open to first model request, ${MEGABYTES} MB session, checkpoint (PostgreSQL, ai-sdk)`
 const log = (message: string): void => void process.stderr.write(`resume-postgres bench: ${message}\n`)
 const launcher = fileURLToPath(new URL('../../../tooling/launch.mjs', import.meta.url))
 const cliEntry = fileURLToPath(new URL('../../cli/src/bin.ts', import.meta.url))
@@ -111,30 +111,22 @@ export async function run(): Promise<BenchResult[]> {
   const client = new pg.Client({ connectionString: cluster.url() })
   await client.connect()
   try {
-    const times: number[] = []
+    const times: ResumeTimes = { 'ai-sdk': [], 'openai-agents': [] }
     const floors: number[] = []
     let checkpointUsed = true
     for (let sample = 0; sample < SAMPLES; sample++) {
       floors.push(await checkpointFloor(client, source.id))
-      const resumed = await resumeOnce(await openStore(cluster.url()), source.id)
-      times.push(resumed.ms)
-      checkpointUsed &&= resumed.checkpointUsed
+      for (const adapter of ADAPTERS) {
+        const resumed = await resumeOnce(await openStore(cluster.url()), source.id, adapter)
+        times[adapter].push(resumed.ms)
+        checkpointUsed &&= resumed.checkpointUsed
+      }
     }
     if (!checkpointUsed) throw new Error('a resume did not start from the checkpoint')
-    const p99 = percentile(times, 99)
-    const floor = median(floors)
-    log(`p50 ${percentile(times, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, floor median ${floor.toFixed(1)} ms`)
-    return [
-      {
-        name: ROW,
-        value: p99,
-        unit: 'ms',
-        floor: { name: 'bare SELECT + JSON.parse of the checkpoint row and the tail', value: floor },
-        ratio: p99 / floor,
-        target: `p99 <= ${TARGET_MS} ms`,
-        met: p99 <= TARGET_MS,
-      },
-    ]
+    return resumeRows(times, 'PostgreSQL', {
+      name: 'bare SELECT + JSON.parse of the checkpoint row and the tail',
+      value: median(floors),
+    })
   } finally {
     await client.end()
     await cluster.stop('fast')

@@ -1,26 +1,34 @@
 /**
  * Resume of a 1 GB session (issue 28's target: resume p99 <= 50 ms for a 1 GB session, with
- * checkpoints), through the API a user calls: `openAiSdkSession(store, id)` on
- * `createJsonlStore`, then `beginTurn('Continue.')` and `prompt()`: the time from the open of
- * the unfinished session to its first model request being ready, as the chaos worker measures it
- * (RESUME). Beside it, in the same run, the floor: `core.checkpoint` read and `JSON.parse`d plus
- * the log's tail after its seek point (the JSONL bench's `checkpointFloor`). A second row puts the
- * same resume beside `store.openReader(id)` on a new store (the core's read open from the
- * checkpoint): what the adapter and the write open add to the core's own resume.
+ * checkpoints), through the API a user calls, on `createJsonlStore`, for each adapter
+ * (`resumeOnce`): `openAiSdkSession(store, id)` then `beginTurn('Continue.')` and `prompt()`
+ * (`@agent-ledger/ai-sdk`); `openAgentsSession(store, id)` then the SDK's `run(agent,
+ * 'Continue.', { session })` with the model wrapped by `session.wrapModel` (`@agent-ledger/
+ * openai-agents`). Each is the time from the open of the unfinished session to its first model
+ * request being ready, as the chaos worker measures it (RESUME: for OpenAI Agents, until the
+ * runner calls the model). Beside them, in the same run, the floor: `core.checkpoint` read and
+ * `JSON.parse`d plus the log's tail after its seek point (the JSONL bench's `checkpointFloor`). A
+ * further row puts the AI SDK resume beside `store.openReader(id)` on a new store (the core's
+ * read open from the checkpoint): what the adapter and the write open add to the core's own
+ * resume.
  *
  * The session (~1 GB plain JSONL, the JSONL benches' agent session: tool results, compactions
  * every ~400,000 model-visible characters) is built once and cached in os.tmpdir(), with a
- * checkpoint written by a writer with checkpoints at every flush. Each sample appends the turn's
- * user message (the cache grows by two events a sample). `--large` is the same session.
- * Run alone with `pnpm bench --only resume.bench`.
+ * checkpoint written by a writer with checkpoints at every flush. Each sample appends each
+ * turn's user message (the cache grows by a few events a sample; the OpenAI Agents run also
+ * logs its request and the answer). `--large` is the same session. The Claude Agent SDK
+ * store's resume is `resume-claude.bench.ts`. Run alone with `pnpm bench --only resume.bench`.
  */
 import { cpSync, existsSync, mkdirSync } from 'node:fs'
 import { basename, join } from 'node:path'
 
 import { openAiSdkSession } from '@agent-ledger/ai-sdk'
+import { openAgentsSession } from '@agent-ledger/openai-agents'
 import { SNAPSHOT_VERSION } from '@agent-ledger/session-projection'
 import type { SessionStore } from '@agent-ledger/session-store'
 import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
+import { Agent, run as runAgent, setTracingDisabled, Usage } from '@openai/agents-core'
+import type { Model } from '@openai/agents-core'
 
 import { cached, ensureDataset } from '../../session-store-jsonl/bench/support/dataset.ts'
 import { checkpointFloor } from '../../session-store-jsonl/bench/support/floors.ts'
@@ -69,13 +77,20 @@ async function resumeDataset(): Promise<{ root: string; id: string; log: string 
   return { root, id: source.id, log: basename(source.file) }
 }
 
-/**
- * One resume as the chaos worker measures it: `openAiSdkSession` on `store`, `beginTurn`,
- * `prompt()`; then the session and the store are closed (not timed).
- *
- * @returns The time to the first model request and whether the writer started from the checkpoint.
- */
-export async function resumeOnce(store: SessionStore, id: string): Promise<{ ms: number; checkpointUsed: boolean }> {
+/** The adapters a resume row is measured through (`resumeOnce`). */
+export const ADAPTERS = ['ai-sdk', 'openai-agents'] as const
+export type Adapter = (typeof ADAPTERS)[number]
+
+setTracingDisabled(true) // the scripted model runs offline
+
+/** A resume's time to the first model request, and whether the writer started from the checkpoint. */
+interface Resumed {
+  readonly ms: number
+  readonly checkpointUsed: boolean
+}
+
+/** `openAiSdkSession`, `beginTurn`, `prompt()`: the chaos worker's `ledgerAiSdk` up to its first model call. */
+async function aiSdkResume(store: SessionStore, id: string): Promise<Resumed> {
   const started = performance.now()
   const session = await openAiSdkSession(store, id, { create: false })
   session.beginTurn('Continue.')
@@ -84,13 +99,92 @@ export async function resumeOnce(store: SessionStore, id: string): Promise<{ ms:
   if (request.messages.length === 0) throw new Error('an empty first request')
   const checkpointUsed = session.writer.recovery.checkpoint.used
   await session.close()
-  await store.close()
   return { ms, checkpointUsed }
+}
+
+/**
+ * `openAgentsSession`, then the SDK's runner with `session.wrapModel` around a scripted model:
+ * the chaos worker's `ledgerAgents` up to its first model call (the runner's `getItems`, the
+ * wrapper's logged input). The model answers at once; the runner's end of turn is not timed.
+ */
+async function agentsResume(store: SessionStore, id: string): Promise<Resumed> {
+  const started = performance.now()
+  const session = await openAgentsSession(store, id, { create: false })
+  try {
+    let ms: number | undefined
+    let items = 0
+    const model: Model = {
+      getResponse: (request) => {
+        ms ??= performance.now() - started
+        items = typeof request.input === 'string' ? 1 : request.input.length
+        return Promise.resolve({
+          usage: new Usage(),
+          output: [
+            {
+              type: 'message',
+              role: 'assistant',
+              status: 'completed',
+              content: [{ type: 'output_text', text: 'Resumed.' }],
+            },
+          ],
+        })
+      },
+      getStreamedResponse: () => {
+        throw new Error('the resume bench does not stream')
+      },
+    }
+    const agent = new Agent({ name: 'resume', instructions: 'You run a plan.', model: session.wrapModel(model) })
+    await runAgent(agent, 'Continue.', { session, maxTurns: 1 })
+    if (ms === undefined || items <= 1) throw new Error(`a first request of ${items} items: the history is missing`)
+    return { ms, checkpointUsed: session.writer.recovery.checkpoint.used }
+  } finally {
+    await session.close()
+  }
+}
+
+/**
+ * One resume as the chaos worker measures it, through `adapter`; then the session and the
+ * store are closed (not timed).
+ *
+ * @returns The time to the first model request and whether the writer started from the checkpoint.
+ */
+export async function resumeOnce(store: SessionStore, id: string, adapter: Adapter): Promise<Resumed> {
+  try {
+    return adapter === 'ai-sdk' ? await aiSdkResume(store, id) : await agentsResume(store, id)
+  } finally {
+    await store.close()
+  }
+}
+
+/** Each adapter's resume times (one resume per adapter per sample, interleaved with the floors). */
+export type ResumeTimes = Record<Adapter, number[]>
+
+/** One row per adapter: its resume p99 beside the floor median, against the 50 ms target. */
+export function resumeRows(
+  times: ResumeTimes,
+  where: string,
+  floor: { readonly name: string; readonly value: number },
+): BenchResult[] {
+  return ADAPTERS.map((adapter) => {
+    const p99 = percentile(times[adapter], 99)
+    log(
+      `${where}, ${adapter}: p50 ${percentile(times[adapter], 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, floor median ${floor.value.toFixed(1)} ms`,
+    )
+    return {
+      name: `resume p99: open to first model request, ${MEGABYTES} MB session, checkpoint (${where}, ${adapter})`,
+      value: p99,
+      unit: 'ms',
+      floor,
+      ratio: p99 / floor.value,
+      target: `p99 <= ${TARGET_MS} ms`,
+      met: p99 <= TARGET_MS,
+    }
+  })
 }
 
 export async function run(): Promise<BenchResult[]> {
   const { root, id, log: logName } = await resumeDataset()
-  const times: number[] = []
+  const times: ResumeTimes = { 'ai-sdk': [], 'openai-agents': [] }
   const floors: number[] = []
   const readerTimes: number[] = []
   let checkpointUsed = true
@@ -102,27 +196,22 @@ export async function run(): Promise<BenchResult[]> {
     readerTimes.push(performance.now() - readStarted)
     checkpointUsed &&= read.checkpoint.used
     await reading.close()
-    const resumed = await resumeOnce(createJsonlStore({ root }), id)
-    times.push(resumed.ms)
-    checkpointUsed &&= resumed.checkpointUsed
+    for (const adapter of ADAPTERS) {
+      const resumed = await resumeOnce(createJsonlStore({ root }), id, adapter)
+      times[adapter].push(resumed.ms)
+      checkpointUsed &&= resumed.checkpointUsed
+    }
   }
   if (!checkpointUsed) throw new Error('a resume did not start from the checkpoint')
-  const p99 = percentile(times, 99)
-  const floor = median(floors)
+  const rows = resumeRows(times, 'JSONL plain', {
+    name: 'read + JSON.parse core.checkpoint and the tail',
+    value: median(floors),
+  })
+  const p99 = percentile(times['ai-sdk'], 99)
   const readerP99 = percentile(readerTimes, 99)
-  log(
-    `p50 ${percentile(times, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, floor median ${floor.toFixed(1)} ms, openReader p99 ${readerP99.toFixed(1)} ms`,
-  )
+  log(`openReader p99 ${readerP99.toFixed(1)} ms`)
   return [
-    {
-      name: `resume p99: open to first model request, ${MEGABYTES} MB session, checkpoint (JSONL plain, ai-sdk)`,
-      value: p99,
-      unit: 'ms',
-      floor: { name: 'read + JSON.parse core.checkpoint and the tail', value: floor },
-      ratio: p99 / floor,
-      target: `p99 <= ${TARGET_MS} ms`,
-      met: p99 <= TARGET_MS,
-    },
+    ...rows,
     {
       name: `resume p99 through openAiSdkSession beside openReader p99, ${MEGABYTES} MB session, checkpoint (JSONL plain)`,
       value: p99,
