@@ -31,8 +31,7 @@ import { ensureDataset } from '../../session-store-jsonl/bench/support/dataset.t
 import { median } from '../../../tooling/bench/support.ts'
 import type { BenchResult } from '../../../tooling/bench/types.ts'
 import { cachedCluster, pgUnavailableReason } from '../../../tooling/pg/cluster.ts'
-import { ADAPTERS, resumeOnce, resumeRows } from './resume.bench.ts'
-import type { ResumeTimes } from './resume.bench.ts'
+import { ADAPTERS, emptyTimes, record, resumeOnce, resumeRows } from './resume.bench.ts'
 
 const MEGABYTES = 1024
 const SAMPLES = 20
@@ -111,14 +110,14 @@ export async function run(): Promise<BenchResult[]> {
   const client = new pg.Client({ connectionString: cluster.url() })
   await client.connect()
   try {
-    const times: ResumeTimes = { 'ai-sdk': [], 'openai-agents': [] }
+    const times = emptyTimes()
     const floors: number[] = []
     let checkpointUsed = true
     for (let sample = 0; sample < SAMPLES; sample++) {
       floors.push(await checkpointFloor(client, source.id))
       for (const adapter of ADAPTERS) {
         const resumed = await resumeOnce(await openStore(cluster.url()), source.id, adapter)
-        times[adapter].push(resumed.ms)
+        record(times, adapter, resumed)
         checkpointUsed &&= resumed.checkpointUsed
       }
     }

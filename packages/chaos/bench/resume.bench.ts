@@ -27,8 +27,8 @@ import { openAgentsSession } from '@agent-ledger/openai-agents'
 import { SNAPSHOT_VERSION } from '@agent-ledger/session-projection'
 import type { SessionStore } from '@agent-ledger/session-store'
 import { createJsonlStore } from '@agent-ledger/session-store-jsonl'
-import { Agent, run as runAgent, setTracingDisabled, Usage } from '@openai/agents-core'
-import type { Model } from '@openai/agents-core'
+import { Agent, MemorySession, run as runAgent, setTracingDisabled, Usage } from '@openai/agents-core'
+import type { AgentInputItem, Model } from '@openai/agents-core'
 
 import { cached, ensureDataset } from '../../session-store-jsonl/bench/support/dataset.ts'
 import { checkpointFloor } from '../../session-store-jsonl/bench/support/floors.ts'
@@ -84,9 +84,11 @@ export type Adapter = (typeof ADAPTERS)[number]
 setTracingDisabled(true) // the scripted model runs offline
 
 /** A resume's time to the first model request, and whether the writer started from the checkpoint. */
-interface Resumed {
+export interface Resumed {
   readonly ms: number
   readonly checkpointUsed: boolean
+  /** OpenAI Agents only: the SDK's own runner over a `MemorySession` holding the same history, to its first model call. */
+  readonly sdkMs?: number
 }
 
 /** `openAiSdkSession`, `beginTurn`, `prompt()`: the chaos worker's `ledgerAiSdk` up to its first model call. */
@@ -102,22 +104,12 @@ async function aiSdkResume(store: SessionStore, id: string): Promise<Resumed> {
   return { ms, checkpointUsed }
 }
 
-/**
- * `openAgentsSession`, then the SDK's runner with `session.wrapModel` around a scripted model:
- * the chaos worker's `ledgerAgents` up to its first model call (the runner's `getItems`, the
- * wrapper's logged input). The model answers at once; the runner's end of turn is not timed.
- */
-async function agentsResume(store: SessionStore, id: string): Promise<Resumed> {
-  const started = performance.now()
-  const session = await openAgentsSession(store, id, { create: false })
-  try {
-    let ms: number | undefined
-    let items = 0
-    const model: Model = {
-      getResponse: (request) => {
-        ms ??= performance.now() - started
-        items = typeof request.input === 'string' ? 1 : request.input.length
-        return Promise.resolve({
+/** A model that answers at once, reporting the size of each request's input. */
+function scriptedModel(onRequest: (items: number) => void): Model {
+  return {
+    getResponse: (request) => {
+      onRequest(typeof request.input === 'string' ? 1 : request.input.length)
+      return Promise.resolve({
           usage: new Usage(),
           output: [
             {
@@ -129,14 +121,45 @@ async function agentsResume(store: SessionStore, id: string): Promise<Resumed> {
           ],
         })
       },
-      getStreamedResponse: () => {
-        throw new Error('the resume bench does not stream')
-      },
-    }
+    getStreamedResponse: () => {
+      throw new Error('the resume bench does not stream')
+    },
+  }
+}
+
+/** The SDK alone: `run` over a `MemorySession` holding `history`, to its first model call (ms). */
+async function sdkOwnRun(history: readonly AgentInputItem[]): Promise<number> {
+  const session = new MemorySession({ initialItems: [...history] })
+  const started = performance.now()
+  let ms: number | undefined
+  const model = scriptedModel(() => (ms ??= performance.now() - started))
+  await runAgent(new Agent({ name: 'resume', instructions: 'You run a plan.', model }), 'Continue.', {
+    session,
+    maxTurns: 1,
+  })
+  return ms!
+}
+
+/**
+ * `openAgentsSession`, then the SDK's runner with `session.wrapModel` around a scripted model:
+ * the chaos worker's `ledgerAgents` up to its first model call (the runner's `getItems`, the
+ * wrapper's logged input). The model answers at once; the runner's end of turn is not timed.
+ */
+async function agentsResume(store: SessionStore, id: string): Promise<Resumed> {
+  const started = performance.now()
+  const session = await openAgentsSession(store, id, { create: false })
+  try {
+    let ms: number | undefined
+    let items = 0
+    const model = scriptedModel((count) => {
+      ms ??= performance.now() - started
+      items = count
+    })
     const agent = new Agent({ name: 'resume', instructions: 'You run a plan.', model: session.wrapModel(model) })
     await runAgent(agent, 'Continue.', { session, maxTurns: 1 })
     if (ms === undefined || items <= 1) throw new Error(`a first request of ${items} items: the history is missing`)
-    return { ms, checkpointUsed: session.writer.recovery.checkpoint.used }
+    const sdkMs = await sdkOwnRun(await session.getItems())
+    return { ms, checkpointUsed: session.writer.recovery.checkpoint.used, sdkMs }
   } finally {
     await session.close()
   }
@@ -157,7 +180,21 @@ export async function resumeOnce(store: SessionStore, id: string, adapter: Adapt
 }
 
 /** Each adapter's resume times (one resume per adapter per sample, interleaved with the floors). */
-export type ResumeTimes = Record<Adapter, number[]>
+export type ResumeTimes = Record<Adapter, number[]> & {
+  /** The SDK's own runner over a `MemorySession` with the same history (beside each OpenAI Agents resume). */
+  readonly sdk: number[]
+}
+
+/** Empty times for every adapter. */
+export function emptyTimes(): ResumeTimes {
+  return { 'ai-sdk': [], 'openai-agents': [], sdk: [] }
+}
+
+/** Records one resume in `times`. */
+export function record(times: ResumeTimes, adapter: Adapter, resumed: Resumed): void {
+  times[adapter].push(resumed.ms)
+  if (resumed.sdkMs !== undefined) times.sdk.push(resumed.sdkMs)
+}
 
 /** One row per adapter: its resume p99 beside the floor median, against the 50 ms target. */
 export function resumeRows(
@@ -165,7 +202,7 @@ export function resumeRows(
   where: string,
   floor: { readonly name: string; readonly value: number },
 ): BenchResult[] {
-  return ADAPTERS.map((adapter) => {
+  const rows = ADAPTERS.map((adapter): BenchResult => {
     const p99 = percentile(times[adapter], 99)
     log(
       `${where}, ${adapter}: p50 ${percentile(times[adapter], 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, floor median ${floor.value.toFixed(1)} ms`,
@@ -180,11 +217,24 @@ export function resumeRows(
       met: p99 <= TARGET_MS,
     }
   })
+  const agentsP99 = percentile(times['openai-agents'], 99)
+  const sdkP99 = percentile(times.sdk, 99)
+  log(`${where}, the OpenAI Agents SDK alone over a MemorySession: p50 ${percentile(times.sdk, 50).toFixed(1)} ms, p99 ${sdkP99.toFixed(1)} ms`)
+  rows.push({
+    name: `resume p99 through openai-agents beside the SDK's own run over a MemorySession of the same history, ${MEGABYTES} MB session (${where})`,
+    value: agentsP99,
+    unit: 'ms',
+    floor: { name: "the SDK's run() to its first model call, MemorySession, p99", value: sdkP99 },
+    ratio: agentsP99 / sdkP99,
+    target: `p99 - SDK p99 <= ${TARGET_MS} ms`,
+    met: agentsP99 - sdkP99 <= TARGET_MS,
+  })
+  return rows
 }
 
 export async function run(): Promise<BenchResult[]> {
   const { root, id, log: logName } = await resumeDataset()
-  const times: ResumeTimes = { 'ai-sdk': [], 'openai-agents': [] }
+  const times = emptyTimes()
   const floors: number[] = []
   const readerTimes: number[] = []
   let checkpointUsed = true
@@ -198,7 +248,7 @@ export async function run(): Promise<BenchResult[]> {
     await reading.close()
     for (const adapter of ADAPTERS) {
       const resumed = await resumeOnce(createJsonlStore({ root }), id, adapter)
-      times[adapter].push(resumed.ms)
+      record(times, adapter, resumed)
       checkpointUsed &&= resumed.checkpointUsed
     }
   }
