@@ -36,7 +36,7 @@ import { LineSplitter } from './line-splitter.ts'
 import type { LineSink } from './line-splitter.ts'
 import { LogScanner, resumeAfter } from './log-scanner.ts'
 import type { LineLocation, ScannerOptions, ScanOutcome, TornTail } from './log-scanner.ts'
-import { readFileChunks } from './read-log.ts'
+import { drain, readFileChunks } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
 import { ZstdFrameScanner } from './zstd/scan-frames.ts'
 import type { ZstdScannedFrame } from './zstd/scan-frames.ts'
@@ -574,11 +574,7 @@ export async function scanZstdLog(handle: FileHandleOps, options: ZstdScanOption
     chunkBytes: options.limits.readChunkBytes,
     ...(options.end === undefined ? {} : { end: options.end }),
   })
-  const chunks = scanZstdLogChunks(source, options)
-  for (;;) {
-    const step = await chunks.next()
-    if (step.done === true) return step.value
-  }
+  return drain(scanZstdLogChunks(source, options))
 }
 
 /**
