@@ -482,6 +482,12 @@ export async function* scanZstdLogChunks(
     return false
   }
 
+  /** Structural damage followed by a complete frame: the first suspect frame when there is one. */
+  const structuralDamage = (error: ZstdFrameError): JsonlStoreError =>
+    suspect === null
+      ? zstdStoreError(error, { file, lastGoodSeq: scanner.lastSeq })
+      : corruptFrame(file, suspect, { lastGoodSeq: scanner.lastSeq, followedBy: 'followed by a valid frame' })
+
   let finished = false
   for await (const chunk of source) {
     bytesRead += chunk.length
@@ -492,13 +498,7 @@ export async function* scanZstdLogChunks(
       }
     }
     if (!finished && fencedFrame === null && frames.corruption !== undefined) {
-      damage =
-        suspect === null
-          ? zstdStoreError(frames.corruption, { file, lastGoodSeq: scanner.lastSeq })
-          : corruptFrame(file, suspect, {
-              lastGoodSeq: scanner.lastSeq,
-              followedBy: 'followed by a valid frame',
-            })
+      damage = structuralDamage(frames.corruption)
       finished = true
     }
     yield
@@ -516,13 +516,7 @@ export async function* scanZstdLogChunks(
         line: fencedFrame.line,
       }
     } else if (summary.tail.kind === 'corrupt') {
-      damage =
-        suspect === null
-          ? zstdStoreError(summary.tail.error, { file, lastGoodSeq: scanner.lastSeq })
-          : corruptFrame(file, suspect, {
-              lastGoodSeq: scanner.lastSeq,
-              followedBy: 'followed by a valid frame',
-            })
+      damage = structuralDamage(summary.tail.error)
     } else if (suspect !== null) {
       tornTail = {
         offset: suspect.offset,

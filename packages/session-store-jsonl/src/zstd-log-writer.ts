@@ -67,16 +67,9 @@ export function encodeZstdLogStart(
 }
 
 /**
- * Cuts a stream of whole lines into frame contents as it arrives: the header line alone first
- * (with `headerFirst`), then pieces closed before the line that would take them past `target`
- * (a longer line gets a piece of its own), so memory is one frame plus one read chunk. The
- * last piece is what remains: the caller checks that it ends with `\n`. The one frame cutter
- * of streams: {@link encodeZstdStream} and compress's sealing.
- *
- * @param plain - Whole lines in chunks of any size.
- * @param target - Plain bytes per frame to aim for.
- * @param headerFirst - Put the first line in a piece of its own.
- * @returns The pieces, in order (views of the input).
+ * The one cutter of a stream of whole lines into frame contents (for {@link encodeZstdStream}
+ * and compress): the first line alone when `headerFirst`, then pieces closed before the line
+ * that would pass `target` (a longer line alone); the caller checks the last ends with `\n`.
  */
 export async function* lineFrames(
   plain: AsyncIterable<Uint8Array>,
@@ -107,7 +100,7 @@ export async function* lineFrames(
 }
 
 /**
- * Frames a stream of whole lines as it arrives (cut by {@link lineFrames}).
+ * Frames a stream of whole lines as it arrives ({@link lineFrames}): memory is one frame plus one read chunk.
  *
  * @param codec - The codec.
  * @param plain - Whole lines in chunks of any size; the stream must end with `\n`.

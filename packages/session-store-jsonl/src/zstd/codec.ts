@@ -1,7 +1,5 @@
 /** The codec contract of the zstd layer (see `zstd-codec.ts` and `zlib-zstd-codec.ts` for the two implementations) and the checks both make. */
 import { parseFrameAt } from './frame-format.ts'
-import { inspectFrame } from './inspect-frame.ts'
-import type { ZstdFramePlan } from './inspect-frame.ts'
 import { ZstdFrameError, ZstdFrameErrorCode } from './zstd-frame-error.ts'
 
 /** Limits every decompression obeys. */
@@ -90,54 +88,4 @@ export function checkedFrame(name: string, frame: Uint8Array, contentBytes: numb
     throw codecFailed(name, `compressing ${contentBytes} bytes did not produce exactly one complete frame`)
   }
   return frame
-}
-
-/**
- * {@link inspectFrame} under the codec's window ceiling (a smaller `limits.maxWindowBytes` wins).
- *
- * @returns The frame's plan and the window ceiling used.
- */
-export function planFrame(
-  codec: Pick<ZstdCodec, 'maxWindowBytes'>,
-  frame: Uint8Array,
-  limits: ZstdDecompressLimits,
-): ZstdFramePlan & { readonly maxWindowBytes: number } {
-  const maxWindowBytes = Math.min(limits.maxWindowBytes ?? codec.maxWindowBytes, codec.maxWindowBytes)
-  return { ...inspectFrame(frame, { maxOutputBytes: limits.maxOutputBytes, maxWindowBytes }), maxWindowBytes }
-}
-
-/** `DECOMPRESSION_LIMIT`: a frame produced more than `limit` bytes (stopped after `produced`). */
-export function outputLimitError(frameBytes: number, limit: number, produced: number): ZstdFrameError {
-  return new ZstdFrameError({
-    code: ZstdFrameErrorCode.DECOMPRESSION_LIMIT,
-    message: `A frame of ${frameBytes} compressed bytes produced more than the limit of ${limit} bytes: stopped after ${produced} bytes.`,
-    limit,
-    producedBytes: produced,
-  })
-}
-
-/** `CORRUPT_FRAME` `content-size-mismatch`: the frame decoded to another size than it declares. */
-export function sizeMismatchError(declared: number, found: string, produced: number): ZstdFrameError {
-  return new ZstdFrameError({
-    code: ZstdFrameErrorCode.CORRUPT_FRAME,
-    message: `A frame declaring ${declared} content bytes decoded to ${found} bytes: expected exactly the declared size.`,
-    reason: 'content-size-mismatch',
-    compressedOffset: 0,
-    producedBytes: produced,
-  })
-}
-
-/** `CORRUPT_FRAME` `decode-failed`: the decoder rejected the frame's blocks. */
-export function decodeFailedError(
-  frameBytes: number,
-  produced: number,
-  where: { readonly after: string; readonly why: string },
-): ZstdFrameError {
-  return new ZstdFrameError({
-    code: ZstdFrameErrorCode.CORRUPT_FRAME,
-    message: `A frame of ${frameBytes} compressed bytes failed to decode${where.after}: expected valid compressed blocks, found data the decoder rejects${where.why}.`,
-    reason: 'decode-failed',
-    compressedOffset: 0,
-    producedBytes: produced,
-  })
 }

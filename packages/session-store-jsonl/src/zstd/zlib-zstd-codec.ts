@@ -6,17 +6,10 @@
  */
 import * as zlib from 'node:zlib'
 
-import type { ZstdFramePlan } from './inspect-frame.ts'
-import {
-  checkedFrame,
-  checkLevel,
-  codecFailed,
-  decodeFailedError,
-  outputLimitError,
-  planFrame,
-  sizeMismatchError,
-} from './codec.ts'
+import { inspectFrame } from './inspect-frame.ts'
+import { checkedFrame, checkLevel, codecFailed } from './codec.ts'
 import type { ZstdCodec, ZstdDecompressLimits } from './codec.ts'
+import { ZstdFrameError, ZstdFrameErrorCode } from './zstd-frame-error.ts'
 
 /** The part of `node:zlib` this codec uses (absent from Node 20 and from its typings). */
 interface ZlibZstd {
@@ -128,8 +121,7 @@ export class ZlibZstdCodec implements ZstdCodec {
   }
 
   decompressFrame(frame: Uint8Array, limits: ZstdDecompressLimits): Uint8Array {
-    const plan = planFrame(this, frame, limits)
-    return plan.info.kind === 'skippable' ? new Uint8Array(0) : this.#decode(frame, limits, plan)
+    return this.#decode(frame, limits) ?? new Uint8Array(0)
   }
 
   /**
@@ -144,12 +136,14 @@ export class ZlibZstdCodec implements ZstdCodec {
     limits: ZstdDecompressLimits,
     onChunk: (chunk: Uint8Array) => void,
   ): number {
-    const plan = planFrame(this, frame, limits)
+    const maxWindowBytes = Math.min(limits.maxWindowBytes ?? this.maxWindowBytes, this.maxWindowBytes)
+    const plan = inspectFrame(frame, { maxOutputBytes: limits.maxOutputBytes, maxWindowBytes })
     if (plan.info.kind === 'skippable') return 0
     if (plan.info.maxContentSize > ONE_SHOT_MAX_BYTES) {
       return this.#streaming.decompressFrameChunks(frame, limits, onChunk)
     }
-    const content = this.#decode(frame, limits, plan)
+    const content = this.#decode(frame, limits)
+    if (content === null) return 0
     for (let at = 0; at < content.length; at += CHUNK_BYTES) {
       onChunk(content.subarray(at, Math.min(content.length, at + CHUNK_BYTES)))
     }
@@ -167,13 +161,11 @@ export class ZlibZstdCodec implements ZstdCodec {
     }
   }
 
-  /** The content of a zstd (not skippable) frame that passed {@link planFrame}. */
-  #decode(
-    frame: Uint8Array,
-    limits: ZstdDecompressLimits,
-    plan: ZstdFramePlan & { readonly maxWindowBytes: number },
-  ): Buffer {
-    const { maxWindowBytes } = plan
+  /** The frame's content, or null for a skippable frame. */
+  #decode(frame: Uint8Array, limits: ZstdDecompressLimits): Buffer | null {
+    const maxWindowBytes = Math.min(limits.maxWindowBytes ?? this.maxWindowBytes, this.maxWindowBytes)
+    const plan = inspectFrame(frame, { maxOutputBytes: limits.maxOutputBytes, maxWindowBytes })
+    if (plan.info.kind === 'skippable') return null
     const declared = plan.info.contentSize
     // inspectFrame refused any frame whose structure allows more than maxOutputBytes.
     const bound = Math.min(plan.info.maxContentSize, limits.maxOutputBytes)
@@ -185,14 +177,30 @@ export class ZlibZstdCodec implements ZstdCodec {
         params: { [this.#zlib.constants.ZSTD_d_windowLogMax]: Math.ceil(Math.log2(maxWindowBytes)) },
       })
     } catch (error) {
-      const why = ` (${error instanceof Error ? error.message : String(error)})`
-      throw decodeFailedError(frame.length, 0, { after: '', why })
+      throw new ZstdFrameError({
+        code: ZstdFrameErrorCode.CORRUPT_FRAME,
+        message: `A frame of ${frame.length} compressed bytes failed to decode: expected valid compressed blocks, found data the decoder rejects (${error instanceof Error ? error.message : String(error)}).`,
+        reason: 'decode-failed',
+        compressedOffset: 0,
+        producedBytes: 0,
+      })
     }
     if (content.length > limits.maxOutputBytes) {
-      throw outputLimitError(frame.length, limits.maxOutputBytes, limits.maxOutputBytes)
+      throw new ZstdFrameError({
+        code: ZstdFrameErrorCode.DECOMPRESSION_LIMIT,
+        message: `A frame of ${frame.length} compressed bytes produced more than the limit of ${limits.maxOutputBytes} bytes: stopped after ${limits.maxOutputBytes} bytes.`,
+        limit: limits.maxOutputBytes,
+        producedBytes: limits.maxOutputBytes,
+      })
     }
     if (declared !== undefined && content.length !== declared) {
-      throw sizeMismatchError(declared, `${content.length}`, content.length)
+      throw new ZstdFrameError({
+        code: ZstdFrameErrorCode.CORRUPT_FRAME,
+        message: `A frame declaring ${declared} content bytes decoded to ${content.length} bytes: expected exactly the declared size.`,
+        reason: 'content-size-mismatch',
+        compressedOffset: 0,
+        producedBytes: content.length,
+      })
     }
     return content
   }

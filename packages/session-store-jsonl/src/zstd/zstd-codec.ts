@@ -1,19 +1,11 @@
 import { createRequire } from 'node:module'
 
-import { planFeeds } from './inspect-frame.ts'
+import { inspectFrame, planFeeds } from './inspect-frame.ts'
 import { compressOnWorker } from './wasm-compress-worker.ts'
 import { ZlibZstdCodec, zlibZstd } from './zlib-zstd-codec.ts'
-import {
-  checkedFrame,
-  checkLevel,
-  codecFailed,
-  decodeFailedError,
-  outputLimitError,
-  planFrame,
-  sizeMismatchError,
-} from './codec.ts'
+import { checkedFrame, checkLevel, codecFailed } from './codec.ts'
 import type { ZstdCodec, ZstdDecompressLimits } from './codec.ts'
-import { ZstdFrameError } from './zstd-frame-error.ts'
+import { ZstdFrameError, ZstdFrameErrorCode } from './zstd-frame-error.ts'
 
 export type { ZstdCodec, ZstdDecompressLimits } from './codec.ts'
 
@@ -201,7 +193,8 @@ class WasmZstdCodec implements ZstdCodec {
     limits: ZstdDecompressLimits,
     onChunk: (chunk: Uint8Array) => void,
   ): number {
-    const plan = planFrame(this, frame, limits)
+    const maxWindowBytes = Math.min(limits.maxWindowBytes ?? this.maxWindowBytes, this.maxWindowBytes)
+    const plan = inspectFrame(frame, { maxOutputBytes: limits.maxOutputBytes, maxWindowBytes })
     if (plan.info.kind === 'skippable') return 0
     const limit = limits.maxOutputBytes
     let produced = 0
@@ -215,9 +208,15 @@ class WasmZstdCodec implements ZstdCodec {
     // Deliver outside the wasm call: an exception from onChunk must not unwind through wasm frames.
     const declared = plan.info.contentSize
     const deliver = (): void => {
-      if (declared !== undefined && produced + pendingBytes > declared)
-        throw sizeMismatchError(declared, 'more', produced)
-      if (produced + pendingBytes > limit) throw outputLimitError(frame.length, limit, produced)
+      if (declared !== undefined && produced + pendingBytes > declared) throw sizeMismatch(declared, '>')
+      if (produced + pendingBytes > limit) {
+        throw new ZstdFrameError({
+          code: ZstdFrameErrorCode.DECOMPRESSION_LIMIT,
+          message: `A frame of ${frame.length} compressed bytes produced more than the limit of ${limit} bytes: stopped after ${produced} bytes.`,
+          limit,
+          producedBytes: produced,
+        })
+      }
       const chunks = pending
       pending = []
       pendingBytes = 0
@@ -226,6 +225,14 @@ class WasmZstdCodec implements ZstdCodec {
         onChunk(chunk)
       }
     }
+    const sizeMismatch = (size: number, found: string): ZstdFrameError =>
+      new ZstdFrameError({
+        code: ZstdFrameErrorCode.CORRUPT_FRAME,
+        message: `A frame declaring ${size} content bytes decoded to ${found === '>' ? 'more' : found} bytes: expected exactly the declared size.`,
+        reason: 'content-size-mismatch',
+        compressedOffset: 0,
+        producedBytes: produced,
+      })
     let failure: 'decode' | undefined
     this.#withStream('decompress', (stream) => {
       if (!stream.begin()) {
@@ -244,10 +251,15 @@ class WasmZstdCodec implements ZstdCodec {
       return true
     })
     if (failure === 'decode') {
-      throw decodeFailedError(frame.length, produced, { after: ` after ${produced} content bytes`, why: '' })
+      throw new ZstdFrameError({
+        code: ZstdFrameErrorCode.CORRUPT_FRAME,
+        message: `A frame of ${frame.length} compressed bytes failed to decode after ${produced} content bytes: expected valid compressed blocks, found data the decoder rejects.`,
+        reason: 'decode-failed',
+        compressedOffset: 0,
+        producedBytes: produced,
+      })
     }
-    if (declared !== undefined && produced !== declared)
-      throw sizeMismatchError(declared, `${produced}`, produced)
+    if (declared !== undefined && produced !== declared) throw sizeMismatch(declared, `${produced}`)
     return produced
   }
 
