@@ -155,21 +155,19 @@ export type CheckpointFileRead =
 
 /**
  * Reads a session's checkpoint file (`core.checkpoint`) whole, never through a symbolic link, refusing one
- * larger than `maxBytes` (with `envelopeOnly`: reads only the envelope line's bytes, any size).
+ * larger than `maxBytes` (`'envelope'`: reads only the envelope line's bytes, any size).
  * Never throws: a missing file is `absent`, anything else that stops the read is `unusable`
  * (the open then replays the log). The one reader of the file: the capability and {@link readSeekPoint}.
  *
  * @param fs - The file-system seam.
  * @param directory - The session directory.
- * @param maxBytes - Largest checkpoint read.
- * @param envelopeOnly - Read at most the envelope line's bytes.
+ * @param maxBytes - Largest checkpoint read, or `'envelope'`.
  * @returns The bytes, `absent`, or why the file cannot be used.
  */
 export async function readCheckpointFile(
   fs: FsOps,
   directory: string,
-  maxBytes: number,
-  envelopeOnly = false,
+  maxBytes: number | 'envelope',
 ): Promise<CheckpointFileRead> {
   let handle: FileHandleOps
   try {
@@ -195,10 +193,12 @@ export async function readCheckpointFile(
   try {
     const stats = await handle.stat()
     if (!stats.isFile()) return { kind: 'unusable', reason: 'not-a-file', detail: 'not a regular file' }
-    if (stats.size > maxBytes && !envelopeOnly) {
+    if (maxBytes !== 'envelope' && stats.size > maxBytes) {
       return { kind: 'unusable', reason: 'too-large', detail: `${stats.size} bytes, limit ${maxBytes}` }
     }
-    const bytes = Buffer.allocUnsafe(envelopeOnly ? Math.min(stats.size, MAX_ENVELOPE_BYTES + 1) : stats.size)
+    const bytes = Buffer.allocUnsafe(
+      maxBytes === 'envelope' ? Math.min(stats.size, MAX_ENVELOPE_BYTES + 1) : stats.size,
+    )
     return { kind: 'bytes', bytes: bytes.subarray(0, await readFully(handle, bytes)) }
   } catch (error) {
     return { kind: 'unusable', reason: 'read-failed', detail: errnoOf(error) ?? String(error) }
@@ -224,7 +224,7 @@ export type SeekPointRead =
  * @returns The point, or why there is none.
  */
 export async function readSeekPoint(fs: FsOps, directory: string, log: string): Promise<SeekPointRead> {
-  const read = await readCheckpointFile(fs, directory, MAX_ENVELOPE_BYTES + 1, true)
+  const read = await readCheckpointFile(fs, directory, 'envelope')
   if (read.kind === 'absent') return { seek: null, missing: 'checkpoint-absent' }
   const decoded = read.kind === 'bytes' ? decodeEnvelope(read.bytes) : null
   if (decoded === null) return { seek: null, missing: 'checkpoint-unreadable' }

@@ -44,13 +44,13 @@ type OnLine = NonNullable<Parameters<LogAdapter['scan']>[1]['onLine']>
  */
 function scanAt(
   adapter: LogAdapter,
-  source: FileHandleOps | AsyncIterable<Buffer>,
-  seek: SeekPoint | null,
+  at: { readonly source: FileHandleOps | AsyncIterable<Buffer>; readonly seek: SeekPoint | null },
   onLine: OnLine,
 ): {
   readonly scan: AsyncGenerator<void, ScanOutcome, undefined>
   readonly state: { confirmed: boolean; missed: boolean }
 } {
+  const { source, seek } = at
   const state = { confirmed: seek === null, missed: false }
   const scan = adapter.scan(source, {
     ...(seek === null
@@ -111,7 +111,7 @@ async function scanFrom(
   let lastCrc: string | null = null
   let lastOffset = -1
   let headerLine: string | null = null
-  const { scan, state } = scanAt(adapter, source, seek, (location) => {
+  const { scan, state } = scanAt(adapter, { source, seek }, (location) => {
     if (location.line === 1) {
       headerLine = location.bytes.toString('utf8')
       return false
@@ -276,7 +276,7 @@ async function* readFrom(
   const maxDepth = range.maxDepth
   const queue: StoredLine[] = []
   // Until the seek point's line is confirmed, nothing is yielded (a wrong point starts over).
-  const { scan, state } = scanAt(adapter, handle, seek, (location, value, text) => {
+  const { scan, state } = scanAt(adapter, { source: handle, seek }, (location, value, text) => {
     if (location.line === 1) return false
     const seq = location.line - 2
     if (seq >= fromSeq && (toSeq === undefined || seq <= toSeq)) {
