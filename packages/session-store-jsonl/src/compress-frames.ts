@@ -13,7 +13,7 @@ import { tapped } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
 import { scanZstdLogChunks } from './zstd-log-reader.ts'
 import type { ZstdScanOutcome } from './zstd-log-reader.ts'
-import { ZSTD_FRAME_BYTES, ZSTD_SEAL_LEVEL } from './zstd-log-writer.ts'
+import { lineFrames, ZSTD_FRAME_BYTES, ZSTD_SEAL_LEVEL } from './zstd-log-writer.ts'
 import { sessionLog } from './zstd-session.ts'
 import type { Run } from './compress-types.ts'
 
@@ -24,8 +24,8 @@ import type { Run } from './compress-types.ts'
 const FRAMES_IN_FLIGHT = 3
 
 /**
- * Cuts whole lines into frames of about `frameBytes` plain bytes: the header line alone first
- * (when `headerFirst`), then frames closed before the line that would pass the target.
+ * Cuts whole lines into frames of about `frameBytes` plain bytes ({@link lineFrames}: the
+ * header line alone first when `headerFirst`) and compresses them a few at a time.
  */
 export async function* sealedFrames(
   run: Run,
@@ -33,8 +33,6 @@ export async function* sealedFrames(
 ): AsyncGenerator<Buffer, void, undefined> {
   const level = run.options.level ?? ZSTD_SEAL_LEVEL
   const target = run.options.frameBytes ?? ZSTD_FRAME_BYTES
-  let pending: Buffer = Buffer.alloc(0)
-  let headerPending = request.headerFirst
   let done = 0
   // Frames compress off the event loop, a few at a time (the thread pool or the wasm worker
   // works while this thread reads and cuts the next ones); they are yielded in order.
@@ -51,40 +49,22 @@ export async function* sealedFrames(
     done += head.bytes
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   }
-  for await (const chunk of request.plain) {
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
-    if (headerPending) {
-      const newline = pending.indexOf(0x0a)
-      if (newline === -1) continue
-      start(pending.subarray(0, newline + 1))
-      pending = pending.subarray(newline + 1)
-      headerPending = false
-    }
-    while (pending.length >= target) {
-      const last = pending.lastIndexOf(0x0a, target - 1)
-      const cut = last !== -1 ? last + 1 : pending.indexOf(0x0a, target) + 1
-      if (cut === 0) break
-      start(pending.subarray(0, cut))
-      pending = pending.subarray(cut)
-      while (inFlight.length >= FRAMES_IN_FLIGHT) {
-        yield await next()
-        run.progress({ phase: 'compress', bytesRead: done, bytesTotal: request.total })
-      }
-    }
-  }
-  while (inFlight.length > 0) yield await next()
-  if (pending.length > 0) {
-    if (pending[pending.length - 1] !== 0x0a) {
+  for await (const content of lineFrames(request.plain, target, request.headerFirst)) {
+    if (content[content.length - 1] !== 0x0a) {
       throw new JsonlStoreError({
         code: JsonlErrorCode.WRITE_FAILED,
-        message: `Cannot compress session ${run.context.id}: expected its good prefix to end on a line boundary, found ${pending.length} bytes after the last newline.`,
+        message: `Cannot compress session ${run.context.id}: expected its good prefix to end on a line boundary, found ${content.length} bytes after the last newline.`,
         file: sessionLog(run.context.id, 'zstd').file,
         details: { op: 'compress', cause: 'NOT_LINE_ALIGNED' },
       })
     }
-    start(pending)
-    yield await next()
+    start(content)
+    while (inFlight.length >= FRAMES_IN_FLIGHT) {
+      yield await next()
+      run.progress({ phase: 'compress', bytesRead: done, bytesTotal: request.total })
+    }
   }
+  while (inFlight.length > 0) yield await next()
   run.progress({ phase: 'compress', bytesRead: done, bytesTotal: request.total }, true)
 }
 

@@ -44,7 +44,7 @@ import { publishFile, removeStaleTemps } from './publish.ts'
 import { dropSearchIndex } from './search-index-sidecar.ts'
 import type { PublishRequest } from './publish.ts'
 import { quarantineTail } from './quarantine.ts'
-import { readFileChunks, scanLog, tapped } from './read-log.ts'
+import { drain, readFileChunks, scanLog, tapped } from './read-log.ts'
 import { acquireWriterLock } from './writer-lock.ts'
 import { scanZstdLogChunks, zstdPlainSource } from './zstd-log-reader.ts'
 import type { ZstdScanOutcome } from './zstd-log-reader.ts'
@@ -198,12 +198,7 @@ async function scanAndRepair(
   let outcome: ScanOutcome & { readonly zstd?: ZstdScanOutcome['zstd'] }
   try {
     if (log.encoding === 'plain') outcome = await scanLog(source, options)
-    else {
-      const chunks = scanZstdLogChunks(source, { ...options, codec: run.codec })
-      let step = await chunks.next()
-      while (step.done !== true) step = await chunks.next()
-      outcome = step.value
-    }
+    else outcome = await drain(scanZstdLogChunks(source, { ...options, codec: run.codec }))
   } catch (error) {
     throw toStoreError(error, { op: 'read', file: log.file, fallback: JsonlErrorCode.READ_FAILED })
   }

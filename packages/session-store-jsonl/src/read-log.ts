@@ -93,9 +93,18 @@ export async function* scanLogChunks(
  * @returns What the scan found; damage is returned, not thrown.
  */
 export async function scanLog(source: ByteSource, options: ScanLogOptions): Promise<ScanOutcome> {
-  const chunks = scanLogChunks(source, options)
+  return drain(scanLogChunks(source, options))
+}
+
+/**
+ * Runs a chunk-by-chunk scan to its end.
+ *
+ * @param scan - A scan generator (`scanLogChunks`, `scanZstdLogChunks`, an adapter's `scan`).
+ * @returns Its outcome.
+ */
+export async function drain<T>(scan: AsyncGenerator<void, T, undefined>): Promise<T> {
   for (;;) {
-    const step = await chunks.next()
+    const step = await scan.next()
     if (step.done === true) return step.value
   }
 }

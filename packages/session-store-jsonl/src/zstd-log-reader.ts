@@ -36,7 +36,7 @@ import { LineSplitter } from './line-splitter.ts'
 import type { LineSink } from './line-splitter.ts'
 import { LogScanner, resumeAfter } from './log-scanner.ts'
 import type { LineLocation, ScannerOptions, ScanOutcome, TornTail } from './log-scanner.ts'
-import { readFileChunks } from './read-log.ts'
+import { drain, readFileChunks } from './read-log.ts'
 import type { ByteSource } from './read-log.ts'
 import { ZstdFrameScanner } from './zstd/scan-frames.ts'
 import type { ZstdScannedFrame } from './zstd/scan-frames.ts'
@@ -482,6 +482,12 @@ export async function* scanZstdLogChunks(
     return false
   }
 
+  /** Structural damage followed by a complete frame: the first suspect frame when there is one. */
+  const structuralDamage = (error: ZstdFrameError): JsonlStoreError =>
+    suspect === null
+      ? zstdStoreError(error, { file, lastGoodSeq: scanner.lastSeq })
+      : corruptFrame(file, suspect, { lastGoodSeq: scanner.lastSeq, followedBy: 'followed by a valid frame' })
+
   let finished = false
   for await (const chunk of source) {
     bytesRead += chunk.length
@@ -492,13 +498,7 @@ export async function* scanZstdLogChunks(
       }
     }
     if (!finished && fencedFrame === null && frames.corruption !== undefined) {
-      damage =
-        suspect === null
-          ? zstdStoreError(frames.corruption, { file, lastGoodSeq: scanner.lastSeq })
-          : corruptFrame(file, suspect, {
-              lastGoodSeq: scanner.lastSeq,
-              followedBy: 'followed by a valid frame',
-            })
+      damage = structuralDamage(frames.corruption)
       finished = true
     }
     yield
@@ -516,13 +516,7 @@ export async function* scanZstdLogChunks(
         line: fencedFrame.line,
       }
     } else if (summary.tail.kind === 'corrupt') {
-      damage =
-        suspect === null
-          ? zstdStoreError(summary.tail.error, { file, lastGoodSeq: scanner.lastSeq })
-          : corruptFrame(file, suspect, {
-              lastGoodSeq: scanner.lastSeq,
-              followedBy: 'followed by a valid frame',
-            })
+      damage = structuralDamage(summary.tail.error)
     } else if (suspect !== null) {
       tornTail = {
         offset: suspect.offset,
@@ -574,11 +568,7 @@ export async function scanZstdLog(handle: FileHandleOps, options: ZstdScanOption
     chunkBytes: options.limits.readChunkBytes,
     ...(options.end === undefined ? {} : { end: options.end }),
   })
-  const chunks = scanZstdLogChunks(source, options)
-  for (;;) {
-    const step = await chunks.next()
-    if (step.done === true) return step.value
-  }
+  return drain(scanZstdLogChunks(source, options))
 }
 
 /**

@@ -67,9 +67,40 @@ export function encodeZstdLogStart(
 }
 
 /**
- * Frames a stream of whole lines as it arrives: each frame closes before the line that would
- * take it past `targetFrameBytes` (a longer line gets a frame of its own), so memory is one
- * frame plus one read chunk.
+ * The one cutter of a stream of whole lines into frame contents (for {@link encodeZstdStream}
+ * and compress): the first line alone when `headerFirst`, then pieces closed before the line
+ * that would pass `target` (a longer line alone); the caller checks the last ends with `\n`.
+ */
+export async function* lineFrames(
+  plain: AsyncIterable<Uint8Array>,
+  target: number,
+  headerFirst = false,
+): AsyncGenerator<Buffer, void, undefined> {
+  let pending: Buffer = Buffer.alloc(0)
+  let headerPending = headerFirst
+  for await (const chunk of plain) {
+    const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    pending = pending.length === 0 ? bytes : Buffer.concat([pending, bytes])
+    if (headerPending) {
+      const newline = pending.indexOf(0x0a)
+      if (newline === -1) continue
+      yield pending.subarray(0, newline + 1)
+      pending = pending.subarray(newline + 1)
+      headerPending = false
+    }
+    while (pending.length >= target) {
+      const last = pending.lastIndexOf(0x0a, target - 1)
+      const cut = last !== -1 ? last + 1 : pending.indexOf(0x0a, target) + 1
+      if (cut === 0) break
+      yield pending.subarray(0, cut)
+      pending = pending.subarray(cut)
+    }
+  }
+  if (pending.length > 0) yield pending
+}
+
+/**
+ * Frames a stream of whole lines as it arrives ({@link lineFrames}): memory is one frame plus one read chunk.
  *
  * @param codec - The codec.
  * @param plain - Whole lines in chunks of any size; the stream must end with `\n`.
@@ -83,18 +114,6 @@ export async function* encodeZstdStream(
   options: { readonly level?: number; readonly targetFrameBytes?: number } = {},
 ): AsyncGenerator<Buffer, void, undefined> {
   const level = options.level ?? ZSTD_FLUSH_LEVEL
-  const target = options.targetFrameBytes ?? ZSTD_FRAME_BYTES
-  let pending: Buffer = Buffer.alloc(0)
-  for await (const chunk of plain) {
-    const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-    pending = pending.length === 0 ? bytes : Buffer.concat([pending, bytes])
-    while (pending.length >= target) {
-      const last = pending.lastIndexOf(0x0a, target - 1)
-      const cut = last !== -1 ? last + 1 : pending.indexOf(0x0a, target) + 1
-      if (cut === 0) break
-      yield encodeZstdLines(codec, pending.subarray(0, cut), { level, targetFrameBytes: Infinity })
-      pending = pending.subarray(cut)
-    }
-  }
-  if (pending.length > 0) yield encodeZstdLines(codec, pending, { level, targetFrameBytes: Infinity })
+  for await (const piece of lineFrames(plain, options.targetFrameBytes ?? ZSTD_FRAME_BYTES))
+    yield encodeZstdLines(codec, piece, { level, targetFrameBytes: Infinity })
 }

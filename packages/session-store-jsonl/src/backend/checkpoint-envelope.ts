@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import type { CheckpointRecord } from '@agent-ledger/session-store'
 
 import { errnoOf } from '../fs-errors.ts'
-import { readFully } from '../fs-ops.ts'
+import { NOT_REGULAR_ERRNO, readFully } from '../fs-ops.ts'
 import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import { CORE_CHECKPOINT_FILE_NAME } from '../layout.ts'
 import { crc32cHex } from '../line-codec.ts'
@@ -143,6 +143,70 @@ export function decodeCheckpointFile(
   }
 }
 
+/** The outcome of {@link readCheckpointFile}. */
+export type CheckpointFileRead =
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'bytes'; readonly bytes: Buffer }
+  | {
+      readonly kind: 'unusable'
+      readonly reason: 'too-large' | 'not-a-file' | 'read-failed'
+      readonly detail: string
+    }
+
+/**
+ * Reads a session's checkpoint file (`core.checkpoint`) whole, never through a symbolic link, refusing one
+ * larger than `maxBytes` (`'envelope'`: reads only the envelope line's bytes, any size).
+ * Never throws: a missing file is `absent`, anything else that stops the read is `unusable`
+ * (the open then replays the log). The one reader of the file: the capability and {@link readSeekPoint}.
+ *
+ * @param fs - The file-system seam.
+ * @param directory - The session directory.
+ * @param maxBytes - Largest checkpoint read, or `'envelope'`.
+ * @returns The bytes, `absent`, or why the file cannot be used.
+ */
+export async function readCheckpointFile(
+  fs: FsOps,
+  directory: string,
+  maxBytes: number | 'envelope',
+): Promise<CheckpointFileRead> {
+  let handle: FileHandleOps
+  try {
+    handle = await fs.open(
+      join(directory, CORE_CHECKPOINT_FILE_NAME),
+      constants.O_RDONLY | constants.O_NOFOLLOW,
+    )
+  } catch (error) {
+    const code = errnoOf(error)
+    if (code === 'ENOENT') return { kind: 'absent' }
+    if (code === 'ELOOP')
+      return { kind: 'unusable', reason: 'not-a-file', detail: 'a symbolic link (never followed)' }
+    if (code === NOT_REGULAR_ERRNO) {
+      const kind = (error as { kind?: unknown }).kind
+      return {
+        kind: 'unusable',
+        reason: 'not-a-file',
+        detail: `a ${typeof kind === 'string' ? kind : 'special file'} (not read)`,
+      }
+    }
+    return { kind: 'unusable', reason: 'read-failed', detail: code ?? String(error) }
+  }
+  try {
+    const stats = await handle.stat()
+    if (!stats.isFile()) return { kind: 'unusable', reason: 'not-a-file', detail: 'not a regular file' }
+    if (maxBytes !== 'envelope' && stats.size > maxBytes) {
+      return { kind: 'unusable', reason: 'too-large', detail: `${stats.size} bytes, limit ${maxBytes}` }
+    }
+    const bytes = Buffer.allocUnsafe(
+      maxBytes === 'envelope' ? Math.min(stats.size, MAX_ENVELOPE_BYTES + 1) : stats.size,
+    )
+    return { kind: 'bytes', bytes: bytes.subarray(0, await readFully(handle, bytes)) }
+  } catch (error) {
+    return { kind: 'unusable', reason: 'read-failed', detail: errnoOf(error) ?? String(error) }
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
+
 /** What {@link readSeekPoint} found: the point, or why there is none. */
 export type SeekPointRead =
   | { readonly seek: SeekPoint }
@@ -160,30 +224,12 @@ export type SeekPointRead =
  * @returns The point, or why there is none.
  */
 export async function readSeekPoint(fs: FsOps, directory: string, log: string): Promise<SeekPointRead> {
-  let handle: FileHandleOps
-  try {
-    handle = await fs.open(
-      join(directory, CORE_CHECKPOINT_FILE_NAME),
-      constants.O_RDONLY | constants.O_NOFOLLOW,
-    )
-  } catch (error) {
-    return {
-      seek: null,
-      missing: errnoOf(error) === 'ENOENT' ? 'checkpoint-absent' : 'checkpoint-unreadable',
-    }
-  }
-  try {
-    const buffer = Buffer.allocUnsafe(MAX_ENVELOPE_BYTES + 1)
-    const count = await readFully(handle, buffer)
-    const decoded = decodeEnvelope(buffer.subarray(0, count))
-    if (decoded === null) return { seek: null, missing: 'checkpoint-unreadable' }
-    const seek = decoded.envelope.seek
-    return seek !== null && seek.log === log && seek.fromSeq > 0
-      ? { seek }
-      : { seek: null, missing: 'no-seek-point' }
-  } catch {
-    return { seek: null, missing: 'checkpoint-unreadable' }
-  } finally {
-    await handle.close().catch(() => undefined)
-  }
+  const read = await readCheckpointFile(fs, directory, 'envelope')
+  if (read.kind === 'absent') return { seek: null, missing: 'checkpoint-absent' }
+  const decoded = read.kind === 'bytes' ? decodeEnvelope(read.bytes) : null
+  if (decoded === null) return { seek: null, missing: 'checkpoint-unreadable' }
+  const seek = decoded.envelope.seek
+  return seek !== null && seek.log === log && seek.fromSeq > 0
+    ? { seek }
+    : { seek: null, missing: 'no-seek-point' }
 }

@@ -22,9 +22,6 @@
  * `held-lease.ts`) that uses it checks that the line found there has the seq and checksum
  * the point recorded, and reads from byte 0 otherwise.
  */
-import { constants } from 'node:fs'
-import { join } from 'node:path'
-
 import { SessionStoreErrorCode } from '@agent-ledger/session-store'
 import type {
   AppendBatch,
@@ -35,10 +32,15 @@ import type {
   WriterLease,
 } from '@agent-ledger/session-store'
 
-import { errnoOf } from '../fs-errors.ts'
-import { NOT_REGULAR_ERRNO, readFully } from '../fs-ops.ts'
-import type { FileHandleOps, FsOps } from '../fs-ops.ts'
-import { decodeCheckpointFile, encodeCheckpointFile, isSeq, readSeekPoint } from './checkpoint-envelope.ts'
+import type { FsOps } from '../fs-ops.ts'
+import {
+  decodeCheckpointFile,
+  encodeCheckpointFile,
+  isSeq,
+  readCheckpointFile,
+  readSeekPoint,
+} from './checkpoint-envelope.ts'
+import type { CheckpointFileRead } from './checkpoint-envelope.ts'
 import type { Held } from './held-lease.ts'
 import type { SeekPoint } from './seek-point.ts'
 import { CORE_CHECKPOINT_FILE_NAME, TEMP_PREFIX } from '../layout.ts'
@@ -130,67 +132,6 @@ function seekPointFor(
   const batch = track?.batches.find((entry) => entry.point.fromSeq <= seq && seq <= entry.lastSeq)
   if (batch !== undefined) return batch.point
   return previous !== null && previous.fromSeq <= seq ? previous : null
-}
-
-/** The outcome of {@link readCheckpointFile}. */
-type CheckpointFileRead =
-  | { readonly kind: 'absent' }
-  | { readonly kind: 'bytes'; readonly bytes: Buffer }
-  | {
-      readonly kind: 'unusable'
-      readonly reason: 'too-large' | 'not-a-file' | 'read-failed'
-      readonly detail: string
-    }
-
-/**
- * Reads a session's checkpoint file (`core.checkpoint`) whole, never through a symbolic link, refusing one
- * larger than `maxBytes`. Never throws: a missing file is `absent`, anything else that
- * stops the read is `unusable` (the open then replays the log).
- *
- * @param fs - The file-system seam.
- * @param directory - The session directory.
- * @param maxBytes - Largest checkpoint read.
- * @returns The bytes, `absent`, or why the file cannot be used.
- */
-async function readCheckpointFile(
-  fs: FsOps,
-  directory: string,
-  maxBytes: number,
-): Promise<CheckpointFileRead> {
-  let handle: FileHandleOps
-  try {
-    handle = await fs.open(
-      join(directory, CORE_CHECKPOINT_FILE_NAME),
-      constants.O_RDONLY | constants.O_NOFOLLOW,
-    )
-  } catch (error) {
-    const code = errnoOf(error)
-    if (code === 'ENOENT') return { kind: 'absent' }
-    if (code === 'ELOOP')
-      return { kind: 'unusable', reason: 'not-a-file', detail: 'a symbolic link (never followed)' }
-    if (code === NOT_REGULAR_ERRNO) {
-      const kind = (error as { kind?: unknown }).kind
-      return {
-        kind: 'unusable',
-        reason: 'not-a-file',
-        detail: `a ${typeof kind === 'string' ? kind : 'special file'} (not read)`,
-      }
-    }
-    return { kind: 'unusable', reason: 'read-failed', detail: code ?? String(error) }
-  }
-  try {
-    const stats = await handle.stat()
-    if (!stats.isFile()) return { kind: 'unusable', reason: 'not-a-file', detail: 'not a regular file' }
-    if (stats.size > maxBytes) {
-      return { kind: 'unusable', reason: 'too-large', detail: `${stats.size} bytes, limit ${maxBytes}` }
-    }
-    const bytes = Buffer.allocUnsafe(stats.size)
-    return { kind: 'bytes', bytes: bytes.subarray(0, await readFully(handle, bytes)) }
-  } catch (error) {
-    return { kind: 'unusable', reason: 'read-failed', detail: errnoOf(error) ?? String(error) }
-  } finally {
-    await handle.close().catch(() => undefined)
-  }
 }
 
 /** What the capability needs from the backend. */

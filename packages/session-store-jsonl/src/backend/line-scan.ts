@@ -8,6 +8,7 @@ import type { AbortSignalLike, StoredLine, TornTailInfo } from '@agent-ledger/se
 import type { FileHandleOps } from '../fs-ops.ts'
 import type { ScanOutcome, TornTail } from '../log-scanner.ts'
 import type { LogAdapter } from '../log-adapter.ts'
+import { drain } from '../read-log.ts'
 import type { ZstdLogStats } from '../zstd-log-reader.ts'
 import type { SeekPoint } from './seek-point.ts'
 import { portError, throwIfAborted, toPortError } from './port-errors.ts'
@@ -34,11 +35,39 @@ function crcOf(bytes: Buffer): string | null {
   return bytes.length < 18 ? null : bytes.toString('latin1', bytes.length - 10, bytes.length - 2)
 }
 
-async function drain(scan: AsyncGenerator<void, ScanOutcome, undefined>): Promise<ScanOutcome> {
-  for (;;) {
-    const step = await scan.next()
-    if (step.done === true) return step.value
-  }
+type OnLine = NonNullable<Parameters<LogAdapter['scan']>[1]['onLine']>
+
+/**
+ * A lines-mode scan from byte 0 or from a seek point. From a seek point nothing reaches
+ * `onLine` until the point's line is confirmed (its seq and checksum); when the line found
+ * there is another, the scan stops and `state.missed` is set.
+ */
+function scanAt(
+  adapter: LogAdapter,
+  at: { readonly source: FileHandleOps | AsyncIterable<Buffer>; readonly seek: SeekPoint | null },
+  onLine: OnLine,
+): {
+  readonly scan: AsyncGenerator<void, ScanOutcome, undefined>
+  readonly state: { confirmed: boolean; missed: boolean }
+} {
+  const { source, seek } = at
+  const state = { confirmed: seek === null, missed: false }
+  const scan = adapter.scan(source, {
+    ...(seek === null
+      ? {}
+      : { from: { offset: seek.offset, plainOffset: seek.plainOffset, lastSeq: seek.fromSeq - 1 } }),
+    onLine: (location, value, text) => {
+      if (location.line !== 1 && !state.confirmed) {
+        if (location.line - 2 !== seek!.fromSeq || crcOf(location.bytes) !== seek!.firstCrc) {
+          state.missed = true
+          return true
+        }
+        state.confirmed = true
+      }
+      return onLine(location, value, text)
+    },
+  })
+  return { scan, state }
 }
 
 /**
@@ -82,39 +111,24 @@ async function scanFrom(
   let lastCrc: string | null = null
   let lastOffset = -1
   let headerLine: string | null = null
-  // From a seek point: nothing counts until its line is confirmed (seq and checksum).
-  let confirmed = seek === null
-  let missed = false
-  const scan = adapter.scan(source, {
-    ...(seek === null
-      ? {}
-      : { from: { offset: seek.offset, plainOffset: seek.plainOffset, lastSeq: seek.fromSeq - 1 } }),
-    onLine: (location) => {
-      if (location.line === 1) {
-        headerLine = location.bytes.toString('utf8')
-        return false
-      }
-      if (!confirmed) {
-        if (location.line - 2 !== seek!.fromSeq || crcOf(location.bytes) !== seek!.firstCrc) {
-          missed = true
-          return true
-        }
-        confirmed = true
-      }
-      lastCrc = crcOf(location.bytes)
-      lastOffset = location.offset
+  const { scan, state } = scanAt(adapter, { source, seek }, (location) => {
+    if (location.line === 1) {
+      headerLine = location.bytes.toString('utf8')
       return false
-    },
+    }
+    lastCrc = crcOf(location.bytes)
+    lastOffset = location.offset
+    return false
   })
   let outcome: ScanOutcome
   try {
     outcome = await drain(scan)
   } catch (error) {
     // A read that fails before the seek point's line is confirmed: the whole scan decides.
-    if (!confirmed) return null
+    if (!state.confirmed) return null
     throw error
   }
-  if (missed || !confirmed) return null
+  if (state.missed || !state.confirmed) return null
   const nextSeq = outcome.lastSeq + 1
   let lastStart: SeekPoint | null = null
   const log = adapter.log.name
@@ -262,32 +276,18 @@ async function* readFrom(
   const maxDepth = range.maxDepth
   const queue: StoredLine[] = []
   // Until the seek point's line is confirmed, nothing is yielded (a wrong point starts over).
-  let confirmed = seek === null
-  let missed = false
-  const scan = adapter.scan(handle, {
-    ...(seek === null
-      ? {}
-      : { from: { offset: seek.offset, plainOffset: seek.plainOffset, lastSeq: seek.fromSeq - 1 } }),
-    onLine: (location, value, text) => {
-      if (location.line === 1) return false
-      const seq = location.line - 2
-      if (!confirmed) {
-        if (seq !== seek!.fromSeq || crcOf(location.bytes) !== seek!.firstCrc) {
-          missed = true
-          return true
-        }
-        confirmed = true
-      }
-      if (seq >= fromSeq && (toSeq === undefined || seq <= toSeq)) {
-        queue.push({
-          seq,
-          line: text ?? location.bytes.toString('utf8'),
-          location: { file, line: location.line, offset: location.offset },
-          ...(value === undefined ? {} : { checked: { value, maxDepth } }),
-        })
-      }
-      return toSeq !== undefined && seq >= toSeq
-    },
+  const { scan, state } = scanAt(adapter, { source: handle, seek }, (location, value, text) => {
+    if (location.line === 1) return false
+    const seq = location.line - 2
+    if (seq >= fromSeq && (toSeq === undefined || seq <= toSeq)) {
+      queue.push({
+        seq,
+        line: text ?? location.bytes.toString('utf8'),
+        location: { file, line: location.line, offset: location.offset },
+        ...(value === undefined ? {} : { checked: { value, maxDepth } }),
+      })
+    }
+    return toSeq !== undefined && seq >= toSeq
   })
   const action = `read session ${sessionId}`
   for (;;) {
@@ -296,13 +296,13 @@ async function* readFrom(
     try {
       step = await scan.next()
     } catch (error) {
-      if (!confirmed) return 'missed'
+      if (!state.confirmed) return 'missed'
       throw toPortError(error, { sessionId, action })
     }
-    if (missed) return 'missed'
+    if (state.missed) return 'missed'
     while (queue.length > 0) yield queue.shift()!
     if (step.done !== true) continue
-    if (!confirmed) return 'missed'
+    if (!state.confirmed) return 'missed'
     const outcome = step.value
     if (outcome.damage !== null) throw toPortError(outcome.damage, { sessionId, action })
     if (outcome.tornTail !== null) range.onTornTail?.(tornTailInfo(adapter, outcome.tornTail))
