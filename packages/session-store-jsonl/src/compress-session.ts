@@ -42,7 +42,7 @@ import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import type { ScanOutcome } from './log-scanner.ts'
 import { publishFile, removeStaleTemps } from './publish.ts'
 import { dropSearchIndex } from './search-index-sidecar.ts'
-import type { PublishRequest } from './publish.ts'
+import type { PublishRequest } from './publish-checks.ts'
 import { quarantineTail } from './quarantine.ts'
 import { drain, readFileChunks, scanLog, tapped } from './read-log.ts'
 import { acquireWriterLock } from './writer-lock.ts'
@@ -59,8 +59,6 @@ import type {
   CompressResult,
   Run,
 } from './compress-types.ts'
-
-export type { CompressContext, CompressOptions, CompressResult } from './compress-types.ts'
 
 function progressOf(options: CompressOptions): (progress: CompressProgress, force?: boolean) => void {
   let next = 0

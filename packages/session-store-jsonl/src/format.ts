@@ -42,20 +42,28 @@ export type {
   GenerationFile,
   HeaderVersionPeek,
 } from './generations.ts'
-export { PUBLISH_POINTS, publishFile, removeStaleTemps } from './publish.ts'
-export type { PublishHooks, PublishPoint, PublishRequest, PublishResult, SourceIdentity } from './publish.ts'
-export { detectGenerationFork, migrateSession } from './migration/migrate-session.ts'
+export { publishFile, removeStaleTemps } from './publish.ts'
+export { PUBLISH_POINTS } from './publish-checks.ts'
 export type {
-  GenerationForkCheck,
+  PublishHooks,
+  PublishPoint,
+  PublishRequest,
+  PublishResult,
+  SourceIdentity,
+} from './publish-checks.ts'
+export { migrateSession } from './migration/migrate-session.ts'
+export { detectGenerationFork } from './migration/generation-fork.ts'
+export type { GenerationForkCheck } from './migration/generation-fork.ts'
+export type {
   MigrateReadOptions,
   MigrateSessionOptions,
   MigrateWriteOptions,
   MigrationReadResult,
   MigrationSource,
   MigrationWriteResult,
-} from './migration/migrate-session.ts'
+} from './migration/migration-context.ts'
 export { compressSession } from './compress-session.ts'
-export type { CompressContext } from './compress-session.ts'
+export type { CompressContext } from './compress-types.ts'
 export {
   RETAIN_BYTES,
   scanZstdLog,

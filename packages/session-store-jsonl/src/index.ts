@@ -27,7 +27,7 @@ export type {
   SessionHeaderRead,
   SessionLockInfo,
 } from './session-files.ts'
-export type { CompressResult } from './compress-session.ts'
+export type { CompressResult } from './compress-types.ts'
 export type { MigrationReport } from './backend/maintenance.ts'
 export type { TornTail } from './log-scanner.ts'
 export { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'

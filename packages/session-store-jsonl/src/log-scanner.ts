@@ -132,12 +132,57 @@ export function resumeAfter(from: { readonly lastSeq: number; readonly plainOffs
   return { header: null, headerEndOffset: 0, lastSeq, offset: from.plainOffset, stats }
 }
 
-interface Suspect {
+/** A line failing a per-line check, damage once a valid line follows it (every line format). */
+export interface Suspect {
   readonly reason: LineFailureReason
   readonly line: number
   readonly offset: number
-  readonly seq: number | undefined
+  readonly seq?: number | undefined
   readonly glued?: number
+}
+
+/** `CORRUPT_LINE` for a suspect line followed by valid data (or with a valid line glued on). */
+export function corruptLineError(file: string, suspect: Suspect, lastGoodSeq: number): JsonlStoreError {
+  const what = suspect.line === 1 ? 'header line' : `line ${suspect.line}`
+  const glued =
+    suspect.glued === undefined
+      ? ''
+      : `, with a valid event line glued on at byte ${suspect.glued} (an append after an unrepaired torn tail)`
+  return new JsonlStoreError({
+    code: JsonlErrorCode.CORRUPT_LINE,
+    message: `The ${what} of ${file} (byte offset ${suspect.offset}) is damaged: expected a line passing the ${suspect.reason} check, found one failing it${glued}, followed by valid data.`,
+    file,
+    line: suspect.line,
+    offset: suspect.offset,
+    seq: suspect.seq,
+    lastGoodSeq,
+    details:
+      suspect.glued === undefined
+        ? { reason: suspect.reason }
+        : { reason: suspect.reason, gluedAt: suspect.glued },
+  })
+}
+
+/** `CORRUPT_LINE` for a complete header line failing a check: damage, never a torn tail (every line format). */
+export function damagedHeaderError(
+  file: string,
+  header: {
+    readonly line: number
+    readonly offset: number
+    readonly reason: LineFailureReason
+    readonly glued?: number
+  },
+): JsonlStoreError {
+  const { offset, reason, glued = -1 } = header
+  return new JsonlStoreError({
+    code: JsonlErrorCode.CORRUPT_LINE,
+    message: `The header line of ${file} (byte offset ${offset}) is damaged: expected a complete header line passing the ${reason} check, found one failing it. A header is durable before its log is visible, so no crash leaves a complete, failing one (CRLF line endings, changed checksums, or a file that is not a session log?); nothing was moved or repaired.`,
+    file,
+    line: header.line,
+    offset,
+    lastGoodSeq: -1,
+    details: { reason, complete: true, ...(glued === -1 ? {} : { gluedAt: glued }) },
+  })
 }
 
 /**
@@ -340,7 +385,13 @@ export class LogScanner implements LineSink {
     // checksums, a file that is not a session log). Damage: writes refused, nothing moved.
     if (!decoded.ok) {
       if (decoded.checksumValid) return this.#failedLine(location, decoded)
-      return this.#fail(this.#damagedHeader(location, decoded.reason))
+      return this.#fail(
+        damagedHeaderError(this.#options.file, {
+          ...location,
+          reason: decoded.reason,
+          glued: this.#gluedAt(location.bytes),
+        }),
+      )
     }
     if (onLine === undefined) {
       // The core's header checks (FORMAT.md section 8, after the per-line checks above).
@@ -387,7 +438,8 @@ export class LogScanner implements LineSink {
     }
     // A checksummed line beyond our depth limit was written whole: never a torn tail.
     if (failure.checksumValid) {
-      if (failure.reason !== 'too-deep') return this.#fail(this.#corrupt(suspect))
+      if (failure.reason !== 'too-deep')
+        return this.#fail(corruptLineError(this.#options.file, suspect, this.#lastSeq))
       const { file, limits } = this.#options
       return this.#fail(
         new JsonlStoreError({
@@ -402,49 +454,14 @@ export class LogScanner implements LineSink {
       )
     }
     const glued = this.#gluedAt(location.bytes)
-    if (glued !== -1) return this.#fail(this.#corrupt({ ...suspect, glued }))
+    if (glued !== -1)
+      return this.#fail(corruptLineError(this.#options.file, { ...suspect, glued }, this.#lastSeq))
     this.#suspect = suspect
     return false
   }
 
-  #damagedHeader(location: LineLocation, reason: LineFailureReason): JsonlStoreError {
-    const { file } = this.#options
-    const glued = this.#gluedAt(location.bytes)
-    return new JsonlStoreError({
-      code: JsonlErrorCode.CORRUPT_LINE,
-      message: `The header line of ${file} (byte offset ${location.offset}) is damaged: expected a complete header line passing the ${reason} check, found one failing it. A header is durable before its log is visible, so no crash leaves a complete, failing one (CRLF line endings, changed checksums, or a file that is not a session log?); nothing was moved or repaired.`,
-      file,
-      line: location.line,
-      offset: location.offset,
-      lastGoodSeq: -1,
-      details: { reason, complete: true, ...(glued === -1 ? {} : { gluedAt: glued }) },
-    })
-  }
-
   #confirmSuspect(): boolean {
-    return this.#fail(this.#corrupt(this.#suspect!))
-  }
-
-  #corrupt(suspect: Suspect): JsonlStoreError {
-    const { file } = this.#options
-    const what = suspect.line === 1 ? 'header line' : `line ${suspect.line}`
-    const glued =
-      suspect.glued === undefined
-        ? ''
-        : `, with a valid event line glued on at byte ${suspect.glued} (an append after an unrepaired torn tail)`
-    return new JsonlStoreError({
-      code: JsonlErrorCode.CORRUPT_LINE,
-      message: `The ${what} of ${file} (byte offset ${suspect.offset}) is damaged: expected a line passing the ${suspect.reason} check, found one failing it${glued}, followed by valid data.`,
-      file,
-      line: suspect.line,
-      offset: suspect.offset,
-      seq: suspect.seq,
-      lastGoodSeq: this.#lastSeq,
-      details:
-        suspect.glued === undefined
-          ? { reason: suspect.reason }
-          : { reason: suspect.reason, gluedAt: suspect.glued },
-    })
+    return this.#fail(corruptLineError(this.#options.file, this.#suspect!, this.#lastSeq))
   }
 
   #fail(error: JsonlStoreError): true {

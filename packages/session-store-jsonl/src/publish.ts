@@ -37,15 +37,6 @@ import { createTempFile, defaultRandomHex } from './temp-file.ts'
 import type { PublishPoint, PublishRequest, PublishResult } from './publish-checks.ts'
 import { FAILURE_CODES, failed, verifyStaged, checkSource, acceptExisting } from './publish-checks.ts'
 
-export { PUBLISH_POINTS } from './publish-checks.ts'
-export type {
-  PublishHooks,
-  PublishPoint,
-  PublishRequest,
-  PublishResult,
-  SourceIdentity,
-} from './publish-checks.ts'
-
 const DEFAULT_CHUNK_BYTES = 1024 * 1024
 const KIND_PATTERN = /^[a-z0-9]+$/
 const HEX16 = /^[0-9a-f]{16}$/

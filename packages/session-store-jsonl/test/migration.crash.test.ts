@@ -16,7 +16,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 
 import { testTime } from '../../../tooling/test-time.ts'
 import { migrateSession } from '../src/migration/migrate-session.ts'
-import { PUBLISH_POINTS } from '../src/publish.ts'
+import { PUBLISH_POINTS } from '../src/publish-checks.ts'
 import { runChild } from '../bench/migrate.bench.ts'
 import { spawnTsChild } from './support/children.ts'
 import type { Child } from './support/children.ts'

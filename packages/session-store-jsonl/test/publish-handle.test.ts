@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest'
 
 import { nodeFsOps } from '../src/fs-ops.ts'
 import type { FileHandleOps, FsOps } from '../src/fs-ops.ts'
-import { PUBLISH_POINTS, publishFile } from '../src/publish.ts'
+import { PUBLISH_POINTS } from '../src/publish-checks.ts'
+import { publishFile } from '../src/publish.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-publish-handle-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))

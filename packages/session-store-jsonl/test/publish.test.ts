@@ -21,8 +21,9 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { nodeFsOps } from '../src/fs-ops.ts'
 import type { FsOps } from '../src/fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from '../src/jsonl-store-error.ts'
-import { PUBLISH_POINTS, publishFile, removeStaleTemps } from '../src/publish.ts'
-import type { PublishRequest } from '../src/publish.ts'
+import { PUBLISH_POINTS } from '../src/publish-checks.ts'
+import type { PublishRequest } from '../src/publish-checks.ts'
+import { publishFile, removeStaleTemps } from '../src/publish.ts'
 import { createFaultFs } from './support/fault-fs.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'agent-ledger-publish-'))

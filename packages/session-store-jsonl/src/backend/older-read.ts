@@ -13,7 +13,7 @@ import type { AbortSignalLike, StoredHeader, StoredLine, TornTailInfo } from '@a
 import type { FsOps } from '../fs-ops.ts'
 import type { StoreLimits } from '../limits.ts'
 import { migrateSession } from '../migration/migrate-session.ts'
-import type { MigrationProgress, MigrationReadResult } from '../migration/migrate-session.ts'
+import type { MigrationProgress, MigrationReadResult } from '../migration/migration-context.ts'
 import { throwIfAborted, toPortError } from './port-errors.ts'
 import { sessionDirectory } from './session-dirs.ts'
 

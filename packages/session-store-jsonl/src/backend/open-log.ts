@@ -20,7 +20,7 @@ import { JsonlErrorCode } from '../jsonl-store-error.ts'
 import type { StoreLimits } from '../limits.ts'
 import { logAdapter } from '../log-adapter.ts'
 import type { LogAdapter } from '../log-adapter.ts'
-import { detectGenerationFork } from '../migration/migrate-session.ts'
+import { detectGenerationFork } from '../migration/generation-fork.ts'
 import {
   isOlderGeneration as isOlderFile,
   listGenerations,

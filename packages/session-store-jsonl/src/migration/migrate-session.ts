@@ -31,18 +31,6 @@ import { display } from './migration-context.ts'
 import { scanSource, migratedStream, peekV4Header, resolveSettings } from './migration-source.ts'
 import { targetAlreadyThere, publishMigration, upToDate } from './publish-migration.ts'
 
-export type {
-  MigrationProgress,
-  MigrateSessionOptions,
-  MigrateReadOptions,
-  MigrateWriteOptions,
-  MigrationSource,
-  MigrationReadResult,
-  MigrationWriteResult,
-} from './migration-context.ts'
-export { detectGenerationFork } from './generation-fork.ts'
-export type { GenerationForkCheck } from './generation-fork.ts'
-
 /**
  * Migrates a session's generation to the current format.
  *

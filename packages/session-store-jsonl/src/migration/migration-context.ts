@@ -9,7 +9,7 @@ import type { FileHandleOps, FsOps } from '../fs-ops.ts'
 import type { GenerationFile } from '../generations.ts'
 import type { StoreLimits } from '../limits.ts'
 import type { TornTail } from '../log-scanner.ts'
-import type { PublishHooks, SourceIdentity } from '../publish.ts'
+import type { PublishHooks, SourceIdentity } from '../publish-checks.ts'
 
 /** What {@link MigrateSessionOptions.onProgress} receives. */
 export interface MigrationProgress {

@@ -1,9 +1,9 @@
 import { JsonlErrorCode, JsonlStoreError } from '../jsonl-store-error.ts'
 import { decodeLine } from '../line-codec.ts'
-import type { LineFailureReason } from '../line-codec.ts'
 import { LineSplitter } from '../line-splitter.ts'
 import type { LineSink, UnterminatedTail } from '../line-splitter.ts'
-import { classifyTornTail } from '../log-scanner.ts'
+import { classifyTornTail, corruptLineError, damagedHeaderError } from '../log-scanner.ts'
+import type { Suspect } from '../log-scanner.ts'
 import type { ByteSource } from '../read-log.ts'
 import type {
   GenerationChunks,
@@ -14,12 +14,6 @@ import type {
 import { V0_EVENT_TYPES, V0_FILE_NAME, V0_FORMAT_VERSION, V0_HEADER_TYPE } from './v0-format.ts'
 import { describeFound } from '../found.ts'
 import { own } from '../migration/raw-line.ts'
-
-interface Suspect {
-  readonly reason: LineFailureReason
-  readonly line: number
-  readonly offset: number
-}
 
 /**
  * Lines to v0 records (the header line apart): the per-line checks of v4 but the checksum (`decodeLine` with no
@@ -68,14 +62,16 @@ class V0LogReader implements LineSink {
     // The v4 per-line checks minus the checksum (v0 lines have none).
     const decoded = decodeLine(bytes, this.#options.limits, null)
     if (this.#suspect !== null) {
-      if (decoded.ok) return this.#fail(this.#corrupt(this.#suspect))
+      if (decoded.ok) return this.#fail(corruptLineError(this.#options.file, this.#suspect, this.#lastSeq))
       return false
     }
     if (!decoded.ok) {
       // A complete first line that fails is damage, never a torn tail: a crash while the
       // header was written leaves it unterminated (FORMAT.md sections 7 and 14.2).
       if (number === 1)
-        return this.#fail(this.#corrupt({ reason: decoded.reason, line: number, offset }, true))
+        return this.#fail(
+          damagedHeaderError(this.#options.file, { reason: decoded.reason, line: number, offset }),
+        )
       this.#suspect = { reason: decoded.reason, line: number, offset }
       return false
     }
@@ -88,7 +84,8 @@ class V0LogReader implements LineSink {
     if (this.#done) return true
     const number = this.#lineNumber + 1
     this.#lineNumber = number
-    if (this.#suspect !== null) return this.#fail(this.#corrupt(this.#suspect))
+    if (this.#suspect !== null)
+      return this.#fail(corruptLineError(this.#options.file, this.#suspect, this.#lastSeq))
     const { file, limits } = this.#options
     return this.#invalid(
       { line: number, offset },
@@ -132,22 +129,6 @@ class V0LogReader implements LineSink {
     this.#damage = error
     this.#done = true
     return true
-  }
-
-  #corrupt(suspect: Suspect, completeHeader = false): JsonlStoreError {
-    const { file } = this.#options
-    const what = suspect.line === 1 ? 'header line' : `line ${suspect.line}`
-    return new JsonlStoreError({
-      code: JsonlErrorCode.CORRUPT_LINE,
-      message: completeHeader
-        ? `The header line of ${file} (byte offset ${suspect.offset}) is damaged: expected a complete header line passing the ${suspect.reason} check, found one failing it; no crash leaves a complete, failing header, so nothing was moved or repaired.`
-        : `The ${what} of ${file} (byte offset ${suspect.offset}) is damaged: expected a line passing the ${suspect.reason} check, found one failing it, followed by valid data.`,
-      file,
-      line: suspect.line,
-      offset: suspect.offset,
-      lastGoodSeq: this.#lastSeq,
-      details: completeHeader ? { reason: suspect.reason, complete: true } : { reason: suspect.reason },
-    })
   }
 
   #invalid(
