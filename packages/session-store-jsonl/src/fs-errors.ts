@@ -1,4 +1,7 @@
+import { constants } from 'node:fs'
+
 import { NOT_REGULAR_ERRNO } from './fs-ops.ts'
+import type { FileHandleOps, FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 
 /**
@@ -132,4 +135,26 @@ export function notRegularFile(where: {
     details: { which, kind, op },
     ...(where.cause === undefined ? {} : { cause: where.cause }),
   })
+}
+
+/**
+ * Opens a session log for reading without following a symbolic link.
+ *
+ * @param fs - File system.
+ * @param path - Absolute path of the log.
+ * @param file - The log as the store names it in errors.
+ * @returns The open handle.
+ * @throws {@link JsonlStoreError} `SESSION_NOT_FOUND` when it is gone, else as {@link toStoreError} with `READ_FAILED`.
+ */
+export async function openLogForRead(fs: FsOps, path: string, file: string): Promise<FileHandleOps> {
+  try {
+    return await fs.open(path, constants.O_RDONLY | constants.O_NOFOLLOW)
+  } catch (error) {
+    throw toStoreError(error, {
+      op: 'open',
+      file,
+      which: 'log',
+      fallback: errnoOf(error) === 'ENOENT' ? JsonlErrorCode.SESSION_NOT_FOUND : JsonlErrorCode.READ_FAILED,
+    })
+  }
 }

@@ -8,12 +8,11 @@
  * (`*.torn-*`), `writer.lock`, checkpoints, `session.v0.jsonl`, `session.v04.jsonl`,
  * upper-case variants. The numerically highest version is current.
  */
-import { constants } from 'node:fs'
 import { basename, join } from 'node:path'
 
 import { SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 
-import { errnoOf, toStoreError } from './fs-errors.ts'
+import { errnoOf, openLogForRead, toStoreError } from './fs-errors.ts'
 import type { FsOps } from './fs-ops.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { LOG_FILE_NAME, LOG_FILE_PATTERN } from './layout.ts'
@@ -243,17 +242,7 @@ export async function peekHeaderVersion(
 ): Promise<HeaderVersionPeek> {
   const file = options.display ?? basename(path)
   const maxLineBytes = options.maxLineBytes ?? 1024 * 1024
-  let handle
-  try {
-    handle = await fs.open(path, constants.O_RDONLY | constants.O_NOFOLLOW)
-  } catch (error) {
-    throw toStoreError(error, {
-      op: 'open',
-      file,
-      which: 'log',
-      fallback: errnoOf(error) === 'ENOENT' ? JsonlErrorCode.SESSION_NOT_FOUND : JsonlErrorCode.READ_FAILED,
-    })
-  }
+  const handle = await openLogForRead(fs, path, file)
   try {
     let first: Buffer | null = null
     const splitter = new LineSplitter({ maxLineBytes })

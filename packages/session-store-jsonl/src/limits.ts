@@ -65,34 +65,14 @@ function positiveInteger(name: string, value: number): number {
  * @throws {@link JsonlStoreError} `INVALID_OPTION` when a limit is not a positive integer or `maxEventBytes` exceeds `maxLineBytes`.
  */
 export function resolveLimits(partial: Partial<StoreLimits> = {}): StoreLimits {
-  const limits: StoreLimits = {
-    maxLineBytes: positiveInteger('maxLineBytes', partial.maxLineBytes ?? DEFAULT_STORE_LIMITS.maxLineBytes),
-    maxDepth: positiveInteger('maxDepth', partial.maxDepth ?? DEFAULT_STORE_LIMITS.maxDepth),
-    maxEntries: positiveInteger('maxEntries', partial.maxEntries ?? DEFAULT_STORE_LIMITS.maxEntries),
-    maxEventBytes: positiveInteger(
-      'maxEventBytes',
-      partial.maxEventBytes ?? Math.min(DEFAULT_STORE_LIMITS.maxEventBytes, partial.maxLineBytes ?? Infinity),
-    ),
-    maxBufferedBytes: positiveInteger(
-      'maxBufferedBytes',
-      partial.maxBufferedBytes ?? DEFAULT_STORE_LIMITS.maxBufferedBytes,
-    ),
-    readChunkBytes: positiveInteger(
-      'readChunkBytes',
-      partial.readChunkBytes ?? DEFAULT_STORE_LIMITS.readChunkBytes,
-    ),
-    maxQuarantineFiles: positiveInteger(
-      'maxQuarantineFiles',
-      partial.maxQuarantineFiles ?? DEFAULT_STORE_LIMITS.maxQuarantineFiles,
-    ),
-    maxFrameOutputBytes: positiveInteger(
-      'maxFrameOutputBytes',
-      partial.maxFrameOutputBytes ?? DEFAULT_STORE_LIMITS.maxFrameOutputBytes,
-    ),
-    maxWindowBytes: positiveInteger(
-      'maxWindowBytes',
-      partial.maxWindowBytes ?? DEFAULT_STORE_LIMITS.maxWindowBytes,
-    ),
+  // A writer that is only told maxLineBytes keeps its events within that line bound.
+  const defaults: StoreLimits = {
+    ...DEFAULT_STORE_LIMITS,
+    maxEventBytes: Math.min(DEFAULT_STORE_LIMITS.maxEventBytes, partial.maxLineBytes ?? Infinity),
+  }
+  const limits = { ...defaults }
+  for (const name of Object.keys(defaults) as (keyof StoreLimits)[]) {
+    limits[name] = positiveInteger(name, partial[name] ?? defaults[name])
   }
   if (limits.maxEventBytes > limits.maxLineBytes) {
     throw invalidOption(

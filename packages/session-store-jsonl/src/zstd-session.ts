@@ -11,12 +11,11 @@
  *   - different content: refused, `MIXED_ENCODINGS` naming both files (only a writer that
  *     ignored the `.zstd` file, like an older library, can cause it). Nothing is removed.
  */
-import { constants } from 'node:fs'
 import { join } from 'node:path'
 
-import { errnoOf, toStoreError } from './fs-errors.ts'
+import { errnoOf, openLogForRead, toStoreError } from './fs-errors.ts'
 import { readFully } from './fs-ops.ts'
-import type { FileHandleOps, FsOps } from './fs-ops.ts'
+import type { FsOps } from './fs-ops.ts'
 import { listGenerations, pickCurrentGeneration } from './generations.ts'
 import { JsonlErrorCode, JsonlStoreError } from './jsonl-store-error.ts'
 import { LOG_FILE_NAME } from './layout.ts'
@@ -175,14 +174,6 @@ export async function locateSessionLog(request: LocateRequest): Promise<SessionL
   return zstd
 }
 
-async function openReadOnly(fs: FsOps, path: string, file: string): Promise<FileHandleOps> {
-  try {
-    return await fs.open(path, constants.O_RDONLY | constants.O_NOFOLLOW)
-  } catch (error) {
-    throw toStoreError(error, { op: 'open', file, which: 'log', fallback: JsonlErrorCode.READ_FAILED })
-  }
-}
-
 /**
  * Compares the plain content of a session's two encodings byte for byte, streaming (memory:
  * one frame's content).
@@ -199,9 +190,9 @@ export async function compareEncodings(
 }> {
   const { fs, directory, plain, zstd, limits } = request
   const codec = await zstdCodecFor(zstd.file)
-  const plainHandle = await openReadOnly(fs, join(directory, plain.name), plain.file)
+  const plainHandle = await openLogForRead(fs, join(directory, plain.name), plain.file)
   try {
-    const zstdHandle = await openReadOnly(fs, join(directory, zstd.name), zstd.file)
+    const zstdHandle = await openLogForRead(fs, join(directory, zstd.name), zstd.file)
     try {
       const plainBytes = (await plainHandle.stat()).size
       let position = 0

@@ -4,13 +4,12 @@
  * migration resolves from its options.
  */
 import { createHash } from 'node:crypto'
-import { constants } from 'node:fs'
 import { basename, join } from 'node:path'
 
 import { coreEventRegistry, SESSION_FORMAT_VERSION } from '@agent-ledger/session-events'
 import type { MigratedFrom, SessionHeader } from '@agent-ledger/session-events'
 
-import { errnoOf, toStoreError } from '../fs-errors.ts'
+import { openLogForRead, toStoreError } from '../fs-errors.ts'
 import { nodeFsOps } from '../fs-ops.ts'
 import type { FileHandleOps } from '../fs-ops.ts'
 import { generationFileName, listGenerations, pickCurrentGeneration } from '../generations.ts'
@@ -47,21 +46,12 @@ function assertReadable(generation: GenerationFile, file: string): void {
   }
 }
 
-async function openSource(settings: Settings, generation: GenerationFile): Promise<FileHandleOps> {
-  const file = display(settings, generation.file)
-  try {
-    return await settings.fs.open(
-      join(settings.directory, generation.file),
-      constants.O_RDONLY | constants.O_NOFOLLOW,
-    )
-  } catch (error) {
-    throw toStoreError(error, {
-      op: 'open',
-      file,
-      which: 'log',
-      fallback: errnoOf(error) === 'ENOENT' ? JsonlErrorCode.SESSION_NOT_FOUND : JsonlErrorCode.READ_FAILED,
-    })
-  }
+function openSource(settings: Settings, generation: GenerationFile): Promise<FileHandleOps> {
+  return openLogForRead(
+    settings.fs,
+    join(settings.directory, generation.file),
+    display(settings, generation.file),
+  )
 }
 
 /** A byte source that hashes and counts what passes through it. */
