@@ -2,7 +2,7 @@
  * `createJsonlStore`: the core over the JSONL backend with its defaults (wall clock, a lease
  * owner per process, the native CRC-32C), and the backend's `files` capability.
  */
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 
@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 
 import { createMemoryBackend, createSessionStore, SessionStoreError } from '@agent-ledger/session-store'
 
-import { asJsonlBackend, createJsonlStore } from '../src/index.ts'
+import { asJsonlBackend, createJsonlBackend, createJsonlStore } from '../src/index.ts'
 import { LOG_FILE_NAME } from '../src/layout.ts'
 import { tempRoot } from './backend/jsonl-harness.ts'
 
@@ -23,6 +23,19 @@ async function newRoot(): Promise<string> {
   const root = await tempRoot()
   roots.push(root)
   return root
+}
+
+/** What this process holds open below `root` (Linux: `/proc/self/fd`), deleted files included. */
+function openUnderRoot(root: string): string[] {
+  return readdirSync('/proc/self/fd')
+    .map((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`)
+      } catch {
+        return ''
+      }
+    })
+    .filter((target) => target.startsWith(root))
 }
 
 describe('createJsonlStore', () => {
@@ -60,6 +73,48 @@ describe('createJsonlStore', () => {
     expect(events[0]?.data).toEqual({ message: { role: 'user', content: secret } })
     await store.close()
   })
+
+  it.runIf(process.platform === 'linux')(
+    'closing the backend while a writer holds its lease closes every descriptor under the root and keeps the lease',
+    async () => {
+      const root = await newRoot()
+      const backend = createJsonlBackend({ root })
+      const clock = (): string => new Date().toISOString()
+      const writer = await createSessionStore({ backend, clock, owner: 'a' }).create({ id: 'held' })
+      writer.append({ type: 'turn/start', data: { turn: 1 } })
+      await writer.flush()
+      // The log, the lease record and the writer lock are held open while the lease is.
+      expect(openUnderRoot(root).length).toBeGreaterThanOrEqual(3)
+      await backend.close()
+      expect(openUnderRoot(root)).toEqual([])
+      writer.append({ type: 'turn/start', data: { turn: 2 } })
+      await expect(writer.flush()).rejects.toMatchObject({ code: 'BACKEND_CLOSED' })
+      // Not released (the port's rule): this process still holds the session.
+      const other = createJsonlStore({ root })
+      await expect(other.openWriter('held')).rejects.toMatchObject({ code: 'SESSION_LOCKED' })
+      await other.close()
+    },
+  )
+
+  it.runIf(process.platform === 'linux')(
+    'a writer whose session was force-deleted closes every descriptor when it closes, though its lock cannot be released',
+    async () => {
+      const root = await newRoot()
+      const clock = (): string => new Date().toISOString()
+      const holder = createSessionStore({ backend: createJsonlBackend({ root }), clock, owner: 'a' })
+      const writer = await holder.create({ id: 'gone' })
+      writer.append({ type: 'turn/start', data: { turn: 1 } })
+      await writer.flush()
+      const deleter = createJsonlStore({ root })
+      expect((await deleter.delete('gone', { force: true })).outcome).toBe('deleted')
+      writer.append({ type: 'turn/start', data: { turn: 2 } })
+      await expect(writer.flush()).rejects.toBeInstanceOf(SessionStoreError)
+      await writer.close({ discardUnflushed: true }).catch(() => undefined)
+      expect(openUnderRoot(root)).toEqual([])
+      await deleter.close()
+      await holder.close()
+    },
+  )
 
   it('refuses a relative root with INVALID_OPTION naming it', () => {
     expect(() => createJsonlStore({ root: 'relative/dir' })).toThrow(

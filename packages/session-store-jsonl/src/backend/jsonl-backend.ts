@@ -381,9 +381,12 @@ class JsonlBackendImpl implements JsonlBackend {
       () => true,
       () => false,
     )
-    if (!released && (await lockNonce(this.#fs, held.directory)) === held.lock.nonce) {
+    if (released) return
+    if ((await lockNonce(this.#fs, held.directory)) === held.lock.nonce) {
       await this.#fs.unlink(join(held.directory, WRITER_LOCK_FILE_NAME)).catch(() => undefined)
     }
+    // The lease is no longer in #held, so nothing retries the lock's release: close its file.
+    await held.lock.forget()
   }
 
   // ------------------------------------------------------------------ reads
@@ -512,11 +515,12 @@ class JsonlBackendImpl implements JsonlBackend {
     if (this.#closed) return
     this.#closed = true
     // Leases are not released (the port's rule): their locks stay until released, expired or
-    // their process is gone; only the open logs are closed, so no append can follow.
+    // their process is gone. Every descriptor is closed and the heartbeat stops, so no append can follow.
     for (const held of this.#held.values()) {
       held.failed = this.#closedError(held.id)
       await held.handle.close().catch(() => undefined)
       await held.leaseFile?.handle.close().catch(() => undefined)
+      await held.lock.forget()
     }
   }
 }
