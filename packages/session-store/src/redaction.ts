@@ -100,6 +100,8 @@ function triggeredPatterns(text: string): number {
     while (match[group] === undefined) group += 1
     mask |= TRIGGER_MASKS[group]!
     if (mask === ALL_PATTERNS) break
+    // Triggers overlap ("sk-----BEGIN "): search again from the next character, not past the match.
+    SECRET_TRIGGERS.lastIndex = match.index + 1
   }
   return mask
 }

@@ -180,6 +180,17 @@ describe('the default policy pre-filter', () => {
     )
   })
 
+  it('finds a trigger that overlaps the one before it (the counterexample fast-check found)', () => {
+    // "sk-" ends inside "-----BEGIN ": a search that resumed after the first trigger missed the key.
+    expect(DEFAULT_REDACTION_POLICY.redact('sk-----BEGIN PRIVATE KEY-----\n')).toBe(
+      'sk[REDACTED:private-key]',
+    )
+    const overlapping =
+      'see sk-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY----- and :://x:pw@h'
+    expect(DEFAULT_REDACTION_POLICY.redact(overlapping)).toBe(redactWithoutPrefilter(overlapping))
+    expect(DEFAULT_REDACTION_POLICY.redact(overlapping)).not.toContain('MIIB')
+  })
+
   it('returns the very string when no trigger occurs, and redacts each shape when one does', () => {
     const plain = 'a tool output with sk and AKI and gh_ and xox and bearer-less text\n'.repeat(100)
     expect(DEFAULT_REDACTION_POLICY.redact(plain)).toBe(plain)
