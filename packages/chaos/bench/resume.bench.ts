@@ -10,7 +10,9 @@
  * `JSON.parse`d plus the log's tail after its seek point (the JSONL bench's `checkpointFloor`). A
  * further row puts the AI SDK resume beside `store.openReader(id)` on a new store (the core's
  * read open from the checkpoint): what the adapter and the write open add to the core's own
- * resume.
+ * resume. Context rows split the OpenAI Agents p50 into its three steps: the open (beside the AI
+ * SDK's whole resume, the same write open), the SDK's runner up to the wrapped model (beside the
+ * SDK's own run) and the wrapper's durable log of the turn's input.
  *
  * The session (~1 GB plain JSONL, the JSONL benches' agent session: tool results, compactions
  * every ~400,000 model-visible characters) is built once and cached in os.tmpdir(), with a
@@ -89,6 +91,18 @@ export interface Resumed {
   readonly checkpointUsed: boolean
   /** OpenAI Agents only: the SDK's own runner over a `MemorySession` holding the same history, to its first model call. */
   readonly sdkMs?: number
+  /** OpenAI Agents only: where `ms` went (they add up to it). */
+  readonly phases?: AgentsPhases
+}
+
+/** An OpenAI Agents resume in three steps, in ms. */
+export interface AgentsPhases {
+  /** `openAgentsSession`: the core's write open from the checkpoint, and the adapter's maps. */
+  readonly open: number
+  /** The SDK's runner, from `run()` to its call of the wrapped model (its `getItems` included). */
+  readonly runner: number
+  /** The wrapper, from that call to the inner model's: the turn's input logged and flushed. */
+  readonly logged: number
 }
 
 /** `openAiSdkSession`, `beginTurn`, `prompt()`: the chaos worker's `ledgerAiSdk` up to its first model call. */
@@ -148,18 +162,30 @@ async function sdkOwnRun(history: readonly AgentInputItem[]): Promise<number> {
 async function agentsResume(store: SessionStore, id: string): Promise<Resumed> {
   const started = performance.now()
   const session = await openAgentsSession(store, id, { create: false })
+  const opened = performance.now()
   try {
     let ms: number | undefined
+    let entered: number | undefined
     let items = 0
     const model = scriptedModel((count) => {
       ms ??= performance.now() - started
       items = count
     })
-    const agent = new Agent({ name: 'resume', instructions: 'You run a plan.', model: session.wrapModel(model) })
+    const wrapped = session.wrapModel(model)
+    const timed: Model = {
+      getResponse: (request) => {
+        entered ??= performance.now()
+        return wrapped.getResponse(request)
+      },
+      getStreamedResponse: (request) => wrapped.getStreamedResponse(request),
+    }
+    const agent = new Agent({ name: 'resume', instructions: 'You run a plan.', model: timed })
     await runAgent(agent, 'Continue.', { session, maxTurns: 1 })
-    if (ms === undefined || items <= 1) throw new Error(`a first request of ${items} items: the history is missing`)
+    if (ms === undefined || entered === undefined || items <= 1)
+      throw new Error(`a first request of ${items} items: the history is missing`)
+    const phases = { open: opened - started, runner: entered - opened, logged: ms - (entered - started) }
     const sdkMs = await sdkOwnRun(await session.getItems())
-    return { ms, checkpointUsed: session.writer.recovery.checkpoint.used, sdkMs }
+    return { ms, checkpointUsed: session.writer.recovery.checkpoint.used, sdkMs, phases }
   } finally {
     await session.close()
   }
@@ -183,17 +209,24 @@ export async function resumeOnce(store: SessionStore, id: string, adapter: Adapt
 export type ResumeTimes = Record<Adapter, number[]> & {
   /** The SDK's own runner over a `MemorySession` with the same history (beside each OpenAI Agents resume). */
   readonly sdk: number[]
+  /** The steps of each OpenAI Agents resume. */
+  readonly phases: { readonly [K in keyof AgentsPhases]: number[] }
 }
 
 /** Empty times for every adapter. */
 export function emptyTimes(): ResumeTimes {
-  return { 'ai-sdk': [], 'openai-agents': [], sdk: [] }
+  return { 'ai-sdk': [], 'openai-agents': [], sdk: [], phases: { open: [], runner: [], logged: [] } }
 }
 
 /** Records one resume in `times`. */
 export function record(times: ResumeTimes, adapter: Adapter, resumed: Resumed): void {
   times[adapter].push(resumed.ms)
   if (resumed.sdkMs !== undefined) times.sdk.push(resumed.sdkMs)
+  if (resumed.phases !== undefined) {
+    times.phases.open.push(resumed.phases.open)
+    times.phases.runner.push(resumed.phases.runner)
+    times.phases.logged.push(resumed.phases.logged)
+  }
 }
 
 /** One row per adapter: its resume p99 beside the floor median, against the 50 ms target. */
@@ -229,6 +262,25 @@ export function resumeRows(
     target: `p99 - SDK p99 <= ${TARGET_MS} ms`,
     met: agentsP99 - sdkP99 <= TARGET_MS,
   })
+  // Where an OpenAI Agents resume goes (context rows, p50s): its open beside the AI SDK's whole
+  // resume (the same write open), its runner beside the SDK's own run, and the wrapper's flush.
+  const aiSdkP50 = percentile(times['ai-sdk'], 50)
+  const sdkP50 = percentile(times.sdk, 50)
+  const steps: readonly [keyof AgentsPhases, string, { name: string; value: number } | undefined][] = [
+    ['open', 'openAgentsSession (the write open from the checkpoint)', { name: 'the AI SDK resume p50 (its open and first request)', value: aiSdkP50 }],
+    ['runner', "the SDK's runner to the wrapped model (its getItems included)", { name: "the SDK's run() over a MemorySession, p50", value: sdkP50 }],
+    ['logged', "the wrapper's log of the turn's input, flushed (one durable write)", undefined],
+  ]
+  for (const [step, what, floor] of steps) {
+    const value = percentile(times.phases[step], 50)
+    rows.push({
+      name: `of which (openai-agents p50, ${where}): ${what}`,
+      value,
+      unit: 'ms',
+      ...(floor === undefined ? {} : { floor, ratio: value / floor.value }),
+      target: 'context',
+    })
+  }
   return rows
 }
 
