@@ -1,4 +1,12 @@
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -136,6 +144,33 @@ describe('agent-ledger import (synthetic sources)', () => {
       content: 'You are welcome.',
     })
   })
+
+  it.runIf(process.platform === 'linux')(
+    'a directory whose sources partly fail (--lenient, exit 1) leaves no session log open in the process',
+    async () => {
+      const store = join(root, 'store')
+      const result = await cli([
+        'import',
+        join(synthetic, 'claude-code'),
+        '--root',
+        store,
+        '--json',
+        '--lenient',
+      ])
+      expect(result.code).toBe(1)
+      expect((JSON.parse(result.stdout) as ImportJson).failures.length).toBeGreaterThan(0)
+      const open = readdirSync('/proc/self/fd')
+        .map((fd) => {
+          try {
+            return readlinkSync(`/proc/self/fd/${fd}`)
+          } catch {
+            return ''
+          }
+        })
+        .filter((target) => target.startsWith(store))
+      expect(open).toEqual([])
+    },
+  )
 
   it('--dry-run writes nothing; a Claude Code tree imports its fork and sidechain', async () => {
     const store = join(root, 'store')

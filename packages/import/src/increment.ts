@@ -120,6 +120,11 @@ export interface Increment {
   push(events: readonly LoggedEvent[]): Promise<LoggedEvent[]>
   /** After the last fresh event. @throws {@link ImportError} `DIVERGED`. */
   end(): Promise<IncrementOutcome>
+  /**
+   * Stops reading the stored events (their store's read ends and releases what it holds), for an
+   * increment given up before its end. Idempotent; a `push` or `end` that throws has done it.
+   */
+  close(): Promise<void>
 }
 
 /**
@@ -141,26 +146,44 @@ export function createIncrement(
       core.addTail(next.value)
     core.endStored()
   }
+  let closed = false
+  const close = async (): Promise<void> => {
+    if (closed) return
+    closed = true
+    await iterator.return?.()
+  }
+  /** Runs `step`; when it throws, the stored read is closed first (nothing will read it again). */
+  const closingOnError = async <T>(step: () => Promise<T>): Promise<T> => {
+    try {
+      return await step()
+    } catch (error) {
+      await close().catch(() => undefined)
+      throw error
+    }
+  }
   return {
-    async push(events) {
-      const out: LoggedEvent[] = []
-      for (const fresh of events) {
-        if (core.phase === 'match') {
-          const next = await iterator.next()
-          if (core.compare(next.done === true ? undefined : next.value, fresh)) continue
-          if (next.done === true) core.endStored()
-          else await readTail()
+    push: (events) =>
+      closingOnError(async () => {
+        const out: LoggedEvent[] = []
+        for (const fresh of events) {
+          if (core.phase === 'match') {
+            const next = await iterator.next()
+            if (core.compare(next.done === true ? undefined : next.value, fresh)) continue
+            if (next.done === true) core.endStored()
+            else await readTail()
+          }
+          const placed = core.place(fresh)
+          if (placed !== null) out.push(placed)
         }
-        const placed = core.place(fresh)
-        if (placed !== null) out.push(placed)
-      }
-      return out
-    },
-    async end() {
-      if (core.phase === 'match') await readTail()
-      const { appended, closersKept } = core.result()
-      return appended === 0 ? { kind: 'unchanged' } : { kind: 'append', appended, closersKept }
-    },
+        return out
+      }),
+    end: () =>
+      closingOnError(async (): Promise<IncrementOutcome> => {
+        if (core.phase === 'match') await readTail()
+        const { appended, closersKept } = core.result()
+        return appended === 0 ? { kind: 'unchanged' } : { kind: 'append', appended, closersKept }
+      }),
+    close,
   }
 }
 

@@ -253,6 +253,36 @@ describe('createIncrement (the streamed planIncrement)', () => {
     expect(appended).toBeGreaterThan(6)
   })
 
+  it('ends the stored read when a push diverges, and on close when given up before its end', async () => {
+    const text = readFileSync(join(SYNTHETIC, 'codex', 'compacted.jsonl'), 'utf8')
+    const stored = (await importText(text)).sessions[0]!.events
+    const rewritten = (await importText(text.replace('run the tests', 'run the linter'))).sessions[0]!.events
+    /** The stored events as a store's read yields them; `ended` once its finally ran. */
+    const tracked = (): { read: AsyncGenerator<LoggedEvent>; ended: () => boolean } => {
+      let ended = false
+      async function* read(): AsyncGenerator<LoggedEvent> {
+        try {
+          yield* stream(stored)
+        } finally {
+          ended = true
+        }
+      }
+      return { read: read(), ended: () => ended }
+    }
+    const diverging = tracked()
+    const increment = createIncrement(diverging.read, { file: 'r.jsonl' })
+    await expect(increment.push(rewritten)).rejects.toMatchObject({ code: 'DIVERGED' })
+    expect(diverging.ended()).toBe(true)
+
+    const abandoned = tracked()
+    const givenUp = createIncrement(abandoned.read, { file: 'r.jsonl' })
+    expect(await givenUp.push(stored.slice(0, 3))).toEqual([])
+    expect(abandoned.ended()).toBe(false)
+    await givenUp.close()
+    await givenUp.close()
+    expect(abandoned.ended()).toBe(true)
+  })
+
   it('the same source changes nothing; a rewritten one diverges', async () => {
     const text = readFileSync(join(SYNTHETIC, 'codex', 'compacted.jsonl'), 'utf8')
     const stored = (await importText(text)).sessions[0]!.events

@@ -279,6 +279,8 @@ export class StoreSink implements ImportSink {
       )
       await publishing.created.catch(() => undefined)
     }
+    // A session given up mid-comparison: its stored read ends (the log it holds open closes).
+    await this.#open?.increment?.close()
     this.#open = null
     const writers = [...this.#writers.values()]
     this.#writers.clear()
