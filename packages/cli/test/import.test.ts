@@ -1,18 +1,11 @@
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  writeFileSync,
-} from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { loadZstdCodec } from '@agent-ledger/session-store-jsonl/format'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 
+import { openFilesUnder } from '../../../tooling/open-files.ts'
 import { cli, makeRoot } from './support/sessions.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -159,15 +152,7 @@ describe('agent-ledger import (synthetic sources)', () => {
       ])
       expect(result.code).toBe(1)
       expect((JSON.parse(result.stdout) as ImportJson).failures.length).toBeGreaterThan(0)
-      const open = readdirSync('/proc/self/fd')
-        .map((fd) => {
-          try {
-            return readlinkSync(`/proc/self/fd/${fd}`)
-          } catch {
-            return ''
-          }
-        })
-        .filter((target) => target.startsWith(store))
+      const open = openFilesUnder(store)
       expect(open).toEqual([])
     },
   )

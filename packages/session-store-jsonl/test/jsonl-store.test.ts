@@ -2,7 +2,7 @@
  * `createJsonlStore`: the core over the JSONL backend with its defaults (wall clock, a lease
  * owner per process, the native CRC-32C), and the backend's `files` capability.
  */
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 
@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 
 import { createMemoryBackend, createSessionStore, SessionStoreError } from '@agent-ledger/session-store'
 
+import { openFilesUnder } from '../../../tooling/open-files.ts'
 import { asJsonlBackend, createJsonlBackend, createJsonlStore } from '../src/index.ts'
 import { LOG_FILE_NAME } from '../src/layout.ts'
 import { tempRoot } from './backend/jsonl-harness.ts'
@@ -23,19 +24,6 @@ async function newRoot(): Promise<string> {
   const root = await tempRoot()
   roots.push(root)
   return root
-}
-
-/** What this process holds open below `root` (Linux: `/proc/self/fd`), deleted files included. */
-function openUnderRoot(root: string): string[] {
-  return readdirSync('/proc/self/fd')
-    .map((fd) => {
-      try {
-        return readlinkSync(`/proc/self/fd/${fd}`)
-      } catch {
-        return ''
-      }
-    })
-    .filter((target) => target.startsWith(root))
 }
 
 describe('createJsonlStore', () => {
@@ -84,9 +72,9 @@ describe('createJsonlStore', () => {
       writer.append({ type: 'turn/start', data: { turn: 1 } })
       await writer.flush()
       // The log, the lease record and the writer lock are held open while the lease is.
-      expect(openUnderRoot(root).length).toBeGreaterThanOrEqual(3)
+      expect(openFilesUnder(root).length).toBeGreaterThanOrEqual(3)
       await backend.close()
-      expect(openUnderRoot(root)).toEqual([])
+      expect(openFilesUnder(root)).toEqual([])
       writer.append({ type: 'turn/start', data: { turn: 2 } })
       await expect(writer.flush()).rejects.toMatchObject({ code: 'BACKEND_CLOSED' })
       // Not released (the port's rule): this process still holds the session.
@@ -110,7 +98,7 @@ describe('createJsonlStore', () => {
       writer.append({ type: 'turn/start', data: { turn: 2 } })
       await expect(writer.flush()).rejects.toBeInstanceOf(SessionStoreError)
       await writer.close({ discardUnflushed: true }).catch(() => undefined)
-      expect(openUnderRoot(root)).toEqual([])
+      expect(openFilesUnder(root)).toEqual([])
       await deleter.close()
       await holder.close()
     },
