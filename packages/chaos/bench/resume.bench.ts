@@ -222,11 +222,9 @@ export function emptyTimes(): ResumeTimes {
 export function record(times: ResumeTimes, adapter: Adapter, resumed: Resumed): void {
   times[adapter].push(resumed.ms)
   if (resumed.sdkMs !== undefined) times.sdk.push(resumed.sdkMs)
-  if (resumed.phases !== undefined) {
-    times.phases.open.push(resumed.phases.open)
-    times.phases.runner.push(resumed.phases.runner)
-    times.phases.logged.push(resumed.phases.logged)
-  }
+  const phases = resumed.phases
+  if (phases === undefined) return
+  for (const step of Object.keys(phases) as (keyof AgentsPhases)[]) times.phases[step].push(phases[step])
 }
 
 /** One row per adapter: its resume p99 beside the floor median, against the 50 ms target. */

@@ -112,8 +112,9 @@ export interface WriterLock {
   release(): Promise<void>
   /**
    * Stops the heartbeat and closes the lock's descriptor without touching any file: for a
-   * holder that removed the session directory itself (a delete), whose lock file went with it.
-   * Afterwards the lock counts as released.
+   * holder that removed the session directory itself (a delete), whose lock file went with it,
+   * and for a closed backend, whose leases stay held. A later `release` still removes the
+   * lock file if it is ours (it goes by the nonce, not the descriptor).
    */
   forget(): Promise<void>
 }

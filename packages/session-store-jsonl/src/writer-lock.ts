@@ -298,6 +298,8 @@ function createHeldLock(
   let beating: Promise<void> | undefined
   /** The `fstat` of the lock file we hold open (read once: its device and inode), or null when it failed. */
   let ownIdentity: Promise<Stats | null> | undefined
+  /** Set by `forget`: the descriptor is closed, so its inode may be reused and no longer proves anything. */
+  let forgotten = false
 
   const beat = async (): Promise<void> => {
     // Only heartbeatAt changes, and an ISO time keeps its length: the record is overwritten in place.
@@ -338,9 +340,11 @@ function createHeldLock(
       // the holder's inode (it renames a new file over the name), so this inode still holds our
       // record. Anything else (another inode, a symlink, no file) gets the full read below,
       // which names what it found.
-      ownIdentity ??= state.handle.stat().catch(() => null)
-      const own = await ownIdentity
-      if (own !== null && (await namesFile(fs, lockPath, own))) return
+      if (!forgotten) {
+        ownIdentity ??= state.handle.stat().catch(() => null)
+        const own = await ownIdentity
+        if (own !== null && (await namesFile(fs, lockPath, own))) return
+      }
       const entry = await readEntry(fs, lockPath)
       if (entry.kind === 'missing') throw lost('no lock file')
       if (entry.stats.isSymbolicLink()) throw lost('a symbolic link')
@@ -350,7 +354,7 @@ function createHeldLock(
     },
     async forget() {
       if (timer !== undefined) clearInterval(timer)
-      released = true
+      forgotten = true
       await beating
       await state.handle.close().catch(() => undefined)
     },

@@ -80,6 +80,9 @@ describe('createJsonlStore', () => {
       // Not released (the port's rule): this process still holds the session.
       const other = createJsonlStore({ root })
       await expect(other.openWriter('held')).rejects.toMatchObject({ code: 'SESSION_LOCKED' })
+      // The writer's own close still releases the lease afterwards (the lock goes by its nonce).
+      await writer.close({ discardUnflushed: true })
+      await (await other.openWriter('held')).close()
       await other.close()
     },
   )
